@@ -1,0 +1,301 @@
+//! Private L1 and L2 per core, shared inclusive LLC. L2 is inclusive of L1
+//! and the LLC of both (HOOP paper Table II); evicting a line from a lower
+//! level back-invalidates the upper copies and merges their newer data.
+//! Threads own disjoint data (as in the papers), so no coherence protocol is
+//! needed: the LLC remembers which core's private caches may hold a line.
+
+use super::{Cache, LineExt, Victim};
+use crate::config::Params;
+use crate::types::{Addr, CoreId, Cycle, LineData, LINE_BYTES};
+
+/// Why a dirty line is written towards memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WritebackCause {
+    /// Replacement in the LLC.
+    Eviction,
+    /// An explicit cache-line flush (clwb) from the op stream or a scheme.
+    Flush,
+    /// End-of-run drain of every dirty line.
+    Drain,
+}
+
+/// What lies below the LLC: the scheme and the memory controllers.
+pub trait MemSide {
+    /// LLC miss: fill `out` with the newest bytes of the line; returns the
+    /// time the data arrives.
+    fn read_miss(&mut self, core: CoreId, line_addr: Addr, now: Cycle, out: &mut LineData)
+        -> Cycle;
+    /// A dirty line leaves the LLC (or is flushed); returns the time the
+    /// write is persisted (write-backs are posted: callers other than flush
+    /// do not wait for it).
+    fn writeback(
+        &mut self,
+        core: CoreId,
+        line_addr: Addr,
+        data: &LineData,
+        ext: &LineExt,
+        cause: WritebackCause,
+        now: Cycle,
+    ) -> Cycle;
+    /// A dirty line leaves a private L1 (MorLog observes this).
+    fn l1_evict(
+        &mut self,
+        core: CoreId,
+        line_addr: Addr,
+        data: &LineData,
+        ext: &LineExt,
+        now: Cycle,
+    );
+}
+
+/// Where an access was satisfied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HitLevel {
+    L1,
+    L2,
+    Llc,
+    Memory,
+}
+
+pub struct Hierarchy {
+    pub l1: Vec<Cache>,
+    pub l2: Vec<Cache>,
+    pub llc: Cache,
+}
+
+impl Hierarchy {
+    pub fn new(p: &Params, cores: usize) -> Self {
+        let mk = |lvl: &str| {
+            Cache::new(
+                p.u64(&format!("cache.{lvl}_size_bytes")),
+                p.usize(&format!("cache.{lvl}_ways")),
+                p.u64(&format!("cache.{lvl}_latency_cycles")),
+            )
+        };
+        Hierarchy {
+            l1: (0..cores).map(|_| mk("l1")).collect(),
+            l2: (0..cores).map(|_| mk("l2")).collect(),
+            llc: mk("llc"),
+        }
+    }
+
+    /// Bring `line_addr` into `core`'s L1. Returns the completion time, the
+    /// L1 slot holding the line, and where it was found.
+    #[inline]
+    pub fn access(
+        &mut self,
+        core: CoreId,
+        line_addr: Addr,
+        now: Cycle,
+        mem: &mut dyn MemSide,
+    ) -> (Cycle, usize, HitLevel) {
+        let l1 = &mut self.l1[core];
+        if let Some(s) = l1.find(line_addr) {
+            l1.touch(s);
+            l1.hits += 1;
+            return (now + l1.latency, s, HitLevel::L1);
+        }
+        l1.misses += 1;
+        let mut t = now + l1.latency;
+        let (data, ext, level) = self.fetch_into_l2(core, line_addr, &mut t, mem);
+        // Fill L1; an L1 victim is (by inclusion) present in L2.
+        let slot = self.l1[core].victim_slot(line_addr);
+        if let Some(v) = self.l1[core].take(slot) {
+            if v.dirty {
+                mem.l1_evict(core, v.addr, &v.data, &v.ext, t);
+                let l2 = &mut self.l2[core];
+                let s2 = l2.find(v.addr).expect("L2 must include every L1 line");
+                *l2.data_mut(s2) = v.data;
+                l2.ext_mut(s2).merge_from(&v.ext);
+                l2.set_dirty(s2, true);
+            }
+        }
+        self.l1[core].install(slot, line_addr, &data, ext, false, core as u16);
+        (t, slot, level)
+    }
+
+    fn fetch_into_l2(
+        &mut self,
+        core: CoreId,
+        line_addr: Addr,
+        t: &mut Cycle,
+        mem: &mut dyn MemSide,
+    ) -> (LineData, LineExt, HitLevel) {
+        let l2 = &mut self.l2[core];
+        *t += l2.latency;
+        if let Some(s2) = l2.find(line_addr) {
+            l2.touch(s2);
+            l2.hits += 1;
+            return (*l2.data(s2), *l2.ext(s2), HitLevel::L2);
+        }
+        l2.misses += 1;
+        *t += self.llc.latency;
+        let (data, ext, level) = if let Some(s3) = self.llc.find(line_addr) {
+            self.llc.touch(s3);
+            self.llc.hits += 1;
+            (*self.llc.data(s3), *self.llc.ext(s3), HitLevel::Llc)
+        } else {
+            self.llc.misses += 1;
+            let mut buf = [0u8; LINE_BYTES as usize];
+            *t = mem.read_miss(core, line_addr, *t, &mut buf);
+            let slot = self.llc.victim_slot(line_addr);
+            if let Some(v) = self.llc.take(slot) {
+                let v = self.back_invalidate(v, *t, mem);
+                if v.dirty {
+                    mem.writeback(
+                        v.owner as CoreId,
+                        v.addr,
+                        &v.data,
+                        &v.ext,
+                        WritebackCause::Eviction,
+                        *t,
+                    );
+                }
+            }
+            self.llc.install(
+                slot,
+                line_addr,
+                &buf,
+                LineExt::default(),
+                false,
+                core as u16,
+            );
+            (buf, LineExt::default(), HitLevel::Memory)
+        };
+        // Fill L2; its victim goes down into the LLC after pulling L1's copy.
+        let slot = self.l2[core].victim_slot(line_addr);
+        if let Some(mut v) = self.l2[core].take(slot) {
+            if let Some(s1) = self.l1[core].find(v.addr) {
+                let u = self.l1[core].take(s1).unwrap();
+                if u.dirty {
+                    mem.l1_evict(core, u.addr, &u.data, &u.ext, *t);
+                    v.data = u.data;
+                    v.ext = u.ext;
+                    v.dirty = true;
+                }
+            }
+            if v.dirty {
+                let s3 = self
+                    .llc
+                    .find(v.addr)
+                    .expect("LLC must include every L2 line");
+                *self.llc.data_mut(s3) = v.data;
+                self.llc.ext_mut(s3).merge_from(&v.ext);
+                self.llc.set_dirty(s3, true);
+            }
+        }
+        self.l2[core].install(slot, line_addr, &data, ext, false, core as u16);
+        (data, ext, level)
+    }
+
+    /// Remove the owner's private copies of an LLC victim, merging newer data.
+    fn back_invalidate(&mut self, mut v: Victim, t: Cycle, mem: &mut dyn MemSide) -> Victim {
+        let core = v.owner as usize;
+        if let Some(s2) = self.l2[core].find(v.addr) {
+            let u = self.l2[core].take(s2).unwrap();
+            if u.dirty {
+                v.data = u.data;
+                v.ext = u.ext;
+                v.dirty = true;
+            }
+        }
+        if let Some(s1) = self.l1[core].find(v.addr) {
+            let u = self.l1[core].take(s1).unwrap();
+            if u.dirty {
+                mem.l1_evict(core, u.addr, &u.data, &u.ext, t);
+                v.data = u.data;
+                v.ext = u.ext;
+                v.dirty = true;
+            }
+        }
+        v
+    }
+
+    /// Newest cached copy of a line and whether any level holds it dirty.
+    pub fn newest(&self, core: CoreId, line_addr: Addr) -> Option<(LineData, LineExt, bool)> {
+        let mut dirty = false;
+        let mut best = None;
+        if let Some(s) = self.llc.find(line_addr) {
+            dirty |= self.llc.is_dirty(s);
+            best = Some((*self.llc.data(s), *self.llc.ext(s)));
+        }
+        if let Some(s) = self.l2[core].find(line_addr) {
+            dirty |= self.l2[core].is_dirty(s);
+            best = Some((*self.l2[core].data(s), *self.l2[core].ext(s)));
+        }
+        if let Some(s) = self.l1[core].find(line_addr) {
+            dirty |= self.l1[core].is_dirty(s);
+            best = Some((*self.l1[core].data(s), *self.l1[core].ext(s)));
+        }
+        best.map(|(d, e)| (d, e, dirty))
+    }
+
+    /// clwb: write the line back if dirty anywhere, keep clean copies.
+    /// Returns the time the write is persisted (or `now` if clean/absent).
+    pub fn flush(
+        &mut self,
+        core: CoreId,
+        line_addr: Addr,
+        now: Cycle,
+        mem: &mut dyn MemSide,
+    ) -> Cycle {
+        let Some((data, ext, dirty)) = self.newest(core, line_addr) else {
+            return now;
+        };
+        if !dirty {
+            return now;
+        }
+        for c in [&mut self.l1[core], &mut self.l2[core], &mut self.llc] {
+            if let Some(s) = c.find(line_addr) {
+                *c.data_mut(s) = data;
+                *c.ext_mut(s) = ext;
+                c.set_dirty(s, false);
+            }
+        }
+        mem.writeback(
+            core,
+            line_addr,
+            &data,
+            &ext,
+            WritebackCause::Flush,
+            now + self.llc.latency,
+        )
+    }
+
+    /// Write back every dirty line (end of run); returns when the last write
+    /// was persisted. Lines stay cached, clean.
+    pub fn drain(&mut self, now: Cycle, mem: &mut dyn MemSide) -> Cycle {
+        let mut lines: Vec<(Addr, usize)> = self
+            .llc
+            .valid_slots()
+            .map(|s| (self.llc.line_addr(s), self.llc.owner(s) as usize))
+            .collect();
+        lines.sort_unstable();
+        let mut t = now;
+        for (addr, core) in lines {
+            t = t.max(self.flush(core, addr, now, mem));
+        }
+        t
+    }
+
+    pub fn llc_miss_ratio(&self) -> f64 {
+        let total = self.llc.hits + self.llc.misses;
+        if total == 0 {
+            0.0
+        } else {
+            self.llc.misses as f64 / total as f64
+        }
+    }
+
+    pub fn reset_stats(&mut self) {
+        for c in self
+            .l1
+            .iter_mut()
+            .chain(self.l2.iter_mut())
+            .chain(std::iter::once(&mut self.llc))
+        {
+            c.hits = 0;
+            c.misses = 0;
+        }
+    }
+}

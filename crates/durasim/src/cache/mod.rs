@@ -1,0 +1,212 @@
+//! Set-associative write-back/write-allocate caches with LRU replacement.
+//! Lines carry their 64 bytes and a small [`LineExt`] that schemes use.
+
+pub mod hierarchy;
+
+pub use hierarchy::{Hierarchy, MemSide};
+
+use crate::types::{Addr, Cycle, LineData, LINE_BYTES};
+
+/// Per-line state schemes may use; travels with the line between levels.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LineExt {
+    /// HOOP's persistent bit: the line was modified inside a transaction.
+    pub tx: bool,
+    /// Transaction id of the last transactional store (scheme-assigned).
+    pub txid: u32,
+    /// Per-word (8 bytes) state bits, e.g. words written in the current
+    /// transaction (HOOP word tracking) or MorLog's dirty-word flags.
+    pub word_mask: u8,
+    /// A second per-word bitmask for schemes that need two (e.g. logged words).
+    pub word_mask2: u8,
+}
+
+impl LineExt {
+    /// Merge the state of a more recent copy (upper level) into this one.
+    #[inline]
+    pub fn merge_from(&mut self, newer: &LineExt) {
+        *self = *newer;
+    }
+}
+
+/// One cache level instance.
+pub struct Cache {
+    sets: usize,
+    ways: usize,
+    set_shift: u32,
+    pub latency: Cycle,
+    tags: Vec<Addr>,
+    valid: Vec<bool>,
+    dirty: Vec<bool>,
+    lru: Vec<u64>,
+    data: Vec<LineData>,
+    ext: Vec<LineExt>,
+    owner: Vec<u16>,
+    clock: u64,
+    pub hits: u64,
+    pub misses: u64,
+}
+
+/// A line removed from a cache.
+#[derive(Clone, Copy, Debug)]
+pub struct Victim {
+    pub addr: Addr,
+    pub dirty: bool,
+    pub data: LineData,
+    pub ext: LineExt,
+    pub owner: u16,
+}
+
+impl Cache {
+    pub fn new(size_bytes: u64, ways: usize, latency: Cycle) -> Self {
+        let lines = (size_bytes / LINE_BYTES) as usize;
+        let ways = ways.min(lines).max(1);
+        let sets = (lines / ways).max(1);
+        assert!(sets.is_power_of_two(), "cache sets must be a power of two");
+        let n = sets * ways;
+        Cache {
+            sets,
+            ways,
+            set_shift: LINE_BYTES.trailing_zeros(),
+            latency,
+            tags: vec![0; n],
+            valid: vec![false; n],
+            dirty: vec![false; n],
+            lru: vec![0; n],
+            data: vec![[0u8; LINE_BYTES as usize]; n],
+            ext: vec![LineExt::default(); n],
+            owner: vec![0; n],
+            clock: 0,
+            hits: 0,
+            misses: 0,
+        }
+    }
+
+    pub fn sets(&self) -> usize {
+        self.sets
+    }
+    pub fn ways(&self) -> usize {
+        self.ways
+    }
+
+    #[inline]
+    fn set_of(&self, line_addr: Addr) -> usize {
+        ((line_addr >> self.set_shift) as usize) & (self.sets - 1)
+    }
+
+    /// Slot index of `line_addr` if present.
+    #[inline]
+    pub fn find(&self, line_addr: Addr) -> Option<usize> {
+        let base = self.set_of(line_addr) * self.ways;
+        (base..base + self.ways).find(|&i| self.valid[i] && self.tags[i] == line_addr)
+    }
+
+    /// Mark slot most recently used.
+    #[inline]
+    pub fn touch(&mut self, slot: usize) {
+        self.clock += 1;
+        self.lru[slot] = self.clock;
+    }
+
+    /// The slot a fill of `line_addr` would use (invalid first, else LRU).
+    #[inline]
+    pub fn victim_slot(&self, line_addr: Addr) -> usize {
+        let base = self.set_of(line_addr) * self.ways;
+        let mut best = base;
+        for i in base..base + self.ways {
+            if !self.valid[i] {
+                return i;
+            }
+            if self.lru[i] < self.lru[best] {
+                best = i;
+            }
+        }
+        best
+    }
+
+    /// Install a line in `slot` (which must be free: call `take` first).
+    #[inline]
+    pub fn install(
+        &mut self,
+        slot: usize,
+        line_addr: Addr,
+        data: &LineData,
+        ext: LineExt,
+        dirty: bool,
+        owner: u16,
+    ) {
+        debug_assert!(!self.valid[slot]);
+        self.valid[slot] = true;
+        self.tags[slot] = line_addr;
+        self.dirty[slot] = dirty;
+        self.data[slot] = *data;
+        self.ext[slot] = ext;
+        self.owner[slot] = owner;
+        self.touch(slot);
+    }
+
+    /// Remove the line in `slot`, returning it if it was valid.
+    #[inline]
+    pub fn take(&mut self, slot: usize) -> Option<Victim> {
+        if !self.valid[slot] {
+            return None;
+        }
+        self.valid[slot] = false;
+        Some(Victim {
+            addr: self.tags[slot],
+            dirty: self.dirty[slot],
+            data: self.data[slot],
+            ext: self.ext[slot],
+            owner: self.owner[slot],
+        })
+    }
+
+    #[inline]
+    pub fn data(&self, slot: usize) -> &LineData {
+        &self.data[slot]
+    }
+    #[inline]
+    pub fn data_mut(&mut self, slot: usize) -> &mut LineData {
+        &mut self.data[slot]
+    }
+    #[inline]
+    pub fn ext(&self, slot: usize) -> &LineExt {
+        &self.ext[slot]
+    }
+    #[inline]
+    pub fn ext_mut(&mut self, slot: usize) -> &mut LineExt {
+        &mut self.ext[slot]
+    }
+    #[inline]
+    pub fn is_dirty(&self, slot: usize) -> bool {
+        self.dirty[slot]
+    }
+    #[inline]
+    pub fn set_dirty(&mut self, slot: usize, d: bool) {
+        self.dirty[slot] = d;
+    }
+    #[inline]
+    pub fn owner(&self, slot: usize) -> u16 {
+        self.owner[slot]
+    }
+
+    /// All valid slots (for drains and checks; not on the hot path).
+    pub fn valid_slots(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.tags.len()).filter(|&i| self.valid[i])
+    }
+
+    pub fn line_addr(&self, slot: usize) -> Addr {
+        self.tags[slot]
+    }
+
+    /// LRU order of a set, most recent first (tests).
+    pub fn lru_order(&self, set: usize) -> Vec<Addr> {
+        let base = set * self.ways;
+        let mut v: Vec<(u64, Addr)> = (base..base + self.ways)
+            .filter(|&i| self.valid[i])
+            .map(|i| (self.lru[i], self.tags[i]))
+            .collect();
+        v.sort_by(|a, b| b.0.cmp(&a.0));
+        v.into_iter().map(|x| x.1).collect()
+    }
+}

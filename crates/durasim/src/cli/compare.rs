@@ -1,0 +1,152 @@
+//! `durasim compare`: a grid of schemes x workloads, run in parallel across
+//! host cores, printed normalized to a baseline scheme.
+
+use super::{spec_for, CommonArgs};
+use crate::engine;
+use crate::error::{Error, Result};
+use crate::stats::Metrics;
+use clap::Args;
+use indicatif::ProgressBar;
+use rayon::prelude::*;
+
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// Comma-separated scheme names.
+    #[arg(long, value_delimiter = ',')]
+    pub schemes: Vec<String>,
+    /// Comma-separated workload names.
+    #[arg(long, value_delimiter = ',')]
+    pub workloads: Vec<String>,
+    /// Scheme to normalize throughput to (default: the first scheme).
+    #[arg(long)]
+    pub baseline: Option<String>,
+    /// Save the raw grid as CSV.
+    #[arg(long)]
+    pub csv: Option<String>,
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+pub struct Cell {
+    pub scheme: String,
+    pub workload: String,
+    pub metrics: Metrics,
+}
+
+pub fn run_grid(
+    schemes: &[String],
+    workloads: &[String],
+    common: &CommonArgs,
+    bar: Option<&ProgressBar>,
+) -> Result<Vec<Cell>> {
+    let mut specs = Vec::new();
+    for w in workloads {
+        for s in schemes {
+            specs.push((s.clone(), w.clone(), spec_for(s, w, common)?));
+        }
+    }
+    specs
+        .into_par_iter()
+        .map(|(s, w, spec)| {
+            let e = engine::run(spec, &mut |_| {})?;
+            if let Some(b) = bar {
+                b.inc(1);
+            }
+            Ok(Cell {
+                scheme: s,
+                workload: w,
+                metrics: e.metrics(),
+            })
+        })
+        .collect()
+}
+
+pub fn cmd_compare(a: CompareArgs) -> Result<i32> {
+    if a.schemes.is_empty() || a.workloads.is_empty() {
+        return Err(Error::input(
+            "compare needs --schemes A,B,.. and --workloads X,Y,..",
+        ));
+    }
+    let baseline = a.baseline.clone().unwrap_or_else(|| a.schemes[0].clone());
+    if !a.schemes.contains(&baseline) {
+        return Err(Error::input(format!(
+            "invalid --baseline '{baseline}': valid choices are the compared schemes: {}",
+            a.schemes.join(", ")
+        )));
+    }
+    let bar = ProgressBar::new((a.schemes.len() * a.workloads.len()) as u64);
+    let cells = run_grid(&a.schemes, &a.workloads, &a.common, Some(&bar))?;
+    bar.finish_and_clear();
+    let get = |s: &str, w: &str| {
+        cells
+            .iter()
+            .find(|c| c.scheme == s && c.workload == w)
+            .map(|c| &c.metrics)
+    };
+    let has_ideal = a.schemes.iter().any(|s| s == "ideal");
+    let norm_ref = if has_ideal {
+        "ideal"
+    } else {
+        baseline.as_str()
+    };
+    println!(
+        "throughput normalized to {baseline}; critical-path latency and write bytes/tx normalized to {norm_ref}; energy in uJ"
+    );
+    println!(
+        "{:<10} {:<10} {:>12} {:>10} {:>10} {:>10} {:>12} {:>10} {:>10}",
+        "workload",
+        "scheme",
+        "tx/Mcycle",
+        "norm_tput",
+        "crit_lat",
+        "norm_lat",
+        "write_B/tx",
+        "norm_wr",
+        "energy_uJ"
+    );
+    for w in &a.workloads {
+        let base = get(&baseline, w).unwrap();
+        let r = get(norm_ref, w).unwrap();
+        for s in &a.schemes {
+            let m = get(s, w).unwrap();
+            println!(
+                "{:<10} {:<10} {:>12.2} {:>10.3} {:>10.1} {:>10.3} {:>12.1} {:>10.3} {:>10.3}",
+                w,
+                s,
+                m.throughput_tx_per_mcycle,
+                m.throughput_tx_per_mcycle / base.throughput_tx_per_mcycle.max(1e-12),
+                m.critical_path_cycles_mean,
+                m.critical_path_cycles_mean / r.critical_path_cycles_mean.max(1e-12),
+                m.write_bytes_per_tx,
+                m.write_bytes_per_tx / r.write_bytes_per_tx.max(1e-12),
+                m.energy_nj / 1000.0
+            );
+        }
+    }
+    if let Some(path) = &a.csv {
+        let mut out = String::from("workload,scheme,committed_tx,sim_cycles,throughput_tx_per_mcycle,critical_path_cycles_mean,critical_path_cycles_p99,nvm_bytes_written,nvm_bytes_read,write_bytes_per_tx,energy_nj,llc_miss_ratio\n");
+        for c in &cells {
+            let m = &c.metrics;
+            out.push_str(&format!(
+                "{},{},{},{},{},{},{},{},{},{},{},{}\n",
+                c.workload,
+                c.scheme,
+                m.committed_tx,
+                m.sim_cycles,
+                m.throughput_tx_per_mcycle,
+                m.critical_path_cycles_mean,
+                m.critical_path_cycles_p99,
+                m.nvm_bytes_written,
+                m.nvm_bytes_read,
+                m.write_bytes_per_tx,
+                m.energy_nj,
+                m.llc_miss_ratio
+            ));
+        }
+        std::fs::write(path, out).map_err(|source| Error::Io {
+            path: path.clone(),
+            source,
+        })?;
+    }
+    Ok(0)
+}

@@ -1,0 +1,249 @@
+//! The `durasim` command line: `run`, `compare`, `list`.
+
+pub mod compare;
+
+use crate::config::Params;
+use crate::engine::{self, RunSpec};
+use crate::error::{Error, Result};
+use crate::{schemes, workloads};
+use clap::{Args, Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::time::{Duration, Instant};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "durasim",
+    version,
+    about = "Crash-verified simulator of persistent-memory crash-consistency schemes"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run one scheme on one workload and print its metrics.
+    Run(RunArgs),
+    /// Run a grid of schemes x workloads (in parallel) and print a table.
+    Compare(compare::CompareArgs),
+    /// List schemes, workloads or parameters.
+    List {
+        /// schemes | workloads | params
+        what: String,
+    },
+}
+
+/// Options shared by every command that runs simulations.
+#[derive(Args, Debug, Clone)]
+pub struct CommonArgs {
+    /// TOML preset (e.g. configs/hoop.toml).
+    #[arg(long)]
+    pub config: Option<String>,
+    /// Override one parameter: --set section.key=value (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// Simulated cores = workload threads.
+    #[arg(long, default_value_t = 8)]
+    pub threads: usize,
+    /// Total transactions (split evenly over threads).
+    #[arg(long, default_value_t = 10_000)]
+    pub tx: u64,
+    /// RNG seed.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    #[arg(long)]
+    pub scheme: String,
+    #[arg(long)]
+    pub workload: String,
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Write the JSON report to PATH ('-' for stdout).
+    #[arg(long)]
+    pub json: Option<String>,
+}
+
+/// Build the parameter set for a scheme from defaults, preset, overrides.
+pub fn build_params(scheme: &str, common: &CommonArgs) -> Result<Params> {
+    let info = schemes::find(scheme)?;
+    let mut p = Params::defaults(&schemes::all_params());
+    let _ = info;
+    if let Some(path) = &common.config {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Error::input(format!("cannot read --config {path}: {e}")))?;
+        p.apply_toml(&text, path)?;
+    }
+    for kv in &common.set {
+        let (k, v) = kv.split_once('=').ok_or_else(|| {
+            Error::input(format!(
+                "invalid --set '{kv}': expected KEY=VALUE, e.g. --set hoop.gc_period_ms=2"
+            ))
+        })?;
+        p.set_str(k.trim(), v)?;
+    }
+    Ok(p)
+}
+
+pub fn spec_for(scheme: &str, workload: &str, common: &CommonArgs) -> Result<RunSpec> {
+    let mut spec = RunSpec::new(scheme, workload)?;
+    spec.params = build_params(scheme, common)?;
+    spec.threads = common.threads;
+    spec.tx = common.tx;
+    spec.seed = common.seed;
+    Ok(spec)
+}
+
+/// A progress bar that appears only once a run has taken over a second.
+pub struct LazyProgress {
+    start: Instant,
+    total: u64,
+    bar: Option<ProgressBar>,
+    label: String,
+}
+
+impl LazyProgress {
+    pub fn new(total: u64, label: impl Into<String>) -> Self {
+        LazyProgress {
+            start: Instant::now(),
+            total,
+            bar: None,
+            label: label.into(),
+        }
+    }
+    pub fn update(&mut self, done: u64) {
+        if self.bar.is_none() && self.start.elapsed() > Duration::from_secs(1) {
+            let b = ProgressBar::new(self.total);
+            b.set_style(
+                ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} ({eta})")
+                    .unwrap()
+                    .progress_chars("=> "),
+            );
+            b.set_message(self.label.clone());
+            self.bar = Some(b);
+        }
+        if let Some(b) = &self.bar {
+            b.set_position(done);
+        }
+    }
+    pub fn finish(&self) {
+        if let Some(b) = &self.bar {
+            b.finish_and_clear();
+        }
+    }
+}
+
+pub fn main_with(cli: Cli) -> Result<i32> {
+    match cli.command {
+        Command::Run(a) => cmd_run(a),
+        Command::Compare(a) => compare::cmd_compare(a),
+        Command::List { what } => cmd_list(&what),
+    }
+}
+
+fn cmd_run(a: RunArgs) -> Result<i32> {
+    let spec = spec_for(&a.scheme, &a.workload, &a.common)?;
+    let mut bar = LazyProgress::new(spec.tx, format!("{}/{}", a.scheme, a.workload));
+    let e = engine::run(spec, &mut |d| bar.update(d))?;
+    bar.finish();
+    let report = e.report_json();
+    match a.json.as_deref() {
+        Some("-") => println!("{}", serde_json::to_string_pretty(&report).unwrap()),
+        Some(path) => {
+            std::fs::write(path, serde_json::to_string_pretty(&report).unwrap()).map_err(
+                |source| Error::Io {
+                    path: path.to_string(),
+                    source,
+                },
+            )?;
+            print_summary(&e);
+        }
+        None => print_summary(&e),
+    }
+    Ok(0)
+}
+
+fn print_summary(e: &engine::Engine) {
+    let m = e.metrics();
+    let s = e.sim_info();
+    println!(
+        "scheme {} on {} ({} threads, seed {})",
+        e.spec.scheme, e.spec.workload, e.spec.threads, e.spec.seed
+    );
+    println!("  committed transactions     {}", m.committed_tx);
+    println!("  simulated cycles           {}", m.sim_cycles);
+    println!(
+        "  throughput                 {:.2} tx/Mcycle ({:.0} tx/s)",
+        m.throughput_tx_per_mcycle, m.throughput_tx_per_sec
+    );
+    println!(
+        "  critical path (cycles)     mean {:.1}, p50 {}, p99 {}",
+        m.critical_path_cycles_mean, m.critical_path_cycles_p50, m.critical_path_cycles_p99
+    );
+    println!(
+        "  NVM written                {} B ({:.1} B/tx)",
+        m.nvm_bytes_written, m.write_bytes_per_tx
+    );
+    for (p, b) in &m.nvm_bytes_written_by_purpose {
+        if *b > 0 {
+            println!("    {p:<24} {b} B");
+        }
+    }
+    println!("  NVM read                   {} B", m.nvm_bytes_read);
+    println!("  NVM energy                 {:.1} nJ", m.energy_nj);
+    println!("  LLC miss ratio             {:.4}", m.llc_miss_ratio);
+    let ss = e.scheme.stats();
+    if !ss.is_empty() {
+        println!("  scheme statistics:");
+        for (k, v) in ss {
+            println!("    {k:<36} {v}");
+        }
+    }
+    println!(
+        "  sim: {:.2} host s, {} memory ops, {:.2} M ops/host s",
+        s.host_seconds,
+        s.sim_mem_ops,
+        s.mem_ops_per_host_second / 1e6
+    );
+}
+
+fn cmd_list(what: &str) -> Result<i32> {
+    match what {
+        "schemes" => {
+            for s in schemes::REGISTRY {
+                println!("{:<12} {}", s.name, s.description);
+            }
+        }
+        "workloads" => {
+            for w in workloads::REGISTRY {
+                println!("{:<12} {}", w.name, w.description);
+            }
+        }
+        "params" => {
+            let p = Params::defaults(&schemes::all_params());
+            println!(
+                "{:<34} {:>14} {:<12} source / description",
+                "key", "default", "unit"
+            );
+            for s in p.specs() {
+                println!(
+                    "{:<34} {:>14} {:<12} {} — {}",
+                    s.key,
+                    s.default.value().to_string(),
+                    s.unit,
+                    s.source,
+                    s.doc
+                );
+            }
+        }
+        other => {
+            return Err(Error::input(format!(
+                "unknown list '{other}'; valid choices: schemes, workloads, params"
+            )))
+        }
+    }
+    Ok(0)
+}

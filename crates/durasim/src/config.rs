@@ -1,0 +1,488 @@
+//! Parameters. Every parameter is declared once as a [`ParamSpec`] with its
+//! default, unit, valid range and source; engine parameters live here, each
+//! scheme declares its own (`Scheme::params` in the registry). A [`Params`]
+//! set is built from the defaults, then a TOML preset, then `--set`
+//! overrides; every step is validated and unknown keys are rejected with the
+//! list of valid ones.
+
+use crate::error::{Error, Result};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// A parameter value.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    Int(u64),
+    Float(f64),
+    Bool(bool),
+    Str(String),
+}
+
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Int(v) => write!(f, "{v}"),
+            Value::Float(v) => write!(f, "{v}"),
+            Value::Bool(v) => write!(f, "{v}"),
+            Value::Str(v) => write!(f, "{v}"),
+        }
+    }
+}
+
+impl Value {
+    pub fn to_json(&self) -> serde_json::Value {
+        match self {
+            Value::Int(v) => serde_json::json!(v),
+            Value::Float(v) => serde_json::json!(v),
+            Value::Bool(v) => serde_json::json!(v),
+            Value::Str(v) => serde_json::json!(v),
+        }
+    }
+}
+
+/// Constraint a value must satisfy.
+#[derive(Clone, Copy, Debug)]
+pub enum Check {
+    /// Any value of the right type.
+    Any,
+    /// Integer or float in `[min, max]`.
+    Range(f64, f64),
+    /// Integer, power of two, in `[min, max]`.
+    PowerOfTwo(u64, u64),
+    /// String from a fixed list.
+    OneOf(&'static [&'static str]),
+}
+
+/// Declaration of one parameter.
+#[derive(Clone, Debug)]
+pub struct ParamSpec {
+    pub key: &'static str,
+    pub default: DefaultValue,
+    pub unit: &'static str,
+    pub check: Check,
+    /// Where the default comes from (paper and table, or "modelling choice").
+    pub source: &'static str,
+    pub doc: &'static str,
+}
+
+/// `const`-friendly default value.
+#[derive(Clone, Copy, Debug)]
+pub enum DefaultValue {
+    Int(u64),
+    Float(f64),
+    Bool(bool),
+    Str(&'static str),
+}
+
+impl DefaultValue {
+    pub fn value(self) -> Value {
+        match self {
+            DefaultValue::Int(v) => Value::Int(v),
+            DefaultValue::Float(v) => Value::Float(v),
+            DefaultValue::Bool(v) => Value::Bool(v),
+            DefaultValue::Str(v) => Value::Str(v.to_string()),
+        }
+    }
+    fn type_name(self) -> &'static str {
+        match self {
+            DefaultValue::Int(_) => "an integer",
+            DefaultValue::Float(_) => "a number",
+            DefaultValue::Bool(_) => "true or false",
+            DefaultValue::Str(_) => "a string",
+        }
+    }
+}
+
+macro_rules! p {
+    ($key:expr, int $v:expr, $unit:expr, $check:expr, $src:expr, $doc:expr) => {
+        ParamSpec {
+            key: $key,
+            default: DefaultValue::Int($v),
+            unit: $unit,
+            check: $check,
+            source: $src,
+            doc: $doc,
+        }
+    };
+    ($key:expr, float $v:expr, $unit:expr, $check:expr, $src:expr, $doc:expr) => {
+        ParamSpec {
+            key: $key,
+            default: DefaultValue::Float($v),
+            unit: $unit,
+            check: $check,
+            source: $src,
+            doc: $doc,
+        }
+    };
+    ($key:expr, bool $v:expr, $unit:expr, $src:expr, $doc:expr) => {
+        ParamSpec {
+            key: $key,
+            default: DefaultValue::Bool($v),
+            unit: $unit,
+            check: Check::Any,
+            source: $src,
+            doc: $doc,
+        }
+    };
+    ($key:expr, str $v:expr, $choices:expr, $src:expr, $doc:expr) => {
+        ParamSpec {
+            key: $key,
+            default: DefaultValue::Str($v),
+            unit: "",
+            check: Check::OneOf($choices),
+            source: $src,
+            doc: $doc,
+        }
+    };
+}
+
+const T2: &str = "HOOP paper Table II";
+const MC: &str = "modelling choice, see docs/MODEL.md";
+
+/// Engine parameters (CPU, caches, memory controller, NVM, DRAM, workloads).
+pub static ENGINE_PARAMS: &[ParamSpec] = &[
+    p!("cpu.freq_ghz", float 2.5, "GHz", Check::Range(0.1, 10.0), T2, "core clock; all latencies are converted to core cycles"),
+    p!("cpu.compute_cpi", float 1.0, "cycles/instr", Check::Range(0.1, 100.0), MC, "cycles per non-memory instruction (compute ops)"),
+    p!("cpu.store_buffer_entries", int 36, "entries", Check::Range(1.0, 1024.0), "Intel Sandy Bridge store buffer (the HOOP paper's area baseline, §III-H)", "stores retire into the store buffer; a full buffer stalls issue"),
+    p!("cache.l1_size_bytes", int 32768, "bytes", Check::PowerOfTwo(1024, 1 << 30), T2, "private L1 data cache size"),
+    p!("cache.l1_ways", int 4, "ways", Check::Range(1.0, 64.0), T2, "L1 associativity"),
+    p!("cache.l1_latency_cycles", int 4, "cycles", Check::Range(1.0, 1000.0), "Intel Sandy Bridge L1D load-to-use (not given in Table II)", "L1 hit latency"),
+    p!("cache.l2_size_bytes", int 262144, "bytes", Check::PowerOfTwo(1024, 1 << 30), T2, "private L2 size"),
+    p!("cache.l2_ways", int 8, "ways", Check::Range(1.0, 64.0), T2, "L2 associativity"),
+    p!("cache.l2_latency_cycles", int 12, "cycles", Check::Range(1.0, 1000.0), "Intel Sandy Bridge L2 (not given in Table II)", "L2 hit latency"),
+    p!("cache.llc_size_bytes", int 2097152, "bytes", Check::PowerOfTwo(1024, 1 << 34), T2, "shared inclusive LLC size"),
+    p!("cache.llc_ways", int 16, "ways", Check::Range(1.0, 64.0), T2, "LLC associativity"),
+    p!("cache.llc_latency_cycles", int 30, "cycles", Check::Range(1.0, 1000.0), "Intel Sandy Bridge LLC (not given in Table II)", "LLC hit latency"),
+    p!("nvm.capacity_bytes", int 512 << 30, "bytes", Check::Range(1048576.0, 1.2e15), T2, "NVM capacity (sparse: only touched pages cost host memory)"),
+    p!("nvm.channels", int 1, "channels", Check::PowerOfTwo(1, 64), "single memory controller (HOOP §III-I)", "memory channels"),
+    p!("nvm.ranks", int 2, "ranks", Check::PowerOfTwo(1, 64), MC, "ranks per channel"),
+    p!("nvm.banks", int 8, "banks", Check::PowerOfTwo(1, 256), MC, "banks per rank"),
+    p!("nvm.row_bytes", int 2048, "bytes", Check::PowerOfTwo(64, 1 << 20), "Lee et al., ISCA 2009 (PCM row buffer)", "row buffer size per bank"),
+    p!("nvm.t_rcd_ns", float 10.0, "ns", Check::Range(0.0, 1e6), T2, "activate to column command"),
+    p!("nvm.t_cl_ns", float 10.0, "ns", Check::Range(0.0, 1e6), T2, "column read latency (also used as write latency tCWL)"),
+    p!("nvm.t_bl_ns", float 8.0, "ns", Check::Range(0.0, 1e6), T2, "burst length on the data bus (one 64 B line)"),
+    p!("nvm.t_wr_ns", float 10.0, "ns", Check::Range(0.0, 1e6), T2, "write recovery"),
+    p!("nvm.t_ras_ns", float 24.0, "ns", Check::Range(0.0, 1e6), T2, "activate to precharge"),
+    p!("nvm.t_rp_ns", float 10.0, "ns", Check::Range(0.0, 1e6), T2, "precharge"),
+    p!("nvm.t_rc_ns", float 34.0, "ns", Check::Range(0.0, 1e6), T2, "activate to activate, same bank"),
+    p!("nvm.t_rrd_ns", float 4.0, "ns", Check::Range(0.0, 1e6), T2, "activate to activate, same rank"),
+    p!("nvm.t_rtp_ns", float 5.0, "ns", Check::Range(0.0, 1e6), T2, "read to precharge"),
+    p!("nvm.t_wtr_ns", float 5.0, "ns", Check::Range(0.0, 1e6), T2, "write to read turnaround"),
+    p!("nvm.t_faw_ns", float 20.0, "ns", Check::Range(0.0, 1e6), T2, "four-activate window"),
+    p!("nvm.array_read_ns", float 50.0, "ns", Check::Range(0.0, 1e6), T2, "media array read (row activation senses the array)"),
+    p!("nvm.array_write_ns", float 150.0, "ns", Check::Range(0.0, 1e6), T2, "media array write (cell programming)"),
+    p!("nvm.row_read_pj_per_bit", float 0.93, "pJ/bit", Check::Range(0.0, 1e6), T2, "row buffer read energy"),
+    p!("nvm.row_write_pj_per_bit", float 1.02, "pJ/bit", Check::Range(0.0, 1e6), T2, "row buffer write energy"),
+    p!("nvm.array_read_pj_per_bit", float 2.47, "pJ/bit", Check::Range(0.0, 1e6), T2, "array read energy"),
+    p!("nvm.array_write_pj_per_bit", float 16.82, "pJ/bit", Check::Range(0.0, 1e6), T2, "array write energy"),
+    p!("nvm.write_model", str "uniform", &["uniform", "dcw"], MC, "uniform: every written bit costs array energy; dcw: data-comparison write, only flipped bits"),
+    p!("mc.read_queue_entries", int 32, "entries", Check::Range(1.0, 4096.0), "USIMM (Chatterjee et al., 2012) defaults", "read queue capacity"),
+    p!("mc.write_queue_entries", int 64, "entries", Check::Range(2.0, 4096.0), "USIMM (Chatterjee et al., 2012) defaults", "write queue capacity (the ADR write-pending queue)"),
+    p!("mc.write_drain_high", int 40, "entries", Check::Range(1.0, 4096.0), "USIMM (Chatterjee et al., 2012) defaults", "write queue occupancy that starts a forced drain"),
+    p!("mc.write_drain_low", int 20, "entries", Check::Range(0.0, 4096.0), "USIMM (Chatterjee et al., 2012) defaults", "occupancy at which a forced drain stops"),
+    p!("mc.adr", bool true, "", "Intel ADR (EHOU paper §II-B)", "write queue is in the persistence domain: a write persists when the controller accepts it"),
+    p!("dram.t_rcd_ns", float 13.75, "ns", Check::Range(0.0, 1e6), "DDR4-2400 (JEDEC 17-17-17)", "DRAM device used by hybrid schemes"),
+    p!("dram.t_cl_ns", float 13.75, "ns", Check::Range(0.0, 1e6), "DDR4-2400 (JEDEC 17-17-17)", "DRAM column latency"),
+    p!("dram.t_rp_ns", float 13.75, "ns", Check::Range(0.0, 1e6), "DDR4-2400 (JEDEC 17-17-17)", "DRAM precharge"),
+    p!("dram.t_bl_ns", float 3.33, "ns", Check::Range(0.0, 1e6), "DDR4-2400, BL8", "DRAM burst"),
+    p!("dram.banks", int 16, "banks", Check::PowerOfTwo(1, 256), "DDR4 (16 banks per rank)", "DRAM banks"),
+    p!("dram.row_bytes", int 8192, "bytes", Check::PowerOfTwo(64, 1 << 20), "DDR4 x8 page size", "DRAM row size"),
+    p!("workload.item_bytes", int 64, "bytes", Check::Range(8.0, 1048576.0), "HOOP paper Table III / §IV-A (64 B and 1 KB items)", "size of one item (multiple of 8)"),
+    p!("workload.update_ratio", float 0.5, "fraction", Check::Range(0.0, 1.0), MC, "share of transactions that update an existing item (the rest insert)"),
+    p!("workload.initial_items", int 1024, "items/thread", Check::Range(1.0, 1e9), MC, "items each thread's structure holds before measurement"),
+    p!("workload.key_space", int 1 << 32, "keys", Check::Range(16.0, 1.8e19), MC, "random keys are drawn from [0, key_space)"),
+    p!("run.check_reads", bool false, "", MC, "verify every load against the architectural value (test mode; slower)"),
+    p!("run.warmup_tx", int 0, "tx/thread", Check::Range(0.0, 1e9), MC, "transactions per thread run before statistics are reset"),
+];
+
+/// A validated set of parameters.
+#[derive(Clone, Debug)]
+pub struct Params {
+    values: BTreeMap<&'static str, Value>,
+    specs: BTreeMap<&'static str, &'static ParamSpec>,
+}
+
+impl Params {
+    /// Defaults of the engine plus every given spec list (schemes).
+    pub fn defaults(extra: &[&'static [ParamSpec]]) -> Self {
+        let mut values = BTreeMap::new();
+        let mut specs = BTreeMap::new();
+        for list in std::iter::once(&ENGINE_PARAMS).chain(extra.iter()) {
+            for s in list.iter() {
+                values.insert(s.key, s.default.value());
+                specs.insert(s.key, s);
+            }
+        }
+        Params { values, specs }
+    }
+
+    pub fn specs(&self) -> impl Iterator<Item = &'static ParamSpec> + '_ {
+        self.specs.values().copied()
+    }
+
+    /// Set `key` from a string (as given to `--set key=value`).
+    pub fn set_str(&mut self, key: &str, raw: &str) -> Result<()> {
+        let spec = self.spec(key)?;
+        let v = match spec.default {
+            DefaultValue::Int(_) => parse_int(raw).map(Value::Int),
+            DefaultValue::Float(_) => raw.trim().parse::<f64>().ok().map(Value::Float),
+            DefaultValue::Bool(_) => match raw.trim() {
+                "true" | "1" | "yes" | "on" => Some(Value::Bool(true)),
+                "false" | "0" | "no" | "off" => Some(Value::Bool(false)),
+                _ => None,
+            },
+            DefaultValue::Str(_) => Some(Value::Str(raw.trim().to_string())),
+        };
+        let v = v.ok_or_else(|| {
+            Error::input(format!(
+                "invalid value '{raw}' for '{key}': expected {} ({})",
+                spec.default.type_name(),
+                describe_check(spec)
+            ))
+        })?;
+        self.set(key, v)
+    }
+
+    /// Set `key` to a typed value, validating it.
+    pub fn set(&mut self, key: &str, v: Value) -> Result<()> {
+        let spec = self.spec(key)?;
+        let v = match (spec.default, v) {
+            (DefaultValue::Float(_), Value::Int(i)) => Value::Float(i as f64),
+            (_, v) => v,
+        };
+        let ok_type = matches!(
+            (spec.default, &v),
+            (DefaultValue::Int(_), Value::Int(_))
+                | (DefaultValue::Float(_), Value::Float(_))
+                | (DefaultValue::Bool(_), Value::Bool(_))
+                | (DefaultValue::Str(_), Value::Str(_))
+        );
+        let ok = ok_type
+            && match (spec.check, &v) {
+                (Check::Any, _) => true,
+                (Check::Range(lo, hi), Value::Int(i)) => (*i as f64) >= lo && (*i as f64) <= hi,
+                (Check::Range(lo, hi), Value::Float(x)) => x.is_finite() && *x >= lo && *x <= hi,
+                (Check::PowerOfTwo(lo, hi), Value::Int(i)) => {
+                    i.is_power_of_two() && *i >= lo && *i <= hi
+                }
+                (Check::OneOf(choices), Value::Str(s)) => choices.contains(&s.as_str()),
+                _ => false,
+            };
+        if !ok {
+            return Err(Error::input(format!(
+                "invalid value '{v}' for '{key}': expected {} ({})",
+                spec.default.type_name(),
+                describe_check(spec)
+            )));
+        }
+        self.values.insert(spec.key, v);
+        Ok(())
+    }
+
+    /// Apply a TOML document: `[section] key = value` maps to `section.key`.
+    pub fn apply_toml(&mut self, text: &str, origin: &str) -> Result<()> {
+        let table: toml::Table = text
+            .parse()
+            .map_err(|e| Error::input(format!("cannot parse config {origin}: {e}")))?;
+        let mut flat = Vec::new();
+        flatten("", &toml::Value::Table(table), &mut flat);
+        for (key, tv) in flat {
+            let v = match tv {
+                toml::Value::Integer(i) if i >= 0 => Value::Int(i as u64),
+                toml::Value::Float(f) => Value::Float(f),
+                toml::Value::Boolean(b) => Value::Bool(b),
+                toml::Value::String(s) => Value::Str(s),
+                other => {
+                    return Err(Error::input(format!(
+                        "invalid value {other} for '{key}' in {origin}"
+                    )))
+                }
+            };
+            self.set(&key, v)
+                .map_err(|e| Error::input(format!("{origin}: {e}")))?;
+        }
+        Ok(())
+    }
+
+    fn spec(&self, key: &str) -> Result<&'static ParamSpec> {
+        self.specs.get(key).copied().ok_or_else(|| {
+            let section = key.split('.').next().unwrap_or("");
+            let mut same: Vec<&str> = self
+                .specs
+                .keys()
+                .filter(|k| k.split('.').next() == Some(section))
+                .copied()
+                .collect();
+            if same.is_empty() {
+                same = self.specs.keys().copied().collect();
+            }
+            Error::input(format!(
+                "unknown parameter '{key}'; valid keys: {}",
+                same.join(", ")
+            ))
+        })
+    }
+
+    pub fn get(&self, key: &str) -> &Value {
+        self.values
+            .get(key)
+            .unwrap_or_else(|| panic!("parameter '{key}' is not declared (programming error)"))
+    }
+
+    pub fn u64(&self, key: &str) -> u64 {
+        match self.get(key) {
+            Value::Int(v) => *v,
+            other => panic!("parameter '{key}' is {other:?}, not an integer"),
+        }
+    }
+
+    pub fn usize(&self, key: &str) -> usize {
+        self.u64(key) as usize
+    }
+
+    pub fn f64(&self, key: &str) -> f64 {
+        match self.get(key) {
+            Value::Float(v) => *v,
+            Value::Int(v) => *v as f64,
+            other => panic!("parameter '{key}' is {other:?}, not a number"),
+        }
+    }
+
+    pub fn bool(&self, key: &str) -> bool {
+        match self.get(key) {
+            Value::Bool(v) => *v,
+            other => panic!("parameter '{key}' is {other:?}, not a bool"),
+        }
+    }
+
+    pub fn str(&self, key: &str) -> &str {
+        match self.get(key) {
+            Value::Str(v) => v,
+            other => panic!("parameter '{key}' is {other:?}, not a string"),
+        }
+    }
+
+    /// Convert a nanosecond parameter to core cycles (rounded up).
+    pub fn ns_cycles(&self, key: &str) -> u64 {
+        ns_to_cycles(self.f64(key), self.f64("cpu.freq_ghz"))
+    }
+
+    /// All values as a nested JSON object (`{"cpu": {"freq_ghz": 2.5}, ...}`).
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut root = serde_json::Map::new();
+        for (k, v) in &self.values {
+            let (sec, name) = k.split_once('.').unwrap_or(("", k));
+            root.entry(sec.to_string())
+                .or_insert_with(|| serde_json::Value::Object(Default::default()))
+                .as_object_mut()
+                .unwrap()
+                .insert(name.to_string(), v.to_json());
+        }
+        serde_json::Value::Object(root)
+    }
+
+    /// Keys and values that differ from the defaults.
+    pub fn overrides(&self) -> Vec<(&'static str, &Value)> {
+        self.values
+            .iter()
+            .filter(|(k, v)| self.specs[*k].default.value() != **v)
+            .map(|(k, v)| (*k, v))
+            .collect()
+    }
+}
+
+pub fn ns_to_cycles(ns: f64, freq_ghz: f64) -> u64 {
+    (ns * freq_ghz - 1e-9).ceil().max(0.0) as u64
+}
+
+fn parse_int(raw: &str) -> Option<u64> {
+    let s = raw.trim().replace('_', "");
+    let (num, mult) = match s.to_ascii_uppercase() {
+        u if u.ends_with("KB") || u.ends_with("KIB") => (
+            s.trim_end_matches(|c: char| c.is_alphabetic()).to_string(),
+            1u64 << 10,
+        ),
+        u if u.ends_with("MB") || u.ends_with("MIB") => (
+            s.trim_end_matches(|c: char| c.is_alphabetic()).to_string(),
+            1 << 20,
+        ),
+        u if u.ends_with("GB") || u.ends_with("GIB") => (
+            s.trim_end_matches(|c: char| c.is_alphabetic()).to_string(),
+            1 << 30,
+        ),
+        _ => (s.clone(), 1),
+    };
+    num.parse::<u64>().ok().and_then(|n| n.checked_mul(mult))
+}
+
+fn describe_check(spec: &ParamSpec) -> String {
+    match spec.check {
+        Check::Any => "any".into(),
+        Check::Range(lo, hi) => format!("between {lo} and {hi}"),
+        Check::PowerOfTwo(lo, hi) => format!("a power of two between {lo} and {hi}"),
+        Check::OneOf(c) => format!("one of: {}", c.join(", ")),
+    }
+}
+
+fn flatten(prefix: &str, v: &toml::Value, out: &mut Vec<(String, toml::Value)>) {
+    match v {
+        toml::Value::Table(t) => {
+            for (k, v) in t {
+                let key = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                flatten(&key, v, out);
+            }
+        }
+        other => out.push((prefix.to_string(), other.clone())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_key_names_valid_keys() {
+        let mut p = Params::defaults(&[]);
+        let e = p
+            .set_str("cache.l9_size_bytes", "4")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("cache.l9_size_bytes") && e.contains("cache.l1_size_bytes"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn power_of_two_and_types_are_checked() {
+        let mut p = Params::defaults(&[]);
+        assert!(p.set_str("cache.llc_size_bytes", "3000000").is_err());
+        assert!(p.set_str("cache.llc_size_bytes", "4MB").is_ok());
+        assert_eq!(p.u64("cache.llc_size_bytes"), 4 << 20);
+        assert!(p.set_str("mc.adr", "maybe").is_err());
+        assert!(p
+            .set_str("nvm.write_model", "magic")
+            .unwrap_err()
+            .to_string()
+            .contains("dcw"));
+        assert!(p.set_str("nvm.array_read_ns", "250").is_ok());
+        assert_eq!(p.ns_cycles("nvm.array_read_ns"), 625);
+    }
+
+    #[test]
+    fn toml_sections_flatten() {
+        let mut p = Params::defaults(&[]);
+        p.apply_toml(
+            "[cache]\nl1_ways = 8\n[nvm]\narray_write_ns = 300\n",
+            "test",
+        )
+        .unwrap();
+        assert_eq!(p.u64("cache.l1_ways"), 8);
+        assert_eq!(p.f64("nvm.array_write_ns"), 300.0);
+        assert!(p.apply_toml("[cache]\nbogus = 1\n", "test").is_err());
+    }
+}

@@ -1,0 +1,660 @@
+//! The engine: builds a machine from parameters, runs one workload instance
+//! per core through the core timing model, the caches, the scheme and the
+//! memory devices, interleaving cores by simulated time.
+
+use crate::cache::hierarchy::{MemSide, WritebackCause};
+use crate::cache::{Hierarchy, LineExt};
+use crate::config::Params;
+use crate::error::{Error, Result};
+use crate::mem::{MemRead, MemoryController, SparseImage};
+use crate::schemes::{self, Layout, MemCtx, Scheme, SchemeInfo};
+use crate::stats::{by_purpose, row_hit_ratio, Latencies, Metrics, SimInfo};
+use crate::types::{line_of, read_word, word_index, write_word, Addr, CoreId, Cycle, LineData};
+use crate::workloads::{self, Op, TxCtx, Workload, WorkloadArgs, WorkloadInfo};
+use std::time::Instant;
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct RunSpec {
+    pub scheme: String,
+    pub workload: String,
+    pub threads: usize,
+    /// Total transactions, split evenly over threads.
+    pub tx: u64,
+    pub seed: u64,
+    pub params: Params,
+    /// Record committed write sets and the persist log (crash testing).
+    pub record_history: bool,
+}
+
+impl RunSpec {
+    /// Defaults for a scheme/workload pair (engine + scheme parameters).
+    pub fn new(scheme: &str, workload: &str) -> Result<Self> {
+        let info = schemes::find(scheme)?;
+        workloads::find(workload)?;
+        Ok(RunSpec {
+            scheme: scheme.to_string(),
+            workload: workload.to_string(),
+            threads: 8,
+            tx: 10_000,
+            seed: 1,
+            params: Params::defaults(&[info.params]),
+            record_history: false,
+        })
+    }
+}
+
+/// One committed transaction, as the crash oracle needs it.
+#[derive(Clone, Debug)]
+pub struct TxRecord {
+    /// Range into [`History::writes`].
+    pub writes: std::ops::Range<usize>,
+    /// Persist events logged when TxEnd returned: a crash at any later point
+    /// must preserve this transaction (for schemes durable at commit).
+    pub ack_persist_seq: u64,
+    pub ack_at: Cycle,
+}
+
+/// Committed write sets per thread, in commit order, plus the media image
+/// at the start of the timed run.
+#[derive(Clone, Default)]
+pub struct History {
+    pub writes: Vec<(Addr, u64)>,
+    pub per_thread: Vec<Vec<TxRecord>>,
+    pub initial_media: SparseImage,
+}
+
+struct Core {
+    time: Cycle,
+    ops: Vec<Op>,
+    scratch: Vec<Op>,
+    pos: usize,
+    in_tx: bool,
+    tx_begin_at: Cycle,
+    done_tx: u64,
+    target_tx: u64,
+    /// Store buffer: completion times, FIFO ring.
+    sb: Vec<Cycle>,
+    sb_head: usize,
+    sb_len: usize,
+    sb_last: Cycle,
+    flush_done: Cycle,
+    /// Start of this transaction's writes in the history.
+    hist_start: usize,
+}
+
+impl Core {
+    #[inline]
+    fn sb_push(&mut self, done: Cycle) {
+        let cap = self.sb.len();
+        let done = done.max(self.sb_last);
+        self.sb[(self.sb_head + self.sb_len) % cap] = done;
+        self.sb_len += 1;
+        self.sb_last = done;
+    }
+    #[inline]
+    fn sb_wait_slot(&mut self, t: Cycle) -> Cycle {
+        let cap = self.sb.len();
+        let mut t = t;
+        // Retire completed entries; stall on the oldest if still full.
+        while self.sb_len > 0 && (self.sb[self.sb_head] <= t || self.sb_len == cap) {
+            t = t.max(self.sb[self.sb_head]);
+            self.sb_head = (self.sb_head + 1) % cap;
+            self.sb_len -= 1;
+        }
+        t
+    }
+    #[inline]
+    fn sb_drained(&self) -> Cycle {
+        if self.sb_len == 0 {
+            0
+        } else {
+            self.sb_last
+        }
+    }
+}
+
+/// Scheme + devices as seen from the LLC.
+struct Below<'a> {
+    scheme: &'a mut dyn Scheme,
+    ctx: &'a mut MemCtx,
+}
+
+impl MemSide for Below<'_> {
+    #[inline]
+    fn read_miss(
+        &mut self,
+        core: CoreId,
+        line_addr: Addr,
+        now: Cycle,
+        out: &mut LineData,
+    ) -> Cycle {
+        self.scheme.read_miss(self.ctx, core, line_addr, now, out)
+    }
+    #[inline]
+    fn writeback(
+        &mut self,
+        core: CoreId,
+        line_addr: Addr,
+        data: &LineData,
+        ext: &LineExt,
+        cause: WritebackCause,
+        now: Cycle,
+    ) -> Cycle {
+        self.scheme
+            .writeback(self.ctx, core, line_addr, data, ext, cause, now)
+    }
+    #[inline]
+    fn l1_evict(
+        &mut self,
+        core: CoreId,
+        line_addr: Addr,
+        data: &LineData,
+        ext: &LineExt,
+        now: Cycle,
+    ) {
+        self.scheme
+            .l1_evict(self.ctx, core, line_addr, data, ext, now)
+    }
+}
+
+/// A simulated machine running one scheme and one workload.
+pub struct Engine {
+    pub spec: RunSpec,
+    pub scheme_info: &'static SchemeInfo,
+    pub workload_info: &'static WorkloadInfo,
+    pub params: Params,
+    pub ctx: MemCtx,
+    pub hier: Hierarchy,
+    pub scheme: Box<dyn Scheme>,
+    /// The architectural image: the values programs see.
+    pub arch: SparseImage,
+    pub history: Option<History>,
+    workloads: Vec<Box<dyn Workload>>,
+    cores: Vec<Core>,
+    latencies: Latencies,
+    compute_cpi: f64,
+    check_reads: bool,
+    loads: u64,
+    stores: u64,
+    run_end: Cycle,
+    host_seconds: f64,
+    finished_writes: u64,
+    run_stats: Option<(crate::mem::MemStats, crate::mem::MemStats, f64)>,
+}
+
+impl Engine {
+    pub fn new(spec: RunSpec) -> Result<Self> {
+        let scheme_info = schemes::find(&spec.scheme)?;
+        let workload_info = workloads::find(&spec.workload)?;
+        let params = spec.params.clone();
+        workloads::validate(&params)?;
+        if spec.threads == 0 {
+            return Err(Error::input(
+                "invalid value '0' for 'threads': expected at least 1",
+            ));
+        }
+        if spec.threads > 256 {
+            return Err(Error::input(format!(
+                "invalid value '{}' for 'threads': expected at most 256",
+                spec.threads
+            )));
+        }
+        if spec.tx == 0 {
+            return Err(Error::input(
+                "invalid value '0' for 'tx': expected at least 1",
+            ));
+        }
+        let low = params.u64("mc.write_drain_low");
+        let high = params.u64("mc.write_drain_high");
+        let cap = params.u64("mc.write_queue_entries");
+        if low >= high || high > cap {
+            return Err(Error::input(format!(
+                "invalid write-drain watermarks: need mc.write_drain_low ({low}) < mc.write_drain_high ({high}) <= mc.write_queue_entries ({cap})"
+            )));
+        }
+        let layout = Layout::new(
+            params.u64("nvm.capacity_bytes"),
+            (scheme_info.reserved_bytes)(&params),
+            spec.threads,
+        )?;
+        let scheme = (scheme_info.build)(&params, &layout)?;
+        let ctx = MemCtx {
+            nvm: MemoryController::nvm(&params, spec.record_history),
+            dram: MemoryController::dram(&params),
+            layout: layout.clone(),
+            cores: spec.threads,
+            freq_ghz: params.f64("cpu.freq_ghz"),
+        };
+        let hier = Hierarchy::new(&params, spec.threads);
+        let sb_entries = params.usize("cpu.store_buffer_entries");
+        let mut cores = Vec::new();
+        let mut wls = Vec::new();
+        for t in 0..spec.threads {
+            let target = spec.tx / spec.threads as u64
+                + u64::from((t as u64) < spec.tx % spec.threads as u64);
+            let args = WorkloadArgs::from_params(
+                &params,
+                layout.thread_base(t),
+                layout.thread_region_bytes,
+                spec.seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (t as u64 + 1),
+                target,
+            );
+            wls.push((workload_info.build)(&args));
+            cores.push(Core {
+                time: 0,
+                ops: Vec::with_capacity(4096),
+                scratch: Vec::with_capacity(4096),
+                pos: 0,
+                in_tx: false,
+                tx_begin_at: 0,
+                done_tx: 0,
+                target_tx: target,
+                sb: vec![0; sb_entries],
+                sb_head: 0,
+                sb_len: 0,
+                sb_last: 0,
+                flush_done: 0,
+                hist_start: 0,
+            });
+        }
+        let mut e = Engine {
+            compute_cpi: params.f64("cpu.compute_cpi"),
+            check_reads: params.bool("run.check_reads"),
+            latencies: Latencies::with_capacity(spec.tx as usize),
+            history: None,
+            spec,
+            scheme_info,
+            workload_info,
+            params,
+            ctx,
+            hier,
+            scheme,
+            arch: SparseImage::new(),
+            workloads: wls,
+            cores,
+            loads: 0,
+            stores: 0,
+            run_end: 0,
+            host_seconds: 0.0,
+            finished_writes: 0,
+            run_stats: None,
+        };
+        e.setup()?;
+        Ok(e)
+    }
+
+    /// Build every thread's initial structure directly in the architectural
+    /// image and the NVM media (untimed); this is the crash base image.
+    fn setup(&mut self) -> Result<()> {
+        let layout = &self.ctx.layout;
+        for (t, wl) in self.workloads.iter_mut().enumerate() {
+            let mut ops = Vec::new();
+            let mut ctx = TxCtx::new(
+                &mut self.arch,
+                &mut ops,
+                false,
+                layout.thread_base(t),
+                layout.thread_region_bytes,
+            );
+            wl.setup(&mut ctx);
+            if ctx.out_of_memory {
+                return Err(footprint_error(layout));
+            }
+        }
+        for page in self.arch.page_numbers() {
+            let data = self.arch.page(page).unwrap();
+            self.ctx
+                .nvm
+                .preload(page * crate::mem::image::PAGE_BYTES, &data[..]);
+        }
+        if self.spec.record_history {
+            self.history = Some(History {
+                writes: Vec::new(),
+                per_thread: vec![Vec::new(); self.spec.threads],
+                initial_media: self.ctx.nvm.media().clone(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Run every thread's transactions. `progress(done_tx)` is called now
+    /// and then.
+    pub fn run(&mut self, progress: &mut dyn FnMut(u64)) -> Result<()> {
+        let start = Instant::now();
+        let mut done_total = 0u64;
+        let mut last_report = 0u64;
+        loop {
+            // Pick the core with the earliest time; run it until it passes
+            // the next core's time or background work is due.
+            let mut first: Option<usize> = None;
+            let mut second = Cycle::MAX;
+            for (i, c) in self.cores.iter().enumerate() {
+                if c.done_tx == c.target_tx && !c.in_tx {
+                    continue;
+                }
+                match first {
+                    None => first = Some(i),
+                    Some(f) if c.time < self.cores[f].time => {
+                        second = second.min(self.cores[f].time);
+                        first = Some(i);
+                    }
+                    Some(_) => second = second.min(c.time),
+                }
+            }
+            let Some(c) = first else { break };
+            let now = self.cores[c].time;
+            if let Some(ev) = self.scheme.next_event_at() {
+                if ev <= now {
+                    if let Some(stall) = self.scheme.tick(&mut self.ctx, ev.max(now)) {
+                        for core in &mut self.cores {
+                            core.time = core.time.max(stall);
+                        }
+                    }
+                    continue;
+                }
+                second = second.min(ev);
+            }
+            let before = self.cores[c].done_tx;
+            self.step_core(c, second)?;
+            done_total += self.cores[c].done_tx - before;
+            if done_total - last_report >= 256 {
+                last_report = done_total;
+                progress(done_total);
+            }
+        }
+        progress(done_total);
+        self.run_end = self.cores.iter().map(|c| c.time).max().unwrap_or(0);
+        self.run_stats = Some((
+            self.ctx.nvm.stats.clone(),
+            self.ctx.dram.stats.clone(),
+            self.hier.llc_miss_ratio(),
+        ));
+        self.host_seconds = start.elapsed().as_secs_f64();
+        Ok(())
+    }
+
+    /// Drain the caches and let the scheme finish its background work so
+    /// that home locations hold every committed update.
+    pub fn finish(&mut self) {
+        let before = self.ctx.nvm.stats.total_written();
+        let mut below = Below {
+            scheme: &mut *self.scheme,
+            ctx: &mut self.ctx,
+        };
+        let t = self.hier.drain(self.run_end, &mut below);
+        let t = self.scheme.finish(&mut self.ctx, t);
+        self.ctx.nvm.drain(t);
+        self.finished_writes = self.ctx.nvm.stats.total_written() - before;
+    }
+
+    fn step_core(&mut self, c: usize, until: Cycle) -> Result<()> {
+        loop {
+            let core = &mut self.cores[c];
+            if core.pos == core.ops.len() {
+                if core.in_tx {
+                    let t = core.time.max(core.sb_drained()).max(core.flush_done);
+                    let end = self.scheme.tx_end(&mut self.ctx, c, t);
+                    let core = &mut self.cores[c];
+                    self.latencies.push(end - core.tx_begin_at);
+                    core.time = end;
+                    core.in_tx = false;
+                    core.done_tx += 1;
+                    if let Some(h) = self.history.as_mut() {
+                        let hs = core.hist_start;
+                        h.per_thread[c].push(TxRecord {
+                            writes: hs..h.writes.len(),
+                            ack_persist_seq: self.ctx.nvm.persist_log.count(),
+                            ack_at: end,
+                        });
+                    }
+                    if core.time > until {
+                        return Ok(());
+                    }
+                }
+                let core = &mut self.cores[c];
+                if core.done_tx == core.target_tx {
+                    return Ok(());
+                }
+                self.begin_tx(c)?;
+                continue;
+            }
+            let op = core.ops[core.pos];
+            core.pos += 1;
+            match op {
+                Op::Load { addr, value } => {
+                    self.loads += 1;
+                    let t = self.cores[c].time;
+                    let (done, slot) = self.mem_access(c, addr, false, t);
+                    if self.check_reads {
+                        let got = read_word(self.hier.l1[c].data(slot), word_index(addr));
+                        if got != value {
+                            return Err(Error::Internal(format!(
+                                "read-path check failed: core {c} load {addr:#x} returned {got:#x}, architectural value {value:#x} (scheme {})",
+                                self.spec.scheme
+                            )));
+                        }
+                    }
+                    self.cores[c].time = done;
+                }
+                Op::Store { addr, value } => {
+                    self.stores += 1;
+                    let t = {
+                        let core = &mut self.cores[c];
+                        let t = core.sb_wait_slot(core.time);
+                        core.time = t;
+                        t
+                    };
+                    let (done, slot) = self.mem_access(c, addr, true, t);
+                    let l1 = &mut self.hier.l1[c];
+                    let w = word_index(addr);
+                    let old = read_word(l1.data(slot), w);
+                    write_word(l1.data_mut(slot), w, value);
+                    l1.set_dirty(slot, true);
+                    let in_tx = self.cores[c].in_tx;
+                    let done = self.scheme.store(
+                        &mut self.ctx,
+                        c,
+                        addr,
+                        old,
+                        value,
+                        in_tx,
+                        l1.ext_mut(slot),
+                        done,
+                    );
+                    let core = &mut self.cores[c];
+                    core.sb_push(done);
+                    core.time = t + 1;
+                }
+                Op::Compute { n } => {
+                    let core = &mut self.cores[c];
+                    core.time += (n as f64 * self.compute_cpi).ceil() as Cycle;
+                }
+                Op::Flush { addr } => {
+                    let core = &mut self.cores[c];
+                    let t = core.time.max(core.sb_drained());
+                    let mut below = Below {
+                        scheme: &mut *self.scheme,
+                        ctx: &mut self.ctx,
+                    };
+                    let done = self.hier.flush(c, line_of(addr), t, &mut below);
+                    let core = &mut self.cores[c];
+                    core.flush_done = core.flush_done.max(done);
+                    core.time += 1;
+                }
+                Op::Fence => {
+                    let core = &mut self.cores[c];
+                    core.time = core.time.max(core.sb_drained()).max(core.flush_done);
+                }
+            }
+            if self.cores[c].time > until {
+                return Ok(());
+            }
+        }
+    }
+
+    fn begin_tx(&mut self, c: usize) -> Result<()> {
+        let layout = &self.ctx.layout;
+        let core = &mut self.cores[c];
+        core.ops.clear();
+        let mut ctx = TxCtx::new(
+            &mut self.arch,
+            &mut core.ops,
+            true,
+            layout.thread_base(c),
+            layout.thread_region_bytes,
+        );
+        self.workloads[c].run_tx(&mut ctx);
+        if ctx.out_of_memory {
+            return Err(footprint_error(layout));
+        }
+        core.scratch.clear();
+        if self.scheme.instrument(c, &core.ops, &mut core.scratch) {
+            std::mem::swap(&mut core.ops, &mut core.scratch);
+        }
+        if let Some(h) = self.history.as_mut() {
+            core.hist_start = h.writes.len();
+            h.writes.extend(core.ops.iter().filter_map(|op| match *op {
+                Op::Store { addr, value } => Some((addr, value)),
+                _ => None,
+            }));
+        }
+        core.pos = 0;
+        core.in_tx = true;
+        core.tx_begin_at = core.time;
+        core.time = self.scheme.tx_begin(&mut self.ctx, c, core.time);
+        Ok(())
+    }
+
+    #[inline]
+    fn mem_access(&mut self, c: usize, addr: Addr, is_write: bool, t: Cycle) -> (Cycle, usize) {
+        let mut t = t;
+        if self.scheme.wants_access_hook() {
+            t = self.scheme.access(&mut self.ctx, c, addr, is_write, t);
+        }
+        let mut below = Below {
+            scheme: &mut *self.scheme,
+            ctx: &mut self.ctx,
+        };
+        let (done, slot, _) = self.hier.access(c, line_of(addr), t, &mut below);
+        (done, slot)
+    }
+
+    /// Metrics of the timed run.
+    pub fn metrics(&self) -> Metrics {
+        let (nvm, dram, llc_miss_ratio) = self.run_stats.clone().unwrap_or_else(|| {
+            (
+                self.ctx.nvm.stats.clone(),
+                self.ctx.dram.stats.clone(),
+                self.hier.llc_miss_ratio(),
+            )
+        });
+        let committed: u64 = self.cores.iter().map(|c| c.done_tx).sum();
+        let cycles = self.run_end.max(1);
+        let written = nvm.total_written();
+        Metrics {
+            committed_tx: committed,
+            sim_cycles: self.run_end,
+            throughput_tx_per_mcycle: committed as f64 * 1e6 / cycles as f64,
+            throughput_tx_per_sec: committed as f64 / (cycles as f64 / (self.ctx.freq_ghz * 1e9)),
+            critical_path_cycles_mean: self.latencies.mean(),
+            critical_path_cycles_p50: self.latencies.percentile(50.0),
+            critical_path_cycles_p99: self.latencies.percentile(99.0),
+            nvm_bytes_written: written,
+            nvm_bytes_read: nvm.total_read(),
+            write_bytes_per_tx: written as f64 / committed.max(1) as f64,
+            energy_nj: nvm.energy_nj(),
+            llc_miss_ratio,
+            nvm_bytes_written_by_purpose: by_purpose(&nvm.bytes_written),
+            nvm_bytes_read_by_purpose: by_purpose(&nvm.bytes_read),
+            nvm_row_hit_ratio: row_hit_ratio(&nvm),
+            nvm_write_queue_full_stalls: nvm.write_queue_full_stalls,
+            final_drain_bytes_written: self.finished_writes,
+            dram_bytes_read: dram.total_read(),
+            dram_bytes_written: dram.total_written(),
+            loads: self.loads,
+            stores: self.stores,
+        }
+    }
+
+    pub fn sim_info(&self) -> SimInfo {
+        let ops = self.loads + self.stores;
+        SimInfo {
+            host_seconds: self.host_seconds,
+            sim_mem_ops: ops,
+            mem_ops_per_host_second: ops as f64 / self.host_seconds.max(1e-9),
+            version: env!("CARGO_PKG_VERSION"),
+        }
+    }
+
+    /// The whole result as the CLI's JSON document.
+    pub fn report_json(&self) -> serde_json::Value {
+        let stats: serde_json::Map<String, serde_json::Value> = self
+            .scheme
+            .stats()
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), serde_json::json!(v)))
+            .collect();
+        serde_json::json!({
+            "scheme": self.spec.scheme,
+            "workload": self.spec.workload,
+            "threads": self.spec.threads,
+            "tx": self.spec.tx,
+            "seed": self.spec.seed,
+            "config": self.params.to_json(),
+            "metrics": self.metrics(),
+            "scheme_stats": stats,
+            "sim": self.sim_info(),
+        })
+    }
+
+    /// After [`Engine::finish`]: every byte of program data read through the
+    /// scheme equals the architectural image.
+    pub fn check_equivalence(&self) -> std::result::Result<(), String> {
+        let mut buf = [0u8; 64];
+        for page in self.arch.page_numbers() {
+            let data = self.arch.page(page).unwrap();
+            for (i, chunk) in data.chunks(64).enumerate() {
+                let addr = page * crate::mem::image::PAGE_BYTES + i as u64 * 64;
+                self.scheme.read_logical(&self.ctx, addr, &mut buf);
+                if buf[..] != chunk[..] {
+                    let w = (0..8)
+                        .find(|&w| buf[w * 8..w * 8 + 8] != chunk[w * 8..w * 8 + 8])
+                        .unwrap();
+                    return Err(format!(
+                        "home image differs at {:#x}: expected {:#018x}, found {:#018x}",
+                        addr + w as u64 * 8,
+                        u64::from_le_bytes(chunk[w * 8..w * 8 + 8].try_into().unwrap()),
+                        u64::from_le_bytes(buf[w * 8..w * 8 + 8].try_into().unwrap())
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Run each thread's invariant checker on an image.
+    pub fn check_invariants(&self, img: &dyn MemRead) -> std::result::Result<(), String> {
+        let ib = self.params.u64("workload.item_bytes");
+        for t in 0..self.spec.threads {
+            (self.workload_info.check)(img, self.ctx.layout.thread_base(t), ib)
+                .map_err(|e| format!("thread {t}: {e}"))?;
+        }
+        Ok(())
+    }
+}
+
+fn footprint_error(layout: &Layout) -> Error {
+    Error::input(format!(
+        "nvm.capacity_bytes={} is smaller than the workload footprint ({} bytes per thread available); raise nvm.capacity_bytes or lower tx/workload.initial_items",
+        layout.capacity_bytes, layout.thread_region_bytes
+    ))
+}
+
+/// Run a spec end to end (run + finish) and return the engine.
+pub fn run(spec: RunSpec, progress: &mut dyn FnMut(u64)) -> Result<Engine> {
+    let mut e = Engine::new(spec)?;
+    e.run(progress)?;
+    e.finish();
+    Ok(e)
+}

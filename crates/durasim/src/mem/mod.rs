@@ -1,0 +1,10 @@
+//! Memory: sparse images, the persistence domain, the memory controller and
+//! device models (NVM and DRAM).
+
+pub mod controller;
+pub mod image;
+pub mod persist;
+
+pub use controller::{DeviceTiming, MemStats, MemoryController};
+pub use image::{MemRead, MemWrite, Overlay, SparseImage};
+pub use persist::{PersistEvent, PersistLog};

@@ -1,0 +1,76 @@
+//! The persistence domain, made explicit: every event at which bytes become
+//! durable is appended to a [`PersistLog`] (when recording is on). A crash at
+//! point `k` keeps exactly the initial media image plus events `0..k`.
+
+use crate::types::{Addr, Cycle};
+
+/// One durable write: `len` bytes at `addr` (never crossing a 64 B line).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PersistEvent {
+    pub addr: Addr,
+    pub len: u8,
+    /// Offset of the bytes in the log's arena.
+    pub data_off: u32,
+    /// Simulated time at which the bytes reached the persistence domain.
+    pub at: Cycle,
+}
+
+/// Append-only record of durable writes, in the order they became durable.
+#[derive(Clone, Default)]
+pub struct PersistLog {
+    enabled: bool,
+    events: Vec<PersistEvent>,
+    arena: Vec<u8>,
+    /// Count of events even when recording is off (crash point numbering).
+    count: u64,
+}
+
+impl PersistLog {
+    pub fn new(enabled: bool) -> Self {
+        PersistLog {
+            enabled,
+            ..Default::default()
+        }
+    }
+
+    pub fn enabled(&self) -> bool {
+        self.enabled
+    }
+
+    #[inline]
+    pub fn record(&mut self, addr: Addr, data: &[u8], at: Cycle) {
+        debug_assert!(data.len() <= 64 && (addr % 64) as usize + data.len() <= 64);
+        self.count += 1;
+        if self.enabled {
+            let off = self.arena.len() as u32;
+            self.arena.extend_from_slice(data);
+            self.events.push(PersistEvent {
+                addr,
+                len: data.len() as u8,
+                data_off: off,
+                at,
+            });
+        }
+    }
+
+    /// Number of persist events so far (recorded or not).
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    pub fn events(&self) -> &[PersistEvent] {
+        &self.events
+    }
+
+    pub fn data(&self, e: &PersistEvent) -> &[u8] {
+        &self.arena[e.data_off as usize..e.data_off as usize + e.len as usize]
+    }
+
+    /// Forget recorded events (used when statistics are reset after warmup:
+    /// the crash base image is then re-taken).
+    pub fn clear(&mut self) {
+        self.events.clear();
+        self.arena.clear();
+        self.count = 0;
+    }
+}

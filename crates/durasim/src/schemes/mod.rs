@@ -1,0 +1,271 @@
+//! Crash-consistency schemes: one module per scheme behind [`Scheme`], and a
+//! registry by name. Adding a scheme = its module + one line in [`REGISTRY`].
+
+pub mod ideal;
+
+use crate::cache::hierarchy::WritebackCause;
+use crate::cache::LineExt;
+use crate::config::{ParamSpec, Params};
+use crate::error::{Error, Result};
+use crate::mem::{MemRead, MemWrite, MemoryController};
+use crate::types::{Addr, CoreId, Cycle, LineData, Purpose};
+use crate::workloads::Op;
+
+/// Where things live in the physical address space.
+#[derive(Clone, Debug)]
+pub struct Layout {
+    /// Total NVM capacity.
+    pub capacity_bytes: u64,
+    /// Program data lives in `[0, home_limit)`; each thread owns one region.
+    pub home_limit: u64,
+    pub threads: usize,
+    pub thread_region_bytes: u64,
+    /// Scheme-reserved NVM (`[home_limit, capacity)`): OOP region, logs, ...
+    pub reserved_base: u64,
+    /// Addresses from here on model a scheme's ADR-protected structures:
+    /// durable, but not NVM media (no traffic).
+    pub adr_base: u64,
+}
+
+impl Layout {
+    pub fn new(capacity_bytes: u64, reserved_bytes: u64, threads: usize) -> Result<Self> {
+        let reserved = reserved_bytes.div_ceil(1 << 21) << 21;
+        if reserved >= capacity_bytes {
+            return Err(Error::input(format!(
+                "nvm.capacity_bytes={capacity_bytes} is smaller than the scheme's reserved space ({reserved} bytes)"
+            )));
+        }
+        let home_limit = capacity_bytes - reserved;
+        let region = (home_limit / threads as u64) & !((1u64 << 21) - 1);
+        if region < (1 << 21) {
+            return Err(Error::input(format!(
+                "nvm.capacity_bytes={capacity_bytes} leaves less than 2 MiB per thread for {threads} threads"
+            )));
+        }
+        Ok(Layout {
+            capacity_bytes,
+            home_limit,
+            threads,
+            thread_region_bytes: region,
+            reserved_base: home_limit,
+            adr_base: capacity_bytes.next_power_of_two().max(capacity_bytes) + (1 << 40),
+        })
+    }
+
+    pub fn thread_base(&self, thread: usize) -> Addr {
+        thread as u64 * self.thread_region_bytes
+    }
+}
+
+/// Everything below the caches that a scheme drives.
+pub struct MemCtx {
+    /// The NVM controller: the persistence domain.
+    pub nvm: MemoryController,
+    /// A volatile DRAM device for hybrid schemes (DRAM caches, tables).
+    pub dram: MemoryController,
+    pub layout: Layout,
+    pub cores: usize,
+    pub freq_ghz: f64,
+}
+
+/// What a scheme promises after a crash (the oracle checks it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Durability {
+    /// Every transaction whose TxEnd returned survives, atomically.
+    AtCommit,
+    /// State rolls back to the last completed checkpoint/epoch.
+    Checkpoint,
+    /// Any prefix in commit order that includes what was reported persisted.
+    Delayed,
+    /// No guarantee (the native system; the oracle must reject it).
+    None,
+}
+
+/// Result of a scheme's recovery on a crashed image.
+#[derive(Clone, Debug, Default)]
+pub struct RecoveryReport {
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    /// Modeled recovery time (see each scheme's model).
+    pub modeled_ns: f64,
+    /// Scheme-specific numbers (transactions replayed, rolled back, ...).
+    pub details: Vec<(&'static str, f64)>,
+}
+
+/// Scheme-specific statistics, reported under `scheme_stats`.
+pub type SchemeStats = Vec<(&'static str, f64)>;
+
+/// The hooks every scheme in the papers needs. Times are absolute cycles:
+/// hooks receive `now` and return the time the core (or request) may proceed.
+pub trait Scheme: Send {
+    /// TxBegin on `core`; returns when the core may continue.
+    fn tx_begin(&mut self, _ctx: &mut MemCtx, _core: CoreId, now: Cycle) -> Cycle {
+        now
+    }
+
+    /// TxEnd on `core` (after its store buffer drained); returns when TxEnd
+    /// completes. Anything the transaction needs to be durable must have been
+    /// written into the persistence domain before this returns.
+    fn tx_end(&mut self, ctx: &mut MemCtx, core: CoreId, now: Cycle) -> Cycle;
+
+    /// A store performed in the L1 (`in_tx` when inside TxBegin/TxEnd). The
+    /// scheme may update the line's extension. Returns when the store
+    /// completes (>= now).
+    #[allow(clippy::too_many_arguments)]
+    fn store(
+        &mut self,
+        _ctx: &mut MemCtx,
+        _core: CoreId,
+        _addr: Addr,
+        _old: u64,
+        _new: u64,
+        _in_tx: bool,
+        _ext: &mut LineExt,
+        now: Cycle,
+    ) -> Cycle {
+        now
+    }
+
+    /// LLC miss: fill `out` with the newest data of the line; returns when
+    /// the data arrives.
+    fn read_miss(
+        &mut self,
+        ctx: &mut MemCtx,
+        _core: CoreId,
+        line_addr: Addr,
+        now: Cycle,
+        out: &mut LineData,
+    ) -> Cycle {
+        ctx.nvm.read(line_addr, out, Purpose::Demand, now)
+    }
+
+    /// A dirty line leaves the LLC (or is flushed / drained). Returns the
+    /// time the write is persisted.
+    #[allow(clippy::too_many_arguments)]
+    fn writeback(
+        &mut self,
+        ctx: &mut MemCtx,
+        _core: CoreId,
+        line_addr: Addr,
+        data: &LineData,
+        _ext: &LineExt,
+        _cause: WritebackCause,
+        now: Cycle,
+    ) -> Cycle {
+        ctx.nvm.write(line_addr, data, Purpose::WriteBack, now)
+    }
+
+    /// A dirty line leaves a private L1.
+    fn l1_evict(
+        &mut self,
+        _ctx: &mut MemCtx,
+        _core: CoreId,
+        _line_addr: Addr,
+        _data: &LineData,
+        _ext: &LineExt,
+        _now: Cycle,
+    ) {
+    }
+
+    /// Extra translation cost before a data access (TLB-based schemes).
+    /// Only called when [`Scheme::wants_access_hook`] is true.
+    fn access(
+        &mut self,
+        _ctx: &mut MemCtx,
+        _core: CoreId,
+        _addr: Addr,
+        _is_write: bool,
+        now: Cycle,
+    ) -> Cycle {
+        now
+    }
+
+    fn wants_access_hook(&self) -> bool {
+        false
+    }
+
+    /// Software schemes rewrite a transaction's op stream (adding log
+    /// stores, flushes, fences). Return false to leave it unchanged.
+    fn instrument(&mut self, _core: CoreId, _ops: &[Op], _out: &mut Vec<Op>) -> bool {
+        false
+    }
+
+    /// Next time background work (GC, checkpoint, truncation) is due.
+    fn next_event_at(&self) -> Option<Cycle> {
+        None
+    }
+
+    /// Run background work due at `now`. Returns `Some(t)` if every core
+    /// must stall until `t` (whole-system checkpoints, on-demand GC).
+    fn tick(&mut self, _ctx: &mut MemCtx, _now: Cycle) -> Option<Cycle> {
+        None
+    }
+
+    /// End of run, after the caches were drained: finish background work
+    /// so that home locations hold the committed data. Returns the time.
+    fn finish(&mut self, _ctx: &mut MemCtx, now: Cycle) -> Cycle {
+        now
+    }
+
+    /// The value a program would read at `addr` from memory now (through
+    /// the scheme's indirection), without timing. Used by equivalence checks.
+    fn read_logical(&self, ctx: &MemCtx, addr: Addr, buf: &mut [u8]) {
+        ctx.nvm.peek(addr, buf);
+    }
+
+    fn stats(&self) -> SchemeStats {
+        Vec::new()
+    }
+
+    fn reset_stats(&mut self) {}
+}
+
+/// Recovery: a function of the durable bytes alone.
+pub type RecoverFn =
+    fn(image: &mut dyn MemWrite, params: &Params, layout: &Layout) -> Result<RecoveryReport>;
+
+/// Registry entry.
+pub struct SchemeInfo {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub durability: Durability,
+    pub params: &'static [ParamSpec],
+    /// NVM bytes the scheme reserves at the top of the address space.
+    pub reserved_bytes: fn(&Params) -> u64,
+    pub build: fn(&Params, &Layout) -> Result<Box<dyn Scheme>>,
+    pub recover: RecoverFn,
+}
+
+pub fn no_reserve(_: &Params) -> u64 {
+    0
+}
+
+/// Every scheme durasim ships.
+pub static REGISTRY: &[&SchemeInfo] = &[&ideal::INFO];
+
+pub fn names() -> Vec<&'static str> {
+    REGISTRY.iter().map(|s| s.name).collect()
+}
+
+pub fn find(name: &str) -> Result<&'static SchemeInfo> {
+    REGISTRY
+        .iter()
+        .copied()
+        .find(|s| s.name == name)
+        .ok_or_else(|| {
+            Error::input(format!(
+                "unknown scheme '{name}'; valid schemes: {}",
+                names().join(", ")
+            ))
+        })
+}
+
+/// Parameter lists of every scheme (for `list params` and validation).
+pub fn all_params() -> Vec<&'static [ParamSpec]> {
+    REGISTRY.iter().map(|s| s.params).collect()
+}
+
+/// Helper for recovery functions: read a little-endian u64.
+pub fn read_u64(img: &dyn MemRead, addr: Addr) -> u64 {
+    img.read_u64(addr)
+}

@@ -1,0 +1,280 @@
+//! Workloads: real data-structure code executed functionally on the
+//! architectural image; each transaction emits the ops it performed, with
+//! their values, for the timing back-end. One module per workload behind
+//! [`Workload`]; each has an invariant checker that validates its structure
+//! from a memory image alone (crash verification uses it).
+
+pub mod vector;
+
+use crate::config::Params;
+use crate::error::{Error, Result};
+use crate::mem::{MemRead, MemWrite, SparseImage};
+use crate::types::Addr;
+use rand::Rng;
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+/// One operation of a transaction's op stream. Addresses are 8-byte aligned
+/// words; stores carry the value written, loads the value read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    Load {
+        addr: Addr,
+        value: u64,
+    },
+    Store {
+        addr: Addr,
+        value: u64,
+    },
+    /// `n` non-memory instructions.
+    Compute {
+        n: u32,
+    },
+    /// clwb of the line holding `addr` (software schemes).
+    Flush {
+        addr: Addr,
+    },
+    /// sfence: wait for outstanding stores and flushes.
+    Fence,
+}
+
+/// Per-thread region header (persistent): magic, heap cursor, root pointer.
+pub const REGION_MAGIC: u64 = 0x6475_7261_7369_6d31; // "durasim1"
+pub const HDR_MAGIC: u64 = 0;
+pub const HDR_HEAP_CURSOR: u64 = 8;
+/// First byte a workload may use for its root object.
+pub const ROOT_OFFSET: u64 = 64;
+/// The heap starts after the root area.
+pub const HEAP_OFFSET: u64 = 4096;
+
+/// The handle a workload uses to touch memory during one transaction (or
+/// during setup, when no ops are recorded).
+pub struct TxCtx<'a> {
+    mem: &'a mut SparseImage,
+    ops: &'a mut Vec<Op>,
+    record: bool,
+    region_base: Addr,
+    region_end: Addr,
+    /// Set when the heap ran out of space (reported as a config error).
+    pub out_of_memory: bool,
+}
+
+impl<'a> TxCtx<'a> {
+    pub fn new(
+        mem: &'a mut SparseImage,
+        ops: &'a mut Vec<Op>,
+        record: bool,
+        region_base: Addr,
+        region_bytes: u64,
+    ) -> Self {
+        TxCtx {
+            mem,
+            ops,
+            record,
+            region_base,
+            region_end: region_base + region_bytes,
+            out_of_memory: false,
+        }
+    }
+
+    #[inline]
+    pub fn load(&mut self, addr: Addr) -> u64 {
+        debug_assert_eq!(addr % 8, 0, "loads are 8-byte aligned words");
+        let value = self.mem.read_u64(addr);
+        if self.record {
+            self.ops.push(Op::Load { addr, value });
+        }
+        value
+    }
+
+    #[inline]
+    pub fn store(&mut self, addr: Addr, value: u64) {
+        debug_assert_eq!(addr % 8, 0, "stores are 8-byte aligned words");
+        self.mem.write_u64(addr, value);
+        if self.record {
+            self.ops.push(Op::Store { addr, value });
+        }
+    }
+
+    /// `n` non-memory instructions (hashing, comparisons, ...).
+    #[inline]
+    pub fn compute(&mut self, n: u32) {
+        if self.record && n > 0 {
+            self.ops.push(Op::Compute { n });
+        }
+    }
+
+    pub fn region_base(&self) -> Addr {
+        self.region_base
+    }
+
+    /// Persistent-heap allocation (bump allocator whose cursor lives in the
+    /// region header, updated inside the transaction). 64-byte aligned.
+    pub fn alloc(&mut self, bytes: u64) -> Addr {
+        let cursor_addr = self.region_base + HDR_HEAP_CURSOR;
+        let cur = self.load(cursor_addr);
+        let addr = (cur + 63) & !63;
+        let end = addr + bytes;
+        if end > self.region_end {
+            self.out_of_memory = true;
+            return self.region_base + HEAP_OFFSET;
+        }
+        self.store(cursor_addr, end);
+        addr
+    }
+
+    /// Initialise the region header (setup only).
+    pub fn init_region(&mut self) {
+        self.store(self.region_base + HDR_MAGIC, REGION_MAGIC);
+        self.store(
+            self.region_base + HDR_HEAP_CURSOR,
+            self.region_base + HEAP_OFFSET,
+        );
+    }
+}
+
+/// A transactional workload instance owned by one thread.
+pub trait Workload: Send {
+    /// Build the initial structure (not timed, not part of any transaction).
+    fn setup(&mut self, ctx: &mut TxCtx);
+    /// Execute one transaction functionally (between TxBegin and TxEnd).
+    fn run_tx(&mut self, ctx: &mut TxCtx);
+}
+
+/// Arguments to build a workload instance.
+#[derive(Clone, Debug)]
+pub struct WorkloadArgs {
+    pub region_base: Addr,
+    pub region_bytes: u64,
+    pub seed: u64,
+    pub item_bytes: u64,
+    pub initial_items: u64,
+    /// Upper bound on the transactions this instance will run.
+    pub max_tx: u64,
+    pub update_ratio: f64,
+    pub key_space: u64,
+}
+
+impl WorkloadArgs {
+    pub fn from_params(
+        p: &Params,
+        region_base: Addr,
+        region_bytes: u64,
+        seed: u64,
+        max_tx: u64,
+    ) -> Self {
+        WorkloadArgs {
+            region_base,
+            region_bytes,
+            seed,
+            item_bytes: p.u64("workload.item_bytes"),
+            initial_items: p.u64("workload.initial_items"),
+            max_tx,
+            update_ratio: p.f64("workload.update_ratio"),
+            key_space: p.u64("workload.key_space"),
+        }
+    }
+}
+
+/// Invariant checker: validates the structure at `region_base` from an
+/// image alone; returns the number of items found.
+pub type CheckFn =
+    fn(img: &dyn MemRead, region_base: Addr, item_bytes: u64) -> std::result::Result<u64, String>;
+
+pub struct WorkloadInfo {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub build: fn(&WorkloadArgs) -> Box<dyn Workload>,
+    pub check: CheckFn,
+}
+
+/// Every workload durasim ships.
+pub static REGISTRY: &[&WorkloadInfo] = &[&vector::INFO];
+
+pub fn names() -> Vec<&'static str> {
+    REGISTRY.iter().map(|w| w.name).collect()
+}
+
+pub fn find(name: &str) -> Result<&'static WorkloadInfo> {
+    REGISTRY
+        .iter()
+        .copied()
+        .find(|w| w.name == name)
+        .ok_or_else(|| {
+            Error::input(format!(
+                "unknown workload '{name}'; valid workloads: {}",
+                names().join(", ")
+            ))
+        })
+}
+
+/// Validate workload parameters shared by all workloads.
+pub fn validate(p: &Params) -> Result<()> {
+    let ib = p.u64("workload.item_bytes");
+    if ib % 8 != 0 || ib < 16 {
+        return Err(Error::input(format!(
+            "invalid value '{ib}' for 'workload.item_bytes': expected a multiple of 8, at least 16 (e.g. 64 or 1024)"
+        )));
+    }
+    Ok(())
+}
+
+// ---- Items: self-validating records shared by all workloads -------------
+
+/// Payload word `i` of an item with `key` at `version`: a deterministic mix,
+/// so a checker can tell a torn or mixed-version item from the image alone.
+#[inline]
+pub fn payload_word(key: u64, version: u64, i: u64) -> u64 {
+    let mut x = key ^ version.rotate_left(32) ^ i.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    x ^= x >> 33;
+    x
+}
+
+/// Write a whole item (key, version, payload) at `addr`.
+pub fn write_item(ctx: &mut TxCtx, addr: Addr, item_bytes: u64, key: u64, version: u64) {
+    ctx.store(addr, key);
+    ctx.store(addr + 8, version);
+    for i in 2..item_bytes / 8 {
+        ctx.store(addr + i * 8, payload_word(key, version, i));
+    }
+}
+
+/// Update an item in place to `version` (key unchanged).
+pub fn update_item(ctx: &mut TxCtx, addr: Addr, item_bytes: u64, key: u64, version: u64) {
+    ctx.store(addr + 8, version);
+    for i in 2..item_bytes / 8 {
+        ctx.store(addr + i * 8, payload_word(key, version, i));
+    }
+}
+
+/// Check an item's self-consistency; returns its key.
+pub fn check_item(
+    img: &dyn MemRead,
+    addr: Addr,
+    item_bytes: u64,
+) -> std::result::Result<u64, String> {
+    let key = img.read_u64(addr);
+    let version = img.read_u64(addr + 8);
+    for i in 2..item_bytes / 8 {
+        let got = img.read_u64(addr + i * 8);
+        let want = payload_word(key, version, i);
+        if got != want {
+            return Err(format!(
+                "item at {addr:#x} (key {key}, version {version}): word {i} is {got:#x}, expected {want:#x} (torn or mixed-version item)"
+            ));
+        }
+    }
+    Ok(key)
+}
+
+/// Deterministic RNG for a workload instance.
+pub fn rng(seed: u64) -> Xoshiro256PlusPlus {
+    use rand::SeedableRng;
+    Xoshiro256PlusPlus::seed_from_u64(seed)
+}
+
+/// Draw a random key in `[1, key_space)` (0 is reserved for "empty").
+pub fn random_key(rng: &mut impl Rng, key_space: u64) -> u64 {
+    rng.gen_range(1..key_space.max(2))
+}
