@@ -137,7 +137,9 @@ impl Hierarchy {
         } else {
             self.llc.misses += 1;
             let mut buf = [0u8; LINE_BYTES as usize];
-            *t = mem.read_miss(core, line_addr, *t, &mut buf);
+            let mut fill_ext = LineExt::default();
+            let (arrive, fill_dirty) = mem.read_miss(core, line_addr, *t, &mut buf, &mut fill_ext);
+            *t = arrive;
             let slot = self.llc.victim_slot(line_addr);
             if let Some(v) = self.llc.take(slot) {
                 let v = self.back_invalidate(v, *t, mem);
