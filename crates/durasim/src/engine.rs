@@ -128,8 +128,10 @@ impl MemSide for Below<'_> {
         line_addr: Addr,
         now: Cycle,
         out: &mut LineData,
-    ) -> Cycle {
-        self.scheme.read_miss(self.ctx, core, line_addr, now, out)
+        ext: &mut LineExt,
+    ) -> (Cycle, bool) {
+        self.scheme
+            .read_miss(self.ctx, core, line_addr, now, out, ext)
     }
     #[inline]
     fn writeback(

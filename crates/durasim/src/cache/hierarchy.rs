@@ -21,10 +21,18 @@ pub enum WritebackCause {
 
 /// What lies below the LLC: the scheme and the memory controllers.
 pub trait MemSide {
-    /// LLC miss: fill `out` with the newest bytes of the line; returns the
-    /// time the data arrives.
-    fn read_miss(&mut self, core: CoreId, line_addr: Addr, now: Cycle, out: &mut LineData)
-        -> Cycle;
+    /// LLC miss: fill `out` with the newest bytes of the line
+    /// and `ext` with the state the LLC copy starts with; returns the time
+    /// the data arrives and whether the line must be installed dirty (so its
+    /// eviction is reported even if no store touches it again).
+    fn read_miss(
+        &mut self,
+        core: CoreId,
+        line_addr: Addr,
+        now: Cycle,
+        out: &mut LineData,
+        ext: &mut LineExt,
+    ) -> (Cycle, bool);
     /// A dirty line leaves the LLC (or is flushed); returns the time the
     /// write is persisted (write-backs are posted: callers other than flush
     /// do not wait for it).
@@ -162,7 +170,7 @@ impl Hierarchy {
                 false,
                 core as u16,
             );
-            (buf, LineExt::default(), HitLevel::Memory)
+            (buf, fill_ext, HitLevel::Memory)
         };
         // Fill L2; its victim goes down into the LLC after pulling L1's copy.
         let slot = self.l2[core].victim_slot(line_addr);

@@ -126,8 +126,9 @@ pub trait Scheme: Send {
         now
     }
 
-    /// LLC miss: fill `out` with the newest data of the line; returns when
-    /// the data arrives.
+    /// LLC miss: fill `out` with the newest data of the line (and `ext`
+    /// with the LLC copy's initial state); returns when the data arrives and
+    /// whether the line must be installed dirty.
     fn read_miss(
         &mut self,
         ctx: &mut MemCtx,
@@ -135,8 +136,9 @@ pub trait Scheme: Send {
         line_addr: Addr,
         now: Cycle,
         out: &mut LineData,
-    ) -> Cycle {
-        ctx.nvm.read(line_addr, out, Purpose::Demand, now)
+        _ext: &mut LineExt,
+    ) -> (Cycle, bool) {
+        (ctx.nvm.read(line_addr, out, Purpose::Demand, now), false)
     }
 
     /// A dirty line leaves the LLC (or is flushed / drained). Returns the
