@@ -162,14 +162,8 @@ impl Hierarchy {
                     );
                 }
             }
-            self.llc.install(
-                slot,
-                line_addr,
-                &buf,
-                LineExt::default(),
-                false,
-                core as u16,
-            );
+            self.llc
+                .install(slot, line_addr, &buf, fill_ext, fill_dirty, core as u16);
             (buf, fill_ext, HitLevel::Memory)
         };
         // Fill L2; its victim goes down into the LLC after pulling L1's copy.
