@@ -1,0 +1,224 @@
+//! HOOP-paper baselines (opt-undo, opt-redo, lad, ...): end-of-run
+//! equivalence on every workload, and crash consistency at sampled (or all)
+//! persist points checked against the committed history.
+
+use durasim::engine::Engine;
+use durasim::mem::{MemRead, MemWrite, Overlay, SparseImage};
+use durasim::schemes;
+use durasim::types::Addr;
+use durasim::{workloads, RunSpec};
+use rustc_hash::{FxHashMap, FxHashSet};
+
+const BASELINES: &[&str] = &["opt-undo"];
+
+fn spec(scheme: &str, workload: &str, threads: usize, tx: u64, sets: &[(&str, &str)]) -> RunSpec {
+    let mut s = RunSpec::new(scheme, workload).unwrap();
+    s.threads = threads;
+    s.tx = tx;
+    s.seed = 7;
+    s.params.set_str("run.check_reads", "true").unwrap();
+    s.params.set_str("workload.initial_items", "64").unwrap();
+    // Small caches so that mid-transaction evictions happen often.
+    for (k, v) in [
+        ("cache.llc_size_bytes", "8KB"),
+        ("cache.llc_ways", "2"),
+        ("cache.l2_size_bytes", "4KB"),
+        ("cache.l2_ways", "2"),
+        ("cache.l1_size_bytes", "1KB"),
+        ("cache.l1_ways", "2"),
+    ] {
+        s.params.set_str(k, v).unwrap();
+    }
+    for (k, v) in sets {
+        s.params.set_str(k, v).unwrap();
+    }
+    s
+}
+
+fn run_equiv(scheme: &str, workload: &str, item_bytes: u64) -> Engine {
+    let ib = item_bytes.to_string();
+    let mut e = Engine::new(spec(scheme, workload, 4, 400, &[("workload.item_bytes", &ib)]))
+        .unwrap_or_else(|err| panic!("{scheme}/{workload}: {err}"));
+    e.run(&mut |_| {}).unwrap_or_else(|err| panic!("{scheme}/{workload}: {err}"));
+    e.finish();
+    if let Err(msg) = e.check_equivalence() {
+        panic!("{scheme}/{workload}/{item_bytes}B: {msg}");
+    }
+    e.check_invariants(e.ctx.nvm.media())
+        .unwrap_or_else(|m| panic!("{scheme}/{workload}: {m}"));
+    e
+}
+
+#[test]
+fn end_of_run_equivalence_every_workload() {
+    for scheme in BASELINES {
+        for wl in workloads::names() {
+            for ib in [64, 1024] {
+                let e = run_equiv(scheme, wl, ib);
+                assert_eq!(e.metrics().committed_tx, 400);
+            }
+        }
+    }
+}
+
+/// Crash oracle for schemes durable at commit: for each crash point `k`
+/// (persist events `0..k` survive), recover from the bytes and check that
+/// every thread's data equals the initial image plus the write sets of its
+/// first `p` committed transactions, for some `p >= acked(k)`; the
+/// workload's invariants hold; recovering twice changes nothing.
+/// Returns the number of crash points checked.
+pub fn crash_check(e: &Engine, max_points: usize) -> usize {
+    let h = e.history.as_ref().expect("record_history");
+    let log = &e.ctx.nvm.persist_log;
+    let events = log.events();
+    let layout = &e.ctx.layout;
+    let threads = e.spec.threads;
+    let owner = |a: Addr| (a / layout.thread_region_bytes) as usize;
+    // Words to check per thread: everything any transaction wrote plus
+    // every home word any persist event touched.
+    let mut check: Vec<FxHashSet<Addr>> = vec![FxHashSet::default(); threads];
+    for &(a, _) in &h.writes {
+        check[owner(a)].insert(a);
+    }
+    for ev in events {
+        if ev.addr < layout.home_limit {
+            let first = ev.addr & !7;
+            let mut a = first;
+            while a < ev.addr + ev.len as u64 {
+                if owner(a) < threads {
+                    check[owner(a)].insert(a);
+                }
+                a += 8;
+            }
+        }
+    }
+    let check: Vec<Vec<Addr>> = check
+        .into_iter()
+        .map(|s| {
+            let mut v: Vec<Addr> = s.into_iter().collect();
+            v.sort_unstable();
+            v
+        })
+        .collect();
+    let n = events.len();
+    let points: Vec<usize> = if n + 1 <= max_points {
+        (0..=n).collect()
+    } else {
+        (0..max_points).map(|i| i * n / (max_points - 1)).collect()
+    };
+    let mut base: SparseImage = h.initial_media.clone();
+    let mut applied = 0usize;
+    for &k in &points {
+        while applied < k {
+            let ev = &events[applied];
+            base.write_bytes(ev.addr, log.data(ev));
+            applied += 1;
+        }
+        let mut ov = Overlay::new(&base);
+        (e.scheme_info.recover)(&mut ov, &e.params, layout)
+            .unwrap_or_else(|err| panic!("crash point {k}/{n}: recovery failed: {err}"));
+        for t in 0..threads {
+            let txs = &h.per_thread[t];
+            let acked = txs
+                .iter()
+                .take_while(|r| r.ack_persist_seq <= k as u64)
+                .count();
+            // Expected values for prefix p, tracked incrementally with a
+            // mismatch count.
+            let got: FxHashMap<Addr, u64> = check[t].iter().map(|&a| (a, ov.read_u64(a))).collect();
+            let mut exp: FxHashMap<Addr, u64> = check[t]
+                .iter()
+                .map(|&a| (a, h.initial_media.read_u64(a)))
+                .collect();
+            for r in &txs[..acked] {
+                for &(a, v) in &h.writes[r.writes.clone()] {
+                    exp.insert(a, v);
+                }
+            }
+            let mut bad = check[t].iter().filter(|a| exp[a] != got[a]).count();
+            let mut p = acked;
+            while bad > 0 && p < txs.len() {
+                for &(a, v) in &h.writes[txs[p].writes.clone()] {
+                    let before = exp[&a] != got[&a];
+                    exp.insert(a, v);
+                    let after = v != got[&a];
+                    bad = bad + after as usize - before as usize;
+                }
+                p += 1;
+            }
+            if bad > 0 {
+                // Report against the acked prefix.
+                let mut exp0: FxHashMap<Addr, u64> = check[t]
+                    .iter()
+                    .map(|&a| (a, h.initial_media.read_u64(a)))
+                    .collect();
+                for r in &txs[..acked] {
+                    for &(a, v) in &h.writes[r.writes.clone()] {
+                        exp0.insert(a, v);
+                    }
+                }
+                let a = check[t].iter().find(|a| exp0[a] != got[a]).unwrap();
+                panic!(
+                    "{}: crash point {k}/{n}, thread {t}: no committed prefix p >= {acked} (of {}) matches; e.g. {a:#x} = {:#x}, acked prefix expects {:#x}",
+                    e.spec.scheme,
+                    txs.len(),
+                    got[a],
+                    exp0[a]
+                );
+            }
+        }
+        e.check_invariants(&ov)
+            .unwrap_or_else(|m| panic!("crash point {k}/{n}: invariant: {m}"));
+        // Recovery is idempotent (a crash during recovery then recovers again).
+        let mut again = Overlay::new(&ov);
+        (e.scheme_info.recover)(&mut again, &e.params, layout).unwrap();
+        for t in 0..threads {
+            for &a in &check[t] {
+                assert_eq!(again.read_u64(a), ov.read_u64(a), "{}: second recovery changed {a:#x} at crash point {k}", e.spec.scheme);
+            }
+        }
+    }
+    points.len()
+}
+
+fn crash_run(scheme: &str, workload: &str, threads: usize, tx: u64, sets: &[(&str, &str)]) -> Engine {
+    let mut s = spec(scheme, workload, threads, tx, sets);
+    s.record_history = true;
+    let mut e = Engine::new(s).unwrap();
+    e.run(&mut |_| {}).unwrap();
+    e
+}
+
+#[test]
+fn crash_consistency_sampled_points() {
+    for scheme in BASELINES {
+        for wl in workloads::names() {
+            let e = crash_run(scheme, wl, 3, 90, &[]);
+            let n = crash_check(&e, 400);
+            assert!(n > 50, "{scheme}/{wl}: only {n} crash points");
+        }
+    }
+}
+
+#[test]
+fn crash_consistency_exhaustive_small() {
+    for scheme in BASELINES {
+        let e = crash_run(scheme, "vector", 2, 12, &[("workload.item_bytes", "1024")]);
+        let n = e.ctx.nvm.persist_log.events().len();
+        assert_eq!(crash_check(&e, usize::MAX), n + 1);
+    }
+}
+
+#[test]
+fn native_system_fails_the_crash_check() {
+    let e = crash_run("ideal", "vector", 2, 60, &[("workload.item_bytes", "1024")]);
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| crash_check(&e, usize::MAX)));
+    assert!(r.is_err(), "the oracle must reject the native system");
+}
+
+#[test]
+fn registered() {
+    for s in BASELINES {
+        assert!(schemes::find(s).is_ok());
+    }
+}
