@@ -2,6 +2,7 @@
 //! registry by name. Adding a scheme = its module + one line in [`REGISTRY`].
 
 pub mod ideal;
+pub mod redo;
 pub mod undo;
 
 use crate::cache::hierarchy::WritebackCause;
@@ -247,6 +248,7 @@ pub fn no_reserve(_: &Params) -> u64 {
 pub static REGISTRY: &[&SchemeInfo] = &[
     &ideal::INFO,
     &undo::INFO,
+    &redo::INFO,
 ];
 
 pub fn names() -> Vec<&'static str> {
