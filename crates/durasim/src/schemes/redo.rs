@@ -23,7 +23,7 @@
 //!   every transaction followed by its commit record (valid checksums,
 //!   consecutive sequence numbers), then truncate.
 
-use super::undo::{csum, header_line, line_word, owner_of, recovery_ns, MAX_CORES};
+use super::undo::{csum, header_line, line_word, log_stride, owner_of, recovery_ns, MAX_CORES};
 use super::{Durability, Layout, MemCtx, RecoveryReport, Scheme, SchemeInfo, SchemeStats};
 use crate::cache::hierarchy::WritebackCause;
 use crate::cache::LineExt;
@@ -71,7 +71,7 @@ pub static INFO: SchemeInfo = SchemeInfo {
 };
 
 fn reserved_bytes(p: &Params) -> u64 {
-    MAX_CORES * p.u64("opt-redo.log_bytes_per_core")
+    MAX_CORES * log_stride(p, p.u64("opt-redo.log_bytes_per_core"))
 }
 
 const LOG_HDR_MAGIC: u64 = 0x5245_444f_4844_5231; // "REDOHDR1"
@@ -84,7 +84,7 @@ const REC_BYTES: u64 = 128;
 #[derive(Clone, Copy, Debug)]
 struct Ring {
     base: Addr,
-    per_core: u64,
+    stride: u64,
     slots: u64,
 }
 
@@ -93,12 +93,12 @@ impl Ring {
         let per_core = p.u64("opt-redo.log_bytes_per_core");
         Ring {
             base: layout.reserved_base,
-            per_core,
+            stride: log_stride(p, per_core),
             slots: (per_core - 64) / REC_BYTES,
         }
     }
     fn header_addr(&self, core: usize) -> Addr {
-        self.base + core as u64 * self.per_core
+        self.base + core as u64 * self.stride
     }
     fn slot_addr(&self, core: usize, seq: u64) -> Addr {
         self.header_addr(core) + 64 + (seq % self.slots) * REC_BYTES
@@ -646,8 +646,8 @@ mod tests {
                 if ev.addr < e.ctx.layout.home_limit {
                     Ev::Home { line: line_of(ev.addr) }
                 } else if ev.addr >= ring.base
-                    && (ev.addr - ring.base) % ring.per_core >= 64
-                    && ((ev.addr - ring.base) % ring.per_core - 64) % REC_BYTES == 0
+                    && (ev.addr - ring.base) % ring.stride >= 64
+                    && ((ev.addr - ring.base) % ring.stride - 64) % REC_BYTES == 0
                     && d.len() == 64
                     && word(0) == REC_MAGIC
                 {

@@ -54,7 +54,15 @@ pub static INFO: SchemeInfo = SchemeInfo {
 };
 
 fn reserved_bytes(p: &Params) -> u64 {
-    MAX_CORES * p.u64("opt-undo.log_bytes_per_core")
+    MAX_CORES * log_stride(p, p.u64("opt-undo.log_bytes_per_core"))
+}
+
+/// Distance between two cores' log regions: one extra NVM row, so that
+/// with the row-interleaved address mapping different cores' log heads
+/// fall into different banks instead of all into bank 0 (modelling choice,
+/// see docs/MODEL.md).
+pub(crate) fn log_stride(p: &Params, per_core_bytes: u64) -> u64 {
+    per_core_bytes + p.u64("nvm.row_bytes")
 }
 
 // ---- Encoding shared by the logging baselines --------------------------
@@ -106,11 +114,20 @@ pub(crate) const UNDO_REC_BYTES: u64 = 128;
 pub(crate) struct UndoLog {
     pub base: Addr,
     pub per_core_bytes: u64,
+    pub stride: u64,
 }
 
 impl UndoLog {
+    pub fn new(base: Addr, per_core_bytes: u64, p: &Params) -> Self {
+        UndoLog {
+            base,
+            per_core_bytes,
+            stride: log_stride(p, per_core_bytes),
+        }
+    }
+
     pub fn core_base(&self, core: usize) -> Addr {
-        self.base + core as u64 * self.per_core_bytes
+        self.base + core as u64 * self.stride
     }
 
     pub fn capacity_records(&self) -> u64 {
@@ -268,10 +285,11 @@ struct OptUndo {
 
 fn build(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
     Ok(Box::new(OptUndo {
-        log: UndoLog {
-            base: layout.reserved_base,
-            per_core_bytes: p.u64("opt-undo.log_bytes_per_core"),
-        },
+        log: UndoLog::new(
+            layout.reserved_base,
+            p.u64("opt-undo.log_bytes_per_core"),
+            p,
+        ),
         cores: (0..layout.threads).map(|_| CoreState::default()).collect(),
         next_txid: 1,
         force_latency: p.u64("cache.llc_latency_cycles"),
@@ -285,10 +303,11 @@ fn build(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
 }
 
 fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<RecoveryReport> {
-    let log = UndoLog {
-        base: layout.reserved_base,
-        per_core_bytes: p.u64("opt-undo.log_bytes_per_core"),
-    };
+    let log = UndoLog::new(
+        layout.reserved_base,
+        p.u64("opt-undo.log_bytes_per_core"),
+        p,
+    );
     let (mut rolled, mut read, mut written) = (0, 0, 0);
     for c in 0..layout.threads {
         let (r, rd, wr) = log.recover_core(img, c, None);
@@ -476,17 +495,18 @@ mod tests {
     fn undo_record_persists_before_home_write() {
         let e = small_cache_run("opt-undo", 2, 60);
         let layout = &e.ctx.layout;
-        let log = UndoLog {
-            base: layout.reserved_base,
-            per_core_bytes: e.params.u64("opt-undo.log_bytes_per_core"),
-        };
+        let log = UndoLog::new(
+            layout.reserved_base,
+            e.params.u64("opt-undo.log_bytes_per_core"),
+            &e.params,
+        );
         let pl = &e.ctx.nvm.persist_log;
         let mut logged: Vec<FxHashMap<Addr, Cycle>> = vec![FxHashMap::default(); 2];
         let mut home_writes = 0;
         for ev in pl.events() {
             let d = pl.data(ev);
-            if ev.addr >= log.base && ev.addr < log.base + 2 * log.per_core_bytes {
-                let c = ((ev.addr - log.base) / log.per_core_bytes) as usize;
+            if ev.addr >= log.base && ev.addr < log.base + 2 * log.stride {
+                let c = ((ev.addr - log.base) / log.stride) as usize;
                 let off = (ev.addr - log.core_base(c)) as usize;
                 if off == 0 {
                     logged[c].clear(); // truncation: transaction resolved
