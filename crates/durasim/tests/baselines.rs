@@ -9,7 +9,7 @@ use durasim::types::Addr;
 use durasim::{workloads, RunSpec};
 use rustc_hash::{FxHashMap, FxHashSet};
 
-const BASELINES: &[&str] = &["opt-undo", "opt-redo"];
+const BASELINES: &[&str] = &["opt-undo", "opt-redo", "lad"];
 
 fn spec(scheme: &str, workload: &str, threads: usize, tx: u64, sets: &[(&str, &str)]) -> RunSpec {
     let mut s = RunSpec::new(scheme, workload).unwrap();
@@ -236,6 +236,22 @@ fn crash_consistency_with_frequent_checkpoints() {
     let get = |k: &str| st.iter().find(|s| s.0 == k).unwrap().1;
     assert!(get("checkpoints") > 10.0, "{st:?}");
     assert!(get("held_evictions") > 0.0, "{st:?}");
+    crash_check(&e, 1500);
+}
+
+/// LAD with a tiny staging partition: most lines take the undo fallback.
+#[test]
+fn crash_consistency_lad_overflow() {
+    let e = crash_run(
+        "lad",
+        "vector",
+        2,
+        60,
+        &[("lad.staging_lines_per_core", "3"), ("workload.item_bytes", "1024")],
+    );
+    let st = e.scheme.stats();
+    let get = |k: &str| st.iter().find(|s| s.0 == k).unwrap().1;
+    assert!(get("staging_overflow_txs") > 10.0, "{st:?}");
     crash_check(&e, 1500);
 }
 

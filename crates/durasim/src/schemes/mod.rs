@@ -2,6 +2,7 @@
 //! registry by name. Adding a scheme = its module + one line in [`REGISTRY`].
 
 pub mod ideal;
+pub mod lad;
 pub mod redo;
 pub mod undo;
 
@@ -249,6 +250,7 @@ pub static REGISTRY: &[&SchemeInfo] = &[
     &ideal::INFO,
     &undo::INFO,
     &redo::INFO,
+    &lad::INFO,
 ];
 
 pub fn names() -> Vec<&'static str> {
