@@ -9,7 +9,7 @@ use durasim::types::Addr;
 use durasim::{workloads, RunSpec};
 use rustc_hash::{FxHashMap, FxHashSet};
 
-const BASELINES: &[&str] = &["opt-undo", "opt-redo", "lad"];
+const BASELINES: &[&str] = &["opt-undo", "opt-redo", "lad", "osp"];
 
 fn spec(scheme: &str, workload: &str, threads: usize, tx: u64, sets: &[(&str, &str)]) -> RunSpec {
     let mut s = RunSpec::new(scheme, workload).unwrap();
@@ -252,6 +252,30 @@ fn crash_consistency_lad_overflow() {
     let st = e.scheme.stats();
     let get = |k: &str| st.iter().find(|s| s.0 == k).unwrap().1;
     assert!(get("staging_overflow_txs") > 10.0, "{st:?}");
+    crash_check(&e, 1500);
+}
+
+/// OSP with a tiny TLB: pages are consolidated all the time, also while
+/// their lines are being written (deferred consolidation).
+#[test]
+fn crash_consistency_osp_consolidation() {
+    let e = crash_run(
+        "osp",
+        "vector",
+        2,
+        80,
+        &[
+            ("osp.l1_tlb_sets", "1"),
+            ("osp.l1_tlb_ways", "1"),
+            ("osp.l2_tlb_sets", "1"),
+            ("osp.l2_tlb_ways", "2"),
+            ("workload.item_bytes", "1024"),
+        ],
+    );
+    let st = e.scheme.stats();
+    let get = |k: &str| st.iter().find(|s| s.0 == k).unwrap().1;
+    assert!(get("consolidations") > 20.0, "{st:?}");
+    assert!(get("tlb_shootdowns") > 0.0, "{st:?}");
     crash_check(&e, 1500);
 }
 

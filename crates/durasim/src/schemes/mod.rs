@@ -4,6 +4,7 @@
 pub mod ideal;
 pub mod lad;
 pub mod redo;
+pub mod ssp;
 pub mod undo;
 
 use crate::cache::hierarchy::WritebackCause;
@@ -251,6 +252,7 @@ pub static REGISTRY: &[&SchemeInfo] = &[
     &undo::INFO,
     &redo::INFO,
     &lad::INFO,
+    &ssp::INFO,
 ];
 
 pub fn names() -> Vec<&'static str> {
