@@ -268,7 +268,7 @@ fn crash_consistency_osp_consolidation() {
             ("osp.l1_tlb_sets", "1"),
             ("osp.l1_tlb_ways", "1"),
             ("osp.l2_tlb_sets", "1"),
-            ("osp.l2_tlb_ways", "2"),
+            ("osp.l2_tlb_ways", "1"),
             ("workload.item_bytes", "1024"),
         ],
     );
@@ -276,6 +276,7 @@ fn crash_consistency_osp_consolidation() {
     let get = |k: &str| st.iter().find(|s| s.0 == k).unwrap().1;
     assert!(get("consolidations") > 20.0, "{st:?}");
     assert!(get("tlb_shootdowns") > 0.0, "{st:?}");
+    assert!(get("deferred_consolidations") > 0.0, "{st:?}");
     crash_check(&e, 1500);
 }
 
