@@ -192,7 +192,6 @@ pub static ENGINE_PARAMS: &[ParamSpec] = &[
     p!("workload.initial_items", int 1024, "items/thread", Check::Range(1.0, 1e9), MC, "items each thread's structure holds before measurement"),
     p!("workload.key_space", int 1 << 32, "keys", Check::Range(16.0, 1.8e19), MC, "random keys are drawn from [0, key_space)"),
     p!("run.check_reads", bool false, "", MC, "verify every load against the architectural value (test mode; slower)"),
-    p!("run.warmup_tx", int 0, "tx/thread", Check::Range(0.0, 1e9), MC, "transactions per thread run before statistics are reset"),
 ];
 
 /// A validated set of parameters.
