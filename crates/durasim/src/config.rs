@@ -194,7 +194,6 @@ pub static ENGINE_PARAMS: &[ParamSpec] = &[
     p!("workload.tpcc_items", int 100_000, "rows", Check::Range(100.0, 1e7), "TPC-C spec v5.11 §1.2.1 (ITEM cardinality 100,000)", "tpcc: rows of the ITEM table and STOCK rows per warehouse"),
     p!("workload.tpcc_customers_per_district", int 3000, "rows", Check::Range(10.0, 1e6), "TPC-C spec v5.11 §1.2.1 (3,000 customers per district)", "tpcc: CUSTOMER rows per district"),
     p!("run.check_reads", bool false, "", MC, "verify every load against the architectural value (test mode; slower)"),
-    p!("run.warmup_tx", int 0, "tx/thread", Check::Range(0.0, 1e9), MC, "transactions per thread run before statistics are reset"),
 ];
 
 /// A validated set of parameters.

@@ -230,7 +230,7 @@ pub fn find(name: &str) -> Result<&'static WorkloadInfo> {
 /// Validate workload parameters shared by all workloads.
 pub fn validate(p: &Params) -> Result<()> {
     let ib = p.u64("workload.item_bytes");
-    if ib % 8 != 0 || ib < 16 {
+    if !ib.is_multiple_of(8) || ib < 16 {
         return Err(Error::input(format!(
             "invalid value '{ib}' for 'workload.item_bytes': expected a multiple of 8, at least 16 (e.g. 64 or 1024)"
         )));
