@@ -427,6 +427,45 @@ pub(crate) mod testutil {
         }
     }
 
+    /// Crash images hold torn or stale words: a checker must report them as
+    /// errors, never panic or loop. Corrupt one random word of the region
+    /// at a time (zero, all ones, random, one flipped bit).
+    #[test]
+    fn checkers_never_panic_on_corrupted_images() {
+        use rand::Rng;
+        for info in REGISTRY {
+            let a = args(64, 64, 100, 0.5);
+            let (img, _) = run_direct(info, &a, 100);
+            let pages: Vec<u64> = img
+                .page_numbers()
+                .into_iter()
+                .filter(|&p| p * 4096 >= BASE && p * 4096 < BASE + REGION_BYTES)
+                .collect();
+            let mut r = super::rng(17);
+            let mut detected = 0;
+            for k in 0..300 {
+                let addr = pages[r.gen_range(0..pages.len())] * 4096 + r.gen_range(0..512) * 8;
+                let old = img.read_u64(addr);
+                let new = match k % 4 {
+                    0 => 0,
+                    1 => u64::MAX,
+                    2 => r.gen(),
+                    _ => old ^ (1 << r.gen_range(0..64)),
+                };
+                let mut bad = img.clone();
+                bad.write_u64(addr, new);
+                if (info.check)(&bad, BASE, 64).is_err() {
+                    detected += 1;
+                }
+            }
+            assert!(
+                detected > 30,
+                "{}: only {detected} of 300 corruptions detected",
+                info.name
+            );
+        }
+    }
+
     /// Flip one bit of the word at `addr`; the checker must then fail.
     pub fn assert_detects(info: &WorkloadInfo, img: &SparseImage, addr: Addr, item_bytes: u64) {
         (info.check)(img, BASE, item_bytes).expect("clean image passes");

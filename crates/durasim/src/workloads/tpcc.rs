@@ -141,9 +141,11 @@ pub(crate) struct Tpcc {
     n_items: u64,
     n_cust: u64,
     max_orders: u64,
-    /// NURand run-time constants C (§2.1.6), chosen once per run.
+    /// NURand run-time constants C (§2.1.6), chosen once per run
+    /// (C_LAST at load time, C_ID and OL_I_ID for New-Order inputs).
     c_c_id: u64,
     c_ol_i_id: u64,
+    c_last_load: u64,
     t: Tables,
 }
 
@@ -201,14 +203,15 @@ impl Tpcc {
         let c_ol_i_id = rng.gen_range(0..=A_OL_I_ID);
         Tpcc {
             root: a.region_base + ROOT_OFFSET,
-            // Warehouse ids are 1-based; the thread's region identifies it.
-            w_id: 1,
+            // One warehouse per thread: W_ID = thread number + 1.
+            w_id: a.region_base / a.region_bytes.max(1) + 1,
             load_seed: rng.gen(),
             n_items: a.tpcc_items,
             n_cust: a.tpcc_customers,
             max_orders: a.max_tx.max(1),
             c_c_id,
             c_ol_i_id,
+            c_last_load: rng.gen_range(0..=255),
             t: Tables::default(),
             rng,
         }
@@ -364,7 +367,7 @@ impl Workload for Tpcc {
                 let last = if c <= 1000 {
                     c - 1
                 } else {
-                    nurand(&mut self.rng, 255, 0, 0, 999)
+                    nurand(&mut self.rng, 255, self.c_last_load, 0, 999)
                 };
                 ctx.store(a + C_LAST, last);
                 ctx.store(a + C_CREDIT, u64::from(self.rng.gen_bool(0.1))); // 10% "BC"

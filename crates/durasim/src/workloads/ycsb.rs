@@ -227,7 +227,12 @@ pub(crate) fn walk(
     if !nslots.is_power_of_two() || n >= nslots {
         return Err(format!("ycsb: {n} records in {nslots} index slots"));
     }
-    check_ptr(index, nslots * SLOT_BYTES, bounds, "ycsb index")?;
+    check_ptr(
+        index,
+        nslots.saturating_mul(SLOT_BYTES),
+        bounds,
+        "ycsb index",
+    )?;
     let mask = nslots - 1;
     let mut keys = Vec::with_capacity(n.min(1 << 16) as usize);
     for s in 0..nslots {
