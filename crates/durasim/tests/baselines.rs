@@ -303,3 +303,20 @@ fn registered() {
         assert!(schemes::find(s).is_ok());
     }
 }
+
+/// configs/opt_baselines.toml parses and states exactly the defaults.
+#[test]
+fn baseline_config_matches_defaults() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../configs/opt_baselines.toml");
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut p = durasim::Params::defaults(&schemes::all_params());
+    p.apply_toml(&text, path).unwrap();
+    assert!(p.overrides().is_empty(), "{:?}", p.overrides());
+    for s in BASELINES {
+        let info = schemes::find(s).unwrap();
+        for spec in info.params {
+            let (sec, key) = spec.key.split_once('.').unwrap();
+            assert!(text.contains(&format!("[{sec}]")) && text.contains(&format!("\n{key} = ")), "{} missing from the config", spec.key);
+        }
+    }
+}
