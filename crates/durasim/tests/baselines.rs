@@ -9,7 +9,7 @@ use durasim::types::Addr;
 use durasim::{workloads, RunSpec};
 use rustc_hash::{FxHashMap, FxHashSet};
 
-const BASELINES: &[&str] = &["opt-undo", "opt-redo", "lad", "osp"];
+const BASELINES: &[&str] = &["opt-undo", "opt-redo", "lad", "osp", "lsm"];
 
 fn spec(scheme: &str, workload: &str, threads: usize, tx: u64, sets: &[(&str, &str)]) -> RunSpec {
     let mut s = RunSpec::new(scheme, workload).unwrap();
@@ -287,6 +287,31 @@ fn crash_consistency_osp_consolidation() {
     assert!(get("consolidations") > 20.0, "{st:?}");
     assert!(get("tlb_shootdowns") > 0.0, "{st:?}");
     assert!(get("deferred_consolidations") > 0.0, "{st:?}");
+    crash_check(&e, 1500);
+}
+
+/// LSM with GC every 1 us in a tiny log of small segments: cleaning and
+/// forced GC happen during the run.
+#[test]
+fn crash_consistency_lsm_gc() {
+    let e = crash_run(
+        "lsm",
+        "vector",
+        2,
+        80,
+        &[
+            ("lsm.gc_period_ms", "0.001"),
+            ("lsm.log_bytes_per_core", "1MB"),
+            ("lsm.segment_bytes", "4KB"),
+            ("workload.initial_items", "4"),
+            ("workload.update_ratio", "1.0"),
+            ("workload.item_bytes", "1024"),
+        ],
+    );
+    let st = e.scheme.stats();
+    let get = |k: &str| st.iter().find(|s| s.0 == k).unwrap().1;
+    assert!(get("gc_segments_cleaned") > 5.0, "{st:?}");
+    assert!(get("gc_live_lines_copied") > 0.0, "{st:?}");
     crash_check(&e, 1500);
 }
 

@@ -3,6 +3,7 @@
 
 pub mod ideal;
 pub mod lad;
+pub mod lsm;
 pub mod redo;
 pub mod ssp;
 pub mod undo;
@@ -253,6 +254,7 @@ pub static REGISTRY: &[&SchemeInfo] = &[
     &redo::INFO,
     &lad::INFO,
     &ssp::INFO,
+    &lsm::INFO,
 ];
 
 pub fn names() -> Vec<&'static str> {
