@@ -37,9 +37,16 @@ fn spec(scheme: &str, workload: &str, threads: usize, tx: u64, sets: &[(&str, &s
 
 fn run_equiv(scheme: &str, workload: &str, item_bytes: u64) -> Engine {
     let ib = item_bytes.to_string();
-    let mut e = Engine::new(spec(scheme, workload, 4, 400, &[("workload.item_bytes", &ib)]))
+    let mut e = Engine::new(spec(
+        scheme,
+        workload,
+        4,
+        400,
+        &[("workload.item_bytes", &ib)],
+    ))
+    .unwrap_or_else(|err| panic!("{scheme}/{workload}: {err}"));
+    e.run(&mut |_| {})
         .unwrap_or_else(|err| panic!("{scheme}/{workload}: {err}"));
-    e.run(&mut |_| {}).unwrap_or_else(|err| panic!("{scheme}/{workload}: {err}"));
     e.finish();
     if let Err(msg) = e.check_equivalence() {
         panic!("{scheme}/{workload}/{item_bytes}B: {msg}");
@@ -118,14 +125,18 @@ pub fn crash_check(e: &Engine, max_points: usize) -> usize {
         })
         .collect();
     let n = events.len();
-    let points: Vec<usize> = if n + 1 <= max_points {
+    let points: Vec<usize> = if n < max_points {
         (0..=n).collect()
     } else {
         (0..max_points).map(|i| i * n / (max_points - 1)).collect()
     };
     let mut acked_exp: Vec<FxHashMap<Addr, u64>> = check
         .iter()
-        .map(|c| c.iter().map(|&a| (a, h.initial_media.read_u64(a))).collect())
+        .map(|c| {
+            c.iter()
+                .map(|&a| (a, h.initial_media.read_u64(a)))
+                .collect()
+        })
         .collect();
     let mut acked_n = vec![0usize; threads];
     let mut base: SparseImage = h.initial_media.clone();
@@ -154,7 +165,10 @@ pub fn crash_check(e: &Engine, max_points: usize) -> usize {
                 acked_n[t] += 1;
             }
             let got: FxHashMap<Addr, u64> = check[t].iter().map(|&a| (a, ov.read_u64(a))).collect();
-            let mut bad = check[t].iter().filter(|a| acked_exp[t][a] != got[a]).count();
+            let mut bad = check[t]
+                .iter()
+                .filter(|a| acked_exp[t][a] != got[a])
+                .count();
             if bad == 0 {
                 continue;
             }
@@ -190,16 +204,27 @@ pub fn crash_check(e: &Engine, max_points: usize) -> usize {
         // Recovery is idempotent (a crash during recovery then recovers again).
         let mut again = Overlay::new(&ov);
         (e.scheme_info.recover)(&mut again, &e.params, layout).unwrap();
-        for t in 0..threads {
-            for &a in &check[t] {
-                assert_eq!(again.read_u64(a), ov.read_u64(a), "{}: second recovery changed {a:#x} at crash point {k}", e.spec.scheme);
+        for words in &check {
+            for &a in words {
+                assert_eq!(
+                    again.read_u64(a),
+                    ov.read_u64(a),
+                    "{}: second recovery changed {a:#x} at crash point {k}",
+                    e.spec.scheme
+                );
             }
         }
     }
     points.len()
 }
 
-fn crash_run(scheme: &str, workload: &str, threads: usize, tx: u64, sets: &[(&str, &str)]) -> Engine {
+fn crash_run(
+    scheme: &str,
+    workload: &str,
+    threads: usize,
+    tx: u64,
+    sets: &[(&str, &str)],
+) -> Engine {
     let mut s = spec(scheme, workload, threads, tx, sets);
     s.record_history = true;
     let mut e = Engine::new(s).unwrap();
@@ -257,7 +282,10 @@ fn crash_consistency_lad_overflow() {
         "vector",
         2,
         60,
-        &[("lad.staging_lines_per_core", "3"), ("workload.item_bytes", "1024")],
+        &[
+            ("lad.staging_lines_per_core", "3"),
+            ("workload.item_bytes", "1024"),
+        ],
     );
     let st = e.scheme.stats();
     let get = |k: &str| st.iter().find(|s| s.0 == k).unwrap().1;
@@ -332,7 +360,10 @@ fn registered() {
 /// configs/opt_baselines.toml parses and states exactly the defaults.
 #[test]
 fn baseline_config_matches_defaults() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../configs/opt_baselines.toml");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../configs/opt_baselines.toml"
+    );
     let text = std::fs::read_to_string(path).unwrap();
     let mut p = durasim::Params::defaults(&schemes::all_params());
     p.apply_toml(&text, path).unwrap();
@@ -341,7 +372,11 @@ fn baseline_config_matches_defaults() {
         let info = schemes::find(s).unwrap();
         for spec in info.params {
             let (sec, key) = spec.key.split_once('.').unwrap();
-            assert!(text.contains(&format!("[{sec}]")) && text.contains(&format!("\n{key} = ")), "{} missing from the config", spec.key);
+            assert!(
+                text.contains(&format!("[{sec}]")) && text.contains(&format!("\n{key} = ")),
+                "{} missing from the config",
+                spec.key
+            );
         }
     }
 }

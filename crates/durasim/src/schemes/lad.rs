@@ -156,7 +156,11 @@ struct Lad {
 fn build(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
     Ok(Box::new(Lad {
         st: Staging::new(p, layout),
-        log: UndoLog::new(layout.reserved_base, p.u64("lad.undo_log_bytes_per_core"), p),
+        log: UndoLog::new(
+            layout.reserved_base,
+            p.u64("lad.undo_log_bytes_per_core"),
+            p,
+        ),
         cores: (0..layout.threads).map(|_| CoreState::default()).collect(),
         next_txid: 1,
         flush_latency: p.u64("cache.llc_latency_cycles"),
@@ -172,21 +176,40 @@ fn build(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
 
 fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<RecoveryReport> {
     let st = Staging::new(p, layout);
-    let log = UndoLog::new(layout.reserved_base, p.u64("lad.undo_log_bytes_per_core"), p);
+    let log = UndoLog::new(
+        layout.reserved_base,
+        p.u64("lad.undo_log_bytes_per_core"),
+        p,
+    );
     let (mut read, mut written, mut applied_tx, mut rolled) = (0u64, 0u64, 0u64, 0u64);
     for c in 0..layout.threads {
         // Staging lives in the ADR domain: reading it costs no NVM traffic.
         let h = img.read_line(st.header_addr(c));
-        let w = [line_word(&h, 0), line_word(&h, 1), line_word(&h, 2), line_word(&h, 3)];
-        let committed = (w[0] == STAGE_MAGIC && line_word(&h, 4) == csum(&w, &[]) && w[2] == COMMITTED)
-            .then_some(w[1]);
+        let w = [
+            line_word(&h, 0),
+            line_word(&h, 1),
+            line_word(&h, 2),
+            line_word(&h, 3),
+        ];
+        let committed =
+            (w[0] == STAGE_MAGIC && line_word(&h, 4) == csum(&w, &[]) && w[2] == COMMITTED)
+                .then_some(w[1]);
         if let Some(txid) = committed {
             for i in 0..w[3].min(st.cap) {
                 let a = st.entry_addr(c, i);
                 let m = img.read_line(a);
                 let d = img.read_line(a + 64);
-                let ew = [line_word(&m, 0), line_word(&m, 1), line_word(&m, 2), line_word(&m, 3)];
-                if ew[0] != ENTRY_MAGIC || ew[1] != txid || ew[2] != i || line_word(&m, 4) != csum(&ew, &d) {
+                let ew = [
+                    line_word(&m, 0),
+                    line_word(&m, 1),
+                    line_word(&m, 2),
+                    line_word(&m, 3),
+                ];
+                if ew[0] != ENTRY_MAGIC
+                    || ew[1] != txid
+                    || ew[2] != i
+                    || line_word(&m, 4) != csum(&ew, &d)
+                {
                     return Err(Error::Internal(format!(
                         "lad recovery: core {c}: staging entry {i} of committed transaction {txid} is invalid"
                     )));
@@ -416,7 +439,10 @@ impl Scheme for Lad {
             ("staging_overflow_lines", self.s_overflow_lines as f64),
             ("staging_overflow_txs", self.s_overflow_txs as f64),
             ("undo_log_bytes", (self.s_overflow_lines * 128) as f64),
-            ("misses_served_from_staging", self.s_served_from_staging as f64),
+            (
+                "misses_served_from_staging",
+                self.s_served_from_staging as f64,
+            ),
             ("clean_evictions_dropped", self.s_dropped_clean as f64),
         ]
     }
@@ -487,13 +513,16 @@ mod tests {
                     let off = (ev.addr - st.base) % st.stride;
                     if off == 0 && w(0) == STAGE_MAGIC && w(2) == COMMITTED {
                         staged_uncommitted.remove(&w(1));
-                    } else if off >= 64 && (off - 64) % ENTRY_BYTES == 0 && w(0) == ENTRY_MAGIC {
+                    } else if off >= 64
+                        && (off - 64).is_multiple_of(ENTRY_BYTES)
+                        && w(0) == ENTRY_MAGIC
+                    {
                         staged_uncommitted.entry(w(1)).or_default().insert(w(3));
                         staged_seen += 1;
                     }
                 } else if ev.addr >= log.base {
                     let off = (ev.addr - log.base) % log.stride;
-                    if off >= 64 && (off - 64) % 128 == 0 {
+                    if off >= 64 && (off - 64).is_multiple_of(128) {
                         undo_logged.insert(w(3));
                     }
                 } else if ev.addr < e.ctx.layout.home_limit {
@@ -509,7 +538,11 @@ mod tests {
             }
             assert!(homes > 50 && staged_seen > 50, "{homes} {staged_seen}");
             let s = e.scheme.stats();
-            let ovf = s.iter().find(|x| x.0 == "staging_overflow_lines").unwrap().1;
+            let ovf = s
+                .iter()
+                .find(|x| x.0 == "staging_overflow_lines")
+                .unwrap()
+                .1;
             assert_eq!(ovf > 0.0, cap == "3", "overflow lines {ovf} with cap {cap}");
         }
     }

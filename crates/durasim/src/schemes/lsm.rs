@@ -152,7 +152,15 @@ fn meta_word(txid: u32, n: usize, flags: u64, total: u64) -> u64 {
 
 /// A chunk header line; the checksum covers the header words and the data.
 fn chunk_header(seq: u64, meta: u64, homes: &[u64; 4], data: &[u8]) -> LineData {
-    let w = [CHUNK_MAGIC, seq, meta, homes[0], homes[1], homes[2], homes[3]];
+    let w = [
+        CHUNK_MAGIC,
+        seq,
+        meta,
+        homes[0],
+        homes[1],
+        homes[2],
+        homes[3],
+    ];
     let c = csum(&w, data);
     header_line(&[w[0], w[1], w[2], c, w[3], w[4], w[5], w[6]])
 }
@@ -272,17 +280,33 @@ fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<Recove
             if line_word(&m, 0) != CHUNK_MAGIC || line_word(&m, 1) != seq || n > CHUNK_LINES {
                 break;
             }
-            let homes = [line_word(&m, 4), line_word(&m, 5), line_word(&m, 6), line_word(&m, 7)];
+            let homes = [
+                line_word(&m, 4),
+                line_word(&m, 5),
+                line_word(&m, 6),
+                line_word(&m, 7),
+            ];
             img.read_bytes(a + 64, &mut data[..n * 64]);
             read += n as u64;
-            let w = [CHUNK_MAGIC, seq, meta, homes[0], homes[1], homes[2], homes[3]];
+            let w = [
+                CHUNK_MAGIC,
+                seq,
+                meta,
+                homes[0],
+                homes[1],
+                homes[2],
+                homes[3],
+            ];
             if line_word(&m, 3) != csum(&w, &data[..n * 64]) {
                 break;
             }
             let flags = (meta >> 36) & 0xf;
             let txid = meta & 0xffff_ffff;
             let entry = |i: usize| -> (Addr, LineData) {
-                (unpack_home(&homes, i), data[i * 64..i * 64 + 64].try_into().unwrap())
+                (
+                    unpack_home(&homes, i),
+                    data[i * 64..i * 64 + 64].try_into().unwrap(),
+                )
             };
             if flags & F_GC != 0 {
                 for i in 0..n {
@@ -352,7 +376,9 @@ impl Lsm {
             let h = (line ^ lvl.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (core as u64) << 56)
                 .wrapping_mul(0xff51_afd7_ed55_8ccd);
             let node = ((core as u64) << 32) + (h % nodes) * 64;
-            t = ctx.dram.read(node, &mut self.node_buf, Purpose::Metadata, t);
+            t = ctx
+                .dram
+                .read(node, &mut self.node_buf, Purpose::Metadata, t);
         }
         self.s_walk_nodes += levels;
         t
@@ -498,7 +524,8 @@ impl Lsm {
                     .filter(|(_, l)| l.seq >= seg_start && l.seq < seg_end)
                     .map(|(&h, &l)| (h, l)),
             );
-            self.scratch.sort_unstable_by_key(|x| x.1.seq * 8 + x.1.idx as u64);
+            self.scratch
+                .sort_unstable_by_key(|x| x.1.seq * 8 + x.1.idx as u64);
             // The cleaner reads every chunk header of the segment.
             let mut buf = [0u8; 64];
             for seq in seg_start..seg_end {
@@ -522,7 +549,9 @@ impl Lsm {
                 let (done, seq) = self.write_chunk_gc(ctx, core, &items[..group.len()], meta, t);
                 t = done;
                 for (k, &(home, _)) in group.iter().enumerate() {
-                    self.cores[core].index.insert(home, Loc { seq, idx: k as u8 });
+                    self.cores[core]
+                        .index
+                        .insert(home, Loc { seq, idx: k as u8 });
                 }
                 self.s_gc_copied += group.len() as u64;
             }
@@ -710,9 +739,12 @@ impl Scheme for Lsm {
                 (tl.addr, tl.loc.expect("every line has an entry at commit"))
             };
             ti = self.walk(ctx, core, addr, ti);
-            ti = ctx
-                .dram
-                .write(((core as u64) << 32) + (addr / 64 % 4096) * 64, &[0u8; 64], Purpose::Metadata, ti);
+            ti = ctx.dram.write(
+                ((core as u64) << 32) + (addr / 64 % 4096) * 64,
+                &[0u8; 64],
+                Purpose::Metadata,
+                ti,
+            );
             if let Some(old) = self.cores[core].index.insert(addr, loc) {
                 self.kill(core, old);
             }
@@ -768,7 +800,10 @@ impl Scheme for Lsm {
         vec![
             ("log_chunks", self.s_chunks as f64),
             ("log_entries", self.s_entries as f64),
-            ("log_bytes", (self.s_chunks * 64 + self.s_entries * 64) as f64),
+            (
+                "log_bytes",
+                (self.s_chunks * 64 + self.s_entries * 64) as f64,
+            ),
             ("index_walks", (self.s_reads + self.s_index_updates) as f64),
             ("index_walk_nodes", self.s_walk_nodes as f64),
             (
@@ -864,14 +899,19 @@ mod tests {
             stat(&small, "index_walk_nodes_per_walk"),
             stat(&big, "index_walk_nodes_per_walk"),
         );
-        assert!(wb > ws + 1.0 && wb < 16.0, "walk per read: {ws} (small) vs {wb} (big)");
+        assert!(
+            wb > ws + 1.0 && wb < 16.0,
+            "walk per read: {ws} (small) vs {wb} (big)"
+        );
         assert!(stat(&big, "index_walks") as u64 >= big.metrics().loads.min(1));
     }
 
     /// Packing of 36-bit home line numbers round-trips.
     #[test]
     fn home_packing_roundtrip() {
-        let homes: Vec<Addr> = (0..7u64).map(|i| (i * 0x1234_5678_9 + 0xfff_ffff) * 64 % (1 << 40) & !63).collect();
+        let homes: Vec<Addr> = (0..7u64)
+            .map(|i| ((i * 0x0001_2345_6789 + 0x0fff_ffff) * 64 % (1 << 40)) & !63)
+            .collect();
         let w = pack_homes(&homes);
         for (i, &h) in homes.iter().enumerate() {
             assert_eq!(unpack_home(&w, i), h);

@@ -315,7 +315,10 @@ impl OptRedo {
         let mut done = t;
         for tl in c.lines.iter_mut().filter(|l| l.dirty) {
             let rec = data_record(c.tail, c.txid, tl.addr, &tl.data);
-            done = done.max(ctx.nvm.write(ring.slot_addr(core, c.tail), &rec, Purpose::Log, t));
+            done = done.max(
+                ctx.nvm
+                    .write(ring.slot_addr(core, c.tail), &rec, Purpose::Log, t),
+            );
             tl.seq = c.tail;
             tl.dirty = false;
             c.tail += 1;
@@ -566,13 +569,13 @@ impl Scheme for OptRedo {
             ("checkpoints", self.st_checkpoints as f64),
             ("forced_checkpoints", self.st_forced_checkpoints as f64),
             ("checkpoint_lines_written", self.st_ckpt_lines as f64),
-            (
-                "log_records_truncated",
-                self.st_retired_data_records as f64,
-            ),
+            ("log_records_truncated", self.st_retired_data_records as f64),
             ("held_evictions", self.st_held as f64),
             ("held_max_lines", self.st_held_max as f64),
-            ("committed_evictions_written_home", self.st_evict_home as f64),
+            (
+                "committed_evictions_written_home",
+                self.st_evict_home as f64,
+            ),
             ("clean_evictions_dropped", self.st_dropped_clean as f64),
         ]
     }
@@ -644,15 +647,20 @@ mod tests {
                 let d = pl.data(ev);
                 let word = |i: usize| u64::from_le_bytes(d[i * 8..i * 8 + 8].try_into().unwrap());
                 if ev.addr < e.ctx.layout.home_limit {
-                    Ev::Home { line: line_of(ev.addr) }
+                    Ev::Home {
+                        line: line_of(ev.addr),
+                    }
                 } else if ev.addr >= ring.base
                     && (ev.addr - ring.base) % ring.stride >= 64
-                    && ((ev.addr - ring.base) % ring.stride - 64) % REC_BYTES == 0
+                    && ((ev.addr - ring.base) % ring.stride - 64).is_multiple_of(REC_BYTES)
                     && d.len() == 64
                     && word(0) == REC_MAGIC
                 {
                     match word(3) {
-                        KIND_DATA => Ev::Data { txid: word(2), home: word(4) },
+                        KIND_DATA => Ev::Data {
+                            txid: word(2),
+                            home: word(4),
+                        },
                         _ => Ev::Commit { txid: word(2) },
                     }
                 } else {
@@ -680,7 +688,10 @@ mod tests {
                 }
                 Ev::Home { line } => {
                     if let Some(t) = newest.get(&line) {
-                        assert!(committed.contains(t), "line {line:#x} went home before tx {t} committed");
+                        assert!(
+                            committed.contains(t),
+                            "line {line:#x} went home before tx {t} committed"
+                        );
                         homes += 1;
                     }
                 }
@@ -703,7 +714,11 @@ mod tests {
                 .iter()
                 .filter(|x| matches!(x, Ev::Commit { .. }))
                 .count();
-            assert_eq!(commits, i + 1, "tx {i} acknowledged before its commit record");
+            assert_eq!(
+                commits,
+                i + 1,
+                "tx {i} acknowledged before its commit record"
+            );
         }
     }
 
@@ -730,6 +745,9 @@ mod tests {
         let ckpt = stat(&e, "checkpoint_lines_written");
         let truncated = stat(&e, "log_records_truncated");
         assert!(stat(&e, "checkpoints") >= 2.0);
-        assert!(ckpt > 0.0 && ckpt * 4.0 < truncated, "checkpoint wrote {ckpt} lines for {truncated} records");
+        assert!(
+            ckpt > 0.0 && ckpt * 4.0 < truncated,
+            "checkpoint wrote {ckpt} lines for {truncated} records"
+        );
     }
 }

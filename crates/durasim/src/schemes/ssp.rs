@@ -163,7 +163,12 @@ fn meta_line(home_page: Addr, bitmap: u64, version: u64) -> LineData {
 
 /// Parse a metadata line: (home page, bitmap, version).
 fn parse_meta(l: &LineData) -> Option<(Addr, u64, u64)> {
-    let w = [line_word(l, 0), line_word(l, 1), line_word(l, 2), line_word(l, 3)];
+    let w = [
+        line_word(l, 0),
+        line_word(l, 1),
+        line_word(l, 2),
+        line_word(l, 3),
+    ];
     (w[0] == META_MAGIC && line_word(l, 4) == csum(&w, &[])).then_some((w[1], w[2], w[3]))
 }
 
@@ -272,8 +277,12 @@ fn build(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
         next_txid: 1,
         next_version: 1,
         cores: (0..t).map(|_| CoreState::default()).collect(),
-        l1: (0..t).map(|_| mk("osp.l1_tlb_sets", "osp.l1_tlb_ways")).collect(),
-        l2: (0..t).map(|_| mk("osp.l2_tlb_sets", "osp.l2_tlb_ways")).collect(),
+        l1: (0..t)
+            .map(|_| mk("osp.l1_tlb_sets", "osp.l1_tlb_ways"))
+            .collect(),
+        l2: (0..t)
+            .map(|_| mk("osp.l2_tlb_sets", "osp.l2_tlb_ways"))
+            .collect(),
         l2_latency: p.u64("osp.l2_tlb_latency_cycles"),
         shootdown: p.u64("osp.shootdown_cycles"),
         multicore: t > 1,
@@ -319,7 +328,9 @@ fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<Recove
             let slot = u64::from_le_bytes(e[..8].try_into().unwrap());
             let bitmap = u64::from_le_bytes(e[8..].try_into().unwrap());
             if slot >= g.slots {
-                return Err(Error::Internal(format!("osp recovery: journal of core {c} names slot {slot}")));
+                return Err(Error::Internal(format!(
+                    "osp recovery: journal of core {c} names slot {slot}"
+                )));
             }
             let m = img.read_line(g.meta_addr(slot as u32));
             read += 1;
@@ -527,8 +538,12 @@ impl Scheme for Osp {
                 self.g.slots
             );
             self.next_slot += 1;
-            ctx.nvm
-                .write(self.g.meta_addr(slot), &meta_line(page, 0, 0), Purpose::Metadata, now);
+            ctx.nvm.write(
+                self.g.meta_addr(slot),
+                &meta_line(page, 0, 0),
+                Purpose::Metadata,
+                now,
+            );
             self.s_meta_writes += 1;
             self.pages.insert(
                 page,
@@ -616,7 +631,10 @@ impl Scheme for Osp {
                 continue;
             }
             let (a, d) = (self.phys(tl.addr, self.bit(tl.addr, true)), tl.data);
-            done = done.max(ctx.nvm.write(a, &d, Purpose::WriteBack, arrive + k as Cycle));
+            done = done.max(
+                ctx.nvm
+                    .write(a, &d, Purpose::WriteBack, arrive + k as Cycle),
+            );
             self.s_flushed += 1;
         }
         // Commit: one journal record with every touched page's new bitmap.
@@ -628,15 +646,19 @@ impl Scheme for Osp {
         self.journal_buf.clear();
         for &page in &c.pages {
             let ps = &self.pages[&page];
-            self.journal_buf.extend_from_slice(&(ps.slot as u64).to_le_bytes());
-            self.journal_buf.extend_from_slice(&ps.current.to_le_bytes());
+            self.journal_buf
+                .extend_from_slice(&(ps.slot as u64).to_le_bytes());
+            self.journal_buf
+                .extend_from_slice(&ps.current.to_le_bytes());
         }
         let version = self.next_version;
         self.next_version += 1;
         let w = [JOURNAL_MAGIC, version, c.pages.len() as u64];
         let hdr = header_line(&[w[0], w[1], w[2], csum(&w, &self.journal_buf)]);
         let ja = self.g.journal_addr(core);
-        let mut t = ctx.nvm.write(ja + 64, &self.journal_buf, Purpose::Metadata, done);
+        let mut t = ctx
+            .nvm
+            .write(ja + 64, &self.journal_buf, Purpose::Metadata, done);
         t = t.max(ctx.nvm.write(ja, &hdr, Purpose::Metadata, done));
         self.s_journal_bytes += 64 + self.journal_buf.len() as u64;
         let commit_at = t;
@@ -759,14 +781,26 @@ mod tests {
                 let slot = (ev.addr - g.shadow_base) / PAGE;
                 let i = (ev.addr % PAGE) / 64;
                 let (_, bitmap) = by_slot[&slot];
-                assert_eq!(bitmap >> i & 1, 0, "write to committed shadow line {:#x}", ev.addr);
+                assert_eq!(
+                    bitmap >> i & 1,
+                    0,
+                    "write to committed shadow line {:#x}",
+                    ev.addr
+                );
                 shadow_w += 1;
             } else if ev.addr < e.ctx.layout.home_limit {
                 let page = ev.addr & !(PAGE - 1);
-                let slot = by_page.get(&page).expect("home write to a page without metadata");
+                let slot = by_page
+                    .get(&page)
+                    .expect("home write to a page without metadata");
                 let (_, bitmap) = by_slot[slot];
                 let i = (ev.addr % PAGE) / 64;
-                assert_eq!(bitmap >> i & 1, 1, "write to committed home line {:#x}", ev.addr);
+                assert_eq!(
+                    bitmap >> i & 1,
+                    1,
+                    "write to committed home line {:#x}",
+                    ev.addr
+                );
                 home_w += 1;
             }
         }
@@ -789,7 +823,11 @@ mod tests {
                 .filter(|(_, ev)| ev.addr == g.journal_addr(0))
                 .map(|(k, _)| k)
                 .collect();
-            assert_eq!(headers.len(), i + 1, "tx {i} acked before its journal record");
+            assert_eq!(
+                headers.len(),
+                i + 1,
+                "tx {i} acked before its journal record"
+            );
             // A crash right after the journal header recovers the
             // transaction: its lines were flushed before the header.
             let last = *headers.last().unwrap();
@@ -799,7 +837,11 @@ mod tests {
             }
             recover(&mut img, &e.params, &e.ctx.layout).unwrap();
             for &(a, v) in &h.writes[r.writes.clone()] {
-                assert_eq!(crate::mem::MemRead::read_u64(&img, a), v, "tx {i}: {a:#x} not durable at commit");
+                assert_eq!(
+                    crate::mem::MemRead::read_u64(&img, a),
+                    v,
+                    "tx {i}: {a:#x} not durable at commit"
+                );
             }
         }
     }

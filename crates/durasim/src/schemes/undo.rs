@@ -208,7 +208,12 @@ impl UndoLog {
             let h = img.read_line(a);
             let d = img.read_line(a + 64);
             read += 2;
-            let w = [line_word(&h, 0), line_word(&h, 1), line_word(&h, 2), line_word(&h, 3)];
+            let w = [
+                line_word(&h, 0),
+                line_word(&h, 1),
+                line_word(&h, 2),
+                line_word(&h, 3),
+            ];
             let ok = w[0] == UNDO_REC_MAGIC
                 && w[2] == i
                 && w[1] > resolved
@@ -439,7 +444,10 @@ impl Scheme for OptUndo {
     fn stats(&self) -> SchemeStats {
         vec![
             ("undo_records", self.stat_log_records as f64),
-            ("undo_log_bytes", (self.stat_log_records * UNDO_REC_BYTES) as f64),
+            (
+                "undo_log_bytes",
+                (self.stat_log_records * UNDO_REC_BYTES) as f64,
+            ),
             ("forced_lines", self.stat_forced_lines as f64),
             ("steal_writebacks", self.stat_steal_writebacks as f64),
             ("clean_evictions_dropped", self.stat_dropped_clean as f64),
@@ -510,7 +518,7 @@ mod tests {
                 let off = (ev.addr - log.core_base(c)) as usize;
                 if off == 0 {
                     logged[c].clear(); // truncation: transaction resolved
-                } else if (off - 64) % UNDO_REC_BYTES as usize == 0 {
+                } else if (off - 64).is_multiple_of(UNDO_REC_BYTES as usize) {
                     let home = u64::from_le_bytes(d[24..32].try_into().unwrap());
                     logged[c].insert(home, ev.at);
                 }
@@ -526,9 +534,21 @@ mod tests {
                 home_writes += 1;
             }
         }
-        assert!(home_writes > 100, "too few home writes observed: {home_writes}");
-        let steals = e.scheme.stats().iter().find(|s| s.0 == "steal_writebacks").unwrap().1;
-        assert!(steals > 0.0, "small caches must cause mid-transaction write-backs");
+        assert!(
+            home_writes > 100,
+            "too few home writes observed: {home_writes}"
+        );
+        let steals = e
+            .scheme
+            .stats()
+            .iter()
+            .find(|s| s.0 == "steal_writebacks")
+            .unwrap()
+            .1;
+        assert!(
+            steals > 0.0,
+            "small caches must cause mid-transaction write-backs"
+        );
     }
 
     /// Rule: TxEnd returns only after every modified line and the log
@@ -544,14 +564,20 @@ mod tests {
             // The last event before the ack is the truncation header.
             assert_eq!(pl.events()[k - 1].addr, base, "ack must follow truncation");
             // Every line the transaction wrote is home by then.
-            let written: FxHashSet<Addr> =
-                h.writes[r.writes.clone()].iter().map(|w| line_of(w.0)).collect();
+            let written: FxHashSet<Addr> = h.writes[r.writes.clone()]
+                .iter()
+                .map(|w| line_of(w.0))
+                .collect();
             let mut img = h.initial_media.clone();
             for ev in &pl.events()[..k] {
                 img.write_bytes(ev.addr, pl.data(ev));
             }
             for &(a, v) in &h.writes[r.writes.clone()] {
-                assert_eq!(crate::mem::MemRead::read_u64(&img, a), v, "{a:#x} not forced at commit");
+                assert_eq!(
+                    crate::mem::MemRead::read_u64(&img, a),
+                    v,
+                    "{a:#x} not forced at commit"
+                );
             }
             assert!(!written.is_empty());
         }
