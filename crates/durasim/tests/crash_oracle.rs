@@ -549,3 +549,29 @@ fn bad_input_is_exit_code_2() {
     assert_eq!(err.exit_code(), 2);
     assert!(err.to_string().contains("ideal"));
 }
+
+/// Speed figure (not a timed assertion): `cargo test --release --test
+/// crash_oracle crash_speed -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn crash_speed() {
+    for (info, torn) in [(&REDO, false), (&REDO, true), (&REDO_LAZY, false)] {
+        let mut s = spec(info, 1000, 1);
+        s.params.set_str("workload.initial_items", "1024").unwrap();
+        s.params.set_str("run.check_reads", "false").unwrap();
+        let opts = CrashOptions {
+            torn,
+            ..CrashOptions::default()
+        };
+        let r = crash::crashtest_with(info, s, &opts, &mut |_, _| {}).unwrap();
+        assert_eq!(r.violations, 0);
+        println!(
+            "{} vector 1000 tx 2 threads torn={torn}: {} points ({} recovery crashes) in {:.3} s = {:.0} points/s",
+            info.name,
+            r.crash_points_tested,
+            r.recovery_crashes_tested,
+            r.check_host_seconds,
+            r.points_per_second
+        );
+    }
+}
