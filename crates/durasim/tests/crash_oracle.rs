@@ -90,7 +90,7 @@ fn recover<const V: u8>(
             let ra = base + rec_off(V) + i * 16;
             let a = img.read_u64(ra);
             let v = img.read_u64(ra + 8);
-            if a >= layout.home_limit || a % 8 != 0 {
+            if a >= layout.home_limit || !a.is_multiple_of(8) {
                 return Err(Error::Internal(format!(
                     "log {c}: record {i} has bad address {a:#x}"
                 )));
@@ -111,7 +111,10 @@ impl<const V: u8> Redo<V> {
         for (&a, &v) in recs {
             t = t.max(ctx.nvm.write(a, &v.to_le_bytes(), Purpose::WriteBack, now));
         }
-        t.max(ctx.nvm.write(base, &0u64.to_le_bytes(), Purpose::Metadata, now))
+        t.max(
+            ctx.nvm
+                .write(base, &0u64.to_le_bytes(), Purpose::Metadata, now),
+        )
     }
 
     fn apply_lazy(&mut self, ctx: &mut MemCtx, core: usize, now: Cycle) -> Cycle {
@@ -162,7 +165,10 @@ impl<const V: u8> Scheme for Redo<V> {
                 t = t.max(Self::home(ctx, base, &recs, now));
                 t = t.max(records(ctx));
                 t = t.max(commit(ctx));
-                t = t.max(ctx.nvm.write(base, &0u64.to_le_bytes(), Purpose::Metadata, now));
+                t = t.max(
+                    ctx.nvm
+                        .write(base, &0u64.to_le_bytes(), Purpose::Metadata, now),
+                );
             }
             LAZY => {
                 t = t.max(records(ctx));
@@ -236,7 +242,11 @@ impl<const V: u8> Scheme for Redo<V> {
     }
 
     fn next_event_at(&self) -> Option<Cycle> {
-        self.lazy.iter().map(|l| l.1).min().filter(|&t| t != Cycle::MAX)
+        self.lazy
+            .iter()
+            .map(|l| l.1)
+            .min()
+            .filter(|&t| t != Cycle::MAX)
     }
 
     fn tick(&mut self, ctx: &mut MemCtx, now: Cycle) -> Option<Cycle> {
@@ -323,6 +333,47 @@ fn correct_redo_passes_every_crash_point_clean_and_torn() {
     // Every point 0..=events was checked clean.
     let clean = r.verdicts.iter().filter(|v| v.1.is_none()).count() as u64;
     assert_eq!(clean, r.persist_events + 1);
+}
+
+#[test]
+fn correct_redo_passes_on_every_workload() {
+    for w in durasim::workloads::REGISTRY {
+        let mut s = spec(&REDO, 200, 5);
+        s.workload = w.name.into();
+        let r = crash::crashtest_with(&REDO, s, &exhaustive(), &mut |_, _| {}).unwrap();
+        assert!(r.persist_events > 100, "{}", w.name);
+        assert_eq!(r.violations, 0, "{}: {:?}", w.name, r.first_violation);
+    }
+}
+
+/// CI: every shipped scheme except `ideal` survives every crash point of a
+/// small run of every workload, with one crash injected into each recovery.
+#[test]
+fn every_registered_scheme_survives_every_crash_point() {
+    for info in durasim::schemes::REGISTRY {
+        if info.durability == Durability::None {
+            continue;
+        }
+        for w in durasim::workloads::REGISTRY {
+            let mut s = RunSpec::new(info.name, w.name).unwrap();
+            s.params = Params::defaults(&durasim::schemes::all_params());
+            s.threads = 2;
+            s.tx = 300;
+            s.seed = 11;
+            let r = crash::crashtest(s, &CrashOptions::default(), &mut |_, _| {}).unwrap();
+            assert_eq!(
+                r.violations,
+                0,
+                "{} x {}: {}",
+                info.name,
+                w.name,
+                r.first_violation
+                    .map(|v| format!("{}\n  replay: {}", v.message, v.replay))
+                    .unwrap_or_default()
+            );
+            assert_eq!(r.crash_points_tested, r.persist_events + 1);
+        }
+    }
 }
 
 #[test]
@@ -501,7 +552,10 @@ fn replay_line_reproduces_via_the_cli() {
     assert!(doc["points_per_second"].as_f64().unwrap() > 0.0);
     let fv = &doc["first_violation"];
     let replay = fv["replay"].as_str().unwrap();
-    assert!(replay.contains("--set workload.initial_items=32"), "{replay}");
+    assert!(
+        replay.contains("--set workload.initial_items=32"),
+        "{replay}"
+    );
     let second = dir.join("second.json");
     let mut words: Vec<String> = replay.split_whitespace().map(String::from).collect();
     words.push("--json".into());
@@ -541,7 +595,12 @@ fn bad_input_is_exit_code_2() {
     }
     let err = main_with(
         <Cli as clap::Parser>::try_parse_from([
-            "durasim", "crashtest", "--scheme", "nosuch", "--workload", "vector",
+            "durasim",
+            "crashtest",
+            "--scheme",
+            "nosuch",
+            "--workload",
+            "vector",
         ])
         .unwrap(),
     )
@@ -555,8 +614,14 @@ fn bad_input_is_exit_code_2() {
 #[test]
 #[ignore]
 fn crash_speed() {
-    for (info, torn) in [(&REDO, false), (&REDO, true), (&REDO_LAZY, false)] {
+    for (info, torn, wl) in [
+        (&REDO, false, "vector"),
+        (&REDO, false, "btree"),
+        (&REDO, true, "btree"),
+        (&REDO_LAZY, false, "btree"),
+    ] {
         let mut s = spec(info, 1000, 1);
+        s.workload = wl.into();
         s.params.set_str("workload.initial_items", "1024").unwrap();
         s.params.set_str("run.check_reads", "false").unwrap();
         let opts = CrashOptions {
@@ -566,7 +631,7 @@ fn crash_speed() {
         let r = crash::crashtest_with(info, s, &opts, &mut |_, _| {}).unwrap();
         assert_eq!(r.violations, 0);
         println!(
-            "{} vector 1000 tx 2 threads torn={torn}: {} points ({} recovery crashes) in {:.3} s = {:.0} points/s",
+            "{} {wl} 1000 tx 2 threads torn={torn}: {} points ({} recovery crashes) in {:.3} s = {:.0} points/s",
             info.name,
             r.crash_points_tested,
             r.recovery_crashes_tested,

@@ -56,11 +56,9 @@ pub fn options(a: &CrashtestArgs) -> Result<CrashOptions> {
             point,
             tear_mask: mask.as_deref().map(points::parse_tear_mask).transpose()?,
         },
-        (None, Some(_)) => {
-            return Err(Error::input(
-                "invalid '--tear-mask' without '--crash-at K': a tear mask applies to one crash point",
-            ))
-        }
+        (None, Some(_)) => return Err(Error::input(
+            "invalid '--tear-mask' without '--crash-at K': a tear mask applies to one crash point",
+        )),
         (None, None) => points::parse_points(&a.points)?,
     };
     let rc = a.recovery_crashes.trim();
@@ -99,53 +97,79 @@ pub fn cmd_crashtest(a: CrashtestArgs) -> Result<i32> {
     bar.finish();
     let json = serde_json::to_string_pretty(&report.to_json()).unwrap();
     match a.json.as_deref() {
-        Some("-") => println!("{json}"),
+        Some("-") => emit(&format!("{json}\n")),
         Some(path) => {
             std::fs::write(path, json).map_err(|source| Error::Io {
                 path: path.to_string(),
                 source,
             })?;
-            print_summary(&report);
+            emit(&summary(&report));
         }
-        None => print_summary(&report),
+        None => emit(&summary(&report)),
     }
     Ok(if report.violations > 0 { 1 } else { 0 })
 }
 
-fn print_summary(r: &CrashReport) {
-    println!(
+/// Write to stdout; a closed pipe (`| head`) is not an error.
+fn emit(text: &str) {
+    use std::io::Write;
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+}
+
+fn summary(r: &CrashReport) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    macro_rules! line {
+        ($($t:tt)*) => { let _ = writeln!(s, $($t)*); };
+    }
+    line!(
         "crashtest {} on {} ({} threads, {} tx, seed {}; durability {:?})",
-        r.scheme, r.workload, r.threads, r.tx, r.seed, r.durability
+        r.scheme,
+        r.workload,
+        r.threads,
+        r.tx,
+        r.seed,
+        r.durability
     );
-    println!(
+    line!(
         "  persist events             {} (crash points 0..={})",
-        r.persist_events, r.persist_events
+        r.persist_events,
+        r.persist_events
     );
-    println!(
+    line!(
         "  crash points tested        {} ({} torn), {} crashes inside recovery",
-        r.crash_points_tested, r.torn_points_tested, r.recovery_crashes_tested
+        r.crash_points_tested,
+        r.torn_points_tested,
+        r.recovery_crashes_tested
     );
-    println!(
+    line!(
         "  inside background work     {} points ({} background persist events)",
-        r.background_points_tested, r.background_persist_events
+        r.background_points_tested,
+        r.background_persist_events
     );
-    println!(
+    line!(
         "  speed                      {:.0} points/host s (check {:.2} s, simulation {:.2} s)",
-        r.points_per_second, r.check_host_seconds, r.sim_host_seconds
+        r.points_per_second,
+        r.check_host_seconds,
+        r.sim_host_seconds
     );
     if let Some(rel) = r.relies_on_64b_atomicity() {
-        println!("  relies on 64 B atomicity   {rel}");
+        line!("  relies on 64 B atomicity   {rel}");
     }
     if r.violations == 0 {
-        println!("  violations                 0 — PASS");
+        line!("  violations                 0 — PASS");
     } else {
-        println!(
+        line!(
             "  violations                 {} ({} clean, {} torn, {} inside recovery) — FAIL",
-            r.violations, r.clean_violations, r.torn_violations, r.recovery_crash_violations
+            r.violations,
+            r.clean_violations,
+            r.torn_violations,
+            r.recovery_crash_violations
         );
         if let Some(v) = &r.first_violation {
-            println!("  first violation [{}]: {}", v.kind.name(), v.message);
-            println!("  replay: {}", v.replay);
+            line!("  first violation [{}]: {}", v.kind.name(), v.message);
+            line!("  replay: {}", v.replay);
         }
     }
+    s
 }

@@ -393,7 +393,9 @@ pub fn crashtest_with(
         let mask = if k < n {
             single_mask.or_else(|| {
                 opts.torn
-                    .then(|| points::tear_mask(spec.seed, k, points::covered_words(&events[k as usize])))
+                    .then(|| {
+                        points::tear_mask(spec.seed, k, points::covered_words(&events[k as usize]))
+                    })
                     .flatten()
             })
         } else {
@@ -419,8 +421,19 @@ pub fn crashtest_with(
             torn_tested += 1;
             bg_tested += u64::from(inside_background(k, true));
             let ok = check_image(
-                info, &spec, opts, &oracle, &mut extra, &mut memo, &mut tally, params, &layout,
-                check, item_bytes, k, Some(m),
+                info,
+                &spec,
+                opts,
+                &oracle,
+                &mut extra,
+                &mut memo,
+                &mut tally,
+                params,
+                &layout,
+                check,
+                item_bytes,
+                k,
+                Some(m),
             );
             if !ok {
                 tally.torn += 1;
@@ -618,10 +631,8 @@ fn first_difference<A: MemWrite, B: MemWrite>(
     let mut all: Vec<Addr> = a.words.iter().chain(bw.iter()).copied().collect();
     all.sort_unstable();
     all.dedup();
-    all.into_iter()
-        .filter(|&w| w < limit)
-        .find_map(|w| {
-            let (x, y) = (a.read_u64(w), b.read_u64(w));
-            (x != y).then_some((w, x, y))
-        })
+    all.into_iter().filter(|&w| w < limit).find_map(|w| {
+        let (x, y) = (a.read_u64(w), b.read_u64(w));
+        (x != y).then_some((w, x, y))
+    })
 }

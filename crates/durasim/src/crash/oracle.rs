@@ -36,6 +36,12 @@ impl Guarantee {
         m[..i].iter().map(|&(_, c)| c).max().unwrap_or(0)
     }
 
+    /// Checkpoint schemes may only recover to a checkpoint: of `lo..=hi`
+    /// only the two ends are allowed states.
+    fn ends_only(&self) -> bool {
+        self.durability == Durability::Checkpoint
+    }
+
     /// Candidate prefixes `lo..=hi` for thread `t` at crash point `k`.
     fn bounds(&self, t: usize, k: u64) -> (u64, u64) {
         let committed = self.ack[t].len() as u64;
@@ -167,7 +173,8 @@ impl<'h> Oracle<'h> {
             if mask & (1 << bit) != 0 {
                 undo.push((wa, self.cur.read_u64(wa)));
                 let off = (a - addr) as usize;
-                self.cur.write_bytes(a, &data[off..off + (wend - a) as usize]);
+                self.cur
+                    .write_bytes(a, &data[off..off + (wend - a) as usize]);
                 self.refresh(wa);
             }
             a = wend;
@@ -223,7 +230,8 @@ impl<'h> Oracle<'h> {
     ) -> Result<u64, Mismatch> {
         let (lo, hi) = self.guarantee.bounds(t, k);
         debug_assert_eq!(lo, self.base[t]);
-        let region = self.layout.thread_base(t)..self.layout.thread_base(t) + self.layout.thread_region_bytes;
+        let region = self.layout.thread_base(t)
+            ..self.layout.thread_base(t) + self.layout.thread_region_bytes;
         let w0 = written.partition_point(|&a| a < region.start);
         let w1 = written.partition_point(|&a| a < region.end);
         let written = &written[w0..w1];
@@ -238,6 +246,10 @@ impl<'h> Oracle<'h> {
                         extra.insert(a, v);
                     }
                 }
+            }
+            if self.guarantee.ends_only() && p != lo && p != hi {
+                p += 1;
+                continue;
             }
             // Words that can differ from E_p: delta, recovery writes, and
             // the candidate transactions' write sets.
@@ -292,5 +304,121 @@ impl<'h> Oracle<'h> {
             p += 1;
         }
         Err(best.expect("at least one candidate was compared"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::TxRecord;
+    use crate::mem::{MemWrite, PersistLog};
+
+    fn guarantee(d: Durability, ack: Vec<u64>, marks: Vec<(u64, u64)>) -> Guarantee {
+        Guarantee {
+            durability: d,
+            ack: vec![ack],
+            marks: vec![marks],
+        }
+    }
+
+    #[test]
+    fn bounds_follow_each_durability_model() {
+        let acks = vec![1, 2, 3, 6, 8, 10, 11, 12];
+        let g = guarantee(Durability::AtCommit, acks.clone(), vec![]);
+        assert_eq!(g.bounds(0, 0), (0, 1));
+        assert_eq!(g.bounds(0, 3), (3, 4));
+        assert_eq!(g.bounds(0, 12), (8, 8));
+        // Checkpoints completed at seq 5 (3 tx) and 9 (6 tx).
+        let g = guarantee(Durability::Checkpoint, acks.clone(), vec![(5, 3), (9, 6)]);
+        assert_eq!(g.bounds(0, 4), (0, 3));
+        assert_eq!(g.bounds(0, 5), (3, 6));
+        assert_eq!(g.bounds(0, 9), (6, 6));
+        // Delayed: 2 tx reported persisted at seq 5.
+        let g = guarantee(Durability::Delayed, acks, vec![(5, 2)]);
+        assert_eq!(g.bounds(0, 4), (0, 4));
+        assert_eq!(g.bounds(0, 6), (2, 5));
+    }
+
+    /// One thread, one transaction writing two words, persisted one event
+    /// per word: the middle crash point is a torn transaction.
+    #[test]
+    fn detects_a_half_persisted_transaction() {
+        let layout = Layout::new(1 << 30, 0, 1).unwrap();
+        let (a, b) = (4096u64, 8192u64);
+        let mut history = History {
+            writes: vec![(a, 1), (b, 2)],
+            per_thread: vec![vec![TxRecord {
+                writes: 0..2,
+                ack_persist_seq: 2,
+                ack_at: 0,
+            }]],
+            initial_media: SparseImage::new(),
+            background: Vec::new(),
+        };
+        history.initial_media.write_u64(64, 7);
+        let mut log = PersistLog::new(true);
+        log.record(a, &1u64.to_le_bytes(), 0);
+        log.record(b, &2u64.to_le_bytes(), 0);
+        let mut o = Oracle::new(&layout, &history, Durability::AtCommit, &[]);
+        let mut extra = FxHashMap::default();
+        let check = |o: &Oracle, k, extra: &mut FxHashMap<Addr, u64>| {
+            o.check_thread(0, k, &o.cur, &[], extra)
+        };
+        o.advance(0, &log);
+        assert_eq!(check(&o, 0, &mut extra).unwrap(), 0);
+        o.advance(1, &log);
+        let m = check(&o, 1, &mut extra).unwrap_err();
+        assert_eq!((m.lo, m.hi, m.words_differing), (0, 1, 1));
+        assert_eq!((m.prefix, m.addr, m.expected, m.found), (0, a, 0, 1));
+        // A torn second event that persisted nothing of word b changes
+        // nothing; undo restores the state exactly.
+        let mut undo = Vec::new();
+        o.persist(b, &2u64.to_le_bytes(), 0, &mut undo);
+        assert!(undo.is_empty());
+        o.persist(b, &2u64.to_le_bytes(), 0xff, &mut undo);
+        assert_eq!(check(&o, 1, &mut extra).unwrap(), 1);
+        o.undo(&undo);
+        assert!(check(&o, 1, &mut extra).is_err());
+        o.advance(2, &log);
+        assert_eq!(check(&o, 2, &mut extra).unwrap(), 1);
+        // Recovery that rewrites a word differently is caught even when the
+        // crash image itself matched.
+        let mut ov = crate::mem::Overlay::new(&o.cur);
+        ov.write_u64(64, 8);
+        let m = o.check_thread(0, 2, &ov, &[64], &mut extra).unwrap_err();
+        assert_eq!((m.addr, m.expected, m.found), (64, 7, 8));
+    }
+
+    #[test]
+    fn checkpoint_schemes_may_only_recover_to_a_checkpoint() {
+        let layout = Layout::new(1 << 30, 0, 1).unwrap();
+        let words = [4096u64, 8192, 12288];
+        let history = History {
+            writes: words.iter().map(|&a| (a, a)).collect(),
+            per_thread: vec![(0..3)
+                .map(|i| TxRecord {
+                    writes: i..i + 1,
+                    ack_persist_seq: i as u64 + 1,
+                    ack_at: 0,
+                })
+                .collect()],
+            initial_media: SparseImage::new(),
+            background: Vec::new(),
+        };
+        let mut log = PersistLog::new(true);
+        for a in words {
+            log.record(a, &a.to_le_bytes(), 0);
+        }
+        log.report_durable(0, 3);
+        let mut o = Oracle::new(&layout, &history, Durability::Checkpoint, log.marks());
+        let mut extra = FxHashMap::default();
+        o.advance(0, &log);
+        assert_eq!(o.check_thread(0, 0, &o.cur, &[], &mut extra).unwrap(), 0);
+        o.advance(2, &log);
+        // Two of three transactions is no checkpoint.
+        let m = o.check_thread(0, 2, &o.cur, &[], &mut extra).unwrap_err();
+        assert_eq!((m.lo, m.hi), (0, 3));
+        o.advance(3, &log);
+        assert_eq!(o.check_thread(0, 3, &o.cur, &[], &mut extra).unwrap(), 3);
     }
 }
