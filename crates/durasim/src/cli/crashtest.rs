@@ -8,8 +8,10 @@ use clap::Args;
 
 #[derive(Args, Debug)]
 pub struct CrashtestArgs {
+    /// Scheme to verify (durasim list schemes).
     #[arg(long)]
     pub scheme: String,
+    /// Workload to run (durasim list workloads).
     #[arg(long)]
     pub workload: String,
     /// TOML preset (e.g. configs/hoop.toml).
