@@ -521,7 +521,7 @@ fn check_image(
     let mut ok = true;
     rec.words_sorted();
     for t in 0..layout.threads {
-        match oracle.check_thread(t, k, &rec, &rec.words, extra) {
+        match oracle.check_thread(t, k, &rec, &rec.words, extra, tally.first.is_none()) {
             Ok(p) => {
                 if opts.memo_invariants && memo.contains(&(t, p)) {
                     continue;

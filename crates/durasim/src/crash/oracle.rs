@@ -220,6 +220,9 @@ impl<'h> Oracle<'h> {
     /// recovery wrote the sorted, deduplicated words `written`) against its
     /// candidate prefixes at crash point `k`. Returns the matching prefix.
     /// `extra` is scratch space (values of candidates beyond the base).
+    /// Without `detail` a mismatch stops at the first differing word (the
+    /// verdict is the same; counts and the closest prefix are not exact).
+    #[allow(clippy::too_many_arguments)]
     pub fn check_thread(
         &self,
         t: usize,
@@ -227,6 +230,7 @@ impl<'h> Oracle<'h> {
         rec: &dyn MemRead,
         written: &[Addr],
         extra: &mut FxHashMap<Addr, u64>,
+        detail: bool,
     ) -> Result<u64, Mismatch> {
         let (lo, hi) = self.guarantee.bounds(t, k);
         debug_assert_eq!(lo, self.base[t]);
@@ -253,32 +257,38 @@ impl<'h> Oracle<'h> {
             }
             // Words that can differ from E_p: delta, recovery writes, and
             // the candidate transactions' write sets.
+            let ex: &FxHashMap<Addr, u64> = extra;
+            let delta = &self.delta[t];
+            let want_of = |a: Addr| match ex.get(&a) {
+                Some(&v) => v,
+                None => self.expected_word(a),
+            };
+            let words = delta
+                .iter()
+                .map(|&a| (a, want_of(a)))
+                .chain(
+                    written
+                        .iter()
+                        .filter(|a| !delta.contains(a))
+                        .map(|&a| (a, want_of(a))),
+                )
+                .chain(
+                    ex.iter()
+                        .filter(|(a, _)| !delta.contains(a) && written.binary_search(a).is_err())
+                        .map(|(&a, &v)| (a, v)),
+                );
             let mut count = 0usize;
             let mut first: Option<(Addr, u64, u64)> = None;
-            let mut visit = |a: Addr, want: u64| {
+            for (a, want) in words {
                 let got = rec.read_u64(a);
                 if got != want {
                     count += 1;
                     if first.is_none_or(|f| a < f.0) {
                         first = Some((a, want, got));
                     }
-                }
-            };
-            let want_of = |a: Addr| match extra.get(&a) {
-                Some(&v) => v,
-                None => self.expected_word(a),
-            };
-            for &a in &self.delta[t] {
-                visit(a, want_of(a));
-            }
-            for &a in written {
-                if !self.delta[t].contains(&a) {
-                    visit(a, want_of(a));
-                }
-            }
-            for (&a, &v) in extra.iter() {
-                if !self.delta[t].contains(&a) && written.binary_search(&a).is_err() {
-                    visit(a, v);
+                    if !detail {
+                        break;
+                    }
                 }
             }
             match first {
@@ -362,7 +372,7 @@ mod tests {
         let mut o = Oracle::new(&layout, &history, Durability::AtCommit, &[]);
         let mut extra = FxHashMap::default();
         let check = |o: &Oracle, k, extra: &mut FxHashMap<Addr, u64>| {
-            o.check_thread(0, k, &o.cur, &[], extra)
+            o.check_thread(0, k, &o.cur, &[], extra, true)
         };
         o.advance(0, &log);
         assert_eq!(check(&o, 0, &mut extra).unwrap(), 0);
@@ -385,7 +395,9 @@ mod tests {
         // crash image itself matched.
         let mut ov = crate::mem::Overlay::new(&o.cur);
         ov.write_u64(64, 8);
-        let m = o.check_thread(0, 2, &ov, &[64], &mut extra).unwrap_err();
+        let m = o
+            .check_thread(0, 2, &ov, &[64], &mut extra, true)
+            .unwrap_err();
         assert_eq!((m.addr, m.expected, m.found), (64, 7, 8));
     }
 
@@ -413,12 +425,20 @@ mod tests {
         let mut o = Oracle::new(&layout, &history, Durability::Checkpoint, log.marks());
         let mut extra = FxHashMap::default();
         o.advance(0, &log);
-        assert_eq!(o.check_thread(0, 0, &o.cur, &[], &mut extra).unwrap(), 0);
+        assert_eq!(
+            o.check_thread(0, 0, &o.cur, &[], &mut extra, true).unwrap(),
+            0
+        );
         o.advance(2, &log);
         // Two of three transactions is no checkpoint.
-        let m = o.check_thread(0, 2, &o.cur, &[], &mut extra).unwrap_err();
+        let m = o
+            .check_thread(0, 2, &o.cur, &[], &mut extra, true)
+            .unwrap_err();
         assert_eq!((m.lo, m.hi), (0, 3));
         o.advance(3, &log);
-        assert_eq!(o.check_thread(0, 3, &o.cur, &[], &mut extra).unwrap(), 3);
+        assert_eq!(
+            o.check_thread(0, 3, &o.cur, &[], &mut extra, true).unwrap(),
+            3
+        );
     }
 }
