@@ -28,6 +28,8 @@ const PACKED: u8 = 3;
 const CLEAR_FIRST: u8 = 4;
 /// Correct, but home writes and log truncation run as background work.
 const LAZY: u8 = 5;
+/// Recovery panics on a committed log (a bug provoked by crash bytes).
+const PANICKY: u8 = 6;
 
 const LAZY_DELAY_CYCLES: Cycle = 3000;
 
@@ -80,6 +82,9 @@ fn recover<const V: u8>(
             continue;
         }
         let n = h & 0xffff_ffff;
+        if V == PANICKY {
+            panic!("log {c} is not empty");
+        }
         if n > 4096 {
             return Err(Error::Internal(format!("log {c}: bad record count {n}")));
         }
@@ -286,6 +291,7 @@ redo_info!(REDO_HOME_FIRST, "redo-home-first", HOME_FIRST);
 redo_info!(REDO_PACKED, "redo-packed", PACKED);
 redo_info!(REDO_CLEAR_FIRST, "redo-clear-first", CLEAR_FIRST);
 redo_info!(REDO_LAZY, "redo-lazy", LAZY);
+redo_info!(REDO_PANICKY, "redo-panicky", PANICKY);
 
 fn spec(info: &SchemeInfo, tx: u64, seed: u64) -> RunSpec {
     let mut params = Params::defaults(&[info.params]);
@@ -461,6 +467,15 @@ fn background_work_points_are_counted_and_pass() {
     assert!(r.background_points_tested > 0);
     let r = run(&REDO, 100, &exhaustive());
     assert_eq!(r.background_points_tested, 0);
+}
+
+#[test]
+fn a_panicking_recovery_is_a_reported_violation() {
+    let r = run(&REDO_PANICKY, 50, &CrashOptions::default());
+    assert!(r.violations > 0);
+    let v = r.first_violation.unwrap();
+    assert_eq!(v.kind, ViolationKind::RecoveryError);
+    assert!(v.message.contains("panicked: log"), "{}", v.message);
 }
 
 #[test]

@@ -475,6 +475,24 @@ pub fn crashtest_with(
     })
 }
 
+/// Run scheme or workload code on crashed bytes; a panic (a bug in that
+/// code, provoked by garbage) becomes an error so it is reported with a
+/// replay line instead of aborting the test.
+fn guarded<T, E: std::fmt::Display>(
+    f: impl FnOnce() -> std::result::Result<T, E>,
+) -> std::result::Result<T, String> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r.map_err(|e| e.to_string()),
+        Err(p) => Err(format!(
+            "panicked: {}",
+            p.downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_default()
+        )),
+    }
+}
+
 /// Recover one crash image and check it; returns whether it passed.
 #[allow(clippy::too_many_arguments)]
 fn check_image(
@@ -497,7 +515,7 @@ fn check_image(
         .map(|m| format!(" with the write in flight torn (mask {m:#04x})"))
         .unwrap_or_default();
     let mut rec = Recorder::new(Overlay::new(&oracle.cur));
-    let report = match (info.recover)(&mut rec, params, layout) {
+    let report = match guarded(|| (info.recover)(&mut rec, params, layout)) {
         Ok(r) => r,
         Err(e) => {
             tally.add(Violation {
@@ -526,7 +544,7 @@ fn check_image(
                 if opts.memo_invariants && memo.contains(&(t, p)) {
                     continue;
                 }
-                match check(&rec, layout.thread_base(t), item_bytes) {
+                match guarded(|| check(&rec, layout.thread_base(t), item_bytes)) {
                     Ok(_) => {
                         if opts.memo_invariants {
                             memo.insert((t, p));
@@ -584,7 +602,7 @@ fn check_image(
         let mut ov = Overlay::new(&oracle.cur);
         rec.replay_onto(m, &mut ov);
         let mut rec2 = Recorder::new(ov);
-        let res = (info.recover)(&mut rec2, params, layout);
+        let res = guarded(|| (info.recover)(&mut rec2, params, layout));
         let diff = match res {
             Err(e) => Some((None, format!("the second recovery failed: {e}"))),
             Ok(_) => first_difference(&rec, &mut rec2, layout.home_limit).map(|(a, want, got)| {
