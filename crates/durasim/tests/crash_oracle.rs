@@ -342,6 +342,19 @@ fn correct_redo_passes_every_crash_point_clean_and_torn() {
 }
 
 #[test]
+fn without_adr_crash_points_are_media_writes() {
+    let mut s = spec(&REDO, 200, 3);
+    s.params.set_str("mc.adr", "false").unwrap();
+    let r = crash::crashtest_with(&REDO, s, &exhaustive(), &mut |_, _| {}).unwrap();
+    assert!(r.persist_events > 1000);
+    assert_eq!(r.violations, 0, "{:?}", r.first_violation);
+    let mut s = spec(&REDO_HOME_FIRST, 200, 3);
+    s.params.set_str("mc.adr", "false").unwrap();
+    let r = crash::crashtest_with(&REDO_HOME_FIRST, s, &exhaustive(), &mut |_, _| {}).unwrap();
+    assert!(r.violations > 0);
+}
+
+#[test]
 fn correct_redo_passes_on_every_workload() {
     for w in durasim::workloads::REGISTRY {
         // TPC-C: ~150 stores per transaction and a full-table checker run
