@@ -44,7 +44,7 @@ pub struct CrashtestArgs {
     #[arg(long)]
     pub torn: bool,
     /// Crashes injected into each recovery: N or 'all'.
-    #[arg(long, default_value = "1")]
+    #[arg(long, default_value = "4")]
     pub recovery_crashes: String,
     /// Write the JSON report to PATH ('-' for stdout).
     #[arg(long)]

@@ -25,7 +25,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use std::time::Instant;
 
 /// Default number of crashes injected into each recovery.
-pub const DEFAULT_RECOVERY_CRASHES: u64 = 1;
+pub const DEFAULT_RECOVERY_CRASHES: u64 = 4;
 
 /// What to test.
 #[derive(Clone, Debug)]
