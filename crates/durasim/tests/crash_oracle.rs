@@ -672,3 +672,57 @@ fn crash_speed() {
         );
     }
 }
+
+#[test]
+fn crashtest_binary_contract() {
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_durasim"))
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let base = [
+        "crashtest",
+        "--scheme",
+        "ideal",
+        "--workload",
+        "btree",
+        "--tx",
+        "200",
+    ];
+    let (code, out, err) = run(&[&base[..], &["--points", "all", "--json", "-"]].concat());
+    assert_eq!(code, 1, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    for k in [
+        "crash_points_tested",
+        "violations",
+        "first_violation",
+        "points_per_second",
+    ] {
+        assert!(v.get(k).is_some(), "missing {k}");
+    }
+    assert_eq!(
+        v["crash_points_tested"].as_u64().unwrap(),
+        v["persist_events"].as_u64().unwrap() + 1
+    );
+    assert!(v["first_violation"]["replay"]
+        .as_str()
+        .unwrap()
+        .starts_with("durasim crashtest --scheme ideal --workload btree"));
+    let (code, out, _) = run(&base);
+    assert_eq!(code, 1);
+    assert!(out.contains("replay: durasim crashtest"), "{out}");
+    for bad in [
+        &["--points", "x"][..],
+        &["--crash-at", "0", "--tear-mask", "0x100"],
+    ] {
+        let (code, _, err) = run(&[&base[..], bad].concat());
+        assert_eq!(code, 2, "{bad:?}: {err}");
+        assert!(err.contains("--"), "{err}");
+    }
+}
