@@ -172,6 +172,9 @@ fn summary(r: &CrashReport) -> String {
             line!("  first violation [{}]: {}", v.kind.name(), v.message);
             line!("  replay: {}", v.replay);
         }
+        if r.durability == crate::schemes::Durability::None {
+            line!("  (this scheme promises no crash consistency: failing is expected)");
+        }
     }
     s
 }
