@@ -1,13 +1,11 @@
-//! HOOP-paper baselines (opt-undo, opt-redo, lad, ...): end-of-run
-//! equivalence on every workload, and crash consistency at sampled (or all)
-//! persist points checked against the committed history.
+//! HOOP-paper baselines (opt-undo, opt-redo, lad, osp, lsm): end-of-run
+//! equivalence on every workload, and crash consistency under each scheme's
+//! stress settings with the generic oracle (crate::crash).
 
+use durasim::crash::{self, CrashOptions, PointSel};
 use durasim::engine::Engine;
-use durasim::mem::{MemRead, MemWrite, Overlay, SparseImage};
 use durasim::schemes;
-use durasim::types::Addr;
 use durasim::{workloads, RunSpec};
-use rustc_hash::{FxHashMap, FxHashSet};
 
 const BASELINES: &[&str] = &["opt-undo", "opt-redo", "lad", "osp", "lsm"];
 
@@ -68,187 +66,56 @@ fn end_of_run_equivalence_every_workload() {
     }
 }
 
-/// Crash oracle for schemes durable at commit: for each crash point `k`
-/// (persist events `0..k` survive), recover from the bytes and check that
-/// every thread's data equals the initial image plus the write sets of its
-/// first `p` committed transactions, for some `p >= acked(k)`; the
-/// workload's invariants hold; recovering twice changes nothing.
-/// Returns the number of crash points checked.
-pub fn crash_check(e: &Engine, max_points: usize) -> usize {
-    let h = e.history.as_ref().expect("record_history");
-    let log = &e.ctx.nvm.persist_log;
-    let events = log.events();
-    let layout = &e.ctx.layout;
-    let threads = e.spec.threads;
-    let owner = |a: Addr| (a / layout.thread_region_bytes) as usize;
-    // Words to check per thread: everything any transaction wrote plus
-    // every home word any persist event touched.
-    let mut check: Vec<FxHashSet<Addr>> = vec![FxHashSet::default(); threads];
-    for &(a, _) in &h.writes {
-        check[owner(a)].insert(a);
-    }
-    for ev in events {
-        if ev.addr < layout.home_limit {
-            let first = ev.addr & !7;
-            let mut a = first;
-            while a < ev.addr + ev.len as u64 {
-                if owner(a) < threads {
-                    check[owner(a)].insert(a);
-                }
-                a += 8;
-            }
-        }
-    }
-    let check: Vec<Vec<Addr>> = check
-        .into_iter()
-        .map(|s| {
-            let mut v: Vec<Addr> = s.into_iter().collect();
-            v.sort_unstable();
-            v
-        })
-        .collect();
-    // Each thread's committed write sets, in commit order. A record's range
-    // may include writes of other threads' transactions that began while it
-    // ran (the history vector is shared), so keep the thread's own words.
-    let tx_writes: Vec<Vec<Vec<(Addr, u64)>>> = (0..threads)
-        .map(|t| {
-            h.per_thread[t]
-                .iter()
-                .map(|r| {
-                    h.writes[r.writes.clone()]
-                        .iter()
-                        .copied()
-                        .filter(|&(a, _)| owner(a) == t)
-                        .collect()
-                })
-                .collect()
-        })
-        .collect();
-    let n = events.len();
-    let points: Vec<usize> = if n < max_points {
-        (0..=n).collect()
-    } else {
-        (0..max_points).map(|i| i * n / (max_points - 1)).collect()
-    };
-    let mut acked_exp: Vec<FxHashMap<Addr, u64>> = check
-        .iter()
-        .map(|c| {
-            c.iter()
-                .map(|&a| (a, h.initial_media.read_u64(a)))
-                .collect()
-        })
-        .collect();
-    let mut acked_n = vec![0usize; threads];
-    let mut base: SparseImage = h.initial_media.clone();
-    let mut applied = 0usize;
-    for (pi, &k) in points.iter().enumerate() {
-        while applied < k {
-            let ev = &events[applied];
-            base.write_bytes(ev.addr, log.data(ev));
-            applied += 1;
-        }
-        let mut ov = Overlay::new(&base);
-        (e.scheme_info.recover)(&mut ov, &e.params, layout)
-            .unwrap_or_else(|err| panic!("crash point {k}/{n}: recovery failed: {err}"));
-        for t in 0..threads {
-            let txs = &tx_writes[t];
-            let acked = h.per_thread[t]
-                .iter()
-                .take_while(|r| r.ack_persist_seq <= k as u64)
-                .count();
-            // Expected values of the acked prefix, advanced incrementally
-            // (acked only grows with k).
-            while acked_n[t] < acked {
-                for &(a, v) in &txs[acked_n[t]] {
-                    acked_exp[t].insert(a, v);
-                }
-                acked_n[t] += 1;
-            }
-            let got: FxHashMap<Addr, u64> = check[t].iter().map(|&a| (a, ov.read_u64(a))).collect();
-            let mut bad = check[t]
-                .iter()
-                .filter(|a| acked_exp[t][a] != got[a])
-                .count();
-            if bad == 0 {
-                continue;
-            }
-            let exp0 = &acked_exp[t];
-            let mut exp = exp0.clone();
-            let mut p = acked;
-            while bad > 0 && p < txs.len() {
-                for &(a, v) in &txs[p] {
-                    let before = exp[&a] != got[&a];
-                    exp.insert(a, v);
-                    let after = v != got[&a];
-                    bad = bad + after as usize - before as usize;
-                }
-                p += 1;
-            }
-            if bad > 0 {
-                let a = check[t].iter().find(|a| exp0[a] != got[a]).unwrap();
-                panic!(
-                    "{}: crash point {k}/{n}, thread {t}: no committed prefix p >= {acked} (of {}) matches; e.g. {a:#x} = {:#x}, acked prefix expects {:#x}",
-                    e.spec.scheme,
-                    txs.len(),
-                    got[a],
-                    exp0[a]
-                );
-            }
-        }
-        // The prefix check above implies the invariants; run the (possibly
-        // expensive, e.g. TPC-C) checkers on every 8th point as a cross-check.
-        if pi % 8 == 0 || pi + 1 == points.len() {
-            e.check_invariants(&ov)
-                .unwrap_or_else(|m| panic!("crash point {k}/{n}: invariant: {m}"));
-        }
-        // Recovery is idempotent (a crash during recovery then recovers again).
-        let mut again = Overlay::new(&ov);
-        (e.scheme_info.recover)(&mut again, &e.params, layout).unwrap();
-        for words in &check {
-            for &a in words {
-                assert_eq!(
-                    again.read_u64(a),
-                    ov.read_u64(a),
-                    "{}: second recovery changed {a:#x} at crash point {k}",
-                    e.spec.scheme
-                );
-            }
-        }
-    }
-    points.len()
-}
-
-fn crash_run(
+/// Crash-test with the generic oracle (crate::crash): every persist point,
+/// clean and torn, with crashes injected into recovery.
+fn crash_all(
     scheme: &str,
     workload: &str,
     threads: usize,
     tx: u64,
     sets: &[(&str, &str)],
-) -> Engine {
+) -> (u64, Vec<(&'static str, f64)>) {
     let mut s = spec(scheme, workload, threads, tx, sets);
     s.record_history = true;
-    let mut e = Engine::new(s).unwrap();
+    // The scheme statistics of the same run, for the stress assertions.
+    let mut e = Engine::new(s.clone()).unwrap();
     e.run(&mut |_| {}).unwrap();
-    e
+    let stats = e.scheme.stats();
+    let opts = CrashOptions {
+        points: PointSel::All,
+        torn: true,
+        recovery_crashes: 2,
+        ..CrashOptions::default()
+    };
+    let r = crash::crashtest(s, &opts, &mut |_, _| {}).unwrap();
+    assert_eq!(
+        r.violations,
+        0,
+        "{scheme} x {workload}: {}",
+        r.first_violation
+            .map(|v| format!("{}\n  replay: {}", v.message, v.replay))
+            .unwrap_or_default()
+    );
+    assert!(r.crash_points_tested > r.persist_events && r.torn_points_tested > 0);
+    (r.crash_points_tested, stats)
 }
 
+fn get(st: &[(&'static str, f64)], k: &str) -> f64 {
+    st.iter().find(|s| s.0 == k).unwrap().1
+}
+
+/// Small caches (mid-transaction write-backs), 1 KB items, every point,
+/// torn writes: every baseline.
 #[test]
-fn crash_consistency_sampled_points() {
+fn crash_consistency_small_caches_torn() {
+    // Every workload is crash-tested with default parameters by
+    // crash_oracle.rs; here three structurally different ones, stressed.
     for scheme in BASELINES {
-        for wl in workloads::names() {
-            let e = crash_run(scheme, wl, 3, 60, &[]);
-            let n = crash_check(&e, 80);
-            assert!(n >= 50, "{scheme}/{wl}: only {n} crash points");
+        for wl in ["vector", "rbtree", "tpcc"] {
+            let tx = if wl == "tpcc" { 6 } else { 30 };
+            let (n, _) = crash_all(scheme, wl, 2, tx, &[("workload.item_bytes", "1024")]);
+            assert!(n > 100, "{scheme}/{wl}: {n} points");
         }
-    }
-}
-
-#[test]
-fn crash_consistency_exhaustive_small() {
-    for scheme in BASELINES {
-        let e = crash_run(scheme, "vector", 2, 12, &[("workload.item_bytes", "1024")]);
-        let n = e.ctx.nvm.persist_log.events().len();
-        assert_eq!(crash_check(&e, usize::MAX), n + 1);
     }
 }
 
@@ -256,7 +123,7 @@ fn crash_consistency_exhaustive_small() {
 /// (forced checkpoints), so crash points fall inside checkpoints.
 #[test]
 fn crash_consistency_with_frequent_checkpoints() {
-    let e = crash_run(
+    let (_, st) = crash_all(
         "opt-redo",
         "vector",
         2,
@@ -267,17 +134,14 @@ fn crash_consistency_with_frequent_checkpoints() {
             ("workload.item_bytes", "1024"),
         ],
     );
-    let st = e.scheme.stats();
-    let get = |k: &str| st.iter().find(|s| s.0 == k).unwrap().1;
-    assert!(get("checkpoints") > 10.0, "{st:?}");
-    assert!(get("held_evictions") > 0.0, "{st:?}");
-    crash_check(&e, 1500);
+    assert!(get(&st, "checkpoints") > 10.0, "{st:?}");
+    assert!(get(&st, "held_evictions") > 0.0, "{st:?}");
 }
 
 /// LAD with a tiny staging partition: most lines take the undo fallback.
 #[test]
 fn crash_consistency_lad_overflow() {
-    let e = crash_run(
+    let (_, st) = crash_all(
         "lad",
         "vector",
         2,
@@ -287,17 +151,14 @@ fn crash_consistency_lad_overflow() {
             ("workload.item_bytes", "1024"),
         ],
     );
-    let st = e.scheme.stats();
-    let get = |k: &str| st.iter().find(|s| s.0 == k).unwrap().1;
-    assert!(get("staging_overflow_txs") > 10.0, "{st:?}");
-    crash_check(&e, 1500);
+    assert!(get(&st, "staging_overflow_txs") > 10.0, "{st:?}");
 }
 
-/// OSP with a tiny TLB: pages are consolidated all the time, also while
-/// their lines are being written (deferred consolidation).
+/// OSP with a one-entry TLB: pages are consolidated all the time, also
+/// while their lines are being written (deferred consolidation).
 #[test]
 fn crash_consistency_osp_consolidation() {
-    let e = crash_run(
+    let (_, st) = crash_all(
         "osp",
         "vector",
         2,
@@ -310,19 +171,16 @@ fn crash_consistency_osp_consolidation() {
             ("workload.item_bytes", "1024"),
         ],
     );
-    let st = e.scheme.stats();
-    let get = |k: &str| st.iter().find(|s| s.0 == k).unwrap().1;
-    assert!(get("consolidations") > 20.0, "{st:?}");
-    assert!(get("tlb_shootdowns") > 0.0, "{st:?}");
-    assert!(get("deferred_consolidations") > 0.0, "{st:?}");
-    crash_check(&e, 1500);
+    assert!(get(&st, "consolidations") > 20.0, "{st:?}");
+    assert!(get(&st, "tlb_shootdowns") > 0.0, "{st:?}");
+    assert!(get(&st, "deferred_consolidations") > 0.0, "{st:?}");
 }
 
 /// LSM with GC every 1 us in a tiny log of small segments: cleaning and
-/// forced GC happen during the run.
+/// live copies happen during the run.
 #[test]
 fn crash_consistency_lsm_gc() {
-    let e = crash_run(
+    let (_, st) = crash_all(
         "lsm",
         "vector",
         2,
@@ -336,18 +194,8 @@ fn crash_consistency_lsm_gc() {
             ("workload.item_bytes", "1024"),
         ],
     );
-    let st = e.scheme.stats();
-    let get = |k: &str| st.iter().find(|s| s.0 == k).unwrap().1;
-    assert!(get("gc_segments_cleaned") > 5.0, "{st:?}");
-    assert!(get("gc_live_lines_copied") > 0.0, "{st:?}");
-    crash_check(&e, 1500);
-}
-
-#[test]
-fn native_system_fails_the_crash_check() {
-    let e = crash_run("ideal", "vector", 2, 60, &[("workload.item_bytes", "1024")]);
-    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| crash_check(&e, usize::MAX)));
-    assert!(r.is_err(), "the oracle must reject the native system");
+    assert!(get(&st, "gc_segments_cleaned") > 5.0, "{st:?}");
+    assert!(get(&st, "gc_live_lines_copied") > 0.0, "{st:?}");
 }
 
 #[test]

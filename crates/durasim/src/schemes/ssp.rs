@@ -20,7 +20,7 @@
 //!   lines in the shadow copy are copied home and the bitmap is reset; on a
 //!   multi-core machine this remapping costs a TLB shootdown.
 //! - Recovery: re-apply each core's valid journal record to metadata lines
-//!   older than it, then consolidate every page (copy committed shadow lines
+//!   older than it (or torn), then consolidate every page (copy committed shadow lines
 //!   home) and reset the bitmaps.
 
 use super::undo::{csum, header_line, line_word, owner_of, recovery_ns, MAX_CORES};
@@ -49,8 +49,8 @@ pub static PARAMS: &[ParamSpec] = &[
         default: DefaultValue::Int(64 << 10),
         unit: "bytes",
         check: Check::PowerOfTwo(4096, 1 << 30),
-        source: "modelling choice, see docs/MODEL.md (one commit record of up to 4092 pages)",
-        doc: "per-core metadata journal (64 B header + 16 B per touched page)",
+        source: "modelling choice, see docs/MODEL.md (one commit record of up to 2728 pages)",
+        doc: "per-core metadata journal (64 B header + 24 B per touched page)",
     },
     ParamSpec {
         key: "osp.l1_tlb_sets",
@@ -119,6 +119,8 @@ fn reserved_bytes(p: &Params) -> u64 {
 
 const META_MAGIC: u64 = 0x5353_504d_4554_4131; // "SSPMETA1"
 const JOURNAL_MAGIC: u64 = 0x5353_504a_524e_4c31; // "SSPJRNL1"
+/// Journal entry: slot, home page, new committed bitmap.
+const JOURNAL_ENTRY_BYTES: u64 = 24;
 
 #[derive(Clone, Copy, Debug)]
 struct Geometry {
@@ -152,7 +154,7 @@ impl Geometry {
         self.journal_base + core as u64 * self.journal_bytes
     }
     fn max_journal_pages(&self) -> usize {
-        ((self.journal_bytes - 64) / 16) as usize
+        ((self.journal_bytes - 64) / JOURNAL_ENTRY_BYTES) as usize
     }
 }
 
@@ -315,18 +317,18 @@ fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<Recove
             continue;
         }
         let n = w[2] as usize;
-        let mut body = vec![0u8; n * 16];
+        let mut body = vec![0u8; n * JOURNAL_ENTRY_BYTES as usize];
         img.read_bytes(a + 64, &mut body);
-        read += (n as u64 * 16).div_ceil(64);
+        read += (body.len() as u64).div_ceil(64);
         if line_word(&h, 3) != csum(&w, &body) {
             continue;
         }
         journals += 1;
         let txid = w[1];
         max_version = max_version.max(txid);
-        for e in body.chunks(16) {
-            let slot = u64::from_le_bytes(e[..8].try_into().unwrap());
-            let bitmap = u64::from_le_bytes(e[8..].try_into().unwrap());
+        for e in body.chunks(JOURNAL_ENTRY_BYTES as usize) {
+            let word = |i: usize| u64::from_le_bytes(e[i * 8..i * 8 + 8].try_into().unwrap());
+            let (slot, home, bitmap) = (word(0), word(1), word(2));
             if slot >= g.slots {
                 return Err(Error::Internal(format!(
                     "osp recovery: journal of core {c} names slot {slot}"
@@ -334,23 +336,26 @@ fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<Recove
             }
             let m = img.read_line(g.meta_addr(slot as u32));
             read += 1;
-            let Some((home, _, version)) = parse_meta(&m) else {
-                return Err(Error::Internal(format!(
-                    "osp recovery: journal of core {c} names slot {slot} without metadata"
-                )));
-            };
+            // A torn in-place update (invalid line) is rebuilt from the journal.
+            let version = parse_meta(&m).map_or(0, |x| x.2);
             if version < txid {
                 img.write_bytes(g.meta_addr(slot as u32), &meta_line(home, bitmap, txid));
                 written += 1;
             }
         }
     }
-    // 2. Consolidate every page: committed shadow lines go home.
+    // 2. Consolidate every page: committed shadow lines go home. Slots are
+    // allocated in order; the first never-written (all-zero) line ends the
+    // table. A torn line no journal rebuilt is a torn allocation or
+    // consolidation write: both leave the committed data at home.
     let mut metas = Vec::new();
     for slot in 0..g.slots as u32 {
         let m = img.read_line(g.meta_addr(slot));
         read += 1;
-        let Some(meta) = parse_meta(&m) else { break };
+        if m.iter().all(|&b| b == 0) {
+            break;
+        }
+        let Some(meta) = parse_meta(&m) else { continue };
         max_version = max_version.max(meta.2);
         metas.push((slot, meta));
     }
@@ -648,6 +653,7 @@ impl Scheme for Osp {
             let ps = &self.pages[&page];
             self.journal_buf
                 .extend_from_slice(&(ps.slot as u64).to_le_bytes());
+            self.journal_buf.extend_from_slice(&page.to_le_bytes());
             self.journal_buf
                 .extend_from_slice(&ps.current.to_le_bytes());
         }
