@@ -62,7 +62,7 @@ fn dev() -> impl Strategy<Value = Dev> {
         any::<bool>(),
         0u32..2,
         0u32..2,
-        0u32..3,
+        0u32..4,
         0u32..3,
         (2usize..12),
     )
