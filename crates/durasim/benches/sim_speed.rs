@@ -49,7 +49,10 @@ fn sim_speed(c: &mut Criterion) {
     g.throughput(Throughput::Elements(ops));
     g.sample_size(10);
     g.measurement_time(std::time::Duration::from_secs(15));
-    let id = format!("{}_{}_{}threads_{}tx", spec.workload, spec.scheme, THREADS, TX);
+    let id = format!(
+        "{}_{}_{}threads_{}tx",
+        spec.workload, spec.scheme, THREADS, TX
+    );
     g.bench_function(id, |b| {
         b.iter_batched(
             || Engine::new(spec.clone()).expect("engine"),

@@ -66,9 +66,21 @@ fn small_hierarchy(cores: usize, llc_bytes: u64) -> Hierarchy {
 
 #[derive(Clone, Debug)]
 enum CacheOp {
-    Load { core: usize, line: u64, word: usize },
-    Store { core: usize, line: u64, word: usize, value: u64 },
-    Flush { core: usize, line: u64 },
+    Load {
+        core: usize,
+        line: u64,
+        word: usize,
+    },
+    Store {
+        core: usize,
+        line: u64,
+        word: usize,
+        value: u64,
+    },
+    Flush {
+        core: usize,
+        line: u64,
+    },
 }
 
 fn cache_op(cores: usize) -> impl Strategy<Value = CacheOp> {
@@ -94,13 +106,21 @@ fn check_inclusion(h: &Hierarchy) -> Result<(), TestCaseError> {
     for (core, (l1, l2)) in h.l1.iter().zip(&h.l2).enumerate() {
         for s in l1.valid_slots() {
             let a = l1.line_addr(s);
-            prop_assert!(l2.find(a).is_some(), "core {core}: L1 line {a:#x} not in L2");
+            prop_assert!(
+                l2.find(a).is_some(),
+                "core {core}: L1 line {a:#x} not in L2"
+            );
         }
         for s in l2.valid_slots() {
             let a = l2.line_addr(s);
             let s3 = h.llc.find(a);
             prop_assert!(s3.is_some(), "core {core}: L2 line {a:#x} not in LLC");
-            prop_assert_eq!(h.llc.owner(s3.unwrap()) as usize, core, "LLC owner of {:#x}", a);
+            prop_assert_eq!(
+                h.llc.owner(s3.unwrap()) as usize,
+                core,
+                "LLC owner of {:#x}",
+                a
+            );
         }
     }
     Ok(())

@@ -12,8 +12,16 @@ use std::collections::BTreeMap;
 
 #[derive(Clone, Debug)]
 enum Req {
-    Read { line: u64, lines: u64 },
-    Write { line: u64, off: u64, len: u64, seed: u8 },
+    Read {
+        line: u64,
+        lines: u64,
+    },
+    Write {
+        line: u64,
+        off: u64,
+        len: u64,
+        seed: u8,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -193,7 +201,12 @@ fn run(mc: &mut MemoryController, d: &Dev, steps: &[Step]) -> Result<Outcome, Te
     for page in model.page_numbers() {
         let mut got = vec![0u8; 4096];
         mc.peek(page * 4096, &mut got);
-        prop_assert_eq!(&got[..], &model.page(page).unwrap()[..], "media page {}", page);
+        prop_assert_eq!(
+            &got[..],
+            &model.page(page).unwrap()[..],
+            "media page {}",
+            page
+        );
     }
     if mc.persist_log.enabled() {
         // Replaying the persist log over the empty base gives the model.
@@ -322,10 +335,12 @@ fn check_trace(t: &DeviceTiming, trace: &[Command]) -> Result<(), TestCaseError>
                 } else {
                     b.last_read_at = Some(at);
                 }
-                bursts
-                    .entry(channel)
-                    .or_default()
-                    .push((data_end - t.t_bl, data_end, is_write, at));
+                bursts.entry(channel).or_default().push((
+                    data_end - t.t_bl,
+                    data_end,
+                    is_write,
+                    at,
+                ));
             }
         }
     }
@@ -377,9 +392,7 @@ fn expected_read_energy(t: &DeviceTiming, trace: &[Command]) -> f64 {
     for (i, c) in trace.iter().enumerate() {
         if let Command::Read { .. } = c {
             let miss = i > 0 && matches!(trace[i - 1], Command::Activate { .. });
-            e += 512.0
-                * (t.row_read_pj_per_bit
-                    + if miss { t.array_read_pj_per_bit } else { 0.0 });
+            e += 512.0 * (t.row_read_pj_per_bit + if miss { t.array_read_pj_per_bit } else { 0.0 });
         }
     }
     e
@@ -464,7 +477,11 @@ fn watermark_drain_stops_at_low() {
     assert_eq!(mc.queued_writes(), 8);
     let mut buf = [0u8; 64];
     mc.read(1 << 20, &mut buf, Purpose::Demand, 100);
-    assert_eq!(mc.queued_writes(), 3, "forced drain stops at the low watermark");
+    assert_eq!(
+        mc.queued_writes(),
+        3,
+        "forced drain stops at the low watermark"
+    );
     assert_eq!(mc.stats.forced_drains, 5);
     // Below the watermark, writes wait while reads keep arriving early.
     mc.read(2 << 20, &mut buf, Purpose::Demand, 101);

@@ -394,10 +394,9 @@ impl MemoryController {
 
     #[inline]
     fn trace_push(&mut self, c: impl FnOnce(u64, u64, u64) -> Command, l: Loc) {
-        if self.trace.is_some() {
-            let (ch, rk, bk) = self.ids(l);
-            let cmd = c(ch, rk, bk);
-            self.trace.as_mut().unwrap().push(cmd);
+        let ids = self.ids(l);
+        if let Some(tr) = self.trace.as_mut() {
+            tr.push(c(ids.0, ids.1, ids.2));
         }
     }
 
