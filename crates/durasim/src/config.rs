@@ -200,7 +200,7 @@ pub static ENGINE_PARAMS: &[ParamSpec] = &[
     p!("dram.array_write_pj_per_bit", float 0.39, "pJ/bit", Check::Range(0.0, 1e6), "Lee et al., ISCA 2009 (DRAM column of the energy table)", "DRAM array write energy"),
     p!("workload.item_bytes", int 64, "bytes", Check::Range(8.0, 1048576.0), "HOOP paper Table III / §IV-A (64 B and 1 KB items)", "size of one item (multiple of 8)"),
     p!("workload.update_ratio", float 0.5, "fraction", Check::Range(0.0, 1.0), MC, "share of transactions that update an existing item (the rest insert)"),
-    p!("workload.initial_items", int 1024, "items/thread", Check::Range(1.0, 1e9), MC, "items each thread's structure holds before measurement"),
+    p!("workload.initial_items", int 16384, "items/thread", Check::Range(1.0, 1e9), MC, "items each thread's structure holds before measurement (default: 8 threads x 16384 x 64 B = 8 MiB, 4x the LLC, so data really leaves the caches)"),
     p!("workload.key_space", int 1 << 32, "keys", Check::Range(16.0, 1.8e19), MC, "random keys are drawn from [0, key_space)"),
     p!("workload.tpcc_items", int 100_000, "rows", Check::Range(100.0, 1e7), "TPC-C spec v5.11 §1.2.1 (ITEM cardinality 100,000)", "tpcc: rows of the ITEM table and STOCK rows per warehouse"),
     p!("workload.tpcc_customers_per_district", int 3000, "rows", Check::Range(10.0, 1e6), "TPC-C spec v5.11 §1.2.1 (3,000 customers per district)", "tpcc: CUSTOMER rows per district"),

@@ -132,19 +132,120 @@ struct Bank {
     next_col: Cycle,
 }
 
-#[derive(Clone, Copy, Default, Debug)]
+/// Activate times of one rank, sorted; old entries are pruned.
+#[derive(Clone, Default, Debug)]
 struct Rank {
-    last_act: Option<Cycle>,
-    /// Times of the last four activates (tFAW window), ring buffer.
-    faw: [Cycle; 4],
-    faw_pos: usize,
-    faw_n: usize,
+    acts: Vec<Cycle>,
 }
 
-#[derive(Clone, Copy, Default, Debug)]
+/// One data burst on a channel's bus.
+#[derive(Clone, Copy, Debug)]
+struct Burst {
+    start: Cycle,
+    end: Cycle,
+    write: bool,
+}
+
+/// Data-bus reservations of one channel, sorted by start; old ones pruned.
+/// Requests are scheduled lazily and not strictly in time order, so a burst
+/// may go into an earlier idle gap: a single "bus free at" time would let one
+/// far-future write (waiting for a bank that is busy programming) block every
+/// other bank's traffic.
+#[derive(Clone, Default, Debug)]
 struct Channel {
-    bus_free: Cycle,
-    last_write_end: Cycle,
+    bursts: Vec<Burst>,
+}
+
+/// Reservations that end this long before the latest request time are
+/// dropped; requests arrive at most a few thousand cycles out of order.
+const RESERVATION_HORIZON_CYCLES: Cycle = 200_000;
+
+impl Rank {
+    /// Earliest activate at or after `t` keeping tRRD and tFAW with every
+    /// reserved activate (before and after it).
+    fn slot(&self, mut t: Cycle, t_rrd: Cycle, t_faw: Cycle) -> Cycle {
+        'search: loop {
+            let lo = self.acts.partition_point(|&a| a + t_faw.max(t_rrd) <= t);
+            let mut near: [Cycle; 16] = [0; 16];
+            let mut n = 0;
+            for &a in &self.acts[lo..] {
+                if a >= t + t_faw.max(t_rrd) {
+                    break;
+                }
+                if a + t_rrd > t && t + t_rrd > a {
+                    t = a + t_rrd;
+                    continue 'search;
+                }
+                if n < near.len() {
+                    near[n] = a;
+                    n += 1;
+                }
+            }
+            // tFAW: no five activates (including t) within a window < tFAW.
+            let mut all = [0; 17];
+            all[..n].copy_from_slice(&near[..n]);
+            all[n] = t;
+            let all = &mut all[..=n];
+            all.sort_unstable();
+            for w in all.windows(5) {
+                if w[4] < w[0] + t_faw && w.contains(&t) {
+                    t += 1;
+                    continue 'search;
+                }
+            }
+            return t;
+        }
+    }
+
+    fn reserve(&mut self, t: Cycle, horizon: Cycle) {
+        let keep = self.acts.partition_point(|&a| a < horizon);
+        if keep > 64 {
+            self.acts.drain(..keep);
+        }
+        let i = self.acts.partition_point(|&a| a <= t);
+        self.acts.insert(i, t);
+    }
+}
+
+impl Channel {
+    /// Earliest data start >= `t` for a burst of `bl` cycles that overlaps
+    /// no reserved burst and keeps tWTR (write data end to read command,
+    /// the read command being `t_cl` before its data) in both directions.
+    fn slot(&self, mut t: Cycle, bl: Cycle, write: bool, t_cl: Cycle, t_wtr: Cycle) -> Cycle {
+        let guard = t_wtr + t_cl;
+        'search: loop {
+            let lo = self.bursts.partition_point(|b| b.end + guard <= t);
+            for b in &self.bursts[lo..] {
+                if b.start >= t + bl + guard {
+                    break;
+                }
+                let overlap = b.start < t + bl && t < b.end;
+                let wtr_after_write = !write && b.write && b.start < t && t < b.end + guard;
+                let wtr_before_read = write && !b.write && t < b.start && b.start < t + bl + guard;
+                if overlap || wtr_after_write || wtr_before_read {
+                    t = if wtr_after_write {
+                        b.end + guard
+                    } else {
+                        b.end.max(t + 1)
+                    };
+                    if !write && b.write {
+                        t = t.max(b.end + guard);
+                    }
+                    continue 'search;
+                }
+            }
+            return t;
+        }
+    }
+
+    fn reserve(&mut self, b: Burst, horizon: Cycle) {
+        let keep = self.bursts.partition_point(|x| x.end < horizon);
+        if keep > 64 {
+            self.bursts.drain(..keep);
+        }
+        let i = self.bursts.partition_point(|x| x.start <= b.start);
+        self.bursts.insert(i, b);
+    }
 }
 
 /// Where a line lives: channel, rank (global index), bank (global index),
@@ -247,6 +348,8 @@ pub struct MemoryController {
     banks: Vec<Bank>,
     ranks: Vec<Rank>,
     channels: Vec<Channel>,
+    /// Latest request time seen (reservations far older are pruned).
+    latest_now: Cycle,
     wq: Vec<PendingWrite>,
     wq_data: Vec<LineData>,
     wq_free: Vec<u16>,
@@ -325,6 +428,7 @@ impl MemoryController {
             banks: vec![Bank::default(); nbanks],
             ranks: vec![Rank::default(); nranks],
             channels: vec![Channel::default(); timing.channels as usize],
+            latest_now: 0,
             timing,
             media: SparseImage::new(),
             persistent,
@@ -422,18 +526,10 @@ impl MemoryController {
                 );
                 act_ready = pre + t.t_rp;
             }
+            let horizon = self.latest_now.saturating_sub(RESERVATION_HORIZON_CYCLES);
             let rank = &mut self.ranks[l.rank as usize];
-            let mut act = act_ready.max(bank.next_act);
-            if let Some(last) = rank.last_act {
-                act = act.max(last + t.t_rrd);
-            }
-            if rank.faw_n == 4 {
-                act = act.max(rank.faw[rank.faw_pos] + t.t_faw);
-            }
-            rank.last_act = Some(act);
-            rank.faw[rank.faw_pos] = act;
-            rank.faw_pos = (rank.faw_pos + 1) % 4;
-            rank.faw_n = (rank.faw_n + 1).min(4);
+            let act = rank.slot(act_ready.max(bank.next_act), t.t_rrd, t.t_faw);
+            rank.reserve(act, horizon);
             let row = l.row;
             self.trace_push(
                 |channel, rank, bank| Command::Activate {
@@ -451,26 +547,26 @@ impl MemoryController {
             // Activation senses the NVM array into the row buffer.
             col = act + t.act_to_col();
         }
+        let horizon = self.latest_now.saturating_sub(RESERVATION_HORIZON_CYCLES);
         let chan = &mut self.channels[l.ch as usize];
-        let data_end;
-        let issued;
+        // Write latency (tCWL) is taken equal to tCL.
+        let data_start = chan.slot(col + t.t_cl, t.t_bl, is_write, t.t_cl, t.t_wtr);
+        let data_end = data_start + t.t_bl;
+        let issued = data_start - t.t_cl;
+        chan.reserve(
+            Burst {
+                start: data_start,
+                end: data_end,
+                write: is_write,
+            },
+            horizon,
+        );
         if is_write {
-            // Write latency (tCWL) is taken equal to tCL.
-            let data_start = (col + t.t_cl).max(chan.bus_free);
-            data_end = data_start + t.t_bl;
-            issued = data_start - t.t_cl;
-            chan.bus_free = data_end;
-            chan.last_write_end = data_end;
             // Cells are programmed after the burst; the bank is busy meanwhile.
             let done = data_end + t.write_busy();
             bank.next_col = done;
             bank.next_pre = bank.next_pre.max(done);
         } else {
-            col = col.max(chan.last_write_end + t.t_wtr);
-            let data_start = (col + t.t_cl).max(chan.bus_free);
-            data_end = data_start + t.t_bl;
-            issued = data_start - t.t_cl;
-            chan.bus_free = data_end;
             bank.next_col = issued + t.t_bl;
             bank.next_pre = bank.next_pre.max(issued + t.t_rtp);
         }
@@ -516,7 +612,7 @@ impl MemoryController {
         } else {
             b.next_pre.max(b.next_act)
         };
-        (ready.max(self.channels[l.ch as usize].bus_free), hit)
+        (ready, hit)
     }
 
     /// FR-FCFS pick: the oldest row-hit write, else the oldest write.
@@ -547,6 +643,7 @@ impl MemoryController {
     /// watermark drain in progress, or writes whose bank was ready while no
     /// read was waiting (reads have priority over writes).
     fn advance(&mut self, now: Cycle) {
+        self.latest_now = self.latest_now.max(now);
         while !self.wq.is_empty() {
             if self.wq.len() >= self.drain_high {
                 self.draining = true;

@@ -252,7 +252,10 @@ pub(crate) fn recovery_ns(p: &Params, lines_read: u64, lines_written: u64) -> f6
 /// The core owning an address (threads own disjoint regions).
 #[inline]
 pub(crate) fn owner_of(layout: &Layout, addr: Addr) -> usize {
-    ((addr / layout.thread_region_bytes) as usize).min(layout.threads.saturating_sub(1))
+    let t = (addr / layout.thread_stride_bytes) as usize;
+    layout
+        .thread_of(addr)
+        .unwrap_or(t.min(layout.threads.saturating_sub(1)))
 }
 
 // ---- The scheme ----------------------------------------------------------
