@@ -1,0 +1,29 @@
+"""durasim: crash-verified simulation of persistent-memory crash-consistency
+schemes. Python front: single runs, Dask sweeps, paper experiments, reports.
+
+>>> import durasim
+>>> r = durasim.run("ideal", "vector", threads=2, tx=200)
+>>> r["metrics"]["committed_tx"]
+200
+"""
+
+from ._core import describe, param_key, params, run, run_spec, schemes, version, workloads
+from .sweep import SweepError, expand, sweep, to_frame
+
+__version__ = version()
+
+__all__ = [
+    "SweepError",
+    "__version__",
+    "describe",
+    "expand",
+    "param_key",
+    "params",
+    "run",
+    "run_spec",
+    "schemes",
+    "sweep",
+    "to_frame",
+    "version",
+    "workloads",
+]

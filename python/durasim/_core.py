@@ -1,0 +1,148 @@
+"""Single runs and the catalogue (schemes, workloads, parameters).
+
+Parameter overrides use the CLI's keys (``--set hoop.gc_period_ms=2``). In
+Python the dot is spelled ``__`` when the key is a keyword argument::
+
+    durasim.run("hoop", "btree", hoop__gc_period_ms=2)
+    durasim.run("hoop", "btree", **{"hoop.gc_period_ms": 2})   # same run
+
+Both spellings name the same parameter; sweep specs use the same keys.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Any
+
+from . import _native
+
+#: Run arguments that are not parameter overrides.
+RUN_FIELDS = ("scheme", "workload", "threads", "tx", "seed", "config")
+DEFAULTS: dict[str, Any] = {"threads": 8, "tx": 10_000, "seed": 1, "config": None}
+
+
+def param_key(name: str) -> str:
+    """Canonical parameter key: ``hoop__gc_period_ms`` -> ``hoop.gc_period_ms``."""
+    return name.replace("__", ".")
+
+
+def _value_text(key: str, value: Any) -> str:
+    # Text exactly as the CLI's --set would receive it; the Rust side parses
+    # and validates it against the parameter's declared type and range.
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float, str)):
+        return str(value) if not isinstance(value, float) else repr(value)
+    raise ValueError(
+        f"invalid value {value!r} for '{key}': expected an int, float, bool or str"
+    )
+
+
+def _count(field: str, value: Any, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"invalid value {value!r} for '{field}': expected an integer")
+    if value < minimum:
+        raise ValueError(f"invalid value {value!r} for '{field}': expected at least {minimum}")
+    return value
+
+
+def run(
+    scheme: str,
+    workload: str,
+    *,
+    threads: int = 8,
+    tx: int = 10_000,
+    seed: int = 1,
+    config: str | os.PathLike[str] | None = None,
+    **overrides: Any,
+) -> dict:
+    """Run one simulation; return the same document as ``durasim run --json -``.
+
+    ``config`` is a TOML preset path (the CLI's ``--config``); ``overrides``
+    are parameter keys (``hoop__gc_period_ms=2`` or ``**{"hoop.gc_period_ms": 2}``).
+    Bad input raises ``ValueError`` naming the field and its valid choices.
+    The GIL is released while the simulation runs.
+    """
+    if not isinstance(scheme, str):
+        raise ValueError(f"invalid value {scheme!r} for 'scheme': expected a name, one of "
+                         + ", ".join(schemes()))
+    if not isinstance(workload, str):
+        raise ValueError(f"invalid value {workload!r} for 'workload': expected a name, one of "
+                         + ", ".join(workloads()))
+    threads = _count("threads", threads, 1)
+    tx = _count("tx", tx, 1)
+    seed = _count("seed", seed, 0)
+    if seed >= 1 << 64 or tx >= 1 << 64:
+        raise ValueError("invalid value for 'seed'/'tx': expected below 2**64")
+    cfg = None if config is None else os.fspath(config)
+    sets = [(param_key(k), _value_text(param_key(k), v)) for k, v in overrides.items()]
+    return json.loads(_native.run(scheme, workload, threads, tx, seed, cfg, sets))
+
+
+@lru_cache(maxsize=1)
+def _schemes() -> tuple[dict, ...]:
+    return tuple(json.loads(_native.schemes_json()))
+
+
+@lru_cache(maxsize=1)
+def _workloads() -> tuple[dict, ...]:
+    return tuple(json.loads(_native.workloads_json()))
+
+
+@lru_cache(maxsize=1)
+def _params() -> tuple[dict, ...]:
+    return tuple(json.loads(_native.params_json()))
+
+
+def schemes() -> list[str]:
+    """Names of the schemes this build of durasim ships."""
+    return [s["name"] for s in _schemes()]
+
+
+def workloads() -> list[str]:
+    """Names of the workloads this build ships."""
+    return [w["name"] for w in _workloads()]
+
+
+def params() -> dict[str, dict]:
+    """Every parameter key -> {default, unit, check, source, doc}."""
+    return {p["key"]: {k: v for k, v in p.items() if k != "key"} for p in _params()}
+
+
+def describe() -> dict[str, Any]:
+    """The whole catalogue (schemes and workloads with descriptions, params)."""
+    return {
+        "version": version(),
+        "schemes": list(_schemes()),
+        "workloads": list(_workloads()),
+        "params": params(),
+    }
+
+
+def version() -> str:
+    """Version of the durasim core compiled into the extension."""
+    return _native.version()
+
+
+def split_spec(spec: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Split a run spec into run arguments and canonical parameter overrides."""
+    args: dict[str, Any] = {}
+    sets: dict[str, Any] = {}
+    for k, v in spec.items():
+        if k in RUN_FIELDS:
+            args[k] = v
+        else:
+            sets[param_key(k)] = v
+    for f in ("scheme", "workload"):
+        if f not in args:
+            raise ValueError(f"run spec {dict(spec)!r} has no '{f}'")
+    return args, sets
+
+
+def run_spec(spec: Mapping[str, Any]) -> dict:
+    """Run a spec dict (``{"scheme":..., "workload":..., "hoop.gc_period_ms": 2}``)."""
+    args, sets = split_spec(spec)
+    return run(**args, **sets)
