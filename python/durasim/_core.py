@@ -36,9 +36,7 @@ def _value_text(key: str, value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, (int, float, str)):
         return str(value) if not isinstance(value, float) else repr(value)
-    raise ValueError(
-        f"invalid value {value!r} for '{key}': expected an int, float, bool or str"
-    )
+    raise ValueError(f"invalid value {value!r} for '{key}': expected an int, float, bool or str")
 
 
 def _count(field: str, value: Any, minimum: int) -> int:
@@ -67,11 +65,15 @@ def run(
     The GIL is released while the simulation runs.
     """
     if not isinstance(scheme, str):
-        raise ValueError(f"invalid value {scheme!r} for 'scheme': expected a name, one of "
-                         + ", ".join(schemes()))
+        raise ValueError(
+            f"invalid value {scheme!r} for 'scheme': expected a name, one of "
+            + ", ".join(schemes())
+        )
     if not isinstance(workload, str):
-        raise ValueError(f"invalid value {workload!r} for 'workload': expected a name, one of "
-                         + ", ".join(workloads()))
+        raise ValueError(
+            f"invalid value {workload!r} for 'workload': expected a name, one of "
+            + ", ".join(workloads())
+        )
     threads = _count("threads", threads, 1)
     tx = _count("tx", tx, 1)
     seed = _count("seed", seed, 0)

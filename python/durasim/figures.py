@@ -30,10 +30,10 @@ def _title(df: pd.DataFrame, fallback: str) -> str:
     return f"{head}\n[{norm}]" if norm else head
 
 
-def _new(df: pd.DataFrame, fallback: str, ncols: int = 1, width: float = 8.0) -> tuple[
-        Figure, list]:
-    fig = Figure(figsize=(width * (1 if ncols == 1 else 0.75) * ncols, 4.6),
-                 layout="constrained")
+def _new(
+    df: pd.DataFrame, fallback: str, ncols: int = 1, width: float = 8.0
+) -> tuple[Figure, list]:
+    fig = Figure(figsize=(width * (1 if ncols == 1 else 0.75) * ncols, 4.6), layout="constrained")
     axes = fig.subplots(1, ncols, squeeze=False)[0].tolist()
     fig.suptitle(_title(df, fallback), fontsize=10)
     return fig, axes
@@ -46,8 +46,7 @@ def _empty(fig: Figure, axes: list, df: pd.DataFrame) -> Figure:
         msg += ":\n" + "\n".join(skipped[:8]) + ("\n..." if len(skipped) > 8 else "")
     for ax in axes:
         ax.set_axis_off()
-    axes[0].text(0.5, 0.5, msg, ha="center", va="center", fontsize=8,
-                 transform=axes[0].transAxes)
+    axes[0].text(0.5, 0.5, msg, ha="center", va="center", fontsize=8, transform=axes[0].transAxes)
     return fig
 
 
@@ -91,8 +90,7 @@ def fig_latency(df: pd.DataFrame) -> Figure:
 
 
 def fig_traffic(df: pd.DataFrame) -> Figure:
-    return _grid_fig(df, "norm_write_traffic", "normalized NVM write bytes per tx",
-                     "Write traffic")
+    return _grid_fig(df, "norm_write_traffic", "normalized NVM write bytes per tx", "Write traffic")
 
 
 def fig_energy(df: pd.DataFrame) -> Figure:
@@ -177,14 +175,18 @@ def fig_profiling(df: pd.DataFrame) -> Figure:
     fig, axes = _new(df, "Profiling", ncols=3)
     if not len(df):
         return _empty(fig, axes, df)
-    cols = [("loads_per_llc_miss", 1.0, "loads per LLC miss (memory loads)"),
-            ("parallel_read_fraction", 100.0, "misses needing home+OOP reads (%)"),
-            ("llc_miss_ratio", 100.0, "LLC miss ratio (%)")]
+    cols = [
+        ("loads_per_llc_miss", 1.0, "loads per LLC miss (memory loads)"),
+        ("parallel_read_fraction", 100.0, "misses needing home+OOP reads (%)"),
+        ("llc_miss_ratio", 100.0, "LLC miss ratio (%)"),
+    ]
     labels = list(dict.fromkeys(df["config_label"]))
     x = np.arange(len(labels))
     for ax, (col, mult, ylabel) in zip(axes, cols):
-        vals = [float(v) * mult if v is not None and not _isnan(v) else np.nan
-                for v in df.set_index("config_label")[col].reindex(labels)]
+        vals = [
+            float(v) * mult if v is not None and not _isnan(v) else np.nan
+            for v in df.set_index("config_label")[col].reindex(labels)
+        ]
         ax.bar(x, vals, 0.6, label=col)
         ax.set_xticks(x, labels, rotation=30, ha="right", fontsize=8)
         ax.set_xlabel("workload (item size)")

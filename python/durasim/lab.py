@@ -23,22 +23,37 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("reproduce", help="run a paper's experiments and write its report")
     r.add_argument("paper", choices=["hoop"])
-    r.add_argument("--scale", default="small", choices=["small", "paper", "tiny"],
-                   help="run sizes (default: small, minutes on 2 cores)")
+    r.add_argument(
+        "--scale",
+        default="small",
+        choices=["small", "paper", "tiny"],
+        help="run sizes (default: small, minutes on 2 cores)",
+    )
     r.add_argument("--out", default=None, help="output directory (default: report/<paper>)")
-    r.add_argument("--scheduler", default=None,
-                   help="Dask scheduler address tcp://HOST:PORT, or 'serial' to run in this "
-                        "process (default: a LocalCluster with one worker per core)")
-    r.add_argument("--workers", type=int, default=None,
-                   help="LocalCluster worker processes (default: number of cores)")
-    r.add_argument("--slurm-jobs", type=int, default=None,
-                   help="run on SLURM through dask-jobqueue with this many jobs")
-    r.add_argument("--only", default=None,
-                   help="comma-separated experiment ids (default: all)")
+    r.add_argument(
+        "--scheduler",
+        default=None,
+        help="Dask scheduler address tcp://HOST:PORT, or 'serial' to run in this "
+        "process (default: a LocalCluster with one worker per core)",
+    )
+    r.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="LocalCluster worker processes (default: number of cores)",
+    )
+    r.add_argument(
+        "--slurm-jobs",
+        type=int,
+        default=None,
+        help="run on SLURM through dask-jobqueue with this many jobs",
+    )
+    r.add_argument("--only", default=None, help="comma-separated experiment ids (default: all)")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
     ls = sub.add_parser("list", help="list schemes, workloads or params of this build")
-    ls.add_argument("what", nargs="?", default="schemes",
-                    choices=["schemes", "workloads", "params"])
+    ls.add_argument(
+        "what", nargs="?", default="schemes", choices=["schemes", "workloads", "params"]
+    )
     return p
 
 
@@ -67,16 +82,20 @@ def _reproduce(a: argparse.Namespace) -> int:
         owned = [client, c]
     t0 = time.time()
     try:
-        frames = paper.run_experiments(only, a.scale, client=client, scheduler=a.scheduler,
-                                       progress=not a.no_progress)
+        frames = paper.run_experiments(
+            only, a.scale, client=client, scheduler=a.scheduler, progress=not a.no_progress
+        )
     finally:
         for o in owned:
             o.close()
-    index = write_hoop_report(frames, out, scale=a.scale,
-                              command=regenerate_command(a.paper, a.scale, out, a.scheduler))
+    index = write_hoop_report(
+        frames, out, scale=a.scale, command=regenerate_command(a.paper, a.scale, out, a.scheduler)
+    )
     runs = sum(df.attrs.get("runs", 0) for df in frames.values())
-    print(f"wrote {index} ({len(frames)} experiments, {runs} runs incl. shared, "
-          f"{time.time() - t0:.0f} s)")
+    print(
+        f"wrote {index} ({len(frames)} experiments, {runs} runs incl. shared, "
+        f"{time.time() - t0:.0f} s)"
+    )
     return 0
 
 

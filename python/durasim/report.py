@@ -24,14 +24,26 @@ from .figures import FIGURES, save
 def _git_commit() -> str | None:
     try:
         here = Path(__file__).resolve().parent
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True,
-                             text=True, timeout=10, check=False)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                               cwd=here, capture_output=True, text=True, timeout=10,
-                               check=False)
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=here,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=here,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
         if out.returncode == 0:
-            return out.stdout.strip() + (" (with uncommitted changes)" if dirty.stdout.strip()
-                                         else "")
+            return out.stdout.strip() + (
+                " (with uncommitted changes)" if dirty.stdout.strip() else ""
+            )
     except (OSError, subprocess.SubprocessError):
         pass
     return None
@@ -56,8 +68,9 @@ def regenerate_command(paper: str, scale: str, out: str, scheduler: str | None) 
     return shlex.join(cmd)
 
 
-def write_hoop_report(frames: dict[str, pd.DataFrame], out: Path | str, *, scale: str,
-                      command: str) -> Path:
+def write_hoop_report(
+    frames: dict[str, pd.DataFrame], out: Path | str, *, scale: str, command: str
+) -> Path:
     """Write figures, CSVs, ``config.json`` and ``index.html`` into ``out``."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -82,15 +95,17 @@ def write_hoop_report(frames: dict[str, pd.DataFrame], out: Path | str, *, scale
         csv = out / f"{stem}.csv"
         df.to_csv(csv, index=False)
         varied = sorted(c for c in df.columns if c in params)
-        config["experiments"][eid] = _jsonable({
-            "paper_item": df.attrs.get("paper_item"),
-            "runs": df.attrs.get("runs", len(df)),
-            "normalization": df.attrs.get("normalization"),
-            "parameters_set_per_run": varied,
-            "stat_keys": df.attrs.get("stat_keys", {}),
-            "skipped": df.attrs.get("skipped", []),
-            "notes": df.attrs.get("notes", []),
-        })
+        config["experiments"][eid] = _jsonable(
+            {
+                "paper_item": df.attrs.get("paper_item"),
+                "runs": df.attrs.get("runs", len(df)),
+                "normalization": df.attrs.get("normalization"),
+                "parameters_set_per_run": varied,
+                "stat_keys": df.attrs.get("stat_keys", {}),
+                "skipped": df.attrs.get("skipped", []),
+                "notes": df.attrs.get("notes", []),
+            }
+        )
         sections.append(_section(e, df, stem, pngs, csv))
     cfg_path = out / "config.json"
     cfg_path.write_text(json.dumps(_jsonable(config), indent=2, sort_keys=False) + "\n")
@@ -103,8 +118,7 @@ def _li(items: list[str]) -> str:
     return "".join(f"<li>{html.escape(str(x))}</li>" for x in items)
 
 
-def _section(e: hoop.Experiment, df: pd.DataFrame, stem: str, figs: list[Path],
-             csv: Path) -> str:
+def _section(e: hoop.Experiment, df: pd.DataFrame, stem: str, figs: list[Path], csv: Path) -> str:
     esc = html.escape
     png = next(p for p in figs if p.suffix == ".png").name
     svg = next(p for p in figs if p.suffix == ".svg").name
@@ -121,13 +135,18 @@ def _section(e: hoop.Experiment, df: pd.DataFrame, stem: str, figs: list[Path],
         f'data: <a href="{esc(csv.name)}">{esc(csv.name)}</a></p>',
     ]
     if stats:
-        parts.append("<p>Scheme statistics read: "
-                     + esc(", ".join(f"{k} ← {v}" for k, v in stats.items())) + "</p>")
+        parts.append(
+            "<p>Scheme statistics read: "
+            + esc(", ".join(f"{k} ← {v}" for k, v in stats.items()))
+            + "</p>"
+        )
     if notes:
         parts.append(f"<p>Notes:</p><ul>{_li(notes)}</ul>")
     if skipped:
-        parts.append("<details><summary>Not available in this build, skipped "
-                     f"({len(skipped)})</summary><ul>{_li(skipped)}</ul></details>")
+        parts.append(
+            "<details><summary>Not available in this build, skipped "
+            f"({len(skipped)})</summary><ul>{_li(skipped)}</ul></details>"
+        )
     parts.append("</section>")
     return "\n".join(parts)
 
@@ -138,25 +157,25 @@ def _page(config: dict[str, Any], sections: list[str]) -> str:
     sc = json.dumps(config["scale_settings"], indent=1)
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
-<title>durasim — HOOP paper reproduction ({esc(config['scale'])} scale)</title>
+<title>durasim — HOOP paper reproduction ({esc(config["scale"])} scale)</title>
 <style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto;line-height:1.4}}
 code,pre{{background:#f4f4f4;padding:2px 4px}} section{{margin-top:2.5em}}</style>
 </head><body>
-<h1>HOOP paper reproduction — {esc(config['scale'])} scale</h1>
+<h1>HOOP paper reproduction — {esc(config["scale"])} scale</h1>
 <p>Experiments of the HOOP paper's evaluation (§IV, items a–j), run on durasim.
 Results are this simulator's, not the paper's; each figure states its normalization.</p>
 <ul>
-<li>durasim version: <code>{esc(config['durasim_version'])}</code></li>
-<li>git commit: <code>{esc(str(config['git_commit']))}</code></li>
-<li>generated: {esc(now)} on {esc(platform.node() or 'unknown host')}</li>
-<li>regenerate: <code>{esc(config['command'])}</code></li>
-<li>schemes in this build: {esc(', '.join(config['available']['schemes']))};
-workloads: {esc(', '.join(config['available']['workloads']))}</li>
+<li>durasim version: <code>{esc(config["durasim_version"])}</code></li>
+<li>git commit: <code>{esc(str(config["git_commit"]))}</code></li>
+<li>generated: {esc(now)} on {esc(platform.node() or "unknown host")}</li>
+<li>regenerate: <code>{esc(config["command"])}</code></li>
+<li>schemes in this build: {esc(", ".join(config["available"]["schemes"]))};
+workloads: {esc(", ".join(config["available"]["workloads"]))}</li>
 <li>exact configuration: <a href="config.json">config.json</a> (every parameter's default
 and source, the scale's run sizes, per-experiment settings); per-run parameter values are
 columns of each CSV.</li>
 </ul>
 <details><summary>Scale settings</summary><pre>{esc(sc)}</pre></details>
-{''.join(sections)}
+{"".join(sections)}
 </body></html>
 """

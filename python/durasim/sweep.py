@@ -86,8 +86,9 @@ def _flatten(prefix: str, value: Any, out: dict[str, Any]) -> None:
         out[prefix] = value
 
 
-def result_row(spec: Mapping[str, Any], report: Mapping[str, Any] | None,
-               error: str | None = None) -> dict[str, Any]:
+def result_row(
+    spec: Mapping[str, Any], report: Mapping[str, Any] | None, error: str | None = None
+) -> dict[str, Any]:
     """One DataFrame row: the spec (with defaults filled in), then the
     metrics (nested dicts flattened with dots), ``stat.<name>`` for the
     scheme's statistics, ``sim.*`` for host speed, and ``error``."""

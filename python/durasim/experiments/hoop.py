@@ -59,37 +59,65 @@ MB = 1024 * 1024
 #: and sweep ranges (§IV, Table II/III) with long runs.
 SCALES: dict[str, dict[str, Any]] = {
     "tiny": {
-        "threads": 2, "tx": 100, "seed": 1,
-        "grid_items": [64], "ycsb_items": [1024],
-        "gc_tx": [10, 100], "gc_items": [64],
-        "period_ms": [2, 14], "period_tx": 200, "period_item": 1024,
-        "rec_threads": [1, 2], "rec_bw_gbps": [10, 25], "rec_tx": 100,
-        "read_ns": [250, 50], "write_ns": [150, 350], "lat_tx": 100,
-        "mapping_bytes": [1 * MB, 2 * MB], "mapping_tx": 100,
+        "threads": 2,
+        "tx": 100,
+        "seed": 1,
+        "grid_items": [64],
+        "ycsb_items": [1024],
+        "gc_tx": [10, 100],
+        "gc_items": [64],
+        "period_ms": [2, 14],
+        "period_tx": 200,
+        "period_item": 1024,
+        "rec_threads": [1, 2],
+        "rec_bw_gbps": [10, 25],
+        "rec_tx": 100,
+        "read_ns": [250, 50],
+        "write_ns": [150, 350],
+        "lat_tx": 100,
+        "mapping_bytes": [1 * MB, 2 * MB],
+        "mapping_tx": 100,
         "prof_tx": 100,
     },
     "small": {
-        "threads": 8, "tx": 2000, "seed": 1,
-        "grid_items": [64, 1024], "ycsb_items": [512, 1024],
-        "gc_tx": [10, 100, 1000, 10000], "gc_items": [64],
-        "period_ms": [2, 4, 6, 8, 10, 12, 14], "period_tx": 8000, "period_item": 1024,
-        "rec_threads": [1, 2, 4, 8, 16], "rec_bw_gbps": [10, 15, 20, 25], "rec_tx": 2000,
-        "read_ns": [250, 200, 150, 100, 50], "write_ns": [150, 200, 250, 300, 350],
+        "threads": 8,
+        "tx": 2000,
+        "seed": 1,
+        "grid_items": [64, 1024],
+        "ycsb_items": [512, 1024],
+        "gc_tx": [10, 100, 1000, 10000],
+        "gc_items": [64],
+        "period_ms": [2, 4, 6, 8, 10, 12, 14],
+        "period_tx": 8000,
+        "period_item": 1024,
+        "rec_threads": [1, 2, 4, 8, 16],
+        "rec_bw_gbps": [10, 15, 20, 25],
+        "rec_tx": 2000,
+        "read_ns": [250, 200, 150, 100, 50],
+        "write_ns": [150, 200, 250, 300, 350],
         "lat_tx": 2000,
         "mapping_bytes": [256 * KB, 512 * KB, 1 * MB, 2 * MB, 4 * MB, 8 * MB],
         "mapping_tx": 4000,
         "prof_tx": 2000,
     },
     "paper": {
-        "threads": 8, "tx": 200_000, "seed": 1,
-        "grid_items": [64, 1024], "ycsb_items": [512, 1024],
-        "gc_tx": [10, 100, 1000, 10000], "gc_items": [64, 1024],
-        "period_ms": [2, 4, 6, 8, 10, 12, 14], "period_tx": 400_000, "period_item": 1024,
-        "rec_threads": [1, 2, 4, 8, 16], "rec_bw_gbps": [10, 15, 20, 25], "rec_tx": 200_000,
-        "read_ns": [250, 200, 150, 100, 50], "write_ns": [150, 200, 250, 300, 350],
+        "threads": 8,
+        "tx": 200_000,
+        "seed": 1,
+        "grid_items": [64, 1024],
+        "ycsb_items": [512, 1024],
+        "gc_tx": [10, 100, 1000, 10000],
+        "gc_items": [64, 1024],
+        "period_ms": [2, 4, 6, 8, 10, 12, 14],
+        "period_tx": 400_000,
+        "period_item": 1024,
+        "rec_threads": [1, 2, 4, 8, 16],
+        "rec_bw_gbps": [10, 15, 20, 25],
+        "rec_tx": 200_000,
+        "read_ns": [250, 200, 150, 100, 50],
+        "write_ns": [150, 200, 250, 300, 350],
         "lat_tx": 200_000,
-        "mapping_bytes": [128 * KB, 256 * KB, 512 * KB, 1 * MB, 2 * MB, 4 * MB, 8 * MB,
-                          16 * MB],
+        "mapping_bytes": [128 * KB, 256 * KB, 512 * KB, 1 * MB, 2 * MB, 4 * MB, 8 * MB, 16 * MB],
         "mapping_tx": 200_000,
         "prof_tx": 200_000,
     },
@@ -98,8 +126,9 @@ SCALES: dict[str, dict[str, Any]] = {
 
 def scale_settings(scale: str) -> dict[str, Any]:
     if scale not in SCALES:
-        raise ValueError(f"invalid value {scale!r} for 'scale': valid choices: "
-                         + ", ".join(SCALES))
+        raise ValueError(
+            f"invalid value {scale!r} for 'scale': valid choices: " + ", ".join(SCALES)
+        )
     return SCALES[scale]
 
 
@@ -122,8 +151,13 @@ class _Avail:
         self.workloads = set(_core.workloads())
         self.params = set(_core.params())
 
-    def filter(self, plan: Plan, schemes: Sequence[str], workloads: Sequence[str],
-               params: Sequence[str] = ()) -> tuple[list[str], list[str], bool]:
+    def filter(
+        self,
+        plan: Plan,
+        schemes: Sequence[str],
+        workloads: Sequence[str],
+        params: Sequence[str] = (),
+    ) -> tuple[list[str], list[str], bool]:
         s = [x for x in schemes if x in self.schemes]
         w = [x for x in workloads if x in self.workloads]
         for x in schemes:
@@ -172,8 +206,7 @@ def plan_gc_reduction(sc: dict[str, Any], av: _Avail) -> Plan:
         for item in sc["gc_items"]:
             for tx in sc["gc_tx"]:
                 for s in schemes:
-                    plan.specs.append({"scheme": s, "workload": w, **_base(sc, tx),
-                                       P_ITEM: item})
+                    plan.specs.append({"scheme": s, "workload": w, **_base(sc, tx), P_ITEM: item})
     return plan
 
 
@@ -185,8 +218,15 @@ def plan_gc_period(sc: dict[str, Any], av: _Avail) -> Plan:
     for w in workloads:
         for ms in sc["period_ms"]:
             for s in schemes:
-                plan.specs.append({"scheme": s, "workload": w, **_base(sc, sc["period_tx"]),
-                                   P_ITEM: sc["period_item"], P_GC_PERIOD: ms})
+                plan.specs.append(
+                    {
+                        "scheme": s,
+                        "workload": w,
+                        **_base(sc, sc["period_tx"]),
+                        P_ITEM: sc["period_item"],
+                        P_GC_PERIOD: ms,
+                    }
+                )
     return plan
 
 
@@ -199,8 +239,15 @@ def plan_recovery(sc: dict[str, Any], av: _Avail) -> Plan:
         for bw in sc["rec_bw_gbps"]:
             for n in sc["rec_threads"]:
                 for s in schemes:
-                    plan.specs.append({"scheme": s, "workload": w, **_base(sc, sc["rec_tx"]),
-                                       P_REC_THREADS: n, P_REC_BW: bw})
+                    plan.specs.append(
+                        {
+                            "scheme": s,
+                            "workload": w,
+                            **_base(sc, sc["rec_tx"]),
+                            P_REC_THREADS: n,
+                            P_REC_BW: bw,
+                        }
+                    )
     return plan
 
 
@@ -214,14 +261,28 @@ def plan_ycsb_latency(sc: dict[str, Any], av: _Avail) -> Plan:
     for w in workloads:
         for ns in sc["read_ns"]:
             for s in schemes:
-                plan.specs.append({"scheme": s, "workload": w, **_base(sc, sc["lat_tx"]),
-                                   P_ITEM: 1024, P_READ_NS: float(ns),
-                                   P_WRITE_NS: write_default})
+                plan.specs.append(
+                    {
+                        "scheme": s,
+                        "workload": w,
+                        **_base(sc, sc["lat_tx"]),
+                        P_ITEM: 1024,
+                        P_READ_NS: float(ns),
+                        P_WRITE_NS: write_default,
+                    }
+                )
         for ns in sc["write_ns"]:
             for s in schemes:
-                plan.specs.append({"scheme": s, "workload": w, **_base(sc, sc["lat_tx"]),
-                                   P_ITEM: 1024, P_READ_NS: read_default,
-                                   P_WRITE_NS: float(ns)})
+                plan.specs.append(
+                    {
+                        "scheme": s,
+                        "workload": w,
+                        **_base(sc, sc["lat_tx"]),
+                        P_ITEM: 1024,
+                        P_READ_NS: read_default,
+                        P_WRITE_NS: float(ns),
+                    }
+                )
     return plan
 
 
@@ -233,8 +294,15 @@ def plan_mapping(sc: dict[str, Any], av: _Avail) -> Plan:
     for w in workloads:
         for b in sc["mapping_bytes"]:
             for s in schemes:
-                plan.specs.append({"scheme": s, "workload": w, **_base(sc, sc["mapping_tx"]),
-                                   P_ITEM: 1024, P_MAPPING: b})
+                plan.specs.append(
+                    {
+                        "scheme": s,
+                        "workload": w,
+                        **_base(sc, sc["mapping_tx"]),
+                        P_ITEM: 1024,
+                        P_MAPPING: b,
+                    }
+                )
     return plan
 
 
@@ -279,8 +347,9 @@ def _with_labels(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
-def _normalize(df: pd.DataFrame, col: str, baselines: Sequence[str], group: Sequence[str],
-               out: str) -> str | None:
+def _normalize(
+    df: pd.DataFrame, col: str, baselines: Sequence[str], group: Sequence[str], out: str
+) -> str | None:
     """Divide ``col`` by the first available baseline scheme's value in the
     same ``group``; returns the baseline used (None if none was run)."""
     present = set(df["scheme"]) if len(df) else set()
@@ -290,8 +359,10 @@ def _normalize(df: pd.DataFrame, col: str, baselines: Sequence[str], group: Sequ
         return None
     ref = df[df["scheme"] == base].set_index(list(group))[col]
     keys = list(zip(*(df[g] for g in group))) if len(group) > 1 else list(df[group[0]])
-    df[out] = [v / ref.get(k, float("nan")) if ref.get(k, 0) else float("nan")
-               for v, k in zip(df[col], keys)]
+    df[out] = [
+        v / ref.get(k, float("nan")) if ref.get(k, 0) else float("nan")
+        for v, k in zip(df[col], keys)
+    ]
     return base
 
 
@@ -303,10 +374,12 @@ def _sim_ms(df: pd.DataFrame) -> None:
 
 # Analyses return the frame each figure plots; columns listed first.
 
+
 def an_throughput(raw: pd.DataFrame) -> pd.DataFrame:
     df = _with_labels(raw)
-    base = _normalize(df, "throughput_tx_per_mcycle", THROUGHPUT_BASELINE,
-                      ["config_label"], "norm_throughput")
+    base = _normalize(
+        df, "throughput_tx_per_mcycle", THROUGHPUT_BASELINE, ["config_label"], "norm_throughput"
+    )
     df.attrs["normalization"] = f"throughput / {base or 'n/a'} throughput, same workload"
     df.attrs["baseline"] = base
     return df
@@ -314,8 +387,7 @@ def an_throughput(raw: pd.DataFrame) -> pd.DataFrame:
 
 def an_latency(raw: pd.DataFrame) -> pd.DataFrame:
     df = _with_labels(raw)
-    base = _normalize(df, "critical_path_cycles_mean", [NATIVE], ["config_label"],
-                      "norm_latency")
+    base = _normalize(df, "critical_path_cycles_mean", [NATIVE], ["config_label"], "norm_latency")
     df.attrs["normalization"] = f"mean Tx_begin..Tx_end cycles / {base or 'n/a'}, same workload"
     df.attrs["baseline"] = base
     return df
@@ -325,8 +397,8 @@ def an_traffic(raw: pd.DataFrame) -> pd.DataFrame:
     df = _with_labels(raw)
     if len(df):
         df["write_bytes_per_tx_with_drain"] = (
-            (df["nvm_bytes_written"] + df["final_drain_bytes_written"])
-            / df["committed_tx"].clip(lower=1))
+            df["nvm_bytes_written"] + df["final_drain_bytes_written"]
+        ) / df["committed_tx"].clip(lower=1)
     base = _normalize(df, "write_bytes_per_tx", [NATIVE], ["config_label"], "norm_write_traffic")
     df.attrs["normalization"] = f"NVM bytes written per tx / {base or 'n/a'}, same workload"
     df.attrs["baseline"] = base
@@ -337,8 +409,13 @@ def an_energy(raw: pd.DataFrame) -> pd.DataFrame:
     df = _with_labels(raw)
     if len(df):
         df["energy_nj_per_tx"] = df["energy_nj"] / df["committed_tx"].clip(lower=1)
-    base = _normalize(df, "energy_nj_per_tx" if len(df) else "energy_nj", [NATIVE],
-                      ["config_label"], "norm_energy")
+    base = _normalize(
+        df,
+        "energy_nj_per_tx" if len(df) else "energy_nj",
+        [NATIVE],
+        ["config_label"],
+        "norm_energy",
+    )
     df.attrs["normalization"] = f"NVM energy per tx / {base or 'n/a'}, same workload"
     df.attrs["baseline"] = base
     return df
@@ -352,12 +429,12 @@ def an_gc_reduction(raw: pd.DataFrame) -> pd.DataFrame:
     df.attrs["normalization"] = "share of transactionally written bytes never written home"
     if len(df) and key is None:
         df.attrs.setdefault("notes", []).append(
-            f"no scheme statistic containing {STAT_REDUCTION} in the HOOP runs")
+            f"no scheme statistic containing {STAT_REDUCTION} in the HOOP runs"
+        )
     return df
 
 
-def _norm_to_default(df: pd.DataFrame, param: str, col: str, out: str,
-                     group: Sequence[str]) -> Any:
+def _norm_to_default(df: pd.DataFrame, param: str, col: str, out: str, group: Sequence[str]) -> Any:
     default = _core.params().get(param, {}).get("default")
     if not len(df):
         df[out] = []
@@ -373,13 +450,15 @@ def _norm_to_default(df: pd.DataFrame, param: str, col: str, out: str,
 def an_gc_period(raw: pd.DataFrame) -> pd.DataFrame:
     df = _with_labels(raw)
     _sim_ms(df)
-    ref = _norm_to_default(df, P_GC_PERIOD, "throughput_tx_per_mcycle", "norm_throughput",
-                           ["config_label"])
+    ref = _norm_to_default(
+        df, P_GC_PERIOD, "throughput_tx_per_mcycle", "norm_throughput", ["config_label"]
+    )
     df.attrs["normalization"] = f"throughput / throughput at {P_GC_PERIOD}={ref}"
     if len(df) and "sim_ms" in df.columns:
         df.attrs.setdefault("notes", []).append(
             f"simulated run length {df['sim_ms'].min():.1f}–{df['sim_ms'].max():.1f} ms; "
-            "periods longer than a run only trigger on-demand GC")
+            "periods longer than a run only trigger on-demand GC"
+        )
     return df
 
 
@@ -409,8 +488,13 @@ def an_ycsb_latency(raw: pd.DataFrame) -> pd.DataFrame:
         df = df.drop_duplicates(subset=["scheme", "varied", "latency_ns"]).reset_index(drop=True)
     else:
         df["varied"], df["latency_ns"] = [], []
-    base = _normalize(df, "throughput_tx_per_mcycle", THROUGHPUT_BASELINE,
-                      ["varied", "latency_ns"], "norm_throughput")
+    base = _normalize(
+        df,
+        "throughput_tx_per_mcycle",
+        THROUGHPUT_BASELINE,
+        ["varied", "latency_ns"],
+        "norm_throughput",
+    )
     df.attrs["normalization"] = f"throughput / {base or 'n/a'} throughput at the same latency"
     df.attrs["baseline"] = base
     return df
@@ -420,8 +504,7 @@ def an_mapping(raw: pd.DataFrame) -> pd.DataFrame:
     df = raw.copy()
     if len(df):
         df["mapping_table_kb"] = df[P_MAPPING] / KB
-    ref = _norm_to_default(df, P_MAPPING, "throughput_tx_per_mcycle", "norm_throughput",
-                           ["scheme"])
+    ref = _norm_to_default(df, P_MAPPING, "throughput_tx_per_mcycle", "norm_throughput", ["scheme"])
     df.attrs["normalization"] = f"throughput / throughput at {P_MAPPING}={ref}"
     return df
 
@@ -451,34 +534,79 @@ class Experiment:
     figure: str  # function name in durasim.figures
 
 
-EXPERIMENTS: dict[str, Experiment] = {e.id: e for e in [
-    Experiment("throughput", "a", "Transaction throughput", plan_grid, an_throughput,
-               "fig_throughput"),
-    Experiment("latency", "b", "Critical-path latency", plan_grid, an_latency, "fig_latency"),
-    Experiment("traffic", "c", "NVM write traffic", plan_grid, an_traffic, "fig_traffic"),
-    Experiment("energy", "d", "NVM energy", plan_grid, an_energy, "fig_energy"),
-    Experiment("gc_reduction", "e", "GC data reduction vs number of transactions",
-               plan_gc_reduction, an_gc_reduction, "fig_gc_reduction"),
-    Experiment("gc_period", "f", "Throughput vs GC period", plan_gc_period, an_gc_period,
-               "fig_gc_period"),
-    Experiment("recovery", "g", "Recovery time vs recovery threads and NVM bandwidth",
-               plan_recovery, an_recovery, "fig_recovery"),
-    Experiment("ycsb_latency", "h", "YCSB throughput vs NVM read and write latency",
-               plan_ycsb_latency, an_ycsb_latency, "fig_ycsb_latency"),
-    Experiment("mapping_table", "i", "YCSB throughput vs mapping-table size", plan_mapping,
-               an_mapping, "fig_mapping_table"),
-    Experiment("profiling", "j", "HOOP profiling: loads per LLC miss, parallel reads, "
-               "LLC miss ratio", plan_profiling, an_profiling, "fig_profiling"),
-]}
+EXPERIMENTS: dict[str, Experiment] = {
+    e.id: e
+    for e in [
+        Experiment(
+            "throughput", "a", "Transaction throughput", plan_grid, an_throughput, "fig_throughput"
+        ),
+        Experiment("latency", "b", "Critical-path latency", plan_grid, an_latency, "fig_latency"),
+        Experiment("traffic", "c", "NVM write traffic", plan_grid, an_traffic, "fig_traffic"),
+        Experiment("energy", "d", "NVM energy", plan_grid, an_energy, "fig_energy"),
+        Experiment(
+            "gc_reduction",
+            "e",
+            "GC data reduction vs number of transactions",
+            plan_gc_reduction,
+            an_gc_reduction,
+            "fig_gc_reduction",
+        ),
+        Experiment(
+            "gc_period",
+            "f",
+            "Throughput vs GC period",
+            plan_gc_period,
+            an_gc_period,
+            "fig_gc_period",
+        ),
+        Experiment(
+            "recovery",
+            "g",
+            "Recovery time vs recovery threads and NVM bandwidth",
+            plan_recovery,
+            an_recovery,
+            "fig_recovery",
+        ),
+        Experiment(
+            "ycsb_latency",
+            "h",
+            "YCSB throughput vs NVM read and write latency",
+            plan_ycsb_latency,
+            an_ycsb_latency,
+            "fig_ycsb_latency",
+        ),
+        Experiment(
+            "mapping_table",
+            "i",
+            "YCSB throughput vs mapping-table size",
+            plan_mapping,
+            an_mapping,
+            "fig_mapping_table",
+        ),
+        Experiment(
+            "profiling",
+            "j",
+            "HOOP profiling: loads per LLC miss, parallel reads, LLC miss ratio",
+            plan_profiling,
+            an_profiling,
+            "fig_profiling",
+        ),
+    ]
+}
 
 
 def _spec_key(spec: dict[str, Any]) -> tuple:
     return tuple(sorted((k, repr(v)) for k, v in spec.items()))
 
 
-def run_experiments(ids: Sequence[str] | None = None, scale: str = "small", *,
-                    client: Any = None, scheduler: str | None = None,
-                    progress: bool = True) -> dict[str, pd.DataFrame]:
+def run_experiments(
+    ids: Sequence[str] | None = None,
+    scale: str = "small",
+    *,
+    client: Any = None,
+    scheduler: str | None = None,
+    progress: bool = True,
+) -> dict[str, pd.DataFrame]:
     """Run several experiments as ONE sweep (shared runs are executed once)
     and return ``{id: DataFrame}``. Failed runs raise ``SweepError``."""
     sc = scale_settings(scale)
@@ -493,8 +621,11 @@ def run_experiments(ids: Sequence[str] | None = None, scale: str = "small", *,
         for s in p.specs:
             unique.setdefault(_spec_key(s), s)
     specs = list(unique.values())
-    raw = sweep(specs, client=client, scheduler=scheduler, progress=progress,
-                desc=f"hoop/{scale}") if specs else pd.DataFrame()
+    raw = (
+        sweep(specs, client=client, scheduler=scheduler, progress=progress, desc=f"hoop/{scale}")
+        if specs
+        else pd.DataFrame()
+    )
     index = {_spec_key(s): n for n, s in enumerate(specs)}
     out = {}
     for i in ids:
@@ -502,34 +633,62 @@ def run_experiments(ids: Sequence[str] | None = None, scale: str = "small", *,
         rows = [index[_spec_key(s)] for s in p.specs]
         part = raw.iloc[rows].reset_index(drop=True) if rows else _empty_raw()
         df = e.analyze(part)
-        df.attrs.update({
-            "experiment": e.id,
-            "paper_item": f"HOOP §IV ({e.item})",
-            "title": e.title,
-            "scale": scale,
-            "scale_settings": dict(sc),
-            "runs": len(p.specs),
-            "skipped": list(p.skipped),
-        })
+        df.attrs.update(
+            {
+                "experiment": e.id,
+                "paper_item": f"HOOP §IV ({e.item})",
+                "title": e.title,
+                "scale": scale,
+                "scale_settings": dict(sc),
+                "runs": len(p.specs),
+                "skipped": list(p.skipped),
+            }
+        )
         df.attrs.setdefault("notes", [])
         out[i] = df
     return out
 
 
 def _empty_raw() -> pd.DataFrame:
-    cols = ["scheme", "workload", "threads", "tx", "seed", "config", "committed_tx",
-            "sim_cycles", "throughput_tx_per_mcycle", "critical_path_cycles_mean",
-            "nvm_bytes_written", "final_drain_bytes_written", "write_bytes_per_tx",
-            "energy_nj", "llc_miss_ratio", "error", P_ITEM, P_GC_PERIOD, P_MAPPING,
-            P_READ_NS, P_WRITE_NS, P_REC_THREADS, P_REC_BW]
+    cols = [
+        "scheme",
+        "workload",
+        "threads",
+        "tx",
+        "seed",
+        "config",
+        "committed_tx",
+        "sim_cycles",
+        "throughput_tx_per_mcycle",
+        "critical_path_cycles_mean",
+        "nvm_bytes_written",
+        "final_drain_bytes_written",
+        "write_bytes_per_tx",
+        "energy_nj",
+        "llc_miss_ratio",
+        "error",
+        P_ITEM,
+        P_GC_PERIOD,
+        P_MAPPING,
+        P_READ_NS,
+        P_WRITE_NS,
+        P_REC_THREADS,
+        P_REC_BW,
+    ]
     return pd.DataFrame({c: pd.Series(dtype="object") for c in cols})
 
 
 def _one(eid: str) -> Callable[..., pd.DataFrame]:
-    def f(scale: str = "small", *, client: Any = None, scheduler: str | None = None,
-          progress: bool = True) -> pd.DataFrame:
-        return run_experiments([eid], scale, client=client, scheduler=scheduler,
-                               progress=progress)[eid]
+    def f(
+        scale: str = "small",
+        *,
+        client: Any = None,
+        scheduler: str | None = None,
+        progress: bool = True,
+    ) -> pd.DataFrame:
+        return run_experiments([eid], scale, client=client, scheduler=scheduler, progress=progress)[
+            eid
+        ]
 
     e = EXPERIMENTS[eid]
     f.__name__ = eid
