@@ -44,6 +44,8 @@ def _count(field: str, value: Any, minimum: int) -> int:
         raise ValueError(f"invalid value {value!r} for '{field}': expected an integer")
     if value < minimum:
         raise ValueError(f"invalid value {value!r} for '{field}': expected at least {minimum}")
+    if value >= 1 << 64:
+        raise ValueError(f"invalid value {value!r} for '{field}': expected below 2**64")
     return value
 
 
@@ -77,8 +79,6 @@ def run(
     threads = _count("threads", threads, 1)
     tx = _count("tx", tx, 1)
     seed = _count("seed", seed, 0)
-    if seed >= 1 << 64 or tx >= 1 << 64:
-        raise ValueError("invalid value for 'seed'/'tx': expected below 2**64")
     cfg = None if config is None else os.fspath(config)
     sets = [(param_key(k), _value_text(param_key(k), v)) for k, v in overrides.items()]
     return json.loads(_native.run(scheme, workload, threads, tx, seed, cfg, sets))

@@ -26,6 +26,8 @@ fn to_py(e: Error) -> PyErr {
 /// The GIL is released while the simulation runs.
 #[pyfunction]
 #[pyo3(signature = (scheme, workload, threads, tx, seed, config=None, set=Vec::new()))]
+// The Python signature mirrors the CLI's options one to one.
+#[allow(clippy::too_many_arguments)]
 fn run(
     py: Python<'_>,
     scheme: &str,
