@@ -129,6 +129,38 @@ def version() -> str:
     return _native.version()
 
 
+def load_preset(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """A TOML preset (``[section] key = value``) as ``{"section.key": value}``,
+    validated against the parameter list."""
+    try:
+        import tomllib
+    except ImportError:  # Python < 3.11
+        import tomli as tomllib
+    p = os.fspath(path)
+    try:
+        with open(p, "rb") as f:
+            doc = tomllib.load(f)
+    except OSError as e:
+        raise ValueError(f"cannot read config {p}: {e}") from e
+    except tomllib.TOMLDecodeError as e:
+        raise ValueError(f"cannot parse config {p}: {e}") from e
+    flat: dict[str, Any] = {}
+
+    def walk(prefix: str, v: Any) -> None:
+        if isinstance(v, dict):
+            for k, x in v.items():
+                walk(f"{prefix}.{k}" if prefix else k, x)
+        else:
+            flat[prefix] = v
+
+    walk("", doc)
+    known = params()
+    for k in flat:
+        if k not in known:
+            raise ValueError(f"{p}: unknown parameter '{k}'; see durasim.params() for valid keys")
+    return flat
+
+
 def split_spec(spec: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """Split a run spec into run arguments and canonical parameter overrides."""
     args: dict[str, Any] = {}

@@ -48,6 +48,11 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="run on SLURM through dask-jobqueue with this many jobs",
     )
+    r.add_argument(
+        "--config",
+        default=None,
+        help="TOML parameter preset applied to every run (e.g. configs/hoop.toml)",
+    )
     r.add_argument("--only", default=None, help="comma-separated experiment ids (default: all)")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
     ls = sub.add_parser("list", help="list schemes, workloads or params of this build")
@@ -83,13 +88,21 @@ def _reproduce(a: argparse.Namespace) -> int:
     t0 = time.time()
     try:
         frames = paper.run_experiments(
-            only, a.scale, client=client, scheduler=a.scheduler, progress=not a.no_progress
+            only,
+            a.scale,
+            client=client,
+            scheduler=a.scheduler,
+            progress=not a.no_progress,
+            preset=a.config,
         )
     finally:
         for o in owned:
             o.close()
     index = write_hoop_report(
-        frames, out, scale=a.scale, command=regenerate_command(a.paper, a.scale, out, a.scheduler)
+        frames,
+        out,
+        scale=a.scale,
+        command=regenerate_command(a.paper, a.scale, out, a.scheduler, a.config, only),
     )
     runs = sum(df.attrs.get("runs", 0) for df in frames.values())
     print(

@@ -61,10 +61,21 @@ def _jsonable(v: Any) -> Any:
     return str(v)
 
 
-def regenerate_command(paper: str, scale: str, out: str, scheduler: str | None) -> str:
+def regenerate_command(
+    paper: str,
+    scale: str,
+    out: str,
+    scheduler: str | None = None,
+    preset: str | None = None,
+    only: list[str] | None = None,
+) -> str:
     cmd = ["durasim-lab", "reproduce", paper, "--scale", scale, "--out", out]
     if scheduler:
         cmd += ["--scheduler", scheduler]
+    if preset:
+        cmd += ["--config", preset]
+    if only:
+        cmd += ["--only", ",".join(only)]
     return shlex.join(cmd)
 
 
@@ -85,6 +96,9 @@ def write_hoop_report(
         "parameter_sources": {k: v["source"] for k, v in params.items()},
         "experiments": {},
         "command": command,
+        "preset": next(
+            (df.attrs["preset"] for df in frames.values() if df.attrs.get("preset")), None
+        ),
     }
     sections = []
     for eid, df in frames.items():
@@ -155,6 +169,14 @@ def _page(config: dict[str, Any], sections: list[str]) -> str:
     esc = html.escape
     now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     sc = json.dumps(config["scale_settings"], indent=1)
+    pre = config.get("preset")
+    preset = (
+        f"<li>parameter preset: <code>{esc(str(pre['path']))}</code> "
+        f"<code>{esc(json.dumps(pre['values']))}</code></li>"
+        if pre
+        else "<li>parameter preset: none (every parameter at its documented default unless "
+        "an experiment sets it)</li>"
+    )
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <title>durasim — HOOP paper reproduction ({esc(config["scale"])} scale)</title>
@@ -171,6 +193,7 @@ Results are this simulator's, not the paper's; each figure states its normalizat
 <li>regenerate: <code>{esc(config["command"])}</code></li>
 <li>schemes in this build: {esc(", ".join(config["available"]["schemes"]))};
 workloads: {esc(", ".join(config["available"]["workloads"]))}</li>
+{preset}
 <li>exact configuration: <a href="config.json">config.json</a> (every parameter's default
 and source, the scale's run sizes, per-experiment settings); per-run parameter values are
 columns of each CSV.</li>

@@ -177,3 +177,22 @@ def test_lab_bad_arguments(capsys):
     assert lab.main(["reproduce", "hoop", "--workers", "0"]) == 2
     assert "--workers" in capsys.readouterr().err
     assert lab.main(["list", "params"]) == 0
+
+
+def test_preset_applies_to_every_run(tmp_path):
+    cfg = tmp_path / "preset.toml"
+    cfg.write_text("[nvm]\narray_write_ns = 300.0\n[workload]\nitem_bytes = 128\n")
+    out = hoop.run_experiments(
+        ["throughput"], "tiny", scheduler="serial", progress=False, preset=cfg
+    )
+    df = out["throughput"]
+    assert (df["nvm.array_write_ns"] == 300.0).all()
+    # The experiment's own item size wins over the preset, as --set over --config.
+    assert set(df[hoop.P_ITEM]) == set(hoop.SCALES["tiny"]["grid_items"])
+    r = durasim.run("ideal", "vector", threads=2, tx=100, config=cfg, workload__item_bytes=64)
+    row = df[(df["scheme"] == "ideal") & (df["workload"] == "vector")].iloc[0]
+    assert row["throughput_tx_per_mcycle"] == r["metrics"]["throughput_tx_per_mcycle"]
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[nvm]\nno_such_key = 1\n")
+    with pytest.raises(ValueError, match=r"nvm\.no_such_key"):
+        hoop.run_experiments(["throughput"], "tiny", scheduler="serial", preset=bad)

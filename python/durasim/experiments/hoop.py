@@ -17,6 +17,7 @@ sizes where it states them; meant for a cluster) and ``tiny`` (smoke tests).
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -606,10 +607,17 @@ def run_experiments(
     client: Any = None,
     scheduler: str | None = None,
     progress: bool = True,
+    preset: str | os.PathLike[str] | None = None,
 ) -> dict[str, pd.DataFrame]:
     """Run several experiments as ONE sweep (shared runs are executed once)
-    and return ``{id: DataFrame}``. Failed runs raise ``SweepError``."""
+    and return ``{id: DataFrame}``. Failed runs raise ``SweepError``.
+
+    ``preset`` is a TOML parameter file (like the CLI's ``--config``); its
+    values become explicit overrides of every run (so each spec is
+    self-contained on remote workers and visible in the CSVs); what an
+    experiment sweeps takes precedence, as ``--set`` does over ``--config``."""
     sc = scale_settings(scale)
+    base = _core.load_preset(preset) if preset is not None else {}
     ids = list(ids) if ids is not None else list(EXPERIMENTS)
     for i in ids:
         if i not in EXPERIMENTS:
@@ -618,6 +626,7 @@ def run_experiments(
     plans = {i: EXPERIMENTS[i].plan(sc, av) for i in ids}
     unique: dict[tuple, dict[str, Any]] = {}
     for p in plans.values():
+        p.specs = [{**base, **s} for s in p.specs]
         for s in p.specs:
             unique.setdefault(_spec_key(s), s)
     specs = list(unique.values())
