@@ -62,7 +62,8 @@ def fake_report(spec: dict) -> dict:
         },
         "scheme_stats": {
             "gc_data_reduction_ratio": 0.5 + h / 500,
-            "recovery_modeled_ns": 1e6 * (1 + h),
+            "recovery_modeled_ns_at_run_end": 1e6 * (1 + h),
+            "recovery_live_oop_bytes_at_run_end": 1 << 20,
             "loads_per_llc_miss": 1.2,
             "parallel_read_fraction": 0.2,
         },

@@ -24,7 +24,7 @@ from typing import Any
 
 import pandas as pd
 
-from .. import _core
+from .. import _core, _native
 from ..sweep import sweep
 
 # Names as the paper uses them (§IV-A) and as durasim registers them.
@@ -48,7 +48,10 @@ P_REC_BW = "hoop.recovery_bandwidth_gbps"
 # scheme_stats names HOOP reports (issue 3, item 10); matched by substring so
 # that `stat.gc_data_reduction_ratio` and similar spellings are found.
 STAT_REDUCTION = ("reduction",)
-STAT_RECOVERY_TIME = ("recovery", "ns")
+STAT_RECOVERY_TIME = ("recovery_modeled_ns", "run_end")
+STAT_RECOVERY_LIVE = ("recovery_live_oop_bytes",)
+#: (g) measures recovery of a 1 GB OOP region (§IV (g)).
+RECOVERY_REGION_BYTES = 1 << 30
 STAT_LOADS_PER_MISS = ("loads_per_llc_miss",)
 STAT_PARALLEL = ("parallel",)
 
@@ -315,6 +318,8 @@ def plan_profiling(sc: dict[str, Any], av: _Avail) -> Plan:
             spec = {"scheme": s, "workload": w, **_base(sc, sc["prof_tx"])}
             if w in SYNTHETIC:
                 spec[P_ITEM] = 64
+            elif w == "ycsb":
+                spec[P_ITEM] = 1024  # §IV (h)/(i) use 1 KB YCSB values
             plan.specs.append(spec)
     return plan
 
@@ -465,11 +470,53 @@ def an_gc_period(raw: pd.DataFrame) -> pd.DataFrame:
 
 def an_recovery(raw: pd.DataFrame) -> pd.DataFrame:
     df = raw.copy()
-    key = _stat(df, STAT_RECOVERY_TIME)
-    df["recovery_ms"] = df[key] / 1e6 if key else float("nan")
-    df.attrs["stat_keys"] = {"recovery_ms": key}
-    df.attrs["normalization"] = "none (modelled recovery time, ms)"
+    red = _stat(df, STAT_REDUCTION)
+    live = _stat(df, STAT_RECOVERY_LIVE)
+    if live:
+        df["live_oop_mb"] = df[live] / MB
+    model = getattr(_native, "hoop_recovery_time_ns", None)
+    if model is not None and red and len(df):
+        # The paper's question: a full 1 GB OOP region, with the coalescing
+        # this run measured, through HOOP's own recovery-time model.
+        known = set(_core.params())
+        times = []
+        for _, row in df.iterrows():
+            sets = [
+                (k, _core._value_text(k, row[k]))
+                for k in df.columns
+                if k in known and not _missing(row[k])
+            ]
+            ns = model(
+                RECOVERY_REGION_BYTES,
+                float(row[red]),
+                int(row[P_REC_THREADS]),
+                float(row[P_REC_BW]),
+                sets,
+            )
+            times.append(ns / 1e6)
+        df["recovery_ms"] = times
+        df.attrs["stat_keys"] = {"reduction_ratio": red}
+        df.attrs["normalization"] = (
+            "none (modelled recovery time of a full 1 GiB OOP region, ms; "
+            "coalescing measured by the run)"
+        )
+    else:
+        key = _stat(df, STAT_RECOVERY_TIME) or _stat(df, ("recovery", "ns"))
+        df["recovery_ms"] = df[key] / 1e6 if key else float("nan")
+        df.attrs["stat_keys"] = {"recovery_ms": key}
+        df.attrs["normalization"] = (
+            "none (modelled recovery time of the OOP region contents at the end of the run, ms)"
+        )
+        if len(df):
+            df.attrs.setdefault("notes", []).append(
+                "HOOP's 1 GiB region model is not bound in this build; the figure shows the "
+                "modelled recovery of what the run left in the OOP region (live_oop_mb column)"
+            )
     return df
+
+
+def _missing(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))
 
 
 def an_ycsb_latency(raw: pd.DataFrame) -> pd.DataFrame:
