@@ -24,12 +24,13 @@ import itertools
 import os
 import sys
 import traceback
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 
-from ._core import DEFAULTS, RUN_FIELDS, param_key, run_spec
+from ._core import DEFAULTS, RUN_FIELDS, param_key, run_spec, version
 
 #: Columns that depend on the host, not on the simulation.
 HOST_COLUMNS_PREFIX = "sim."
@@ -187,6 +188,15 @@ def sweep(
             _run_dask(specs, results, bar, client, scheduler)
     finally:
         bar.close()
+    here = version()
+    other = sorted({str(rep.get("sim", {}).get("version")) for rep, _ in results if rep} - {here})
+    if other:
+        # Remote workers with another build would make the frame a mixture.
+        warnings.warn(
+            f"some runs were executed by durasim {', '.join(other)}, this process has {here}; "
+            "install the same version on every worker",
+            stacklevel=2,
+        )
     rows = [result_row(s, rep, err) for s, (rep, err) in zip(specs, results)]
     frame = to_frame(rows)
     failures = [(s, err) for s, (_, err) in zip(specs, results) if err is not None]
