@@ -12,7 +12,9 @@ Both spellings name the same parameter; sweep specs use the same keys.
 from __future__ import annotations
 
 import json
+import numbers
 import os
+import sys
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
@@ -32,16 +34,27 @@ def param_key(name: str) -> str:
 def _value_text(key: str, value: Any) -> str:
     # Text exactly as the CLI's --set would receive it; the Rust side parses
     # and validates it against the parameter's declared type and range.
-    if isinstance(value, bool):
+    # numpy scalars (from grids built with numpy) are numbers like any other.
+    if isinstance(value, (bool, *_np_bool())):
         return "true" if value else "false"
-    if isinstance(value, (int, float, str)):
-        return str(value) if not isinstance(value, float) else repr(value)
+    if isinstance(value, str):
+        return value
+    if isinstance(value, numbers.Integral):
+        return str(int(value))
+    if isinstance(value, numbers.Real):
+        return repr(float(value))
     raise ValueError(f"invalid value {value!r} for '{key}': expected an int, float, bool or str")
 
 
+def _np_bool() -> tuple[type, ...]:
+    np = sys.modules.get("numpy")
+    return (np.bool_,) if np is not None else ()
+
+
 def _count(field: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
+    if isinstance(value, (bool, *_np_bool())) or not isinstance(value, numbers.Integral):
         raise ValueError(f"invalid value {value!r} for '{field}': expected an integer")
+    value = int(value)
     if value < minimum:
         raise ValueError(f"invalid value {value!r} for '{field}': expected at least {minimum}")
     if value >= 1 << 64:

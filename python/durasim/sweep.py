@@ -25,7 +25,7 @@ import os
 import sys
 import traceback
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pandas as pd
@@ -70,7 +70,9 @@ def expand(runs: Mapping[str, Any] | Iterable[Mapping[str, Any]]) -> list[dict[s
         axes = []
         for k in keys:
             v = runs[k]
-            if isinstance(v, (str, bytes)) or not isinstance(v, (Sequence, set, frozenset)):
+            # Any iterable (list, tuple, range, numpy array) is an axis;
+            # strings, dicts and scalars are one value.
+            if isinstance(v, (str, bytes, Mapping)) or not isinstance(v, Iterable):
                 v = [v]
             axes.append(list(v))
         return [_canonical(dict(zip(keys, combo))) for combo in itertools.product(*axes)]

@@ -161,3 +161,35 @@ def test_runs_are_deterministic(seed, tx, threads):
     b = durasim.run("ideal", "vector", threads=threads, tx=tx, seed=seed)
     assert a["metrics"] == b["metrics"]
     assert a["metrics"]["committed_tx"] == tx
+
+
+def test_numpy_scalars_are_numbers():
+    import numpy as np
+
+    a = durasim.run(
+        "ideal",
+        "vector",
+        threads=np.int64(2),
+        tx=np.int32(100),
+        seed=np.uint64(3),
+        workload__item_bytes=np.int64(128),
+        nvm__array_read_ns=np.float64(60.0),
+        mc__adr=np.bool_(True),
+    )
+    b = durasim.run(
+        "ideal",
+        "vector",
+        threads=2,
+        tx=100,
+        seed=3,
+        workload__item_bytes=128,
+        nvm__array_read_ns=60.0,
+        mc__adr=True,
+    )
+    assert a["metrics"] == b["metrics"] and a["config"] == b["config"]
+    df = durasim.sweep(
+        {"scheme": "ideal", "workload": "vector", "threads": 2, "tx": np.arange(50, 151, 50)},
+        scheduler="serial",
+        progress=False,
+    )
+    assert df["committed_tx"].tolist() == [50, 100, 150]
