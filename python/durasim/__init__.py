@@ -7,7 +7,17 @@ schemes. Python front: single runs, Dask sweeps, paper experiments, reports.
 200
 """
 
-from ._core import describe, param_key, params, run, run_spec, schemes, version, workloads
+from ._core import (
+    crashtest,
+    describe,
+    param_key,
+    params,
+    run,
+    run_spec,
+    schemes,
+    version,
+    workloads,
+)
 from .sweep import SweepError, expand, sweep, to_frame
 
 __version__ = version()
@@ -15,6 +25,7 @@ __version__ = version()
 __all__ = [
     "SweepError",
     "__version__",
+    "crashtest",
     "describe",
     "expand",
     "param_key",

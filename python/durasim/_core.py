@@ -62,6 +62,19 @@ def _count(field: str, value: Any, minimum: int) -> int:
     return value
 
 
+def _names(scheme: Any, workload: Any) -> None:
+    if not isinstance(scheme, str):
+        raise ValueError(
+            f"invalid value {scheme!r} for 'scheme': expected a name, one of "
+            + ", ".join(schemes())
+        )
+    if not isinstance(workload, str):
+        raise ValueError(
+            f"invalid value {workload!r} for 'workload': expected a name, one of "
+            + ", ".join(workloads())
+        )
+
+
 def run(
     scheme: str,
     workload: str,
@@ -79,22 +92,89 @@ def run(
     Bad input raises ``ValueError`` naming the field and its valid choices.
     The GIL is released while the simulation runs.
     """
-    if not isinstance(scheme, str):
-        raise ValueError(
-            f"invalid value {scheme!r} for 'scheme': expected a name, one of "
-            + ", ".join(schemes())
-        )
-    if not isinstance(workload, str):
-        raise ValueError(
-            f"invalid value {workload!r} for 'workload': expected a name, one of "
-            + ", ".join(workloads())
-        )
+    _names(scheme, workload)
     threads = _count("threads", threads, 1)
     tx = _count("tx", tx, 1)
     seed = _count("seed", seed, 0)
     cfg = None if config is None else os.fspath(config)
     sets = [(param_key(k), _value_text(param_key(k), v)) for k, v in overrides.items()]
     return json.loads(_native.run(scheme, workload, threads, tx, seed, cfg, sets))
+
+
+def crashtest(
+    scheme: str,
+    workload: str,
+    *,
+    threads: int = 2,
+    tx: int = 1000,
+    seed: int = 1,
+    points: int | str = "all",
+    crash_at: int | None = None,
+    tear_mask: int | str | None = None,
+    torn: bool = False,
+    recovery_crashes: int | str | None = None,
+    config: str | os.PathLike[str] | None = None,
+    **overrides: Any,
+) -> dict:
+    """Crash-test one run; return the same document as
+    ``durasim crashtest --json -`` (``violations``, ``first_violation`` with
+    its ``replay`` line, ``crash_points_tested``, ``points_per_second``, ...).
+
+    ``points`` is ``"all"`` (every crash point) or a number of seeded
+    samples; ``crash_at=K`` tests one point (``tear_mask`` optional);
+    ``torn`` also tests torn in-flight writes; ``recovery_crashes`` is the
+    number of crashes injected into each recovery or ``"all"`` (default:
+    the CLI's). Defaults and
+    overrides as in the CLI. The GIL is released while it runs.
+    """
+    _names(scheme, workload)
+    threads = _count("threads", threads, 1)
+    tx = _count("tx", tx, 1)
+    seed = _count("seed", seed, 0)
+    if not (
+        isinstance(points, str)
+        or (isinstance(points, numbers.Integral) and not isinstance(points, bool))
+    ):
+        raise ValueError(
+            f"invalid value {points!r} for 'points': expected 'all' or a positive integer"
+        )
+    if crash_at is not None:
+        crash_at = _count("crash_at", crash_at, 0)
+    if tear_mask is not None and (
+        isinstance(tear_mask, bool) or not isinstance(tear_mask, (numbers.Integral, str))
+    ):
+        raise ValueError(f"invalid value {tear_mask!r} for 'tear_mask': expected 0..255 or '0x..'")
+    if not isinstance(torn, bool):
+        raise ValueError(f"invalid value {torn!r} for 'torn': expected True or False")
+    if recovery_crashes is not None and (
+        isinstance(recovery_crashes, bool)
+        or not isinstance(recovery_crashes, (numbers.Integral, str))
+    ):
+        raise ValueError(
+            f"invalid value {recovery_crashes!r} for 'recovery_crashes': "
+            "expected 'all' or an integer"
+        )
+    cfg = None if config is None else os.fspath(config)
+    sets = [(param_key(k), _value_text(param_key(k), v)) for k, v in overrides.items()]
+    doc = _native.crashtest(
+        scheme,
+        workload,
+        threads,
+        tx,
+        seed,
+        str(points) if isinstance(points, str) else str(int(points)),
+        crash_at,
+        None
+        if tear_mask is None
+        else str(tear_mask if isinstance(tear_mask, str) else int(tear_mask)),
+        torn,
+        None
+        if recovery_crashes is None
+        else str(recovery_crashes if isinstance(recovery_crashes, str) else int(recovery_crashes)),
+        cfg,
+        sets,
+    )
+    return json.loads(doc)
 
 
 @lru_cache(maxsize=1)

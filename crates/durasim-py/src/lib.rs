@@ -4,8 +4,10 @@
 //! report of the same run are the same document. Results cross the boundary
 //! as JSON text; the Python package (`python/durasim`) parses and wraps it.
 
+use durasim::cli::crashtest::{options as crashtest_options, CrashtestArgs};
 use durasim::cli::{spec_for, CommonArgs};
 use durasim::config::Params;
+use durasim::crash;
 use durasim::{engine, schemes, workloads, Error};
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -50,6 +52,61 @@ fn run(
         .allow_threads(move || engine::run(spec, &mut |_| {}).map(|e| e.report_json()))
         .map_err(to_py)?;
     Ok(report.to_string())
+}
+
+/// Crash-test one run, exactly as `durasim crashtest` does; returns its JSON
+/// report as text. Arguments are the CLI's options (`points` is "all" or a
+/// count, `tear_mask` decimal or 0x.., `recovery_crashes` a count or "all",
+/// `None` for the CLI's default).
+#[pyfunction]
+#[pyo3(signature = (scheme, workload, threads, tx, seed, points, crash_at=None, tear_mask=None, torn=false, recovery_crashes=None, config=None, set=Vec::new()))]
+// The Python signature mirrors the CLI's options one to one.
+#[allow(clippy::too_many_arguments)]
+fn crashtest(
+    py: Python<'_>,
+    scheme: &str,
+    workload: &str,
+    threads: usize,
+    tx: u64,
+    seed: u64,
+    points: String,
+    crash_at: Option<u64>,
+    tear_mask: Option<String>,
+    torn: bool,
+    recovery_crashes: Option<String>,
+    config: Option<String>,
+    set: Vec<(String, String)>,
+) -> PyResult<String> {
+    let set: Vec<String> = set.into_iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let args = CrashtestArgs {
+        scheme: scheme.to_string(),
+        workload: workload.to_string(),
+        config: config.clone(),
+        set: set.clone(),
+        tx,
+        threads,
+        seed,
+        points,
+        crash_at,
+        tear_mask,
+        torn,
+        recovery_crashes: recovery_crashes
+            .unwrap_or_else(|| crash::DEFAULT_RECOVERY_CRASHES.to_string()),
+        json: None,
+    };
+    let opts = crashtest_options(&args).map_err(to_py)?;
+    let common = CommonArgs {
+        config,
+        set,
+        threads,
+        tx,
+        seed,
+    };
+    let spec = spec_for(scheme, workload, &common).map_err(to_py)?;
+    let report = py
+        .allow_threads(move || crash::crashtest(spec, &opts, &mut |_, _| {}))
+        .map_err(to_py)?;
+    Ok(report.to_json().to_string())
 }
 
 /// Registered schemes as JSON: `[{name, description, durability, params}]`.
@@ -109,6 +166,7 @@ fn version() -> &'static str {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(crashtest, m)?)?;
     m.add_function(wrap_pyfunction!(schemes_json, m)?)?;
     m.add_function(wrap_pyfunction!(workloads_json, m)?)?;
     m.add_function(wrap_pyfunction!(params_json, m)?)?;
