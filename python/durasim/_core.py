@@ -42,6 +42,11 @@ def _value_text(key: str, value: Any) -> str:
     if isinstance(value, numbers.Integral):
         return str(int(value))
     if isinstance(value, numbers.Real):
+        default = params().get(key, {}).get("default")
+        if isinstance(default, int) and not isinstance(default, bool) and float(value).is_integer():
+            # 2.0 for an integer parameter (pandas turns int columns with
+            # gaps into floats) is the integer 2, not an error.
+            return str(int(value))
         return repr(float(value))
     raise ValueError(f"invalid value {value!r} for '{key}': expected an int, float, bool or str")
 

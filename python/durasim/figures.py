@@ -68,8 +68,19 @@ def _bars(ax, df: pd.DataFrame, y: str, ylabel: str, baseline_line: bool = True)
     ax.set_ylabel(ylabel)
     if baseline_line:
         ax.axhline(1.0, color="grey", lw=0.8, ls="--")
+    _auto_log(ax, df[y])
     ax.legend(fontsize=7, ncol=min(len(schemes), 4))
     ax.grid(axis="y", alpha=0.3)
+
+
+def _auto_log(ax, values: pd.Series) -> None:
+    """Log y axis when bars span more than 20x (e.g. the native system next
+    to logging schemes), so that every bar stays readable."""
+    v = pd.to_numeric(values, errors="coerce")
+    v = v[v > 0]
+    if len(v) and v.max() / v.min() > 20:
+        ax.set_yscale("log")
+        ax.set_ylabel(ax.get_ylabel() + ", log scale")
 
 
 def _grid_fig(df: pd.DataFrame, y: str, what: str, fallback: str) -> Figure:

@@ -193,3 +193,10 @@ def test_numpy_scalars_are_numbers():
         progress=False,
     )
     assert df["committed_tx"].tolist() == [50, 100, 150]
+
+
+def test_integral_floats_for_integer_parameters():
+    # pandas stores integer columns with gaps as floats: 128.0 means 128.
+    a = durasim.run("ideal", "vector", threads=2, tx=50, workload__item_bytes=128.0)
+    b = durasim.run("ideal", "vector", threads=2, tx=50, workload__item_bytes=128)
+    assert a["config"] == b["config"]

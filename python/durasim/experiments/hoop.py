@@ -461,10 +461,10 @@ def an_gc_period(raw: pd.DataFrame) -> pd.DataFrame:
     )
     df.attrs["normalization"] = f"throughput / throughput at {P_GC_PERIOD}={ref}"
     if len(df) and "sim_ms" in df.columns:
-        df.attrs.setdefault("notes", []).append(
-            f"simulated run length {df['sim_ms'].min():.1f}–{df['sim_ms'].max():.1f} ms; "
-            "periods longer than a run only trigger on-demand GC"
-        )
+        note = f"simulated run length {df['sim_ms'].min():.1f}–{df['sim_ms'].max():.1f} ms"
+        if max(df[P_GC_PERIOD]) > df["sim_ms"].min():
+            note += "; periods longer than a run only trigger on-demand and final GC"
+        df.attrs.setdefault("notes", []).append(note + _stat_ranges(df, STATS_GC))
     return df
 
 
@@ -515,6 +515,22 @@ def an_recovery(raw: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
+#: Scheme statistics quoted in the notes of (f) and (i), when reported.
+STATS_GC = ["gc_runs_periodic", "gc_runs_on_demand", "gc_bytes_migrated"]
+STATS_MAPPING = ["mapping_peak_occupancy", "mapping_over_capacity_inserts", "gc_runs_on_demand"]
+
+
+def _stat_ranges(df: pd.DataFrame, names: Sequence[str]) -> str:
+    """'; name a–b, ...' for the statistics present (explains flat curves)."""
+    parts = []
+    for n in names:
+        c = f"stat.{n}"
+        if c in df.columns and df[c].notna().any():
+            lo, hi = df[c].min(), df[c].max()
+            parts.append(f"{n} {lo:g}" if lo == hi else f"{n} {lo:g}–{hi:g}")
+    return ("; " + ", ".join(parts)) if parts else ""
+
+
 def _missing(v: Any) -> bool:
     return v is None or (isinstance(v, float) and math.isnan(v))
 
@@ -554,6 +570,10 @@ def an_mapping(raw: pd.DataFrame) -> pd.DataFrame:
         df["mapping_table_kb"] = df[P_MAPPING] / KB
     ref = _norm_to_default(df, P_MAPPING, "throughput_tx_per_mcycle", "norm_throughput", ["scheme"])
     df.attrs["normalization"] = f"throughput / throughput at {P_MAPPING}={ref}"
+    if len(df):
+        df.attrs.setdefault("notes", []).append(
+            "mapping-table pressure in these runs:" + _stat_ranges(df, STATS_MAPPING).lstrip(";")
+        )
     return df
 
 
