@@ -2,6 +2,11 @@
 //! registry by name. Adding a scheme = its module + one line in [`REGISTRY`].
 
 pub mod ideal;
+pub mod lad;
+pub mod lsm;
+pub mod redo;
+pub mod ssp;
+pub mod undo;
 
 use crate::cache::hierarchy::WritebackCause;
 use crate::cache::LineExt;
@@ -243,7 +248,14 @@ pub fn no_reserve(_: &Params) -> u64 {
 }
 
 /// Every scheme durasim ships.
-pub static REGISTRY: &[&SchemeInfo] = &[&ideal::INFO];
+pub static REGISTRY: &[&SchemeInfo] = &[
+    &ideal::INFO,
+    &undo::INFO,
+    &redo::INFO,
+    &lad::INFO,
+    &ssp::INFO,
+    &lsm::INFO,
+];
 
 pub fn names() -> Vec<&'static str> {
     REGISTRY.iter().map(|s| s.name).collect()
