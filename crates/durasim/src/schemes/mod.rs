@@ -2,6 +2,7 @@
 //! registry by name. Adding a scheme = its module + one line in [`REGISTRY`].
 
 pub mod ideal;
+pub mod lsm;
 
 use crate::cache::hierarchy::WritebackCause;
 use crate::cache::LineExt;
@@ -243,7 +244,7 @@ pub fn no_reserve(_: &Params) -> u64 {
 }
 
 /// Every scheme durasim ships.
-pub static REGISTRY: &[&SchemeInfo] = &[&ideal::INFO];
+pub static REGISTRY: &[&SchemeInfo] = &[&ideal::INFO, &lsm::INFO];
 
 pub fn names() -> Vec<&'static str> {
     REGISTRY.iter().map(|s| s.name).collect()
