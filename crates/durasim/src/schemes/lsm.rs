@@ -498,6 +498,8 @@ pub struct Lsm {
     cores: Vec<TxBuf>,
     index: SkipList,
     node_bytes: u64,
+    /// One dependent closed-row DRAM access (precharge, activate, read).
+    node_access: Cycle,
     compact: bool,
     victim_util: f64,
     low_free: u64,
@@ -536,6 +538,10 @@ impl Lsm {
             cores: (0..layout.threads).map(|_| TxBuf::default()).collect(),
             index: SkipList::new(p.f64("lsm.skiplist_p"), p.u64("lsm.index_seed")),
             node_bytes: p.u64("lsm.index_node_bytes"),
+            node_access: p.ns_cycles("dram.t_rp_ns")
+                + p.ns_cycles("dram.t_rcd_ns")
+                + p.ns_cycles("dram.t_cl_ns")
+                + p.ns_cycles("dram.t_bl_ns"),
             compact: p.str("lsm.gc_mode") == "compact",
             victim_util: p.f64("lsm.gc_victim_utilization"),
             low_free: p.u64("lsm.gc_low_free_segments"),
@@ -556,27 +562,46 @@ impl Lsm {
 
     /// Walk the index for `line` in DRAM from `now`: one dependent DRAM read
     /// per node read. Returns (node, time).
-    fn timed_walk(&mut self, ctx: &mut MemCtx, line: Addr, now: Cycle) -> (Option<u32>, Cycle) {
+    fn timed_walk(
+        &mut self,
+        ctx: &mut MemCtx,
+        line: Addr,
+        issue: Cycle,
+        now: Cycle,
+    ) -> (Option<u32>, Cycle) {
         let found = self.index.walk(line);
-        let mut t = now;
+        // The node reads reach the DRAM controller at `issue` (traffic, row
+        // buffers, contention with other cores), but the walk is a chain of
+        // dependent loads: it takes one closed-row DRAM access per node, or
+        // longer if the controller cannot deliver them that fast. (Issuing
+        // the chain at future times would make the lazy controller serialise
+        // every other core behind it; see docs/MODEL.md.)
+        let mut done = now;
         let mut buf = [0u8; 64];
         let n = (self.node_bytes as usize).min(64);
         for &node in &self.index.visited {
-            t = ctx.dram.read(
+            done = done.max(ctx.dram.read(
                 u64::from(node) * self.node_bytes,
                 &mut buf[..n],
                 Purpose::Metadata,
-                t,
-            );
+                issue,
+            ));
         }
-        self.stats.dram_index_reads += self.index.visited.len() as u64;
-        (found, t)
+        let visited = self.index.visited.len() as u64;
+        self.stats.dram_index_reads += visited;
+        (found, done.max(now + visited * self.node_access))
     }
 
     /// Find or insert the node of `line`, with DRAM timing. Returns the
     /// node, the time, and the nodes visited.
-    fn timed_upsert(&mut self, ctx: &mut MemCtx, line: Addr, now: Cycle) -> (u32, Cycle) {
-        let (found, mut t) = self.timed_walk(ctx, line, now);
+    fn timed_upsert(
+        &mut self,
+        ctx: &mut MemCtx,
+        line: Addr,
+        issue: Cycle,
+        now: Cycle,
+    ) -> (u32, Cycle) {
+        let (found, t) = self.timed_walk(ctx, line, issue, now);
         self.stats.update_walks += 1;
         self.stats.update_walk_nodes += self.index.visited.len() as u64;
         let node = match found {
@@ -587,12 +612,13 @@ impl Lsm {
                 let mut buf = [0u8; 64];
                 let n = (self.node_bytes as usize).min(64);
                 for &c in &changed {
-                    t = t.max(ctx.dram.write(
+                    // Posted writes: they do not delay the walk's owner.
+                    ctx.dram.write(
                         u64::from(c) * self.node_bytes,
                         &buf[..n],
                         Purpose::Metadata,
-                        t,
-                    ));
+                        issue,
+                    );
                     buf[0] = buf[0].wrapping_add(1);
                 }
                 self.stats.dram_index_writes += changed.len() as u64;
@@ -743,7 +769,7 @@ impl Lsm {
         let mut ti = persisted;
         let mut off = base;
         for &(line, mask, _) in lines {
-            let (node, t2) = self.timed_upsert(ctx, line, ti);
+            let (node, t2) = self.timed_upsert(ctx, line, t, ti);
             ti = t2;
             let mut d = off + ENTRY_HDR;
             for w in 0..8 {
@@ -1041,7 +1067,7 @@ impl Scheme for Lsm {
         ext: &mut LineExt,
     ) -> (Cycle, bool) {
         self.stats.llc_misses += 1;
-        let (found, t) = self.timed_walk(ctx, line_addr, now);
+        let (found, t) = self.timed_walk(ctx, line_addr, now, now);
         self.stats.read_walks += 1;
         self.stats.read_walk_nodes += self.index.visited.len() as u64;
         self.stats.read_walk_cycles += t - now;
