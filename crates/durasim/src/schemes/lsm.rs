@@ -17,7 +17,8 @@
 //!
 //! NVM layout of the reserved region (all words little-endian):
 //! - superblock (first segment slot, one line): word 0 = `tail_seq`; every
-//!   segment whose sequence number is below it is dead.
+//!   segment whose sequence number is below it is dead; word 1 = high-water
+//!   mark (segments at or above it were never used; raised before use).
 //! - segment i (from the second slot on): line 0 = header, word 0 =
 //!   `SEG_MAGIC << 48 | seq`; entries from byte 64 on, packed, 8-byte aligned.
 //! - data entry: w0 = `KIND_DATA << 56 | mask << 48 | home_line_index`,
@@ -40,7 +41,7 @@ use crate::types::{
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rustc_hash::FxHashMap;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet};
 
 pub static INFO: SchemeInfo = SchemeInfo {
     name: "lsm",
@@ -491,7 +492,10 @@ enum GcKind {
 pub struct Lsm {
     g: Geometry,
     segs: Vec<Seg>,
-    free: VecDeque<usize>,
+    /// Free segments; the lowest is reused first, which keeps the
+    /// high-water mark (and recovery's header scan) small.
+    free: BTreeSet<usize>,
+    high_water: usize,
     active: Option<usize>,
     seq_next: u64,
     txid_next: u32,
@@ -532,6 +536,7 @@ impl Lsm {
                 g.segments as usize
             ],
             free: (0..g.segments as usize).collect(),
+            high_water: 0,
             active: None,
             seq_next: 1,
             txid_next: 1,
@@ -658,8 +663,25 @@ impl Lsm {
         self.seal_active();
         let s = self
             .free
-            .pop_front()
+            .pop_first()
             .expect("caller ensured a free segment");
+        let purpose = if purpose == Purpose::Gc {
+            Purpose::Gc
+        } else {
+            Purpose::Metadata
+        };
+        let mut now = now;
+        if s >= self.high_water {
+            // Recovery scans headers below the mark: raise it before the
+            // segment's header can exist.
+            self.high_water = s + 1;
+            now = now.max(ctx.nvm.write(
+                self.g.superblock + 8,
+                &(s as u64 + 1).to_le_bytes(),
+                purpose,
+                now,
+            ));
+        }
         let seq = self.seq_next;
         self.seq_next += 1;
         self.segs[s] = Seg {
@@ -883,7 +905,7 @@ impl Lsm {
                 used: 0,
                 live_words: 0,
             };
-            self.free.push_back(i);
+            self.free.insert(i);
         }
         // DRAM: the index is rebuilt empty (head node written).
         t = t.max(ctx.dram.write(0, &[0u8; 64], Purpose::Metadata, t));
@@ -987,7 +1009,7 @@ impl Lsm {
                 used: 0,
                 live_words: 0,
             };
-            self.free.push_back(v);
+            self.free.insert(v);
             self.stats.gc_segments_freed += 1;
         }
         self.gc_demand = false;
@@ -1276,9 +1298,14 @@ impl Scheme for Lsm {
 pub fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<RecoveryReport> {
     let g = Geometry::new(p, layout)?;
     let tail = img.read_u64(g.superblock);
-    let mut rep = RecoveryReport::default();
+    // Segments at or above the high-water mark were never used.
+    let used = img.read_u64(g.superblock + 8).min(g.segments) as usize;
+    let mut rep = RecoveryReport {
+        bytes_read: 16,
+        ..Default::default()
+    };
     let mut live: Vec<(u64, usize)> = Vec::new();
-    for s in 0..g.segments as usize {
+    for s in 0..used {
         let h = img.read_u64(g.seg_addr(s));
         rep.bytes_read += 8;
         if h >> 48 == SEG_MAGIC && (h & SEQ_MASK) >= tail {
@@ -1287,14 +1314,28 @@ pub fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<Re
     }
     live.sort_unstable();
     let mut newest: BTreeMap<Addr, u64> = BTreeMap::new();
-    let mut seg = vec![0u8; g.segment_bytes as usize];
+    // Segment bytes, read 4 KiB at a time as the scan advances.
+    let mut seg: Vec<u8> = Vec::new();
+    const CHUNK: usize = 4096;
+    let max_entry = (ENTRY_HDR + 64) as usize;
     let (mut entries, mut txs, mut discarded) = (0u64, 0u64, 0u64);
     let mut pending: Vec<Entry> = Vec::new();
     for &(seq, s) in &live {
-        img.read_bytes(g.seg_addr(s), &mut seg);
+        let base = g.seg_addr(s);
+        seg.clear();
         pending.clear();
         let mut off = LINE_BYTES as usize;
-        while let Some((e, next)) = decode(&seg, off, seq) {
+        loop {
+            let want = (off + max_entry).min(g.segment_bytes as usize);
+            while seg.len() < want {
+                let from = seg.len();
+                let to = (from + CHUNK).min(g.segment_bytes as usize);
+                seg.resize(to, 0);
+                img.read_bytes(base + from as u64, &mut seg[from..to]);
+            }
+            let Some((e, next)) = decode(&seg, off, seq) else {
+                break;
+            };
             entries += 1;
             match e {
                 Entry::Data { .. } => pending.push(e),
@@ -1356,7 +1397,7 @@ pub fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<Re
 mod tests {
     use super::*;
     use crate::engine::{Engine, RunSpec};
-    use crate::mem::{MemRead, Overlay, SparseImage};
+    use crate::mem::{MemRead, SparseImage};
     use crate::workloads;
 
     /// Small machine: small caches (evictions), a small log of 64 KiB
@@ -1569,32 +1610,11 @@ mod tests {
         assert!(min_ack > c);
     }
 
-    /// Applies only the first `limit` writes (a crash during recovery).
-    struct Truncated<'a, W: MemWrite> {
-        inner: &'a mut W,
-        limit: usize,
-        done: usize,
-    }
-    impl<W: MemWrite> MemRead for Truncated<'_, W> {
-        fn read_bytes(&self, addr: Addr, buf: &mut [u8]) {
-            self.inner.read_bytes(addr, buf)
-        }
-    }
-    impl<W: MemWrite> MemWrite for Truncated<'_, W> {
-        fn write_bytes(&mut self, addr: Addr, data: &[u8]) {
-            if self.done < self.limit {
-                self.inner.write_bytes(addr, data);
-            }
-            self.done += 1;
-        }
-    }
-
-    /// Crash at sampled persist points: recovery yields, per thread, the
-    /// initial image plus the first p committed transactions for some
-    /// p >= acknowledged, and the workload checker passes; crashing during
-    /// recovery and recovering again gives the same image.
+    /// Every crash point (clean and torn), with crashes inside recovery,
+    /// through the generic crash oracle (crate::crash): per thread, the
+    /// recovered region is the initial image plus the first p committed
+    /// transactions for some p >= acknowledged, and the checker passes.
     fn crash_check(workload: &str, mode: &str, tx: u64, segment_bytes: &str) {
-        let stride = 1;
         let mut s = spec(workload, mode, 2, tx);
         s.params
             .set_str("lsm.segment_bytes", segment_bytes)
@@ -1604,127 +1624,40 @@ mod tests {
             .unwrap();
         s.params.set_str("lsm.gc_period_ms", "0.005").unwrap();
         s.params.set_str("run.check_reads", "false").unwrap();
-        s.record_history = true;
-        let mut e = Engine::new(s).unwrap();
+        // The run the oracle crashes must exercise cleaning.
+        let mut probe = s.clone();
+        probe.record_history = false;
+        let mut e = Engine::new(probe).unwrap();
         e.run(&mut |_| {}).unwrap();
         assert!(stat(&e, "gc_runs_periodic") > 0.0);
         if mode == "compact" && segment_bytes == "4096" {
             assert!(stat(&e, "gc_compactions") > 0.0 && stat(&e, "gc_segments_freed") > 0.0);
         }
-        let h = e.history.as_ref().unwrap();
-        let layout = e.ctx.layout.clone();
-        let events = e.ctx.nvm.persist_log.events().to_vec();
-        let ib = e.params.u64("workload.item_bytes");
-        // Per thread: its committed write sets (words in its region).
-        let region = |t: usize, a: Addr| {
-            a >= layout.thread_base(t) && a < layout.thread_base(t) + layout.thread_region_bytes
+        let opts = crate::crash::CrashOptions {
+            torn: true,
+            recovery_crashes: 2,
+            ..Default::default()
         };
-        let mut cur: SparseImage = h.initial_media.clone();
-        let mut applied = 0usize;
-        let n = events.len();
-        let mut points: Vec<usize> = (0..=n).step_by(stride).collect();
-        points.push(n);
-        let mut violations = Vec::new();
-        for (pi, &k) in points.iter().enumerate() {
-            while applied < k {
-                let ev = &events[applied];
-                cur.write_bytes(ev.addr, e.ctx.nvm.persist_log.data(ev));
-                applied += 1;
-            }
-            let mut ov = Overlay::new(&cur);
-            recover(&mut ov, &e.params, &layout).unwrap();
-            for t in 0..layout.threads {
-                let txs = &h.per_thread[t];
-                let acked = txs.iter().filter(|r| r.ack_persist_seq <= k as u64).count();
-                // Expected value of every word the thread ever wrote, after
-                // p transactions, for each p; find one that matches.
-                let mut words: BTreeMap<Addr, u64> = BTreeMap::new();
-                for r in txs {
-                    for &(a, _) in &h.writes[r.writes.clone()] {
-                        if region(t, a) {
-                            words.insert(a, h.initial_media.read_u64(a));
-                        }
-                    }
-                }
-                let mut ok = false;
-                let mut exp = words.clone();
-                for p in 0..=txs.len() {
-                    if p > 0 {
-                        for &(a, v) in &h.writes[txs[p - 1].writes.clone()] {
-                            if region(t, a) {
-                                exp.insert(a, v);
-                            }
-                        }
-                    }
-                    if p >= acked && exp.iter().all(|(&a, &v)| ov.read_u64(a) == v) {
-                        ok = true;
-                        break;
-                    }
-                }
-                if !ok {
-                    violations.push(format!("k={k} thread {t}: no prefix p >= {acked} matches"));
-                }
-                if let Err(m) = (e.workload_info.check)(&ov, layout.thread_base(t), ib) {
-                    violations.push(format!("k={k} thread {t}: checker: {m}"));
-                }
-            }
-            // Crash during recovery at a few points, then recover again.
-            if pi % 7 == 3 {
-                for limit in [0usize, 1, 5, 40] {
-                    let mut ov2 = Overlay::new(&cur);
-                    recover(
-                        &mut Truncated {
-                            inner: &mut ov2,
-                            limit,
-                            done: 0,
-                        },
-                        &e.params,
-                        &layout,
-                    )
-                    .unwrap();
-                    recover(&mut ov2, &e.params, &layout).unwrap();
-                    let mut a = [0u8; 4096];
-                    let mut b = [0u8; 4096];
-                    for t in 0..layout.threads {
-                        let base = layout.thread_base(t);
-                        for pg in 0..64 {
-                            ov.read_bytes(base + pg * 4096, &mut a);
-                            ov2.read_bytes(base + pg * 4096, &mut b);
-                            if a != b {
-                                violations.push(format!(
-                                    "k={k}: recovery not idempotent (limit {limit})"
-                                ));
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        eprintln!(
-            "{workload}/{mode}: {n} crash points, stats {:?}",
-            e.scheme
-                .stats()
-                .iter()
-                .filter(|x| x.0.starts_with("gc_"))
-                .collect::<Vec<_>>()
-        );
-        assert!(points.len() > 20);
-        assert!(
-            violations.is_empty(),
+        let r = crate::crash::crashtest(s, &opts, &mut |_, _| {}).unwrap();
+        assert!(r.crash_points_tested > 100, "{workload}/{mode}");
+        assert!(r.torn_points_tested > 0 && r.recovery_crashes_tested > 0);
+        assert_eq!(
+            r.violations,
+            0,
             "{workload}/{mode}: {:?}",
-            &violations[..violations.len().min(5)]
+            r.first_violation.map(|v| (v.message, v.replay))
         );
     }
 
     #[test]
     fn crash_at_sampled_persist_points_recovers_committed_prefix_compact() {
-        crash_check("hashmap", "compact", 120, "4096");
+        crash_check("hashmap", "compact", 60, "4096");
         crash_check("tpcc", "compact", 16, "65536");
     }
 
     #[test]
     fn crash_at_sampled_persist_points_recovers_committed_prefix_home() {
-        crash_check("btree", "home", 60, "4096");
+        crash_check("btree", "home", 40, "4096");
         crash_check("ycsb", "home", 30, "65536");
     }
 
@@ -1739,6 +1672,7 @@ mod tests {
         let g = Geometry::new(&p, &layout).unwrap();
         let mut img = SparseImage::new();
         img.write_u64(g.seg_addr(3), SEG_MAGIC << 48 | 7);
+        img.write_u64(g.superblock + 8, 4); // high-water mark
         let mut rec = Vec::new();
         let mut words = [0u64; 8];
         words[1] = 0xaa;
