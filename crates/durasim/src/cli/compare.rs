@@ -110,15 +110,15 @@ pub fn cmd_compare(a: CompareArgs) -> Result<i32> {
         for s in &a.schemes {
             let m = get(s, w).unwrap();
             println!(
-                "{:<10} {:<10} {:>12.2} {:>10.3} {:>10.1} {:>10.3} {:>12.1} {:>10.3} {:>10.3}",
+                "{:<10} {:<10} {:>12.2} {:>10} {:>10.1} {:>10} {:>12.1} {:>10} {:>10.3}",
                 w,
                 s,
                 m.throughput_tx_per_mcycle,
-                m.throughput_tx_per_mcycle / base.throughput_tx_per_mcycle.max(1e-12),
+                ratio(m.throughput_tx_per_mcycle, base.throughput_tx_per_mcycle),
                 m.critical_path_cycles_mean,
-                m.critical_path_cycles_mean / r.critical_path_cycles_mean.max(1e-12),
+                ratio(m.critical_path_cycles_mean, r.critical_path_cycles_mean),
                 m.write_bytes_per_tx,
-                m.write_bytes_per_tx / r.write_bytes_per_tx.max(1e-12),
+                ratio(m.write_bytes_per_tx, r.write_bytes_per_tx),
                 m.energy_nj / 1000.0
             );
         }
@@ -149,4 +149,14 @@ pub fn cmd_compare(a: CompareArgs) -> Result<i32> {
         })?;
     }
     Ok(0)
+}
+
+/// `a / b` with three decimals, or "n/a" when the reference is zero (e.g. a
+/// native run whose data never left the caches wrote no bytes).
+fn ratio(a: f64, b: f64) -> String {
+    if b > 0.0 {
+        format!("{:.3}", a / b)
+    } else {
+        "n/a".to_string()
+    }
 }

@@ -138,8 +138,7 @@ impl<'h> Oracle<'h> {
     /// The thread owning the word at `a`, if it lies in a thread region.
     #[inline]
     pub fn thread_of(&self, a: Addr) -> Option<usize> {
-        let t = a / self.layout.thread_region_bytes;
-        ((t as usize) < self.layout.threads).then_some(t as usize)
+        self.layout.thread_of(a)
     }
 
     #[inline]

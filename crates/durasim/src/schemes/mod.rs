@@ -2,7 +2,11 @@
 //! registry by name. Adding a scheme = its module + one line in [`REGISTRY`].
 
 pub mod ideal;
+pub mod lad;
 pub mod lsm;
+pub mod redo;
+pub mod ssp;
+pub mod undo;
 
 use crate::cache::hierarchy::WritebackCause;
 use crate::cache::LineExt;
@@ -20,7 +24,10 @@ pub struct Layout {
     /// Program data lives in `[0, home_limit)`; each thread owns one region.
     pub home_limit: u64,
     pub threads: usize,
+    /// Usable bytes of each thread's region.
     pub thread_region_bytes: u64,
+    /// Distance between consecutive thread regions (2 MiB aligned).
+    pub thread_stride_bytes: u64,
     /// Scheme-reserved NVM (`[home_limit, capacity)`): OOP region, logs, ...
     pub reserved_base: u64,
     /// Addresses from here on model a scheme's ADR-protected structures:
@@ -47,16 +54,36 @@ impl Layout {
             capacity_bytes,
             home_limit,
             threads,
-            thread_region_bytes: region,
+            thread_region_bytes: region - threads as u64 * THREAD_STAGGER_BYTES,
+            thread_stride_bytes: region,
             reserved_base: home_limit,
             adr_base: capacity_bytes.next_power_of_two().max(capacity_bytes) + (1 << 40),
         })
     }
 
+    /// Start of `thread`'s region. Regions are staggered by one NVM row so
+    /// that different threads' data (and structures at equal offsets) start
+    /// in different banks, as an OS page allocator's page colouring would
+    /// spread them; without it every thread's hot lines collide in one bank.
     pub fn thread_base(&self, thread: usize) -> Addr {
-        thread as u64 * self.thread_region_bytes
+        thread as u64 * (self.thread_stride_bytes + THREAD_STAGGER_BYTES)
+    }
+
+    /// The thread whose region holds `addr`, if any.
+    #[inline]
+    pub fn thread_of(&self, addr: Addr) -> Option<usize> {
+        let t = (addr / self.thread_stride_bytes) as usize;
+        (t < self.threads
+            && addr >= self.thread_base(t)
+            && addr < self.thread_base(t) + self.thread_region_bytes)
+            .then_some(t)
     }
 }
+
+/// Offset between consecutive thread regions beyond their 2 MiB-aligned
+/// stride: one row of the default NVM geometry (`nvm.row_bytes`, 2 KiB), so
+/// thread t starts t banks further (modelling choice, docs/MODEL.md).
+pub const THREAD_STAGGER_BYTES: u64 = 2048;
 
 /// Everything below the caches that a scheme drives.
 pub struct MemCtx {
@@ -244,7 +271,14 @@ pub fn no_reserve(_: &Params) -> u64 {
 }
 
 /// Every scheme durasim ships.
-pub static REGISTRY: &[&SchemeInfo] = &[&ideal::INFO, &lsm::INFO];
+pub static REGISTRY: &[&SchemeInfo] = &[
+    &ideal::INFO,
+    &undo::INFO,
+    &redo::INFO,
+    &lad::INFO,
+    &ssp::INFO,
+    &lsm::INFO,
+];
 
 pub fn names() -> Vec<&'static str> {
     REGISTRY.iter().map(|s| s.name).collect()

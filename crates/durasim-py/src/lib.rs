@@ -1,0 +1,175 @@
+//! Python bindings: `durasim._native`. Thin by design — every run goes
+//! through the same code path as the `durasim` CLI (`cli::spec_for`,
+//! `engine::run`, `Engine::report_json`), so a Python result and a CLI JSON
+//! report of the same run are the same document. Results cross the boundary
+//! as JSON text; the Python package (`python/durasim`) parses and wraps it.
+
+use durasim::cli::crashtest::{options as crashtest_options, CrashtestArgs};
+use durasim::cli::{spec_for, CommonArgs};
+use durasim::config::Params;
+use durasim::crash;
+use durasim::{engine, schemes, workloads, Error};
+use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+
+/// Bad user input becomes `ValueError` (the message names the field and the
+/// valid choices); I/O errors `OSError`; anything else `RuntimeError`.
+fn to_py(e: Error) -> PyErr {
+    match e {
+        Error::Input(m) => PyValueError::new_err(m),
+        e @ Error::Io { .. } => PyOSError::new_err(e.to_string()),
+        Error::Internal(m) => PyRuntimeError::new_err(m),
+    }
+}
+
+/// Run one simulation and return the CLI's JSON report as text.
+///
+/// `set` holds `(key, value)` pairs exactly as `--set key=value` would.
+/// The GIL is released while the simulation runs.
+#[pyfunction]
+#[pyo3(signature = (scheme, workload, threads, tx, seed, config=None, set=Vec::new()))]
+// The Python signature mirrors the CLI's options one to one.
+#[allow(clippy::too_many_arguments)]
+fn run(
+    py: Python<'_>,
+    scheme: &str,
+    workload: &str,
+    threads: usize,
+    tx: u64,
+    seed: u64,
+    config: Option<String>,
+    set: Vec<(String, String)>,
+) -> PyResult<String> {
+    let common = CommonArgs {
+        config,
+        set: set.into_iter().map(|(k, v)| format!("{k}={v}")).collect(),
+        threads,
+        tx,
+        seed,
+    };
+    let spec = spec_for(scheme, workload, &common).map_err(to_py)?;
+    let report = py
+        .allow_threads(move || engine::run(spec, &mut |_| {}).map(|e| e.report_json()))
+        .map_err(to_py)?;
+    Ok(report.to_string())
+}
+
+/// Crash-test one run, exactly as `durasim crashtest` does; returns its JSON
+/// report as text. Arguments are the CLI's options (`points` is "all" or a
+/// count, `tear_mask` decimal or 0x.., `recovery_crashes` a count or "all",
+/// `None` for the CLI's default).
+#[pyfunction]
+#[pyo3(signature = (scheme, workload, threads, tx, seed, points, crash_at=None, tear_mask=None, torn=false, recovery_crashes=None, config=None, set=Vec::new()))]
+// The Python signature mirrors the CLI's options one to one.
+#[allow(clippy::too_many_arguments)]
+fn crashtest(
+    py: Python<'_>,
+    scheme: &str,
+    workload: &str,
+    threads: usize,
+    tx: u64,
+    seed: u64,
+    points: String,
+    crash_at: Option<u64>,
+    tear_mask: Option<String>,
+    torn: bool,
+    recovery_crashes: Option<String>,
+    config: Option<String>,
+    set: Vec<(String, String)>,
+) -> PyResult<String> {
+    let set: Vec<String> = set.into_iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let args = CrashtestArgs {
+        scheme: scheme.to_string(),
+        workload: workload.to_string(),
+        config: config.clone(),
+        set: set.clone(),
+        tx,
+        threads,
+        seed,
+        points,
+        crash_at,
+        tear_mask,
+        torn,
+        recovery_crashes: recovery_crashes
+            .unwrap_or_else(|| crash::DEFAULT_RECOVERY_CRASHES.to_string()),
+        json: None,
+    };
+    let opts = crashtest_options(&args).map_err(to_py)?;
+    let common = CommonArgs {
+        config,
+        set,
+        threads,
+        tx,
+        seed,
+    };
+    let spec = spec_for(scheme, workload, &common).map_err(to_py)?;
+    let report = py
+        .allow_threads(move || crash::crashtest(spec, &opts, &mut |_, _| {}))
+        .map_err(to_py)?;
+    Ok(report.to_json().to_string())
+}
+
+/// Registered schemes as JSON: `[{name, description, durability, params}]`.
+#[pyfunction]
+fn schemes_json() -> String {
+    let v: Vec<serde_json::Value> = schemes::REGISTRY
+        .iter()
+        .map(|s| {
+            serde_json::json!({
+                "name": s.name,
+                "description": s.description,
+                "durability": format!("{:?}", s.durability),
+                "params": s.params.iter().map(|p| p.key).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    serde_json::Value::Array(v).to_string()
+}
+
+/// Registered workloads as JSON: `[{name, description}]`.
+#[pyfunction]
+fn workloads_json() -> String {
+    let v: Vec<serde_json::Value> = workloads::REGISTRY
+        .iter()
+        .map(|w| serde_json::json!({"name": w.name, "description": w.description}))
+        .collect();
+    serde_json::Value::Array(v).to_string()
+}
+
+/// Every parameter (engine + all schemes) as JSON:
+/// `[{key, default, unit, check, source, doc}]`, sorted by key.
+#[pyfunction]
+fn params_json() -> String {
+    let p = Params::defaults(&schemes::all_params());
+    let v: Vec<serde_json::Value> = p
+        .specs()
+        .map(|s| {
+            serde_json::json!({
+                "key": s.key,
+                "default": s.default.value().to_json(),
+                "unit": s.unit,
+                "check": format!("{:?}", s.check),
+                "source": s.source,
+                "doc": s.doc,
+            })
+        })
+        .collect();
+    serde_json::Value::Array(v).to_string()
+}
+
+/// The durasim core version compiled into this extension.
+#[pyfunction]
+fn version() -> &'static str {
+    env!("CARGO_PKG_VERSION")
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(crashtest, m)?)?;
+    m.add_function(wrap_pyfunction!(schemes_json, m)?)?;
+    m.add_function(wrap_pyfunction!(workloads_json, m)?)?;
+    m.add_function(wrap_pyfunction!(params_json, m)?)?;
+    m.add_function(wrap_pyfunction!(version, m)?)?;
+    Ok(())
+}

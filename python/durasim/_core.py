@@ -1,0 +1,280 @@
+"""Single runs and the catalogue (schemes, workloads, parameters).
+
+Parameter overrides use the CLI's keys (``--set hoop.gc_period_ms=2``). In
+Python the dot is spelled ``__`` when the key is a keyword argument::
+
+    durasim.run("hoop", "btree", hoop__gc_period_ms=2)
+    durasim.run("hoop", "btree", **{"hoop.gc_period_ms": 2})   # same run
+
+Both spellings name the same parameter; sweep specs use the same keys.
+"""
+
+from __future__ import annotations
+
+import json
+import numbers
+import os
+import sys
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Any
+
+from . import _native
+
+#: Run arguments that are not parameter overrides.
+RUN_FIELDS = ("scheme", "workload", "threads", "tx", "seed", "config")
+DEFAULTS: dict[str, Any] = {"threads": 8, "tx": 10_000, "seed": 1, "config": None}
+
+
+def param_key(name: str) -> str:
+    """Canonical parameter key: ``hoop__gc_period_ms`` -> ``hoop.gc_period_ms``."""
+    return name.replace("__", ".")
+
+
+def _value_text(key: str, value: Any) -> str:
+    # Text exactly as the CLI's --set would receive it; the Rust side parses
+    # and validates it against the parameter's declared type and range.
+    # numpy scalars (from grids built with numpy) are numbers like any other.
+    if isinstance(value, (bool, *_np_bool())):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, numbers.Integral):
+        return str(int(value))
+    if isinstance(value, numbers.Real):
+        default = params().get(key, {}).get("default")
+        if isinstance(default, int) and not isinstance(default, bool) and float(value).is_integer():
+            # 2.0 for an integer parameter (pandas turns int columns with
+            # gaps into floats) is the integer 2, not an error.
+            return str(int(value))
+        return repr(float(value))
+    raise ValueError(f"invalid value {value!r} for '{key}': expected an int, float, bool or str")
+
+
+def _np_bool() -> tuple[type, ...]:
+    np = sys.modules.get("numpy")
+    return (np.bool_,) if np is not None else ()
+
+
+def _count(field: str, value: Any, minimum: int) -> int:
+    if isinstance(value, (bool, *_np_bool())) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"invalid value {value!r} for '{field}': expected an integer")
+    value = int(value)
+    if value < minimum:
+        raise ValueError(f"invalid value {value!r} for '{field}': expected at least {minimum}")
+    if value >= 1 << 64:
+        raise ValueError(f"invalid value {value!r} for '{field}': expected below 2**64")
+    return value
+
+
+def _names(scheme: Any, workload: Any) -> None:
+    if not isinstance(scheme, str):
+        raise ValueError(
+            f"invalid value {scheme!r} for 'scheme': expected a name, one of "
+            + ", ".join(schemes())
+        )
+    if not isinstance(workload, str):
+        raise ValueError(
+            f"invalid value {workload!r} for 'workload': expected a name, one of "
+            + ", ".join(workloads())
+        )
+
+
+def run(
+    scheme: str,
+    workload: str,
+    *,
+    threads: int = 8,
+    tx: int = 10_000,
+    seed: int = 1,
+    config: str | os.PathLike[str] | None = None,
+    **overrides: Any,
+) -> dict:
+    """Run one simulation; return the same document as ``durasim run --json -``.
+
+    ``config`` is a TOML preset path (the CLI's ``--config``); ``overrides``
+    are parameter keys (``hoop__gc_period_ms=2`` or ``**{"hoop.gc_period_ms": 2}``).
+    Bad input raises ``ValueError`` naming the field and its valid choices.
+    The GIL is released while the simulation runs.
+    """
+    _names(scheme, workload)
+    threads = _count("threads", threads, 1)
+    tx = _count("tx", tx, 1)
+    seed = _count("seed", seed, 0)
+    cfg = None if config is None else os.fspath(config)
+    sets = [(param_key(k), _value_text(param_key(k), v)) for k, v in overrides.items()]
+    return json.loads(_native.run(scheme, workload, threads, tx, seed, cfg, sets))
+
+
+def crashtest(
+    scheme: str,
+    workload: str,
+    *,
+    threads: int = 2,
+    tx: int = 1000,
+    seed: int = 1,
+    points: int | str = "all",
+    crash_at: int | None = None,
+    tear_mask: int | str | None = None,
+    torn: bool = False,
+    recovery_crashes: int | str | None = None,
+    config: str | os.PathLike[str] | None = None,
+    **overrides: Any,
+) -> dict:
+    """Crash-test one run; return the same document as
+    ``durasim crashtest --json -`` (``violations``, ``first_violation`` with
+    its ``replay`` line, ``crash_points_tested``, ``points_per_second``, ...).
+
+    ``points`` is ``"all"`` (every crash point) or a number of seeded
+    samples; ``crash_at=K`` tests one point (``tear_mask`` optional);
+    ``torn`` also tests torn in-flight writes; ``recovery_crashes`` is the
+    number of crashes injected into each recovery or ``"all"`` (default:
+    the CLI's). Defaults and
+    overrides as in the CLI. The GIL is released while it runs.
+    """
+    _names(scheme, workload)
+    threads = _count("threads", threads, 1)
+    tx = _count("tx", tx, 1)
+    seed = _count("seed", seed, 0)
+    if not (
+        isinstance(points, str)
+        or (isinstance(points, numbers.Integral) and not isinstance(points, bool))
+    ):
+        raise ValueError(
+            f"invalid value {points!r} for 'points': expected 'all' or a positive integer"
+        )
+    if crash_at is not None:
+        crash_at = _count("crash_at", crash_at, 0)
+    if tear_mask is not None and (
+        isinstance(tear_mask, bool) or not isinstance(tear_mask, (numbers.Integral, str))
+    ):
+        raise ValueError(f"invalid value {tear_mask!r} for 'tear_mask': expected 0..255 or '0x..'")
+    if not isinstance(torn, bool):
+        raise ValueError(f"invalid value {torn!r} for 'torn': expected True or False")
+    if recovery_crashes is not None and (
+        isinstance(recovery_crashes, bool)
+        or not isinstance(recovery_crashes, (numbers.Integral, str))
+    ):
+        raise ValueError(
+            f"invalid value {recovery_crashes!r} for 'recovery_crashes': "
+            "expected 'all' or an integer"
+        )
+    cfg = None if config is None else os.fspath(config)
+    sets = [(param_key(k), _value_text(param_key(k), v)) for k, v in overrides.items()]
+    doc = _native.crashtest(
+        scheme,
+        workload,
+        threads,
+        tx,
+        seed,
+        str(points) if isinstance(points, str) else str(int(points)),
+        crash_at,
+        None
+        if tear_mask is None
+        else str(tear_mask if isinstance(tear_mask, str) else int(tear_mask)),
+        torn,
+        None
+        if recovery_crashes is None
+        else str(recovery_crashes if isinstance(recovery_crashes, str) else int(recovery_crashes)),
+        cfg,
+        sets,
+    )
+    return json.loads(doc)
+
+
+@lru_cache(maxsize=1)
+def _schemes() -> tuple[dict, ...]:
+    return tuple(json.loads(_native.schemes_json()))
+
+
+@lru_cache(maxsize=1)
+def _workloads() -> tuple[dict, ...]:
+    return tuple(json.loads(_native.workloads_json()))
+
+
+@lru_cache(maxsize=1)
+def _params() -> tuple[dict, ...]:
+    return tuple(json.loads(_native.params_json()))
+
+
+def schemes() -> list[str]:
+    """Names of the schemes this build of durasim ships."""
+    return [s["name"] for s in _schemes()]
+
+
+def workloads() -> list[str]:
+    """Names of the workloads this build ships."""
+    return [w["name"] for w in _workloads()]
+
+
+def params() -> dict[str, dict]:
+    """Every parameter key -> {default, unit, check, source, doc}."""
+    return {p["key"]: {k: v for k, v in p.items() if k != "key"} for p in _params()}
+
+
+def describe() -> dict[str, Any]:
+    """The whole catalogue (schemes and workloads with descriptions, params)."""
+    return {
+        "version": version(),
+        "schemes": list(_schemes()),
+        "workloads": list(_workloads()),
+        "params": params(),
+    }
+
+
+def version() -> str:
+    """Version of the durasim core compiled into the extension."""
+    return _native.version()
+
+
+def load_preset(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """A TOML preset (``[section] key = value``) as ``{"section.key": value}``,
+    validated against the parameter list."""
+    try:
+        import tomllib
+    except ImportError:  # Python < 3.11
+        import tomli as tomllib
+    p = os.fspath(path)
+    try:
+        with open(p, "rb") as f:
+            doc = tomllib.load(f)
+    except OSError as e:
+        raise ValueError(f"cannot read config {p}: {e}") from e
+    except tomllib.TOMLDecodeError as e:
+        raise ValueError(f"cannot parse config {p}: {e}") from e
+    flat: dict[str, Any] = {}
+
+    def walk(prefix: str, v: Any) -> None:
+        if isinstance(v, dict):
+            for k, x in v.items():
+                walk(f"{prefix}.{k}" if prefix else k, x)
+        else:
+            flat[prefix] = v
+
+    walk("", doc)
+    known = params()
+    for k in flat:
+        if k not in known:
+            raise ValueError(f"{p}: unknown parameter '{k}'; see durasim.params() for valid keys")
+    return flat
+
+
+def split_spec(spec: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Split a run spec into run arguments and canonical parameter overrides."""
+    args: dict[str, Any] = {}
+    sets: dict[str, Any] = {}
+    for k, v in spec.items():
+        if k in RUN_FIELDS:
+            args[k] = v
+        else:
+            sets[param_key(k)] = v
+    for f in ("scheme", "workload"):
+        if f not in args:
+            raise ValueError(f"run spec {dict(spec)!r} has no '{f}'")
+    return args, sets
+
+
+def run_spec(spec: Mapping[str, Any]) -> dict:
+    """Run a spec dict (``{"scheme":..., "workload":..., "hoop.gc_period_ms": 2}``)."""
+    args, sets = split_spec(spec)
+    return run(**args, **sets)

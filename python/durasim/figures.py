@@ -1,0 +1,240 @@
+"""One matplotlib figure per HOOP experiment.
+
+Each ``fig_*`` takes the experiment's DataFrame (see
+:mod:`durasim.experiments.hoop`) and returns a ``matplotlib.figure.Figure``
+(object API only: no pyplot state, safe in workers and tests). Axes carry
+units; the title states the normalization. A frame with no rows gives a
+figure that says which parts were not available.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from .experiments.hoop import EXPERIMENTS, P_GC_PERIOD, P_REC_BW, P_REC_THREADS, SCHEMES
+
+SCHEME_ORDER = {s: i for i, s in enumerate(SCHEMES)}
+
+
+def _title(df: pd.DataFrame, fallback: str) -> str:
+    item = df.attrs.get("paper_item", "")
+    title = df.attrs.get("title", fallback)
+    norm = df.attrs.get("normalization")
+    head = f"{title} — {item}" if item else title
+    return f"{head}\n[{norm}]" if norm else head
+
+
+def _new(
+    df: pd.DataFrame, fallback: str, ncols: int = 1, width: float = 8.0
+) -> tuple[Figure, list]:
+    fig = Figure(figsize=(width * (1 if ncols == 1 else 0.75) * ncols, 4.6), layout="constrained")
+    axes = fig.subplots(1, ncols, squeeze=False)[0].tolist()
+    fig.suptitle(_title(df, fallback), fontsize=10)
+    return fig, axes
+
+
+def _empty(fig: Figure, axes: list, df: pd.DataFrame) -> Figure:
+    skipped = df.attrs.get("skipped", [])
+    msg = "no runs: not available in this build"
+    if skipped:
+        msg += ":\n" + "\n".join(skipped[:8]) + ("\n..." if len(skipped) > 8 else "")
+    for ax in axes:
+        ax.set_axis_off()
+    axes[0].text(0.5, 0.5, msg, ha="center", va="center", fontsize=8, transform=axes[0].transAxes)
+    return fig
+
+
+def _ordered_schemes(df: pd.DataFrame) -> list[str]:
+    return sorted(df["scheme"].unique(), key=lambda s: (SCHEME_ORDER.get(s, 99), s))
+
+
+def _bars(ax, df: pd.DataFrame, y: str, ylabel: str, baseline_line: bool = True) -> None:
+    labels = list(dict.fromkeys(df["config_label"]))
+    schemes = _ordered_schemes(df)
+    width = 0.8 / max(len(schemes), 1)
+    x = np.arange(len(labels))
+    for i, s in enumerate(schemes):
+        part = df[df["scheme"] == s].set_index("config_label")[y]
+        vals = [float(part.get(lbl, np.nan)) for lbl in labels]
+        ax.bar(x + (i - (len(schemes) - 1) / 2) * width, vals, width, label=s)
+    ax.set_xticks(x, labels, rotation=30, ha="right", fontsize=8)
+    ax.set_xlabel("workload (item size)")
+    ax.set_ylabel(ylabel)
+    if baseline_line:
+        ax.axhline(1.0, color="grey", lw=0.8, ls="--")
+    _auto_log(ax, df[y])
+    ax.legend(fontsize=7, ncol=min(len(schemes), 4))
+    ax.grid(axis="y", alpha=0.3)
+
+
+def _auto_log(ax, values: pd.Series) -> None:
+    """Log y axis when bars span more than 20x (e.g. the native system next
+    to logging schemes), so that every bar stays readable."""
+    v = pd.to_numeric(values, errors="coerce")
+    v = v[v > 0]
+    if len(v) and v.max() / v.min() > 20:
+        ax.set_yscale("log")
+        ax.set_ylabel(ax.get_ylabel() + ", log scale")
+
+
+def _grid_fig(df: pd.DataFrame, y: str, what: str, fallback: str) -> Figure:
+    fig, axes = _new(df, fallback)
+    if not len(df):
+        return _empty(fig, axes, df)
+    base = df.attrs.get("baseline") or "baseline"
+    _bars(axes[0], df, y, f"{what} (× {base})")
+    return fig
+
+
+def fig_throughput(df: pd.DataFrame) -> Figure:
+    return _grid_fig(df, "norm_throughput", "normalized throughput", "Throughput")
+
+
+def fig_latency(df: pd.DataFrame) -> Figure:
+    return _grid_fig(df, "norm_latency", "normalized critical-path latency", "Latency")
+
+
+def fig_traffic(df: pd.DataFrame) -> Figure:
+    return _grid_fig(df, "norm_write_traffic", "normalized NVM write bytes per tx", "Write traffic")
+
+
+def fig_energy(df: pd.DataFrame) -> Figure:
+    return _grid_fig(df, "norm_energy", "normalized NVM energy per tx", "Energy")
+
+
+def _lines(ax, df: pd.DataFrame, x: str, y: str, series: str, fmt=str) -> None:
+    for key in sorted(df[series].dropna().unique(), key=lambda v: (str(type(v)), v)):
+        part = df[df[series] == key].sort_values(x)
+        ax.plot(part[x], part[y], marker="o", label=fmt(key))
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+
+
+def fig_gc_reduction(df: pd.DataFrame) -> Figure:
+    fig, axes = _new(df, "GC data reduction")
+    if not len(df):
+        return _empty(fig, axes, df)
+    ax = axes[0]
+    d = df.assign(reduction_pct=df["reduction_ratio"].astype(float) * 100.0)
+    _lines(ax, d, "tx", "reduction_pct", "config_label")
+    ax.set_xscale("log")
+    ax.set_xlabel("transactions (count, log scale)")
+    ax.set_ylabel("data reduction ratio (% of bytes written by tx)")
+    return fig
+
+
+def fig_gc_period(df: pd.DataFrame) -> Figure:
+    fig, axes = _new(df, "GC period")
+    if not len(df):
+        return _empty(fig, axes, df)
+    ax = axes[0]
+    _lines(ax, df, P_GC_PERIOD, "norm_throughput", "config_label")
+    ax.set_xlabel("GC period (ms)")
+    ax.set_ylabel("normalized throughput (×)")
+    return fig
+
+
+def fig_recovery(df: pd.DataFrame) -> Figure:
+    fig, axes = _new(df, "Recovery time")
+    if not len(df):
+        return _empty(fig, axes, df)
+    ax = axes[0]
+    _lines(ax, df, P_REC_THREADS, "recovery_ms", P_REC_BW, fmt=lambda v: f"{v:g} GB/s")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("recovery threads (count, log2 scale)")
+    ax.set_ylabel("recovery time (ms)")
+    return fig
+
+
+def fig_ycsb_latency(df: pd.DataFrame) -> Figure:
+    fig, axes = _new(df, "YCSB vs NVM latency", ncols=2)
+    if not len(df):
+        return _empty(fig, axes, df)
+    base = df.attrs.get("baseline") or "baseline"
+    for ax, varied, fixed in ((axes[0], "read", "write 150 ns"), (axes[1], "write", "read 50 ns")):
+        part = df[df["varied"] == varied]
+        for s in _ordered_schemes(part):
+            p = part[part["scheme"] == s].sort_values("latency_ns")
+            ax.plot(p["latency_ns"], p["norm_throughput"], marker="o", label=s)
+        ax.set_xlabel(f"NVM {varied} latency (ns; {fixed})")
+        ax.set_ylabel(f"normalized throughput (× {base})")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    axes[0].invert_xaxis()  # the paper sweeps read latency from 250 ns down to 50 ns
+    return fig
+
+
+def fig_mapping_table(df: pd.DataFrame) -> Figure:
+    fig, axes = _new(df, "Mapping-table size")
+    if not len(df):
+        return _empty(fig, axes, df)
+    ax = axes[0]
+    _lines(ax, df, "mapping_table_kb", "norm_throughput", "scheme")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("mapping table size (KB, log2 scale)")
+    ax.set_ylabel("normalized throughput (×)")
+    return fig
+
+
+def fig_profiling(df: pd.DataFrame) -> Figure:
+    fig, axes = _new(df, "Profiling", ncols=3)
+    if not len(df):
+        return _empty(fig, axes, df)
+    cols = [
+        ("loads_per_llc_miss", 1.0, "loads per LLC miss (memory loads)"),
+        ("parallel_read_fraction", 100.0, "misses needing home+OOP reads (%)"),
+        ("llc_miss_ratio", 100.0, "LLC miss ratio (%)"),
+    ]
+    labels = list(dict.fromkeys(df["config_label"]))
+    x = np.arange(len(labels))
+    for ax, (col, mult, ylabel) in zip(axes, cols):
+        vals = [
+            float(v) * mult if v is not None and not _isnan(v) else np.nan
+            for v in df.set_index("config_label")[col].reindex(labels)
+        ]
+        ax.bar(x, vals, 0.6, label=col)
+        ax.set_xticks(x, labels, rotation=30, ha="right", fontsize=8)
+        ax.set_xlabel("workload (item size)")
+        ax.set_ylabel(ylabel)
+        ax.grid(axis="y", alpha=0.3)
+        ax.legend(fontsize=7)
+    return fig
+
+
+def _isnan(v) -> bool:
+    try:
+        return math.isnan(float(v))
+    except (TypeError, ValueError):
+        return True
+
+
+FIGURES = {eid: globals()[e.figure] for eid, e in EXPERIMENTS.items()}
+
+
+def series(fig: Figure) -> list[str]:
+    """Legend labels of every axes of a figure (what a reader sees as series)."""
+    out: list[str] = []
+    for ax in fig.axes:
+        _, labels = ax.get_legend_handles_labels()
+        out.extend(lbl for lbl in labels if lbl not in out)
+    return out
+
+
+def save(fig: Figure, stem: Path | str, formats: Sequence[str] = ("png", "svg")) -> list[Path]:
+    """Write ``stem.png`` and ``stem.svg``; return the paths."""
+    stem = Path(stem)
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for fmt in formats:
+        p = stem.with_suffix(f".{fmt}")
+        # Fixed metadata keeps the SVG/PNG bytes independent of the date.
+        meta = {"Date": None} if fmt == "svg" else {"Software": None}
+        fig.savefig(p, dpi=120, metadata=meta)
+        paths.append(p)
+    return paths

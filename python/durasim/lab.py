@@ -1,0 +1,139 @@
+"""``durasim-lab``: regenerate a paper's report, list what this build has.
+
+    durasim-lab reproduce hoop [--scale small|paper|tiny] [--out DIR]
+                               [--scheduler tcp://HOST:PORT | --scheduler serial]
+                               [--workers N] [--slurm-jobs N]
+    durasim-lab list [schemes|workloads|params]
+
+Exit codes: 0 success, 1 failed runs, 2 bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from . import _core
+from .sweep import SweepError
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="durasim-lab", description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("reproduce", help="run a paper's experiments and write its report")
+    r.add_argument("paper", choices=["hoop"])
+    r.add_argument(
+        "--scale",
+        default="small",
+        choices=["small", "paper", "tiny"],
+        help="run sizes (default: small, minutes on 2 cores)",
+    )
+    r.add_argument("--out", default=None, help="output directory (default: report/<paper>)")
+    r.add_argument(
+        "--scheduler",
+        default=None,
+        help="Dask scheduler address tcp://HOST:PORT, or 'serial' to run in this "
+        "process (default: a LocalCluster with one worker per core)",
+    )
+    r.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="LocalCluster worker processes (default: number of cores)",
+    )
+    r.add_argument(
+        "--slurm-jobs",
+        type=int,
+        default=None,
+        help="run on SLURM through dask-jobqueue with this many jobs",
+    )
+    r.add_argument(
+        "--config",
+        default=None,
+        help="TOML parameter preset applied to every run (e.g. configs/hoop.toml)",
+    )
+    r.add_argument("--only", default=None, help="comma-separated experiment ids (default: all)")
+    r.add_argument("--no-progress", action="store_true", help="no progress bar")
+    ls = sub.add_parser("list", help="list schemes, workloads or params of this build")
+    ls.add_argument(
+        "what", nargs="?", default="schemes", choices=["schemes", "workloads", "params"]
+    )
+    return p
+
+
+def _reproduce(a: argparse.Namespace) -> int:
+    from .experiments import PAPERS
+    from .report import regenerate_command, write_hoop_report
+
+    paper = PAPERS[a.paper]
+    out = a.out or f"report/{a.paper}"
+    only = a.only.split(",") if a.only else None
+    if sum(x is not None for x in (a.scheduler, a.workers, a.slurm_jobs)) > 1:
+        raise ValueError("use only one of --scheduler, --workers, --slurm-jobs")
+    client, owned = None, []
+    if a.workers is not None or a.slurm_jobs is not None:
+        from dask.distributed import Client
+
+        from . import cluster
+
+        if a.workers is not None:
+            if a.workers < 1:
+                raise ValueError(f"invalid value {a.workers} for '--workers': expected >= 1")
+            c = cluster.local(a.workers)
+        else:
+            c = cluster.slurm(jobs=a.slurm_jobs)
+        client = Client(c)
+        owned = [client, c]
+    t0 = time.time()
+    try:
+        frames = paper.run_experiments(
+            only,
+            a.scale,
+            client=client,
+            scheduler=a.scheduler,
+            progress=not a.no_progress,
+            preset=a.config,
+        )
+    finally:
+        for o in owned:
+            o.close()
+    index = write_hoop_report(
+        frames,
+        out,
+        scale=a.scale,
+        command=regenerate_command(a.paper, a.scale, out, a.scheduler, a.config, only),
+    )
+    runs = sum(df.attrs.get("runs", 0) for df in frames.values())
+    print(
+        f"wrote {index} ({len(frames)} experiments, {runs} runs incl. shared, "
+        f"{time.time() - t0:.0f} s)"
+    )
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = _parser().parse_args(argv)
+    try:
+        if a.command == "reproduce":
+            return _reproduce(a)
+        if a.what == "schemes":
+            for s in _core.describe()["schemes"]:
+                print(f"{s['name']:<12} {s['description']}")
+        elif a.what == "workloads":
+            for w in _core.describe()["workloads"]:
+                print(f"{w['name']:<12} {w['description']}")
+        else:
+            for k, v in _core.params().items():
+                print(f"{k:<36} {v['default']!s:>14} {v['unit']:<12} {v['source']}")
+        return 0
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except SweepError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

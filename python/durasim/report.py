@@ -1,0 +1,204 @@
+"""The HOOP paper report: every experiment's figure (PNG + SVG), its data as
+CSV, the exact configuration and durasim version, and the command that
+regenerates it, in one ``index.html``."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import html
+import json
+import math
+import platform
+import shlex
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from . import _core
+from .experiments import hoop
+from .figures import FIGURES, save
+
+
+def _git_commit() -> str | None:
+    try:
+        here = Path(__file__).resolve().parent
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=here,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=here,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+        if out.returncode == 0:
+            return out.stdout.strip() + (
+                " (with uncommitted changes)" if dirty.stdout.strip() else ""
+            )
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return None
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, float) and math.isnan(v):
+        return None
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, (str, int, float, bool)) or v is None:
+        return v
+    return str(v)
+
+
+def regenerate_command(
+    paper: str,
+    scale: str,
+    out: str,
+    scheduler: str | None = None,
+    preset: str | None = None,
+    only: list[str] | None = None,
+) -> str:
+    cmd = ["durasim-lab", "reproduce", paper, "--scale", scale, "--out", out]
+    if scheduler:
+        cmd += ["--scheduler", scheduler]
+    if preset:
+        cmd += ["--config", preset]
+    if only:
+        cmd += ["--only", ",".join(only)]
+    return shlex.join(cmd)
+
+
+def write_hoop_report(
+    frames: dict[str, pd.DataFrame], out: Path | str, *, scale: str, command: str
+) -> Path:
+    """Write figures, CSVs, ``config.json`` and ``index.html`` into ``out``."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    params = _core.params()
+    config = {
+        "durasim_version": _core.version(),
+        "git_commit": _git_commit(),
+        "scale": scale,
+        "scale_settings": hoop.scale_settings(scale),
+        "available": {"schemes": _core.schemes(), "workloads": _core.workloads()},
+        "parameter_defaults": {k: v["default"] for k, v in params.items()},
+        "parameter_sources": {k: v["source"] for k, v in params.items()},
+        "experiments": {},
+        "command": command,
+        "preset": next(
+            (df.attrs["preset"] for df in frames.values() if df.attrs.get("preset")), None
+        ),
+    }
+    sections = []
+    for eid, df in frames.items():
+        e = hoop.EXPERIMENTS[eid]
+        stem = f"{e.item}_{eid}"
+        fig = FIGURES[eid](df)
+        pngs = save(fig, out / stem)
+        csv = out / f"{stem}.csv"
+        df.to_csv(csv, index=False)
+        varied = sorted(c for c in df.columns if c in params)
+        config["experiments"][eid] = _jsonable(
+            {
+                "paper_item": df.attrs.get("paper_item"),
+                "runs": df.attrs.get("runs", len(df)),
+                "normalization": df.attrs.get("normalization"),
+                "parameters_set_per_run": varied,
+                "stat_keys": df.attrs.get("stat_keys", {}),
+                "skipped": df.attrs.get("skipped", []),
+                "notes": df.attrs.get("notes", []),
+            }
+        )
+        sections.append(_section(e, df, stem, pngs, csv))
+    cfg_path = out / "config.json"
+    cfg_path.write_text(json.dumps(_jsonable(config), indent=2, sort_keys=False) + "\n")
+    index = out / "index.html"
+    index.write_text(_page(config, sections))
+    return index
+
+
+def _li(items: list[str]) -> str:
+    return "".join(f"<li>{html.escape(str(x))}</li>" for x in items)
+
+
+def _section(e: hoop.Experiment, df: pd.DataFrame, stem: str, figs: list[Path], csv: Path) -> str:
+    esc = html.escape
+    png = next(p for p in figs if p.suffix == ".png").name
+    svg = next(p for p in figs if p.suffix == ".svg").name
+    skipped = df.attrs.get("skipped", [])
+    notes = df.attrs.get("notes", [])
+    stats = {k: v for k, v in df.attrs.get("stat_keys", {}).items()}
+    parts = [
+        f'<section id="{esc(e.id)}"><h2>({esc(e.item)}) {esc(e.title)}</h2>',
+        f"<p>Paper: HOOP §IV ({esc(e.item)}). Normalization: "
+        f"{esc(str(df.attrs.get('normalization', 'none')))}. "
+        f"Runs: {len(df)}.</p>",
+        f'<p><img src="{esc(png)}" alt="{esc(e.title)}" style="max-width:100%"></p>',
+        f'<p>Figure: <a href="{esc(png)}">PNG</a> · <a href="{esc(svg)}">SVG</a> · '
+        f'data: <a href="{esc(csv.name)}">{esc(csv.name)}</a></p>',
+    ]
+    if stats:
+        parts.append(
+            "<p>Scheme statistics read: "
+            + esc(", ".join(f"{k} ← {v}" for k, v in stats.items()))
+            + "</p>"
+        )
+    if notes:
+        parts.append(f"<p>Notes:</p><ul>{_li(notes)}</ul>")
+    if skipped:
+        parts.append(
+            "<details><summary>Not available in this build, skipped "
+            f"({len(skipped)})</summary><ul>{_li(skipped)}</ul></details>"
+        )
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def _page(config: dict[str, Any], sections: list[str]) -> str:
+    esc = html.escape
+    now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    sc = json.dumps(config["scale_settings"], indent=1)
+    pre = config.get("preset")
+    preset = (
+        f"<li>parameter preset: <code>{esc(str(pre['path']))}</code> "
+        f"<code>{esc(json.dumps(pre['values']))}</code></li>"
+        if pre
+        else "<li>parameter preset: none (every parameter at its documented default unless "
+        "an experiment sets it)</li>"
+    )
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<title>durasim — HOOP paper reproduction ({esc(config["scale"])} scale)</title>
+<style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto;line-height:1.4}}
+code,pre{{background:#f4f4f4;padding:2px 4px}} section{{margin-top:2.5em}}</style>
+</head><body>
+<h1>HOOP paper reproduction — {esc(config["scale"])} scale</h1>
+<p>Experiments of the HOOP paper's evaluation (§IV, items a–j), run on durasim.
+Results are this simulator's, not the paper's; each figure states its normalization.</p>
+<ul>
+<li>durasim version: <code>{esc(config["durasim_version"])}</code></li>
+<li>git commit: <code>{esc(str(config["git_commit"]))}</code></li>
+<li>generated: {esc(now)} on {esc(platform.node() or "unknown host")}</li>
+<li>regenerate: <code>{esc(config["command"])}</code></li>
+<li>schemes in this build: {esc(", ".join(config["available"]["schemes"]))};
+workloads: {esc(", ".join(config["available"]["workloads"]))}</li>
+{preset}
+<li>exact configuration: <a href="config.json">config.json</a> (every parameter's default
+and source, the scale's run sizes, per-experiment settings); per-run parameter values are
+columns of each CSV.</li>
+</ul>
+<details><summary>Scale settings</summary><pre>{esc(sc)}</pre></details>
+{"".join(sections)}
+</body></html>
+"""

@@ -1,0 +1,240 @@
+"""Sweeps: many runs, spread over Dask workers, gathered into one DataFrame.
+
+A sweep is a list of run specs (dicts with the keys of :func:`durasim.run`:
+``scheme``, ``workload``, ``threads``, ``tx``, ``seed``, ``config`` plus
+parameter keys such as ``"hoop.gc_period_ms"``) or a grid: a dict of lists
+whose cartesian product is the list of specs.
+
+Where the runs execute:
+
+* default: a ``dask.distributed.LocalCluster`` on this machine (one worker
+  process per core, one thread each), closed afterwards;
+* ``client=``: an existing ``dask.distributed.Client`` (e.g. on a
+  :func:`durasim.cluster.slurm` cluster);
+* ``scheduler="tcp://host:port"``: connect to a running scheduler;
+* ``scheduler="serial"``: in this process, one run after the other.
+
+Each run is a pure function of its spec (seeded RNGs only), so the frame is
+the same wherever it ran, except the ``sim.*`` columns (host speed).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+import traceback
+import warnings
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import pandas as pd
+
+from ._core import DEFAULTS, RUN_FIELDS, param_key, run_spec, version
+
+#: Columns that depend on the host, not on the simulation.
+HOST_COLUMNS_PREFIX = "sim."
+
+
+class SweepError(RuntimeError):
+    """Some runs of a sweep failed. ``failures`` lists ``(spec, message)``;
+    ``frame`` holds every run, with the failed ones' ``error`` column set."""
+
+    def __init__(self, failures: list[tuple[dict, str]], frame: pd.DataFrame):
+        self.failures = failures
+        self.frame = frame
+        lines = [f"{len(failures)} of {len(frame)} runs failed:"]
+        for spec, msg in failures[:20]:
+            lines.append(f"  {spec}: {msg}")
+        if len(failures) > 20:
+            lines.append(f"  ... and {len(failures) - 20} more (see .failures)")
+        super().__init__("\n".join(lines))
+
+
+def _canonical(spec: Mapping[str, Any]) -> dict[str, Any]:
+    if not isinstance(spec, Mapping):
+        raise ValueError(f"invalid run spec {spec!r}: expected a dict")
+    out = {k if k in RUN_FIELDS else param_key(k): v for k, v in spec.items()}
+    for f in ("scheme", "workload"):
+        if f not in out:
+            raise ValueError(f"run spec {dict(spec)!r} has no '{f}' (required: scheme, workload)")
+    return out
+
+
+def expand(runs: Mapping[str, Any] | Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Turn a grid (dict of lists; scalars are one-element lists) or a list
+    of specs into a list of canonical specs. The grid's last key varies
+    fastest, like nested for-loops in key order."""
+    if isinstance(runs, Mapping):
+        keys = list(runs)
+        axes = []
+        for k in keys:
+            v = runs[k]
+            # Any iterable (list, tuple, range, numpy array) is an axis;
+            # strings, dicts and scalars are one value.
+            if isinstance(v, (str, bytes, Mapping)) or not isinstance(v, Iterable):
+                v = [v]
+            axes.append(list(v))
+        return [_canonical(dict(zip(keys, combo))) for combo in itertools.product(*axes)]
+    if isinstance(runs, (str, bytes)):
+        raise ValueError("invalid runs: expected a list of spec dicts or a dict of lists")
+    return [_canonical(s) for s in runs]
+
+
+def _flatten(prefix: str, value: Any, out: dict[str, Any]) -> None:
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            _flatten(f"{prefix}.{k}" if prefix else str(k), v, out)
+    else:
+        out[prefix] = value
+
+
+def result_row(
+    spec: Mapping[str, Any], report: Mapping[str, Any] | None, error: str | None = None
+) -> dict[str, Any]:
+    """One DataFrame row: the spec (with defaults filled in), then the
+    metrics (nested dicts flattened with dots), ``stat.<name>`` for the
+    scheme's statistics, ``sim.*`` for host speed, and ``error``."""
+    row: dict[str, Any] = {"scheme": spec["scheme"], "workload": spec["workload"]}
+    for f in ("threads", "tx", "seed", "config"):
+        v = spec.get(f, DEFAULTS[f])
+        row[f] = None if v is None else (os.fspath(v) if f == "config" else v)
+    for k, v in spec.items():
+        if k not in RUN_FIELDS:
+            row[k] = v
+    if report is not None:
+        _flatten("", report.get("metrics", {}), row)
+        for k, v in report.get("scheme_stats", {}).items():
+            row[f"stat.{k}"] = v
+        _flatten("sim", report.get("sim", {}), row)
+    row["error"] = error
+    return row
+
+
+def to_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    return pd.DataFrame(rows)
+
+
+def deterministic(df: pd.DataFrame) -> pd.DataFrame:
+    """The frame without host-dependent columns (``sim.*``)."""
+    return df[[c for c in df.columns if not c.startswith(HOST_COLUMNS_PREFIX)]]
+
+
+def _execute(spec: dict[str, Any]) -> tuple[dict | None, str | None]:
+    """Worker side: run one spec; never raises (errors travel back as text)."""
+    try:
+        return run_spec(spec), None
+    except ValueError as e:
+        return None, f"ValueError: {e}"
+    except Exception as e:
+        return None, f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}"
+
+
+class _Progress:
+    def __init__(self, total: int, enabled: bool, desc: str):
+        self.bar = None
+        self.enabled = enabled
+        self.total = total
+        self.done = 0
+        if enabled:
+            try:
+                from tqdm.auto import tqdm
+
+                self.bar = tqdm(total=total, desc=desc, unit="run")
+            except ImportError:  # pragma: no cover - tqdm is a dependency
+                self.bar = None
+
+    def update(self) -> None:
+        self.done += 1
+        if self.bar is not None:
+            self.bar.update(1)
+        elif self.enabled:
+            print(f"\r{self.done}/{self.total} runs", end="", file=sys.stderr)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+        elif self.enabled:
+            print(file=sys.stderr)
+
+
+def sweep(
+    runs: Mapping[str, Any] | Iterable[Mapping[str, Any]],
+    *,
+    client: Any = None,
+    scheduler: str | None = None,
+    progress: bool = True,
+    errors: str = "raise",
+    desc: str = "durasim",
+) -> pd.DataFrame:
+    """Run every spec and return one row per spec, in spec order.
+
+    ``errors="raise"`` (default) raises :class:`SweepError` listing each
+    failed spec and its message after all runs finished (``.frame`` holds
+    the full frame); ``errors="include"`` returns the frame with the
+    ``error`` column set on failed rows. Failed runs are never dropped.
+    """
+    if errors not in ("raise", "include"):
+        raise ValueError(f"invalid value {errors!r} for 'errors': expected 'raise' or 'include'")
+    if client is not None and scheduler is not None:
+        raise ValueError("pass either client= or scheduler=, not both")
+    specs = expand(runs)
+    results: list[tuple[dict | None, str | None]] = [(None, None)] * len(specs)
+    bar = _Progress(len(specs), progress and len(specs) > 0, desc)
+    try:
+        if scheduler == "serial":
+            for i, spec in enumerate(specs):
+                results[i] = _execute(spec)
+                bar.update()
+        elif specs:
+            _run_dask(specs, results, bar, client, scheduler)
+    finally:
+        bar.close()
+    here = version()
+    other = sorted({str(rep.get("sim", {}).get("version")) for rep, _ in results if rep} - {here})
+    if other:
+        # Remote workers with another build would make the frame a mixture.
+        warnings.warn(
+            f"some runs were executed by durasim {', '.join(other)}, this process has {here}; "
+            "install the same version on every worker",
+            stacklevel=2,
+        )
+    rows = [result_row(s, rep, err) for s, (rep, err) in zip(specs, results)]
+    frame = to_frame(rows)
+    failures = [(s, err) for s, (_, err) in zip(specs, results) if err is not None]
+    if failures and errors == "raise":
+        raise SweepError(failures, frame)
+    return frame
+
+
+def _run_dask(specs, results, bar, client, scheduler) -> None:
+    from dask.distributed import Client, as_completed
+
+    owned = []
+    try:
+        if client is None:
+            if scheduler is not None:
+                client = Client(scheduler)
+                owned.append(client)
+            else:
+                from .cluster import local
+
+                cluster = local()
+                owned.append(cluster)
+                client = Client(cluster)
+                owned.insert(0, client)
+        futures = [
+            client.submit(_execute, spec, pure=False, key=f"durasim-run-{i}-{os.urandom(4).hex()}")
+            for i, spec in enumerate(specs)
+        ]
+        index = {f.key: i for i, f in enumerate(futures)}
+        for fut in as_completed(futures):
+            i = index[fut.key]
+            try:
+                results[i] = fut.result()
+            except Exception as e:  # worker lost, deserialization, ...
+                results[i] = (None, f"{type(e).__name__}: {e}")
+            bar.update()
+    finally:
+        for obj in owned:
+            obj.close()

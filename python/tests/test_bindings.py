@@ -1,0 +1,202 @@
+"""The bindings: same documents as the CLI, catalogue, errors, GIL."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+import time
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import durasim
+
+
+def _cli_json(exe, scheme, workload, threads, tx, seed, sets=(), config=None) -> dict:
+    cmd = [
+        str(exe),
+        "run",
+        "--scheme",
+        scheme,
+        "--workload",
+        workload,
+        "--threads",
+        str(threads),
+        "--tx",
+        str(tx),
+        "--seed",
+        str(seed),
+        "--json",
+        "-",
+    ]
+    for k, v in sets:
+        cmd += ["--set", f"{k}={v}"]
+    if config:
+        cmd += ["--config", str(config)]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=300)
+    return json.loads(out.stdout)
+
+
+def _same_run(a: dict, b: dict) -> None:
+    # Everything but the host-speed block must be identical.
+    for k in ("scheme", "workload", "threads", "tx", "seed", "config", "metrics", "scheme_stats"):
+        assert a[k] == b[k], k
+    assert a["sim"]["version"] == b["sim"]["version"]
+    assert a["sim"]["sim_mem_ops"] == b["sim"]["sim_mem_ops"]
+
+
+@pytest.mark.parametrize("scheme", durasim.schemes())
+@pytest.mark.parametrize("workload", durasim.workloads())
+def test_run_matches_cli_json(cli_binary, scheme, workload):
+    py = durasim.run(scheme, workload, threads=2, tx=150, seed=7)
+    cli = _cli_json(cli_binary, scheme, workload, 2, 150, 7)
+    assert py["metrics"]["committed_tx"] == 150
+    _same_run(py, cli)
+
+
+def test_overrides_and_config_match_cli(cli_binary, tmp_path):
+    cfg = tmp_path / "preset.toml"
+    cfg.write_text("[nvm]\narray_write_ns = 300.0\n")
+    py = durasim.run(
+        "ideal",
+        "vector",
+        threads=2,
+        tx=120,
+        seed=3,
+        config=cfg,
+        workload__item_bytes=256,
+        **{"nvm.write_model": "dcw"},
+    )
+    cli = _cli_json(
+        cli_binary,
+        "ideal",
+        "vector",
+        2,
+        120,
+        3,
+        [("workload.item_bytes", 256), ("nvm.write_model", "dcw")],
+        cfg,
+    )
+    _same_run(py, cli)
+    assert py["config"]["nvm"]["array_write_ns"] == 300.0
+    assert py["config"]["workload"]["item_bytes"] == 256
+
+
+def test_override_spellings_are_one_convention():
+    a = durasim.run("ideal", "vector", threads=2, tx=100, workload__item_bytes=512)
+    b = durasim.run("ideal", "vector", threads=2, tx=100, **{"workload.item_bytes": 512})
+    c = durasim.run("ideal", "vector", threads=2, tx=100)
+    assert a["metrics"] == b["metrics"]
+    assert a["metrics"]["stores"] > c["metrics"]["stores"]
+
+
+def test_catalogue():
+    assert "ideal" in durasim.schemes()
+    assert "vector" in durasim.workloads()
+    p = durasim.params()
+    assert p["nvm.array_read_ns"]["default"] == 50.0
+    assert p["nvm.array_read_ns"]["unit"] == "ns"
+    assert all(v["source"] for v in p.values())
+    d = durasim.describe()
+    assert {s["name"] for s in d["schemes"]} == set(durasim.schemes())
+    assert durasim.__version__ == durasim.version()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "needles"),
+    [
+        ({"scheme": "nope"}, ["scheme", "ideal"]),
+        ({"workload": "nope"}, ["workload", "vector"]),
+        ({"scheme": 3}, ["scheme", "ideal"]),
+        ({"threads": 0}, ["threads", "at least 1"]),
+        ({"threads": "2"}, ["threads", "integer"]),
+        ({"threads": 1000}, ["threads", "at most"]),
+        ({"tx": 0}, ["tx", "at least 1"]),
+        ({"seed": -1}, ["seed"]),
+        ({"foo__bar": 1}, ["foo.bar", "valid keys"]),
+        ({"nvm__array_read_ns": 1e9}, ["nvm.array_read_ns"]),
+        ({"workload__item_bytes": "big"}, ["workload.item_bytes", "integer"]),
+        ({"workload__item_bytes": 64.5}, ["workload.item_bytes"]),
+        ({"workload__item_bytes": [64]}, ["workload.item_bytes"]),
+        ({"nvm__write_model": "magic"}, ["nvm.write_model", "uniform", "dcw"]),
+        ({"config": "/nonexistent/preset.toml"}, ["config", "/nonexistent/preset.toml"]),
+    ],
+)
+def test_invalid_inputs_raise_value_error(kwargs, needles):
+    args = {"scheme": "ideal", "workload": "vector", "threads": 2, "tx": 10}
+    args.update(kwargs)
+    with pytest.raises(ValueError) as exc:
+        durasim.run(args.pop("scheme"), args.pop("workload"), **args)
+    for n in needles:
+        assert n in str(exc.value), (n, str(exc.value))
+
+
+def test_gil_released_during_run():
+    # If the GIL were held, the main thread could not run at all while the
+    # simulation runs: the longest pause between its iterations would span it.
+    kw = {"threads": 8, "tx": 20_000, "workload__item_bytes": 1024}
+    t0 = time.perf_counter()
+    durasim.run("ideal", "vector", **kw)
+    duration = time.perf_counter() - t0
+    done = threading.Event()
+    th = threading.Thread(target=lambda: (durasim.run("ideal", "vector", **kw), done.set()))
+    gaps, last = [], time.perf_counter()
+    th.start()
+    while not done.is_set():
+        now = time.perf_counter()
+        gaps.append(now - last)
+        last = now
+        time.sleep(0.001)
+    th.join()
+    assert duration > 0.05, "run too short to tell"
+    assert max(gaps) < max(duration / 2, 0.05), (max(gaps), duration)
+
+
+@settings(max_examples=8, deadline=None)
+@given(seed=st.integers(0, 2**63), tx=st.integers(1, 300), threads=st.integers(1, 4))
+def test_runs_are_deterministic(seed, tx, threads):
+    a = durasim.run("ideal", "vector", threads=threads, tx=tx, seed=seed)
+    b = durasim.run("ideal", "vector", threads=threads, tx=tx, seed=seed)
+    assert a["metrics"] == b["metrics"]
+    assert a["metrics"]["committed_tx"] == tx
+
+
+def test_numpy_scalars_are_numbers():
+    import numpy as np
+
+    a = durasim.run(
+        "ideal",
+        "vector",
+        threads=np.int64(2),
+        tx=np.int32(100),
+        seed=np.uint64(3),
+        workload__item_bytes=np.int64(128),
+        nvm__array_read_ns=np.float64(60.0),
+        mc__adr=np.bool_(True),
+    )
+    b = durasim.run(
+        "ideal",
+        "vector",
+        threads=2,
+        tx=100,
+        seed=3,
+        workload__item_bytes=128,
+        nvm__array_read_ns=60.0,
+        mc__adr=True,
+    )
+    assert a["metrics"] == b["metrics"] and a["config"] == b["config"]
+    df = durasim.sweep(
+        {"scheme": "ideal", "workload": "vector", "threads": 2, "tx": np.arange(50, 151, 50)},
+        scheduler="serial",
+        progress=False,
+    )
+    assert df["committed_tx"].tolist() == [50, 100, 150]
+
+
+def test_integral_floats_for_integer_parameters():
+    # pandas stores integer columns with gaps as floats: 128.0 means 128.
+    a = durasim.run("ideal", "vector", threads=2, tx=50, workload__item_bytes=128.0)
+    b = durasim.run("ideal", "vector", threads=2, tx=50, workload__item_bytes=128)
+    assert a["config"] == b["config"]

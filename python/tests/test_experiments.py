@@ -1,0 +1,201 @@
+"""Experiments, figures and the report."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import FullAvail, fake_frames
+
+import durasim
+from durasim import figures, lab
+from durasim.experiments import hoop
+from durasim.report import write_hoop_report
+
+SYNTH_LABELS = [f"{w}-64B" for w in hoop.SYNTHETIC]
+
+#: The series each figure must show when every part exists (tiny scale).
+EXPECTED_SERIES = {
+    "throughput": hoop.SCHEMES,
+    "latency": hoop.SCHEMES,
+    "traffic": hoop.SCHEMES,
+    "energy": hoop.SCHEMES,
+    "gc_reduction": SYNTH_LABELS,
+    "gc_period": [f"{w}-1KB" for w in hoop.SYNTHETIC],
+    "recovery": ["10 GB/s", "25 GB/s"],
+    "ycsb_latency": hoop.SCHEMES,
+    "mapping_table": ["hoop"],
+    "profiling": ["loads_per_llc_miss", "parallel_read_fraction", "llc_miss_ratio"],
+}
+
+
+@pytest.fixture(scope="module")
+def frames():
+    return fake_frames("tiny")
+
+
+def test_every_experiment_has_a_figure():
+    assert set(figures.FIGURES) == set(hoop.EXPERIMENTS) == set(EXPECTED_SERIES)
+    assert [e.item for e in hoop.EXPERIMENTS.values()] == list("abcdefghij")
+
+
+@pytest.mark.parametrize("eid", list(hoop.EXPERIMENTS))
+def test_figure_has_expected_series(frames, eid):
+    df = frames[eid]
+    assert len(df) > 0
+    fig = figures.FIGURES[eid](df)
+    assert sorted(figures.series(fig)) == sorted(EXPECTED_SERIES[eid])
+    plotted = 0
+    for ax in fig.axes:
+        assert ax.get_xlabel() and ax.get_ylabel()
+        assert "(" in ax.get_ylabel(), "y label carries a unit"
+        plotted += sum(len(line.get_xdata()) for line in ax.get_lines())
+        plotted += len(ax.patches)
+    assert plotted > 0
+    assert df.attrs["normalization"] in fig.get_suptitle()
+
+
+def test_normalizations(frames):
+    a = frames["throughput"]
+    assert a.attrs["baseline"] == "opt-redo"
+    assert (a[a["scheme"] == "opt-redo"]["norm_throughput"] == 1.0).all()
+    b = frames["latency"]
+    assert (b[b["scheme"] == "ideal"]["norm_latency"] == 1.0).all()
+    h = frames["ycsb_latency"]
+    assert set(h["varied"]) == {"read", "write"}
+    assert (h[h["scheme"] == "opt-redo"]["norm_throughput"] == 1.0).all()
+    f = frames["gc_period"]
+    default = durasim.params().get(hoop.P_GC_PERIOD, {}).get("default")
+    ref = default if default in set(f[hoop.P_GC_PERIOD]) else min(f[hoop.P_GC_PERIOD])
+    assert (f[f[hoop.P_GC_PERIOD] == ref]["norm_throughput"] == 1.0).all()
+    e = frames["gc_reduction"]
+    assert e.attrs["stat_keys"]["reduction_ratio"] == "stat.gc_data_reduction_ratio"
+
+
+def test_plans_cover_the_paper_at_paper_scale():
+    sc = hoop.scale_settings("paper")
+    av = FullAvail()
+    grid = hoop.plan_grid(sc, av)
+    # 5 synthetic x 2 item sizes + ycsb x 2 + tpcc, times 7 schemes, 8 threads.
+    assert len(grid.specs) == (5 * 2 + 2 + 1) * 7 and not grid.skipped
+    assert {s["threads"] for s in grid.specs} == {8}
+    lat = hoop.plan_ycsb_latency(sc, av)
+    reads = sorted({s[hoop.P_READ_NS] for s in lat.specs if s[hoop.P_WRITE_NS] == 150.0})
+    assert reads == [50.0, 100.0, 150.0, 200.0, 250.0]
+    periods = sorted({s[hoop.P_GC_PERIOD] for s in hoop.plan_gc_period(sc, av).specs})
+    assert periods == [2, 4, 6, 8, 10, 12, 14]
+    txs = sorted({s["tx"] for s in hoop.plan_gc_reduction(sc, av).specs})
+    assert txs == [10, 100, 1000, 10000]
+
+
+def test_experiments_filter_to_this_build():
+    out = hoop.run_experiments(scale="tiny", scheduler="serial", progress=False)
+    assert set(out) == set(hoop.EXPERIMENTS)
+    have = set(durasim.schemes())
+    for eid, df in out.items():
+        assert set(df["scheme"]) <= have
+        for s in set(hoop.SCHEMES) - have:
+            if eid in ("throughput", "latency", "traffic", "energy", "ycsb_latency"):
+                assert any(f"'{s}'" in x for x in df.attrs["skipped"]), (eid, s)
+        # Empty or not, a figure is produced.
+        figures.FIGURES[eid](df)
+    grid = out["throughput"]
+    assert len(grid) == len(have & set(hoop.SCHEMES)) * sum(
+        len(hoop._item_sizes(hoop.SCALES["tiny"], w))
+        for w in hoop.WORKLOADS
+        if w in durasim.workloads()
+    )
+
+
+def test_bad_scale_and_experiment():
+    with pytest.raises(ValueError, match="small"):
+        hoop.throughput("huge")
+    with pytest.raises(ValueError, match="throughput"):
+        hoop.run_experiments(["nope"], "tiny")
+
+
+def _referenced(index: Path) -> list[str]:
+    text = index.read_text()
+    return [
+        r
+        for r in re.findall(r'(?:src|href)="([^"]+)"', text)
+        if not r.startswith(("http:", "https:", "#"))
+    ]
+
+
+def _check_report(out: Path) -> None:
+    index = out / "index.html"
+    refs = _referenced(index)
+    assert refs
+    for r in refs:
+        assert (out / r).is_file(), r
+    for eid, e in hoop.EXPERIMENTS.items():
+        stem = f"{e.item}_{eid}"
+        assert f"{stem}.png" in refs and f"{stem}.svg" in refs and f"{stem}.csv" in refs
+        assert (out / f"{stem}.png").stat().st_size > 1000
+    cfg = json.loads((out / "config.json").read_text())
+    assert cfg["durasim_version"] == durasim.version()
+    assert "durasim-lab reproduce hoop" in cfg["command"]
+    assert cfg["parameter_defaults"]["nvm.array_read_ns"] == 50.0
+    assert cfg["command"] in index.read_text()
+
+
+def test_report_from_full_frames_references_existing_files(frames, tmp_path):
+    write_hoop_report(frames, tmp_path, scale="tiny", command="durasim-lab reproduce hoop")
+    _check_report(tmp_path)
+    csv = pd.read_csv(tmp_path / "a_throughput.csv")
+    assert set(csv["scheme"]) == set(hoop.SCHEMES)
+
+
+def test_lab_reproduce_writes_report(tmp_path, capsys):
+    out = tmp_path / "rep"
+    code = lab.main(
+        [
+            "reproduce",
+            "hoop",
+            "--scale",
+            "tiny",
+            "--scheduler",
+            "serial",
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
+    )
+    assert code == 0
+    _check_report(out)
+    assert "wrote" in capsys.readouterr().out
+
+
+def test_lab_bad_arguments(capsys):
+    with pytest.raises(SystemExit) as e:
+        lab.main(["reproduce", "hoop", "--scale", "huge"])
+    assert e.value.code == 2
+    assert lab.main(["reproduce", "hoop", "--workers", "0"]) == 2
+    assert "--workers" in capsys.readouterr().err
+    assert lab.main(["list", "params"]) == 0
+
+
+def test_preset_applies_to_every_run(tmp_path):
+    cfg = tmp_path / "preset.toml"
+    cfg.write_text("[nvm]\narray_write_ns = 300.0\n[workload]\nitem_bytes = 128\n")
+    out = hoop.run_experiments(
+        ["throughput"], "tiny", scheduler="serial", progress=False, preset=cfg
+    )
+    df = out["throughput"]
+    assert (df["nvm.array_write_ns"] == 300.0).all()
+    # The experiment's own item size wins over the preset, as --set over --config.
+    synth = df[df["workload"].isin(hoop.SYNTHETIC)]
+    assert set(synth[hoop.P_ITEM]) == set(hoop.SCALES["tiny"]["grid_items"])
+    # Where the experiment sets nothing (TPC-C rows), the preset's value holds.
+    assert set(df[df["workload"] == "tpcc"][hoop.P_ITEM]) <= {128}
+    r = durasim.run("ideal", "vector", threads=2, tx=100, config=cfg, workload__item_bytes=64)
+    row = df[(df["scheme"] == "ideal") & (df["workload"] == "vector")].iloc[0]
+    assert row["throughput_tx_per_mcycle"] == r["metrics"]["throughput_tx_per_mcycle"]
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[nvm]\nno_such_key = 1\n")
+    with pytest.raises(ValueError, match=r"nvm\.no_such_key"):
+        hoop.run_experiments(["throughput"], "tiny", scheduler="serial", preset=bad)
