@@ -79,8 +79,10 @@ struct Core {
     sb_len: usize,
     sb_last: Cycle,
     flush_done: Cycle,
-    /// Start of this transaction's writes in the history.
+    /// This transaction's writes in the history (other cores append
+    /// theirs in between, so the end is recorded too).
     hist_start: usize,
+    hist_end: usize,
 }
 
 impl Core {
@@ -258,6 +260,7 @@ impl Engine {
                 sb_last: 0,
                 flush_done: 0,
                 hist_start: 0,
+                hist_end: 0,
             });
         }
         let mut e = Engine {
@@ -403,9 +406,8 @@ impl Engine {
                     core.in_tx = false;
                     core.done_tx += 1;
                     if let Some(h) = self.history.as_mut() {
-                        let hs = core.hist_start;
                         h.per_thread[c].push(TxRecord {
-                            writes: hs..h.writes.len(),
+                            writes: core.hist_start..core.hist_end,
                             ack_persist_seq: self.ctx.nvm.persist_log.count(),
                             ack_at: end,
                         });
@@ -520,6 +522,7 @@ impl Engine {
                 Op::Store { addr, value } => Some((addr, value)),
                 _ => None,
             }));
+            core.hist_end = h.writes.len();
         }
         core.pos = 0;
         core.in_tx = true;

@@ -1,6 +1,7 @@
 //! Crash-consistency schemes: one module per scheme behind [`Scheme`], and a
 //! registry by name. Adding a scheme = its module + one line in [`REGISTRY`].
 
+pub mod hoop;
 pub mod ideal;
 
 use crate::cache::hierarchy::WritebackCause;
@@ -243,7 +244,7 @@ pub fn no_reserve(_: &Params) -> u64 {
 }
 
 /// Every scheme durasim ships.
-pub static REGISTRY: &[&SchemeInfo] = &[&ideal::INFO];
+pub static REGISTRY: &[&SchemeInfo] = &[&ideal::INFO, &hoop::INFO];
 
 pub fn names() -> Vec<&'static str> {
     REGISTRY.iter().map(|s| s.name).collect()
