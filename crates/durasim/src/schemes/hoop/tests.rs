@@ -215,7 +215,13 @@ fn default_parameters_run_with_read_checks() {
 /// + the first p committed write sets, for some p >= acknowledged.
 #[test]
 fn recovery_from_persist_log_prefixes() {
-    let mut s = spec("vector", 3, 90);
+    for w in crate::workloads::names() {
+        crash_prefixes(w);
+    }
+}
+
+fn crash_prefixes(workload: &str) {
+    let mut s = spec(workload, 3, 120);
     s.record_history = true;
     let mut e = Engine::new(s).unwrap();
     e.run(&mut |_| {}).unwrap();
@@ -232,12 +238,12 @@ fn recovery_from_persist_log_prefixes() {
     let params = e.params.clone();
     let layout = e.ctx.layout.clone();
     let info = super::INFO.recover;
-    let step = (events.len() / 150).max(1);
+    let step = (events.len() / 2000).max(1);
     let mut checked = 0;
     for k in 0..=events.len() {
         if k % step == 0 || k == events.len() {
             let mut ov = Overlay::new(&img);
-            info(&mut ov, &params, &layout).unwrap_or_else(|m| panic!("crash at {k}: {m}"));
+            info(&mut ov, &params, &layout).unwrap_or_else(|m| panic!("{workload}: crash at {k}: {m}"));
             for (t, txs) in hist.per_thread.iter().enumerate() {
                 let acked = txs.iter().filter(|r| r.ack_persist_seq <= k as u64).count();
                 let mut addrs: Vec<Addr> = txs
@@ -259,9 +265,9 @@ fn recovery_from_persist_log_prefixes() {
                     }
                 }
                 ok |= addrs.iter().all(|a| ov.read_u64(*a) == want[a]);
-                assert!(ok, "crash at persist {k}: thread {t} is not a committed prefix >= {acked}");
+                assert!(ok, "{workload}: crash at persist {k}: thread {t} is not a committed prefix >= {acked}");
             }
-            e.check_invariants(&ov).unwrap_or_else(|m| panic!("crash at {k}: {m}"));
+            e.check_invariants(&ov).unwrap_or_else(|m| panic!("{workload}: crash at {k}: {m}"));
             checked += 1;
         }
         if k < events.len() {
@@ -269,7 +275,7 @@ fn recovery_from_persist_log_prefixes() {
             img.write_bytes(ev.addr, log.data(ev));
         }
     }
-    assert!(checked > 100);
+    assert!(checked > 400, "{workload}: {checked} crash points");
 }
 
 /// A writer that crashes (drops every write) after `budget` writes.
