@@ -191,8 +191,9 @@ pub static ENGINE_PARAMS: &[ParamSpec] = &[
     p!("workload.update_ratio", float 0.5, "fraction", Check::Range(0.0, 1.0), MC, "share of transactions that update an existing item (the rest insert)"),
     p!("workload.initial_items", int 1024, "items/thread", Check::Range(1.0, 1e9), MC, "items each thread's structure holds before measurement"),
     p!("workload.key_space", int 1 << 32, "keys", Check::Range(16.0, 1.8e19), MC, "random keys are drawn from [0, key_space)"),
+    p!("workload.tpcc_items", int 100_000, "rows", Check::Range(100.0, 1e7), "TPC-C spec v5.11 §1.2.1 (ITEM cardinality 100,000)", "tpcc: rows of the ITEM table and STOCK rows per warehouse"),
+    p!("workload.tpcc_customers_per_district", int 3000, "rows", Check::Range(10.0, 1e6), "TPC-C spec v5.11 §1.2.1 (3,000 customers per district)", "tpcc: CUSTOMER rows per district"),
     p!("run.check_reads", bool false, "", MC, "verify every load against the architectural value (test mode; slower)"),
-    p!("run.warmup_tx", int 0, "tx/thread", Check::Range(0.0, 1e9), MC, "transactions per thread run before statistics are reset"),
 ];
 
 /// A validated set of parameters.

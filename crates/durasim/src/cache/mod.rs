@@ -206,7 +206,7 @@ impl Cache {
             .filter(|&i| self.valid[i])
             .map(|i| (self.lru[i], self.tags[i]))
             .collect();
-        v.sort_by(|a, b| b.0.cmp(&a.0));
+        v.sort_by_key(|x| std::cmp::Reverse(x.0));
         v.into_iter().map(|x| x.1).collect()
     }
 }

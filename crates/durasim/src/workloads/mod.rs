@@ -4,7 +4,13 @@
 //! [`Workload`]; each has an invariant checker that validates its structure
 //! from a memory image alone (crash verification uses it).
 
+pub mod btree;
+pub mod hashmap;
+pub mod queue;
+pub mod rbtree;
+pub mod tpcc;
 pub mod vector;
+pub mod ycsb;
 
 use crate::config::Params;
 use crate::error::{Error, Result};
@@ -152,6 +158,10 @@ pub struct WorkloadArgs {
     pub max_tx: u64,
     pub update_ratio: f64,
     pub key_space: u64,
+    /// TPC-C: rows of the ITEM table (and STOCK rows per warehouse).
+    pub tpcc_items: u64,
+    /// TPC-C: customers per district.
+    pub tpcc_customers: u64,
 }
 
 impl WorkloadArgs {
@@ -171,6 +181,8 @@ impl WorkloadArgs {
             max_tx,
             update_ratio: p.f64("workload.update_ratio"),
             key_space: p.u64("workload.key_space"),
+            tpcc_items: p.u64("workload.tpcc_items"),
+            tpcc_customers: p.u64("workload.tpcc_customers_per_district"),
         }
     }
 }
@@ -188,7 +200,15 @@ pub struct WorkloadInfo {
 }
 
 /// Every workload durasim ships.
-pub static REGISTRY: &[&WorkloadInfo] = &[&vector::INFO];
+pub static REGISTRY: &[&WorkloadInfo] = &[
+    &vector::INFO,
+    &hashmap::INFO,
+    &queue::INFO,
+    &rbtree::INFO,
+    &btree::INFO,
+    &ycsb::INFO,
+    &tpcc::INFO,
+];
 
 pub fn names() -> Vec<&'static str> {
     REGISTRY.iter().map(|w| w.name).collect()
@@ -210,7 +230,7 @@ pub fn find(name: &str) -> Result<&'static WorkloadInfo> {
 /// Validate workload parameters shared by all workloads.
 pub fn validate(p: &Params) -> Result<()> {
     let ib = p.u64("workload.item_bytes");
-    if ib % 8 != 0 || ib < 16 {
+    if !ib.is_multiple_of(8) || ib < 16 {
         return Err(Error::input(format!(
             "invalid value '{ib}' for 'workload.item_bytes': expected a multiple of 8, at least 16 (e.g. 64 or 1024)"
         )));
@@ -277,4 +297,204 @@ pub fn rng(seed: u64) -> Xoshiro256PlusPlus {
 /// Draw a random key in `[1, key_space)` (0 is reserved for "empty").
 pub fn random_key(rng: &mut impl Rng, key_space: u64) -> u64 {
     rng.gen_range(1..key_space.max(2))
+}
+
+/// 64-bit mixer (the splitmix64 finalizer): key hashing for hash tables.
+#[inline]
+pub fn mix64(mut x: u64) -> u64 {
+    x ^= x >> 30;
+    x = x.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x ^= x >> 27;
+    x = x.wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// Largest heap a checker accepts (guards against a garbage cursor).
+const MAX_CHECK_HEAP_BYTES: u64 = 1 << 40;
+
+/// The allocated heap `[lo, hi)` of a region, read from its header.
+/// Checkers use it to reject wild pointers before following them.
+pub fn heap_bounds(
+    img: &dyn MemRead,
+    region_base: Addr,
+) -> std::result::Result<(Addr, Addr), String> {
+    let magic = img.read_u64(region_base + HDR_MAGIC);
+    if magic != REGION_MAGIC {
+        return Err(format!(
+            "region at {region_base:#x}: bad magic {magic:#x} (expected {REGION_MAGIC:#x})"
+        ));
+    }
+    let lo = region_base + HEAP_OFFSET;
+    let hi = img.read_u64(region_base + HDR_HEAP_CURSOR);
+    if hi < lo || hi - lo > MAX_CHECK_HEAP_BYTES {
+        return Err(format!(
+            "region at {region_base:#x}: heap cursor {hi:#x} outside [{lo:#x}, {:#x}]",
+            lo + MAX_CHECK_HEAP_BYTES
+        ));
+    }
+    Ok((lo, hi))
+}
+
+/// Check that `[p, p + bytes)` is a 64-byte aligned object inside the
+/// allocated heap `bounds`.
+pub fn check_ptr(
+    p: Addr,
+    bytes: u64,
+    bounds: (Addr, Addr),
+    what: &str,
+) -> std::result::Result<(), String> {
+    if !p.is_multiple_of(64) || p < bounds.0 || p.checked_add(bytes).is_none_or(|e| e > bounds.1) {
+        return Err(format!(
+            "{what}: pointer {p:#x} is not an allocated object (heap [{:#x}, {:#x}))",
+            bounds.0, bounds.1
+        ));
+    }
+    Ok(())
+}
+
+/// Shared test drivers: run a workload directly on a [`SparseImage`]
+/// through [`TxCtx`], or through the engine with the `ideal` scheme.
+#[cfg(test)]
+pub(crate) mod testutil {
+    use super::*;
+    use crate::engine::{self, RunSpec};
+    use crate::mem::MemWrite;
+
+    /// A region that does not start at 0, so base-relative bugs show.
+    pub const BASE: Addr = 1 << 30;
+    pub const REGION_BYTES: u64 = 1 << 30;
+
+    pub fn args(
+        item_bytes: u64,
+        initial_items: u64,
+        max_tx: u64,
+        update_ratio: f64,
+    ) -> WorkloadArgs {
+        WorkloadArgs {
+            region_base: BASE,
+            region_bytes: REGION_BYTES,
+            seed: 7,
+            item_bytes,
+            initial_items,
+            max_tx,
+            update_ratio,
+            key_space: 1 << 32,
+            tpcc_items: 2000,
+            tpcc_customers: 300,
+        }
+    }
+
+    /// Run `f` with a non-recording context (setup) or a recording one.
+    pub fn with_ctx<R>(
+        img: &mut SparseImage,
+        record: bool,
+        f: impl FnOnce(&mut TxCtx) -> R,
+    ) -> (R, Vec<Op>) {
+        let mut ops = Vec::new();
+        let r = {
+            let mut ctx = TxCtx::new(img, &mut ops, record, BASE, REGION_BYTES);
+            let r = f(&mut ctx);
+            assert!(!ctx.out_of_memory, "test region too small");
+            r
+        };
+        (r, ops)
+    }
+
+    /// Setup + `n` transactions through the registry entry; returns the
+    /// image and the mean stores per transaction.
+    pub fn run_direct(info: &WorkloadInfo, a: &WorkloadArgs, n: u64) -> (SparseImage, f64) {
+        let mut img = SparseImage::new();
+        let mut wl = (info.build)(a);
+        with_ctx(&mut img, false, |ctx| wl.setup(ctx));
+        let mut stores = 0usize;
+        for _ in 0..n {
+            let (_, ops) = with_ctx(&mut img, true, |ctx| wl.run_tx(ctx));
+            stores += ops.iter().filter(|o| matches!(o, Op::Store { .. })).count();
+        }
+        (img, stores as f64 / n.max(1) as f64)
+    }
+
+    #[test]
+    #[ignore]
+    fn print_stores_per_tx() {
+        for info in REGISTRY {
+            for ib in [64u64, 1024] {
+                let a = args(ib, 1024, 2000, 0.5);
+                let (img, s) = run_direct(info, &a, 2000);
+                let n = (info.check)(&img, BASE, ib).unwrap();
+                eprintln!("{} ib={ib}: {s:.1} stores/tx, {n} items", info.name);
+            }
+        }
+    }
+
+    /// Crash images hold torn or stale words: a checker must report them as
+    /// errors, never panic or loop. Corrupt one random word of the region
+    /// at a time (zero, all ones, random, one flipped bit).
+    #[test]
+    fn checkers_never_panic_on_corrupted_images() {
+        use rand::Rng;
+        for info in REGISTRY {
+            let a = args(64, 64, 100, 0.5);
+            let (img, _) = run_direct(info, &a, 100);
+            let pages: Vec<u64> = img
+                .page_numbers()
+                .into_iter()
+                .filter(|&p| p * 4096 >= BASE && p * 4096 < BASE + REGION_BYTES)
+                .collect();
+            let mut r = super::rng(17);
+            let mut detected = 0;
+            for k in 0..300 {
+                let addr = pages[r.gen_range(0..pages.len())] * 4096 + r.gen_range(0..512) * 8;
+                let old = img.read_u64(addr);
+                let new = match k % 4 {
+                    0 => 0,
+                    1 => u64::MAX,
+                    2 => r.gen(),
+                    _ => old ^ (1 << r.gen_range(0..64)),
+                };
+                let mut bad = img.clone();
+                bad.write_u64(addr, new);
+                if (info.check)(&bad, BASE, 64).is_err() {
+                    detected += 1;
+                }
+            }
+            assert!(
+                detected > 30,
+                "{}: only {detected} of 300 corruptions detected",
+                info.name
+            );
+        }
+    }
+
+    /// Flip one bit of the word at `addr`; the checker must then fail.
+    pub fn assert_detects(info: &WorkloadInfo, img: &SparseImage, addr: Addr, item_bytes: u64) {
+        (info.check)(img, BASE, item_bytes).expect("clean image passes");
+        let mut bad = img.clone();
+        bad.write_u64(addr, img.read_u64(addr) ^ 0x40);
+        let r = (info.check)(&bad, BASE, item_bytes);
+        assert!(
+            r.is_err(),
+            "{}: corruption at {addr:#x} not detected",
+            info.name
+        );
+    }
+
+    /// Run through the engine (ideal scheme, read checking on), drain, and
+    /// check equivalence and the invariants on the NVM media.
+    pub fn engine_check(workload: &str, threads: usize, tx: u64, sets: &[(&str, &str)]) {
+        let mut spec = RunSpec::new("ideal", workload).unwrap();
+        spec.threads = threads;
+        spec.tx = tx;
+        spec.seed = 3;
+        spec.params.set_str("run.check_reads", "true").unwrap();
+        spec.params.set_str("workload.initial_items", "64").unwrap();
+        for (k, v) in sets {
+            spec.params.set_str(k, v).unwrap();
+        }
+        let e = engine::run(spec, &mut |_| {}).unwrap();
+        assert_eq!(e.metrics().committed_tx, tx);
+        e.check_equivalence().unwrap();
+        e.check_invariants(e.ctx.nvm.media()).unwrap();
+        e.check_invariants(&e.arch).unwrap();
+    }
 }

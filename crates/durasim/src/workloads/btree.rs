@@ -1,0 +1,512 @@
+//! B+-tree (HOOP Table III, after FWB): u64 keys, item pointers in the
+//! leaves, leaves chained left to right. Insert of a random key (sorted
+//! in-node insertion, leaf and internal splits, root growth) or update of an
+//! existing key's item.
+//!
+//! Layout: root = { tree_root, count, height }; node (256 B, 4 lines) =
+//! { meta = nkeys | leaf << 32, keys[15], ptrs[16] }. In a leaf ptrs[i] is
+//! the item of keys[i] and ptrs[15] the next leaf; an internal node has
+//! nkeys + 1 children, child i holding keys in [keys[i-1], keys[i]).
+
+use super::{
+    check_item, check_ptr, heap_bounds, random_key, rng, update_item, write_item, TxCtx, Workload,
+    WorkloadArgs, WorkloadInfo, ROOT_OFFSET,
+};
+use crate::mem::MemRead;
+use crate::types::Addr;
+use rand::Rng;
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+pub static INFO: WorkloadInfo = WorkloadInfo {
+    name: "btree",
+    description:
+        "B+-tree: insert random keys (node splits) or update existing items (HOOP Table III, FWB)",
+    build,
+    check,
+};
+
+const TREE_ROOT: u64 = 0;
+const COUNT: u64 = 8;
+const HEIGHT: u64 = 16;
+
+const MAX_KEYS: usize = 15;
+const NODE_BYTES: u64 = 256;
+const META: u64 = 0;
+const LEAF_FLAG: u64 = 1 << 32;
+/// After a split, a leaf keeps at least 8 keys and an internal node 7.
+const MIN_LEAF_KEYS: u64 = 8;
+const MIN_INTERNAL_KEYS: u64 = 7;
+/// Far above any height reachable in memory (fanout >= 8).
+const MAX_HEIGHT: u64 = 32;
+const NEXT_LEAF: usize = MAX_KEYS;
+/// Entries kept by the left node of a split (of MAX_KEYS + 1 = 16).
+const HALF: usize = 8;
+
+#[inline]
+fn key_at(n: Addr, i: usize) -> Addr {
+    n + 8 + 8 * i as u64
+}
+#[inline]
+fn ptr_at(n: Addr, i: usize) -> Addr {
+    n + 128 + 8 * i as u64
+}
+
+pub(crate) struct BTree {
+    a: WorkloadArgs,
+    rng: Xoshiro256PlusPlus,
+    root: Addr,
+    keys: Vec<u64>,
+}
+
+fn build(a: &WorkloadArgs) -> Box<dyn Workload> {
+    Box::new(BTree::new(a))
+}
+
+/// Store the words of `new` that differ from `old` (an in-place shift
+/// writes exactly those).
+fn store_diff(ctx: &mut TxCtx, at: impl Fn(usize) -> Addr, old: &[u64], new: &[u64]) {
+    for (i, &w) in new.iter().enumerate() {
+        if old.get(i) != Some(&w) {
+            ctx.store(at(i), w);
+        }
+    }
+}
+
+impl BTree {
+    pub(crate) fn new(a: &WorkloadArgs) -> Self {
+        BTree {
+            rng: rng(a.seed),
+            root: a.region_base + ROOT_OFFSET,
+            keys: Vec::with_capacity((a.initial_items + a.max_tx) as usize),
+            a: a.clone(),
+        }
+    }
+
+    /// Index of the child of internal node `n` (with `nk` keys) for `key`.
+    fn child_index(ctx: &mut TxCtx, n: Addr, nk: usize, key: u64) -> usize {
+        let mut i = 0;
+        while i < nk {
+            ctx.compute(1);
+            if key < ctx.load(key_at(n, i)) {
+                break;
+            }
+            i += 1;
+        }
+        i
+    }
+
+    /// Descend to the leaf for `key`, recording the path; returns the leaf
+    /// and the path depth.
+    fn descend(
+        &self,
+        ctx: &mut TxCtx,
+        key: u64,
+        path: &mut [(Addr, usize); MAX_HEIGHT as usize],
+    ) -> (Addr, usize) {
+        let mut n = ctx.load(self.root + TREE_ROOT);
+        let mut d = 0;
+        loop {
+            let meta = ctx.load(n + META);
+            if meta & LEAF_FLAG != 0 {
+                return (n, d);
+            }
+            let i = Self::child_index(ctx, n, (meta & 0xffff) as usize, key);
+            path[d] = (n, i);
+            d += 1;
+            n = ctx.load(ptr_at(n, i));
+        }
+    }
+
+    /// Position of `key` in leaf `n`: (first index with key >= `key`, found).
+    fn leaf_pos(ctx: &mut TxCtx, n: Addr, nk: usize, key: u64) -> (usize, bool) {
+        for i in 0..nk {
+            ctx.compute(1);
+            let k = ctx.load(key_at(n, i));
+            if k >= key {
+                return (i, k == key);
+            }
+        }
+        (nk, false)
+    }
+
+    /// Insert `key` (or update it if present); returns its new version.
+    pub(crate) fn insert(&mut self, ctx: &mut TxCtx, key: u64) -> u64 {
+        let ib = self.a.item_bytes;
+        let mut path = [(0, 0); MAX_HEIGHT as usize];
+        let (leaf, depth) = self.descend(ctx, key, &mut path);
+        let nk = (ctx.load(leaf + META) & 0xffff) as usize;
+        let (pos, found) = Self::leaf_pos(ctx, leaf, nk, key);
+        if found {
+            let item = ctx.load(ptr_at(leaf, pos));
+            let v = ctx.load(item + 8) + 1;
+            update_item(ctx, item, ib, key, v);
+            return v;
+        }
+        let item = ctx.alloc(ib);
+        write_item(ctx, item, ib, key, 0);
+        let c = ctx.load(self.root + COUNT);
+        ctx.store(self.root + COUNT, c + 1);
+        self.keys.push(key);
+
+        // Load the leaf's entries and insert the new one at `pos`.
+        let mut ks = [0u64; MAX_KEYS + 1];
+        let mut ps = [0u64; MAX_KEYS + 1];
+        for i in 0..nk {
+            ks[i] = ctx.load(key_at(leaf, i));
+            ps[i] = ctx.load(ptr_at(leaf, i));
+        }
+        let (old_k, old_p) = (ks, ps);
+        ks.copy_within(pos..nk, pos + 1);
+        ps.copy_within(pos..nk, pos + 1);
+        ks[pos] = key;
+        ps[pos] = item;
+        if nk < MAX_KEYS {
+            store_diff(ctx, |i| key_at(leaf, i), &old_k[..nk], &ks[..=nk]);
+            store_diff(ctx, |i| ptr_at(leaf, i), &old_p[..nk], &ps[..=nk]);
+            ctx.store(leaf + META, LEAF_FLAG | (nk as u64 + 1));
+            return 0;
+        }
+        // Leaf split: 8 entries stay, 8 move to a new right sibling.
+        let half = HALF;
+        let right = ctx.alloc(NODE_BYTES);
+        for i in 0..MAX_KEYS + 1 - half {
+            ctx.store(key_at(right, i), ks[half + i]);
+            ctx.store(ptr_at(right, i), ps[half + i]);
+        }
+        let next = ctx.load(ptr_at(leaf, NEXT_LEAF));
+        ctx.store(ptr_at(right, NEXT_LEAF), next);
+        ctx.store(right + META, LEAF_FLAG | (MAX_KEYS + 1 - half) as u64);
+        store_diff(ctx, |i| key_at(leaf, i), &old_k[..half], &ks[..half]);
+        store_diff(ctx, |i| ptr_at(leaf, i), &old_p[..half], &ps[..half]);
+        ctx.store(ptr_at(leaf, NEXT_LEAF), right);
+        ctx.store(leaf + META, LEAF_FLAG | half as u64);
+        self.insert_up(ctx, &path[..depth], ks[half], right);
+        0
+    }
+
+    /// Insert separator `sep` with right child `child` into the parents on
+    /// `path` (deepest last), splitting as needed.
+    fn insert_up(
+        &mut self,
+        ctx: &mut TxCtx,
+        path: &[(Addr, usize)],
+        mut sep: u64,
+        mut child: Addr,
+    ) {
+        for &(n, idx) in path.iter().rev() {
+            let nk = (ctx.load(n + META) & 0xffff) as usize;
+            let mut ks = [0u64; MAX_KEYS + 1];
+            let mut ps = [0u64; MAX_KEYS + 2];
+            for (i, k) in ks.iter_mut().enumerate().take(nk) {
+                *k = ctx.load(key_at(n, i));
+            }
+            for (i, p) in ps.iter_mut().enumerate().take(nk + 1) {
+                *p = ctx.load(ptr_at(n, i));
+            }
+            let (old_k, old_p) = (ks, ps);
+            ks.copy_within(idx..nk, idx + 1);
+            ps.copy_within(idx + 1..nk + 1, idx + 2);
+            ks[idx] = sep;
+            ps[idx + 1] = child;
+            if nk < MAX_KEYS {
+                store_diff(ctx, |i| key_at(n, i), &old_k[..nk], &ks[..=nk]);
+                store_diff(ctx, |i| ptr_at(n, i), &old_p[..=nk], &ps[..nk + 2]);
+                ctx.store(n + META, nk as u64 + 1);
+                return;
+            }
+            // Internal split: 16 keys -> 8 left, keys[8] moves up, 7 right.
+            let half = HALF;
+            let right = ctx.alloc(NODE_BYTES);
+            let rk = MAX_KEYS - half;
+            for i in 0..rk {
+                ctx.store(key_at(right, i), ks[half + 1 + i]);
+            }
+            for i in 0..=rk {
+                ctx.store(ptr_at(right, i), ps[half + 1 + i]);
+            }
+            ctx.store(right + META, rk as u64);
+            store_diff(ctx, |i| key_at(n, i), &old_k[..half], &ks[..half]);
+            store_diff(ctx, |i| ptr_at(n, i), &old_p[..=half], &ps[..=half]);
+            ctx.store(n + META, half as u64);
+            sep = ks[half];
+            child = right;
+        }
+        // The root split: grow the tree by one level.
+        let old_root = ctx.load(self.root + TREE_ROOT);
+        let r = ctx.alloc(NODE_BYTES);
+        ctx.store(key_at(r, 0), sep);
+        ctx.store(ptr_at(r, 0), old_root);
+        ctx.store(ptr_at(r, 1), child);
+        ctx.store(r + META, 1);
+        ctx.store(self.root + TREE_ROOT, r);
+        let h = ctx.load(self.root + HEIGHT);
+        ctx.store(self.root + HEIGHT, h + 1);
+    }
+
+    /// Update an existing `key`; returns its new version.
+    pub(crate) fn update(&mut self, ctx: &mut TxCtx, key: u64) -> u64 {
+        let mut path = [(0, 0); MAX_HEIGHT as usize];
+        let (leaf, _) = self.descend(ctx, key, &mut path);
+        let nk = (ctx.load(leaf + META) & 0xffff) as usize;
+        let (pos, found) = Self::leaf_pos(ctx, leaf, nk, key);
+        assert!(found, "update of key {key} the program never inserted");
+        let item = ctx.load(ptr_at(leaf, pos));
+        let v = ctx.load(item + 8) + 1;
+        update_item(ctx, item, self.a.item_bytes, key, v);
+        v
+    }
+}
+
+impl Workload for BTree {
+    fn setup(&mut self, ctx: &mut TxCtx) {
+        ctx.init_region();
+        let leaf = ctx.alloc(NODE_BYTES);
+        ctx.store(leaf + META, LEAF_FLAG);
+        ctx.store(self.root + TREE_ROOT, leaf);
+        ctx.store(self.root + COUNT, 0);
+        ctx.store(self.root + HEIGHT, 1);
+        for _ in 0..self.a.initial_items {
+            let key = random_key(&mut self.rng, self.a.key_space);
+            self.insert(ctx, key);
+        }
+    }
+
+    fn run_tx(&mut self, ctx: &mut TxCtx) {
+        if !self.keys.is_empty() && self.rng.gen_bool(self.a.update_ratio) {
+            let key = self.keys[self.rng.gen_range(0..self.keys.len())];
+            self.update(ctx, key);
+        } else {
+            let key = random_key(&mut self.rng, self.a.key_space);
+            self.insert(ctx, key);
+        }
+    }
+}
+
+struct Walk<'a, F> {
+    img: &'a dyn MemRead,
+    ib: u64,
+    bounds: (Addr, Addr),
+    height: u64,
+    max_nodes: u64,
+    nodes: u64,
+    keys: u64,
+    /// The previous leaf in key order (its next pointer must lead here).
+    prev_leaf: Addr,
+    f: F,
+}
+
+impl<F: FnMut(u64, u64)> Walk<'_, F> {
+    /// Validate the subtree at `n` at `depth` holding keys in `[lo, hi)`.
+    fn visit(
+        &mut self,
+        n: Addr,
+        depth: u64,
+        lo: Option<u64>,
+        hi: Option<u64>,
+    ) -> Result<(), String> {
+        self.nodes += 1;
+        if self.nodes > self.max_nodes {
+            return Err("btree: more nodes than the heap holds (cycle?)".into());
+        }
+        check_ptr(n, NODE_BYTES, self.bounds, "btree node")?;
+        let img = self.img;
+        let meta = img.read_u64(n + META);
+        let leaf = meta & LEAF_FLAG != 0;
+        let nk = meta & !LEAF_FLAG;
+        if meta >> 33 != 0 || nk > MAX_KEYS as u64 {
+            return Err(format!("btree: node {n:#x} has bad meta word {meta:#x}"));
+        }
+        if leaf != (depth + 1 == self.height) {
+            return Err(format!(
+                "btree: node {n:#x} at depth {depth} is {}a leaf but the height is {}",
+                if leaf { "" } else { "not " },
+                self.height
+            ));
+        }
+        let min = match (depth, leaf) {
+            (0, true) => 0,
+            (0, false) => 1,
+            (_, true) => MIN_LEAF_KEYS,
+            (_, false) => MIN_INTERNAL_KEYS,
+        };
+        if nk < min {
+            return Err(format!(
+                "btree: node {n:#x} at depth {depth} has {nk} keys, fewer than {min}"
+            ));
+        }
+        let nk = nk as usize;
+        let mut last = lo;
+        for i in 0..nk {
+            let k = img.read_u64(key_at(n, i));
+            let in_order = match last {
+                None => true,
+                Some(l) => {
+                    if i == 0 {
+                        k >= l
+                    } else {
+                        k > l
+                    }
+                }
+            };
+            if !in_order || hi.is_some_and(|h| k >= h) {
+                return Err(format!(
+                    "btree: node {n:#x} key {i} = {k} out of order (range {lo:?}..{hi:?})"
+                ));
+            }
+            last = Some(k);
+        }
+        if leaf {
+            if self.prev_leaf != 0 && img.read_u64(ptr_at(self.prev_leaf, NEXT_LEAF)) != n {
+                return Err(format!(
+                    "btree: leaf chain broken: leaf {:#x} does not link to {n:#x}",
+                    self.prev_leaf
+                ));
+            }
+            self.prev_leaf = n;
+            for i in 0..nk {
+                let k = img.read_u64(key_at(n, i));
+                let item = img.read_u64(ptr_at(n, i));
+                check_ptr(item, self.ib, self.bounds, "btree item")?;
+                let ik = check_item(img, item, self.ib).map_err(|e| format!("btree: {e}"))?;
+                if ik != k {
+                    return Err(format!(
+                        "btree: leaf key {k} points to an item with key {ik}"
+                    ));
+                }
+                (self.f)(k, img.read_u64(item + 8));
+            }
+            self.keys += nk as u64;
+        } else {
+            for i in 0..=nk {
+                let clo = if i == 0 {
+                    lo
+                } else {
+                    Some(img.read_u64(key_at(n, i - 1)))
+                };
+                let chi = if i == nk {
+                    hi
+                } else {
+                    Some(img.read_u64(key_at(n, i)))
+                };
+                self.visit(img.read_u64(ptr_at(n, i)), depth + 1, clo, chi)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Visit every entry in key order: `f(key, version)`. Validates the tree.
+pub(crate) fn walk(
+    img: &dyn MemRead,
+    region_base: Addr,
+    item_bytes: u64,
+    f: impl FnMut(u64, u64),
+) -> Result<u64, String> {
+    let bounds = heap_bounds(img, region_base)?;
+    let root = region_base + ROOT_OFFSET;
+    let height = img.read_u64(root + HEIGHT);
+    let count = img.read_u64(root + COUNT);
+    if height == 0 || height > MAX_HEIGHT {
+        return Err(format!("btree: height {height} outside 1..={MAX_HEIGHT}"));
+    }
+    let mut w = Walk {
+        img,
+        ib: item_bytes,
+        bounds,
+        height,
+        max_nodes: (bounds.1 - bounds.0) / NODE_BYTES,
+        nodes: 0,
+        keys: 0,
+        prev_leaf: 0,
+        f,
+    };
+    w.visit(img.read_u64(root + TREE_ROOT), 0, None, None)?;
+    if img.read_u64(ptr_at(w.prev_leaf, NEXT_LEAF)) != 0 {
+        return Err("btree: the last leaf has a next pointer".into());
+    }
+    if w.keys != count {
+        return Err(format!(
+            "btree: count is {count} but the leaves hold {} keys",
+            w.keys
+        ));
+    }
+    Ok(count)
+}
+
+fn check(img: &dyn MemRead, region_base: Addr, item_bytes: u64) -> Result<u64, String> {
+    walk(img, region_base, item_bytes, |_, _| {})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mem::SparseImage;
+    use crate::workloads::testutil::*;
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn matches_reference_model() {
+        let a = args(64, 40, 2000, 0.5);
+        let mut img = SparseImage::new();
+        let mut t = BTree::new(&a);
+        with_ctx(&mut img, false, |ctx| t.setup(ctx));
+        let mut model = BTreeMap::new();
+        walk(&img, BASE, 64, |k, v| {
+            model.insert(k, v);
+        })
+        .unwrap();
+        let mut r = rng(13);
+        for i in 0..2000u64 {
+            let (key, v) = if r.gen_bool(0.25) {
+                let key = t.keys[r.gen_range(0..t.keys.len())];
+                (key, with_ctx(&mut img, true, |ctx| t.update(ctx, key)).0)
+            } else {
+                let key = match i % 3 {
+                    0 => 1_000_000 + i,        // ascending: right-most splits
+                    1 => 900_000 - i,          // descending: left-most splits
+                    _ => r.gen_range(1..5000), // random, with repeats
+                };
+                (key, with_ctx(&mut img, true, |ctx| t.insert(ctx, key)).0)
+            };
+            assert_eq!(v, model.get(&key).map_or(0, |v| v + 1));
+            model.insert(key, v);
+            if i % 100 == 0 {
+                check(&img, BASE, 64).unwrap();
+            }
+        }
+        let mut got = Vec::new();
+        walk(&img, BASE, 64, |k, v| got.push((k, v))).unwrap();
+        assert!(
+            img.read_u64(BASE + ROOT_OFFSET + HEIGHT) >= 3,
+            "internal splits happened"
+        );
+        assert_eq!(got, model.into_iter().collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn checker_passes_and_detects_corruption() {
+        for ib in [64, 1024] {
+            let a = args(ib, 200, 300, 0.5);
+            let (img, _) = run_direct(&INFO, &a, 300);
+            assert!(check(&img, BASE, ib).unwrap() > 300);
+            let root = BASE + ROOT_OFFSET;
+            let r = img.read_u64(root + TREE_ROOT);
+            let mut leaf = img.read_u64(ptr_at(r, 0));
+            while img.read_u64(leaf + META) & LEAF_FLAG == 0 {
+                leaf = img.read_u64(ptr_at(leaf, 0));
+            }
+            let item = img.read_u64(ptr_at(leaf, 2));
+            assert_detects(&INFO, &img, item + 16, ib); // torn item
+            assert_detects(&INFO, &img, key_at(leaf, 3), ib); // key order / item key
+            assert_detects(&INFO, &img, ptr_at(leaf, NEXT_LEAF), ib); // leaf chain
+            assert_detects(&INFO, &img, ptr_at(r, 1), ib); // child pointer
+            assert_detects(&INFO, &img, leaf + META, ib); // fanout / count
+            assert_detects(&INFO, &img, root + COUNT, ib);
+        }
+    }
+
+    #[test]
+    fn engine_equivalence() {
+        engine_check("btree", 2, 300, &[]);
+    }
+}

@@ -1,0 +1,280 @@
+//! Hashmap (HOOP Table III, after ATOM): a chained hash table with a fixed
+//! bucket array. Insert adds an entry with a fresh random key (or updates
+//! it if the key is already present); update rewrites the item of a random
+//! existing key.
+//!
+//! Layout: root = { nbuckets, buckets_ptr, count }; buckets = nbuckets
+//! head pointers; node = { item (item_bytes) | next } so the item is
+//! line-aligned and an update touches only the item's lines.
+
+use super::{
+    check_item, check_ptr, heap_bounds, mix64, random_key, rng, update_item, write_item, TxCtx,
+    Workload, WorkloadArgs, WorkloadInfo, ROOT_OFFSET,
+};
+use crate::mem::MemRead;
+use crate::types::Addr;
+use rand::Rng;
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+pub static INFO: WorkloadInfo = WorkloadInfo {
+    name: "hashmap",
+    description:
+        "chained hash table: insert random keys or update existing entries (HOOP Table III, ATOM)",
+    build,
+    check,
+};
+
+const NBUCKETS: u64 = 0;
+const BUCKETS: u64 = 8;
+const COUNT: u64 = 16;
+/// Instructions to hash a key (splitmix64 finalizer: 3 shift-xors, 2
+/// multiplies, a mask).
+const HASH_INSTRS: u32 = 8;
+
+pub(crate) struct Hashmap {
+    a: WorkloadArgs,
+    rng: Xoshiro256PlusPlus,
+    root: Addr,
+    buckets: Addr,
+    mask: u64,
+    /// Keys inserted so far (the program's own volatile knowledge, used to
+    /// pick update targets); reserved up front so run_tx never allocates.
+    keys: Vec<u64>,
+}
+
+fn build(a: &WorkloadArgs) -> Box<dyn Workload> {
+    Box::new(Hashmap::new(a))
+}
+
+fn node_bytes(item_bytes: u64) -> u64 {
+    item_bytes + 8
+}
+
+/// Bucket count: load factor at most 1 when every transaction inserts.
+fn bucket_count(a: &WorkloadArgs) -> u64 {
+    (a.initial_items + a.max_tx).next_power_of_two().max(16)
+}
+
+impl Hashmap {
+    pub(crate) fn new(a: &WorkloadArgs) -> Self {
+        Hashmap {
+            rng: rng(a.seed),
+            root: a.region_base + ROOT_OFFSET,
+            buckets: 0,
+            mask: bucket_count(a) - 1,
+            keys: Vec::with_capacity((a.initial_items + a.max_tx) as usize),
+            a: a.clone(),
+        }
+    }
+
+    fn bucket_addr(&self, ctx: &mut TxCtx, key: u64) -> Addr {
+        ctx.compute(HASH_INSTRS);
+        self.buckets + (mix64(key) & self.mask) * 8
+    }
+
+    /// Walk the chain of `key`'s bucket: (bucket address, node if found).
+    fn find(&self, ctx: &mut TxCtx, key: u64) -> (Addr, Option<Addr>) {
+        let b = self.bucket_addr(ctx, key);
+        let mut n = ctx.load(b);
+        while n != 0 {
+            if ctx.load(n) == key {
+                return (b, Some(n));
+            }
+            n = ctx.load(n + self.a.item_bytes);
+        }
+        (b, None)
+    }
+
+    /// Insert `key` (or update it if present); returns its new version.
+    pub(crate) fn insert(&mut self, ctx: &mut TxCtx, key: u64) -> u64 {
+        let ib = self.a.item_bytes;
+        let (b, found) = self.find(ctx, key);
+        if let Some(n) = found {
+            let v = ctx.load(n + 8) + 1;
+            update_item(ctx, n, ib, key, v);
+            return v;
+        }
+        let n = ctx.alloc(node_bytes(ib));
+        write_item(ctx, n, ib, key, 0);
+        let head = ctx.load(b);
+        ctx.store(n + ib, head);
+        ctx.store(b, n);
+        let c = ctx.load(self.root + COUNT);
+        ctx.store(self.root + COUNT, c + 1);
+        self.keys.push(key);
+        0
+    }
+
+    /// Update an existing `key`; returns its new version.
+    pub(crate) fn update(&mut self, ctx: &mut TxCtx, key: u64) -> u64 {
+        let (_, found) = self.find(ctx, key);
+        let n = found.expect("update of a key the program inserted");
+        let v = ctx.load(n + 8) + 1;
+        update_item(ctx, n, self.a.item_bytes, key, v);
+        v
+    }
+}
+
+impl Workload for Hashmap {
+    fn setup(&mut self, ctx: &mut TxCtx) {
+        ctx.init_region();
+        let nb = self.mask + 1;
+        self.buckets = ctx.alloc(nb * 8);
+        ctx.store(self.root + NBUCKETS, nb);
+        ctx.store(self.root + BUCKETS, self.buckets);
+        ctx.store(self.root + COUNT, 0);
+        for _ in 0..self.a.initial_items {
+            let key = random_key(&mut self.rng, self.a.key_space);
+            self.insert(ctx, key);
+        }
+    }
+
+    fn run_tx(&mut self, ctx: &mut TxCtx) {
+        if !self.keys.is_empty() && self.rng.gen_bool(self.a.update_ratio) {
+            let key = self.keys[self.rng.gen_range(0..self.keys.len())];
+            self.update(ctx, key);
+        } else {
+            let key = random_key(&mut self.rng, self.a.key_space);
+            self.insert(ctx, key);
+        }
+    }
+}
+
+/// Visit every entry: `f(key, version)`. Validates the structure.
+pub(crate) fn walk(
+    img: &dyn MemRead,
+    region_base: Addr,
+    item_bytes: u64,
+    mut f: impl FnMut(u64, u64),
+) -> Result<u64, String> {
+    let bounds = heap_bounds(img, region_base)?;
+    let root = region_base + ROOT_OFFSET;
+    let nb = img.read_u64(root + NBUCKETS);
+    let buckets = img.read_u64(root + BUCKETS);
+    let count = img.read_u64(root + COUNT);
+    if !nb.is_power_of_two() {
+        return Err(format!("hashmap: bucket count {nb} is not a power of two"));
+    }
+    check_ptr(
+        buckets,
+        nb.saturating_mul(8),
+        bounds,
+        "hashmap bucket array",
+    )?;
+    let node = node_bytes(item_bytes);
+    // More entries than fit in the heap means a cycle or garbage count.
+    let max_nodes = (bounds.1 - bounds.0) / node;
+    if count > max_nodes {
+        return Err(format!("hashmap: count {count} exceeds heap capacity"));
+    }
+    // Capacity from an untrusted count is capped; the vector grows if needed.
+    let mut keys = Vec::with_capacity(count.min(1 << 16) as usize);
+    for b in 0..nb {
+        let mut n = img.read_u64(buckets + b * 8);
+        while n != 0 {
+            if keys.len() as u64 >= count {
+                return Err(format!(
+                    "hashmap: more entries than count {count} (cycle or lost count update) in bucket {b}"
+                ));
+            }
+            check_ptr(n, node, bounds, "hashmap node")?;
+            let key =
+                check_item(img, n, item_bytes).map_err(|e| format!("hashmap bucket {b}: {e}"))?;
+            let home = mix64(key) & (nb - 1);
+            if home != b {
+                return Err(format!(
+                    "hashmap: key {key} found in bucket {b} but hashes to bucket {home}"
+                ));
+            }
+            keys.push(key);
+            f(key, img.read_u64(n + 8));
+            n = img.read_u64(n + item_bytes);
+        }
+    }
+    if keys.len() as u64 != count {
+        return Err(format!(
+            "hashmap: count is {count} but {} entries are reachable",
+            keys.len()
+        ));
+    }
+    keys.sort_unstable();
+    if let Some(w) = keys.windows(2).find(|w| w[0] == w[1]) {
+        return Err(format!("hashmap: key {} appears twice", w[0]));
+    }
+    Ok(count)
+}
+
+fn check(img: &dyn MemRead, region_base: Addr, item_bytes: u64) -> Result<u64, String> {
+    walk(img, region_base, item_bytes, |_, _| {})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mem::SparseImage;
+    use crate::workloads::testutil::*;
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn matches_reference_model() {
+        let a = args(64, 100, 400, 0.5);
+        let mut img = SparseImage::new();
+        let mut h = Hashmap::new(&a);
+        with_ctx(&mut img, false, |ctx| h.setup(ctx));
+        let mut model: BTreeMap<u64, u64> = BTreeMap::new();
+        walk(&img, BASE, 64, |k, v| {
+            model.insert(k, v);
+        })
+        .unwrap();
+        assert_eq!(model.len(), 100);
+        let mut r = rng(99);
+        for _ in 0..400 {
+            let (key, v) = if r.gen_bool(0.5) {
+                let key = h.keys[r.gen_range(0..h.keys.len())];
+                (key, with_ctx(&mut img, true, |ctx| h.update(ctx, key)).0)
+            } else {
+                // Small key space so some inserts hit existing keys.
+                let key = r.gen_range(1..2000);
+                (key, with_ctx(&mut img, true, |ctx| h.insert(ctx, key)).0)
+            };
+            let want = model.get(&key).map_or(0, |v| v + 1);
+            assert_eq!(v, want);
+            model.insert(key, v);
+        }
+        let mut got = BTreeMap::new();
+        let n = walk(&img, BASE, 64, |k, v| {
+            got.insert(k, v);
+        })
+        .unwrap();
+        assert_eq!(n as usize, model.len());
+        assert_eq!(got, model);
+    }
+
+    #[test]
+    fn checker_passes_and_detects_corruption() {
+        for ib in [64, 1024] {
+            let a = args(ib, 50, 300, 0.5);
+            let (img, stores) = run_direct(&INFO, &a, 300);
+            let n = check(&img, BASE, ib).unwrap();
+            assert!(n > 100 && n < 250, "about half of 300 tx insert: {n}");
+            assert!(stores > 0.0);
+            let root = BASE + ROOT_OFFSET;
+            let buckets = img.read_u64(root + BUCKETS);
+            let nb = img.read_u64(root + NBUCKETS);
+            let b = (0..nb)
+                .find(|&b| img.read_u64(buckets + b * 8) != 0)
+                .unwrap();
+            let node = img.read_u64(buckets + b * 8);
+            // A torn payload word, a wrong key, a broken chain pointer, the count.
+            assert_detects(&INFO, &img, node + 24, ib);
+            assert_detects(&INFO, &img, node, ib);
+            assert_detects(&INFO, &img, buckets + b * 8, ib);
+            assert_detects(&INFO, &img, root + COUNT, ib);
+        }
+    }
+
+    #[test]
+    fn engine_equivalence() {
+        engine_check("hashmap", 2, 300, &[]);
+    }
+}

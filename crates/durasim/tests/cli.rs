@@ -1,0 +1,205 @@
+//! The CLI contract scripts rely on: JSON keys, exit codes, error messages.
+
+use std::process::Command;
+
+fn durasim(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_durasim"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn run_json_has_the_documented_keys() {
+    let (code, out, err) = durasim(&[
+        "run",
+        "--scheme",
+        "ideal",
+        "--workload",
+        "vector",
+        "--threads",
+        "2",
+        "--tx",
+        "200",
+        "--json",
+        "-",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    for k in [
+        "scheme",
+        "workload",
+        "config",
+        "metrics",
+        "scheme_stats",
+        "sim",
+    ] {
+        assert!(v.get(k).is_some(), "missing {k}");
+    }
+    for k in [
+        "committed_tx",
+        "sim_cycles",
+        "throughput_tx_per_mcycle",
+        "critical_path_cycles_mean",
+        "critical_path_cycles_p99",
+        "nvm_bytes_written",
+        "nvm_bytes_read",
+        "write_bytes_per_tx",
+        "energy_nj",
+        "llc_miss_ratio",
+    ] {
+        assert!(v["metrics"].get(k).is_some(), "missing metrics.{k}");
+    }
+    assert_eq!(v["metrics"]["committed_tx"], 200);
+    for k in ["host_seconds", "sim_mem_ops", "mem_ops_per_host_second"] {
+        assert!(v["sim"].get(k).is_some(), "missing sim.{k}");
+    }
+}
+
+#[test]
+fn bad_names_keys_and_values_exit_2_naming_the_choices() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["run", "--scheme", "bogus", "--workload", "vector"],
+            "ideal",
+        ),
+        (
+            &["run", "--scheme", "ideal", "--workload", "bogus"],
+            "vector",
+        ),
+        (
+            &[
+                "run",
+                "--scheme",
+                "ideal",
+                "--workload",
+                "vector",
+                "--set",
+                "cache.l9=1",
+            ],
+            "cache.l1_size_bytes",
+        ),
+        (
+            &[
+                "run",
+                "--scheme",
+                "ideal",
+                "--workload",
+                "vector",
+                "--set",
+                "cache.llc_size_bytes=3000",
+            ],
+            "power of two",
+        ),
+        (
+            &[
+                "run",
+                "--scheme",
+                "ideal",
+                "--workload",
+                "vector",
+                "--set",
+                "nvm.write_model=x",
+            ],
+            "dcw",
+        ),
+        (
+            &[
+                "run",
+                "--scheme",
+                "ideal",
+                "--workload",
+                "vector",
+                "--threads",
+                "0",
+            ],
+            "threads",
+        ),
+        (
+            &[
+                "run",
+                "--scheme",
+                "ideal",
+                "--workload",
+                "vector",
+                "--set",
+                "novalue",
+            ],
+            "KEY=VALUE",
+        ),
+        (
+            &[
+                "run",
+                "--scheme",
+                "ideal",
+                "--workload",
+                "vector",
+                "--config",
+                "/nonexistent.toml",
+            ],
+            "nonexistent",
+        ),
+        (&["list", "bogus"], "params"),
+        (
+            &[
+                "compare",
+                "--schemes",
+                "ideal",
+                "--workloads",
+                "vector",
+                "--baseline",
+                "hoopla",
+            ],
+            "ideal",
+        ),
+    ];
+    for (args, needle) in cases {
+        let (code, _, err) = durasim(args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(
+            err.contains(needle),
+            "{args:?}: '{err}' does not mention '{needle}'"
+        );
+        assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
+    }
+}
+
+#[test]
+fn list_params_shows_defaults_units_and_sources() {
+    let (code, out, _) = durasim(&["list", "params"]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("nvm.array_write_ns")
+            && out.contains("150")
+            && out.contains("HOOP paper Table II")
+    );
+}
+
+#[test]
+fn compare_prints_a_table_and_csv() {
+    let dir = std::env::temp_dir().join(format!("durasim-cmp-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let csv = dir.join("grid.csv");
+    let (code, out, err) = durasim(&[
+        "compare",
+        "--schemes",
+        "ideal",
+        "--workloads",
+        "vector",
+        "--threads",
+        "2",
+        "--tx",
+        "200",
+        "--csv",
+        csv.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("vector") && out.contains("norm_tput"));
+    let text = std::fs::read_to_string(&csv).unwrap();
+    assert_eq!(text.lines().count(), 2);
+}
