@@ -1,20 +1,21 @@
 //! Garbage collection with data coalescing (HOOP §III-E, Algorithm 1).
 //!
-//! GC works on FULL blocks in allocation order, which is commit order (a
-//! transaction's commit entry always goes to the active block). It takes the
-//! longest prefix P of FULL blocks whose slices all belong to transactions
-//! committed inside P, so freeing P never strands a commit entry that points
-//! into a freed block. Then, reading only bytes from NVM: it reads P's
-//! address slices, walks the committed transactions newest first, keeps the
-//! first (newest) version of each home word in a hash map H, writes every
-//! home line once, drops mapping entries whose newest data went home, puts
-//! the lines into the eviction buffer, and finally marks the blocks UNUSED
-//! oldest first.
+//! GC works on the FULL blocks. Reading only bytes from NVM, it reads their
+//! address slices (the transactions committed there: a prefix of commit
+//! order, since commits always go to the active block), walks the
+//! committed transactions newest first, keeps the first (newest) version of
+//! each home word in a hash map H, writes every home line once, drops
+//! mapping entries whose newest data went home and puts the lines into the
+//! eviction buffer. Then it clears the migrated commit entries in commit
+//! order and marks UNUSED every FULL block that holds no slice of a
+//! transaction still live (in flight, or committed in the active block);
+//! the others are freed by a later pass.
 //!
-//! Crash safety: until a header says UNUSED, recovery replays the block's
-//! transactions newest-wins, which rewrites what GC wrote. Headers are
-//! cleared oldest first, so the blocks still live after a crash always hold
-//! the newest versions of whatever words they contain.
+//! Crash safety: recovery replays the committed transactions whose entries
+//! are still set, newest-wins, which rewrites what GC wrote. Entries are
+//! cleared only after every home write, oldest first, so whatever stays
+//! replayable after a crash is newer than whatever was cleared; blocks are
+//! freed only when no set entry points into them.
 
 use super::layout::{self, BlockState, DataSlice, SLICE_BYTES};
 use super::{Hoop, MemCtx};
@@ -29,23 +30,6 @@ pub enum GcKind {
 }
 
 impl Hoop {
-    /// Length of the freeable prefix of FULL blocks.
-    fn freeable_prefix(&self) -> usize {
-        let mut best = 0;
-        let mut need = 0u32;
-        for (i, &b) in self.full.iter().enumerate() {
-            let blk = &self.blocks[b];
-            if blk.open_txs > 0 {
-                break;
-            }
-            need = need.max(blk.max_commit_epoch);
-            if need <= blk.epoch {
-                best = i + 1;
-            }
-        }
-        best
-    }
-
     /// Run one GC pass at `now`; returns when its last write was persisted.
     pub(super) fn run_gc(&mut self, ctx: &mut MemCtx, now: Cycle, kind: GcKind) -> Cycle {
         match kind {
@@ -53,20 +37,22 @@ impl Hoop {
             GcKind::OnDemand => self.stats.gc_runs_on_demand += 1,
             GcKind::Final => self.stats.gc_runs_final += 1,
         }
-        let k = self.freeable_prefix();
-        if k == 0 {
+        if self.full.is_empty() {
             return now;
         }
-        let victims: Vec<usize> = self.full.iter().take(k).copied().collect();
+        let victims: Vec<usize> = self.full.iter().copied().collect();
         let mut t = now;
         // Mark the blocks BLK_GC (recovery treats them like FULL ones).
         for &b in &victims {
-            self.blocks[b].state = BlockState::Gc;
-            t = t.max(self.write_header(ctx, b, None, now));
+            if self.blocks[b].state == BlockState::Full {
+                self.blocks[b].state = BlockState::Gc;
+                t = t.max(self.write_header(ctx, b, None, now));
+            }
         }
         // Lines 4-18: read address slices, then each committed transaction
         // newest first; the first version seen of a word is the newest.
         let mut commits = Vec::new();
+        let mut aslices: Vec<(u64, usize)> = Vec::new();
         let mut t_read = t;
         let mut buf = [0u8; SLICE_BYTES as usize];
         for &b in &victims {
@@ -75,26 +61,41 @@ impl Hoop {
                 t_read = t_read.max(ctx.nvm.read(self.g.slot_addr(s), &mut buf, Purpose::Gc, t));
                 let entries = layout::decode_address_slice(&buf, epoch)
                     .expect("GC: address slice bytes are intact");
+                aslices.push((s, entries.len()));
                 commits.extend(entries);
             }
         }
         commits.sort_unstable_by(|a, b| b.txid.cmp(&a.txid));
         let mut h: FxHashMap<Addr, (u64, u32)> = FxHashMap::default();
         let mut chain: Vec<DataSlice> = Vec::new();
+        let mut chain_blocks: Vec<usize> = Vec::new();
         let t_chain = t_read;
         let mut t_scan = t_read;
         for c in &commits {
             chain.clear();
+            chain_blocks.clear();
             let mut slot = c.start_slot;
             loop {
-                t_scan = t_scan.max(ctx.nvm.read(self.g.slot_addr(slot), &mut buf, Purpose::Gc, t_chain));
+                t_scan = t_scan.max(ctx.nvm.read(
+                    self.g.slot_addr(slot),
+                    &mut buf,
+                    Purpose::Gc,
+                    t_chain,
+                ));
                 let s = DataSlice::decode(&buf).expect("GC: committed slice bytes are intact");
                 debug_assert_eq!(s.txid, c.txid);
                 chain.push(s);
+                let b = self.g.block_of(slot);
+                if !chain_blocks.contains(&b) {
+                    chain_blocks.push(b);
+                }
                 if s.next == 0 {
                     break;
                 }
                 slot = layout::follow_next(slot, s.next, self.g.slots());
+            }
+            for &b in &chain_blocks {
+                self.blocks[b].live_txs -= 1;
             }
             // Within a transaction a later slice holds the later update.
             for s in chain.iter().rev() {
@@ -142,16 +143,34 @@ impl Hoop {
             }
             i = j;
         }
-        // Lines 28-29: headers UNUSED, oldest first; clear the index entries.
+        // Retire the migrated transactions: clear their commit entries in
+        // commit order, so a crash leaves only newer ones replayable.
         let mut t_end = t_write;
-        for &b in &victims {
-            self.blocks[b].state = BlockState::Unused;
-            self.blocks[b].addr_slices.clear();
-            t_end = t_end.max(self.write_header(ctx, b, None, t_write));
-            self.free_blocks += 1;
-            self.stats.gc_blocks_freed += 1;
+        for &(s, n) in &aslices {
+            let a = self.g.slot_addr(s);
+            if n > 0 {
+                t_end = t_end.max(ctx.nvm.write(a, &[0u8; 64], Purpose::Gc, t_write));
+            }
+            if n > 8 {
+                t_end = t_end.max(ctx.nvm.write(a + 64, &[0u8; 56], Purpose::Gc, t_write));
+            }
         }
-        self.full.drain(..k);
+        // Lines 28-29: blocks holding no slice of a live transaction become
+        // UNUSED; clear their index entries. Others wait for the next pass.
+        let t_hdr = t_end;
+        let mut kept = std::collections::VecDeque::new();
+        for &b in &victims {
+            self.blocks[b].addr_slices.clear();
+            if self.blocks[b].live_txs == 0 {
+                self.blocks[b].state = BlockState::Unused;
+                t_end = t_end.max(self.write_header(ctx, b, None, t_hdr));
+                self.free_blocks += 1;
+                self.stats.gc_blocks_freed += 1;
+            } else {
+                kept.push_back(b);
+            }
+        }
+        self.full = kept;
         self.stats.gc_cycles += t_end - now;
         t_end
     }

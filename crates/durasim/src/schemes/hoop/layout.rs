@@ -77,7 +77,8 @@ impl BlockHeader {
     pub const BYTES: usize = 16;
 
     pub fn encode(&self) -> [u8; Self::BYTES] {
-        let w = u64::from(self.index) | (self.next & ((1 << 34) - 1)) << 8 | (self.state as u64) << 42;
+        let w =
+            u64::from(self.index) | (self.next & ((1 << 34) - 1)) << 8 | (self.state as u64) << 42;
         let mut b = [0u8; Self::BYTES];
         b[..8].copy_from_slice(&w.to_le_bytes());
         b[8..12].copy_from_slice(&self.epoch.to_le_bytes());
@@ -214,13 +215,14 @@ pub fn address_slice_header(epoch: u32) -> [u8; SLICE_BYTES as usize] {
 /// Decode an address slice written in epoch `epoch`; `None` if the bytes
 /// are not an address slice of that epoch.
 pub fn decode_address_slice(b: &[u8], epoch: u32) -> Option<Vec<CommitEntry>> {
-    if b[KIND_BYTE] != KIND_ADDR || u32::from_le_bytes(b[120..124].try_into().unwrap()) != epoch
-    {
+    if b[KIND_BYTE] != KIND_ADDR || u32::from_le_bytes(b[120..124].try_into().unwrap()) != epoch {
         return None;
     }
     Some(
         (0..ADDR_ENTRIES)
-            .filter_map(|i| CommitEntry::decode(u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().unwrap())))
+            .filter_map(|i| {
+                CommitEntry::decode(u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().unwrap()))
+            })
             .collect(),
     )
 }
@@ -230,7 +232,10 @@ pub fn decode_address_slice(b: &[u8], epoch: u32) -> Option<Vec<CommitEntry>> {
 #[inline]
 pub fn next_offset(from: u64, to: u64, slots: u64) -> u32 {
     let d = (to + slots - from) % slots;
-    debug_assert!(d > 0 && d < 1 << NEXT_BITS, "next slice out of 24-bit range");
+    debug_assert!(
+        d > 0 && d < 1 << NEXT_BITS,
+        "next slice out of 24-bit range"
+    );
     d as u32
 }
 
@@ -338,9 +343,17 @@ mod tests {
         assert_eq!(&b[107..111], &0xdead_beefu32.to_le_bytes());
         // first bit, count-1 = 0, flag = 1 in byte 111.
         assert_eq!(b[111], 0b0001_0001);
-        let h = BlockHeader { index: 7, next: 3, state: BlockState::Full, epoch: 9 };
+        let h = BlockHeader {
+            index: 7,
+            next: 3,
+            state: BlockState::Full,
+            epoch: 9,
+        };
         let e = h.encode();
-        assert_eq!(u64::from_le_bytes(e[..8].try_into().unwrap()), 7 | 3 << 8 | 2 << 42);
+        assert_eq!(
+            u64::from_le_bytes(e[..8].try_into().unwrap()),
+            7 | 3 << 8 | 2 << 42
+        );
         // A zeroed header is an unused block.
         assert_eq!(BlockHeader::decode(&[0u8; 16]).state, BlockState::Unused);
     }

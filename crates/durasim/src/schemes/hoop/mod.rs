@@ -165,11 +165,8 @@ struct Block {
     state: BlockState,
     epoch: u32,
     next_slot: u64,
-    /// Transactions with slices here that have not committed yet.
-    open_txs: u32,
-    /// Newest epoch of a block holding the commit entry of a transaction
-    /// with slices here (GC may free this block only together with it).
-    max_commit_epoch: u32,
+    /// Transactions with slices here that GC has not migrated yet.
+    live_txs: u32,
     /// Slots (global) of this block's address slices, in order.
     addr_slices: Vec<u64>,
 }
@@ -277,8 +274,7 @@ impl Hoop {
                     state: BlockState::Unused,
                     epoch: 0,
                     next_slot: 1,
-                    open_txs: 0,
-                    max_commit_epoch: 0,
+                    live_txs: 0,
                     addr_slices: Vec::new(),
                 })
                 .collect(),
@@ -304,7 +300,13 @@ impl Hoop {
         })
     }
 
-    fn write_header(&mut self, ctx: &mut MemCtx, b: usize, next: Option<usize>, now: Cycle) -> Cycle {
+    fn write_header(
+        &mut self,
+        ctx: &mut MemCtx,
+        b: usize,
+        next: Option<usize>,
+        now: Cycle,
+    ) -> Cycle {
         let blk = &self.blocks[b];
         let h = BlockHeader {
             index: (b & 0xff) as u8,
@@ -333,8 +335,7 @@ impl Hoop {
         blk.state = BlockState::InUse;
         blk.epoch = epoch;
         blk.next_slot = 1;
-        blk.open_txs = 0;
-        blk.max_commit_epoch = 0;
+        blk.live_txs = 0;
         blk.addr_slices.clear();
         self.free_blocks -= 1;
         self.stats.blocks_allocated += 1;
@@ -397,13 +398,19 @@ impl Hoop {
         let b = self.g.block_of(slot);
         if !self.cores[core].blocks.contains(&b) {
             self.cores[core].blocks.push(b);
-            self.blocks[b].open_txs += 1;
+            self.blocks[b].live_txs += 1;
         }
     }
 
     /// Write the open slice of `core` to its slot; `next` = the slot of the
     /// transaction's following slice. Returns the persist time.
-    fn flush_open(&mut self, ctx: &mut MemCtx, core: CoreId, next: Option<u64>, now: Cycle) -> Cycle {
+    fn flush_open(
+        &mut self,
+        ctx: &mut MemCtx,
+        core: CoreId,
+        next: Option<u64>,
+        now: Cycle,
+    ) -> Cycle {
         let Some(mut os) = self.cores[core].open.take() else {
             return now;
         };
@@ -482,7 +489,12 @@ impl Hoop {
                 live_slices += b.next_slot - 1;
             }
         }
-        let words = self.ind.lines.values().map(|l| u64::from(l.mask.count_ones())).sum::<u64>();
+        let words = self
+            .ind
+            .lines
+            .values()
+            .map(|l| u64::from(l.mask.count_ones()))
+            .sum::<u64>();
         let work = recovery::RecoveryWork {
             oop_bytes_read: headers * 64 + live_slices * SLICE_BYTES,
             home_bytes_written: words * 8,
@@ -617,14 +629,6 @@ impl Scheme for Hoop {
         self.addr_slice = Some((aslot, used + 1));
         self.stats.commit_entries_written += 1;
         self.stats.tx_committed += 1;
-        let commit_epoch = self.blocks[self.g.block_of(aslot)].epoch;
-        let blocks = std::mem::take(&mut self.cores[core].blocks);
-        for &b in &blocks {
-            let blk = &mut self.blocks[b];
-            blk.open_txs -= 1;
-            blk.max_commit_epoch = blk.max_commit_epoch.max(commit_epoch);
-        }
-        self.cores[core].blocks = blocks;
         self.cores[core].blocks.clear();
         self.cores[core].first_slot = None;
         done.max(t)
@@ -655,7 +659,11 @@ impl Scheme for Hoop {
                     self.stats.oop_slice_reads_from_buffer += 1;
                 } else {
                     let mut b = [0u8; SLICE_BYTES as usize];
-                    done = done.max(ctx.nvm.read(self.g.slot_addr(slot), &mut b, Purpose::Demand, t0));
+                    done =
+                        done.max(
+                            ctx.nvm
+                                .read(self.g.slot_addr(slot), &mut b, Purpose::Demand, t0),
+                        );
                     self.stats.miss_memory_loads += 1;
                 }
                 // Only the words whose newest copy is in this slice.
@@ -787,23 +795,47 @@ impl Scheme for Hoop {
             ("data_slices_written", s.data_slices_written as f64),
             ("address_slices_opened", s.address_slices_opened as f64),
             ("commit_entries_written", s.commit_entries_written as f64),
-            ("packing_words_per_slice", div(s.data_slice_words, s.data_slices_written)),
-            ("words_coalesced_in_buffer", s.words_coalesced_in_buffer as f64),
-            ("oop_buffer_full_stall_cycles", s.oop_buffer_full_stall_cycles as f64),
+            (
+                "packing_words_per_slice",
+                div(s.data_slice_words, s.data_slices_written),
+            ),
+            (
+                "words_coalesced_in_buffer",
+                s.words_coalesced_in_buffer as f64,
+            ),
+            (
+                "oop_buffer_full_stall_cycles",
+                s.oop_buffer_full_stall_cycles as f64,
+            ),
             ("mapping_capacity_entries", self.mapping_capacity as f64),
             ("mapping_entries", self.ind.mapped.len() as f64),
             ("mapping_peak_entries", s.mapping_peak_entries as f64),
-            ("mapping_peak_occupancy", div(s.mapping_peak_entries, self.mapping_capacity)),
+            (
+                "mapping_peak_occupancy",
+                div(s.mapping_peak_entries, self.mapping_capacity),
+            ),
             ("mapping_inserts", s.mapping_inserts as f64),
             ("mapping_removed_by_gc", s.mapping_removed_by_gc as f64),
             ("mapping_removed_by_miss", s.mapping_removed_by_miss as f64),
-            ("mapping_over_capacity_inserts", s.mapping_over_capacity_inserts as f64),
-            ("tx_evictions_already_home", s.tx_evictions_already_home as f64),
+            (
+                "mapping_over_capacity_inserts",
+                s.mapping_over_capacity_inserts as f64,
+            ),
+            (
+                "tx_evictions_already_home",
+                s.tx_evictions_already_home as f64,
+            ),
             ("llc_misses", s.llc_misses as f64),
             ("loads_per_llc_miss", div(s.miss_memory_loads, s.llc_misses)),
             ("parallel_read_misses", s.parallel_read_misses as f64),
-            ("parallel_read_fraction", div(s.parallel_read_misses, s.llc_misses)),
-            ("oop_slice_reads_from_buffer", s.oop_slice_reads_from_buffer as f64),
+            (
+                "parallel_read_fraction",
+                div(s.parallel_read_misses, s.llc_misses),
+            ),
+            (
+                "oop_slice_reads_from_buffer",
+                s.oop_slice_reads_from_buffer as f64,
+            ),
             ("eviction_buffer_hits", s.eviction_buffer_hits as f64),
             ("gc_runs_periodic", s.gc_runs_periodic as f64),
             ("gc_runs_on_demand", s.gc_runs_on_demand as f64),
@@ -824,13 +856,19 @@ impl Scheme for Hoop {
             ("gc_bytes_migrated", s.gc_bytes_migrated as f64),
             ("gc_home_reads", s.gc_home_reads as f64),
             ("gc_cycles", s.gc_cycles as f64),
-            ("on_demand_gc_stall_cycles", s.on_demand_gc_stall_cycles as f64),
+            (
+                "on_demand_gc_stall_cycles",
+                s.on_demand_gc_stall_cycles as f64,
+            ),
             ("emergency_gc", s.emergency_gc as f64),
             ("oop_blocks", self.g.blocks as f64),
             ("oop_blocks_allocated", s.blocks_allocated as f64),
             ("oop_blocks_peak_in_use", s.blocks_peak_in_use as f64),
             ("recovery_modeled_ns_at_run_end", self.end_recovery_ns),
-            ("recovery_live_oop_bytes_at_run_end", self.end_recovery_live_bytes as f64),
+            (
+                "recovery_live_oop_bytes_at_run_end",
+                self.end_recovery_live_bytes as f64,
+            ),
             ("recovery_modeled_ns_now", ns_now),
         ]
     }

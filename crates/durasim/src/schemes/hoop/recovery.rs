@@ -54,7 +54,9 @@ impl RecoveryModel {
     /// parallel (bounded by NVM bandwidth and per-thread rate), the master
     /// merges the local maps, then the threads write home in parallel.
     pub fn time_ns(&self, w: &RecoveryWork) -> f64 {
-        let rate = self.bandwidth_gbps.min(self.threads as f64 * self.thread_gbps); // bytes/ns
+        let rate = self
+            .bandwidth_gbps
+            .min(self.threads as f64 * self.thread_gbps); // bytes/ns
         let scan = w.oop_bytes_read as f64 / rate;
         let merge = w.hash_entries as f64 * self.merge_ns;
         let write = w.home_bytes_written as f64 / rate;
@@ -78,7 +80,13 @@ impl RecoveryModel {
 
 /// Recovery time of an OOP region of `region_bytes` versus threads and NVM
 /// bandwidth (paper experiment (g)); other model parameters from `p`.
-pub fn recovery_time_ns(p: &Params, region_bytes: u64, reduction_ratio: f64, threads: u64, bandwidth_gbps: f64) -> f64 {
+pub fn recovery_time_ns(
+    p: &Params,
+    region_bytes: u64,
+    reduction_ratio: f64,
+    threads: u64,
+    bandwidth_gbps: f64,
+) -> f64 {
     let mut m = RecoveryModel::from_params(p);
     m.threads = threads.max(1);
     m.bandwidth_gbps = bandwidth_gbps;
@@ -136,12 +144,19 @@ pub fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<Re
         let mut first = true;
         loop {
             if slot >= g.slots() || slot % g.slots_per_block == 0 {
-                return Err(corrupt(format!("transaction {} links to invalid slice {slot}", c.txid)));
+                return Err(corrupt(format!(
+                    "transaction {} links to invalid slice {slot}",
+                    c.txid
+                )));
             }
             img.read_bytes(g.slot_addr(slot), &mut sb);
             bytes_read += SLICE_BYTES;
-            let s = DataSlice::decode(&sb)
-                .ok_or_else(|| corrupt(format!("slice {slot} of transaction {} is not a data slice", c.txid)))?;
+            let s = DataSlice::decode(&sb).ok_or_else(|| {
+                corrupt(format!(
+                    "slice {slot} of transaction {} is not a data slice",
+                    c.txid
+                ))
+            })?;
             if s.txid != c.txid || s.first != first {
                 return Err(corrupt(format!(
                     "slice {slot} belongs to transaction {} (first={}), expected {} (first={first})",
@@ -150,7 +165,10 @@ pub fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<Re
             }
             chain.push(s);
             if chain.len() as u64 > g.slots() {
-                return Err(corrupt(format!("transaction {} has a cyclic slice chain", c.txid)));
+                return Err(corrupt(format!(
+                    "transaction {} has a cyclic slice chain",
+                    c.txid
+                )));
             }
             first = false;
             if s.next == 0 {
@@ -169,7 +187,9 @@ pub fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<Re
     words.sort_unstable();
     for &(a, v) in &words {
         if a + 8 > layout.home_limit {
-            return Err(corrupt(format!("home address {a:#x} outside the home region")));
+            return Err(corrupt(format!(
+                "home address {a:#x} outside the home region"
+            )));
         }
         img.write_u64(a, v);
         bytes_written += 8;
