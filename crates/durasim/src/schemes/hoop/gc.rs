@@ -65,7 +65,7 @@ impl Hoop {
                 commits.extend(entries);
             }
         }
-        commits.sort_unstable_by(|a, b| b.txid.cmp(&a.txid));
+        commits.sort_unstable_by_key(|c| std::cmp::Reverse(c.txid));
         let mut h: FxHashMap<Addr, (u64, u32)> = FxHashMap::default();
         let mut chain: Vec<DataSlice> = Vec::new();
         let mut chain_blocks: Vec<usize> = Vec::new();

@@ -537,7 +537,6 @@ impl Scheme for Hoop {
         let txid = self.cores[core].txid;
         ext.tx = true;
         ext.txid = txid;
-        ext.word_mask |= 1 << crate::types::word_index(addr);
         let word = addr & !7;
         // Repeated update of a buffered word: overwrite in place.
         if let Some(os) = self.cores[core].open.as_mut() {

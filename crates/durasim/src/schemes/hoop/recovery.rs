@@ -135,7 +135,7 @@ pub fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<Re
     }
     // 3. Committed transactions newest first; the first version of a word
     //    seen is the newest (TxIDs order each thread's transactions).
-    commits.sort_unstable_by(|a, b| b.txid.cmp(&a.txid));
+    commits.sort_unstable_by_key(|c| std::cmp::Reverse(c.txid));
     let mut h: FxHashMap<Addr, u64> = FxHashMap::default();
     let mut chain: Vec<DataSlice> = Vec::new();
     for c in &commits {

@@ -444,3 +444,16 @@ fn bad_parameters_are_input_errors() {
     assert!(e.contains("hoop.oop_region_share"), "{e}");
     assert!(p.set_str("hoop.block_bytes", "3000").is_err());
 }
+
+#[test]
+fn preset_file_sets_the_documented_defaults() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../configs/hoop.toml");
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut p = Params::defaults(&[PARAMS]);
+    p.apply_toml(&text, path).unwrap();
+    // Every [hoop] key is declared and the file restates the defaults.
+    let table: toml::Table = text.parse().unwrap();
+    let hoop = table["hoop"].as_table().unwrap();
+    assert_eq!(hoop.len(), PARAMS.len(), "one line per hoop parameter");
+    assert!(p.overrides().iter().all(|(k, _)| !k.starts_with("hoop.")));
+}
