@@ -62,6 +62,9 @@ pub struct History {
     pub writes: Vec<(Addr, u64)>,
     pub per_thread: Vec<Vec<TxRecord>>,
     pub initial_media: SparseImage,
+    /// Persist-event ranges written by background work (`Scheme::tick`,
+    /// `Scheme::finish`): crash points strictly inside one fell mid-GC.
+    pub background: Vec<std::ops::Range<u64>>,
 }
 
 struct Core {
@@ -80,9 +83,8 @@ struct Core {
     sb_last: Cycle,
     flush_done: Cycle,
     /// This transaction's writes in the history (other cores append
-    /// theirs in between, so the end is recorded too).
-    hist_start: usize,
-    hist_end: usize,
+    /// theirs while it runs, so the range is fixed at TxBegin).
+    hist: std::ops::Range<usize>,
 }
 
 impl Core {
@@ -190,6 +192,12 @@ pub struct Engine {
 impl Engine {
     pub fn new(spec: RunSpec) -> Result<Self> {
         let scheme_info = schemes::find(&spec.scheme)?;
+        Self::with_scheme(spec, scheme_info)
+    }
+
+    /// Build with an explicit scheme entry (`spec.scheme` is only a label).
+    /// Lets tests crash-check schemes that are not in the shipped registry.
+    pub fn with_scheme(spec: RunSpec, scheme_info: &'static SchemeInfo) -> Result<Self> {
         let workload_info = workloads::find(&spec.workload)?;
         let params = spec.params.clone();
         workloads::validate(&params)?;
@@ -259,8 +267,7 @@ impl Engine {
                 sb_len: 0,
                 sb_last: 0,
                 flush_done: 0,
-                hist_start: 0,
-                hist_end: 0,
+                hist: 0..0,
             });
         }
         let mut e = Engine {
@@ -318,6 +325,7 @@ impl Engine {
                 writes: Vec::new(),
                 per_thread: vec![Vec::new(); self.spec.threads],
                 initial_media: self.ctx.nvm.media().clone(),
+                background: Vec::new(),
             });
         }
         Ok(())
@@ -351,7 +359,10 @@ impl Engine {
             let now = self.cores[c].time;
             if let Some(ev) = self.scheme.next_event_at() {
                 if ev <= now {
-                    if let Some(stall) = self.scheme.tick(&mut self.ctx, ev.max(now)) {
+                    let before = self.ctx.nvm.persist_log.count();
+                    let stall = self.scheme.tick(&mut self.ctx, ev.max(now));
+                    self.note_background(before);
+                    if let Some(stall) = stall {
                         for core in &mut self.cores {
                             core.time = core.time.max(stall);
                         }
@@ -388,9 +399,21 @@ impl Engine {
             ctx: &mut self.ctx,
         };
         let t = self.hier.drain(self.run_end, &mut below);
+        let bg = self.ctx.nvm.persist_log.count();
         let t = self.scheme.finish(&mut self.ctx, t);
+        self.note_background(bg);
         self.ctx.nvm.drain(t);
         self.finished_writes = self.ctx.nvm.stats.total_written() - before;
+    }
+
+    /// Record the persist events background work issued since `before`.
+    fn note_background(&mut self, before: u64) {
+        let after = self.ctx.nvm.persist_log.count();
+        if let Some(h) = self.history.as_mut() {
+            if after > before {
+                h.background.push(before..after);
+            }
+        }
     }
 
     fn step_core(&mut self, c: usize, until: Cycle) -> Result<()> {
@@ -407,7 +430,7 @@ impl Engine {
                     core.done_tx += 1;
                     if let Some(h) = self.history.as_mut() {
                         h.per_thread[c].push(TxRecord {
-                            writes: core.hist_start..core.hist_end,
+                            writes: core.hist.clone(),
                             ack_persist_seq: self.ctx.nvm.persist_log.count(),
                             ack_at: end,
                         });
@@ -512,17 +535,18 @@ impl Engine {
         if ctx.out_of_memory {
             return Err(footprint_error(layout));
         }
-        core.scratch.clear();
-        if self.scheme.instrument(c, &core.ops, &mut core.scratch) {
-            std::mem::swap(&mut core.ops, &mut core.scratch);
-        }
+        // The program's write set, before a software scheme instruments it.
         if let Some(h) = self.history.as_mut() {
-            core.hist_start = h.writes.len();
+            let start = h.writes.len();
             h.writes.extend(core.ops.iter().filter_map(|op| match *op {
                 Op::Store { addr, value } => Some((addr, value)),
                 _ => None,
             }));
-            core.hist_end = h.writes.len();
+            core.hist = start..h.writes.len();
+        }
+        core.scratch.clear();
+        if self.scheme.instrument(c, &core.ops, &mut core.scratch) {
+            std::mem::swap(&mut core.ops, &mut core.scratch);
         }
         core.pos = 0;
         core.in_tx = true;

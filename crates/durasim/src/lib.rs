@@ -4,6 +4,7 @@
 pub mod cache;
 pub mod cli;
 pub mod config;
+pub mod crash;
 pub mod engine;
 pub mod error;
 pub mod mem;

@@ -1,6 +1,7 @@
 //! The `durasim` command line: `run`, `compare`, `list`.
 
 pub mod compare;
+pub mod crashtest;
 
 use crate::config::Params;
 use crate::engine::{self, RunSpec};
@@ -27,6 +28,9 @@ pub enum Command {
     Run(RunArgs),
     /// Run a grid of schemes x workloads (in parallel) and print a table.
     Compare(compare::CompareArgs),
+    /// Crash a run at its persist points, recover, and check the
+    /// atomic-durability oracle (exit 1 on any violation).
+    Crashtest(crashtest::CrashtestArgs),
     /// List schemes, workloads or parameters.
     List {
         /// schemes | workloads | params
@@ -114,6 +118,13 @@ impl LazyProgress {
             label: label.into(),
         }
     }
+    pub fn set_total(&mut self, total: u64) {
+        self.total = total;
+        if let Some(b) = &self.bar {
+            b.set_length(total);
+        }
+    }
+
     pub fn update(&mut self, done: u64) {
         if self.bar.is_none() && self.start.elapsed() > Duration::from_secs(1) {
             let b = ProgressBar::new(self.total);
@@ -140,6 +151,7 @@ pub fn main_with(cli: Cli) -> Result<i32> {
     match cli.command {
         Command::Run(a) => cmd_run(a),
         Command::Compare(a) => compare::cmd_compare(a),
+        Command::Crashtest(a) => crashtest::cmd_crashtest(a),
         Command::List { what } => cmd_list(&what),
     }
 }

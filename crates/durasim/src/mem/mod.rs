@@ -7,4 +7,4 @@ pub mod persist;
 
 pub use controller::{DeviceTiming, MemStats, MemoryController};
 pub use image::{MemRead, MemWrite, Overlay, SparseImage};
-pub use persist::{PersistEvent, PersistLog};
+pub use persist::{DurableMark, PersistEvent, PersistLog};

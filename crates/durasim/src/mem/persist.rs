@@ -23,6 +23,17 @@ pub struct PersistLog {
     arena: Vec<u8>,
     /// Count of events even when recording is off (crash point numbering).
     count: u64,
+    marks: Vec<DurableMark>,
+}
+
+/// A scheme's report that `thread`'s first `tx_count` committed transactions
+/// are durable from persist point `seq` on: the checkpoint that completed
+/// (checkpoint schemes) or the commits reported persisted (delayed schemes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DurableMark {
+    pub seq: u64,
+    pub thread: usize,
+    pub tx_count: u64,
 }
 
 impl PersistLog {
@@ -53,6 +64,22 @@ impl PersistLog {
         }
     }
 
+    /// Report that `thread`'s first `tx_count` transactions are durable as of
+    /// now (see [`DurableMark`]; used by the crash oracle).
+    pub fn report_durable(&mut self, thread: usize, tx_count: u64) {
+        if self.enabled {
+            self.marks.push(DurableMark {
+                seq: self.count,
+                thread,
+                tx_count,
+            });
+        }
+    }
+
+    pub fn marks(&self) -> &[DurableMark] {
+        &self.marks
+    }
+
     /// Number of persist events so far (recorded or not).
     pub fn count(&self) -> u64 {
         self.count
@@ -71,6 +98,7 @@ impl PersistLog {
     pub fn clear(&mut self) {
         self.events.clear();
         self.arena.clear();
+        self.marks.clear();
         self.count = 0;
     }
 }

@@ -1,0 +1,444 @@
+//! The atomic-durability oracle, maintained incrementally over crash points.
+//!
+//! State for crash point k: the crashed image `cur` (initial media + persist
+//! events `0..k`, applied in order as k grows), and per thread the *base*
+//! prefix `lo(k)` the scheme must at least have preserved, with the expected
+//! image `E = initial + write sets of each thread's first lo(k) transactions`
+//! kept as a word map over the initial image. `delta[t]` holds exactly the
+//! words of thread t's region where `cur` differs from `E`; it changes only
+//! where an event or an acknowledged write set lands, so checking a point
+//! costs O(|delta| + recovery writes + candidate write sets), never the size
+//! of the image.
+
+use crate::engine::History;
+use crate::mem::{MemRead, MemWrite, PersistLog, SparseImage};
+use crate::schemes::{Durability, Layout};
+use crate::types::{Addr, WORD_BYTES};
+use rustc_hash::{FxHashMap, FxHashSet};
+
+/// Per-thread bounds on the prefix a recovered state may equal.
+struct Guarantee {
+    durability: Durability,
+    /// Per thread: ack_persist_seq of each committed transaction.
+    ack: Vec<Vec<u64>>,
+    /// Per thread: (seq, tx_count) durability reports, in seq order.
+    marks: Vec<Vec<(u64, u64)>>,
+}
+
+impl Guarantee {
+    fn acked(&self, t: usize, k: u64) -> u64 {
+        self.ack[t].partition_point(|&s| s <= k) as u64
+    }
+
+    fn reported(&self, t: usize, k: u64) -> u64 {
+        let m = &self.marks[t];
+        let i = m.partition_point(|&(s, _)| s <= k);
+        m[..i].iter().map(|&(_, c)| c).max().unwrap_or(0)
+    }
+
+    /// Checkpoint schemes may only recover to a checkpoint: of `lo..=hi`
+    /// only the two ends are allowed states.
+    fn ends_only(&self) -> bool {
+        self.durability == Durability::Checkpoint
+    }
+
+    /// Candidate prefixes `lo..=hi` for thread `t` at crash point `k`.
+    fn bounds(&self, t: usize, k: u64) -> (u64, u64) {
+        let committed = self.ack[t].len() as u64;
+        match self.durability {
+            // At most one transaction per thread is in flight: the next one
+            // begins only after TxEnd of the previous returned.
+            Durability::AtCommit | Durability::None => {
+                let lo = self.acked(t, k);
+                (lo, (lo + 1).min(committed))
+            }
+            // The last completed checkpoint, or the one in flight if its
+            // commit persisted before the scheme reported it.
+            Durability::Checkpoint => {
+                let lo = self.reported(t, k);
+                let m = &self.marks[t];
+                let i = m.partition_point(|&(s, _)| s <= k);
+                let next = m[i..].iter().map(|&(_, c)| c).find(|&c| c > lo);
+                (lo, next.unwrap_or(lo).min(committed))
+            }
+            // Any prefix including what was reported persisted, up to the
+            // transaction in flight.
+            Durability::Delayed => {
+                let lo = self.reported(t, k).min(committed);
+                let hi = (self.acked(t, k) + 1).min(committed).max(lo);
+                (lo, hi)
+            }
+        }
+    }
+}
+
+/// How a recovered thread region compares to the committed history.
+#[derive(Clone, Debug)]
+pub struct Mismatch {
+    pub thread: usize,
+    /// The candidate prefix closest to the recovered state (fewest differing
+    /// words; ties go to the shorter prefix) and the candidate range.
+    pub prefix: u64,
+    pub lo: u64,
+    pub hi: u64,
+    pub words_differing: usize,
+    pub addr: Addr,
+    pub expected: u64,
+    pub found: u64,
+}
+
+pub struct Oracle<'h> {
+    layout: Layout,
+    history: &'h History,
+    initial: &'h SparseImage,
+    /// The crashed image: initial + events applied so far.
+    pub cur: SparseImage,
+    applied: u64,
+    expected: FxHashMap<Addr, u64>,
+    base: Vec<u64>,
+    delta: Vec<FxHashSet<Addr>>,
+    guarantee: Guarantee,
+}
+
+impl<'h> Oracle<'h> {
+    pub fn new(
+        layout: &Layout,
+        history: &'h History,
+        durability: Durability,
+        marks: &[crate::mem::DurableMark],
+    ) -> Self {
+        let threads = layout.threads;
+        let mut mk = vec![Vec::new(); threads];
+        for m in marks {
+            if m.thread < threads {
+                mk[m.thread].push((m.seq, m.tx_count));
+            }
+        }
+        Oracle {
+            layout: layout.clone(),
+            history,
+            initial: &history.initial_media,
+            cur: history.initial_media.clone(),
+            applied: 0,
+            expected: FxHashMap::default(),
+            base: vec![0; threads],
+            delta: vec![FxHashSet::default(); threads],
+            guarantee: Guarantee {
+                durability,
+                ack: history
+                    .per_thread
+                    .iter()
+                    .map(|v| v.iter().map(|r| r.ack_persist_seq).collect())
+                    .collect(),
+                marks: mk,
+            },
+        }
+    }
+
+    /// The thread owning the word at `a`, if it lies in a thread region.
+    #[inline]
+    pub fn thread_of(&self, a: Addr) -> Option<usize> {
+        let t = a / self.layout.thread_region_bytes;
+        ((t as usize) < self.layout.threads).then_some(t as usize)
+    }
+
+    #[inline]
+    fn expected_word(&self, a: Addr) -> u64 {
+        match self.expected.get(&a) {
+            Some(&v) => v,
+            None => self.initial.read_u64(a),
+        }
+    }
+
+    #[inline]
+    fn refresh(&mut self, wa: Addr) {
+        if let Some(t) = self.thread_of(wa) {
+            if self.cur.read_u64(wa) != self.expected_word(wa) {
+                self.delta[t].insert(wa);
+            } else {
+                self.delta[t].remove(&wa);
+            }
+        }
+    }
+
+    /// Persist `data` at `addr`, only the words whose bit is set in `mask`
+    /// (bit i = word i of the 64 B line). Returns the replaced words.
+    pub fn persist(&mut self, addr: Addr, data: &[u8], mask: u8, undo: &mut Vec<(Addr, u64)>) {
+        let end = addr + data.len() as u64;
+        let mut a = addr;
+        while a < end {
+            let wa = a & !(WORD_BYTES - 1);
+            let wend = (wa + WORD_BYTES).min(end);
+            let bit = ((wa % 64) / WORD_BYTES) as u8;
+            if mask & (1 << bit) != 0 {
+                undo.push((wa, self.cur.read_u64(wa)));
+                let off = (a - addr) as usize;
+                self.cur
+                    .write_bytes(a, &data[off..off + (wend - a) as usize]);
+                self.refresh(wa);
+            }
+            a = wend;
+        }
+    }
+
+    /// Put back words saved by [`Oracle::persist`] (after a torn crash).
+    pub fn undo(&mut self, undo: &[(Addr, u64)]) {
+        for &(wa, v) in undo.iter().rev() {
+            self.cur.write_u64(wa, v);
+            self.refresh(wa);
+        }
+    }
+
+    /// Advance to crash point `k` (>= the current one): apply events and
+    /// acknowledged write sets.
+    pub fn advance(&mut self, k: u64, log: &PersistLog) {
+        let events = log.events();
+        debug_assert!(k >= self.applied);
+        let mut undo = Vec::new();
+        while self.applied < k {
+            let ev = &events[self.applied as usize];
+            undo.clear();
+            self.persist(ev.addr, log.data(ev), 0xff, &mut undo);
+            self.applied += 1;
+        }
+        for t in 0..self.layout.threads {
+            let (lo, _) = self.guarantee.bounds(t, k);
+            while self.base[t] < lo {
+                let rec = &self.history.per_thread[t][self.base[t] as usize];
+                for &(a, v) in &self.history.writes[rec.writes.clone()] {
+                    if self.thread_of(a) == Some(t) {
+                        self.expected.insert(a, v);
+                        self.refresh(a);
+                    }
+                }
+                self.base[t] += 1;
+            }
+        }
+    }
+
+    /// Compare thread `t`'s region of the recovered image `rec` (whose
+    /// recovery wrote the sorted, deduplicated words `written`) against its
+    /// candidate prefixes at crash point `k`. Returns the matching prefix.
+    /// `extra` is scratch space (values of candidates beyond the base).
+    /// Without `detail` a mismatch stops at the first differing word (the
+    /// verdict is the same; counts and the closest prefix are not exact).
+    #[allow(clippy::too_many_arguments)]
+    pub fn check_thread(
+        &self,
+        t: usize,
+        k: u64,
+        rec: &dyn MemRead,
+        written: &[Addr],
+        extra: &mut FxHashMap<Addr, u64>,
+        detail: bool,
+    ) -> Result<u64, Mismatch> {
+        let (lo, hi) = self.guarantee.bounds(t, k);
+        debug_assert_eq!(lo, self.base[t]);
+        let region = self.layout.thread_base(t)
+            ..self.layout.thread_base(t) + self.layout.thread_region_bytes;
+        let w0 = written.partition_point(|&a| a < region.start);
+        let w1 = written.partition_point(|&a| a < region.end);
+        let written = &written[w0..w1];
+        extra.clear();
+        let mut best: Option<Mismatch> = None;
+        let mut p = lo;
+        loop {
+            if p > lo {
+                let r = &self.history.per_thread[t][p as usize - 1];
+                for &(a, v) in &self.history.writes[r.writes.clone()] {
+                    if region.contains(&a) {
+                        extra.insert(a, v);
+                    }
+                }
+            }
+            if self.guarantee.ends_only() && p != lo && p != hi {
+                p += 1;
+                continue;
+            }
+            // Words that can differ from E_p: delta, recovery writes, and
+            // the candidate transactions' write sets.
+            let ex: &FxHashMap<Addr, u64> = extra;
+            let delta = &self.delta[t];
+            let want_of = |a: Addr| match ex.get(&a) {
+                Some(&v) => v,
+                None => self.expected_word(a),
+            };
+            let words = delta
+                .iter()
+                .map(|&a| (a, want_of(a)))
+                .chain(
+                    written
+                        .iter()
+                        .filter(|a| !delta.contains(a))
+                        .map(|&a| (a, want_of(a))),
+                )
+                .chain(
+                    ex.iter()
+                        .filter(|(a, _)| !delta.contains(a) && written.binary_search(a).is_err())
+                        .map(|(&a, &v)| (a, v)),
+                );
+            let mut count = 0usize;
+            let mut first: Option<(Addr, u64, u64)> = None;
+            for (a, want) in words {
+                let got = rec.read_u64(a);
+                if got != want {
+                    count += 1;
+                    if first.is_none_or(|f| a < f.0) {
+                        first = Some((a, want, got));
+                    }
+                    if !detail {
+                        break;
+                    }
+                }
+            }
+            match first {
+                None => return Ok(p),
+                Some((addr, expected, found)) => {
+                    if best.as_ref().is_none_or(|b| count < b.words_differing) {
+                        best = Some(Mismatch {
+                            thread: t,
+                            prefix: p,
+                            lo,
+                            hi,
+                            words_differing: count,
+                            addr,
+                            expected,
+                            found,
+                        });
+                    }
+                }
+            }
+            if p >= hi {
+                break;
+            }
+            p += 1;
+        }
+        Err(best.expect("at least one candidate was compared"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::TxRecord;
+    use crate::mem::{MemWrite, PersistLog};
+
+    fn guarantee(d: Durability, ack: Vec<u64>, marks: Vec<(u64, u64)>) -> Guarantee {
+        Guarantee {
+            durability: d,
+            ack: vec![ack],
+            marks: vec![marks],
+        }
+    }
+
+    #[test]
+    fn bounds_follow_each_durability_model() {
+        let acks = vec![1, 2, 3, 6, 8, 10, 11, 12];
+        let g = guarantee(Durability::AtCommit, acks.clone(), vec![]);
+        assert_eq!(g.bounds(0, 0), (0, 1));
+        assert_eq!(g.bounds(0, 3), (3, 4));
+        assert_eq!(g.bounds(0, 12), (8, 8));
+        // Checkpoints completed at seq 5 (3 tx) and 9 (6 tx).
+        let g = guarantee(Durability::Checkpoint, acks.clone(), vec![(5, 3), (9, 6)]);
+        assert_eq!(g.bounds(0, 4), (0, 3));
+        assert_eq!(g.bounds(0, 5), (3, 6));
+        assert_eq!(g.bounds(0, 9), (6, 6));
+        // Delayed: 2 tx reported persisted at seq 5.
+        let g = guarantee(Durability::Delayed, acks, vec![(5, 2)]);
+        assert_eq!(g.bounds(0, 4), (0, 4));
+        assert_eq!(g.bounds(0, 6), (2, 5));
+    }
+
+    /// One thread, one transaction writing two words, persisted one event
+    /// per word: the middle crash point is a torn transaction.
+    #[test]
+    fn detects_a_half_persisted_transaction() {
+        let layout = Layout::new(1 << 30, 0, 1).unwrap();
+        let (a, b) = (4096u64, 8192u64);
+        let mut history = History {
+            writes: vec![(a, 1), (b, 2)],
+            per_thread: vec![vec![TxRecord {
+                writes: 0..2,
+                ack_persist_seq: 2,
+                ack_at: 0,
+            }]],
+            initial_media: SparseImage::new(),
+            background: Vec::new(),
+        };
+        history.initial_media.write_u64(64, 7);
+        let mut log = PersistLog::new(true);
+        log.record(a, &1u64.to_le_bytes(), 0);
+        log.record(b, &2u64.to_le_bytes(), 0);
+        let mut o = Oracle::new(&layout, &history, Durability::AtCommit, &[]);
+        let mut extra = FxHashMap::default();
+        let check = |o: &Oracle, k, extra: &mut FxHashMap<Addr, u64>| {
+            o.check_thread(0, k, &o.cur, &[], extra, true)
+        };
+        o.advance(0, &log);
+        assert_eq!(check(&o, 0, &mut extra).unwrap(), 0);
+        o.advance(1, &log);
+        let m = check(&o, 1, &mut extra).unwrap_err();
+        assert_eq!((m.lo, m.hi, m.words_differing), (0, 1, 1));
+        assert_eq!((m.prefix, m.addr, m.expected, m.found), (0, a, 0, 1));
+        // A torn second event that persisted nothing of word b changes
+        // nothing; undo restores the state exactly.
+        let mut undo = Vec::new();
+        o.persist(b, &2u64.to_le_bytes(), 0, &mut undo);
+        assert!(undo.is_empty());
+        o.persist(b, &2u64.to_le_bytes(), 0xff, &mut undo);
+        assert_eq!(check(&o, 1, &mut extra).unwrap(), 1);
+        o.undo(&undo);
+        assert!(check(&o, 1, &mut extra).is_err());
+        o.advance(2, &log);
+        assert_eq!(check(&o, 2, &mut extra).unwrap(), 1);
+        // Recovery that rewrites a word differently is caught even when the
+        // crash image itself matched.
+        let mut ov = crate::mem::Overlay::new(&o.cur);
+        ov.write_u64(64, 8);
+        let m = o
+            .check_thread(0, 2, &ov, &[64], &mut extra, true)
+            .unwrap_err();
+        assert_eq!((m.addr, m.expected, m.found), (64, 7, 8));
+    }
+
+    #[test]
+    fn checkpoint_schemes_may_only_recover_to_a_checkpoint() {
+        let layout = Layout::new(1 << 30, 0, 1).unwrap();
+        let words = [4096u64, 8192, 12288];
+        let history = History {
+            writes: words.iter().map(|&a| (a, a)).collect(),
+            per_thread: vec![(0..3)
+                .map(|i| TxRecord {
+                    writes: i..i + 1,
+                    ack_persist_seq: i as u64 + 1,
+                    ack_at: 0,
+                })
+                .collect()],
+            initial_media: SparseImage::new(),
+            background: Vec::new(),
+        };
+        let mut log = PersistLog::new(true);
+        for a in words {
+            log.record(a, &a.to_le_bytes(), 0);
+        }
+        log.report_durable(0, 3);
+        let mut o = Oracle::new(&layout, &history, Durability::Checkpoint, log.marks());
+        let mut extra = FxHashMap::default();
+        o.advance(0, &log);
+        assert_eq!(
+            o.check_thread(0, 0, &o.cur, &[], &mut extra, true).unwrap(),
+            0
+        );
+        o.advance(2, &log);
+        // Two of three transactions is no checkpoint.
+        let m = o
+            .check_thread(0, 2, &o.cur, &[], &mut extra, true)
+            .unwrap_err();
+        assert_eq!((m.lo, m.hi), (0, 3));
+        o.advance(3, &log);
+        assert_eq!(
+            o.check_thread(0, 3, &o.cur, &[], &mut extra, true).unwrap(),
+            3
+        );
+    }
+}

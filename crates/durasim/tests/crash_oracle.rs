@@ -1,0 +1,728 @@
+//! Negative and positive controls for the crash oracle. A small test-only
+//! redo-logging scheme (correct) and mutations of it (ordering bugs, a
+//! commit record sharing a line with data, a non-idempotent recovery) are
+//! crash-checked through `crash::crashtest_with`; they are not in the
+//! shipped registry.
+
+use durasim::cache::hierarchy::WritebackCause;
+use durasim::cache::LineExt;
+use durasim::cli::{main_with, Cli};
+use durasim::config::Params;
+use durasim::crash::{self, CrashOptions, CrashReport, PointSel, ViolationKind};
+use durasim::error::{Error, Result};
+use durasim::mem::MemWrite;
+use durasim::schemes::{Durability, Layout, MemCtx, RecoveryReport, Scheme, SchemeInfo};
+use durasim::types::{Addr, CoreId, Cycle, LineData, Purpose};
+use durasim::RunSpec;
+use std::collections::BTreeMap;
+
+const CORRECT: u8 = 0;
+/// Mutation: commit record persisted before the redo records.
+const COMMIT_FIRST: u8 = 1;
+/// Mutation: home locations updated before the commit record.
+const HOME_FIRST: u8 = 2;
+/// Commit record shares the first log line with records and is written as
+/// one 64 B burst: correct only if 64 B writes are atomic.
+const PACKED: u8 = 3;
+/// Mutation of recovery: clears the commit record before replaying.
+const CLEAR_FIRST: u8 = 4;
+/// Correct, but home writes and log truncation run as background work.
+const LAZY: u8 = 5;
+/// Recovery panics on a committed log (a bug provoked by crash bytes).
+const PANICKY: u8 = 6;
+
+const LAZY_DELAY_CYCLES: Cycle = 3000;
+
+fn rec_off(v: u8) -> u64 {
+    if v == PACKED {
+        8
+    } else {
+        64
+    }
+}
+
+fn log_base(layout: &Layout, core: usize) -> Addr {
+    let per = ((layout.capacity_bytes - layout.reserved_base) / layout.threads as u64) & !63;
+    layout.reserved_base + core as u64 * per
+}
+
+fn reserve(_: &Params) -> u64 {
+    64 << 20
+}
+
+struct Redo<const V: u8> {
+    layout: Layout,
+    /// Per core: the open transaction's stores.
+    open: Vec<BTreeMap<Addr, u64>>,
+    /// Per core: committed but not yet home (LAZY), and when it is due.
+    lazy: Vec<(BTreeMap<Addr, u64>, Cycle)>,
+    seq: u64,
+}
+
+fn build<const V: u8>(_: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
+    Ok(Box::new(Redo::<V> {
+        layout: layout.clone(),
+        open: vec![BTreeMap::new(); layout.threads],
+        lazy: vec![(BTreeMap::new(), Cycle::MAX); layout.threads],
+        seq: 0,
+    }))
+}
+
+fn recover<const V: u8>(
+    img: &mut dyn MemWrite,
+    _: &Params,
+    layout: &Layout,
+) -> Result<RecoveryReport> {
+    let mut rep = RecoveryReport::default();
+    let mut replayed = 0.0;
+    for c in 0..layout.threads {
+        let base = log_base(layout, c);
+        let h = img.read_u64(base);
+        if h == 0 {
+            continue;
+        }
+        let n = h & 0xffff_ffff;
+        if V == PANICKY {
+            panic!("log {c} is not empty");
+        }
+        if n > 4096 {
+            return Err(Error::Internal(format!("log {c}: bad record count {n}")));
+        }
+        if V == CLEAR_FIRST {
+            img.write_u64(base, 0);
+        }
+        for i in 0..n {
+            let ra = base + rec_off(V) + i * 16;
+            let a = img.read_u64(ra);
+            let v = img.read_u64(ra + 8);
+            if a >= layout.home_limit || !a.is_multiple_of(8) {
+                return Err(Error::Internal(format!(
+                    "log {c}: record {i} has bad address {a:#x}"
+                )));
+            }
+            img.write_u64(a, v);
+            rep.bytes_written += 8;
+        }
+        img.write_u64(base, 0);
+        replayed += 1.0;
+    }
+    rep.details.push(("logs_replayed", replayed));
+    Ok(rep)
+}
+
+impl<const V: u8> Redo<V> {
+    fn home(ctx: &mut MemCtx, base: Addr, recs: &BTreeMap<Addr, u64>, now: Cycle) -> Cycle {
+        let mut t = now;
+        for (&a, &v) in recs {
+            t = t.max(ctx.nvm.write(a, &v.to_le_bytes(), Purpose::WriteBack, now));
+        }
+        t.max(
+            ctx.nvm
+                .write(base, &0u64.to_le_bytes(), Purpose::Metadata, now),
+        )
+    }
+
+    fn apply_lazy(&mut self, ctx: &mut MemCtx, core: usize, now: Cycle) -> Cycle {
+        let (recs, _) = std::mem::replace(&mut self.lazy[core], (BTreeMap::new(), Cycle::MAX));
+        if recs.is_empty() {
+            return now;
+        }
+        Self::home(ctx, log_base(&self.layout, core), &recs, now)
+    }
+}
+
+impl<const V: u8> Scheme for Redo<V> {
+    fn tx_end(&mut self, ctx: &mut MemCtx, core: CoreId, now: Cycle) -> Cycle {
+        let recs = std::mem::take(&mut self.open[core]);
+        if recs.is_empty() {
+            return now;
+        }
+        let mut t = now;
+        if V == LAZY {
+            // The log holds one transaction: make room synchronously.
+            t = self.apply_lazy(ctx, core, t);
+        }
+        self.seq += 1;
+        let base = log_base(&self.layout, core);
+        let off = rec_off(V);
+        let mut bytes = vec![0u8; off as usize + recs.len() * 16];
+        bytes[..8].copy_from_slice(&((self.seq << 32) | recs.len() as u64).to_le_bytes());
+        for (i, (&a, &v)) in recs.iter().enumerate() {
+            let o = off as usize + i * 16;
+            bytes[o..o + 8].copy_from_slice(&a.to_le_bytes());
+            bytes[o + 8..o + 16].copy_from_slice(&v.to_le_bytes());
+        }
+        let records = |ctx: &mut MemCtx| ctx.nvm.write(base + 64, &bytes[64..], Purpose::Log, now);
+        let commit = |ctx: &mut MemCtx| {
+            if V == PACKED {
+                ctx.nvm.write(base, &bytes[..64], Purpose::Metadata, now)
+            } else {
+                ctx.nvm.write(base, &bytes[..8], Purpose::Metadata, now)
+            }
+        };
+        match V {
+            COMMIT_FIRST => {
+                t = t.max(commit(ctx));
+                t = t.max(records(ctx));
+                t = t.max(Self::home(ctx, base, &recs, now));
+            }
+            HOME_FIRST => {
+                t = t.max(Self::home(ctx, base, &recs, now));
+                t = t.max(records(ctx));
+                t = t.max(commit(ctx));
+                t = t.max(
+                    ctx.nvm
+                        .write(base, &0u64.to_le_bytes(), Purpose::Metadata, now),
+                );
+            }
+            LAZY => {
+                t = t.max(records(ctx));
+                t = t.max(commit(ctx));
+                self.lazy[core] = (recs, t + LAZY_DELAY_CYCLES);
+            }
+            _ => {
+                if bytes.len() > 64 {
+                    t = t.max(records(ctx));
+                }
+                t = t.max(commit(ctx));
+                t = t.max(Self::home(ctx, base, &recs, now));
+            }
+        }
+        t
+    }
+
+    fn store(
+        &mut self,
+        _ctx: &mut MemCtx,
+        core: CoreId,
+        addr: Addr,
+        _old: u64,
+        new: u64,
+        in_tx: bool,
+        _ext: &mut LineExt,
+        now: Cycle,
+    ) -> Cycle {
+        if in_tx {
+            self.open[core].insert(addr, new);
+        }
+        now
+    }
+
+    fn read_miss(
+        &mut self,
+        ctx: &mut MemCtx,
+        _core: CoreId,
+        line_addr: Addr,
+        now: Cycle,
+        out: &mut LineData,
+        _ext: &mut LineExt,
+    ) -> (Cycle, bool) {
+        let t = ctx.nvm.read(line_addr, out, Purpose::Demand, now);
+        // Home holds committed data; newer words live in the scheme's
+        // volatile buffers (committed-not-home, then the open transaction).
+        for c in 0..self.open.len() {
+            for map in [&self.lazy[c].0, &self.open[c]] {
+                for (&a, &v) in map.range(line_addr..line_addr + 64) {
+                    let o = (a - line_addr) as usize;
+                    out[o..o + 8].copy_from_slice(&v.to_le_bytes());
+                }
+            }
+        }
+        (t, false)
+    }
+
+    /// Home locations are written by the scheme at (or after) commit;
+    /// cache write-backs never reach NVM (they could carry uncommitted data).
+    fn writeback(
+        &mut self,
+        _ctx: &mut MemCtx,
+        _core: CoreId,
+        _line_addr: Addr,
+        _data: &LineData,
+        _ext: &LineExt,
+        _cause: WritebackCause,
+        now: Cycle,
+    ) -> Cycle {
+        now
+    }
+
+    fn next_event_at(&self) -> Option<Cycle> {
+        self.lazy
+            .iter()
+            .map(|l| l.1)
+            .min()
+            .filter(|&t| t != Cycle::MAX)
+    }
+
+    fn tick(&mut self, ctx: &mut MemCtx, now: Cycle) -> Option<Cycle> {
+        for c in 0..self.lazy.len() {
+            if self.lazy[c].1 <= now {
+                self.apply_lazy(ctx, c, now);
+            }
+        }
+        None
+    }
+
+    fn finish(&mut self, ctx: &mut MemCtx, now: Cycle) -> Cycle {
+        let mut t = now;
+        for c in 0..self.lazy.len() {
+            t = t.max(self.apply_lazy(ctx, c, now));
+        }
+        t
+    }
+}
+
+macro_rules! redo_info {
+    ($name:ident, $label:expr, $v:expr) => {
+        static $name: SchemeInfo = SchemeInfo {
+            name: $label,
+            description: "test-only redo logging",
+            durability: Durability::AtCommit,
+            params: &[],
+            reserved_bytes: reserve,
+            build: build::<{ $v }>,
+            recover: recover::<{ $v }>,
+        };
+    };
+}
+redo_info!(REDO, "redo-test", CORRECT);
+redo_info!(REDO_COMMIT_FIRST, "redo-commit-first", COMMIT_FIRST);
+redo_info!(REDO_HOME_FIRST, "redo-home-first", HOME_FIRST);
+redo_info!(REDO_PACKED, "redo-packed", PACKED);
+redo_info!(REDO_CLEAR_FIRST, "redo-clear-first", CLEAR_FIRST);
+redo_info!(REDO_LAZY, "redo-lazy", LAZY);
+redo_info!(REDO_PANICKY, "redo-panicky", PANICKY);
+
+fn spec(info: &SchemeInfo, tx: u64, seed: u64) -> RunSpec {
+    let mut params = Params::defaults(&[info.params]);
+    // Small structures keep the invariant checker cheap.
+    params.set_str("workload.initial_items", "64").unwrap();
+    params.set_str("run.check_reads", "true").unwrap();
+    RunSpec {
+        scheme: info.name.to_string(),
+        workload: "vector".to_string(),
+        threads: 2,
+        tx,
+        seed,
+        params,
+        record_history: true,
+    }
+}
+
+fn run(info: &'static SchemeInfo, tx: u64, opts: &CrashOptions) -> CrashReport {
+    crash::crashtest_with(info, spec(info, tx, 3), opts, &mut |_, _| {}).unwrap()
+}
+
+fn exhaustive() -> CrashOptions {
+    CrashOptions {
+        recovery_crashes: 2,
+        ..CrashOptions::default()
+    }
+}
+
+#[test]
+fn correct_redo_passes_every_crash_point_clean_and_torn() {
+    let r = run(
+        &REDO,
+        300,
+        &CrashOptions {
+            torn: true,
+            ..exhaustive()
+        },
+    );
+    assert!(r.persist_events > 1000, "{} events", r.persist_events);
+    assert_eq!(r.violations, 0, "{:?}", r.first_violation);
+    assert!(r.first_violation.is_none());
+    assert!(r.torn_points_tested > 100);
+    assert!(r.recovery_crashes_tested > 1000);
+    assert_eq!(r.relies_on_64b_atomicity(), Some(false));
+    // Every point 0..=events was checked clean.
+    let clean = r.verdicts.iter().filter(|v| v.1.is_none()).count() as u64;
+    assert_eq!(clean, r.persist_events + 1);
+}
+
+#[test]
+fn without_adr_crash_points_are_media_writes() {
+    let mut s = spec(&REDO, 200, 3);
+    s.params.set_str("mc.adr", "false").unwrap();
+    let r = crash::crashtest_with(&REDO, s, &exhaustive(), &mut |_, _| {}).unwrap();
+    assert!(r.persist_events > 1000);
+    assert_eq!(r.violations, 0, "{:?}", r.first_violation);
+    let mut s = spec(&REDO_HOME_FIRST, 200, 3);
+    s.params.set_str("mc.adr", "false").unwrap();
+    let r = crash::crashtest_with(&REDO_HOME_FIRST, s, &exhaustive(), &mut |_, _| {}).unwrap();
+    assert!(r.violations > 0);
+}
+
+#[test]
+fn correct_redo_passes_on_every_workload() {
+    for w in durasim::workloads::REGISTRY {
+        // TPC-C: ~150 stores per transaction and a full-table checker run
+        // per distinct recovered state; fewer transactions keep this fast.
+        let tx = if w.name == "tpcc" { 40 } else { 200 };
+        let mut s = spec(&REDO, tx, 5);
+        s.workload = w.name.into();
+        let r = crash::crashtest_with(&REDO, s, &exhaustive(), &mut |_, _| {}).unwrap();
+        assert!(r.persist_events > 100, "{}", w.name);
+        assert_eq!(r.violations, 0, "{}: {:?}", w.name, r.first_violation);
+    }
+}
+
+/// CI: every shipped scheme except `ideal` survives every crash point of a
+/// small run of every workload, with one crash injected into each recovery.
+#[test]
+fn every_registered_scheme_survives_every_crash_point() {
+    for info in durasim::schemes::REGISTRY {
+        if info.durability == Durability::None {
+            continue;
+        }
+        for w in durasim::workloads::REGISTRY {
+            let mut s = RunSpec::new(info.name, w.name).unwrap();
+            s.params = Params::defaults(&durasim::schemes::all_params());
+            s.threads = 2;
+            // TPC-C has ~150 stores per transaction and a full-table checker.
+            s.tx = if w.name == "tpcc" { 60 } else { 300 };
+            s.seed = 11;
+            let r = crash::crashtest(s, &CrashOptions::default(), &mut |_, _| {}).unwrap();
+            assert_eq!(
+                r.violations,
+                0,
+                "{} x {}: {}",
+                info.name,
+                w.name,
+                r.first_violation
+                    .map(|v| format!("{}\n  replay: {}", v.message, v.replay))
+                    .unwrap_or_default()
+            );
+            assert_eq!(r.crash_points_tested, r.persist_events + 1);
+        }
+    }
+}
+
+#[test]
+fn ordering_mutations_fail() {
+    for info in [&REDO_COMMIT_FIRST, &REDO_HOME_FIRST] {
+        let r = run(info, 200, &exhaustive());
+        assert!(r.violations > 0, "{} passed", info.name);
+        let v = r.first_violation.unwrap();
+        assert!(
+            matches!(v.kind, ViolationKind::Oracle | ViolationKind::RecoveryError),
+            "{v:?}"
+        );
+        assert!(v.replay.contains(&format!("--scheme {}", info.name)));
+    }
+}
+
+#[test]
+fn home_first_reports_thread_address_and_bytes() {
+    let r = run(&REDO_HOME_FIRST, 100, &exhaustive());
+    let v = r.first_violation.unwrap();
+    assert_eq!(v.kind, ViolationKind::Oracle);
+    let (t, a) = (v.thread.unwrap(), v.addr.unwrap());
+    // The address lies in the reported thread's region and the bytes differ.
+    let layout = Layout::new(512 << 30, 64 << 20, 2).unwrap();
+    assert!(a >= layout.thread_base(t) && a < layout.thread_base(t) + layout.thread_region_bytes);
+    assert_ne!(v.expected, v.found);
+}
+
+#[test]
+fn packed_commit_relies_on_64b_atomicity() {
+    let clean = run(&REDO_PACKED, 200, &exhaustive());
+    assert_eq!(clean.violations, 0, "{:?}", clean.first_violation);
+    let torn = run(
+        &REDO_PACKED,
+        200,
+        &CrashOptions {
+            torn: true,
+            ..exhaustive()
+        },
+    );
+    assert_eq!(torn.clean_violations, 0);
+    assert!(torn.torn_violations > 0);
+    assert_eq!(torn.relies_on_64b_atomicity(), Some(true));
+    let v = torn.first_violation.unwrap();
+    assert!(v.tear_mask.is_some());
+    assert!(v.replay.contains("--tear-mask"));
+}
+
+#[test]
+fn non_idempotent_recovery_fails_crash_inside_recovery() {
+    let r = run(
+        &REDO_CLEAR_FIRST,
+        100,
+        &CrashOptions {
+            recovery_crashes: u64::MAX,
+            ..CrashOptions::default()
+        },
+    );
+    assert!(r.recovery_crash_violations > 0);
+    // Uninterrupted, this recovery is correct: only recovery crashes fail.
+    assert_eq!(r.recovery_crash_violations, r.violations);
+    let v = r.first_violation.unwrap();
+    assert_eq!(v.kind, ViolationKind::RecoveryCrash);
+    assert!(v.recovery_writes_persisted.is_some());
+    let ok = run(
+        &REDO_CLEAR_FIRST,
+        100,
+        &CrashOptions {
+            recovery_crashes: 0,
+            ..CrashOptions::default()
+        },
+    );
+    assert_eq!(ok.violations, 0, "{:?}", ok.first_violation);
+}
+
+#[test]
+fn background_work_points_are_counted_and_pass() {
+    let r = run(&REDO_LAZY, 300, &exhaustive());
+    assert_eq!(r.violations, 0, "{:?}", r.first_violation);
+    assert!(r.background_persist_events > 0);
+    assert!(r.background_points_tested > 0);
+    let r = run(&REDO, 100, &exhaustive());
+    assert_eq!(r.background_points_tested, 0);
+}
+
+#[test]
+fn a_panicking_recovery_is_a_reported_violation() {
+    let r = run(&REDO_PANICKY, 50, &CrashOptions::default());
+    assert!(r.violations > 0);
+    let v = r.first_violation.unwrap();
+    assert_eq!(v.kind, ViolationKind::RecoveryError);
+    assert!(v.message.contains("panicked: log"), "{}", v.message);
+}
+
+#[test]
+fn ideal_fails_the_oracle() {
+    let mut s = spec(&durasim::schemes::ideal::INFO, 200, 3);
+    s.scheme = "ideal".into();
+    let r = crash::crashtest(s, &CrashOptions::default(), &mut |_, _| {}).unwrap();
+    assert!(r.violations > 0);
+    assert_eq!(r.first_violation.unwrap().kind, ViolationKind::Oracle);
+}
+
+#[test]
+fn same_seed_same_points_same_verdicts() {
+    let opts = CrashOptions {
+        points: PointSel::Sampled(150),
+        torn: true,
+        ..CrashOptions::default()
+    };
+    for info in [&REDO, &REDO_PACKED, &REDO_HOME_FIRST] {
+        let a = run(info, 200, &opts);
+        let b = run(info, 200, &opts);
+        assert_eq!(a.verdicts, b.verdicts, "{}", info.name);
+        assert_eq!(a.first_violation, b.first_violation);
+        assert_eq!(a.crash_points_tested, b.crash_points_tested);
+        let clean = a.verdicts.iter().filter(|v| v.1.is_none()).count();
+        assert_eq!(clean, 150);
+    }
+    let a = run(&REDO, 200, &opts);
+    let c = crash::crashtest_with(&REDO, spec(&REDO, 200, 4), &opts, &mut |_, _| {}).unwrap();
+    assert_ne!(
+        a.verdicts.iter().map(|v| v.0).collect::<Vec<_>>(),
+        c.verdicts.iter().map(|v| v.0).collect::<Vec<_>>()
+    );
+}
+
+/// Parse `--crash-at K [--tear-mask M]` from a replay line.
+fn replay_point(line: &str) -> PointSel {
+    let w: Vec<&str> = line.split_whitespace().collect();
+    let get = |k: &str| w.iter().position(|x| *x == k).map(|i| w[i + 1]);
+    PointSel::Single {
+        point: get("--crash-at").unwrap().parse().unwrap(),
+        tear_mask: get("--tear-mask").map(|m| crash::points::parse_tear_mask(m).unwrap()),
+    }
+}
+
+#[test]
+fn replay_line_reproduces_a_torn_violation() {
+    let torn = CrashOptions {
+        points: PointSel::Sampled(400),
+        torn: true,
+        ..exhaustive()
+    };
+    let r = run(&REDO_PACKED, 200, &torn);
+    let v = r.first_violation.unwrap();
+    let single = CrashOptions {
+        points: replay_point(&v.replay),
+        ..exhaustive()
+    };
+    let again = run(&REDO_PACKED, 200, &single);
+    assert_eq!(again.crash_points_tested, 1);
+    assert_eq!(again.first_violation.unwrap(), v);
+}
+
+#[test]
+fn replay_line_reproduces_via_the_cli() {
+    let dir = std::env::temp_dir().join(format!("durasim-crash-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let first = dir.join("first.json");
+    let args = [
+        "durasim",
+        "crashtest",
+        "--scheme",
+        "ideal",
+        "--workload",
+        "vector",
+        "--tx",
+        "200",
+        "--points",
+        "60",
+        "--seed",
+        "9",
+        "--set",
+        "workload.initial_items=32",
+        "--json",
+        first.to_str().unwrap(),
+    ];
+    let code = main_with(<Cli as clap::Parser>::try_parse_from(args).unwrap()).unwrap();
+    assert_eq!(code, 1);
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&first).unwrap()).unwrap();
+    assert_eq!(doc["crash_points_tested"], 60);
+    assert!(doc["violations"].as_u64().unwrap() > 0);
+    assert!(doc["points_per_second"].as_f64().unwrap() > 0.0);
+    let fv = &doc["first_violation"];
+    let replay = fv["replay"].as_str().unwrap();
+    assert!(
+        replay.contains("--set workload.initial_items=32"),
+        "{replay}"
+    );
+    let second = dir.join("second.json");
+    let mut words: Vec<String> = replay.split_whitespace().map(String::from).collect();
+    words.push("--json".into());
+    words.push(second.to_str().unwrap().into());
+    let code = main_with(<Cli as clap::Parser>::try_parse_from(words).unwrap()).unwrap();
+    assert_eq!(code, 1);
+    let doc2: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&second).unwrap()).unwrap();
+    assert_eq!(doc2["crash_points_tested"], 1);
+    assert_eq!(&doc2["first_violation"], fv);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn bad_input_is_exit_code_2() {
+    let bad = [
+        vec!["--points", "some"],
+        vec!["--tear-mask", "3"],
+        vec!["--crash-at", "99999999"],
+        vec!["--recovery-crashes", "x"],
+        vec!["--set", "nope=1"],
+    ];
+    for extra in bad {
+        let mut args = vec![
+            "durasim",
+            "crashtest",
+            "--scheme",
+            "ideal",
+            "--workload",
+            "vector",
+            "--tx",
+            "20",
+        ];
+        args.extend(extra.iter().copied());
+        let err = main_with(<Cli as clap::Parser>::try_parse_from(&args).unwrap()).unwrap_err();
+        assert_eq!(err.exit_code(), 2, "{args:?}: {err}");
+    }
+    let err = main_with(
+        <Cli as clap::Parser>::try_parse_from([
+            "durasim",
+            "crashtest",
+            "--scheme",
+            "nosuch",
+            "--workload",
+            "vector",
+        ])
+        .unwrap(),
+    )
+    .unwrap_err();
+    assert_eq!(err.exit_code(), 2);
+    assert!(err.to_string().contains("ideal"));
+}
+
+/// Speed figure (not a timed assertion): `cargo test --release --test
+/// crash_oracle crash_speed -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn crash_speed() {
+    for (info, torn, wl) in [
+        (&REDO, false, "vector"),
+        (&REDO, false, "btree"),
+        (&REDO, true, "btree"),
+        (&REDO_LAZY, false, "btree"),
+    ] {
+        let mut s = spec(info, 1000, 1);
+        s.workload = wl.into();
+        s.params.set_str("workload.initial_items", "1024").unwrap();
+        s.params.set_str("run.check_reads", "false").unwrap();
+        let opts = CrashOptions {
+            torn,
+            ..CrashOptions::default()
+        };
+        let r = crash::crashtest_with(info, s, &opts, &mut |_, _| {}).unwrap();
+        assert_eq!(r.violations, 0);
+        println!(
+            "{} {wl} 1000 tx 2 threads torn={torn}: {} points ({} recovery crashes) in {:.3} s = {:.0} points/s",
+            info.name,
+            r.crash_points_tested,
+            r.recovery_crashes_tested,
+            r.check_host_seconds,
+            r.points_per_second
+        );
+    }
+}
+
+#[test]
+fn crashtest_binary_contract() {
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_durasim"))
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let base = [
+        "crashtest",
+        "--scheme",
+        "ideal",
+        "--workload",
+        "btree",
+        "--tx",
+        "200",
+    ];
+    let (code, out, err) = run(&[&base[..], &["--points", "all", "--json", "-"]].concat());
+    assert_eq!(code, 1, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    for k in [
+        "crash_points_tested",
+        "violations",
+        "first_violation",
+        "points_per_second",
+    ] {
+        assert!(v.get(k).is_some(), "missing {k}");
+    }
+    assert_eq!(
+        v["crash_points_tested"].as_u64().unwrap(),
+        v["persist_events"].as_u64().unwrap() + 1
+    );
+    assert!(v["first_violation"]["replay"]
+        .as_str()
+        .unwrap()
+        .starts_with("durasim crashtest --scheme ideal --workload btree"));
+    let (code, out, _) = run(&base);
+    assert_eq!(code, 1);
+    assert!(out.contains("replay: durasim crashtest"), "{out}");
+    for bad in [
+        &["--points", "x"][..],
+        &["--crash-at", "0", "--tear-mask", "0x100"],
+    ] {
+        let (code, _, err) = run(&[&base[..], bad].concat());
+        assert_eq!(code, 2, "{bad:?}: {err}");
+        assert!(err.contains("--"), "{err}");
+    }
+}
