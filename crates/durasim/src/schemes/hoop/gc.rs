@@ -6,16 +6,16 @@
 //! committed transactions newest first, keeps the first (newest) version of
 //! each home word in a hash map H, writes every home line once, drops
 //! mapping entries whose newest data went home and puts the lines into the
-//! eviction buffer. Then it clears the migrated commit entries in commit
-//! order and marks UNUSED every FULL block that holds no slice of a
+//! eviction buffer. Then it retires the address slices (one atomic word
+//! each) in commit order and marks UNUSED every FULL block that holds no slice of a
 //! transaction still live (in flight, or committed in the active block);
 //! the others are freed by a later pass.
 //!
 //! Crash safety: recovery replays the committed transactions whose entries
-//! are still set, newest-wins, which rewrites what GC wrote. Entries are
-//! cleared only after every home write, oldest first, so whatever stays
-//! replayable after a crash is newer than whatever was cleared; blocks are
-//! freed only when no set entry points into them.
+//! are not retired, newest-wins, which rewrites what GC wrote. Address
+//! slices are retired only after every home write, oldest first, so
+//! whatever stays replayable after a crash is newer than whatever was
+//! retired; blocks are freed only when no live entry points into them.
 
 use super::layout::{self, BlockState, DataSlice, SLICE_BYTES};
 use super::{Hoop, MemCtx};
@@ -52,7 +52,7 @@ impl Hoop {
         // Lines 4-18: read address slices, then each committed transaction
         // newest first; the first version seen of a word is the newest.
         let mut commits = Vec::new();
-        let mut aslices: Vec<(u64, usize)> = Vec::new();
+        let mut aslices: Vec<(u64, usize)> = Vec::new(); // (slot, block)
         let mut t_read = t;
         let mut buf = [0u8; SLICE_BYTES as usize];
         for &b in &victims {
@@ -61,7 +61,7 @@ impl Hoop {
                 t_read = t_read.max(ctx.nvm.read(self.g.slot_addr(s), &mut buf, Purpose::Gc, t));
                 let entries = layout::decode_address_slice(&buf, epoch)
                     .expect("GC: address slice bytes are intact");
-                aslices.push((s, entries.len()));
+                aslices.push((s, b));
                 commits.extend(entries);
             }
         }
@@ -143,17 +143,14 @@ impl Hoop {
             }
             i = j;
         }
-        // Retire the migrated transactions: clear their commit entries in
-        // commit order, so a crash leaves only newer ones replayable.
+        // Retire the migrated transactions: one atomic word per address
+        // slice, in commit order, so a crash leaves only newer ones
+        // replayable.
         let mut t_end = t_write;
-        for &(s, n) in &aslices {
-            let a = self.g.slot_addr(s);
-            if n > 0 {
-                t_end = t_end.max(ctx.nvm.write(a, &[0u8; 64], Purpose::Gc, t_write));
-            }
-            if n > 8 {
-                t_end = t_end.max(ctx.nvm.write(a + 64, &[0u8; 56], Purpose::Gc, t_write));
-            }
+        for &(s, b) in &aslices {
+            let hdr = layout::address_slice_header(self.blocks[b].epoch, true);
+            let a = self.g.slot_addr(s) + layout::ADDR_HEADER_OFFSET as u64;
+            t_end = t_end.max(ctx.nvm.write(a, &hdr, Purpose::Gc, t_write));
         }
         // Lines 28-29: blocks holding no slice of a live transaction become
         // UNUSED; clear their index entries. Others wait for the next pass.

@@ -7,6 +7,8 @@
 //!   bits 0..8   block index (8 bit; block number mod 256, Fig. 5a)
 //!   bits 8..42  next-block address (34 bit; next block number + 1, 0 = none)
 //!   bits 42..44 state (UNUSED=0, INUSE=1, FULL=2, GC=3)
+//!   bits 44..56 low 12 bits of the epoch (added by us: a header torn
+//!               between its two words reads as UNUSED)
 //! bytes 8..12: epoch (u32) — added by us: the block's allocation sequence
 //! number, so slices left over from a block's previous life are never taken
 //! for current ones (see docs/MODEL.md). Zeroed media = UNUSED block.
@@ -23,8 +25,10 @@
 //!   byte 127       slice kind (added by us: data vs address slice)
 //!
 //! Address slice: bytes 0..120 hold 15 commit entries (u64, 0 = empty):
-//! low 32 bits = start slice index + 1, high 32 bits = TxID; bytes 120..124
-//! the epoch of the block it was written in; byte 127 the slice kind.
+//! low 32 bits = start slice index + 1, high 32 bits = TxID. The last word
+//! (bytes 120..128, written atomically): epoch of the block it was written
+//! in (u32), byte 124 = retired (GC migrated all its transactions), byte 127
+//! the slice kind.
 
 use crate::types::{Addr, LineData};
 
@@ -77,8 +81,10 @@ impl BlockHeader {
     pub const BYTES: usize = 16;
 
     pub fn encode(&self) -> [u8; Self::BYTES] {
-        let w =
-            u64::from(self.index) | (self.next & ((1 << 34) - 1)) << 8 | (self.state as u64) << 42;
+        let w = u64::from(self.index)
+            | (self.next & ((1 << 34) - 1)) << 8
+            | (self.state as u64) << 42
+            | u64::from(self.epoch & 0xfff) << 44;
         let mut b = [0u8; Self::BYTES];
         b[..8].copy_from_slice(&w.to_le_bytes());
         b[8..12].copy_from_slice(&self.epoch.to_le_bytes());
@@ -87,11 +93,19 @@ impl BlockHeader {
 
     pub fn decode(b: &[u8]) -> Self {
         let w = u64::from_le_bytes(b[..8].try_into().unwrap());
+        let epoch = u32::from_le_bytes(b[8..12].try_into().unwrap());
+        let torn = (w >> 44) & 0xfff != u64::from(epoch & 0xfff);
         BlockHeader {
             index: (w & 0xff) as u8,
             next: (w >> 8) & ((1 << 34) - 1),
-            state: BlockState::from_bits(w >> 42),
-            epoch: u32::from_le_bytes(b[8..12].try_into().unwrap()),
+            // A header torn while a block was being opened: nothing of the
+            // new life was written yet (ADR order), so the block is unused.
+            state: if torn {
+                BlockState::Unused
+            } else {
+                BlockState::from_bits(w >> 42)
+            },
+            epoch,
         }
     }
 }
@@ -204,19 +218,28 @@ impl CommitEntry {
     }
 }
 
-/// Fresh address slice: zero entries, the block's epoch and the kind byte.
-pub fn address_slice_header(epoch: u32) -> [u8; SLICE_BYTES as usize] {
-    let mut b = [0u8; SLICE_BYTES as usize];
-    b[120..124].copy_from_slice(&epoch.to_le_bytes());
-    b[KIND_BYTE] = KIND_ADDR;
+/// Offset of the address slice's last word (epoch, retired, kind).
+pub const ADDR_HEADER_OFFSET: usize = 120;
+pub const ADDR_RETIRED_BYTE: usize = 124;
+
+/// The last word of an address slice.
+pub fn address_slice_header(epoch: u32, retired: bool) -> [u8; 8] {
+    let mut b = [0u8; 8];
+    b[..4].copy_from_slice(&epoch.to_le_bytes());
+    b[ADDR_RETIRED_BYTE - ADDR_HEADER_OFFSET] = u8::from(retired);
+    b[KIND_BYTE - ADDR_HEADER_OFFSET] = KIND_ADDR;
     b
 }
 
-/// Decode an address slice written in epoch `epoch`; `None` if the bytes
-/// are not an address slice of that epoch.
+/// Live commit entries of an address slice written in epoch `epoch`;
+/// `None` if the bytes are not an address slice of that epoch, empty if GC
+/// retired it.
 pub fn decode_address_slice(b: &[u8], epoch: u32) -> Option<Vec<CommitEntry>> {
     if b[KIND_BYTE] != KIND_ADDR || u32::from_le_bytes(b[120..124].try_into().unwrap()) != epoch {
         return None;
+    }
+    if b[ADDR_RETIRED_BYTE] != 0 {
+        return Some(Vec::new());
     }
     Some(
         (0..ADDR_ENTRIES)
@@ -318,7 +341,8 @@ mod tests {
             entries in proptest::collection::vec((0u64..(u32::MAX as u64 - 1), any::<u32>()), 0..=15),
             epoch in any::<u32>(),
         ) {
-            let mut b = address_slice_header(epoch);
+            let mut b = [0u8; 128];
+            b[120..].copy_from_slice(&address_slice_header(epoch, false));
             let want: Vec<CommitEntry> = entries.iter().map(|&(s, t)| CommitEntry { start_slot: s, txid: t }).collect();
             for (i, e) in want.iter().enumerate() {
                 b[i * 8..i * 8 + 8].copy_from_slice(&e.encode().to_le_bytes());
@@ -326,6 +350,8 @@ mod tests {
             prop_assert_eq!(decode_address_slice(&b, epoch), Some(want));
             prop_assert!(decode_address_slice(&b, epoch.wrapping_add(1)).is_none());
             prop_assert!(DataSlice::decode(&b).is_none());
+            b[120..].copy_from_slice(&address_slice_header(epoch, true));
+            prop_assert_eq!(decode_address_slice(&b, epoch), Some(vec![]));
         }
     }
 
@@ -352,9 +378,12 @@ mod tests {
         let e = h.encode();
         assert_eq!(
             u64::from_le_bytes(e[..8].try_into().unwrap()),
-            7 | 3 << 8 | 2 << 42
+            7 | 3 << 8 | 2 << 42 | 9 << 44
         );
-        // A zeroed header is an unused block.
+        // A zeroed header is an unused block; so is one torn between words.
         assert_eq!(BlockHeader::decode(&[0u8; 16]).state, BlockState::Unused);
+        let mut torn = e;
+        torn[8..12].copy_from_slice(&8u32.to_le_bytes());
+        assert_eq!(BlockHeader::decode(&torn).state, BlockState::Unused);
     }
 }

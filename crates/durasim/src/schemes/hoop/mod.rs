@@ -604,12 +604,13 @@ impl Scheme for Hoop {
                 let (s, ta) = self.alloc_slot(ctx, t);
                 t = t.max(ta);
                 let b = self.g.block_of(s);
-                let hdr = layout::address_slice_header(self.blocks[b].epoch);
+                let hdr = layout::address_slice_header(self.blocks[b].epoch, false);
                 let a = self.g.slot_addr(s);
-                // Zero the entries first, then the half with the epoch, so a
+                // Zero the entries first, then write the header word, so a
                 // torn open never exposes stale entries under a new epoch.
-                t = t.max(ctx.nvm.write(a, &hdr[..64], Purpose::Metadata, t));
-                t = t.max(ctx.nvm.write(a + 64, &hdr[64..], Purpose::Metadata, t));
+                t = t.max(ctx.nvm.write(a, &[0u8; 64], Purpose::Metadata, t));
+                t = t.max(ctx.nvm.write(a + 64, &[0u8; 56], Purpose::Metadata, t));
+                t = t.max(ctx.nvm.write(a + 120, &hdr, Purpose::Metadata, t));
                 self.blocks[b].addr_slices.push(s);
                 self.stats.address_slices_opened += 1;
                 (s, 0)
