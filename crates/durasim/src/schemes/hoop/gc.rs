@@ -161,6 +161,7 @@ impl Hoop {
             if self.blocks[b].live_txs == 0 {
                 self.blocks[b].state = BlockState::Unused;
                 t_end = t_end.max(self.write_header(ctx, b, None, t_hdr));
+                t_end = t_end.max(self.write_index_bit(ctx, b, false, t_end));
                 self.free_blocks += 1;
                 self.stats.gc_blocks_freed += 1;
             } else {

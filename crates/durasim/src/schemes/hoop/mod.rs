@@ -107,6 +107,10 @@ pub struct Geometry {
     pub blocks: u64,
     /// Slices per block, including slot 0 (the header).
     pub slots_per_block: u64,
+    /// Blocks `0..first_block` hold the block index table: one bit per
+    /// block, set while the block may be live (a superset of the live
+    /// blocks, so recovery reads only their headers).
+    pub first_block: u64,
 }
 
 impl Geometry {
@@ -114,7 +118,9 @@ impl Geometry {
         let block_bytes = p.u64("hoop.block_bytes");
         let base = layout.reserved_base.div_ceil(block_bytes) * block_bytes;
         let blocks = layout.capacity_bytes.saturating_sub(base) / block_bytes;
-        if blocks < 4 {
+        let first_block = blocks.div_ceil(64).max(1) * 8;
+        let first_block = first_block.div_ceil(block_bytes);
+        if blocks < first_block + 4 {
             return Err(Error::input(format!(
                 "hoop.oop_region_share={} gives {blocks} OOP blocks of hoop.block_bytes={block_bytes}; need at least 4 (raise the share or lower the block size)",
                 p.f64("hoop.oop_region_share")
@@ -131,6 +137,7 @@ impl Geometry {
             block_bytes,
             blocks,
             slots_per_block: block_bytes / SLICE_BYTES,
+            first_block,
         };
         if g.slots() >= u64::from(u32::MAX) {
             return Err(Error::input(format!(
@@ -139,6 +146,15 @@ impl Geometry {
             )));
         }
         Ok(g)
+    }
+    /// Address of the block index word holding block `b`'s bit.
+    #[inline]
+    pub fn index_word_addr(&self, b: usize) -> Addr {
+        self.base + (b as u64 / 64) * 8
+    }
+    #[inline]
+    pub fn index_bytes(&self) -> u64 {
+        self.blocks.div_ceil(64) * 8
     }
     #[inline]
     pub fn slots(&self) -> u64 {
@@ -240,6 +256,8 @@ pub struct Hoop {
     /// FULL blocks in epoch (allocation) order = commit order.
     full: VecDeque<usize>,
     free_blocks: u64,
+    /// Controller copy of the on-media block index bitmap.
+    index: Vec<u64>,
     ind: Indirection,
     evb: EvictionBuffer,
     mapping_capacity: u64,
@@ -282,7 +300,8 @@ impl Hoop {
             addr_slice: None,
             epoch_next: 1,
             full: VecDeque::new(),
-            free_blocks: g.blocks,
+            free_blocks: g.blocks - g.first_block,
+            index: vec![0; g.blocks.div_ceil(64) as usize],
             ind: Indirection::default(),
             evb: EvictionBuffer::new((p.u64("hoop.eviction_buffer_bytes") / LINE_BYTES) as usize),
             mapping_capacity: p.u64("hoop.mapping_table_bytes") / p.u64("hoop.mapping_entry_bytes"),
@@ -324,7 +343,23 @@ impl Hoop {
         let start = self.active.map_or(0, |a| a + 1);
         (0..n)
             .map(|i| (start + i) % n)
-            .find(|&b| self.blocks[b].state == BlockState::Unused)
+            .find(|&b| b as u64 >= self.g.first_block && self.blocks[b].state == BlockState::Unused)
+    }
+
+    /// Set or clear block `b`'s bit in the on-media block index table.
+    fn write_index_bit(&mut self, ctx: &mut MemCtx, b: usize, on: bool, now: Cycle) -> Cycle {
+        let w = b / 64;
+        if on {
+            self.index[w] |= 1 << (b % 64);
+        } else {
+            self.index[w] &= !(1 << (b % 64));
+        }
+        ctx.nvm.write(
+            self.g.index_word_addr(b),
+            &self.index[w].to_le_bytes(),
+            Purpose::Metadata,
+            now,
+        )
     }
 
     /// Make `b` the active block: header INUSE with a fresh epoch.
@@ -346,7 +381,9 @@ impl Hoop {
         if self.free_blocks < self.low_free {
             self.gc_demand = true;
         }
-        self.write_header(ctx, b, None, now)
+        // Index bit first: the index stays a superset of the live blocks.
+        let t = self.write_index_bit(ctx, b, true, now);
+        self.write_header(ctx, b, None, t).max(t)
     }
 
     /// Close the active block (FULL); `next` is the block that follows it.
@@ -483,8 +520,10 @@ impl Hoop {
     fn model_recovery_now(&self) -> (f64, u64) {
         let mut live_slices = 0u64;
         let mut headers = 0u64;
-        for b in &self.blocks {
-            headers += 1;
+        for (i, b) in self.blocks.iter().enumerate() {
+            if self.index[i / 64] & (1 << (i % 64)) != 0 {
+                headers += 1;
+            }
             if b.state.is_live() {
                 live_slices += b.next_slot - 1;
             }
@@ -496,7 +535,7 @@ impl Hoop {
             .map(|l| u64::from(l.mask.count_ones()))
             .sum::<u64>();
         let work = recovery::RecoveryWork {
-            oop_bytes_read: headers * 64 + live_slices * SLICE_BYTES,
+            oop_bytes_read: self.g.index_bytes() + headers * 64 + live_slices * SLICE_BYTES,
             home_bytes_written: words * 8,
             hash_entries: words,
         };

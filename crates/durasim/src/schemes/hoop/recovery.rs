@@ -102,10 +102,17 @@ pub fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<Re
     let g = Geometry::new(p, layout)?;
     let mut bytes_read = 0u64;
     let mut bytes_written = 0u64;
-    // 1. Block index: headers of all blocks; live ones in epoch order.
+    // 1. Block index table (one bit per possibly live block), then the
+    //    headers of the flagged blocks.
+    let mut index = vec![0u8; g.index_bytes() as usize];
+    img.read_bytes(g.base, &mut index);
+    bytes_read += g.index_bytes();
     let mut live: Vec<(u32, usize)> = Vec::new();
     let mut hb = [0u8; BlockHeader::BYTES];
-    for b in 0..g.blocks as usize {
+    for b in g.first_block as usize..g.blocks as usize {
+        if index[b / 8] & (1 << (b % 8)) == 0 {
+            continue;
+        }
         img.read_bytes(g.block_addr(b), &mut hb);
         bytes_read += 64;
         let h = BlockHeader::decode(&hb);
@@ -116,26 +123,36 @@ pub fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<Re
     live.sort_unstable();
     // 2. Address slices of live blocks (tagged with the block's epoch).
     let mut commits = Vec::new();
-    let mut sb = [0u8; SLICE_BYTES as usize];
+    let mut page = vec![0u8; 4096.min(g.block_bytes) as usize];
+    let per_page = page.len() as u64 / SLICE_BYTES;
     for &(epoch, b) in &live {
         let first = b as u64 * g.slots_per_block;
-        for slot in first + 1..first + g.slots_per_block {
-            let a = g.slot_addr(slot);
-            let mut kind = [0u8; 1];
-            img.read_bytes(a + KIND_BYTE as u64, &mut kind);
-            if kind[0] != KIND_ADDR {
-                continue;
+        // Probe the kind bytes a page at a time (host speed only).
+        let mut slot = first;
+        while slot < first + g.slots_per_block {
+            img.read_bytes(g.slot_addr(slot), &mut page);
+            for i in 0..per_page {
+                let s = slot + i;
+                if s == first {
+                    continue; // the header
+                }
+                let off = (i * SLICE_BYTES) as usize;
+                let sl = &page[off..off + SLICE_BYTES as usize];
+                if sl[KIND_BYTE] != KIND_ADDR {
+                    continue;
+                }
+                bytes_read += SLICE_BYTES;
+                if let Some(entries) = layout::decode_address_slice(sl, epoch) {
+                    commits.extend(entries);
+                }
             }
-            img.read_bytes(a, &mut sb);
-            bytes_read += SLICE_BYTES;
-            if let Some(entries) = layout::decode_address_slice(&sb, epoch) {
-                commits.extend(entries);
-            }
+            slot += per_page;
         }
     }
     // 3. Committed transactions newest first; the first version of a word
     //    seen is the newest (TxIDs order each thread's transactions).
     commits.sort_unstable_by_key(|c| std::cmp::Reverse(c.txid));
+    let mut sb = [0u8; SLICE_BYTES as usize];
     let mut h: FxHashMap<Addr, u64> = FxHashMap::default();
     let mut chain: Vec<DataSlice> = Vec::new();
     for c in &commits {
@@ -205,6 +222,14 @@ pub fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<Re
         };
         img.write_bytes(g.block_addr(b), &hdr.encode());
         bytes_written += 64;
+    }
+    // ... then the index bits (after the headers: the index stays a
+    // superset of the live blocks).
+    for (w, chunk) in index.chunks(8).enumerate() {
+        if chunk.iter().any(|&x| x != 0) {
+            img.write_bytes(g.base + w as u64 * 8, &[0u8; 8]);
+            bytes_written += 8;
+        }
     }
     let model = RecoveryModel::from_params(p);
     let work = RecoveryWork {
