@@ -92,7 +92,12 @@ impl Core {
     fn sb_push(&mut self, done: Cycle) {
         let cap = self.sb.len();
         let done = done.max(self.sb_last);
-        self.sb[(self.sb_head + self.sb_len) % cap] = done;
+        // Ring index without a division (hot path).
+        let mut i = self.sb_head + self.sb_len;
+        if i >= cap {
+            i -= cap;
+        }
+        self.sb[i] = done;
         self.sb_len += 1;
         self.sb_last = done;
     }
@@ -103,7 +108,10 @@ impl Core {
         // Retire completed entries; stall on the oldest if still full.
         while self.sb_len > 0 && (self.sb[self.sb_head] <= t || self.sb_len == cap) {
             t = t.max(self.sb[self.sb_head]);
-            self.sb_head = (self.sb_head + 1) % cap;
+            self.sb_head += 1;
+            if self.sb_head == cap {
+                self.sb_head = 0;
+            }
             self.sb_len -= 1;
         }
         t

@@ -4,7 +4,7 @@
 //! Threads own disjoint data (as in the papers), so no coherence protocol is
 //! needed: the LLC remembers which core's private caches may hold a line.
 
-use super::{Cache, LineExt, Victim};
+use super::{Cache, LineExt};
 use crate::config::Params;
 use crate::types::{Addr, CoreId, Cycle, LineData, LINE_BYTES};
 
@@ -108,14 +108,18 @@ impl Hierarchy {
         let (data, ext, level) = self.fetch_into_l2(core, line_addr, &mut t, mem);
         // Fill L1; an L1 victim is (by inclusion) present in L2.
         let slot = self.l1[core].victim_slot(line_addr);
-        if let Some(v) = self.l1[core].take(slot) {
-            if v.dirty {
+        if self.l1[core].valid_addr(slot).is_some() {
+            // Clean victims are dropped without copying their bytes.
+            if self.l1[core].is_dirty(slot) {
+                let v = self.l1[core].take(slot).unwrap();
                 mem.l1_evict(core, v.addr, &v.data, &v.ext, t);
                 let l2 = &mut self.l2[core];
                 let s2 = l2.find(v.addr).expect("L2 must include every L1 line");
                 *l2.data_mut(s2) = v.data;
                 l2.ext_mut(s2).merge_from(&v.ext);
                 l2.set_dirty(s2, true);
+            } else {
+                self.l1[core].invalidate(slot);
             }
         }
         self.l1[core].install(slot, line_addr, &data, ext, false, core as u16);
@@ -149,18 +153,8 @@ impl Hierarchy {
             let (arrive, fill_dirty) = mem.read_miss(core, line_addr, *t, &mut buf, &mut fill_ext);
             *t = arrive;
             let slot = self.llc.victim_slot(line_addr);
-            if let Some(v) = self.llc.take(slot) {
-                let v = self.back_invalidate(v, *t, mem);
-                if v.dirty {
-                    mem.writeback(
-                        v.owner as CoreId,
-                        v.addr,
-                        &v.data,
-                        &v.ext,
-                        WritebackCause::Eviction,
-                        *t,
-                    );
-                }
+            if let Some(vaddr) = self.llc.valid_addr(slot) {
+                self.evict_llc_slot(slot, vaddr, *t, mem);
             }
             self.llc
                 .install(slot, line_addr, &buf, fill_ext, fill_dirty, core as u16);
@@ -168,23 +162,29 @@ impl Hierarchy {
         };
         // Fill L2; its victim goes down into the LLC after pulling L1's copy.
         let slot = self.l2[core].victim_slot(line_addr);
-        if let Some(mut v) = self.l2[core].take(slot) {
-            if let Some(s1) = self.l1[core].find(v.addr) {
-                let u = self.l1[core].take(s1).unwrap();
-                if u.dirty {
+        if let Some(vaddr) = self.l2[core].valid_addr(slot) {
+            // Newest dirty copy: the L1's if dirty there, else the L2's.
+            let mut newest = None;
+            if self.l2[core].is_dirty(slot) {
+                newest = Some((*self.l2[core].data(slot), *self.l2[core].ext(slot)));
+            }
+            self.l2[core].invalidate(slot);
+            if let Some(s1) = self.l1[core].find(vaddr) {
+                if self.l1[core].is_dirty(s1) {
+                    let u = self.l1[core].take(s1).unwrap();
                     mem.l1_evict(core, u.addr, &u.data, &u.ext, *t);
-                    v.data = u.data;
-                    v.ext = u.ext;
-                    v.dirty = true;
+                    newest = Some((u.data, u.ext));
+                } else {
+                    self.l1[core].invalidate(s1);
                 }
             }
-            if v.dirty {
+            if let Some((data, ext)) = newest {
                 let s3 = self
                     .llc
-                    .find(v.addr)
+                    .find(vaddr)
                     .expect("LLC must include every L2 line");
-                *self.llc.data_mut(s3) = v.data;
-                self.llc.ext_mut(s3).merge_from(&v.ext);
+                *self.llc.data_mut(s3) = data;
+                self.llc.ext_mut(s3).merge_from(&ext);
                 self.llc.set_dirty(s3, true);
             }
         }
@@ -192,27 +192,34 @@ impl Hierarchy {
         (data, ext, level)
     }
 
-    /// Remove the owner's private copies of an LLC victim, merging newer data.
-    fn back_invalidate(&mut self, mut v: Victim, t: Cycle, mem: &mut dyn MemSide) -> Victim {
-        let core = v.owner as usize;
-        if let Some(s2) = self.l2[core].find(v.addr) {
-            let u = self.l2[core].take(s2).unwrap();
-            if u.dirty {
-                v.data = u.data;
-                v.ext = u.ext;
-                v.dirty = true;
-            }
+    /// Evict the LLC line in `slot`: back-invalidate the owner's private
+    /// copies, merging the newest dirty bytes (L1 over L2 over LLC), and
+    /// write it back if dirty anywhere. Bytes are only copied when dirty.
+    fn evict_llc_slot(&mut self, slot: usize, vaddr: Addr, t: Cycle, mem: &mut dyn MemSide) {
+        let core = self.llc.owner(slot) as usize;
+        let mut newest = None;
+        if self.llc.is_dirty(slot) {
+            newest = Some((*self.llc.data(slot), *self.llc.ext(slot)));
         }
-        if let Some(s1) = self.l1[core].find(v.addr) {
-            let u = self.l1[core].take(s1).unwrap();
-            if u.dirty {
+        self.llc.invalidate(slot);
+        if let Some(s2) = self.l2[core].find(vaddr) {
+            if self.l2[core].is_dirty(s2) {
+                newest = Some((*self.l2[core].data(s2), *self.l2[core].ext(s2)));
+            }
+            self.l2[core].invalidate(s2);
+        }
+        if let Some(s1) = self.l1[core].find(vaddr) {
+            if self.l1[core].is_dirty(s1) {
+                let u = self.l1[core].take(s1).unwrap();
                 mem.l1_evict(core, u.addr, &u.data, &u.ext, t);
-                v.data = u.data;
-                v.ext = u.ext;
-                v.dirty = true;
+                newest = Some((u.data, u.ext));
+            } else {
+                self.l1[core].invalidate(s1);
             }
         }
-        v
+        if let Some((data, ext)) = newest {
+            mem.writeback(core, vaddr, &data, &ext, WritebackCause::Eviction, t);
+        }
     }
 
     /// Newest cached copy of a line and whether any level holds it dirty.

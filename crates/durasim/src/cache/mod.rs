@@ -29,14 +29,18 @@ impl LineExt {
     }
 }
 
+/// Tag of an empty slot (never a line address: those are 64 B aligned).
+const INVALID: Addr = Addr::MAX;
+
 /// One cache level instance.
 pub struct Cache {
     sets: usize,
     ways: usize,
     set_shift: u32,
     pub latency: Cycle,
+    /// Line address per slot, [`INVALID`] when the slot is empty (one
+    /// array, so a lookup touches as little host memory as possible).
     tags: Vec<Addr>,
-    valid: Vec<bool>,
     dirty: Vec<bool>,
     lru: Vec<u64>,
     data: Vec<LineData>,
@@ -69,8 +73,7 @@ impl Cache {
             ways,
             set_shift: LINE_BYTES.trailing_zeros(),
             latency,
-            tags: vec![0; n],
-            valid: vec![false; n],
+            tags: vec![INVALID; n],
             dirty: vec![false; n],
             lru: vec![0; n],
             data: vec![[0u8; LINE_BYTES as usize]; n],
@@ -98,7 +101,11 @@ impl Cache {
     #[inline]
     pub fn find(&self, line_addr: Addr) -> Option<usize> {
         let base = self.set_of(line_addr) * self.ways;
-        (base..base + self.ways).find(|&i| self.valid[i] && self.tags[i] == line_addr)
+        debug_assert_ne!(line_addr, INVALID);
+        self.tags[base..base + self.ways]
+            .iter()
+            .position(|&t| t == line_addr)
+            .map(|w| base + w)
     }
 
     /// Mark slot most recently used.
@@ -114,7 +121,7 @@ impl Cache {
         let base = self.set_of(line_addr) * self.ways;
         let mut best = base;
         for i in base..base + self.ways {
-            if !self.valid[i] {
+            if self.tags[i] == INVALID {
                 return i;
             }
             if self.lru[i] < self.lru[best] {
@@ -135,8 +142,7 @@ impl Cache {
         dirty: bool,
         owner: u16,
     ) {
-        debug_assert!(!self.valid[slot]);
-        self.valid[slot] = true;
+        debug_assert_eq!(self.tags[slot], INVALID);
         self.tags[slot] = line_addr;
         self.dirty[slot] = dirty;
         self.data[slot] = *data;
@@ -148,17 +154,31 @@ impl Cache {
     /// Remove the line in `slot`, returning it if it was valid.
     #[inline]
     pub fn take(&mut self, slot: usize) -> Option<Victim> {
-        if !self.valid[slot] {
+        let addr = self.tags[slot];
+        if addr == INVALID {
             return None;
         }
-        self.valid[slot] = false;
+        self.tags[slot] = INVALID;
         Some(Victim {
-            addr: self.tags[slot],
+            addr,
             dirty: self.dirty[slot],
             data: self.data[slot],
             ext: self.ext[slot],
             owner: self.owner[slot],
         })
+    }
+
+    /// Drop the line in `slot` without copying it out (clean lines).
+    #[inline]
+    pub fn invalidate(&mut self, slot: usize) {
+        self.tags[slot] = INVALID;
+    }
+
+    /// The line address held in `slot`, if any.
+    #[inline]
+    pub fn valid_addr(&self, slot: usize) -> Option<Addr> {
+        let a = self.tags[slot];
+        (a != INVALID).then_some(a)
     }
 
     #[inline]
@@ -192,7 +212,7 @@ impl Cache {
 
     /// All valid slots (for drains and checks; not on the hot path).
     pub fn valid_slots(&self) -> impl Iterator<Item = usize> + '_ {
-        (0..self.tags.len()).filter(|&i| self.valid[i])
+        (0..self.tags.len()).filter(|&i| self.tags[i] != INVALID)
     }
 
     pub fn line_addr(&self, slot: usize) -> Addr {
@@ -203,7 +223,7 @@ impl Cache {
     pub fn lru_order(&self, set: usize) -> Vec<Addr> {
         let base = set * self.ways;
         let mut v: Vec<(u64, Addr)> = (base..base + self.ways)
-            .filter(|&i| self.valid[i])
+            .filter(|&i| self.tags[i] != INVALID)
             .map(|i| (self.lru[i], self.tags[i]))
             .collect();
         v.sort_by_key(|x| std::cmp::Reverse(x.0));

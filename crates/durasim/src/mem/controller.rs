@@ -6,6 +6,9 @@
 //! arrives with its time `now` (cores are processed in time order), and before
 //! serving it the controller issues the queued writes that would have been
 //! issued before `now` (idle-time drain) or that a full queue forces out.
+//! Commands are scheduled in arrival order per rank and per channel bus
+//! (an activate or burst is never placed before one already scheduled), which
+//! keeps every timing constraint checkable from the command trace.
 //! Functionally a write lands in the media image when it is accepted: a real
 //! controller forwards queued write data to later reads, so values are exact.
 
@@ -15,7 +18,7 @@ use crate::config::Params;
 use crate::types::{Addr, Cycle, LineData, Purpose, LINE_BYTES};
 
 /// Timing (cycles) and energy (pJ/bit) of one device kind.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct DeviceTiming {
     pub t_rcd: Cycle,
     pub t_cl: Cycle,
@@ -36,6 +39,7 @@ pub struct DeviceTiming {
     pub row_write_pj_per_bit: f64,
     pub array_read_pj_per_bit: f64,
     pub array_write_pj_per_bit: f64,
+    /// Channels, ranks per channel, banks per rank, row size: powers of two.
     pub channels: u64,
     pub ranks: u64,
     pub banks: u64,
@@ -72,28 +76,28 @@ impl DeviceTiming {
         }
     }
 
-    /// A DDR4 DRAM device for hybrid schemes (DRAM caches, tables).
+    /// A DDR4 DRAM device for hybrid schemes (DRAM caches, tables). DRAM has
+    /// no separate array latency: sensing is part of tRCD and restoring part
+    /// of tWR/tRAS.
     pub fn dram(p: &Params) -> Self {
-        let f = p.f64("cpu.freq_ghz");
-        let c = |ns: f64| crate::config::ns_to_cycles(ns, f);
         DeviceTiming {
             t_rcd: p.ns_cycles("dram.t_rcd_ns"),
             t_cl: p.ns_cycles("dram.t_cl_ns"),
             t_bl: p.ns_cycles("dram.t_bl_ns"),
-            t_wr: c(15.0),
-            t_ras: c(32.0),
+            t_wr: p.ns_cycles("dram.t_wr_ns"),
+            t_ras: p.ns_cycles("dram.t_ras_ns"),
             t_rp: p.ns_cycles("dram.t_rp_ns"),
-            t_rc: c(45.75),
-            t_rrd: c(5.3),
-            t_rtp: c(7.5),
-            t_wtr: c(7.5),
-            t_faw: c(21.0),
+            t_rc: p.ns_cycles("dram.t_rc_ns"),
+            t_rrd: p.ns_cycles("dram.t_rrd_ns"),
+            t_rtp: p.ns_cycles("dram.t_rtp_ns"),
+            t_wtr: p.ns_cycles("dram.t_wtr_ns"),
+            t_faw: p.ns_cycles("dram.t_faw_ns"),
             array_read: 0,
             array_write: 0,
-            row_read_pj_per_bit: 0.93,
-            row_write_pj_per_bit: 1.02,
-            array_read_pj_per_bit: 1.17,
-            array_write_pj_per_bit: 0.39,
+            row_read_pj_per_bit: p.f64("dram.row_read_pj_per_bit"),
+            row_write_pj_per_bit: p.f64("dram.row_write_pj_per_bit"),
+            array_read_pj_per_bit: p.f64("dram.array_read_pj_per_bit"),
+            array_write_pj_per_bit: p.f64("dram.array_write_pj_per_bit"),
             channels: 1,
             ranks: 1,
             banks: p.u64("dram.banks"),
@@ -101,16 +105,30 @@ impl DeviceTiming {
             dcw: false,
         }
     }
+
+    /// Bank busy time after a write burst: write recovery, or cell
+    /// programming when that is longer (NVM).
+    #[inline]
+    pub fn write_busy(&self) -> Cycle {
+        self.t_wr.max(self.array_write)
+    }
+
+    /// Activate to first column command: tRCD, or the array sensing time
+    /// when that is longer (NVM).
+    #[inline]
+    pub fn act_to_col(&self) -> Cycle {
+        self.t_rcd.max(self.array_read)
+    }
 }
 
 #[derive(Clone, Copy, Default, Debug)]
 struct Bank {
     open_row: Option<u64>,
-    /// Earliest next activate (tRC from last activate, tRP after precharge).
+    /// Earliest next activate (tRC from last activate).
     next_act: Cycle,
     /// Earliest precharge (tRAS, tRTP, write recovery / programming).
     next_pre: Cycle,
-    /// Earliest next column command.
+    /// Earliest next column command (burst spacing, programming).
     next_col: Cycle,
 }
 
@@ -129,16 +147,30 @@ struct Channel {
     last_write_end: Cycle,
 }
 
+/// Where a line lives: channel, rank (global index), bank (global index),
+/// row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Loc {
+    ch: u32,
+    rank: u32,
+    bank: u32,
+    row: u64,
+}
+
 #[derive(Clone, Copy, Debug)]
 struct PendingWrite {
     addr: Addr,
     arrival: Cycle,
-    data: LineData,
+    loc: Loc,
     len: u8,
+    /// Slot in `wq_data` holding the bytes (only kept without ADR, where the
+    /// persist event is recorded when the write is programmed).
+    slot: u16,
 }
 
-/// One issued device command, recorded in test mode to check the timing
-/// constraints from outside.
+/// One issued device command, recorded when `trace` is on (tests) so the
+/// timing constraints can be checked from outside. `rank` and `bank` are
+/// indices within the channel and rank.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Command {
     Activate {
@@ -173,16 +205,22 @@ pub enum Command {
 /// Traffic, latency and energy counters.
 #[derive(Clone, Debug, Default)]
 pub struct MemStats {
+    /// Bytes read by purpose, in 64 B bursts (forwarded reads included).
     pub bytes_read: [u64; Purpose::COUNT],
+    /// Bytes written by purpose, in 64 B bursts.
     pub bytes_written: [u64; Purpose::COUNT],
     pub reads: u64,
     pub writes: u64,
     pub row_hits: u64,
     pub row_misses: u64,
+    /// Reads served from a full-line write still in the write queue (no
+    /// device access, no energy).
+    pub forwarded_reads: u64,
     pub read_latency_cycles: u64,
     pub read_energy_pj: f64,
     pub write_energy_pj: f64,
     pub write_queue_full_stalls: u64,
+    /// Writes issued while a watermark drain was in progress.
     pub forced_drains: u64,
     pub persist_events: u64,
 }
@@ -210,37 +248,53 @@ pub struct MemoryController {
     ranks: Vec<Rank>,
     channels: Vec<Channel>,
     wq: Vec<PendingWrite>,
+    wq_data: Vec<LineData>,
+    wq_free: Vec<u16>,
     wq_capacity: usize,
     drain_high: usize,
     drain_low: usize,
     draining: bool,
     pub stats: MemStats,
-    /// Commands issued, when `trace_commands` is on (tests).
+    /// Commands issued, when set to `Some` (tests).
     pub trace: Option<Vec<Command>>,
-    lines_per_row: u64,
+    // Address mapping row:rank:bank:column:channel, as shifts and masks.
+    ch_bits: u32,
+    col_bits: u32,
+    bank_bits: u32,
+    rank_bits: u32,
 }
 
 impl MemoryController {
     /// The NVM controller of the simulated machine.
     pub fn nvm(p: &Params, record_persists: bool) -> Self {
-        let wq_capacity = p.usize("mc.write_queue_entries");
+        let (cap, high, low) = Self::queue_params(p);
         Self::new(
             DeviceTiming::nvm(p),
             true,
             p.bool("mc.adr"),
             record_persists,
-            wq_capacity,
-            p.usize("mc.write_drain_high").min(wq_capacity),
-            p.usize("mc.write_drain_low")
-                .min(wq_capacity.saturating_sub(1)),
+            cap,
+            high,
+            low,
         )
     }
 
-    /// A volatile DRAM device (hybrid schemes).
+    /// A volatile DRAM device (hybrid schemes), behind a controller with the
+    /// same queue design as the NVM one.
     pub fn dram(p: &Params) -> Self {
-        Self::new(DeviceTiming::dram(p), false, false, false, 64, 40, 20)
+        let (cap, high, low) = Self::queue_params(p);
+        Self::new(DeviceTiming::dram(p), false, false, false, cap, high, low)
     }
 
+    fn queue_params(p: &Params) -> (usize, usize, usize) {
+        let cap = p.usize("mc.write_queue_entries");
+        let high = p.usize("mc.write_drain_high").min(cap);
+        let low = p.usize("mc.write_drain_low").min(high.saturating_sub(1));
+        (cap, high, low)
+    }
+
+    /// `channels`, `ranks`, `banks` and `row_bytes` must be powers of two
+    /// (the parameter checks guarantee it).
     pub fn new(
         timing: DeviceTiming,
         persistent: bool,
@@ -250,10 +304,24 @@ impl MemoryController {
         drain_high: usize,
         drain_low: usize,
     ) -> Self {
+        for (name, v) in [
+            ("channels", timing.channels),
+            ("ranks", timing.ranks),
+            ("banks", timing.banks),
+            ("row_bytes", timing.row_bytes),
+        ] {
+            assert!(v.is_power_of_two(), "device {name} must be a power of two");
+        }
         let nbanks = (timing.channels * timing.ranks * timing.banks) as usize;
         let nranks = (timing.channels * timing.ranks) as usize;
+        let wq_capacity = wq_capacity.clamp(1, u16::MAX as usize);
+        let keep_data = persistent && !adr;
+        let data_slots = if keep_data { wq_capacity } else { 0 };
         MemoryController {
-            lines_per_row: (timing.row_bytes / LINE_BYTES).max(1),
+            ch_bits: timing.channels.trailing_zeros(),
+            col_bits: (timing.row_bytes / LINE_BYTES).max(1).trailing_zeros(),
+            bank_bits: timing.banks.trailing_zeros(),
+            rank_bits: timing.ranks.trailing_zeros(),
             banks: vec![Bank::default(); nbanks],
             ranks: vec![Rank::default(); nranks],
             channels: vec![Channel::default(); timing.channels as usize],
@@ -263,9 +331,11 @@ impl MemoryController {
             adr,
             persist_log: PersistLog::new(record_persists && persistent),
             wq: Vec::with_capacity(wq_capacity),
-            wq_capacity: wq_capacity.max(1),
-            drain_high: drain_high.max(1),
-            drain_low,
+            wq_data: vec![[0u8; LINE_BYTES as usize]; data_slots],
+            wq_free: (0..data_slots as u16).rev().collect(),
+            wq_capacity,
+            drain_high: drain_high.clamp(1, wq_capacity),
+            drain_low: drain_low.min(drain_high.clamp(1, wq_capacity) - 1),
             draining: false,
             stats: MemStats::default(),
             trace: None,
@@ -292,53 +362,67 @@ impl MemoryController {
         self.media.read_bytes(addr, buf);
     }
 
+    /// Address mapping row:rank:bank:column:channel (consecutive lines
+    /// alternate channels, then fill a row; rows interleave over banks).
     #[inline]
-    fn decode(&self, addr: Addr) -> (usize, usize, usize, u64) {
-        let t = &self.timing;
+    fn decode(&self, addr: Addr) -> Loc {
         let line = addr / LINE_BYTES;
-        let ch = line % t.channels;
-        let rest = line / t.channels / self.lines_per_row;
-        let bank = rest % t.banks;
-        let rest = rest / t.banks;
-        let rank = rest % t.ranks;
-        let row = rest / t.ranks;
-        let rank_idx = (ch * t.ranks + rank) as usize;
-        let bank_idx = rank_idx * t.banks as usize + bank as usize;
-        (ch as usize, rank_idx, bank_idx, row)
+        let ch = line & ((1 << self.ch_bits) - 1);
+        let rest = line >> (self.ch_bits + self.col_bits);
+        let bank = rest & ((1 << self.bank_bits) - 1);
+        let rest = rest >> self.bank_bits;
+        let rank = rest & ((1 << self.rank_bits) - 1);
+        let row = rest >> self.rank_bits;
+        let rank_idx = (ch << self.rank_bits) | rank;
+        let bank_idx = (rank_idx << self.bank_bits) | bank;
+        Loc {
+            ch: ch as u32,
+            rank: rank_idx as u32,
+            bank: bank_idx as u32,
+            row,
+        }
     }
 
-    fn ids(&self, ch: usize, rank_idx: usize, bank_idx: usize) -> (u64, u64, u64) {
-        let t = &self.timing;
+    /// (channel, rank within channel, bank within rank) for the trace.
+    fn ids(&self, l: Loc) -> (u64, u64, u64) {
         (
-            ch as u64,
-            rank_idx as u64 % t.ranks,
-            bank_idx as u64 % t.banks,
+            l.ch as u64,
+            l.rank as u64 & (self.timing.ranks - 1),
+            l.bank as u64 & (self.timing.banks - 1),
         )
     }
 
-    /// Schedule one 64 B access; returns (data burst end, row hit).
-    fn access(&mut self, addr: Addr, is_write: bool, earliest: Cycle) -> (Cycle, bool) {
-        let (ch, rk, bk, row) = self.decode(addr);
-        let t = self.timing.clone();
-        let mut bank = self.banks[bk];
-        let (cid, rid, bid) = self.ids(ch, rk, bk);
-        let hit = bank.open_row == Some(row);
+    #[inline]
+    fn trace_push(&mut self, c: impl FnOnce(u64, u64, u64) -> Command, l: Loc) {
+        let ids = self.ids(l);
+        if let Some(tr) = self.trace.as_mut() {
+            tr.push(c(ids.0, ids.1, ids.2));
+        }
+    }
+
+    /// Schedule one 64 B access no earlier than `earliest`; returns (data
+    /// burst end, row hit).
+    fn access(&mut self, l: Loc, is_write: bool, earliest: Cycle) -> (Cycle, bool) {
+        let t = self.timing;
+        let mut bank = self.banks[l.bank as usize];
+        let hit = bank.open_row == Some(l.row);
         let mut col = earliest.max(bank.next_col);
         if !hit {
             let mut act_ready = earliest;
             if bank.open_row.is_some() {
                 let pre = earliest.max(bank.next_pre);
-                if let Some(tr) = self.trace.as_mut() {
-                    tr.push(Command::Precharge {
-                        channel: cid,
-                        rank: rid,
-                        bank: bid,
+                self.trace_push(
+                    |channel, rank, bank| Command::Precharge {
+                        channel,
+                        rank,
+                        bank,
                         at: pre,
-                    });
-                }
+                    },
+                    l,
+                );
                 act_ready = pre + t.t_rp;
             }
-            let rank = &mut self.ranks[rk];
+            let rank = &mut self.ranks[l.rank as usize];
             let mut act = act_ready.max(bank.next_act);
             if let Some(last) = rank.last_act {
                 act = act.max(last + t.t_rrd);
@@ -350,61 +434,69 @@ impl MemoryController {
             rank.faw[rank.faw_pos] = act;
             rank.faw_pos = (rank.faw_pos + 1) % 4;
             rank.faw_n = (rank.faw_n + 1).min(4);
-            if let Some(tr) = self.trace.as_mut() {
-                tr.push(Command::Activate {
-                    channel: cid,
-                    rank: rid,
-                    bank: bid,
+            let row = l.row;
+            self.trace_push(
+                |channel, rank, bank| Command::Activate {
+                    channel,
+                    rank,
+                    bank,
                     row,
                     at: act,
-                });
-            }
-            bank.open_row = Some(row);
+                },
+                l,
+            );
+            bank.open_row = Some(l.row);
             bank.next_act = act + t.t_rc;
             bank.next_pre = act + t.t_ras;
             // Activation senses the NVM array into the row buffer.
-            col = act + t.t_rcd.max(t.array_read);
+            col = act + t.act_to_col();
         }
-        let chan = &mut self.channels[ch];
+        let chan = &mut self.channels[l.ch as usize];
         let data_end;
+        let issued;
         if is_write {
+            // Write latency (tCWL) is taken equal to tCL.
             let data_start = (col + t.t_cl).max(chan.bus_free);
             data_end = data_start + t.t_bl;
-            let issued = data_start - t.t_cl;
+            issued = data_start - t.t_cl;
             chan.bus_free = data_end;
             chan.last_write_end = data_end;
             // Cells are programmed after the burst; the bank is busy meanwhile.
-            let done = data_end + t.t_wr.max(t.array_write);
+            let done = data_end + t.write_busy();
             bank.next_col = done;
             bank.next_pre = bank.next_pre.max(done);
-            if let Some(tr) = self.trace.as_mut() {
-                tr.push(Command::Write {
-                    channel: cid,
-                    rank: rid,
-                    bank: bid,
-                    at: issued,
-                    data_end,
-                });
-            }
         } else {
             col = col.max(chan.last_write_end + t.t_wtr);
             let data_start = (col + t.t_cl).max(chan.bus_free);
             data_end = data_start + t.t_bl;
-            let issued = data_start - t.t_cl;
+            issued = data_start - t.t_cl;
             chan.bus_free = data_end;
             bank.next_col = issued + t.t_bl;
             bank.next_pre = bank.next_pre.max(issued + t.t_rtp);
-            if let Some(tr) = self.trace.as_mut() {
-                tr.push(Command::Read {
-                    channel: cid,
-                    rank: rid,
-                    bank: bid,
-                    at: issued,
-                    data_end,
-                });
-            }
         }
-        self.banks[bk] = bank;
+        self.banks[l.bank as usize] = bank;
+        self.trace_push(
+            |channel, rank, bank| {
+                if is_write {
+                    Command::Write {
+                        channel,
+                        rank,
+                        bank,
+                        at: issued,
+                        data_end,
+                    }
+                } else {
+                    Command::Read {
+                        channel,
+                        rank,
+                        bank,
+                        at: issued,
+                        data_end,
+                    }
+                }
+            },
+            l,
+        );
         if hit {
             self.stats.row_hits += 1;
         } else {
@@ -413,44 +505,47 @@ impl MemoryController {
         (data_end, hit)
     }
 
-    /// Earliest time the bank serving `addr` could start a column command.
-    fn bank_ready(&self, addr: Addr) -> (Cycle, bool) {
-        let (ch, _, bk, row) = self.decode(addr);
-        let b = &self.banks[bk];
-        let hit = b.open_row == Some(row);
+    /// Earliest time the bank at `l` could start a column command (ignoring
+    /// rank constraints), and whether its row is open.
+    #[inline]
+    fn bank_ready(&self, l: Loc) -> (Cycle, bool) {
+        let b = &self.banks[l.bank as usize];
+        let hit = b.open_row == Some(l.row);
         let ready = if hit {
             b.next_col
         } else {
             b.next_pre.max(b.next_act)
         };
-        (ready.max(self.channels[ch].bus_free), hit)
+        (ready.max(self.channels[l.ch as usize].bus_free), hit)
     }
 
     /// FR-FCFS pick: the oldest row-hit write, else the oldest write.
+    #[inline]
     fn pick_write(&self) -> usize {
-        for (i, w) in self.wq.iter().enumerate() {
-            if self.bank_ready(w.addr).1 {
-                return i;
-            }
-        }
-        0
+        self.wq
+            .iter()
+            .position(|w| self.banks[w.loc.bank as usize].open_row == Some(w.loc.row))
+            .unwrap_or(0)
     }
 
-    fn issue_write(&mut self, i: usize) -> Cycle {
+    /// Issue queued write `i`; returns (data burst end, programmed time).
+    fn issue_write(&mut self, i: usize) -> (Cycle, Cycle) {
         let w = self.wq.remove(i);
-        let (end, _) = self.access(w.addr, true, w.arrival);
-        if !self.adr && self.persistent {
-            let len = w.len as usize;
-            let off = (w.addr % LINE_BYTES) as usize;
-            let _ = off;
-            self.persist_log
-                .record(w.addr, &w.data[..len], end + self.timing.array_write);
+        let (end, _) = self.access(w.loc, true, w.arrival);
+        let done = end + self.timing.write_busy();
+        if self.persistent && !self.adr {
+            // Without ADR the bytes are durable once programmed.
+            let d = self.wq_data[w.slot as usize];
+            self.persist_log.record(w.addr, &d[..w.len as usize], done);
             self.stats.persist_events += 1;
+            self.wq_free.push(w.slot);
         }
-        end
+        (end, done)
     }
 
-    /// Issue the queued writes that would have gone out before `now`.
+    /// Issue the queued writes that would have gone out before `now`: a
+    /// watermark drain in progress, or writes whose bank was ready while no
+    /// read was waiting (reads have priority over writes).
     fn advance(&mut self, now: Cycle) {
         while !self.wq.is_empty() {
             if self.wq.len() >= self.drain_high {
@@ -460,21 +555,21 @@ impl MemoryController {
                 self.draining = false;
             }
             let i = self.pick_write();
-            let (ready, _) = self.bank_ready(self.wq[i].addr);
-            let start = ready.max(self.wq[i].arrival);
-            if self.draining || start < now {
-                if self.draining {
-                    self.stats.forced_drains += 1;
-                }
-                self.issue_write(i);
+            if self.draining {
+                self.stats.forced_drains += 1;
             } else {
-                break;
+                let w = &self.wq[i];
+                if self.bank_ready(w.loc).0.max(w.arrival) >= now {
+                    break;
+                }
             }
+            self.issue_write(i);
         }
     }
 
     /// Read `buf.len()` bytes (whole 64 B bursts are transferred); returns the
-    /// time the last byte arrives. Reads are served before queued writes.
+    /// time the last byte arrives. Reads are served before queued writes; a
+    /// line fully written by a queued write is forwarded from the queue.
     pub fn read(&mut self, addr: Addr, buf: &mut [u8], purpose: Purpose, now: Cycle) -> Cycle {
         self.advance(now);
         self.media.read_bytes(addr, buf);
@@ -482,15 +577,26 @@ impl MemoryController {
         let last = (addr + buf.len().max(1) as u64 - 1) / LINE_BYTES * LINE_BYTES;
         let mut done = now;
         let mut line = first;
+        let bits = (LINE_BYTES * 8) as f64;
         while line <= last {
-            let (end, hit) = self.access(line, false, now);
-            done = done.max(end);
-            let bits = (LINE_BYTES * 8) as f64;
-            let t = &self.timing;
-            self.stats.read_energy_pj +=
-                bits * (t.row_read_pj_per_bit + if hit { 0.0 } else { t.array_read_pj_per_bit });
             self.stats.bytes_read[purpose.index()] += LINE_BYTES;
             self.stats.reads += 1;
+            if self
+                .wq
+                .iter()
+                .any(|w| w.addr == line && w.len as u64 == LINE_BYTES)
+            {
+                // Served from the controller's queue: one burst time.
+                self.stats.forwarded_reads += 1;
+                done = done.max(now + self.timing.t_bl);
+            } else {
+                let l = self.decode(line);
+                let (end, hit) = self.access(l, false, now);
+                done = done.max(end);
+                let t = &self.timing;
+                self.stats.read_energy_pj += bits
+                    * (t.row_read_pj_per_bit + if hit { 0.0 } else { t.array_read_pj_per_bit });
+            }
             line += LINE_BYTES;
         }
         self.stats.read_latency_cycles += done - now;
@@ -510,8 +616,9 @@ impl MemoryController {
 
     /// Write `data` at `addr` (split into 64 B bursts). Returns the time the
     /// whole write is *persisted*: accepted into the write queue with ADR, or
-    /// programmed into the media without ADR (the queue is then drained up to
-    /// this write). Every burst is one persist event.
+    /// programmed into the media without ADR (the write, and older queued
+    /// writes to the same line, are then issued at once). Every burst is one
+    /// persist event. For a volatile device: the time it was accepted.
     pub fn write(&mut self, addr: Addr, data: &[u8], purpose: Purpose, now: Cycle) -> Cycle {
         self.advance(now);
         let mut persisted = now;
@@ -526,17 +633,19 @@ impl MemoryController {
     }
 
     fn write_burst(&mut self, addr: Addr, data: &[u8], purpose: Purpose, now: Cycle) -> Cycle {
-        // Energy: data-comparison write needs the old content.
+        // Energy counts the bytes actually written (masked bytes of a partial
+        // burst are not written); dcw programs only the flipped bits, which
+        // needs the old content (the media image already holds queued data).
         let t = &self.timing;
-        let bits = (LINE_BYTES * 8) as f64;
+        let bits = (data.len() * 8) as f64;
         let array_bits = if t.dcw {
             let mut old = [0u8; LINE_BYTES as usize];
             self.media.read_bytes(addr, &mut old[..data.len()]);
             old[..data.len()]
                 .iter()
                 .zip(data)
-                .map(|(a, b)| (a ^ b).count_ones() as f64)
-                .sum::<f64>()
+                .map(|(a, b)| (a ^ b).count_ones())
+                .sum::<u32>() as f64
         } else {
             bits
         };
@@ -548,18 +657,26 @@ impl MemoryController {
 
         let mut accept = now;
         if self.wq.len() >= self.wq_capacity {
+            // Full queue: the writer waits until a write leaves it.
             self.stats.write_queue_full_stalls += 1;
             let i = self.pick_write();
-            accept = accept.max(self.issue_write(i));
+            accept = accept.max(self.issue_write(i).0);
         }
-        let mut pw = PendingWrite {
+        let keep_data = self.persistent && !self.adr;
+        let slot = if keep_data {
+            let s = self.wq_free.pop().expect("write queue data slot");
+            self.wq_data[s as usize][..data.len()].copy_from_slice(data);
+            s
+        } else {
+            0
+        };
+        self.wq.push(PendingWrite {
             addr,
             arrival: accept,
-            data: [0u8; LINE_BYTES as usize],
+            loc: self.decode(addr),
             len: data.len() as u8,
-        };
-        pw.data[..data.len()].copy_from_slice(data);
-        self.wq.push(pw);
+            slot,
+        });
         if !self.persistent {
             return accept;
         }
@@ -568,21 +685,22 @@ impl MemoryController {
             self.stats.persist_events += 1;
             accept
         } else {
-            self.persist_until_drained(addr)
+            self.persist_now(addr)
         }
     }
 
-    /// Without ADR: issue queued writes (oldest first) until the write to
-    /// `addr` most recently queued has reached the media; returns that time.
-    fn persist_until_drained(&mut self, addr: Addr) -> Cycle {
+    /// Without ADR: issue the queued writes to the line of `addr` (oldest
+    /// first, the newest being the one just queued); returns when the newest
+    /// is programmed.
+    fn persist_now(&mut self, addr: Addr) -> Cycle {
+        let line = addr - addr % LINE_BYTES;
         let mut t = 0;
-        while let Some(pos) = self.wq.iter().rposition(|w| w.addr == addr) {
-            let _ = pos;
-            let end = self.issue_write(0);
-            t = end + self.timing.array_write;
-            if !self.wq.iter().any(|w| w.addr == addr) {
-                break;
-            }
+        while let Some(i) = self
+            .wq
+            .iter()
+            .position(|w| w.addr - w.addr % LINE_BYTES == line)
+        {
+            t = self.issue_write(i).1;
         }
         t
     }
@@ -604,14 +722,14 @@ impl MemoryController {
     }
 
     /// Drain every queued write (end of run, or a persist barrier without
-    /// ADR). Returns the time the last write reaches the media.
+    /// ADR). Returns the time the last write is programmed into the media.
     pub fn drain(&mut self, now: Cycle) -> Cycle {
         let mut t = now;
         while !self.wq.is_empty() {
             let i = self.pick_write();
-            let end = self.issue_write(i);
-            t = t.max(end + self.timing.array_write);
+            t = t.max(self.issue_write(i).1);
         }
+        self.draining = false;
         t
     }
 

@@ -81,6 +81,21 @@ impl SparseImage {
 }
 
 impl MemRead for SparseImage {
+    /// Fast path for a word inside one page (workloads' loads).
+    #[inline]
+    fn read_u64(&self, addr: Addr) -> u64 {
+        let off = (addr % PAGE_BYTES) as usize;
+        if off + 8 <= PAGE_BYTES as usize {
+            return match self.pages.get(&(addr / PAGE_BYTES)) {
+                Some(p) => u64::from_le_bytes(p[off..off + 8].try_into().unwrap()),
+                None => 0,
+            };
+        }
+        let mut b = [0u8; 8];
+        self.read_bytes(addr, &mut b);
+        u64::from_le_bytes(b)
+    }
+
     #[inline]
     fn read_bytes(&self, addr: Addr, buf: &mut [u8]) {
         let mut done = 0usize;
@@ -98,6 +113,21 @@ impl MemRead for SparseImage {
 }
 
 impl MemWrite for SparseImage {
+    /// Fast path for a word inside one page (workloads' stores).
+    #[inline]
+    fn write_u64(&mut self, addr: Addr, value: u64) {
+        let off = (addr % PAGE_BYTES) as usize;
+        if off + 8 <= PAGE_BYTES as usize {
+            let page = self
+                .pages
+                .entry(addr / PAGE_BYTES)
+                .or_insert_with(|| Box::new([0u8; PAGE_BYTES as usize]));
+            page[off..off + 8].copy_from_slice(&value.to_le_bytes());
+        } else {
+            self.write_bytes(addr, &value.to_le_bytes());
+        }
+    }
+
     #[inline]
     fn write_bytes(&mut self, addr: Addr, data: &[u8]) {
         let mut done = 0usize;

@@ -3,6 +3,11 @@
 
 pub mod hoop;
 pub mod ideal;
+pub mod lad;
+pub mod lsm;
+pub mod redo;
+pub mod ssp;
+pub mod undo;
 
 use crate::cache::hierarchy::WritebackCause;
 use crate::cache::LineExt;
@@ -244,7 +249,15 @@ pub fn no_reserve(_: &Params) -> u64 {
 }
 
 /// Every scheme durasim ships.
-pub static REGISTRY: &[&SchemeInfo] = &[&ideal::INFO, &hoop::INFO];
+pub static REGISTRY: &[&SchemeInfo] = &[
+    &ideal::INFO,
+    &hoop::INFO,
+    &undo::INFO,
+    &redo::INFO,
+    &lad::INFO,
+    &ssp::INFO,
+    &lsm::INFO,
+];
 
 pub fn names() -> Vec<&'static str> {
     REGISTRY.iter().map(|s| s.name).collect()

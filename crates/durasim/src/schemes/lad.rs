@@ -1,0 +1,569 @@
+//! LAD: logless atomic durability (Gupta, Daglis and Falsafi, MICRO 2019),
+//! as the HOOP paper's baseline (§IV-A, BASELINES.md).
+//!
+//! - A transaction's updated lines are staged in ADR-protected queues of the
+//!   memory controller: when a line arrives (evicted mid-transaction, or
+//!   flushed at TxEnd) it is written into the core's staging partition, an
+//!   ADR structure (`persist_adr_structure` at `layout.adr_base`), as an
+//!   entry {magic, txid, index, home, checksum} + data. Staged lines never
+//!   reach home before commit; misses are served from staging.
+//! - TxEnd flushes the transaction's remaining lines into staging, then
+//!   persists the staging header {txid, committed, count, checksum}: the
+//!   atomic commit point. The staged lines are then released to NVM one
+//!   cache line at a time and the header is cleared.
+//! - Overflow fallback (defined here; LAD leaves it to a logging fallback):
+//!   a line arriving when the core's partition is full is undo-logged
+//!   instead: the controller reads the old line from home, appends an undo
+//!   record (the Opt-Undo format) and writes the line in place once the
+//!   record is durable. Commit then also truncates the undo log.
+//! - Lines of committed transactions were released at commit, so their
+//!   later evictions are clean.
+//! - Recovery: apply the staged lines of a committed header, discard staged
+//!   lines otherwise, roll back the undo records of a transaction that did
+//!   not commit, clear the header.
+
+use super::undo::{
+    csum, header_line, line_word, log_stride, owner_of, recovery_ns, UndoLog, MAX_CORES,
+};
+use super::{Durability, Layout, MemCtx, RecoveryReport, Scheme, SchemeInfo, SchemeStats};
+use crate::cache::hierarchy::WritebackCause;
+use crate::cache::LineExt;
+use crate::config::{Check, DefaultValue, ParamSpec, Params};
+use crate::error::{Error, Result};
+use crate::mem::MemWrite;
+use crate::types::{line_of, word_index, write_word, Addr, CoreId, Cycle, LineData, Purpose};
+use rustc_hash::FxHashMap;
+
+pub static PARAMS: &[ParamSpec] = &[
+    ParamSpec {
+        key: "lad.staging_lines_per_core",
+        default: DefaultValue::Int(64),
+        unit: "lines",
+        check: Check::Range(1.0, 65536.0),
+        source: "modelling choice, see docs/MODEL.md (LAD stages in the controllers' persistent queues; 64 lines = 4 KB per core, the size of a 64-entry write-pending queue per core)",
+        doc: "ADR-protected staging capacity per core; more lines in one transaction fall back to undo logging",
+    },
+    ParamSpec {
+        key: "lad.undo_log_bytes_per_core",
+        default: DefaultValue::Int(1 << 20),
+        unit: "bytes",
+        check: Check::PowerOfTwo(1 << 16, 1 << 30),
+        source: "modelling choice, see docs/MODEL.md (same as opt-undo.log_bytes_per_core)",
+        doc: "per-core undo log in NVM for the staging-overflow fallback",
+    },
+];
+
+pub static INFO: SchemeInfo = SchemeInfo {
+    name: "lad",
+    description: "logless atomic durability: lines staged in ADR controller queues until commit, undo-log fallback on overflow",
+    durability: Durability::AtCommit,
+    params: PARAMS,
+    reserved_bytes,
+    build,
+    recover,
+};
+
+fn reserved_bytes(p: &Params) -> u64 {
+    MAX_CORES * log_stride(p, p.u64("lad.undo_log_bytes_per_core"))
+}
+
+const STAGE_MAGIC: u64 = 0x4c41_4453_5447_4831; // "LADSTGH1"
+const ENTRY_MAGIC: u64 = 0x4c41_4453_5447_4531; // "LADSTGE1"
+const COMMITTED: u64 = 1;
+const ENTRY_BYTES: u64 = 128;
+
+/// The ADR staging partitions, one per core.
+#[derive(Clone, Copy, Debug)]
+struct Staging {
+    base: Addr,
+    stride: u64,
+    cap: u64,
+}
+
+impl Staging {
+    fn new(p: &Params, layout: &Layout) -> Self {
+        let cap = p.u64("lad.staging_lines_per_core");
+        Staging {
+            base: layout.adr_base,
+            stride: (64 + cap * ENTRY_BYTES).next_multiple_of(4096),
+            cap,
+        }
+    }
+    fn header_addr(&self, core: usize) -> Addr {
+        self.base + core as u64 * self.stride
+    }
+    fn entry_addr(&self, core: usize, i: u64) -> Addr {
+        self.header_addr(core) + 64 + i * ENTRY_BYTES
+    }
+    fn header(txid: u64, state: u64, count: u64) -> LineData {
+        let w = [STAGE_MAGIC, txid, state, count];
+        header_line(&[w[0], w[1], w[2], w[3], csum(&w, &[])])
+    }
+    fn entry(txid: u32, i: u64, home: Addr, data: &LineData) -> [u8; ENTRY_BYTES as usize] {
+        let w = [ENTRY_MAGIC, txid as u64, i, home];
+        let mut e = [0u8; ENTRY_BYTES as usize];
+        e[..64].copy_from_slice(&header_line(&[w[0], w[1], w[2], w[3], csum(&w, data)]));
+        e[64..].copy_from_slice(data);
+        e
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Where {
+    /// Only in the caches (changed since it last reached the controller).
+    Cache,
+    /// In staging slot `i` with its current data.
+    Staged(u32),
+    /// Overflowed: undo-logged, written in place with its current data.
+    Home,
+}
+
+struct TxLine {
+    addr: Addr,
+    data: LineData,
+    /// Staging slot, once it has one.
+    slot: Option<u32>,
+    /// Persist time of its undo record (overflow lines).
+    undo_at: Option<Cycle>,
+    at: Where,
+}
+
+#[derive(Default)]
+struct CoreState {
+    txid: u32,
+    in_tx: bool,
+    lines: Vec<TxLine>,
+    index: FxHashMap<Addr, usize>,
+    staged: u32,
+    undo_records: u64,
+}
+
+struct Lad {
+    st: Staging,
+    log: UndoLog,
+    cores: Vec<CoreState>,
+    next_txid: u32,
+    flush_latency: Cycle,
+    s_staged: u64,
+    s_overflow_lines: u64,
+    s_overflow_txs: u64,
+    s_released: u64,
+    s_dropped_clean: u64,
+    s_staged_max: u64,
+    s_served_from_staging: u64,
+}
+
+fn build(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
+    Ok(Box::new(Lad {
+        st: Staging::new(p, layout),
+        log: UndoLog::new(
+            layout.reserved_base,
+            p.u64("lad.undo_log_bytes_per_core"),
+            p,
+        ),
+        cores: (0..layout.threads).map(|_| CoreState::default()).collect(),
+        next_txid: 1,
+        flush_latency: p.u64("cache.llc_latency_cycles"),
+        s_staged: 0,
+        s_overflow_lines: 0,
+        s_overflow_txs: 0,
+        s_released: 0,
+        s_dropped_clean: 0,
+        s_staged_max: 0,
+        s_served_from_staging: 0,
+    }))
+}
+
+fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<RecoveryReport> {
+    let st = Staging::new(p, layout);
+    let log = UndoLog::new(
+        layout.reserved_base,
+        p.u64("lad.undo_log_bytes_per_core"),
+        p,
+    );
+    let (mut read, mut written, mut applied_tx, mut rolled) = (0u64, 0u64, 0u64, 0u64);
+    for c in 0..layout.threads {
+        // Staging lives in the ADR domain: reading it costs no NVM traffic.
+        let h = img.read_line(st.header_addr(c));
+        let w = [
+            line_word(&h, 0),
+            line_word(&h, 1),
+            line_word(&h, 2),
+            line_word(&h, 3),
+        ];
+        let committed =
+            (w[0] == STAGE_MAGIC && line_word(&h, 4) == csum(&w, &[]) && w[2] == COMMITTED)
+                .then_some(w[1]);
+        if let Some(txid) = committed {
+            for i in 0..w[3].min(st.cap) {
+                let a = st.entry_addr(c, i);
+                let m = img.read_line(a);
+                let d = img.read_line(a + 64);
+                let ew = [
+                    line_word(&m, 0),
+                    line_word(&m, 1),
+                    line_word(&m, 2),
+                    line_word(&m, 3),
+                ];
+                if ew[0] != ENTRY_MAGIC
+                    || ew[1] != txid
+                    || ew[2] != i
+                    || line_word(&m, 4) != csum(&ew, &d)
+                {
+                    return Err(Error::Internal(format!(
+                        "lad recovery: core {c}: staging entry {i} of committed transaction {txid} is invalid"
+                    )));
+                }
+                img.write_bytes(ew[3], &d);
+                written += 1;
+            }
+            applied_tx += 1;
+        }
+        let (r, rd, wr) = log.recover_core(img, c, committed);
+        rolled += r;
+        read += rd;
+        written += wr;
+        img.write_bytes(st.header_addr(c), &Staging::header(0, 0, 0));
+    }
+    Ok(RecoveryReport {
+        bytes_read: read * 64,
+        bytes_written: written * 64,
+        modeled_ns: recovery_ns(p, read, written),
+        details: vec![
+            ("staged_transactions_applied", applied_tx as f64),
+            ("undo_records_rolled_back", rolled as f64),
+        ],
+    })
+}
+
+impl Lad {
+    /// Line `i` of `core`'s transaction arrives at the controller at `t`:
+    /// stage it, or (partition full) undo-log it and write it in place.
+    /// Returns when it is durable.
+    fn arrive(&mut self, ctx: &mut MemCtx, core: usize, i: usize, t: Cycle) -> Cycle {
+        let st = self.st;
+        let c = &mut self.cores[core];
+        let txid = c.txid;
+        let tl = &mut c.lines[i];
+        if tl.slot.is_none() && tl.undo_at.is_none() {
+            if (c.staged as u64) < st.cap {
+                tl.slot = Some(c.staged);
+                c.staged += 1;
+                self.s_staged_max = self.s_staged_max.max(c.staged as u64);
+            } else {
+                // Overflow: the old value is still home; log it first.
+                if c.undo_records == 0 {
+                    self.s_overflow_txs += 1;
+                }
+                let mut old = [0u8; 64];
+                let r = ctx.nvm.read(tl.addr, &mut old, Purpose::Log, t);
+                let (addr, n) = (tl.addr, c.undo_records);
+                let at = self.log.append(ctx, core, n, txid, addr, &old, r);
+                let c = &mut self.cores[core];
+                c.undo_records += 1;
+                c.lines[i].undo_at = Some(at);
+                self.s_overflow_lines += 1;
+            }
+        }
+        let c = &mut self.cores[core];
+        let tl = &mut c.lines[i];
+        match (tl.slot, tl.undo_at) {
+            (Some(s), _) => {
+                let e = Staging::entry(txid, s as u64, tl.addr, &tl.data);
+                ctx.nvm
+                    .persist_adr_structure(st.entry_addr(core, s as u64), &e, t);
+                tl.at = Where::Staged(s);
+                self.s_staged += 1;
+                t
+            }
+            (None, Some(undo_at)) => {
+                tl.at = Where::Home;
+                let (a, d) = (tl.addr, tl.data);
+                ctx.nvm.write(a, &d, Purpose::WriteBack, t.max(undo_at))
+            }
+            (None, None) => unreachable!(),
+        }
+    }
+}
+
+impl Scheme for Lad {
+    fn tx_begin(&mut self, _ctx: &mut MemCtx, core: CoreId, now: Cycle) -> Cycle {
+        let c = &mut self.cores[core];
+        c.txid = self.next_txid;
+        self.next_txid += 1;
+        c.in_tx = true;
+        c.lines.clear();
+        c.index.clear();
+        c.staged = 0;
+        c.undo_records = 0;
+        now
+    }
+
+    fn store(
+        &mut self,
+        ctx: &mut MemCtx,
+        core: CoreId,
+        addr: Addr,
+        _old: u64,
+        new: u64,
+        in_tx: bool,
+        ext: &mut LineExt,
+        now: Cycle,
+    ) -> Cycle {
+        if !in_tx {
+            return now;
+        }
+        let line = line_of(addr);
+        let c = &mut self.cores[core];
+        ext.tx = true;
+        ext.txid = c.txid;
+        ext.word_mask |= 1 << word_index(addr);
+        let i = match c.index.get(&line) {
+            Some(&i) => i,
+            None => {
+                // Every earlier transaction was released home at commit.
+                let mut base = [0u8; 64];
+                ctx.nvm.peek(line, &mut base);
+                c.index.insert(line, c.lines.len());
+                c.lines.push(TxLine {
+                    addr: line,
+                    data: base,
+                    slot: None,
+                    undo_at: None,
+                    at: Where::Cache,
+                });
+                c.lines.len() - 1
+            }
+        };
+        let tl = &mut c.lines[i];
+        write_word(&mut tl.data, word_index(addr), new);
+        tl.at = Where::Cache;
+        now
+    }
+
+    fn read_miss(
+        &mut self,
+        ctx: &mut MemCtx,
+        _core: CoreId,
+        line_addr: Addr,
+        now: Cycle,
+        out: &mut LineData,
+        _ext: &mut LineExt,
+    ) -> (Cycle, bool) {
+        let owner = owner_of(&ctx.layout, line_addr);
+        let c = &self.cores[owner];
+        if c.in_tx {
+            if let Some(&i) = c.index.get(&line_addr) {
+                if let Where::Staged(_) = c.lines[i].at {
+                    // The controller forwards the staged copy.
+                    *out = c.lines[i].data;
+                    self.s_served_from_staging += 1;
+                    return (now + 1, false);
+                }
+            }
+        }
+        (ctx.nvm.read(line_addr, out, Purpose::Demand, now), false)
+    }
+
+    fn writeback(
+        &mut self,
+        ctx: &mut MemCtx,
+        _core: CoreId,
+        line_addr: Addr,
+        data: &LineData,
+        ext: &LineExt,
+        _cause: WritebackCause,
+        now: Cycle,
+    ) -> Cycle {
+        if ext.txid == 0 {
+            return ctx.nvm.write(line_addr, data, Purpose::WriteBack, now);
+        }
+        let owner = owner_of(&ctx.layout, line_addr);
+        let c = &mut self.cores[owner];
+        if c.in_tx && ext.txid == c.txid {
+            let i = c.index[&line_addr];
+            c.lines[i].data = *data;
+            return self.arrive(ctx, owner, i, now);
+        }
+        // Released at its transaction's commit: this copy is clean.
+        self.s_dropped_clean += 1;
+        now
+    }
+
+    fn tx_end(&mut self, ctx: &mut MemCtx, core: CoreId, now: Cycle) -> Cycle {
+        self.cores[core].in_tx = false;
+        let n = self.cores[core].lines.len();
+        if n == 0 {
+            return now;
+        }
+        // Flush the lines still only in the caches (pipelined, one per
+        // cycle after the LLC latency).
+        let arrive = now + self.flush_latency;
+        let mut done = now;
+        let mut k = 0;
+        for i in 0..n {
+            if self.cores[core].lines[i].at == Where::Cache {
+                done = done.max(self.arrive(ctx, core, i, arrive + k));
+                k += 1;
+            }
+        }
+        // Commit point: the staging header (ADR).
+        let st = self.st;
+        let c = &mut self.cores[core];
+        ctx.nvm.persist_adr_structure(
+            st.header_addr(core),
+            &Staging::header(c.txid as u64, COMMITTED, c.staged as u64),
+            done,
+        );
+        // Release staged lines to NVM, one line at a time.
+        for tl in &c.lines {
+            if let Where::Staged(_) = tl.at {
+                ctx.nvm.write(tl.addr, &tl.data, Purpose::WriteBack, done);
+                self.s_released += 1;
+            }
+        }
+        if c.undo_records > 0 {
+            self.log.resolve(ctx, core, c.txid, done);
+        }
+        // Released: the partition is free again.
+        ctx.nvm
+            .persist_adr_structure(st.header_addr(core), &Staging::header(0, 0, 0), done);
+        done
+    }
+
+    fn stats(&self) -> SchemeStats {
+        vec![
+            ("staged_line_writes", self.s_staged as f64),
+            ("released_lines", self.s_released as f64),
+            ("staging_max_lines", self.s_staged_max as f64),
+            ("staging_overflow_lines", self.s_overflow_lines as f64),
+            ("staging_overflow_txs", self.s_overflow_txs as f64),
+            ("undo_log_bytes", (self.s_overflow_lines * 128) as f64),
+            (
+                "misses_served_from_staging",
+                self.s_served_from_staging as f64,
+            ),
+            ("clean_evictions_dropped", self.s_dropped_clean as f64),
+        ]
+    }
+
+    fn reset_stats(&mut self) {
+        self.s_staged = 0;
+        self.s_overflow_lines = 0;
+        self.s_overflow_txs = 0;
+        self.s_released = 0;
+        self.s_dropped_clean = 0;
+        self.s_staged_max = 0;
+        self.s_served_from_staging = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{Engine, RunSpec};
+    use rustc_hash::FxHashSet;
+
+    fn run(threads: usize, tx: u64, extra: &[(&str, &str)]) -> Engine {
+        let mut s = RunSpec::new("lad", "vector").unwrap();
+        s.threads = threads;
+        s.tx = tx;
+        s.record_history = true;
+        for (k, v) in [
+            ("workload.item_bytes", "1024"),
+            ("workload.initial_items", "64"),
+            ("cache.llc_size_bytes", "4KB"),
+            ("cache.llc_ways", "2"),
+            ("cache.l2_size_bytes", "2KB"),
+            ("cache.l2_ways", "2"),
+            ("cache.l1_size_bytes", "1KB"),
+            ("cache.l1_ways", "2"),
+        ]
+        .iter()
+        .chain(extra)
+        {
+            s.params.set_str(k, v).unwrap();
+        }
+        let mut e = Engine::new(s).unwrap();
+        e.run(&mut |_| {}).unwrap();
+        e
+    }
+
+    /// Rules: (1) a staged line reaches home only after its transaction's
+    /// commit header is durable; (2) an overflowed line reaches home only
+    /// after its undo record.
+    #[test]
+    fn staged_lines_go_home_only_after_commit() {
+        for cap in ["64", "3"] {
+            let e = run(2, 60, &[("lad.staging_lines_per_core", cap)]);
+            let st = Staging::new(&e.params, &e.ctx.layout);
+            let log = UndoLog::new(
+                e.ctx.layout.reserved_base,
+                e.params.u64("lad.undo_log_bytes_per_core"),
+                &e.params,
+            );
+            let pl = &e.ctx.nvm.persist_log;
+            let mut staged_uncommitted: FxHashMap<u64, FxHashSet<Addr>> = FxHashMap::default();
+            let mut undo_logged: FxHashSet<Addr> = FxHashSet::default();
+            let (mut homes, mut staged_seen) = (0, 0);
+            for ev in pl.events() {
+                let d = pl.data(ev);
+                let w = |i: usize| u64::from_le_bytes(d[i * 8..i * 8 + 8].try_into().unwrap());
+                if ev.addr >= st.base {
+                    let off = (ev.addr - st.base) % st.stride;
+                    if off == 0 && w(0) == STAGE_MAGIC && w(2) == COMMITTED {
+                        staged_uncommitted.remove(&w(1));
+                    } else if off >= 64
+                        && (off - 64).is_multiple_of(ENTRY_BYTES)
+                        && w(0) == ENTRY_MAGIC
+                    {
+                        staged_uncommitted.entry(w(1)).or_default().insert(w(3));
+                        staged_seen += 1;
+                    }
+                } else if ev.addr >= log.base {
+                    let off = (ev.addr - log.base) % log.stride;
+                    if off >= 64 && (off - 64).is_multiple_of(128) {
+                        undo_logged.insert(w(3));
+                    }
+                } else if ev.addr < e.ctx.layout.home_limit {
+                    let line = line_of(ev.addr);
+                    for (t, set) in &staged_uncommitted {
+                        assert!(
+                            !set.contains(&line) || undo_logged.contains(&line),
+                            "cap {cap}: {line:#x} of uncommitted tx {t} reached home"
+                        );
+                    }
+                    homes += 1;
+                }
+            }
+            assert!(homes > 50 && staged_seen > 50, "{homes} {staged_seen}");
+            let s = e.scheme.stats();
+            let ovf = s
+                .iter()
+                .find(|x| x.0 == "staging_overflow_lines")
+                .unwrap()
+                .1;
+            assert_eq!(ovf > 0.0, cap == "3", "overflow lines {ovf} with cap {cap}");
+        }
+    }
+
+    /// TxEnd acknowledges only after the commit header is durable.
+    #[test]
+    fn ack_follows_commit_header() {
+        let e = run(1, 30, &[]);
+        let st = Staging::new(&e.params, &e.ctx.layout);
+        let pl = &e.ctx.nvm.persist_log;
+        let h = e.history.as_ref().unwrap();
+        for (i, r) in h.per_thread[0].iter().enumerate() {
+            let commits = pl.events()[..r.ack_persist_seq as usize]
+                .iter()
+                .filter(|ev| {
+                    let d = pl.data(ev);
+                    ev.addr == st.header_addr(0)
+                        && u64::from_le_bytes(d[16..24].try_into().unwrap()) == COMMITTED
+                })
+                .count();
+            assert_eq!(commits, i + 1);
+        }
+    }
+}

@@ -1,0 +1,854 @@
+//! OSP: optimized shadow sub-paging after SSP (Ni et al., MICRO 2019), as
+//! the HOOP paper's baseline (§IV-A, BASELINES.md).
+//!
+//! - A page written inside a transaction gets a second physical page (a
+//!   shadow slot in the reserved region, with a persistent metadata line
+//!   {magic, home page, committed bitmap, version, checksum}). Per line a
+//!   *committed* bit says which copy holds the committed version and a
+//!   *current* bit which holds the working version; both live with the TLB
+//!   entry (a volatile copy is kept for every page).
+//! - The first store to a line in a transaction points its current bit at
+//!   the non-committed copy; write-backs of the line go there, so they never
+//!   touch committed data and need no ordering.
+//! - TxEnd flushes the transaction's written lines eagerly to their current
+//!   copies, then commits committed <- current for every touched page with
+//!   one journal record {txid, (slot, bitmap)*, checksum} per core; the
+//!   metadata lines are then updated in place (versioned by txid so a stale
+//!   journal is never re-applied).
+//! - Each core has a two-level TLB (EHOU paper Table I sizes). When a page's
+//!   entry leaves the last-level TLB the page is consolidated: committed
+//!   lines in the shadow copy are copied home and the bitmap is reset; on a
+//!   multi-core machine this remapping costs a TLB shootdown.
+//! - Recovery: re-apply each core's valid journal record to metadata lines
+//!   older than it (or torn), then consolidate every page (copy committed shadow lines
+//!   home) and reset the bitmaps.
+
+use super::undo::{csum, header_line, line_word, owner_of, recovery_ns, MAX_CORES};
+use super::{Durability, Layout, MemCtx, RecoveryReport, Scheme, SchemeInfo, SchemeStats};
+use crate::cache::hierarchy::WritebackCause;
+use crate::cache::LineExt;
+use crate::config::{Check, DefaultValue, ParamSpec, Params};
+use crate::error::{Error, Result};
+use crate::mem::MemWrite;
+use crate::types::{line_of, word_index, write_word, Addr, CoreId, Cycle, LineData, Purpose};
+use rustc_hash::FxHashMap;
+
+const PAGE: u64 = 4096;
+
+pub static PARAMS: &[ParamSpec] = &[
+    ParamSpec {
+        key: "osp.shadow_pages",
+        default: DefaultValue::Int(1 << 18),
+        unit: "pages",
+        check: Check::Range(16.0, 268435456.0),
+        source: "modelling choice, see docs/MODEL.md (1 GiB shadow pool, allocated on demand as in SSP; sparse, so unused pages cost nothing)",
+        doc: "shadow physical pages available (one per page ever written in a transaction)",
+    },
+    ParamSpec {
+        key: "osp.journal_bytes_per_core",
+        default: DefaultValue::Int(64 << 10),
+        unit: "bytes",
+        check: Check::PowerOfTwo(4096, 1 << 30),
+        source: "modelling choice, see docs/MODEL.md (one commit record of up to 2728 pages)",
+        doc: "per-core metadata journal (64 B header + 24 B per touched page)",
+    },
+    ParamSpec {
+        key: "osp.l1_tlb_sets",
+        default: DefaultValue::Int(6),
+        unit: "sets",
+        check: Check::Range(1.0, 65536.0),
+        source: "EHOU paper Table I (L1 TLB: 6 sets, 4 ways)",
+        doc: "first-level TLB sets",
+    },
+    ParamSpec {
+        key: "osp.l1_tlb_ways",
+        default: DefaultValue::Int(4),
+        unit: "ways",
+        check: Check::Range(1.0, 64.0),
+        source: "EHOU paper Table I (L1 TLB: 6 sets, 4 ways)",
+        doc: "first-level TLB ways",
+    },
+    ParamSpec {
+        key: "osp.l2_tlb_sets",
+        default: DefaultValue::Int(128),
+        unit: "sets",
+        check: Check::Range(1.0, 65536.0),
+        source: "EHOU paper Table I (L2 TLB: 128 sets, 12 ways)",
+        doc: "last-level TLB sets (eviction from here consolidates the page)",
+    },
+    ParamSpec {
+        key: "osp.l2_tlb_ways",
+        default: DefaultValue::Int(12),
+        unit: "ways",
+        check: Check::Range(1.0, 64.0),
+        source: "EHOU paper Table I (L2 TLB: 128 sets, 12 ways)",
+        doc: "last-level TLB ways",
+    },
+    ParamSpec {
+        key: "osp.l2_tlb_latency_cycles",
+        default: DefaultValue::Int(8),
+        unit: "cycles",
+        check: Check::Range(0.0, 10000.0),
+        source: "ChampSim default STLB latency (the simulator of the EHOU paper, §IV-A)",
+        doc: "extra latency of an access that misses the L1 TLB and hits the L2 TLB",
+    },
+    ParamSpec {
+        key: "osp.shootdown_cycles",
+        default: DefaultValue::Int(5000),
+        unit: "cycles",
+        check: Check::Range(0.0, 1e9),
+        source: "modelling choice, see docs/MODEL.md (inter-processor-interrupt TLB shootdowns take microseconds; 2 us at 2.5 GHz)",
+        doc: "stall of the core whose TLB eviction remaps a page, when more than one core runs",
+    },
+];
+
+pub static INFO: SchemeInfo = SchemeInfo {
+    name: "osp",
+    description: "optimized shadow sub-paging after SSP: two copies per page, per-line current/committed bits in the TLB, journaled commit, consolidation on TLB eviction",
+    durability: Durability::AtCommit,
+    params: PARAMS,
+    reserved_bytes,
+    build,
+    recover,
+};
+
+fn reserved_bytes(p: &Params) -> u64 {
+    let n = p.u64("osp.shadow_pages");
+    n * PAGE + n * 64 + MAX_CORES * p.u64("osp.journal_bytes_per_core")
+}
+
+const META_MAGIC: u64 = 0x5353_504d_4554_4131; // "SSPMETA1"
+const JOURNAL_MAGIC: u64 = 0x5353_504a_524e_4c31; // "SSPJRNL1"
+/// Journal entry: slot, home page, new committed bitmap.
+const JOURNAL_ENTRY_BYTES: u64 = 24;
+
+#[derive(Clone, Copy, Debug)]
+struct Geometry {
+    shadow_base: Addr,
+    meta_base: Addr,
+    journal_base: Addr,
+    journal_bytes: u64,
+    slots: u64,
+}
+
+impl Geometry {
+    fn new(p: &Params, layout: &Layout) -> Self {
+        let n = p.u64("osp.shadow_pages");
+        let shadow_base = layout.reserved_base;
+        let meta_base = shadow_base + n * PAGE;
+        Geometry {
+            shadow_base,
+            meta_base,
+            journal_base: meta_base + (n * 64).next_multiple_of(PAGE),
+            journal_bytes: p.u64("osp.journal_bytes_per_core"),
+            slots: n,
+        }
+    }
+    fn shadow_line(&self, slot: u32, line_in_page: u64) -> Addr {
+        self.shadow_base + slot as u64 * PAGE + line_in_page * 64
+    }
+    fn meta_addr(&self, slot: u32) -> Addr {
+        self.meta_base + slot as u64 * 64
+    }
+    fn journal_addr(&self, core: usize) -> Addr {
+        self.journal_base + core as u64 * self.journal_bytes
+    }
+    fn max_journal_pages(&self) -> usize {
+        ((self.journal_bytes - 64) / JOURNAL_ENTRY_BYTES) as usize
+    }
+}
+
+fn meta_line(home_page: Addr, bitmap: u64, version: u64) -> LineData {
+    let w = [META_MAGIC, home_page, bitmap, version];
+    header_line(&[w[0], w[1], w[2], w[3], csum(&w, &[])])
+}
+
+/// Parse a metadata line: (home page, bitmap, version).
+fn parse_meta(l: &LineData) -> Option<(Addr, u64, u64)> {
+    let w = [
+        line_word(l, 0),
+        line_word(l, 1),
+        line_word(l, 2),
+        line_word(l, 3),
+    ];
+    (w[0] == META_MAGIC && line_word(l, 4) == csum(&w, &[])).then_some((w[1], w[2], w[3]))
+}
+
+/// A set-associative LRU TLB of page numbers.
+struct Tlb {
+    sets: usize,
+    ways: usize,
+    pages: Vec<u64>,
+    lru: Vec<u64>,
+    clock: u64,
+}
+
+impl Tlb {
+    fn new(sets: usize, ways: usize) -> Self {
+        Tlb {
+            sets,
+            ways,
+            pages: vec![u64::MAX; sets * ways],
+            lru: vec![0; sets * ways],
+            clock: 0,
+        }
+    }
+    /// Look `page` up; on a miss insert it. Returns (hit, evicted page).
+    fn access(&mut self, page: u64) -> (bool, Option<u64>) {
+        self.clock += 1;
+        let base = (page % self.sets as u64) as usize * self.ways;
+        let set = base..base + self.ways;
+        if let Some(i) = set.clone().find(|&i| self.pages[i] == page) {
+            self.lru[i] = self.clock;
+            return (true, None);
+        }
+        let v = set
+            .clone()
+            .find(|&i| self.pages[i] == u64::MAX)
+            .unwrap_or_else(|| set.min_by_key(|&i| self.lru[i]).unwrap());
+        let old = self.pages[v];
+        self.pages[v] = page;
+        self.lru[v] = self.clock;
+        (false, (old != u64::MAX).then_some(old))
+    }
+}
+
+#[derive(Clone, Copy)]
+struct PageState {
+    slot: u32,
+    committed: u64,
+    current: u64,
+    /// Lines with a transactional write not yet committed.
+    inflight: u64,
+}
+
+struct TxLine {
+    addr: Addr,
+    data: LineData,
+    /// The current copy holds `data` (written back since the last store).
+    flushed: bool,
+}
+
+#[derive(Default)]
+struct CoreState {
+    txid: u32,
+    in_tx: bool,
+    lines: Vec<TxLine>,
+    index: FxHashMap<Addr, usize>,
+    /// Pages touched by this transaction (home page addresses).
+    pages: Vec<Addr>,
+    /// Pages whose consolidation waits for this core's commit.
+    deferred: Vec<Addr>,
+}
+
+struct Osp {
+    g: Geometry,
+    pages: FxHashMap<Addr, PageState>,
+    next_slot: u32,
+    next_txid: u32,
+    /// Metadata versions, assigned in persist order (commits and
+    /// consolidations), so replaying a journal never undoes a newer state.
+    next_version: u64,
+    cores: Vec<CoreState>,
+    l1: Vec<Tlb>,
+    l2: Vec<Tlb>,
+    l2_latency: Cycle,
+    shootdown: Cycle,
+    multicore: bool,
+    flush_latency: Cycle,
+    journal_buf: Vec<u8>,
+    s_l1_misses: u64,
+    s_l2_misses: u64,
+    s_consolidations: u64,
+    s_consolidated_lines: u64,
+    s_deferred: u64,
+    s_shootdowns: u64,
+    s_flushed: u64,
+    s_journal_bytes: u64,
+    s_meta_writes: u64,
+    s_dropped_clean: u64,
+}
+
+fn build(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
+    let t = layout.threads;
+    let mk = |s: &str, w: &str| Tlb::new(p.usize(s), p.usize(w));
+    Ok(Box::new(Osp {
+        g: Geometry::new(p, layout),
+        pages: FxHashMap::default(),
+        next_slot: 0,
+        next_txid: 1,
+        next_version: 1,
+        cores: (0..t).map(|_| CoreState::default()).collect(),
+        l1: (0..t)
+            .map(|_| mk("osp.l1_tlb_sets", "osp.l1_tlb_ways"))
+            .collect(),
+        l2: (0..t)
+            .map(|_| mk("osp.l2_tlb_sets", "osp.l2_tlb_ways"))
+            .collect(),
+        l2_latency: p.u64("osp.l2_tlb_latency_cycles"),
+        shootdown: p.u64("osp.shootdown_cycles"),
+        multicore: t > 1,
+        flush_latency: p.u64("cache.llc_latency_cycles"),
+        journal_buf: Vec::new(),
+        s_l1_misses: 0,
+        s_l2_misses: 0,
+        s_consolidations: 0,
+        s_consolidated_lines: 0,
+        s_deferred: 0,
+        s_shootdowns: 0,
+        s_flushed: 0,
+        s_journal_bytes: 0,
+        s_meta_writes: 0,
+        s_dropped_clean: 0,
+    }))
+}
+
+fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<RecoveryReport> {
+    let g = Geometry::new(p, layout);
+    let (mut read, mut written, mut journals, mut lines) = (0u64, 0u64, 0u64, 0u64);
+    let mut max_version = 0u64;
+    // 1. Re-apply each core's last valid journal record.
+    for c in 0..layout.threads {
+        let a = g.journal_addr(c);
+        let h = img.read_line(a);
+        read += 1;
+        let w = [line_word(&h, 0), line_word(&h, 1), line_word(&h, 2)];
+        if w[0] != JOURNAL_MAGIC || w[2] as usize > g.max_journal_pages() {
+            continue;
+        }
+        let n = w[2] as usize;
+        let mut body = vec![0u8; n * JOURNAL_ENTRY_BYTES as usize];
+        img.read_bytes(a + 64, &mut body);
+        read += (body.len() as u64).div_ceil(64);
+        if line_word(&h, 3) != csum(&w, &body) {
+            continue;
+        }
+        journals += 1;
+        let txid = w[1];
+        max_version = max_version.max(txid);
+        for e in body.chunks(JOURNAL_ENTRY_BYTES as usize) {
+            let word = |i: usize| u64::from_le_bytes(e[i * 8..i * 8 + 8].try_into().unwrap());
+            let (slot, home, bitmap) = (word(0), word(1), word(2));
+            if slot >= g.slots {
+                return Err(Error::Internal(format!(
+                    "osp recovery: journal of core {c} names slot {slot}"
+                )));
+            }
+            let m = img.read_line(g.meta_addr(slot as u32));
+            read += 1;
+            // A torn in-place update (invalid line) is rebuilt from the journal.
+            let version = parse_meta(&m).map_or(0, |x| x.2);
+            if version < txid {
+                img.write_bytes(g.meta_addr(slot as u32), &meta_line(home, bitmap, txid));
+                written += 1;
+            }
+        }
+    }
+    // 2. Consolidate every page: committed shadow lines go home. Slots are
+    // allocated in order; the first never-written (all-zero) line ends the
+    // table. A torn line no journal rebuilt is a torn allocation or
+    // consolidation write: both leave the committed data at home.
+    let mut metas = Vec::new();
+    for slot in 0..g.slots as u32 {
+        let m = img.read_line(g.meta_addr(slot));
+        read += 1;
+        if m.iter().all(|&b| b == 0) {
+            break;
+        }
+        let Some(meta) = parse_meta(&m) else { continue };
+        max_version = max_version.max(meta.2);
+        metas.push((slot, meta));
+    }
+    for (slot, (home, bitmap, _)) in metas {
+        if bitmap == 0 {
+            continue;
+        }
+        for i in 0..64 {
+            if bitmap >> i & 1 == 1 {
+                let d = img.read_line(g.shadow_line(slot, i));
+                img.write_bytes(home + i * 64, &d);
+                read += 1;
+                written += 1;
+                lines += 1;
+            }
+        }
+        // Newer than any journal record, so replaying one cannot undo this.
+        img.write_bytes(g.meta_addr(slot), &meta_line(home, 0, max_version + 1));
+        written += 1;
+    }
+    Ok(RecoveryReport {
+        bytes_read: read * 64,
+        bytes_written: written * 64,
+        modeled_ns: recovery_ns(p, read, written),
+        details: vec![
+            ("journal_records_applied", journals as f64),
+            ("lines_consolidated", lines as f64),
+        ],
+    })
+}
+
+impl Osp {
+    /// Physical address of the copy `bit` (0 = home, 1 = shadow) of a line.
+    fn phys(&self, line: Addr, bit: bool) -> Addr {
+        if !bit {
+            return line;
+        }
+        let ps = &self.pages[&(line & !(PAGE - 1))];
+        self.g.shadow_line(ps.slot, (line % PAGE) / 64)
+    }
+
+    fn bit(&self, line: Addr, current: bool) -> bool {
+        match self.pages.get(&(line & !(PAGE - 1))) {
+            None => false,
+            Some(ps) => {
+                let b = if current { ps.current } else { ps.committed };
+                b >> ((line % PAGE) / 64) & 1 == 1
+            }
+        }
+    }
+
+    /// Copy a page's committed shadow lines home and reset its bitmap.
+    fn consolidate(&mut self, ctx: &mut MemCtx, page: Addr, now: Cycle) -> Cycle {
+        let Some(ps) = self.pages.get(&page).copied() else {
+            return now;
+        };
+        if ps.committed == 0 {
+            return now;
+        }
+        let mut done = now;
+        let mut buf = [0u8; 64];
+        for i in 0..64u64 {
+            if ps.committed >> i & 1 == 1 {
+                let r = ctx
+                    .nvm
+                    .read(self.g.shadow_line(ps.slot, i), &mut buf, Purpose::Gc, now);
+                done = done.max(ctx.nvm.write(page + i * 64, &buf, Purpose::Gc, r));
+                self.s_consolidated_lines += 1;
+            }
+        }
+        let v = self.next_version;
+        self.next_version += 1;
+        let done = ctx.nvm.write(
+            self.g.meta_addr(ps.slot),
+            &meta_line(page, 0, v),
+            Purpose::Metadata,
+            done,
+        );
+        self.s_meta_writes += 1;
+        let e = self.pages.get_mut(&page).unwrap();
+        e.committed = 0;
+        e.current = 0;
+        self.s_consolidations += 1;
+        done
+    }
+}
+
+impl Scheme for Osp {
+    fn wants_access_hook(&self) -> bool {
+        true
+    }
+
+    fn access(
+        &mut self,
+        ctx: &mut MemCtx,
+        core: CoreId,
+        addr: Addr,
+        _is_write: bool,
+        now: Cycle,
+    ) -> Cycle {
+        let page = addr / PAGE;
+        if self.l1[core].access(page).0 {
+            return now;
+        }
+        self.s_l1_misses += 1;
+        let (hit, victim) = self.l2[core].access(page);
+        if hit {
+            return now + self.l2_latency;
+        }
+        self.s_l2_misses += 1;
+        let mut t = now + self.l2_latency;
+        // The fill brings the page's bitmaps from its SSP metadata line.
+        if let Some(ps) = self.pages.get(&(page * PAGE)) {
+            let mut m = [0u8; 64];
+            t = ctx
+                .nvm
+                .read(self.g.meta_addr(ps.slot), &mut m, Purpose::Metadata, t);
+        }
+        if let Some(v) = victim {
+            let vpage = v * PAGE;
+            if let Some(ps) = self.pages.get(&vpage) {
+                if ps.committed != 0 {
+                    if ps.inflight != 0 {
+                        // A running transaction still writes to this page.
+                        let owner = owner_of(&ctx.layout, vpage);
+                        self.cores[owner].deferred.push(vpage);
+                        self.s_deferred += 1;
+                    } else {
+                        self.consolidate(ctx, vpage, t);
+                        if self.multicore {
+                            self.s_shootdowns += 1;
+                            t += self.shootdown;
+                        }
+                    }
+                }
+            }
+        }
+        t
+    }
+
+    fn tx_begin(&mut self, _ctx: &mut MemCtx, core: CoreId, now: Cycle) -> Cycle {
+        let c = &mut self.cores[core];
+        c.txid = self.next_txid;
+        self.next_txid += 1;
+        c.in_tx = true;
+        c.lines.clear();
+        c.index.clear();
+        c.pages.clear();
+        now
+    }
+
+    fn store(
+        &mut self,
+        ctx: &mut MemCtx,
+        core: CoreId,
+        addr: Addr,
+        _old: u64,
+        new: u64,
+        in_tx: bool,
+        ext: &mut LineExt,
+        now: Cycle,
+    ) -> Cycle {
+        if !in_tx {
+            return now;
+        }
+        let line = line_of(addr);
+        let page = line & !(PAGE - 1);
+        let bit = 1u64 << ((line % PAGE) / 64);
+        ext.tx = true;
+        ext.txid = self.cores[core].txid;
+        ext.word_mask |= 1 << word_index(addr);
+        if let Some(&i) = self.cores[core].index.get(&line) {
+            let tl = &mut self.cores[core].lines[i];
+            write_word(&mut tl.data, word_index(addr), new);
+            tl.flushed = false;
+            return now;
+        }
+        if !self.pages.contains_key(&page) {
+            // Allocate the shadow page; its metadata line is persisted
+            // before any journal record can name it.
+            let slot = self.next_slot;
+            assert!(
+                (slot as u64) < self.g.slots,
+                "out of shadow pages ({}); raise osp.shadow_pages",
+                self.g.slots
+            );
+            self.next_slot += 1;
+            ctx.nvm.write(
+                self.g.meta_addr(slot),
+                &meta_line(page, 0, 0),
+                Purpose::Metadata,
+                now,
+            );
+            self.s_meta_writes += 1;
+            self.pages.insert(
+                page,
+                PageState {
+                    slot,
+                    committed: 0,
+                    current: 0,
+                    inflight: 0,
+                },
+            );
+        }
+        // The working copy is the non-committed one; it starts from the
+        // committed bytes (the cache line already holds them).
+        let committed_bit = self.bit(line, false);
+        let mut base = [0u8; 64];
+        ctx.nvm.peek(self.phys(line, committed_bit), &mut base);
+        let ps = self.pages.get_mut(&page).unwrap();
+        if ps.inflight == 0 {
+            self.cores[core].pages.push(page);
+        }
+        ps.inflight |= bit;
+        ps.current ^= bit;
+        let c = &mut self.cores[core];
+        c.index.insert(line, c.lines.len());
+        write_word(&mut base, word_index(addr), new);
+        c.lines.push(TxLine {
+            addr: line,
+            data: base,
+            flushed: false,
+        });
+        now
+    }
+
+    fn read_miss(
+        &mut self,
+        ctx: &mut MemCtx,
+        _core: CoreId,
+        line_addr: Addr,
+        now: Cycle,
+        out: &mut LineData,
+        _ext: &mut LineExt,
+    ) -> (Cycle, bool) {
+        let a = self.phys(line_addr, self.bit(line_addr, true));
+        (ctx.nvm.read(a, out, Purpose::Demand, now), false)
+    }
+
+    fn writeback(
+        &mut self,
+        ctx: &mut MemCtx,
+        _core: CoreId,
+        line_addr: Addr,
+        data: &LineData,
+        ext: &LineExt,
+        _cause: WritebackCause,
+        now: Cycle,
+    ) -> Cycle {
+        let owner = owner_of(&ctx.layout, line_addr);
+        let c = &self.cores[owner];
+        if ext.txid != 0 && !(c.in_tx && ext.txid == c.txid) {
+            // Flushed at its transaction's commit: clean.
+            self.s_dropped_clean += 1;
+            return now;
+        }
+        if ext.txid != 0 {
+            let i = c.index[&line_addr];
+            self.cores[owner].lines[i].flushed = true;
+        }
+        // The working copy is never the committed one: no ordering needed.
+        let a = self.phys(line_addr, self.bit(line_addr, true));
+        ctx.nvm.write(a, data, Purpose::WriteBack, now)
+    }
+
+    fn tx_end(&mut self, ctx: &mut MemCtx, core: CoreId, now: Cycle) -> Cycle {
+        self.cores[core].in_tx = false;
+        if self.cores[core].lines.is_empty() {
+            return now;
+        }
+        // Eager flush of the written lines to their working copies.
+        let arrive = now + self.flush_latency;
+        let mut done = now;
+        let n = self.cores[core].lines.len();
+        for k in 0..n {
+            let tl = &self.cores[core].lines[k];
+            if tl.flushed {
+                continue;
+            }
+            let (a, d) = (self.phys(tl.addr, self.bit(tl.addr, true)), tl.data);
+            done = done.max(
+                ctx.nvm
+                    .write(a, &d, Purpose::WriteBack, arrive + k as Cycle),
+            );
+            self.s_flushed += 1;
+        }
+        // Commit: one journal record with every touched page's new bitmap.
+        let c = &mut self.cores[core];
+        assert!(
+            c.pages.len() <= self.g.max_journal_pages(),
+            "a transaction touched more pages than the journal holds; raise osp.journal_bytes_per_core"
+        );
+        self.journal_buf.clear();
+        for &page in &c.pages {
+            let ps = &self.pages[&page];
+            self.journal_buf
+                .extend_from_slice(&(ps.slot as u64).to_le_bytes());
+            self.journal_buf.extend_from_slice(&page.to_le_bytes());
+            self.journal_buf
+                .extend_from_slice(&ps.current.to_le_bytes());
+        }
+        let version = self.next_version;
+        self.next_version += 1;
+        let w = [JOURNAL_MAGIC, version, c.pages.len() as u64];
+        let hdr = header_line(&[w[0], w[1], w[2], csum(&w, &self.journal_buf)]);
+        let ja = self.g.journal_addr(core);
+        let mut t = ctx
+            .nvm
+            .write(ja + 64, &self.journal_buf, Purpose::Metadata, done);
+        t = t.max(ctx.nvm.write(ja, &hdr, Purpose::Metadata, done));
+        self.s_journal_bytes += 64 + self.journal_buf.len() as u64;
+        let commit_at = t;
+        // Apply in place (after the journal; not on the critical path).
+        for &page in &c.pages {
+            let ps = self.pages.get_mut(&page).unwrap();
+            ps.committed = ps.current;
+            ps.inflight = 0;
+            ctx.nvm.write(
+                self.g.meta_addr(ps.slot),
+                &meta_line(page, ps.committed, version),
+                Purpose::Metadata,
+                commit_at,
+            );
+            self.s_meta_writes += 1;
+        }
+        let deferred = std::mem::take(&mut self.cores[core].deferred);
+        for &page in &deferred {
+            self.consolidate(ctx, page, commit_at);
+        }
+        self.cores[core].deferred = deferred;
+        self.cores[core].deferred.clear();
+        commit_at
+    }
+
+    fn finish(&mut self, ctx: &mut MemCtx, now: Cycle) -> Cycle {
+        let mut pages: Vec<Addr> = self.pages.keys().copied().collect();
+        pages.sort_unstable();
+        let mut t = now;
+        for p in pages {
+            t = t.max(self.consolidate(ctx, p, now));
+        }
+        t
+    }
+
+    fn stats(&self) -> SchemeStats {
+        vec![
+            ("l1_tlb_misses", self.s_l1_misses as f64),
+            ("l2_tlb_misses", self.s_l2_misses as f64),
+            ("consolidations", self.s_consolidations as f64),
+            ("consolidated_lines", self.s_consolidated_lines as f64),
+            ("deferred_consolidations", self.s_deferred as f64),
+            ("tlb_shootdowns", self.s_shootdowns as f64),
+            ("eager_flushed_lines", self.s_flushed as f64),
+            ("journal_bytes", self.s_journal_bytes as f64),
+            ("metadata_line_writes", self.s_meta_writes as f64),
+            ("shadow_pages_allocated", self.next_slot as f64),
+            ("clean_evictions_dropped", self.s_dropped_clean as f64),
+        ]
+    }
+
+    fn reset_stats(&mut self) {
+        self.s_l1_misses = 0;
+        self.s_l2_misses = 0;
+        self.s_consolidations = 0;
+        self.s_consolidated_lines = 0;
+        self.s_deferred = 0;
+        self.s_shootdowns = 0;
+        self.s_flushed = 0;
+        self.s_journal_bytes = 0;
+        self.s_meta_writes = 0;
+        self.s_dropped_clean = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{Engine, RunSpec};
+
+    fn run(threads: usize, tx: u64, extra: &[(&str, &str)]) -> Engine {
+        let mut s = RunSpec::new("osp", "vector").unwrap();
+        s.threads = threads;
+        s.tx = tx;
+        s.record_history = true;
+        for (k, v) in [
+            ("workload.item_bytes", "1024"),
+            ("workload.initial_items", "64"),
+            ("cache.llc_size_bytes", "4KB"),
+            ("cache.llc_ways", "2"),
+            ("cache.l2_size_bytes", "2KB"),
+            ("cache.l2_ways", "2"),
+            ("cache.l1_size_bytes", "1KB"),
+            ("cache.l1_ways", "2"),
+            ("osp.l1_tlb_sets", "1"),
+            ("osp.l1_tlb_ways", "1"),
+            ("osp.l2_tlb_sets", "1"),
+            ("osp.l2_tlb_ways", "1"),
+        ]
+        .iter()
+        .chain(extra)
+        {
+            s.params.set_str(k, v).unwrap();
+        }
+        let mut e = Engine::new(s).unwrap();
+        e.run(&mut |_| {}).unwrap();
+        e
+    }
+
+    /// Rule: no data write ever lands on the copy of a line that the
+    /// persisted metadata marks committed (shadow writes need bit 0, home
+    /// writes need bit 1 — consolidation copies home while the bit is 1).
+    #[test]
+    fn writes_never_touch_the_committed_copy() {
+        let e = run(2, 80, &[]);
+        let g = Geometry::new(&e.params, &e.ctx.layout);
+        let pl = &e.ctx.nvm.persist_log;
+        let mut by_slot: FxHashMap<u64, (Addr, u64)> = FxHashMap::default();
+        let mut by_page: FxHashMap<Addr, u64> = FxHashMap::default();
+        let (mut home_w, mut shadow_w) = (0, 0);
+        for ev in pl.events() {
+            let d = pl.data(ev);
+            if ev.addr >= g.meta_base && ev.addr < g.journal_base {
+                let slot = (ev.addr - g.meta_base) / 64;
+                let l: LineData = d.try_into().unwrap();
+                let (page, bitmap, _) = parse_meta(&l).unwrap();
+                by_slot.insert(slot, (page, bitmap));
+                by_page.insert(page, slot);
+            } else if ev.addr >= g.shadow_base && ev.addr < g.meta_base {
+                let slot = (ev.addr - g.shadow_base) / PAGE;
+                let i = (ev.addr % PAGE) / 64;
+                let (_, bitmap) = by_slot[&slot];
+                assert_eq!(
+                    bitmap >> i & 1,
+                    0,
+                    "write to committed shadow line {:#x}",
+                    ev.addr
+                );
+                shadow_w += 1;
+            } else if ev.addr < e.ctx.layout.home_limit {
+                let page = ev.addr & !(PAGE - 1);
+                let slot = by_page
+                    .get(&page)
+                    .expect("home write to a page without metadata");
+                let (_, bitmap) = by_slot[slot];
+                let i = (ev.addr % PAGE) / 64;
+                assert_eq!(
+                    bitmap >> i & 1,
+                    1,
+                    "write to committed home line {:#x}",
+                    ev.addr
+                );
+                home_w += 1;
+            }
+        }
+        assert!(home_w > 50 && shadow_w > 50, "{home_w} {shadow_w}");
+    }
+
+    /// Rule: TxEnd acknowledges after the journal record (body, then
+    /// header) is persisted, and every written line is flushed before it.
+    #[test]
+    fn ack_follows_flush_and_journal() {
+        let e = run(1, 30, &[]);
+        let g = Geometry::new(&e.params, &e.ctx.layout);
+        let pl = &e.ctx.nvm.persist_log;
+        let h = e.history.as_ref().unwrap();
+        for (i, r) in h.per_thread[0].iter().enumerate() {
+            let evs = &pl.events()[..r.ack_persist_seq as usize];
+            let headers: Vec<usize> = evs
+                .iter()
+                .enumerate()
+                .filter(|(_, ev)| ev.addr == g.journal_addr(0))
+                .map(|(k, _)| k)
+                .collect();
+            assert_eq!(
+                headers.len(),
+                i + 1,
+                "tx {i} acked before its journal record"
+            );
+            // A crash right after the journal header recovers the
+            // transaction: its lines were flushed before the header.
+            let last = *headers.last().unwrap();
+            let mut img = h.initial_media.clone();
+            for ev in &evs[..=last] {
+                img.write_bytes(ev.addr, pl.data(ev));
+            }
+            recover(&mut img, &e.params, &e.ctx.layout).unwrap();
+            for &(a, v) in &h.writes[r.writes.clone()] {
+                assert_eq!(
+                    crate::mem::MemRead::read_u64(&img, a),
+                    v,
+                    "tx {i}: {a:#x} not durable at commit"
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,585 @@
+//! Opt-Undo: hardware undo logging after ATOM (Joshi et al., HPCA 2017), as
+//! the HOOP paper's baseline (§IV-A, BASELINES.md).
+//!
+//! - On the first store to a line inside a transaction the memory controller
+//!   creates an undo record (the line's old value + a header with the home
+//!   address, transaction id, record index and a checksum) in a per-core undo
+//!   log in NVM. The store itself does not wait (ATOM moves the ordering into
+//!   the controller).
+//! - Data-after-log ordering is enforced in the controller: a home write of a
+//!   line modified by a running transaction is not accepted before that
+//!   line's undo record is persisted.
+//! - TxEnd forces every line the transaction modified (and that is not
+//!   already home) to NVM, then truncates the log by persisting the per-core
+//!   log header with the transaction's id ("resolved").
+//! - A line whose last transactional store belongs to a committed transaction
+//!   was cleaned by that force; its later eviction carries no data.
+//! - Recovery: per core, undo records with a valid checksum, consecutive
+//!   indices and a txid above the header's resolved id belong to the one
+//!   uncommitted transaction; they are rolled back in reverse order and the
+//!   header is advanced (idempotent).
+//!
+//! The log helpers ([`UndoLog`], [`csum`], encoding) are shared with LAD's
+//! overflow fallback.
+
+use super::{Durability, Layout, MemCtx, RecoveryReport, Scheme, SchemeInfo, SchemeStats};
+use crate::cache::hierarchy::WritebackCause;
+use crate::cache::LineExt;
+use crate::config::{Check, DefaultValue, ParamSpec, Params};
+use crate::error::Result;
+use crate::mem::MemWrite;
+use crate::types::{line_of, word_index, write_word, Addr, CoreId, Cycle, LineData, Purpose};
+use rustc_hash::FxHashMap;
+
+/// Upper bound on cores (engine limit); reserved space is sized for it.
+pub(crate) const MAX_CORES: u64 = 256;
+
+pub static PARAMS: &[ParamSpec] = &[ParamSpec {
+    key: "opt-undo.log_bytes_per_core",
+    default: DefaultValue::Int(1 << 20),
+    unit: "bytes",
+    check: Check::PowerOfTwo(1 << 16, 1 << 30),
+    source: "modelling choice, see docs/MODEL.md (ATOM sizes its log per transaction; 1 MiB holds 8191 line records, far above any workload's write set)",
+    doc: "per-core undo log region in NVM (64 B header + 128 B per record)",
+}];
+
+pub static INFO: SchemeInfo = SchemeInfo {
+    name: "opt-undo",
+    description: "hardware undo logging after ATOM: controller-side undo records, log-before-data ordering, force at commit",
+    durability: Durability::AtCommit,
+    params: PARAMS,
+    reserved_bytes,
+    build,
+    recover,
+};
+
+fn reserved_bytes(p: &Params) -> u64 {
+    MAX_CORES * log_stride(p, p.u64("opt-undo.log_bytes_per_core"))
+}
+
+/// Distance between two cores' log regions: one extra NVM row, so that
+/// with the row-interleaved address mapping different cores' log heads
+/// fall into different banks instead of all into bank 0 (modelling choice,
+/// see docs/MODEL.md).
+pub(crate) fn log_stride(p: &Params, per_core_bytes: u64) -> u64 {
+    per_core_bytes + p.u64("nvm.row_bytes")
+}
+
+// ---- Encoding shared by the logging baselines --------------------------
+
+/// Checksum over header words and a data line (FNV-1a on 64-bit words with
+/// a final avalanche): detects torn (partially persisted) records.
+pub(crate) fn csum(words: &[u64], data: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut mix = |w: u64| {
+        h ^= w;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        h ^= h >> 29;
+    };
+    for &w in words {
+        mix(w);
+    }
+    for c in data.chunks(8) {
+        let mut b = [0u8; 8];
+        b[..c.len()].copy_from_slice(c);
+        mix(u64::from_le_bytes(b));
+    }
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^ (h >> 33)
+}
+
+/// Build a 64 B header line from words (rest zero).
+pub(crate) fn header_line(words: &[u64]) -> LineData {
+    let mut l = [0u8; 64];
+    for (i, &w) in words.iter().enumerate() {
+        write_word(&mut l, i, w);
+    }
+    l
+}
+
+pub(crate) fn line_word(l: &LineData, i: usize) -> u64 {
+    u64::from_le_bytes(l[i * 8..i * 8 + 8].try_into().unwrap())
+}
+
+const UNDO_HDR_MAGIC: u64 = 0x554e_444f_4844_5231; // "UNDOHDR1"
+const UNDO_REC_MAGIC: u64 = 0x554e_444f_5245_4331; // "UNDOREC1"
+/// Bytes per undo record: a header line and the old data line.
+pub(crate) const UNDO_REC_BYTES: u64 = 128;
+
+/// Per-core undo logs in NVM: `[header line][record 0][record 1]...`.
+/// Header = {magic, resolved txid, checksum}; record header = {magic, txid,
+/// index, home line, checksum(over those and the data)}.
+#[derive(Clone, Debug)]
+pub(crate) struct UndoLog {
+    pub base: Addr,
+    pub per_core_bytes: u64,
+    pub stride: u64,
+}
+
+impl UndoLog {
+    pub fn new(base: Addr, per_core_bytes: u64, p: &Params) -> Self {
+        UndoLog {
+            base,
+            per_core_bytes,
+            stride: log_stride(p, per_core_bytes),
+        }
+    }
+
+    pub fn core_base(&self, core: usize) -> Addr {
+        self.base + core as u64 * self.stride
+    }
+
+    pub fn capacity_records(&self) -> u64 {
+        (self.per_core_bytes - 64) / UNDO_REC_BYTES
+    }
+
+    pub fn record_addr(&self, core: usize, index: u64) -> Addr {
+        self.core_base(core) + 64 + index * UNDO_REC_BYTES
+    }
+
+    /// Encode and write undo record `index`; returns its persist time.
+    #[allow(clippy::too_many_arguments)]
+    pub fn append(
+        &self,
+        ctx: &mut MemCtx,
+        core: usize,
+        index: u64,
+        txid: u32,
+        home: Addr,
+        old: &LineData,
+        now: Cycle,
+    ) -> Cycle {
+        assert!(
+            index < self.capacity_records(),
+            "a transaction modified more lines than the undo log holds ({}); raise the log_bytes_per_core parameter",
+            self.capacity_records()
+        );
+        let words = [UNDO_REC_MAGIC, txid as u64, index, home];
+        let c = csum(&words, old);
+        let mut rec = [0u8; UNDO_REC_BYTES as usize];
+        rec[..64].copy_from_slice(&header_line(&[words[0], words[1], words[2], words[3], c]));
+        rec[64..].copy_from_slice(old);
+        ctx.nvm
+            .write(self.record_addr(core, index), &rec, Purpose::Log, now)
+    }
+
+    /// Truncate: persist the header saying every transaction up to `txid`
+    /// is resolved (its records must never be rolled back).
+    pub fn resolve(&self, ctx: &mut MemCtx, core: usize, txid: u32, now: Cycle) -> Cycle {
+        let l = Self::header(txid);
+        ctx.nvm
+            .write(self.core_base(core), &l, Purpose::Metadata, now)
+    }
+
+    fn header(txid: u32) -> LineData {
+        let w = [UNDO_HDR_MAGIC, txid as u64];
+        header_line(&[w[0], w[1], csum(&w, &[])])
+    }
+
+    /// Resolved txid from a header line (0 if the header was never written
+    /// or is torn: then nothing was resolved yet on this core).
+    fn parse_header(l: &LineData) -> u64 {
+        let w = [line_word(l, 0), line_word(l, 1)];
+        if w[0] == UNDO_HDR_MAGIC && line_word(l, 2) == csum(&w, &[]) {
+            w[1]
+        } else {
+            0
+        }
+    }
+
+    /// Recover one core's log from bytes: roll back the records of the
+    /// unresolved transaction unless it is `committed` (LAD: committed by
+    /// its staging marker), then resolve it. Returns (records rolled back,
+    /// lines read, lines written).
+    pub fn recover_core(
+        &self,
+        img: &mut dyn MemWrite,
+        core: usize,
+        committed: Option<u64>,
+    ) -> (u64, u64, u64) {
+        let hdr = img.read_line(self.core_base(core));
+        let resolved = Self::parse_header(&hdr);
+        let mut recs: Vec<(Addr, LineData)> = Vec::new();
+        let mut txid = None;
+        let mut read = 1u64;
+        for i in 0..self.capacity_records() {
+            let a = self.record_addr(core, i);
+            let h = img.read_line(a);
+            let d = img.read_line(a + 64);
+            read += 2;
+            let w = [
+                line_word(&h, 0),
+                line_word(&h, 1),
+                line_word(&h, 2),
+                line_word(&h, 3),
+            ];
+            let ok = w[0] == UNDO_REC_MAGIC
+                && w[2] == i
+                && w[1] > resolved
+                && txid.is_none_or(|t| t == w[1])
+                && line_word(&h, 4) == csum(&w, &d);
+            if !ok {
+                break;
+            }
+            txid = Some(w[1]);
+            recs.push((w[3], d));
+        }
+        let Some(t) = txid else {
+            return (0, read, 0);
+        };
+        let mut written = 0;
+        let mut rolled = 0;
+        if committed != Some(t) {
+            for (home, old) in recs.iter().rev() {
+                img.write_bytes(*home, old);
+                written += 1;
+                rolled += 1;
+            }
+        }
+        img.write_bytes(self.core_base(core), &Self::header(t as u32));
+        (rolled, read, written + 1)
+    }
+}
+
+/// Modelled recovery time: lines read and written one after another at the
+/// media array latencies (an upper bound; no bank parallelism assumed).
+pub(crate) fn recovery_ns(p: &Params, lines_read: u64, lines_written: u64) -> f64 {
+    lines_read as f64 * p.f64("nvm.array_read_ns")
+        + lines_written as f64 * p.f64("nvm.array_write_ns")
+}
+
+/// The core owning an address (threads own disjoint regions).
+#[inline]
+pub(crate) fn owner_of(layout: &Layout, addr: Addr) -> usize {
+    ((addr / layout.thread_region_bytes) as usize).min(layout.threads.saturating_sub(1))
+}
+
+// ---- The scheme ----------------------------------------------------------
+
+struct TxLine {
+    addr: Addr,
+    data: LineData,
+    /// When the line's undo record is persisted (data may not go home before).
+    undo_at: Cycle,
+    /// Home already holds `data` (written back mid-transaction).
+    at_home: bool,
+}
+
+#[derive(Default)]
+struct CoreState {
+    txid: u32,
+    in_tx: bool,
+    lines: Vec<TxLine>,
+    index: FxHashMap<Addr, usize>,
+}
+
+struct OptUndo {
+    log: UndoLog,
+    cores: Vec<CoreState>,
+    next_txid: u32,
+    /// Cycles for a forced line to travel from the caches to the controller.
+    force_latency: Cycle,
+    stat_log_records: u64,
+    stat_forced_lines: u64,
+    stat_steal_writebacks: u64,
+    stat_dropped_clean: u64,
+    stat_commits: u64,
+    stat_ordering_delay_cycles: u64,
+}
+
+fn build(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
+    Ok(Box::new(OptUndo {
+        log: UndoLog::new(
+            layout.reserved_base,
+            p.u64("opt-undo.log_bytes_per_core"),
+            p,
+        ),
+        cores: (0..layout.threads).map(|_| CoreState::default()).collect(),
+        next_txid: 1,
+        force_latency: p.u64("cache.llc_latency_cycles"),
+        stat_log_records: 0,
+        stat_forced_lines: 0,
+        stat_steal_writebacks: 0,
+        stat_dropped_clean: 0,
+        stat_commits: 0,
+        stat_ordering_delay_cycles: 0,
+    }))
+}
+
+fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<RecoveryReport> {
+    let log = UndoLog::new(
+        layout.reserved_base,
+        p.u64("opt-undo.log_bytes_per_core"),
+        p,
+    );
+    let (mut rolled, mut read, mut written) = (0, 0, 0);
+    for c in 0..layout.threads {
+        let (r, rd, wr) = log.recover_core(img, c, None);
+        rolled += r;
+        read += rd;
+        written += wr;
+    }
+    Ok(RecoveryReport {
+        bytes_read: read * 64,
+        bytes_written: written * 64,
+        modeled_ns: recovery_ns(p, read, written),
+        details: vec![("records_rolled_back", rolled as f64)],
+    })
+}
+
+impl Scheme for OptUndo {
+    fn tx_begin(&mut self, _ctx: &mut MemCtx, core: CoreId, now: Cycle) -> Cycle {
+        let c = &mut self.cores[core];
+        c.txid = self.next_txid;
+        self.next_txid += 1;
+        c.in_tx = true;
+        c.lines.clear();
+        c.index.clear();
+        now
+    }
+
+    fn store(
+        &mut self,
+        ctx: &mut MemCtx,
+        core: CoreId,
+        addr: Addr,
+        _old: u64,
+        new: u64,
+        in_tx: bool,
+        ext: &mut LineExt,
+        now: Cycle,
+    ) -> Cycle {
+        if !in_tx {
+            return now;
+        }
+        let line = line_of(addr);
+        let c = &mut self.cores[core];
+        ext.tx = true;
+        ext.txid = c.txid;
+        ext.word_mask |= 1 << word_index(addr);
+        let i = match c.index.get(&line) {
+            Some(&i) => i,
+            None => {
+                // Home holds the pre-transaction value: every earlier
+                // transaction forced its lines at commit.
+                let mut old = [0u8; 64];
+                ctx.nvm.peek(line, &mut old);
+                let n = c.lines.len() as u64;
+                let undo_at = self.log.append(ctx, core, n, c.txid, line, &old, now);
+                self.stat_log_records += 1;
+                c.index.insert(line, c.lines.len());
+                c.lines.push(TxLine {
+                    addr: line,
+                    data: old,
+                    undo_at,
+                    at_home: false,
+                });
+                c.lines.len() - 1
+            }
+        };
+        let tl = &mut c.lines[i];
+        write_word(&mut tl.data, word_index(addr), new);
+        tl.at_home = false;
+        now
+    }
+
+    fn writeback(
+        &mut self,
+        ctx: &mut MemCtx,
+        _core: CoreId,
+        line_addr: Addr,
+        data: &LineData,
+        ext: &LineExt,
+        _cause: WritebackCause,
+        now: Cycle,
+    ) -> Cycle {
+        if ext.txid == 0 {
+            return ctx.nvm.write(line_addr, data, Purpose::WriteBack, now);
+        }
+        let owner = owner_of(&ctx.layout, line_addr);
+        let c = &mut self.cores[owner];
+        if c.in_tx && ext.txid == c.txid {
+            // Steal: the line goes home mid-transaction, but only once its
+            // undo record is durable (the controller holds it until then).
+            let i = c.index[&line_addr];
+            let tl = &mut c.lines[i];
+            let t = now.max(tl.undo_at);
+            self.stat_ordering_delay_cycles += t - now;
+            tl.at_home = true;
+            self.stat_steal_writebacks += 1;
+            return ctx.nvm.write(line_addr, data, Purpose::WriteBack, t);
+        }
+        // Last written by a committed transaction: forced at its commit,
+        // so this copy is clean.
+        self.stat_dropped_clean += 1;
+        now
+    }
+
+    fn tx_end(&mut self, ctx: &mut MemCtx, core: CoreId, now: Cycle) -> Cycle {
+        let c = &mut self.cores[core];
+        c.in_tx = false;
+        if c.lines.is_empty() {
+            return now;
+        }
+        // Force: the modified lines travel to the controller (pipelined,
+        // one per cycle after the LLC latency) and are written home once
+        // their undo records are durable.
+        let arrive = now + self.force_latency;
+        let mut done = now;
+        for (k, tl) in c.lines.iter().enumerate() {
+            if tl.at_home {
+                continue;
+            }
+            let t = (arrive + k as Cycle).max(tl.undo_at);
+            done = done.max(ctx.nvm.write(tl.addr, &tl.data, Purpose::WriteBack, t));
+            self.stat_forced_lines += 1;
+        }
+        // Truncate only after every forced line is persisted.
+        let done = self.log.resolve(ctx, core, c.txid, done);
+        self.stat_commits += 1;
+        done
+    }
+
+    fn stats(&self) -> SchemeStats {
+        vec![
+            ("undo_records", self.stat_log_records as f64),
+            (
+                "undo_log_bytes",
+                (self.stat_log_records * UNDO_REC_BYTES) as f64,
+            ),
+            ("forced_lines", self.stat_forced_lines as f64),
+            ("steal_writebacks", self.stat_steal_writebacks as f64),
+            ("clean_evictions_dropped", self.stat_dropped_clean as f64),
+            ("log_truncations", self.stat_commits as f64),
+            (
+                "log_before_data_delay_cycles",
+                self.stat_ordering_delay_cycles as f64,
+            ),
+        ]
+    }
+
+    fn reset_stats(&mut self) {
+        self.stat_log_records = 0;
+        self.stat_forced_lines = 0;
+        self.stat_steal_writebacks = 0;
+        self.stat_dropped_clean = 0;
+        self.stat_commits = 0;
+        self.stat_ordering_delay_cycles = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{Engine, RunSpec};
+    use rustc_hash::FxHashSet;
+
+    fn small_cache_run(scheme: &str, threads: usize, tx: u64) -> Engine {
+        let mut s = RunSpec::new(scheme, "vector").unwrap();
+        s.threads = threads;
+        s.tx = tx;
+        s.record_history = true;
+        for (k, v) in [
+            ("workload.item_bytes", "1024"),
+            ("workload.initial_items", "64"),
+            ("cache.llc_size_bytes", "4KB"),
+            ("cache.llc_ways", "2"),
+            ("cache.l2_size_bytes", "2KB"),
+            ("cache.l2_ways", "2"),
+            ("cache.l1_size_bytes", "1KB"),
+            ("cache.l1_ways", "2"),
+        ] {
+            s.params.set_str(k, v).unwrap();
+        }
+        let mut e = Engine::new(s).unwrap();
+        e.run(&mut |_| {}).unwrap();
+        e
+    }
+
+    /// Rule: a home write of a line a running transaction modified is
+    /// persisted only after that line's undo record (persist order and time).
+    #[test]
+    fn undo_record_persists_before_home_write() {
+        let e = small_cache_run("opt-undo", 2, 60);
+        let layout = &e.ctx.layout;
+        let log = UndoLog::new(
+            layout.reserved_base,
+            e.params.u64("opt-undo.log_bytes_per_core"),
+            &e.params,
+        );
+        let pl = &e.ctx.nvm.persist_log;
+        let mut logged: Vec<FxHashMap<Addr, Cycle>> = vec![FxHashMap::default(); 2];
+        let mut home_writes = 0;
+        for ev in pl.events() {
+            let d = pl.data(ev);
+            if ev.addr >= log.base && ev.addr < log.base + 2 * log.stride {
+                let c = ((ev.addr - log.base) / log.stride) as usize;
+                let off = (ev.addr - log.core_base(c)) as usize;
+                if off == 0 {
+                    logged[c].clear(); // truncation: transaction resolved
+                } else if (off - 64).is_multiple_of(UNDO_REC_BYTES as usize) {
+                    let home = u64::from_le_bytes(d[24..32].try_into().unwrap());
+                    logged[c].insert(home, ev.at);
+                }
+            } else if ev.addr < layout.home_limit {
+                let c = owner_of(layout, ev.addr);
+                let at = logged[c].get(&line_of(ev.addr)).copied();
+                assert!(
+                    at.is_some_and(|t| t <= ev.at),
+                    "home write of {:#x} at {} persisted without an earlier undo record",
+                    ev.addr,
+                    ev.at
+                );
+                home_writes += 1;
+            }
+        }
+        assert!(
+            home_writes > 100,
+            "too few home writes observed: {home_writes}"
+        );
+        let steals = e
+            .scheme
+            .stats()
+            .iter()
+            .find(|s| s.0 == "steal_writebacks")
+            .unwrap()
+            .1;
+        assert!(
+            steals > 0.0,
+            "small caches must cause mid-transaction write-backs"
+        );
+    }
+
+    /// Rule: TxEnd returns only after every modified line and the log
+    /// truncation are persisted, in that order.
+    #[test]
+    fn force_precedes_truncation_and_ack() {
+        let e = small_cache_run("opt-undo", 1, 30);
+        let h = e.history.as_ref().unwrap();
+        let pl = &e.ctx.nvm.persist_log;
+        let base = e.ctx.layout.reserved_base;
+        for r in &h.per_thread[0] {
+            let k = r.ack_persist_seq as usize;
+            // The last event before the ack is the truncation header.
+            assert_eq!(pl.events()[k - 1].addr, base, "ack must follow truncation");
+            // Every line the transaction wrote is home by then.
+            let written: FxHashSet<Addr> = h.writes[r.writes.clone()]
+                .iter()
+                .map(|w| line_of(w.0))
+                .collect();
+            let mut img = h.initial_media.clone();
+            for ev in &pl.events()[..k] {
+                img.write_bytes(ev.addr, pl.data(ev));
+            }
+            for &(a, v) in &h.writes[r.writes.clone()] {
+                assert_eq!(
+                    crate::mem::MemRead::read_u64(&img, a),
+                    v,
+                    "{a:#x} not forced at commit"
+                );
+            }
+            assert!(!written.is_empty());
+        }
+    }
+}
