@@ -1,6 +1,7 @@
 //! Crash-consistency schemes: one module per scheme behind [`Scheme`], and a
 //! registry by name. Adding a scheme = its module + one line in [`REGISTRY`].
 
+pub mod hoop;
 pub mod ideal;
 pub mod lad;
 pub mod lsm;
@@ -273,6 +274,7 @@ pub fn no_reserve(_: &Params) -> u64 {
 /// Every scheme durasim ships.
 pub static REGISTRY: &[&SchemeInfo] = &[
     &ideal::INFO,
+    &hoop::INFO,
     &undo::INFO,
     &redo::INFO,
     &lad::INFO,

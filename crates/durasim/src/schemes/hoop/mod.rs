@@ -1,0 +1,918 @@
+//! HOOP: hardware-assisted out-of-place update (HOOP paper §III).
+//!
+//! Transactional stores go, at word granularity, to a per-core OOP data
+//! buffer in the memory controller, are packed eight to a 128 B data slice
+//! and written to a log-structured OOP region; TxEnd writes the last slice
+//! and commits by persisting the transaction's start slice in an address
+//! slice. Lines modified by transactions are never written home by LLC
+//! evictions: a mapping table redirects later misses to the OOP copies
+//! (read in parallel with home and merged). A periodic, coalescing GC
+//! (Algorithm 1) migrates the newest committed version of each word home and
+//! frees OOP blocks; recovery replays committed transactions newest-wins.
+//!
+//! Files: `layout` (bit-exact formats), `mapping` (mapping table, eviction
+//! buffer), `gc` (Algorithm 1), `recovery` (recovery and its time model).
+
+pub mod gc;
+pub mod layout;
+pub mod mapping;
+pub mod recovery;
+#[cfg(test)]
+mod tests;
+
+use super::{Durability, Layout, MemCtx, Scheme, SchemeInfo, SchemeStats};
+use crate::cache::hierarchy::WritebackCause;
+use crate::cache::LineExt;
+use crate::config::{Check, DefaultValue, ParamSpec, Params};
+use crate::error::{Error, Result};
+use crate::types::{line_of, write_word, Addr, CoreId, Cycle, LineData, Purpose, LINE_BYTES};
+use layout::{BlockHeader, BlockState, CommitEntry, DataSlice, SLICE_BYTES};
+use mapping::{EvictionBuffer, Indirection};
+use std::collections::VecDeque;
+
+pub static INFO: SchemeInfo = SchemeInfo {
+    name: "hoop",
+    description: "hardware-assisted out-of-place update with coalescing GC (HOOP, MICRO 2020)",
+    durability: Durability::AtCommit,
+    params: PARAMS,
+    reserved_bytes,
+    build,
+    recover: recovery::recover,
+};
+
+const MC: &str = "modelling choice, see docs/MODEL.md";
+
+macro_rules! spec {
+    ($key:expr, $def:expr, $unit:expr, $check:expr, $src:expr, $doc:expr) => {
+        ParamSpec {
+            key: $key,
+            default: $def,
+            unit: $unit,
+            check: $check,
+            source: $src,
+            doc: $doc,
+        }
+    };
+}
+
+pub static PARAMS: &[ParamSpec] = &[
+    spec!("hoop.mapping_table_bytes", DefaultValue::Int(2 << 20), "bytes", Check::Range(0.0, 1e12),
+        "HOOP §III-C and §III-H (256 KB per core, 2 MB total)",
+        "address mapping table capacity (home line -> OOP slices); when full, GC runs on demand"),
+    spec!("hoop.mapping_entry_bytes", DefaultValue::Int(16), "bytes", Check::Range(1.0, 4096.0), MC,
+        "size of one mapping-table entry (40-bit home line address, OOP slice address, word mask)"),
+    spec!("hoop.oop_buffer_bytes_per_core", DefaultValue::Int(1024), "bytes", Check::Range(128.0, 1048576.0),
+        "HOOP §III-C and §III-H (1 KB per core)",
+        "per-core OOP data buffer; holds the open 128 B slice and full slices waiting for the write queue"),
+    spec!("hoop.eviction_buffer_bytes", DefaultValue::Int(128 << 10), "bytes", Check::Range(0.0, 1e12),
+        "HOOP §III-C and §III-H (128 KB)",
+        "buffer of lines GC migrated home, checked on a mapping-table miss"),
+    spec!("hoop.oop_region_share", DefaultValue::Float(0.10), "fraction", Check::Range(0.0001, 0.9),
+        "HOOP §III-H (10% of NVM capacity)",
+        "share of NVM reserved for the OOP region (sparse: costs host memory only when touched)"),
+    spec!("hoop.block_bytes", DefaultValue::Int(2 << 20), "bytes", Check::PowerOfTwo(4096, 512 << 20),
+        "HOOP §III-D (2 MB OOP blocks)",
+        "OOP block size (slot 0 is the block header, the rest 128 B memory slices)"),
+    spec!("hoop.gc_period_ms", DefaultValue::Float(10.0), "ms", Check::Range(0.0001, 1e6),
+        "HOOP §III-H (GC every ten milliseconds by default)",
+        "period of the background GC in simulated time"),
+    spec!("hoop.gc_low_free_blocks", DefaultValue::Int(2), "blocks", Check::Range(1.0, 1e9), MC,
+        "GC runs on demand (stalling the cores) when fewer OOP blocks than this are free"),
+    spec!("hoop.lookup_ns", DefaultValue::Float(1.0), "ns", Check::Range(0.0, 1e6), MC,
+        "mapping-table / eviction-buffer lookup on every LLC miss (paper: 'trivial', §III-G)"),
+    spec!("hoop.recovery_threads", DefaultValue::Int(8), "threads", Check::Range(1.0, 4096.0),
+        "HOOP §IV (eight threads); varied in experiment (g)",
+        "recovery threads in the recovery-time model"),
+    spec!("hoop.recovery_bandwidth_gbps", DefaultValue::Float(10.0), "GB/s", Check::Range(0.001, 1e6),
+        "HOOP §IV experiment (g) (10 to 25 GB/s; lower end)",
+        "NVM bandwidth available to recovery in the recovery-time model"),
+    spec!("hoop.recovery_thread_gbps", DefaultValue::Float(2.0), "GB/s", Check::Range(0.001, 1e6), MC,
+        "rate at which one recovery thread parses slices and fills its hash map"),
+    spec!("hoop.recovery_merge_ns", DefaultValue::Float(5.0), "ns/entry", Check::Range(0.0, 1e6), MC,
+        "master thread's cost to merge one local hash-map entry into the global map"),
+];
+
+fn reserved_bytes(p: &Params) -> u64 {
+    let cap = p.u64("nvm.capacity_bytes");
+    let block = p.u64("hoop.block_bytes");
+    let want = (cap as f64 * p.f64("hoop.oop_region_share")).ceil() as u64;
+    want.div_ceil(block) * block
+}
+
+/// Geometry of the OOP region, shared by the scheme and recovery.
+#[derive(Clone, Copy, Debug)]
+pub struct Geometry {
+    pub base: Addr,
+    pub block_bytes: u64,
+    pub blocks: u64,
+    /// Slices per block, including slot 0 (the header).
+    pub slots_per_block: u64,
+    /// Blocks `0..first_block` hold the block index table: one bit per
+    /// block, set while the block may be live (a superset of the live
+    /// blocks, so recovery reads only their headers).
+    pub first_block: u64,
+}
+
+impl Geometry {
+    pub fn new(p: &Params, layout: &Layout) -> Result<Self> {
+        let block_bytes = p.u64("hoop.block_bytes");
+        let base = layout.reserved_base.div_ceil(block_bytes) * block_bytes;
+        let blocks = layout.capacity_bytes.saturating_sub(base) / block_bytes;
+        let first_block = blocks.div_ceil(64).max(1) * 8;
+        let first_block = first_block.div_ceil(block_bytes);
+        if blocks < first_block + 4 {
+            return Err(Error::input(format!(
+                "hoop.oop_region_share={} gives {blocks} OOP blocks of hoop.block_bytes={block_bytes}; need at least 4 (raise the share or lower the block size)",
+                p.f64("hoop.oop_region_share")
+            )));
+        }
+        if layout.home_limit > 1 << layout::HOME_ADDR_BITS {
+            return Err(Error::input(format!(
+                "nvm.capacity_bytes={} exceeds HOOP's 40-bit home addresses (1 TB, §III-C)",
+                layout.capacity_bytes
+            )));
+        }
+        let g = Geometry {
+            base,
+            block_bytes,
+            blocks,
+            slots_per_block: block_bytes / SLICE_BYTES,
+            first_block,
+        };
+        if g.slots() >= u64::from(u32::MAX) {
+            return Err(Error::input(format!(
+                "hoop.oop_region_share={} gives an OOP region of more than 2^32 slices; lower it",
+                p.f64("hoop.oop_region_share")
+            )));
+        }
+        Ok(g)
+    }
+    /// Address of the block index word holding block `b`'s bit.
+    #[inline]
+    pub fn index_word_addr(&self, b: usize) -> Addr {
+        self.base + (b as u64 / 64) * 8
+    }
+    #[inline]
+    pub fn index_bytes(&self) -> u64 {
+        self.blocks.div_ceil(64) * 8
+    }
+    #[inline]
+    pub fn slots(&self) -> u64 {
+        self.blocks * self.slots_per_block
+    }
+    #[inline]
+    pub fn slot_addr(&self, slot: u64) -> Addr {
+        self.base + slot * SLICE_BYTES
+    }
+    #[inline]
+    pub fn block_addr(&self, b: usize) -> Addr {
+        self.base + b as u64 * self.block_bytes
+    }
+    #[inline]
+    pub fn block_of(&self, slot: u64) -> usize {
+        (slot / self.slots_per_block) as usize
+    }
+}
+
+/// Controller-side state of one OOP block (the block index table plus the
+/// slice bitmap, which is a cursor since slices are allocated in order).
+#[derive(Clone, Debug)]
+struct Block {
+    state: BlockState,
+    epoch: u32,
+    next_slot: u64,
+    /// Transactions with slices here that GC has not migrated yet.
+    live_txs: u32,
+    /// Slots (global) of this block's address slices, in order.
+    addr_slices: Vec<u64>,
+}
+
+/// The open slice of a core's OOP data buffer.
+#[derive(Clone, Copy, Debug)]
+struct OpenSlice {
+    slot: u64,
+    s: DataSlice,
+}
+
+#[derive(Debug, Default)]
+struct CoreState {
+    txid: u32,
+    in_tx: bool,
+    open: Option<OpenSlice>,
+    first_slot: Option<u64>,
+    /// Blocks holding this transaction's slices.
+    blocks: Vec<usize>,
+    /// Write-queue acceptance times of full slices still in the buffer.
+    pending: VecDeque<Cycle>,
+    tx_words: u64,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Stats {
+    pub tx_committed: u64,
+    pub data_slices_written: u64,
+    pub data_slice_words: u64,
+    pub address_slices_opened: u64,
+    pub commit_entries_written: u64,
+    pub words_coalesced_in_buffer: u64,
+    pub oop_buffer_full_stall_cycles: u64,
+    pub mapping_inserts: u64,
+    pub mapping_removed_by_gc: u64,
+    pub mapping_removed_by_miss: u64,
+    pub mapping_peak_entries: u64,
+    pub mapping_over_capacity_inserts: u64,
+    pub tx_evictions_already_home: u64,
+    pub llc_misses: u64,
+    pub miss_memory_loads: u64,
+    pub parallel_read_misses: u64,
+    pub oop_slice_reads_from_buffer: u64,
+    pub eviction_buffer_hits: u64,
+    pub gc_runs_periodic: u64,
+    pub gc_runs_on_demand: u64,
+    pub gc_runs_final: u64,
+    pub gc_blocks_freed: u64,
+    pub gc_tx_migrated: u64,
+    pub gc_words_in_slices: u64,
+    pub gc_words_migrated: u64,
+    pub gc_lines_written: u64,
+    pub gc_bytes_migrated: u64,
+    pub gc_home_reads: u64,
+    pub gc_cycles: u64,
+    pub on_demand_gc_stall_cycles: u64,
+    pub blocks_allocated: u64,
+    pub blocks_peak_in_use: u64,
+    pub emergency_gc: u64,
+}
+
+pub struct Hoop {
+    g: Geometry,
+    txid_next: u32,
+    cores: Vec<CoreState>,
+    blocks: Vec<Block>,
+    active: Option<usize>,
+    /// Current address slice (global slot) and entries used.
+    addr_slice: Option<(u64, usize)>,
+    epoch_next: u32,
+    /// FULL blocks in epoch (allocation) order = commit order.
+    full: VecDeque<usize>,
+    free_blocks: u64,
+    /// Controller copy of the on-media block index bitmap.
+    index: Vec<u64>,
+    ind: Indirection,
+    evb: EvictionBuffer,
+    mapping_capacity: u64,
+    demand_armed: bool,
+    gc_demand: bool,
+    buffer_slices: usize,
+    gc_period: Cycle,
+    next_gc_at: Cycle,
+    low_free: u64,
+    lookup: Cycle,
+    recovery_model: recovery::RecoveryModel,
+    /// Modeled recovery time if the machine crashed at the end of the run.
+    end_recovery_ns: f64,
+    end_recovery_live_bytes: u64,
+    pub stats: Stats,
+}
+
+fn build(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
+    Ok(Box::new(Hoop::new(p, layout)?))
+}
+
+impl Hoop {
+    pub fn new(p: &Params, layout: &Layout) -> Result<Self> {
+        let g = Geometry::new(p, layout)?;
+        let freq = p.f64("cpu.freq_ghz");
+        Ok(Hoop {
+            g,
+            txid_next: 1,
+            cores: (0..layout.threads).map(|_| CoreState::default()).collect(),
+            blocks: (0..g.blocks)
+                .map(|_| Block {
+                    state: BlockState::Unused,
+                    epoch: 0,
+                    next_slot: 1,
+                    live_txs: 0,
+                    addr_slices: Vec::new(),
+                })
+                .collect(),
+            active: None,
+            addr_slice: None,
+            epoch_next: 1,
+            full: VecDeque::new(),
+            free_blocks: g.blocks - g.first_block,
+            index: vec![0; g.blocks.div_ceil(64) as usize],
+            ind: Indirection::default(),
+            evb: EvictionBuffer::new((p.u64("hoop.eviction_buffer_bytes") / LINE_BYTES) as usize),
+            mapping_capacity: p.u64("hoop.mapping_table_bytes") / p.u64("hoop.mapping_entry_bytes"),
+            demand_armed: true,
+            gc_demand: false,
+            buffer_slices: (p.u64("hoop.oop_buffer_bytes_per_core") / SLICE_BYTES).max(1) as usize,
+            gc_period: ((p.f64("hoop.gc_period_ms") * 1e6 * freq).ceil() as Cycle).max(1),
+            next_gc_at: ((p.f64("hoop.gc_period_ms") * 1e6 * freq).ceil() as Cycle).max(1),
+            low_free: p.u64("hoop.gc_low_free_blocks"),
+            lookup: p.ns_cycles("hoop.lookup_ns"),
+            recovery_model: recovery::RecoveryModel::from_params(p),
+            end_recovery_ns: 0.0,
+            end_recovery_live_bytes: 0,
+            stats: Stats::default(),
+        })
+    }
+
+    fn write_header(
+        &mut self,
+        ctx: &mut MemCtx,
+        b: usize,
+        next: Option<usize>,
+        now: Cycle,
+    ) -> Cycle {
+        let blk = &self.blocks[b];
+        let h = BlockHeader {
+            index: (b & 0xff) as u8,
+            next: next.map_or(0, |n| n as u64 + 1),
+            state: blk.state,
+            epoch: blk.epoch,
+        };
+        ctx.nvm
+            .write(self.g.block_addr(b), &h.encode(), Purpose::Metadata, now)
+    }
+
+    /// Next free block after the active one, round-robin (§III-D).
+    fn pick_free_block(&self) -> Option<usize> {
+        let n = self.blocks.len();
+        let start = self.active.map_or(0, |a| a + 1);
+        (0..n)
+            .map(|i| (start + i) % n)
+            .find(|&b| b as u64 >= self.g.first_block && self.blocks[b].state == BlockState::Unused)
+    }
+
+    /// Set or clear block `b`'s bit in the on-media block index table.
+    fn write_index_bit(&mut self, ctx: &mut MemCtx, b: usize, on: bool, now: Cycle) -> Cycle {
+        let w = b / 64;
+        if on {
+            self.index[w] |= 1 << (b % 64);
+        } else {
+            self.index[w] &= !(1 << (b % 64));
+        }
+        ctx.nvm.write(
+            self.g.index_word_addr(b),
+            &self.index[w].to_le_bytes(),
+            Purpose::Metadata,
+            now,
+        )
+    }
+
+    /// Make `b` the active block: header INUSE with a fresh epoch.
+    fn open_block(&mut self, ctx: &mut MemCtx, b: usize, now: Cycle) -> Cycle {
+        let epoch = self.epoch_next;
+        self.epoch_next = self.epoch_next.wrapping_add(1).max(1);
+        let blk = &mut self.blocks[b];
+        blk.state = BlockState::InUse;
+        blk.epoch = epoch;
+        blk.next_slot = 1;
+        blk.live_txs = 0;
+        blk.addr_slices.clear();
+        self.free_blocks -= 1;
+        self.stats.blocks_allocated += 1;
+        self.stats.blocks_peak_in_use = self
+            .stats
+            .blocks_peak_in_use
+            .max(self.g.blocks - self.free_blocks);
+        if self.free_blocks < self.low_free {
+            self.gc_demand = true;
+        }
+        // Index bit first: the index stays a superset of the live blocks.
+        let t = self.write_index_bit(ctx, b, true, now);
+        self.write_header(ctx, b, None, t).max(t)
+    }
+
+    /// Close the active block (FULL); `next` is the block that follows it.
+    fn seal_active(&mut self, ctx: &mut MemCtx, next: Option<usize>, now: Cycle) {
+        if let Some(a) = self.active.take() {
+            self.blocks[a].state = BlockState::Full;
+            self.write_header(ctx, a, next, now);
+            self.full.push_back(a);
+        }
+        self.addr_slice = None;
+    }
+
+    /// Allocate the next slice slot of the log; returns (slot, time).
+    fn alloc_slot(&mut self, ctx: &mut MemCtx, now: Cycle) -> (u64, Cycle) {
+        let mut t = now;
+        loop {
+            if let Some(a) = self.active {
+                let blk = &mut self.blocks[a];
+                if blk.next_slot < self.g.slots_per_block {
+                    let s = a as u64 * self.g.slots_per_block + blk.next_slot;
+                    blk.next_slot += 1;
+                    return (s, t);
+                }
+            }
+            let nb = match self.pick_free_block() {
+                Some(b) => b,
+                None => {
+                    // The region is full: GC synchronously (its time is
+                    // charged to the request that needed the space).
+                    self.stats.emergency_gc += 1;
+                    t = self.run_gc(ctx, t, gc::GcKind::OnDemand);
+                    match self.pick_free_block() {
+                        Some(b) => b,
+                        None => panic!(
+                            "HOOP OOP region exhausted by in-flight transactions ({} blocks); raise hoop.oop_region_share or hoop.block_bytes",
+                            self.g.blocks
+                        ),
+                    }
+                }
+            };
+            t = t.max(self.open_block(ctx, nb, t));
+            self.seal_active(ctx, Some(nb), t);
+            self.active = Some(nb);
+        }
+    }
+
+    /// Note that the current transaction of `core` has a slice in `slot`.
+    fn track_block(&mut self, core: CoreId, slot: u64) {
+        let b = self.g.block_of(slot);
+        if !self.cores[core].blocks.contains(&b) {
+            self.cores[core].blocks.push(b);
+            self.blocks[b].live_txs += 1;
+        }
+    }
+
+    /// Write the open slice of `core` to its slot; `next` = the slot of the
+    /// transaction's following slice. Returns the persist time.
+    fn flush_open(
+        &mut self,
+        ctx: &mut MemCtx,
+        core: CoreId,
+        next: Option<u64>,
+        now: Cycle,
+    ) -> Cycle {
+        let Some(mut os) = self.cores[core].open.take() else {
+            return now;
+        };
+        os.s.next = next.map_or(0, |n| layout::next_offset(os.slot, n, self.g.slots()));
+        let bytes = os.s.encode();
+        self.stats.data_slices_written += 1;
+        self.stats.data_slice_words += u64::from(os.s.count);
+        ctx.nvm
+            .write(self.g.slot_addr(os.slot), &bytes, Purpose::Log, now)
+    }
+
+    /// Open a new slice for `core`'s transaction.
+    fn open_slice(&mut self, ctx: &mut MemCtx, core: CoreId, now: Cycle) -> Cycle {
+        let (slot, t) = self.alloc_slot(ctx, now);
+        self.track_block(core, slot);
+        let c = &mut self.cores[core];
+        let first = c.first_slot.is_none();
+        if first {
+            c.first_slot = Some(slot);
+        }
+        c.open = Some(OpenSlice {
+            slot,
+            s: DataSlice::new(c.txid, first),
+        });
+        t
+    }
+
+    /// Decode the slice at `slot`, from a core's OOP buffer if it is still
+    /// open there, else from the media (no timing).
+    fn slice_at(&self, ctx: &MemCtx, slot: u64) -> (DataSlice, bool) {
+        for c in &self.cores {
+            if let Some(os) = &c.open {
+                if os.slot == slot {
+                    return (os.s, true);
+                }
+            }
+        }
+        let mut b = [0u8; SLICE_BYTES as usize];
+        ctx.nvm.peek(self.g.slot_addr(slot), &mut b);
+        (
+            DataSlice::decode(&b).expect("mapped OOP slot holds a data slice"),
+            false,
+        )
+    }
+
+    fn mapping_insert(&mut self, line: Addr) {
+        if self.ind.mapped.insert(line, ()).is_none() {
+            self.stats.mapping_inserts += 1;
+            let n = self.ind.mapped.len() as u64;
+            self.stats.mapping_peak_entries = self.stats.mapping_peak_entries.max(n);
+            if n > self.mapping_capacity {
+                self.stats.mapping_over_capacity_inserts += 1;
+            }
+            if n >= self.mapping_capacity && self.demand_armed {
+                self.gc_demand = true;
+                self.demand_armed = false;
+            }
+        }
+    }
+
+    fn mapping_remove(&mut self, line: Addr) -> bool {
+        let r = self.ind.mapped.remove(&line).is_some();
+        if (self.ind.mapped.len() as u64) < self.mapping_capacity {
+            self.demand_armed = true;
+        }
+        r
+    }
+
+    /// Modeled recovery time if the machine crashed now.
+    fn model_recovery_now(&self) -> (f64, u64) {
+        let mut live_slices = 0u64;
+        let mut headers = 0u64;
+        for (i, b) in self.blocks.iter().enumerate() {
+            if self.index[i / 64] & (1 << (i % 64)) != 0 {
+                headers += 1;
+            }
+            if b.state.is_live() {
+                live_slices += b.next_slot - 1;
+            }
+        }
+        let words = self
+            .ind
+            .lines
+            .values()
+            .map(|l| u64::from(l.mask.count_ones()))
+            .sum::<u64>();
+        let work = recovery::RecoveryWork {
+            oop_bytes_read: self.g.index_bytes() + headers * 64 + live_slices * SLICE_BYTES,
+            home_bytes_written: words * 8,
+            hash_entries: words,
+        };
+        (
+            self.recovery_model.time_ns(&work),
+            live_slices * SLICE_BYTES,
+        )
+    }
+}
+
+impl Scheme for Hoop {
+    fn tx_begin(&mut self, _ctx: &mut MemCtx, core: CoreId, now: Cycle) -> Cycle {
+        // TxIDs are assigned by the memory controller at TxBegin (§III-D).
+        let c = &mut self.cores[core];
+        c.txid = self.txid_next;
+        self.txid_next = self.txid_next.wrapping_add(1).max(1);
+        c.in_tx = true;
+        c.first_slot = None;
+        c.blocks.clear();
+        c.tx_words = 0;
+        now
+    }
+
+    fn store(
+        &mut self,
+        ctx: &mut MemCtx,
+        core: CoreId,
+        addr: Addr,
+        _old: u64,
+        new: u64,
+        in_tx: bool,
+        ext: &mut LineExt,
+        now: Cycle,
+    ) -> Cycle {
+        if !in_tx {
+            return now;
+        }
+        let txid = self.cores[core].txid;
+        ext.tx = true;
+        ext.txid = txid;
+        let word = addr & !7;
+        // Repeated update of a buffered word: overwrite in place.
+        if let Some(os) = self.cores[core].open.as_mut() {
+            if let Some(i) = os.s.find(word) {
+                os.s.values[i] = new;
+                self.stats.words_coalesced_in_buffer += 1;
+                return now;
+            }
+        }
+        let mut t = now;
+        let needs_new = self.cores[core].open.is_none_or(|os| os.s.is_full());
+        if needs_new {
+            if self.cores[core].open.is_some() {
+                // A full slice leaves the buffer, linked to the next one.
+                let (slot, ta) = self.alloc_slot(ctx, t);
+                self.track_block(core, slot);
+                let accepted = self.flush_open(ctx, core, Some(slot), ta);
+                let c = &mut self.cores[core];
+                c.pending.push_back(accepted);
+                c.open = Some(OpenSlice {
+                    slot,
+                    s: DataSlice::new(txid, false),
+                });
+                // The buffer holds the open slice plus full slices waiting
+                // for the write queue; when it is full the store waits.
+                while c.pending.len() >= self.buffer_slices {
+                    let oldest = c.pending.pop_front().unwrap();
+                    if oldest > t {
+                        self.stats.oop_buffer_full_stall_cycles += oldest - t;
+                        t = oldest;
+                    }
+                }
+            } else {
+                t = self.open_slice(ctx, core, t);
+            }
+        }
+        let c = &mut self.cores[core];
+        let os = c.open.as_mut().unwrap();
+        let i = os.s.count as usize;
+        os.s.values[i] = new;
+        os.s.homes[i] = word;
+        os.s.count += 1;
+        c.tx_words += 1;
+        let slot = os.slot;
+        self.ind.record(word, slot, txid);
+        t
+    }
+
+    fn tx_end(&mut self, ctx: &mut MemCtx, core: CoreId, now: Cycle) -> Cycle {
+        self.cores[core].in_tx = false;
+        let Some(start) = self.cores[core].first_slot else {
+            return now; // read-only transaction: nothing to commit
+        };
+        let txid = self.cores[core].txid;
+        let mut t = self.flush_open(ctx, core, None, now).max(now);
+        while let Some(p) = self.cores[core].pending.pop_front() {
+            t = t.max(p);
+        }
+        // Commit: append the start address to the active block's address
+        // slice (opening one if needed), after every data slice (the ADR
+        // write queue persists in acceptance order).
+        let (aslot, used) = match self.addr_slice {
+            Some((s, u)) if u < layout::ADDR_ENTRIES => (s, u),
+            _ => {
+                let (s, ta) = self.alloc_slot(ctx, t);
+                t = t.max(ta);
+                let b = self.g.block_of(s);
+                let hdr = layout::address_slice_header(self.blocks[b].epoch, false);
+                let a = self.g.slot_addr(s);
+                // Zero the entries first, then write the header word, so a
+                // torn open never exposes stale entries under a new epoch.
+                t = t.max(ctx.nvm.write(a, &[0u8; 64], Purpose::Metadata, t));
+                t = t.max(ctx.nvm.write(a + 64, &[0u8; 56], Purpose::Metadata, t));
+                t = t.max(ctx.nvm.write(a + 120, &hdr, Purpose::Metadata, t));
+                self.blocks[b].addr_slices.push(s);
+                self.stats.address_slices_opened += 1;
+                (s, 0)
+            }
+        };
+        let entry = CommitEntry {
+            start_slot: start,
+            txid,
+        };
+        let done = ctx.nvm.write(
+            self.g.slot_addr(aslot) + used as u64 * 8,
+            &entry.encode().to_le_bytes(),
+            Purpose::Metadata,
+            t,
+        );
+        self.addr_slice = Some((aslot, used + 1));
+        self.stats.commit_entries_written += 1;
+        self.stats.tx_committed += 1;
+        self.cores[core].blocks.clear();
+        self.cores[core].first_slot = None;
+        done.max(t)
+    }
+
+    fn read_miss(
+        &mut self,
+        ctx: &mut MemCtx,
+        _core: CoreId,
+        line_addr: Addr,
+        now: Cycle,
+        out: &mut LineData,
+        ext: &mut LineExt,
+    ) -> (Cycle, bool) {
+        self.stats.llc_misses += 1;
+        let t0 = now + self.lookup;
+        if self.ind.mapped.contains_key(&line_addr) {
+            // Mapping hit: home line and OOP slices in parallel, then merge.
+            let locs = self.ind.lines[&line_addr];
+            let mut done = ctx.nvm.read(line_addr, out, Purpose::Demand, t0);
+            self.stats.miss_memory_loads += 1;
+            let mut slots = [0u64; 8];
+            let n = locs.distinct_slots(&mut slots);
+            let mut newest = 0;
+            for &slot in &slots[..n] {
+                let (s, in_buffer) = self.slice_at(ctx, slot);
+                if in_buffer {
+                    self.stats.oop_slice_reads_from_buffer += 1;
+                } else {
+                    let mut b = [0u8; SLICE_BYTES as usize];
+                    done =
+                        done.max(
+                            ctx.nvm
+                                .read(self.g.slot_addr(slot), &mut b, Purpose::Demand, t0),
+                        );
+                    self.stats.miss_memory_loads += 1;
+                }
+                // Only the words whose newest copy is in this slice.
+                for i in 0..s.count as usize {
+                    let h = s.homes[i];
+                    if line_of(h) == line_addr {
+                        let w = ((h & 63) / 8) as usize;
+                        if locs.mask & (1 << w) != 0 && locs.slot[w] == slot {
+                            write_word(out, w, s.values[i]);
+                        }
+                    }
+                }
+                newest = newest.max(s.txid);
+            }
+            self.mapping_remove(line_addr);
+            self.stats.mapping_removed_by_miss += 1;
+            self.stats.parallel_read_misses += 1;
+            // The newest copy now lives in the caches; it must come back to
+            // the controller when evicted (even clean), or it would be lost.
+            ext.tx = true;
+            ext.txid = newest;
+            return (done, true);
+        }
+        if let Some(d) = self.evb.get(line_addr) {
+            *out = *d;
+            self.stats.eviction_buffer_hits += 1;
+            return (t0, false);
+        }
+        self.stats.miss_memory_loads += 1;
+        (ctx.nvm.read(line_addr, out, Purpose::Demand, t0), false)
+    }
+
+    fn writeback(
+        &mut self,
+        ctx: &mut MemCtx,
+        _core: CoreId,
+        line_addr: Addr,
+        data: &LineData,
+        ext: &LineExt,
+        _cause: WritebackCause,
+        now: Cycle,
+    ) -> Cycle {
+        if self.ind.lines.contains_key(&line_addr) {
+            // Its transactional words are in the OOP region/buffer: never
+            // written home before GC; track it in the mapping table.
+            self.mapping_insert(line_addr);
+            return now;
+        }
+        if ext.tx {
+            // Every transactional word was already migrated home by GC.
+            self.stats.tx_evictions_already_home += 1;
+            return now;
+        }
+        self.evb.update_if_present(line_addr, data);
+        ctx.nvm.write(line_addr, data, Purpose::WriteBack, now)
+    }
+
+    fn next_event_at(&self) -> Option<Cycle> {
+        if self.gc_demand {
+            Some(0)
+        } else {
+            Some(self.next_gc_at)
+        }
+    }
+
+    fn tick(&mut self, ctx: &mut MemCtx, now: Cycle) -> Option<Cycle> {
+        if self.gc_demand {
+            self.gc_demand = false;
+            // Seal the active block so its committed transactions can go.
+            if self.ind.mapped.len() as u64 >= self.mapping_capacity {
+                self.seal_active(ctx, None, now);
+            }
+            let end = self.run_gc(ctx, now, gc::GcKind::OnDemand);
+            self.stats.on_demand_gc_stall_cycles += end - now;
+            return Some(end);
+        }
+        if now >= self.next_gc_at {
+            self.run_gc(ctx, now, gc::GcKind::Periodic);
+            self.next_gc_at = now + self.gc_period;
+        }
+        None
+    }
+
+    fn finish(&mut self, ctx: &mut MemCtx, now: Cycle) -> Cycle {
+        let (ns, live) = self.model_recovery_now();
+        self.end_recovery_ns = ns;
+        self.end_recovery_live_bytes = live;
+        // Final GC of everything committed: afterwards home == architecture.
+        self.seal_active(ctx, None, now);
+        let mut t = now;
+        while !self.full.is_empty() {
+            let before = self.full.len();
+            t = self.run_gc(ctx, t, gc::GcKind::Final);
+            if self.full.len() == before {
+                break;
+            }
+        }
+        t
+    }
+
+    fn read_logical(&self, ctx: &MemCtx, addr: Addr, buf: &mut [u8]) {
+        ctx.nvm.peek(addr, buf);
+        let mut a = addr & !7;
+        while a < addr + buf.len() as u64 {
+            if let Some(l) = self.ind.lines.get(&line_of(a)) {
+                let w = ((a & 63) / 8) as usize;
+                if l.mask & (1 << w) != 0 {
+                    let (s, _) = self.slice_at(ctx, l.slot[w]);
+                    let i = s.find(a).expect("slice holds the word");
+                    let v = s.values[i].to_le_bytes();
+                    for (k, byte) in v.iter().enumerate() {
+                        let p = a + k as u64;
+                        if p >= addr && p < addr + buf.len() as u64 {
+                            buf[(p - addr) as usize] = *byte;
+                        }
+                    }
+                }
+            }
+            a += 8;
+        }
+    }
+
+    fn stats(&self) -> SchemeStats {
+        let s = &self.stats;
+        let div = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
+        let (ns_now, _) = self.model_recovery_now();
+        vec![
+            ("tx_committed", s.tx_committed as f64),
+            ("data_slices_written", s.data_slices_written as f64),
+            ("address_slices_opened", s.address_slices_opened as f64),
+            ("commit_entries_written", s.commit_entries_written as f64),
+            (
+                "packing_words_per_slice",
+                div(s.data_slice_words, s.data_slices_written),
+            ),
+            (
+                "words_coalesced_in_buffer",
+                s.words_coalesced_in_buffer as f64,
+            ),
+            (
+                "oop_buffer_full_stall_cycles",
+                s.oop_buffer_full_stall_cycles as f64,
+            ),
+            ("mapping_capacity_entries", self.mapping_capacity as f64),
+            ("mapping_entries", self.ind.mapped.len() as f64),
+            ("mapping_peak_entries", s.mapping_peak_entries as f64),
+            (
+                "mapping_peak_occupancy",
+                div(s.mapping_peak_entries, self.mapping_capacity),
+            ),
+            ("mapping_inserts", s.mapping_inserts as f64),
+            ("mapping_removed_by_gc", s.mapping_removed_by_gc as f64),
+            ("mapping_removed_by_miss", s.mapping_removed_by_miss as f64),
+            (
+                "mapping_over_capacity_inserts",
+                s.mapping_over_capacity_inserts as f64,
+            ),
+            (
+                "tx_evictions_already_home",
+                s.tx_evictions_already_home as f64,
+            ),
+            ("llc_misses", s.llc_misses as f64),
+            ("loads_per_llc_miss", div(s.miss_memory_loads, s.llc_misses)),
+            ("parallel_read_misses", s.parallel_read_misses as f64),
+            (
+                "parallel_read_fraction",
+                div(s.parallel_read_misses, s.llc_misses),
+            ),
+            (
+                "oop_slice_reads_from_buffer",
+                s.oop_slice_reads_from_buffer as f64,
+            ),
+            ("eviction_buffer_hits", s.eviction_buffer_hits as f64),
+            ("gc_runs_periodic", s.gc_runs_periodic as f64),
+            ("gc_runs_on_demand", s.gc_runs_on_demand as f64),
+            ("gc_runs_final", s.gc_runs_final as f64),
+            ("gc_blocks_freed", s.gc_blocks_freed as f64),
+            ("gc_tx_migrated", s.gc_tx_migrated as f64),
+            ("gc_words_in_slices", s.gc_words_in_slices as f64),
+            ("gc_words_migrated", s.gc_words_migrated as f64),
+            (
+                "gc_data_reduction_ratio",
+                if s.gc_words_in_slices == 0 {
+                    0.0
+                } else {
+                    1.0 - div(s.gc_words_migrated, s.gc_words_in_slices)
+                },
+            ),
+            ("gc_lines_written", s.gc_lines_written as f64),
+            ("gc_bytes_migrated", s.gc_bytes_migrated as f64),
+            ("gc_home_reads", s.gc_home_reads as f64),
+            ("gc_cycles", s.gc_cycles as f64),
+            (
+                "on_demand_gc_stall_cycles",
+                s.on_demand_gc_stall_cycles as f64,
+            ),
+            ("emergency_gc", s.emergency_gc as f64),
+            ("oop_blocks", self.g.blocks as f64),
+            ("oop_blocks_allocated", s.blocks_allocated as f64),
+            ("oop_blocks_peak_in_use", s.blocks_peak_in_use as f64),
+            ("recovery_modeled_ns_at_run_end", self.end_recovery_ns),
+            (
+                "recovery_live_oop_bytes_at_run_end",
+                self.end_recovery_live_bytes as f64,
+            ),
+            ("recovery_modeled_ns_now", ns_now),
+        ]
+    }
+
+    fn reset_stats(&mut self) {
+        self.stats = Stats::default();
+    }
+}

@@ -1,0 +1,459 @@
+//! HOOP unit and end-to-end tests.
+
+use super::*;
+use crate::engine::{self, Engine, RunSpec};
+use crate::mem::{MemRead, MemWrite, MemoryController, Overlay, SparseImage};
+use crate::schemes::Scheme;
+
+fn small_params() -> Params {
+    let mut p = Params::defaults(&[PARAMS]);
+    // Small blocks so runs span many blocks and GC frees some mid-run.
+    p.set_str("hoop.block_bytes", "4096").unwrap();
+    p
+}
+
+fn machine(p: &Params, threads: usize) -> (Hoop, MemCtx) {
+    let layout = Layout::new(p.u64("nvm.capacity_bytes"), reserved_bytes(p), threads).unwrap();
+    let ctx = MemCtx {
+        nvm: MemoryController::nvm(p, true),
+        dram: MemoryController::dram(p),
+        layout: layout.clone(),
+        cores: threads,
+        freq_ghz: 2.5,
+    };
+    (Hoop::new(p, &layout).unwrap(), ctx)
+}
+
+fn st(h: &mut Hoop, ctx: &mut MemCtx, core: usize, addr: Addr, v: u64, ext: &mut LineExt) {
+    h.store(ctx, core, addr, 0, v, true, ext, 0);
+}
+
+fn logical(h: &Hoop, ctx: &MemCtx, addr: Addr) -> u64 {
+    let mut b = [0u8; 8];
+    h.read_logical(ctx, addr, &mut b);
+    u64::from_le_bytes(b)
+}
+
+#[test]
+fn repeated_updates_pack_into_one_slice() {
+    let p = small_params();
+    let (mut h, mut ctx) = machine(&p, 1);
+    let mut ext = LineExt::default();
+    h.tx_begin(&mut ctx, 0, 0);
+    for round in 0..5u64 {
+        for w in 0..8u64 {
+            st(
+                &mut h,
+                &mut ctx,
+                0,
+                0x1000 + w * 8,
+                round * 100 + w,
+                &mut ext,
+            );
+        }
+    }
+    assert!(ext.tx, "persistent bit set by transactional stores");
+    h.tx_end(&mut ctx, 0, 0);
+    assert_eq!(
+        h.stats.data_slices_written, 1,
+        "eight words, rewritten 5x, fit one slice"
+    );
+    assert_eq!(h.stats.data_slice_words, 8);
+    assert_eq!(h.stats.words_coalesced_in_buffer, 32);
+    assert_eq!(logical(&h, &ctx, 0x1000 + 8 * 3), 403);
+    // A ninth distinct word opens a second slice linked from the first.
+    h.tx_begin(&mut ctx, 0, 0);
+    for w in 0..9u64 {
+        st(&mut h, &mut ctx, 0, 0x2000 + w * 8, w, &mut ext);
+    }
+    h.tx_end(&mut ctx, 0, 0);
+    assert_eq!(h.stats.data_slices_written, 3);
+    // The bytes on media decode to the linked chain.
+    let first = h.g.slot_addr(h.ind.lines[&0x2000].slot[0]);
+    let mut b = [0u8; 128];
+    ctx.nvm.peek(first, &mut b);
+    let s = DataSlice::decode(&b).unwrap();
+    assert!(s.first && s.count == 8 && s.next != 0);
+    let second = layout::follow_next(h.ind.lines[&0x2000].slot[0], s.next, h.g.slots());
+    ctx.nvm.peek(h.g.slot_addr(second), &mut b);
+    let s2 = DataSlice::decode(&b).unwrap();
+    assert!(!s2.first && s2.count == 1 && s2.next == 0 && s2.homes[0] == 0x2040);
+}
+
+#[test]
+fn gc_keeps_newest_version_with_interleaved_transactions() {
+    let p = small_params();
+    let (mut h, mut ctx) = machine(&p, 2);
+    let mut e0 = LineExt::default();
+    let mut e1 = LineExt::default();
+    // Interleave two cores' transactions; core 0 rewrites the same words in
+    // later transactions, across many 4 KB blocks.
+    for round in 0..60u64 {
+        h.tx_begin(&mut ctx, 0, 0);
+        h.tx_begin(&mut ctx, 1, 0);
+        for w in 0..12u64 {
+            st(
+                &mut h,
+                &mut ctx,
+                0,
+                0x10_0000 + w * 8,
+                round * 1000 + w,
+                &mut e0,
+            );
+            st(
+                &mut h,
+                &mut ctx,
+                1,
+                0x20_0000 + (round * 12 + w) * 8,
+                round,
+                &mut e1,
+            );
+        }
+        h.tx_end(&mut ctx, 1, 0);
+        h.tx_end(&mut ctx, 0, 0);
+    }
+    h.finish(&mut ctx, 0);
+    for w in 0..12u64 {
+        assert_eq!(ctx.nvm.media().read_u64(0x10_0000 + w * 8), 59_000 + w);
+    }
+    for i in 0..60 * 12u64 {
+        assert_eq!(ctx.nvm.media().read_u64(0x20_0000 + i * 8), i / 12);
+    }
+    assert!(h.ind.lines.is_empty() && h.ind.mapped.is_empty());
+    // Coalescing: core 0's 60 versions of 12 words went home once each.
+    assert_eq!(h.stats.gc_words_in_slices, 120 * 12);
+    assert_eq!(h.stats.gc_words_migrated, 12 + 60 * 12);
+    // All blocks are free and say so on media.
+    for b in 0..h.g.blocks as usize {
+        let mut hb = [0u8; 16];
+        ctx.nvm.peek(h.g.block_addr(b), &mut hb);
+        assert_eq!(BlockHeader::decode(&hb).state, BlockState::Unused);
+    }
+}
+
+#[test]
+fn mapping_table_rules_and_load_path_merge() {
+    let p = small_params();
+    let (mut h, mut ctx) = machine(&p, 1);
+    let line = 0x4000u64;
+    let mut home = [0u8; 64];
+    for w in 0..8 {
+        write_word(&mut home, w, 0xa0 + w as u64);
+    }
+    ctx.nvm.preload(line, &home);
+    let mut ext = LineExt::default();
+    h.tx_begin(&mut ctx, 0, 0);
+    st(&mut h, &mut ctx, 0, line + 8, 0xb1, &mut ext);
+    st(&mut h, &mut ctx, 0, line + 48, 0xb6, &mut ext);
+    // Evicted inside the transaction: no home write, a mapping entry.
+    let mut cached = home;
+    write_word(&mut cached, 1, 0xb1);
+    write_word(&mut cached, 6, 0xb6);
+    let before = ctx.nvm.stats.total_written();
+    h.writeback(
+        &mut ctx,
+        0,
+        line,
+        &cached,
+        &ext,
+        WritebackCause::Eviction,
+        0,
+    );
+    assert_eq!(
+        ctx.nvm.stats.total_written(),
+        before,
+        "no home write before GC"
+    );
+    assert!(h.ind.mapped.contains_key(&line));
+    assert_eq!(ctx.nvm.media().read_u64(line + 8), 0xa1, "home untouched");
+    // LLC miss: mapping hit (slice still in the OOP buffer), merge.
+    let mut out = [0u8; 64];
+    let mut fill = LineExt::default();
+    let (_, dirty) = h.read_miss(&mut ctx, 0, line, 0, &mut out, &mut fill);
+    assert_eq!(out, cached, "home words merged with OOP words");
+    assert!(dirty && fill.tx, "newest copy must come back on eviction");
+    assert!(!h.ind.mapped.contains_key(&line), "removed by the miss");
+    assert_eq!(h.stats.parallel_read_misses, 1);
+    h.tx_end(&mut ctx, 0, 0);
+    // Evicted again (clean data but tx bit): back into the mapping table;
+    // the next miss reads the slice from NVM in parallel with home.
+    h.writeback(
+        &mut ctx,
+        0,
+        line,
+        &cached,
+        &fill,
+        WritebackCause::Eviction,
+        0,
+    );
+    assert!(h.ind.mapped.contains_key(&line));
+    let reads = ctx.nvm.stats.reads;
+    let (_, _) = h.read_miss(&mut ctx, 0, line, 0, &mut out, &mut fill);
+    assert_eq!(out, cached);
+    assert_eq!(
+        ctx.nvm.stats.reads - reads,
+        3,
+        "home line + two bursts of the slice"
+    );
+    h.writeback(
+        &mut ctx,
+        0,
+        line,
+        &cached,
+        &fill,
+        WritebackCause::Eviction,
+        0,
+    );
+    // GC migrates the line home and removes the entry; the line is then
+    // served by the eviction buffer.
+    h.finish(&mut ctx, 0);
+    assert!(!h.ind.mapped.contains_key(&line));
+    assert_eq!(h.stats.mapping_removed_by_gc, 1);
+    assert_eq!(ctx.nvm.media().read_line(line), cached);
+    let (_, dirty) = h.read_miss(&mut ctx, 0, line, 0, &mut out, &mut fill);
+    assert!(!dirty && out == cached && h.stats.eviction_buffer_hits == 1);
+    // A transactional line whose words are all home is dropped on eviction.
+    h.writeback(
+        &mut ctx,
+        0,
+        line,
+        &cached,
+        &ext,
+        WritebackCause::Eviction,
+        0,
+    );
+    assert_eq!(h.stats.tx_evictions_already_home, 1);
+}
+
+fn spec(workload: &str, threads: usize, tx: u64) -> RunSpec {
+    let mut s = RunSpec::new("hoop", workload).unwrap();
+    s.threads = threads;
+    s.tx = tx;
+    s.params.set_str("hoop.block_bytes", "4096").unwrap();
+    // Tiny caches and mapping table: evictions, mapping hits, on-demand GC.
+    s.params.set_str("cache.llc_size_bytes", "16KB").unwrap();
+    s.params.set_str("cache.l2_size_bytes", "4KB").unwrap();
+    s.params.set_str("cache.l1_size_bytes", "2KB").unwrap();
+    s.params
+        .set_str("hoop.mapping_table_bytes", "1024")
+        .unwrap();
+    s.params.set_str("hoop.gc_period_ms", "0.02").unwrap();
+    s.params.set_str("run.check_reads", "true").unwrap();
+    s.params.set_str("nvm.capacity_bytes", "256MB").unwrap();
+    s.params.set_str("hoop.oop_region_share", "0.01").unwrap();
+    s
+}
+
+fn stat(e: &Engine, k: &str) -> f64 {
+    e.scheme.stats().iter().find(|(n, _)| *n == k).unwrap().1
+}
+
+#[test]
+fn end_of_run_equivalence_every_workload() {
+    for w in crate::workloads::names() {
+        let e = engine::run(spec(w, 4, 600), &mut |_| {}).unwrap_or_else(|m| panic!("{w}: {m}"));
+        e.check_equivalence().unwrap_or_else(|m| panic!("{w}: {m}"));
+        e.check_invariants(e.ctx.nvm.media()).unwrap();
+        assert!(
+            stat(&e, "parallel_read_misses") > 0.0,
+            "{w}: load path exercised"
+        );
+        assert!(
+            stat(&e, "gc_runs_periodic") + stat(&e, "gc_runs_on_demand") > 0.0,
+            "{w}"
+        );
+        assert!(stat(&e, "gc_blocks_freed") > 1.0, "{w}");
+        assert_eq!(stat(&e, "mapping_entries"), 0.0, "{w}");
+    }
+}
+
+#[test]
+fn default_parameters_run_with_read_checks() {
+    let mut s = RunSpec::new("hoop", "vector").unwrap();
+    s.threads = 2;
+    s.tx = 300;
+    s.params.set_str("run.check_reads", "true").unwrap();
+    let e = engine::run(s, &mut |_| {}).unwrap();
+    e.check_equivalence().unwrap();
+}
+
+/// Replay the persist log of a small run to many prefixes, recover on an
+/// overlay and check the oracle's condition per thread: home = initial image
+/// + the first p committed write sets, for some p >= acknowledged.
+#[test]
+fn recovery_from_persist_log_prefixes() {
+    for w in crate::workloads::names() {
+        crash_prefixes(w);
+    }
+}
+
+fn crash_prefixes(workload: &str) {
+    // TPC-C transactions are ~30x larger: fewer of them.
+    let tx = if workload == "tpcc" { 12 } else { 120 };
+    let mut s = spec(workload, 3, tx);
+    s.record_history = true;
+    let mut e = Engine::new(s).unwrap();
+    e.run(&mut |_| {}).unwrap();
+    // GC ran during the run, so crash points fall inside GC too (and the
+    // final GC of `finish` is part of the log as well).
+    assert!(stat(&e, "gc_blocks_freed") > 0.0, "{workload}");
+    e.finish();
+    let hist = e.history.as_ref().unwrap();
+    let log = &e.ctx.nvm.persist_log;
+    let events = log.events();
+    assert!(events.len() > 200);
+    let mut img: SparseImage = hist.initial_media.clone();
+    let params = e.params.clone();
+    let layout = e.ctx.layout.clone();
+    let info = super::INFO.recover;
+    let step = (events.len() / 600).max(1);
+    let mut checked = 0;
+    for k in 0..=events.len() {
+        if k % step == 0 || k == events.len() {
+            let mut ov = Overlay::new(&img);
+            info(&mut ov, &params, &layout)
+                .unwrap_or_else(|m| panic!("{workload}: crash at {k}: {m}"));
+            for (t, txs) in hist.per_thread.iter().enumerate() {
+                let acked = txs.iter().filter(|r| r.ack_persist_seq <= k as u64).count();
+                let mut addrs: Vec<Addr> = txs
+                    .iter()
+                    .flat_map(|r| hist.writes[r.writes.clone()].iter().map(|w| w.0))
+                    .collect();
+                addrs.sort_unstable();
+                addrs.dedup();
+                let mut want: rustc_hash::FxHashMap<Addr, u64> = addrs
+                    .iter()
+                    .map(|&a| (a, hist.initial_media.read_u64(a)))
+                    .collect();
+                let mut ok = false;
+                for (p, r) in txs.iter().enumerate() {
+                    if p >= acked && addrs.iter().all(|a| ov.read_u64(*a) == want[a]) {
+                        ok = true;
+                        break;
+                    }
+                    for &(a, v) in &hist.writes[r.writes.clone()] {
+                        want.insert(a, v);
+                    }
+                }
+                ok |= addrs.iter().all(|a| ov.read_u64(*a) == want[a]);
+                assert!(ok, "{workload}: crash at persist {k}: thread {t} is not a committed prefix >= {acked}");
+            }
+            // The structure checkers are slow on big images (TPC-C): sample.
+            if checked % 40 == 0 {
+                e.check_invariants(&ov)
+                    .unwrap_or_else(|m| panic!("{workload}: crash at {k}: {m}"));
+            }
+            checked += 1;
+        }
+        if k < events.len() {
+            let ev = &events[k];
+            img.write_bytes(ev.addr, log.data(ev));
+        }
+    }
+    assert!(checked > 300, "{workload}: {checked} crash points");
+}
+
+/// A writer that crashes (drops every write) after `budget` writes.
+struct Crashing<'a, W: MemWrite> {
+    inner: &'a mut W,
+    budget: usize,
+}
+impl<W: MemWrite> MemRead for Crashing<'_, W> {
+    fn read_bytes(&self, addr: Addr, buf: &mut [u8]) {
+        self.inner.read_bytes(addr, buf)
+    }
+}
+impl<W: MemWrite> MemWrite for Crashing<'_, W> {
+    fn write_bytes(&mut self, addr: Addr, data: &[u8]) {
+        if self.budget > 0 {
+            self.budget -= 1;
+            self.inner.write_bytes(addr, data);
+        }
+    }
+}
+
+#[test]
+fn crash_during_recovery_then_recovery_is_idempotent() {
+    let mut s = spec("vector", 2, 40);
+    s.record_history = true;
+    s.params.set_str("hoop.gc_period_ms", "1000").unwrap();
+    s.params.set_str("hoop.mapping_table_bytes", "2MB").unwrap();
+    let mut e = Engine::new(s).unwrap();
+    e.run(&mut |_| {}).unwrap();
+    // Crash at the end of the run (before the final GC): everything is
+    // still in the OOP region.
+    let hist = e.history.as_ref().unwrap();
+    let mut img = hist.initial_media.clone();
+    for ev in e.ctx.nvm.persist_log.events() {
+        img.write_bytes(ev.addr, e.ctx.nvm.persist_log.data(ev));
+    }
+    let rec = super::INFO.recover;
+    let mut once = Overlay::new(&img);
+    let rep = rec(&mut once, &e.params, &e.ctx.layout).unwrap();
+    assert!(rep.modeled_ns > 0.0);
+    let total_writes = rep
+        .details
+        .iter()
+        .find(|d| d.0 == "words_replayed")
+        .unwrap()
+        .1 as usize
+        + rep.details.iter().find(|d| d.0 == "live_blocks").unwrap().1 as usize;
+    assert!(total_writes > 10);
+    let region = |m: &dyn MemRead| -> Vec<u64> {
+        (0..e.ctx.layout.threads)
+            .flat_map(|t| {
+                let b = e.ctx.layout.thread_base(t);
+                (0..4096u64).map(move |i| b + i * 8)
+            })
+            .map(|a| m.read_u64(a))
+            .collect()
+    };
+    let want = region(&once);
+    e.check_invariants(&once).unwrap();
+    for cut in (0..total_writes).step_by(3) {
+        let mut twice = Overlay::new(&img);
+        {
+            let mut c = Crashing {
+                inner: &mut twice,
+                budget: cut,
+            };
+            rec(&mut c, &e.params, &e.ctx.layout).unwrap();
+        }
+        rec(&mut twice, &e.params, &e.ctx.layout).unwrap();
+        assert_eq!(region(&twice), want, "recovery crashed after {cut} writes");
+    }
+}
+
+#[test]
+fn recovery_time_model_scales_with_threads_and_bandwidth() {
+    let p = small_params();
+    let gb = 1u64 << 30;
+    let t1 = recovery::recovery_time_ns(&p, gb, 0.5, 1, 10.0);
+    let t8 = recovery::recovery_time_ns(&p, gb, 0.5, 8, 10.0);
+    let t8f = recovery::recovery_time_ns(&p, gb, 0.5, 8, 25.0);
+    assert!(t1 > t8 && t8 > t8f, "{t1} {t8} {t8f}");
+}
+
+#[test]
+fn bad_parameters_are_input_errors() {
+    let mut p = Params::defaults(&[PARAMS]);
+    p.set_str("hoop.oop_region_share", "0.0001").unwrap();
+    p.set_str("nvm.capacity_bytes", "64MB").unwrap();
+    let layout = Layout::new(p.u64("nvm.capacity_bytes"), reserved_bytes(&p), 1).unwrap();
+    let e = Hoop::new(&p, &layout).err().unwrap().to_string();
+    assert!(e.contains("hoop.oop_region_share"), "{e}");
+    assert!(p.set_str("hoop.block_bytes", "3000").is_err());
+}
+
+#[test]
+fn preset_file_sets_the_documented_defaults() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../configs/hoop.toml");
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut p = Params::defaults(&[PARAMS]);
+    p.apply_toml(&text, path).unwrap();
+    // Every [hoop] key is declared and the file restates the defaults.
+    let table: toml::Table = text.parse().unwrap();
+    let hoop = table["hoop"].as_table().unwrap();
+    assert_eq!(hoop.len(), PARAMS.len(), "one line per hoop parameter");
+    assert!(p.overrides().iter().all(|(k, _)| !k.starts_with("hoop.")));
+}
