@@ -175,6 +175,7 @@ pub static ENGINE_PARAMS: &[ParamSpec] = &[
     p!("nvm.row_write_pj_per_bit", float 1.02, "pJ/bit", Check::Range(0.0, 1e6), T2, "row buffer write energy"),
     p!("nvm.array_read_pj_per_bit", float 2.47, "pJ/bit", Check::Range(0.0, 1e6), T2, "array read energy"),
     p!("nvm.array_write_pj_per_bit", float 16.82, "pJ/bit", Check::Range(0.0, 1e6), T2, "array write energy"),
+    p!("nvm.address_mapping", str "line-interleaved", &["line-interleaved", "row-interleaved"], MC, "line-interleaved: consecutive 64 B lines go to different banks (row:column:rank:bank:channel), so a sequential write stream is not serialised behind one bank's 150 ns programming; row-interleaved: a row fills first (row:rank:bank:column:channel)"),
     p!("nvm.write_model", str "uniform", &["uniform", "dcw"], MC, "uniform: every written bit costs array energy; dcw: data-comparison write, only flipped bits"),
     p!("mc.read_queue_entries", int 32, "entries", Check::Range(1.0, 4096.0), "USIMM (Chatterjee et al., 2012) defaults", "read queue capacity"),
     p!("mc.write_queue_entries", int 64, "entries", Check::Range(2.0, 4096.0), "USIMM (Chatterjee et al., 2012) defaults", "write queue capacity (the ADR write-pending queue)"),

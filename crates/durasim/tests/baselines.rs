@@ -205,13 +205,10 @@ fn registered() {
     }
 }
 
-/// configs/opt_baselines.toml parses and states exactly the defaults.
+/// configs/hoop.toml parses and states exactly the defaults.
 #[test]
 fn baseline_config_matches_defaults() {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../configs/opt_baselines.toml"
-    );
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../configs/hoop.toml");
     let text = std::fs::read_to_string(path).unwrap();
     let mut p = durasim::Params::defaults(&schemes::all_params());
     p.apply_toml(&text, path).unwrap();

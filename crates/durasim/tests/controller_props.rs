@@ -104,6 +104,8 @@ fn timing(d: &Dev) -> DeviceTiming {
     t.banks = d.banks;
     t.row_bytes = d.row_bytes;
     t.dcw = d.dcw && !d.dram;
+    // Exercise both address mappings.
+    t.line_interleave = d.wq.is_multiple_of(2);
     t
 }
 
@@ -544,9 +546,11 @@ fn reads_forward_from_the_write_queue() {
 #[test]
 fn busy_bank_writes_do_not_block_other_banks() {
     let p = Params::defaults(&[]);
-    let t = DeviceTiming::nvm(&p);
+    let mut t = DeviceTiming::nvm(&p);
+    // Row-interleaved: the five writes below share one bank.
+    t.line_interleave = false;
     let row_bytes = t.row_bytes;
-    let mut mc = MemoryController::new(t.clone(), true, true, false, 64, 4, 0);
+    let mut mc = MemoryController::new(t, true, true, false, 64, 4, 0);
     // Five writes to one row of bank 0: a forced drain serialises them on
     // the bank (150 ns programming each).
     for i in 0..5 {

@@ -46,6 +46,9 @@ pub struct DeviceTiming {
     pub row_bytes: u64,
     /// Data-comparison write: only flipped bits cost array write energy.
     pub dcw: bool,
+    /// Address mapping: consecutive lines go to different banks
+    /// (row:column:rank:bank:channel) instead of filling a row first.
+    pub line_interleave: bool,
 }
 
 impl DeviceTiming {
@@ -73,6 +76,7 @@ impl DeviceTiming {
             banks: p.u64("nvm.banks"),
             row_bytes: p.u64("nvm.row_bytes"),
             dcw: p.str("nvm.write_model") == "dcw",
+            line_interleave: p.str("nvm.address_mapping") == "line-interleaved",
         }
     }
 
@@ -103,6 +107,7 @@ impl DeviceTiming {
             banks: p.u64("dram.banks"),
             row_bytes: p.u64("dram.row_bytes"),
             dcw: false,
+            line_interleave: false,
         }
     }
 
@@ -466,17 +471,28 @@ impl MemoryController {
         self.media.read_bytes(addr, buf);
     }
 
-    /// Address mapping row:rank:bank:column:channel (consecutive lines
-    /// alternate channels, then fill a row; rows interleave over banks).
+    /// Address mapping: row-interleaved row:rank:bank:column:channel
+    /// (consecutive lines alternate channels, then fill a row; rows
+    /// interleave over banks), or line-interleaved row:column:rank:bank:
+    /// channel (consecutive lines spread over channels, banks and ranks).
     #[inline]
     fn decode(&self, addr: Addr) -> Loc {
         let line = addr / LINE_BYTES;
         let ch = line & ((1 << self.ch_bits) - 1);
-        let rest = line >> (self.ch_bits + self.col_bits);
-        let bank = rest & ((1 << self.bank_bits) - 1);
-        let rest = rest >> self.bank_bits;
-        let rank = rest & ((1 << self.rank_bits) - 1);
-        let row = rest >> self.rank_bits;
+        let (bank, rank, row);
+        if self.timing.line_interleave {
+            let rest = line >> self.ch_bits;
+            bank = rest & ((1 << self.bank_bits) - 1);
+            let rest = rest >> self.bank_bits;
+            rank = rest & ((1 << self.rank_bits) - 1);
+            row = rest >> (self.rank_bits + self.col_bits);
+        } else {
+            let rest = line >> (self.ch_bits + self.col_bits);
+            bank = rest & ((1 << self.bank_bits) - 1);
+            let rest = rest >> self.bank_bits;
+            rank = rest & ((1 << self.rank_bits) - 1);
+            row = rest >> self.rank_bits;
+        }
         let rank_idx = (ch << self.rank_bits) | rank;
         let bank_idx = (rank_idx << self.bank_bits) | bank;
         Loc {
