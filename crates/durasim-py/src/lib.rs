@@ -163,6 +163,37 @@ fn version() -> &'static str {
     env!("CARGO_PKG_VERSION")
 }
 
+/// HOOP's modelled recovery time (ns) of an OOP region of `region_bytes`
+/// whose updates coalesce by `reduction_ratio`, with `threads` recovery
+/// threads and `bandwidth_gbps` of NVM bandwidth (paper experiment (g)).
+#[pyfunction]
+#[pyo3(signature = (region_bytes, reduction_ratio, threads, bandwidth_gbps, set=Vec::new()))]
+fn hoop_recovery_time_ns(
+    region_bytes: u64,
+    reduction_ratio: f64,
+    threads: u64,
+    bandwidth_gbps: f64,
+    set: Vec<(String, String)>,
+) -> PyResult<f64> {
+    let bandwidth_ok = bandwidth_gbps.is_finite() && bandwidth_gbps > 0.0;
+    if threads == 0 || !bandwidth_ok || !(0.0..=1.0).contains(&reduction_ratio) {
+        return Err(PyValueError::new_err(format!(
+            "invalid recovery model input: threads={threads} (>= 1), bandwidth_gbps={bandwidth_gbps} (> 0), reduction_ratio={reduction_ratio} (0..=1)"
+        )));
+    }
+    let mut p = Params::defaults(&schemes::all_params());
+    for (k, v) in &set {
+        p.set_str(k, v).map_err(to_py)?;
+    }
+    Ok(schemes::hoop::recovery::recovery_time_ns(
+        &p,
+        region_bytes,
+        reduction_ratio,
+        threads,
+        bandwidth_gbps,
+    ))
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
@@ -171,5 +202,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(workloads_json, m)?)?;
     m.add_function(wrap_pyfunction!(params_json, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(hoop_recovery_time_ns, m)?)?;
     Ok(())
 }
