@@ -163,7 +163,7 @@ struct Channel {
 
 /// Reservations that end this long before the latest request time are
 /// dropped; requests arrive at most a few thousand cycles out of order.
-const RESERVATION_HORIZON_CYCLES: Cycle = 200_000;
+const RESERVATION_HORIZON_CYCLES: Cycle = 50_000;
 
 impl Rank {
     /// Earliest activate at or after `t` keeping tRRD and tFAW with every
