@@ -461,32 +461,11 @@ impl Scheme for Lad {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{Engine, RunSpec};
+    use crate::engine::Engine;
     use rustc_hash::FxHashSet;
 
     fn run(threads: usize, tx: u64, extra: &[(&str, &str)]) -> Engine {
-        let mut s = RunSpec::new("lad", "vector").unwrap();
-        s.threads = threads;
-        s.tx = tx;
-        s.record_history = true;
-        for (k, v) in [
-            ("workload.item_bytes", "1024"),
-            ("workload.initial_items", "64"),
-            ("cache.llc_size_bytes", "4KB"),
-            ("cache.llc_ways", "2"),
-            ("cache.l2_size_bytes", "2KB"),
-            ("cache.l2_ways", "2"),
-            ("cache.l1_size_bytes", "1KB"),
-            ("cache.l1_ways", "2"),
-        ]
-        .iter()
-        .chain(extra)
-        {
-            s.params.set_str(k, v).unwrap();
-        }
-        let mut e = Engine::new(s).unwrap();
-        e.run(&mut |_| {}).unwrap();
-        e
+        crate::schemes::small_cache_run("lad", threads, tx, extra)
     }
 
     /// Rules: (1) a staged line reaches home only after its transaction's

@@ -308,3 +308,36 @@ pub fn all_params() -> Vec<&'static [ParamSpec]> {
 pub fn read_u64(img: &dyn MemRead, addr: Addr) -> u64 {
     img.read_u64(addr)
 }
+
+/// Test support: run `scheme` on vector with 1 KB items and tiny caches so
+/// that evictions happen within a few transactions (history recorded).
+#[cfg(test)]
+pub(crate) fn small_cache_run(
+    scheme: &str,
+    threads: usize,
+    tx: u64,
+    extra: &[(&str, &str)],
+) -> crate::engine::Engine {
+    let mut s = crate::engine::RunSpec::new(scheme, "vector").unwrap();
+    s.threads = threads;
+    s.tx = tx;
+    s.record_history = true;
+    for (k, v) in [
+        ("workload.item_bytes", "1024"),
+        ("workload.initial_items", "64"),
+        ("cache.llc_size_bytes", "4KB"),
+        ("cache.llc_ways", "2"),
+        ("cache.l2_size_bytes", "2KB"),
+        ("cache.l2_ways", "2"),
+        ("cache.l1_size_bytes", "1KB"),
+        ("cache.l1_ways", "2"),
+    ]
+    .iter()
+    .chain(extra)
+    {
+        s.params.set_str(k, v).unwrap();
+    }
+    let mut e = crate::engine::Engine::new(s).unwrap();
+    e.run(&mut |_| {}).unwrap();
+    e
+}

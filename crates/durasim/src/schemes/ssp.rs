@@ -733,35 +733,18 @@ impl Scheme for Osp {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{Engine, RunSpec};
+    use crate::engine::Engine;
 
     fn run(threads: usize, tx: u64, extra: &[(&str, &str)]) -> Engine {
-        let mut s = RunSpec::new("osp", "vector").unwrap();
-        s.threads = threads;
-        s.tx = tx;
-        s.record_history = true;
-        for (k, v) in [
-            ("workload.item_bytes", "1024"),
-            ("workload.initial_items", "64"),
-            ("cache.llc_size_bytes", "4KB"),
-            ("cache.llc_ways", "2"),
-            ("cache.l2_size_bytes", "2KB"),
-            ("cache.l2_ways", "2"),
-            ("cache.l1_size_bytes", "1KB"),
-            ("cache.l1_ways", "2"),
+        // One-entry TLBs so consolidations happen in short runs.
+        let mut all = vec![
             ("osp.l1_tlb_sets", "1"),
             ("osp.l1_tlb_ways", "1"),
             ("osp.l2_tlb_sets", "1"),
             ("osp.l2_tlb_ways", "1"),
-        ]
-        .iter()
-        .chain(extra)
-        {
-            s.params.set_str(k, v).unwrap();
-        }
-        let mut e = Engine::new(s).unwrap();
-        e.run(&mut |_| {}).unwrap();
-        e
+        ];
+        all.extend_from_slice(extra);
+        crate::schemes::small_cache_run("osp", threads, tx, &all)
     }
 
     /// Rule: no data write ever lands on the copy of a line that the

@@ -475,29 +475,11 @@ impl Scheme for OptUndo {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{Engine, RunSpec};
+    use crate::engine::Engine;
     use rustc_hash::FxHashSet;
 
     fn small_cache_run(scheme: &str, threads: usize, tx: u64) -> Engine {
-        let mut s = RunSpec::new(scheme, "vector").unwrap();
-        s.threads = threads;
-        s.tx = tx;
-        s.record_history = true;
-        for (k, v) in [
-            ("workload.item_bytes", "1024"),
-            ("workload.initial_items", "64"),
-            ("cache.llc_size_bytes", "4KB"),
-            ("cache.llc_ways", "2"),
-            ("cache.l2_size_bytes", "2KB"),
-            ("cache.l2_ways", "2"),
-            ("cache.l1_size_bytes", "1KB"),
-            ("cache.l1_ways", "2"),
-        ] {
-            s.params.set_str(k, v).unwrap();
-        }
-        let mut e = Engine::new(s).unwrap();
-        e.run(&mut |_| {}).unwrap();
-        e
+        crate::schemes::small_cache_run(scheme, threads, tx, &[])
     }
 
     /// Rule: a home write of a line a running transaction modified is
