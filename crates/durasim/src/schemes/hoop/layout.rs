@@ -255,7 +255,10 @@ pub fn decode_address_slice(b: &[u8], epoch: u32) -> Option<Vec<CommitEntry>> {
 #[inline]
 pub fn next_offset(from: u64, to: u64, slots: u64) -> u32 {
     let d = (to + slots - from) % slots;
-    debug_assert!(
+    // Allocation keeps every successor in reach (`pick_free_block`); a
+    // violation would corrupt the chain on media, so it must not pass
+    // silently in release builds either.
+    assert!(
         d > 0 && d < 1 << NEXT_BITS,
         "next slice out of 24-bit range"
     );

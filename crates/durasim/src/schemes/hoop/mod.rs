@@ -250,6 +250,10 @@ pub struct Hoop {
     cores: Vec<CoreState>,
     blocks: Vec<Block>,
     active: Option<usize>,
+    /// Last block opened: the round-robin allocation cursor (§III-D). Kept
+    /// apart from `active`, which is `None` after an on-demand seal, so
+    /// allocation never restarts behind the log head.
+    cursor: Option<usize>,
     /// Current address slice (global slot) and entries used.
     addr_slice: Option<(u64, usize)>,
     epoch_next: u32,
@@ -297,6 +301,7 @@ impl Hoop {
                 })
                 .collect(),
             active: None,
+            cursor: None,
             addr_slice: None,
             epoch_next: 1,
             full: VecDeque::new(),
@@ -337,13 +342,28 @@ impl Hoop {
             .write(self.g.block_addr(b), &h.encode(), Purpose::Metadata, now)
     }
 
-    /// Next free block after the active one, round-robin (§III-D).
+    /// Next free block after the last one opened, round-robin (§III-D),
+    /// among the blocks every open slice can link to: a data slice reaches
+    /// its successor by a 24-bit forward distance (Fig. 5b), so each slot
+    /// of the new block must lie less than 2^24 slices ahead of every
+    /// core's open slice, modulo the region.
     fn pick_free_block(&self) -> Option<usize> {
         let n = self.blocks.len();
-        let start = self.active.map_or(0, |a| a + 1);
-        (0..n)
-            .map(|i| (start + i) % n)
-            .find(|&b| b as u64 >= self.g.first_block && self.blocks[b].state == BlockState::Unused)
+        let start = self.cursor.map_or(0, |a| a + 1);
+        let spb = self.g.slots_per_block;
+        let slots = self.g.slots();
+        let reachable = |b: usize| {
+            let last = b as u64 * spb + spb - 1;
+            self.cores.iter().all(|c| {
+                c.open
+                    .is_none_or(|os| (last + slots - os.slot) % slots < 1 << layout::NEXT_BITS)
+            })
+        };
+        (0..n).map(|i| (start + i) % n).find(|&b| {
+            b as u64 >= self.g.first_block
+                && self.blocks[b].state == BlockState::Unused
+                && reachable(b)
+        })
     }
 
     /// Set or clear block `b`'s bit in the on-media block index table.
@@ -373,6 +393,7 @@ impl Hoop {
         blk.live_txs = 0;
         blk.addr_slices.clear();
         self.free_blocks -= 1;
+        self.cursor = Some(b);
         self.stats.blocks_allocated += 1;
         self.stats.blocks_peak_in_use = self
             .stats
@@ -418,7 +439,7 @@ impl Hoop {
                     match self.pick_free_block() {
                         Some(b) => b,
                         None => panic!(
-                            "HOOP OOP region exhausted by in-flight transactions ({} blocks); raise hoop.oop_region_share or hoop.block_bytes",
+                            "HOOP OOP region exhausted by in-flight transactions ({} blocks, none free within the 24-bit reach of every open slice); raise hoop.oop_region_share or hoop.block_bytes",
                             self.g.blocks
                         ),
                     }

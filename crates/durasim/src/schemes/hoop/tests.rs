@@ -459,3 +459,74 @@ fn preset_file_sets_the_documented_defaults() {
     assert_eq!(hoop.len(), PARAMS.len(), "one line per hoop parameter");
     assert!(p.overrides().is_empty(), "{:?}", p.overrides());
 }
+
+/// Regression: an on-demand seal (mapping table full) left no active block
+/// and allocation restarted at the region's first block, behind the log
+/// head, so an in-flight transaction's chain linked backwards: a forward
+/// distance of nearly the whole region, beyond the 24-bit next field once
+/// the region holds more than 2^24 slices (TPC-C at default parameters).
+#[test]
+fn chain_stays_within_24_bit_reach_after_on_demand_seal() {
+    let mut p = Params::defaults(&[PARAMS]);
+    // 64 KB blocks in a 3.2 GB OOP region (> 2^24 slices; sparse media).
+    p.set_str("hoop.block_bytes", "65536").unwrap();
+    p.set_str("nvm.capacity_bytes", "32GB").unwrap();
+    let (mut h, mut ctx) = machine(&p, 2);
+    assert!(h.g.slots() > 1 << layout::NEXT_BITS);
+    let spb = h.g.slots_per_block;
+    let (mut e0, mut e1) = (LineExt::default(), LineExt::default());
+    // Core 1 commits 8-slice transactions filling about three blocks.
+    let n_tx = 3 * spb / 8;
+    let b1 = 0x4000_0000;
+    for t in 0..n_tx {
+        h.tx_begin(&mut ctx, 1, 0);
+        for w in 0..64u64 {
+            st(&mut h, &mut ctx, 1, b1 + w * 8, t * 1000 + w, &mut e1);
+        }
+        h.tx_end(&mut ctx, 1, 0);
+    }
+    // Core 0 is mid-transaction, its open slice in the active block ...
+    let b0 = 0x1000_0000;
+    h.tx_begin(&mut ctx, 0, 0);
+    for w in 0..20u64 {
+        st(&mut h, &mut ctx, 0, b0 + w * 8, 7 + w, &mut e0);
+    }
+    let open_block = h.g.block_of(h.cores[0].open.unwrap().slot);
+    // ... when the mapping table fills: seal the active block, GC frees
+    // the blocks behind it.
+    let cap = h.mapping_capacity;
+    h.mapping_capacity = 0;
+    h.gc_demand = true;
+    h.tick(&mut ctx, 0);
+    h.mapping_capacity = cap;
+    assert!(h.active.is_none() && h.stats.gc_blocks_freed >= 1);
+    assert_eq!(
+        h.blocks[h.g.first_block as usize].state,
+        BlockState::Unused,
+        "a block behind the log head is free"
+    );
+    // Core 0 goes on; its chain continues in a newly opened block.
+    for w in 20..60u64 {
+        st(&mut h, &mut ctx, 0, b0 + w * 8, 7 + w, &mut e0);
+    }
+    h.tx_end(&mut ctx, 0, 0);
+    let next_block = h.active.unwrap();
+    assert!(
+        next_block > open_block,
+        "round-robin continues after the last block opened ({next_block} vs {open_block})"
+    );
+    // Recovery from the bytes follows the whole chain.
+    let mut img = Overlay::new(ctx.nvm.media());
+    (super::INFO.recover)(&mut img, &p, &ctx.layout).unwrap();
+    for w in 0..60u64 {
+        assert_eq!(img.read_u64(b0 + w * 8), 7 + w);
+    }
+    for w in 0..64u64 {
+        assert_eq!(img.read_u64(b1 + w * 8), (n_tx - 1) * 1000 + w);
+    }
+    // So does GC.
+    h.finish(&mut ctx, 0);
+    for w in 0..60u64 {
+        assert_eq!(ctx.nvm.media().read_u64(b0 + w * 8), 7 + w);
+    }
+}
