@@ -137,7 +137,23 @@ macro_rules! p {
 }
 
 const T2: &str = "HOOP paper Table II";
-const MC: &str = "modelling choice, see docs/MODEL.md";
+/// Source of a default chosen by us (explained in docs/MODEL.md).
+pub(crate) const MC: &str = "modelling choice, see docs/MODEL.md";
+
+/// Declare a [`ParamSpec`] positionally (used by schemes' parameter lists).
+macro_rules! spec {
+    ($key:expr, $def:expr, $unit:expr, $check:expr, $src:expr, $doc:expr) => {
+        $crate::config::ParamSpec {
+            key: $key,
+            default: $def,
+            unit: $unit,
+            check: $check,
+            source: $src,
+            doc: $doc,
+        }
+    };
+}
+pub(crate) use spec;
 
 /// Engine parameters (CPU, caches, memory controller, NVM, DRAM, workloads).
 pub static ENGINE_PARAMS: &[ParamSpec] = &[

@@ -54,20 +54,7 @@ pub static INFO: SchemeInfo = SchemeInfo {
     recover,
 };
 
-const MC: &str = "modelling choice, see docs/MODEL.md";
-
-macro_rules! spec {
-    ($key:expr, $def:expr, $unit:expr, $check:expr, $src:expr, $doc:expr) => {
-        ParamSpec {
-            key: $key,
-            default: $def,
-            unit: $unit,
-            check: $check,
-            source: $src,
-            doc: $doc,
-        }
-    };
-}
+use crate::config::{spec, MC};
 
 pub static PARAMS: &[ParamSpec] = &[
     spec!("lsm.log_region_share", DefaultValue::Float(0.10), "fraction", Check::Range(0.0001, 0.9),

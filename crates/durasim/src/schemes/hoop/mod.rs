@@ -40,20 +40,7 @@ pub static INFO: SchemeInfo = SchemeInfo {
     recover: recovery::recover,
 };
 
-const MC: &str = "modelling choice, see docs/MODEL.md";
-
-macro_rules! spec {
-    ($key:expr, $def:expr, $unit:expr, $check:expr, $src:expr, $doc:expr) => {
-        ParamSpec {
-            key: $key,
-            default: $def,
-            unit: $unit,
-            check: $check,
-            source: $src,
-            doc: $doc,
-        }
-    };
-}
+use crate::config::{spec, MC};
 
 pub static PARAMS: &[ParamSpec] = &[
     spec!("hoop.mapping_table_bytes", DefaultValue::Int(2 << 20), "bytes", Check::Range(0.0, 1e12),
