@@ -137,10 +137,61 @@ struct Bank {
     next_col: Cycle,
 }
 
+/// A start-time-sorted list of reservations. Entries older than the horizon
+/// are dropped by advancing a head index (memory is compacted rarely), so
+/// pruning never moves the whole list on the hot path.
+#[derive(Clone, Debug)]
+struct Reservations<T> {
+    items: Vec<T>,
+    head: usize,
+}
+
+impl<T> Default for Reservations<T> {
+    fn default() -> Self {
+        Reservations {
+            items: Vec::new(),
+            head: 0,
+        }
+    }
+}
+
+/// Live entries are dropped in batches of more than this many, and the
+/// storage is compacted once this many dead entries make up half of it.
+const PRUNE_BATCH: usize = 64;
+const COMPACT_MIN_DEAD: usize = 4096;
+
+impl<T: Copy> Reservations<T> {
+    #[inline]
+    fn live(&self) -> &[T] {
+        &self.items[self.head..]
+    }
+
+    /// Drop the `expired` leading entries (they end before the horizon) when
+    /// there are more than `PRUNE_BATCH` of them, then insert `x` after every
+    /// entry for which `before` holds (the list stays sorted).
+    #[inline]
+    fn prune_and_insert(&mut self, expired: usize, x: T, before: impl Fn(&T) -> bool) {
+        if expired > PRUNE_BATCH {
+            self.head += expired;
+            if self.head >= COMPACT_MIN_DEAD && self.head * 2 >= self.items.len() {
+                self.items.drain(..self.head);
+                self.head = 0;
+            }
+        }
+        // Most reservations go at the end: skip the binary search then.
+        if self.items.len() == self.head || self.items.last().is_some_and(&before) {
+            self.items.push(x);
+        } else {
+            let i = self.live().partition_point(before);
+            self.items.insert(self.head + i, x);
+        }
+    }
+}
+
 /// Activate times of one rank, sorted; old entries are pruned.
 #[derive(Clone, Default, Debug)]
 struct Rank {
-    acts: Vec<Cycle>,
+    acts: Reservations<Cycle>,
 }
 
 /// One data burst on a channel's bus.
@@ -158,7 +209,7 @@ struct Burst {
 /// other bank's traffic.
 #[derive(Clone, Default, Debug)]
 struct Channel {
-    bursts: Vec<Burst>,
+    bursts: Reservations<Burst>,
 }
 
 /// Reservations that end this long before the latest request time are
@@ -169,12 +220,19 @@ impl Rank {
     /// Earliest activate at or after `t` keeping tRRD and tFAW with every
     /// reserved activate (before and after it).
     fn slot(&self, mut t: Cycle, t_rrd: Cycle, t_faw: Cycle) -> Cycle {
+        let acts = self.acts.live();
+        let reach = t_faw.max(t_rrd);
+        let mut lo = acts.partition_point(|&a| a + reach <= t);
         'search: loop {
-            let lo = self.acts.partition_point(|&a| a + t_faw.max(t_rrd) <= t);
+            // `t` only grows: skip activates that no longer constrain it
+            // (instead of a new binary search).
+            while lo < acts.len() && acts[lo] + reach <= t {
+                lo += 1;
+            }
             let mut near: [Cycle; 16] = [0; 16];
             let mut n = 0;
-            for &a in &self.acts[lo..] {
-                if a >= t + t_faw.max(t_rrd) {
+            for &a in &acts[lo..] {
+                if a >= t + reach {
                     break;
                 }
                 if a + t_rrd > t && t + t_rrd > a {
@@ -203,12 +261,8 @@ impl Rank {
     }
 
     fn reserve(&mut self, t: Cycle, horizon: Cycle) {
-        let keep = self.acts.partition_point(|&a| a < horizon);
-        if keep > 64 {
-            self.acts.drain(..keep);
-        }
-        let i = self.acts.partition_point(|&a| a <= t);
-        self.acts.insert(i, t);
+        let expired = self.acts.live().partition_point(|&a| a < horizon);
+        self.acts.prune_and_insert(expired, t, |&a| a <= t);
     }
 }
 
@@ -218,9 +272,14 @@ impl Channel {
     /// the read command being `t_cl` before its data) in both directions.
     fn slot(&self, mut t: Cycle, bl: Cycle, write: bool, t_cl: Cycle, t_wtr: Cycle) -> Cycle {
         let guard = t_wtr + t_cl;
+        let bursts = self.bursts.live();
+        // Every burst is `bl` long, so ends are sorted like starts.
+        let mut lo = bursts.partition_point(|b| b.end + guard <= t);
         'search: loop {
-            let lo = self.bursts.partition_point(|b| b.end + guard <= t);
-            for b in &self.bursts[lo..] {
+            while lo < bursts.len() && bursts[lo].end + guard <= t {
+                lo += 1;
+            }
+            for b in &bursts[lo..] {
                 if b.start >= t + bl + guard {
                     break;
                 }
@@ -244,12 +303,9 @@ impl Channel {
     }
 
     fn reserve(&mut self, b: Burst, horizon: Cycle) {
-        let keep = self.bursts.partition_point(|x| x.end < horizon);
-        if keep > 64 {
-            self.bursts.drain(..keep);
-        }
-        let i = self.bursts.partition_point(|x| x.start <= b.start);
-        self.bursts.insert(i, b);
+        let expired = self.bursts.live().partition_point(|x| x.end < horizon);
+        self.bursts
+            .prune_and_insert(expired, b, |x| x.start <= b.start);
     }
 }
 

@@ -281,27 +281,47 @@ pub fn merge_into_line(s: &DataSlice, line_addr: Addr, line: &mut LineData) {
     }
 }
 
+/// The bytes covering bits `bit..bit + width` (width <= 64, so at most nine
+/// bytes) as one little-endian integer, shifted so `bit` is bit 0.
 #[inline]
-pub fn put_bits(buf: &mut [u8], bit: usize, width: usize, v: u64) {
-    for k in 0..width {
-        let b = bit + k;
-        let mask = 1u8 << (b % 8);
-        if (v >> k) & 1 == 1 {
-            buf[b / 8] |= mask;
-        } else {
-            buf[b / 8] &= !mask;
-        }
-    }
+fn bit_window(bit: usize, width: usize) -> (usize, usize, u32) {
+    debug_assert!(width <= 64);
+    let first = bit / 8;
+    let shift = (bit % 8) as u32;
+    let bytes = (shift as usize + width).div_ceil(8);
+    (first, bytes, shift)
 }
 
 #[inline]
-pub fn get_bits(buf: &[u8], bit: usize, width: usize) -> u64 {
-    let mut v = 0u64;
-    for k in 0..width {
-        let b = bit + k;
-        v |= u64::from((buf[b / 8] >> (b % 8)) & 1) << k;
+fn width_mask(width: usize) -> u128 {
+    (1u128 << width) - 1
+}
+
+/// Write the low `width` bits of `v` at bit offset `bit` (LSB first).
+#[inline]
+pub fn put_bits(buf: &mut [u8], bit: usize, width: usize, v: u64) {
+    let (first, bytes, shift) = bit_window(bit, width);
+    let bytes = &mut buf[first..first + bytes];
+    let mut acc = 0u128;
+    for (i, &b) in bytes.iter().enumerate() {
+        acc |= u128::from(b) << (8 * i);
     }
-    v
+    let mask = width_mask(width) << shift;
+    acc = (acc & !mask) | ((u128::from(v) << shift) & mask);
+    for (i, b) in bytes.iter_mut().enumerate() {
+        *b = (acc >> (8 * i)) as u8;
+    }
+}
+
+/// Read `width` bits at bit offset `bit` (LSB first).
+#[inline]
+pub fn get_bits(buf: &[u8], bit: usize, width: usize) -> u64 {
+    let (first, bytes, shift) = bit_window(bit, width);
+    let mut acc = 0u128;
+    for (i, &b) in buf[first..first + bytes].iter().enumerate() {
+        acc |= u128::from(b) << (8 * i);
+    }
+    ((acc >> shift) & width_mask(width)) as u64
 }
 
 #[cfg(test)]
@@ -309,7 +329,36 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// The format's definition, bit by bit: the oracle for the word-wise
+    /// `put_bits`/`get_bits`.
+    fn put_bits_reference(buf: &mut [u8], bit: usize, width: usize, v: u64) {
+        for k in 0..width {
+            let b = bit + k;
+            if (v >> k) & 1 == 1 {
+                buf[b / 8] |= 1 << (b % 8);
+            } else {
+                buf[b / 8] &= !(1 << (b % 8));
+            }
+        }
+    }
+
     proptest! {
+        #[test]
+        fn bit_fields_match_the_bitwise_definition(
+            init in proptest::collection::vec(any::<u8>(), 64),
+            bit in 0usize..448,
+            width in 0usize..=64,
+            v in any::<u64>(),
+        ) {
+            let mut fast = init.clone();
+            let mut reference = init;
+            put_bits(&mut fast, bit, width, v);
+            put_bits_reference(&mut reference, bit, width, v);
+            prop_assert_eq!(&fast, &reference);
+            let expect = if width == 64 { v } else { v & ((1u64 << width) - 1) };
+            prop_assert_eq!(get_bits(&fast, bit, width), expect);
+        }
+
         #[test]
         fn data_slice_roundtrip(
             count in 1u8..=8,
