@@ -143,7 +143,11 @@ struct Bank {
 #[derive(Clone, Debug)]
 struct Reservations<T> {
     items: Vec<T>,
+    /// First live entry.
     head: usize,
+    /// Entries before this index end before the latest horizon (which only
+    /// grows), so the expired count is kept incrementally.
+    expired_end: usize,
 }
 
 impl<T> Default for Reservations<T> {
@@ -151,8 +155,28 @@ impl<T> Default for Reservations<T> {
         Reservations {
             items: Vec::new(),
             head: 0,
+            expired_end: 0,
         }
     }
+}
+
+/// `s.partition_point(pred)` searched from the end (galloping): requests
+/// arrive near the newest reservations, so this touches a few entries of a
+/// long list instead of a binary search's cache misses across all of it.
+#[inline]
+fn partition_point_from_end<T>(s: &[T], pred: impl Fn(&T) -> bool) -> usize {
+    // Invariant: `pred` is false for every entry of s[hi..].
+    let mut hi = s.len();
+    let mut step = 1;
+    while step <= hi {
+        let i = hi - step;
+        if pred(&s[i]) {
+            return i + 1 + s[i + 1..hi].partition_point(pred);
+        }
+        hi = i;
+        step *= 2;
+    }
+    s[..hi].partition_point(pred)
 }
 
 /// Live entries are dropped in batches of more than this many, and the
@@ -166,25 +190,35 @@ impl<T: Copy> Reservations<T> {
         &self.items[self.head..]
     }
 
-    /// Drop the `expired` leading entries (they end before the horizon) when
-    /// there are more than `PRUNE_BATCH` of them, then insert `x` after every
-    /// entry for which `before` holds (the list stays sorted).
+    /// Drop the leading entries for which `expired` holds (they end before
+    /// the horizon, which never decreases; `expired` must hold for a prefix)
+    /// when there are more than `PRUNE_BATCH` of them, then insert `x` after
+    /// every entry for which `before` holds (the list stays sorted).
     #[inline]
-    fn prune_and_insert(&mut self, expired: usize, x: T, before: impl Fn(&T) -> bool) {
-        if expired > PRUNE_BATCH {
-            self.head += expired;
+    fn prune_and_insert(
+        &mut self,
+        expired: impl Fn(&T) -> bool,
+        x: T,
+        before: impl Fn(&T) -> bool,
+    ) {
+        while self.expired_end < self.items.len() && expired(&self.items[self.expired_end]) {
+            self.expired_end += 1;
+        }
+        if self.expired_end - self.head > PRUNE_BATCH {
+            self.head = self.expired_end;
             if self.head >= COMPACT_MIN_DEAD && self.head * 2 >= self.items.len() {
                 self.items.drain(..self.head);
+                self.expired_end -= self.head;
                 self.head = 0;
             }
         }
-        // Most reservations go at the end: skip the binary search then.
-        if self.items.len() == self.head || self.items.last().is_some_and(&before) {
-            self.items.push(x);
-        } else {
-            let i = self.live().partition_point(before);
-            self.items.insert(self.head + i, x);
+        let i = self.head + partition_point_from_end(self.live(), before);
+        // An entry placed among expired ones (a request older than the
+        // horizon) ends before the horizon too.
+        if i < self.expired_end {
+            self.expired_end += 1;
         }
+        self.items.insert(i, x);
     }
 }
 
@@ -222,7 +256,7 @@ impl Rank {
     fn slot(&self, mut t: Cycle, t_rrd: Cycle, t_faw: Cycle) -> Cycle {
         let acts = self.acts.live();
         let reach = t_faw.max(t_rrd);
-        let mut lo = acts.partition_point(|&a| a + reach <= t);
+        let mut lo = partition_point_from_end(acts, |&a| a + reach <= t);
         'search: loop {
             // `t` only grows: skip activates that no longer constrain it
             // (instead of a new binary search).
@@ -261,8 +295,7 @@ impl Rank {
     }
 
     fn reserve(&mut self, t: Cycle, horizon: Cycle) {
-        let expired = self.acts.live().partition_point(|&a| a < horizon);
-        self.acts.prune_and_insert(expired, t, |&a| a <= t);
+        self.acts.prune_and_insert(|&a| a < horizon, t, |&a| a <= t);
     }
 }
 
@@ -274,7 +307,7 @@ impl Channel {
         let guard = t_wtr + t_cl;
         let bursts = self.bursts.live();
         // Every burst is `bl` long, so ends are sorted like starts.
-        let mut lo = bursts.partition_point(|b| b.end + guard <= t);
+        let mut lo = partition_point_from_end(bursts, |b| b.end + guard <= t);
         'search: loop {
             while lo < bursts.len() && bursts[lo].end + guard <= t {
                 lo += 1;
@@ -303,9 +336,8 @@ impl Channel {
     }
 
     fn reserve(&mut self, b: Burst, horizon: Cycle) {
-        let expired = self.bursts.live().partition_point(|x| x.end < horizon);
         self.bursts
-            .prune_and_insert(expired, b, |x| x.start <= b.start);
+            .prune_and_insert(|x| x.end < horizon, b, |x| x.start <= b.start);
     }
 }
 
