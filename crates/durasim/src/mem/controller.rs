@@ -194,12 +194,15 @@ impl<T: Copy> Reservations<T> {
     /// the horizon, which never decreases; `expired` must hold for a prefix)
     /// when there are more than `PRUNE_BATCH` of them, then insert `x` after
     /// every entry for which `before` holds (the list stays sorted).
+    /// `absorb(a, b)` may extend `a` to cover the entry `b` right after it
+    /// (returning true); absorbed entries are removed.
     #[inline]
     fn prune_and_insert(
         &mut self,
         expired: impl Fn(&T) -> bool,
         x: T,
         before: impl Fn(&T) -> bool,
+        absorb: impl Fn(&mut T, &T) -> bool,
     ) {
         while self.expired_end < self.items.len() && expired(&self.items[self.expired_end]) {
             self.expired_end += 1;
@@ -219,6 +222,29 @@ impl<T: Copy> Reservations<T> {
             self.expired_end += 1;
         }
         self.items.insert(i, x);
+        // A grown entry may no longer be expired: step the cursor back.
+        if i + 1 < self.items.len() {
+            let next = self.items[i + 1];
+            if absorb(&mut self.items[i], &next) {
+                self.remove_at(i + 1);
+                self.expired_end = self.expired_end.min(i);
+            }
+        }
+        if i > self.head {
+            let cur = self.items[i];
+            if absorb(&mut self.items[i - 1], &cur) {
+                self.remove_at(i);
+                self.expired_end = self.expired_end.min(i - 1);
+            }
+        }
+    }
+
+    #[inline]
+    fn remove_at(&mut self, k: usize) {
+        self.items.remove(k);
+        if k < self.expired_end {
+            self.expired_end -= 1;
+        }
     }
 }
 
@@ -228,7 +254,7 @@ struct Rank {
     acts: Reservations<Cycle>,
 }
 
-/// One data burst on a channel's bus.
+/// Data-bus occupancy: one burst, or back-to-back bursts of one direction.
 #[derive(Clone, Copy, Debug)]
 struct Burst {
     start: Cycle,
@@ -295,7 +321,8 @@ impl Rank {
     }
 
     fn reserve(&mut self, t: Cycle, horizon: Cycle) {
-        self.acts.prune_and_insert(|&a| a < horizon, t, |&a| a <= t);
+        self.acts
+            .prune_and_insert(|&a| a < horizon, t, |&a| a <= t, |_, _| false);
     }
 }
 
@@ -306,7 +333,7 @@ impl Channel {
     fn slot(&self, mut t: Cycle, bl: Cycle, write: bool, t_cl: Cycle, t_wtr: Cycle) -> Cycle {
         let guard = t_wtr + t_cl;
         let bursts = self.bursts.live();
-        // Every burst is `bl` long, so ends are sorted like starts.
+        // Entries are disjoint, so ends are sorted like starts.
         let mut lo = partition_point_from_end(bursts, |b| b.end + guard <= t);
         'search: loop {
             while lo < bursts.len() && bursts[lo].end + guard <= t {
@@ -336,8 +363,21 @@ impl Channel {
     }
 
     fn reserve(&mut self, b: Burst, horizon: Cycle) {
-        self.bursts
-            .prune_and_insert(|x| x.end < horizon, b, |x| x.start <= b.start);
+        // Back-to-back bursts of one direction become one busy interval:
+        // the same constraints for any later burst (see `slot`), and a
+        // saturated bus is one entry to skip instead of thousands.
+        self.bursts.prune_and_insert(
+            |x| x.end < horizon,
+            b,
+            |x| x.start <= b.start,
+            |a, next| {
+                let adjacent = a.write == next.write && a.end == next.start;
+                if adjacent {
+                    a.end = next.end;
+                }
+                adjacent
+            },
+        );
     }
 }
 
