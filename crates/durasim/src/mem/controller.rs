@@ -381,6 +381,15 @@ impl Channel {
     }
 }
 
+/// `open_rows` entry of a bank without an open row.
+const CLOSED_ROW: u64 = u64::MAX;
+const FORWARD_BUCKETS: usize = 256;
+
+#[inline]
+fn forward_bucket(line_addr: Addr) -> usize {
+    (line_addr / LINE_BYTES) as usize % FORWARD_BUCKETS
+}
+
 /// Where a line lives: channel, rank (global index), bank (global index),
 /// row.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -484,6 +493,14 @@ pub struct MemoryController {
     /// Latest request time seen (reservations far older are pruned).
     latest_now: Cycle,
     wq: Vec<PendingWrite>,
+    /// Bank and row of each queued write (parallel to `wq`) and each bank's
+    /// open row (`CLOSED_ROW` if none): the FR-FCFS scan reads only these.
+    wq_bank: Vec<u32>,
+    wq_row: Vec<u64>,
+    open_rows: Vec<u64>,
+    /// Queued full-line writes per hash bucket of their address, so a read
+    /// scans the queue for forwarding only when one may match.
+    wq_full_line_buckets: [u16; FORWARD_BUCKETS],
     wq_data: Vec<LineData>,
     wq_free: Vec<u16>,
     wq_capacity: usize,
@@ -568,6 +585,10 @@ impl MemoryController {
             adr,
             persist_log: PersistLog::new(record_persists && persistent),
             wq: Vec::with_capacity(wq_capacity),
+            wq_bank: Vec::with_capacity(wq_capacity),
+            wq_row: Vec::with_capacity(wq_capacity),
+            open_rows: vec![CLOSED_ROW; nbanks],
+            wq_full_line_buckets: [0; FORWARD_BUCKETS],
             wq_data: vec![[0u8; LINE_BYTES as usize]; data_slots],
             wq_free: (0..data_slots as u16).rev().collect(),
             wq_capacity,
@@ -686,6 +707,7 @@ impl MemoryController {
                 l,
             );
             bank.open_row = Some(l.row);
+            self.open_rows[l.bank as usize] = l.row;
             bank.next_act = act + t.t_rc;
             bank.next_pre = act + t.t_ras;
             // Activation senses the NVM array into the row buffer.
@@ -762,15 +784,28 @@ impl MemoryController {
     /// FR-FCFS pick: the oldest row-hit write, else the oldest write.
     #[inline]
     fn pick_write(&self) -> usize {
-        self.wq
+        self.wq_bank
             .iter()
-            .position(|w| self.banks[w.loc.bank as usize].open_row == Some(w.loc.row))
+            .zip(&self.wq_row)
+            .position(|(&b, &row)| self.open_rows[b as usize] == row)
             .unwrap_or(0)
+    }
+
+    /// Remove queued write `i` (and its index entries).
+    #[inline]
+    fn dequeue(&mut self, i: usize) -> PendingWrite {
+        self.wq_bank.remove(i);
+        self.wq_row.remove(i);
+        let w = self.wq.remove(i);
+        if w.len as u64 == LINE_BYTES {
+            self.wq_full_line_buckets[forward_bucket(w.addr)] -= 1;
+        }
+        w
     }
 
     /// Issue queued write `i`; returns (data burst end, programmed time).
     fn issue_write(&mut self, i: usize) -> (Cycle, Cycle) {
-        let w = self.wq.remove(i);
+        let w = self.dequeue(i);
         let (end, _) = self.access(w.loc, true, w.arrival);
         let done = end + self.timing.write_busy();
         if self.persistent && !self.adr {
@@ -822,10 +857,11 @@ impl MemoryController {
         while line <= last {
             self.stats.bytes_read[purpose.index()] += LINE_BYTES;
             self.stats.reads += 1;
-            if self
-                .wq
-                .iter()
-                .any(|w| w.addr == line && w.len as u64 == LINE_BYTES)
+            if self.wq_full_line_buckets[forward_bucket(line)] > 0
+                && self
+                    .wq
+                    .iter()
+                    .any(|w| w.addr == line && w.len as u64 == LINE_BYTES)
             {
                 // Served from the controller's queue: one burst time.
                 self.stats.forwarded_reads += 1;
@@ -911,13 +947,19 @@ impl MemoryController {
         } else {
             0
         };
+        let loc = self.decode(addr);
         self.wq.push(PendingWrite {
             addr,
             arrival: accept,
-            loc: self.decode(addr),
+            loc,
             len: data.len() as u8,
             slot,
         });
+        self.wq_bank.push(loc.bank);
+        self.wq_row.push(loc.row);
+        if data.len() as u64 == LINE_BYTES {
+            self.wq_full_line_buckets[forward_bucket(addr)] += 1;
+        }
         if !self.persistent {
             return accept;
         }
