@@ -198,6 +198,11 @@ pub struct Engine {
     cores: Vec<Core>,
     latencies: Latencies,
     compute_cpi: f64,
+    /// `compute_cpi` when it is a whole number (then n instructions take
+    /// exactly n * cpi cycles without a float round trip).
+    compute_cpi_whole: Option<Cycle>,
+    /// The scheme's `wants_access_hook`, asked once.
+    access_hook: bool,
     check_reads: bool,
     loads: u64,
     stores: u64,
@@ -290,6 +295,11 @@ impl Engine {
         }
         let mut e = Engine {
             compute_cpi: params.f64("cpu.compute_cpi"),
+            compute_cpi_whole: {
+                let cpi = params.f64("cpu.compute_cpi");
+                (cpi.fract() == 0.0).then_some(cpi as Cycle)
+            },
+            access_hook: scheme.wants_access_hook(),
             check_reads: params.bool("run.check_reads"),
             latencies: Latencies::with_capacity(spec.tx as usize),
             history: None,
@@ -362,20 +372,17 @@ impl Engine {
             // Pick the core with the earliest time (the lowest index on
             // ties); run it until it passes the next core's time or
             // background work is due.
-            let mut c = 0;
-            let mut second = Cycle::MAX;
+            let (mut c, mut now, mut second) = (0, ready[0], Cycle::MAX);
             for (i, &t) in ready.iter().enumerate().skip(1) {
-                if t < ready[c] {
-                    second = ready[c];
-                    c = i;
-                } else {
-                    second = second.min(t);
+                if t < now {
+                    (c, now, second) = (i, t, now);
+                } else if t < second {
+                    second = t;
                 }
             }
-            if ready[c] == Cycle::MAX {
+            if now == Cycle::MAX {
                 break;
             }
-            let now = ready[c];
             if let Some(ev) = self.scheme.next_event_at() {
                 if ev <= now {
                     let before = self.ctx.nvm.persist_log.count();
@@ -516,7 +523,10 @@ impl Engine {
                 }
                 Op::Compute { n } => {
                     let core = &mut self.cores[c];
-                    core.time += (n as f64 * self.compute_cpi).ceil() as Cycle;
+                    core.time += match self.compute_cpi_whole {
+                        Some(cpi) => Cycle::from(n) * cpi,
+                        None => (n as f64 * self.compute_cpi).ceil() as Cycle,
+                    };
                 }
                 Op::Flush { addr } => {
                     let core = &mut self.cores[c];
@@ -579,7 +589,7 @@ impl Engine {
     #[inline]
     fn mem_access(&mut self, c: usize, addr: Addr, is_write: bool, t: Cycle) -> (Cycle, usize) {
         let mut t = t;
-        if self.scheme.wants_access_hook() {
+        if self.access_hook {
             t = self.scheme.access(&mut self.ctx, c, addr, is_write, t);
         }
         let mut below = Below {

@@ -211,6 +211,7 @@ pub trait Scheme: Send {
         now
     }
 
+    /// Asked once when the engine is built (a constant of the scheme).
     fn wants_access_hook(&self) -> bool {
         false
     }
