@@ -498,6 +498,11 @@ pub struct MemoryController {
     wq_bank: Vec<u32>,
     wq_row: Vec<u64>,
     open_rows: Vec<u64>,
+    /// Queued writes per bank, and queued writes whose row is open in their
+    /// bank: with no row hit queued, the FR-FCFS pick is the oldest write
+    /// without scanning the queue.
+    wq_per_bank: Vec<u16>,
+    wq_row_hits: usize,
     /// Queued full-line writes per hash bucket of their address, so a read
     /// scans the queue for forwarding only when one may match.
     wq_full_line_buckets: [u16; FORWARD_BUCKETS],
@@ -588,6 +593,8 @@ impl MemoryController {
             wq_bank: Vec::with_capacity(wq_capacity),
             wq_row: Vec::with_capacity(wq_capacity),
             open_rows: vec![CLOSED_ROW; nbanks],
+            wq_per_bank: vec![0; nbanks],
+            wq_row_hits: 0,
             wq_full_line_buckets: [0; FORWARD_BUCKETS],
             wq_data: vec![[0u8; LINE_BYTES as usize]; data_slots],
             wq_free: (0..data_slots as u16).rev().collect(),
@@ -707,7 +714,7 @@ impl MemoryController {
                 l,
             );
             bank.open_row = Some(l.row);
-            self.open_rows[l.bank as usize] = l.row;
+            self.open_row_changed(l.bank, l.row);
             bank.next_act = act + t.t_rc;
             bank.next_pre = act + t.t_ras;
             // Activation senses the NVM array into the row buffer.
@@ -784,6 +791,17 @@ impl MemoryController {
     /// FR-FCFS pick: the oldest row-hit write, else the oldest write.
     #[inline]
     fn pick_write(&self) -> usize {
+        debug_assert_eq!(
+            self.wq_row_hits,
+            self.wq_bank
+                .iter()
+                .zip(&self.wq_row)
+                .filter(|(&b, &row)| self.open_rows[b as usize] == row)
+                .count()
+        );
+        if self.wq_row_hits == 0 {
+            return 0;
+        }
         self.wq_bank
             .iter()
             .zip(&self.wq_row)
@@ -791,11 +809,30 @@ impl MemoryController {
             .unwrap_or(0)
     }
 
+    /// Bank `bank` opened `row`: recount the queued writes that hit.
+    #[inline]
+    fn open_row_changed(&mut self, bank: u32, row: u64) {
+        let old = std::mem::replace(&mut self.open_rows[bank as usize], row);
+        if self.wq_per_bank[bank as usize] == 0 {
+            return;
+        }
+        for (&b, &r) in self.wq_bank.iter().zip(&self.wq_row) {
+            if b == bank {
+                self.wq_row_hits -= usize::from(r == old);
+                self.wq_row_hits += usize::from(r == row);
+            }
+        }
+    }
+
     /// Remove queued write `i` (and its index entries).
     #[inline]
     fn dequeue(&mut self, i: usize) -> PendingWrite {
-        self.wq_bank.remove(i);
-        self.wq_row.remove(i);
+        let bank = self.wq_bank.remove(i);
+        let row = self.wq_row.remove(i);
+        self.wq_per_bank[bank as usize] -= 1;
+        if self.open_rows[bank as usize] == row {
+            self.wq_row_hits -= 1;
+        }
         let w = self.wq.remove(i);
         if w.len as u64 == LINE_BYTES {
             self.wq_full_line_buckets[forward_bucket(w.addr)] -= 1;
@@ -957,6 +994,10 @@ impl MemoryController {
         });
         self.wq_bank.push(loc.bank);
         self.wq_row.push(loc.row);
+        self.wq_per_bank[loc.bank as usize] += 1;
+        if self.open_rows[loc.bank as usize] == loc.row {
+            self.wq_row_hits += 1;
+        }
         if data.len() as u64 == LINE_BYTES {
             self.wq_full_line_buckets[forward_bucket(addr)] += 1;
         }
