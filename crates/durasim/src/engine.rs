@@ -245,6 +245,7 @@ impl Engine {
             layout: layout.clone(),
             cores: spec.threads,
             freq_ghz: params.f64("cpu.freq_ghz"),
+            pending_error: None,
         };
         let hier = Hierarchy::new(&params, spec.threads);
         let sb_entries = params.usize("cpu.store_buffer_entries");
@@ -281,7 +282,9 @@ impl Engine {
         let mut e = Engine {
             compute_cpi: params.f64("cpu.compute_cpi"),
             check_reads: params.bool("run.check_reads"),
-            latencies: Latencies::with_capacity(spec.tx as usize),
+            // Bounded: the vector grows past it, a huge --tx must not make
+            // the up-front allocation fail.
+            latencies: Latencies::with_capacity(spec.tx.min(1 << 24) as usize),
             history: None,
             spec,
             scheme_info,
@@ -370,6 +373,7 @@ impl Engine {
                     let before = self.ctx.nvm.persist_log.count();
                     let stall = self.scheme.tick(&mut self.ctx, ev.max(now));
                     self.note_background(before);
+                    self.check_pending_error()?;
                     if let Some(stall) = stall {
                         for core in &mut self.cores {
                             core.time = core.time.max(stall);
@@ -387,6 +391,7 @@ impl Engine {
                 progress(done_total);
             }
         }
+        self.check_pending_error()?;
         progress(done_total);
         self.run_end = self.cores.iter().map(|c| c.time).max().unwrap_or(0);
         self.run_stats = Some((
@@ -414,6 +419,15 @@ impl Engine {
         self.finished_writes = self.ctx.nvm.stats.total_written() - before;
     }
 
+    /// End the run with the bad input a scheme found mid-run, if any.
+    #[inline]
+    fn check_pending_error(&mut self) -> Result<()> {
+        if self.ctx.pending_error.is_none() {
+            return Ok(());
+        }
+        self.ctx.pending_error.take().map_or(Ok(()), Err)
+    }
+
     /// Record the persist events background work issued since `before`.
     fn note_background(&mut self, before: u64) {
         let after = self.ctx.nvm.persist_log.count();
@@ -431,6 +445,7 @@ impl Engine {
                 if core.in_tx {
                     let t = core.time.max(core.sb_drained()).max(core.flush_done);
                     let end = self.scheme.tx_end(&mut self.ctx, c, t);
+                    self.check_pending_error()?;
                     let core = &mut self.cores[c];
                     self.latencies.push(end - core.tx_begin_at);
                     core.time = end;
