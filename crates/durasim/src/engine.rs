@@ -233,6 +233,19 @@ impl Engine {
                 "invalid write-drain watermarks: need mc.write_drain_low ({low}) < mc.write_drain_high ({high}) <= mc.write_queue_entries ({cap})"
             )));
         }
+        for level in ["l1", "l2", "llc"] {
+            let size = params.u64(&format!("cache.{level}_size_bytes"));
+            let ways = params.u64(&format!("cache.{level}_ways"));
+            let lines = size / crate::types::LINE_BYTES;
+            // Sets are indexed by address bits, so their number (lines /
+            // ways, lines a power of two) must be a power of two.
+            if !ways.min(lines).is_power_of_two() {
+                return Err(Error::input(format!(
+                    "invalid value '{ways}' for 'cache.{level}_ways': the number of sets (cache.{level}_size_bytes / (ways x 64 B)) must be a power of two; use 1, 2, 4, ... up to {}",
+                    lines.min(64)
+                )));
+            }
+        }
         let layout = Layout::new(
             params.u64("nvm.capacity_bytes"),
             (scheme_info.reserved_bytes)(&params),
@@ -708,5 +721,6 @@ pub fn run(spec: RunSpec, progress: &mut dyn FnMut(u64)) -> Result<Engine> {
     let mut e = Engine::new(spec)?;
     e.run(progress)?;
     e.finish();
+    e.check_pending_error()?;
     Ok(e)
 }

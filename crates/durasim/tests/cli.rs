@@ -144,6 +144,18 @@ fn bad_names_keys_and_values_exit_2_naming_the_choices() {
             ],
             "nonexistent",
         ),
+        (
+            &[
+                "run",
+                "--scheme",
+                "ideal",
+                "--workload",
+                "vector",
+                "--set",
+                "cache.llc_ways=12",
+            ],
+            "cache.llc_ways",
+        ),
         (&["list", "bogus"], "params"),
         (
             &[
