@@ -88,6 +88,16 @@ struct Core {
 }
 
 impl Core {
+    /// When the core runs next; `Cycle::MAX` once all its work is done.
+    #[inline]
+    fn ready_time(&self) -> Cycle {
+        if self.done_tx == self.target_tx && !self.in_tx {
+            Cycle::MAX
+        } else {
+            self.time
+        }
+    }
+
     #[inline]
     fn sb_push(&mut self, done: Cycle) {
         let cap = self.sb.len();
@@ -361,26 +371,27 @@ impl Engine {
         let start = Instant::now();
         let mut done_total = 0u64;
         let mut last_report = 0u64;
+        // Each core's time, or `Cycle::MAX` once it has finished: one compact
+        // array so picking the next core touches one host cache line.
+        let mut ready: Vec<Cycle> = self.cores.iter().map(Core::ready_time).collect();
         loop {
-            // Pick the core with the earliest time; run it until it passes
-            // the next core's time or background work is due.
-            let mut first: Option<usize> = None;
+            // Pick the core with the earliest time (the lowest index on
+            // ties); run it until it passes the next core's time or
+            // background work is due.
+            let mut c = 0;
             let mut second = Cycle::MAX;
-            for (i, c) in self.cores.iter().enumerate() {
-                if c.done_tx == c.target_tx && !c.in_tx {
-                    continue;
-                }
-                match first {
-                    None => first = Some(i),
-                    Some(f) if c.time < self.cores[f].time => {
-                        second = second.min(self.cores[f].time);
-                        first = Some(i);
-                    }
-                    Some(_) => second = second.min(c.time),
+            for (i, &t) in ready.iter().enumerate().skip(1) {
+                if t < ready[c] {
+                    second = ready[c];
+                    c = i;
+                } else {
+                    second = second.min(t);
                 }
             }
-            let Some(c) = first else { break };
-            let now = self.cores[c].time;
+            if ready[c] == Cycle::MAX {
+                break;
+            }
+            let now = ready[c];
             if let Some(ev) = self.scheme.next_event_at() {
                 if ev <= now {
                     let before = self.ctx.nvm.persist_log.count();
@@ -388,8 +399,9 @@ impl Engine {
                     self.note_background(before);
                     self.check_pending_error()?;
                     if let Some(stall) = stall {
-                        for core in &mut self.cores {
+                        for (core, r) in self.cores.iter_mut().zip(ready.iter_mut()) {
                             core.time = core.time.max(stall);
+                            *r = core.ready_time();
                         }
                     }
                     continue;
@@ -398,6 +410,7 @@ impl Engine {
             }
             let before = self.cores[c].done_tx;
             self.step_core(c, second)?;
+            ready[c] = self.cores[c].ready_time();
             done_total += self.cores[c].done_tx - before;
             if done_total - last_report >= 256 {
                 last_report = done_total;

@@ -105,7 +105,7 @@ impl Hierarchy {
         }
         l1.misses += 1;
         let mut t = now + l1.latency;
-        let (data, ext, level) = self.fetch_into_l2(core, line_addr, &mut t, mem);
+        let (s2, level) = self.fetch_into_l2(core, line_addr, &mut t, mem);
         // Fill L1; an L1 victim is (by inclusion) present in L2.
         let slot = self.l1[core].victim_slot(line_addr);
         if self.l1[core].valid_addr(slot).is_some() {
@@ -122,34 +122,39 @@ impl Hierarchy {
                 self.l1[core].invalidate(slot);
             }
         }
-        self.l1[core].install(slot, line_addr, &data, ext, false, core as u16);
+        // Copied straight from the L2 slot (the victim above is another line).
+        let l2 = &self.l2[core];
+        self.l1[core].install(slot, line_addr, l2.data(s2), *l2.ext(s2), false, core as u16);
         (t, slot, level)
     }
 
+    /// Bring `line_addr` into `core`'s L2; returns its L2 slot and where it
+    /// was found.
     fn fetch_into_l2(
         &mut self,
         core: CoreId,
         line_addr: Addr,
         t: &mut Cycle,
         mem: &mut dyn MemSide,
-    ) -> (LineData, LineExt, HitLevel) {
+    ) -> (usize, HitLevel) {
         let l2 = &mut self.l2[core];
         *t += l2.latency;
         if let Some(s2) = l2.find(line_addr) {
             l2.touch(s2);
             l2.hits += 1;
-            return (*l2.data(s2), *l2.ext(s2), HitLevel::L2);
+            return (s2, HitLevel::L2);
         }
         l2.misses += 1;
         *t += self.llc.latency;
-        let (data, ext, level) = if let Some(s3) = self.llc.find(line_addr) {
+        // Where the fill comes from: an LLC slot, or bytes read from memory.
+        let mut buf = [0u8; LINE_BYTES as usize];
+        let mut fill_ext = LineExt::default();
+        let (from_llc, level) = if let Some(s3) = self.llc.find(line_addr) {
             self.llc.touch(s3);
             self.llc.hits += 1;
-            (*self.llc.data(s3), *self.llc.ext(s3), HitLevel::Llc)
+            (Some(s3), HitLevel::Llc)
         } else {
             self.llc.misses += 1;
-            let mut buf = [0u8; LINE_BYTES as usize];
-            let mut fill_ext = LineExt::default();
             let (arrive, fill_dirty) = mem.read_miss(core, line_addr, *t, &mut buf, &mut fill_ext);
             *t = arrive;
             let slot = self.llc.victim_slot(line_addr);
@@ -158,7 +163,7 @@ impl Hierarchy {
             }
             self.llc
                 .install(slot, line_addr, &buf, fill_ext, fill_dirty, core as u16);
-            (buf, fill_ext, HitLevel::Memory)
+            (None, HitLevel::Memory)
         };
         // Fill L2; its victim goes down into the LLC after pulling L1's copy.
         let slot = self.l2[core].victim_slot(line_addr);
@@ -188,8 +193,15 @@ impl Hierarchy {
                 self.llc.set_dirty(s3, true);
             }
         }
-        self.l2[core].install(slot, line_addr, &data, ext, false, core as u16);
-        (data, ext, level)
+        // An LLC source slot is untouched by the victim above (another line).
+        match from_llc {
+            Some(s3) => {
+                let (data, ext) = (self.llc.data(s3), *self.llc.ext(s3));
+                self.l2[core].install(slot, line_addr, data, ext, false, core as u16);
+            }
+            None => self.l2[core].install(slot, line_addr, &buf, fill_ext, false, core as u16),
+        }
+        (slot, level)
     }
 
     /// Evict the LLC line in `slot`: back-invalidate the owner's private

@@ -22,6 +22,14 @@ use super::{Hoop, MemCtx};
 use crate::types::{Addr, Cycle, Purpose};
 use rustc_hash::FxHashMap;
 
+/// The newest version of each migrated word of one home line.
+#[derive(Clone, Copy, Default)]
+struct GcLine {
+    mask: u8,
+    values: [u64; 8],
+    txids: [u32; 8],
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GcKind {
     Periodic,
@@ -66,7 +74,10 @@ impl Hoop {
             }
         }
         commits.sort_unstable_by_key(|c| std::cmp::Reverse(c.txid));
-        let mut h: FxHashMap<Addr, (u64, u32)> = FxHashMap::default();
+        // H of Algorithm 1, grouped by home line: line -> index into
+        // `newest` (per word of the line: first version seen = newest).
+        let mut h: FxHashMap<Addr, u32> = FxHashMap::default();
+        let mut newest: Vec<GcLine> = Vec::new();
         let mut chain: Vec<DataSlice> = Vec::new();
         let mut chain_blocks: Vec<usize> = Vec::new();
         let t_chain = t_read;
@@ -101,47 +112,49 @@ impl Hoop {
             for s in chain.iter().rev() {
                 for i in 0..s.count as usize {
                     self.stats.gc_words_in_slices += 1;
-                    h.entry(s.homes[i]).or_insert((s.values[i], s.txid));
+                    let a = s.homes[i];
+                    let e = *h.entry(a & !63).or_insert_with(|| {
+                        newest.push(GcLine::default());
+                        (newest.len() - 1) as u32
+                    });
+                    let l = &mut newest[e as usize];
+                    let w = ((a & 63) / 8) as usize;
+                    if l.mask & (1 << w) == 0 {
+                        l.mask |= 1 << w;
+                        l.values[w] = s.values[i];
+                        l.txids[w] = s.txid;
+                    }
                 }
             }
         }
         self.stats.gc_tx_migrated += commits.len() as u64;
-        // Lines 20-27: write each home line once.
-        let mut words: Vec<(Addr, u64, u32)> = h.into_iter().map(|(a, (v, x))| (a, v, x)).collect();
-        words.sort_unstable_by_key(|w| w.0);
-        self.stats.gc_words_migrated += words.len() as u64;
+        // Lines 20-27: write each home line once, in address order.
+        let mut lines: Vec<(Addr, u32)> = h.into_iter().collect();
+        lines.sort_unstable_by_key(|l| l.0);
         let mut t_write = t_scan;
-        let mut i = 0;
-        while i < words.len() {
-            let line = words[i].0 & !63;
-            let mut j = i;
-            let mut mask = 0u8;
-            while j < words.len() && words[j].0 & !63 == line {
-                mask |= 1 << ((words[j].0 & 63) / 8);
-                j += 1;
-            }
+        for &(line, e) in &lines {
+            let l = &newest[e as usize];
+            self.stats.gc_words_migrated += u64::from(l.mask.count_ones());
             let mut data = [0u8; 64];
-            if mask != 0xff {
+            if l.mask != 0xff {
                 // Partial line: merge into the current home content.
                 t_write = t_write.max(ctx.nvm.read(line, &mut data, Purpose::Gc, t_scan));
                 self.stats.gc_home_reads += 1;
             }
-            for &(a, v, _) in &words[i..j] {
-                let w = ((a & 63) / 8) as usize;
-                data[w * 8..w * 8 + 8].copy_from_slice(&v.to_le_bytes());
+            for w in (0..8).filter(|w| l.mask & (1 << w) != 0) {
+                data[w * 8..w * 8 + 8].copy_from_slice(&l.values[w].to_le_bytes());
             }
             t_write = t_write.max(ctx.nvm.write(line, &data, Purpose::Gc, t_scan));
             self.stats.gc_lines_written += 1;
             self.stats.gc_bytes_migrated += 64;
             self.evb.insert(line, &data);
             let mut empty = false;
-            for &(a, _, x) in &words[i..j] {
-                empty = self.ind.migrated(a, x);
+            for w in (0..8).filter(|w| l.mask & (1 << w) != 0) {
+                empty = self.ind.migrated(line + 8 * w as u64, l.txids[w]);
             }
             if empty && self.mapping_remove(line) {
                 self.stats.mapping_removed_by_gc += 1;
             }
-            i = j;
         }
         // Retire the migrated transactions: one atomic word per address
         // slice, in commit order, so a crash leaves only newer ones
