@@ -124,7 +124,14 @@ impl Hierarchy {
         }
         // Copied straight from the L2 slot (the victim above is another line).
         let l2 = &self.l2[core];
-        self.l1[core].install(slot, line_addr, l2.data(s2), *l2.ext(s2), false, core as u16);
+        self.l1[core].install(
+            slot,
+            line_addr,
+            l2.data(s2),
+            *l2.ext(s2),
+            false,
+            core as u16,
+        );
         (t, slot, level)
     }
 

@@ -449,6 +449,9 @@ impl Hoop {
     /// error at TxEnd.
     #[cold]
     fn region_exhausted(&self, ctx: &mut MemCtx) {
+        if ctx.pending_error.is_some() {
+            return; // already reported by an earlier store
+        }
         let words: u64 = self.cores.iter().map(|c| c.tx_words).sum();
         let usable = (self.g.blocks - self.g.first_block) * (self.g.slots_per_block - 1);
         ctx.input_error(format!(
