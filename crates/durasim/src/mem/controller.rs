@@ -194,12 +194,15 @@ impl<T: Copy> Reservations<T> {
     /// the horizon, which never decreases; `expired` must hold for a prefix)
     /// when there are more than `PRUNE_BATCH` of them, then insert `x` after
     /// every entry for which `before` holds (the list stays sorted).
+    /// `absorb(a, b)` may extend `a` to cover the entry `b` right after it
+    /// (returning true); absorbed entries are removed.
     #[inline]
     fn prune_and_insert(
         &mut self,
         expired: impl Fn(&T) -> bool,
         x: T,
         before: impl Fn(&T) -> bool,
+        absorb: impl Fn(&mut T, &T) -> bool,
     ) {
         while self.expired_end < self.items.len() && expired(&self.items[self.expired_end]) {
             self.expired_end += 1;
@@ -219,6 +222,29 @@ impl<T: Copy> Reservations<T> {
             self.expired_end += 1;
         }
         self.items.insert(i, x);
+        // A grown entry may no longer be expired: step the cursor back.
+        if i + 1 < self.items.len() {
+            let next = self.items[i + 1];
+            if absorb(&mut self.items[i], &next) {
+                self.remove_at(i + 1);
+                self.expired_end = self.expired_end.min(i);
+            }
+        }
+        if i > self.head {
+            let cur = self.items[i];
+            if absorb(&mut self.items[i - 1], &cur) {
+                self.remove_at(i);
+                self.expired_end = self.expired_end.min(i - 1);
+            }
+        }
+    }
+
+    #[inline]
+    fn remove_at(&mut self, k: usize) {
+        self.items.remove(k);
+        if k < self.expired_end {
+            self.expired_end -= 1;
+        }
     }
 }
 
@@ -228,7 +254,7 @@ struct Rank {
     acts: Reservations<Cycle>,
 }
 
-/// One data burst on a channel's bus.
+/// Data-bus occupancy: one burst, or back-to-back bursts of one direction.
 #[derive(Clone, Copy, Debug)]
 struct Burst {
     start: Cycle,
@@ -295,7 +321,8 @@ impl Rank {
     }
 
     fn reserve(&mut self, t: Cycle, horizon: Cycle) {
-        self.acts.prune_and_insert(|&a| a < horizon, t, |&a| a <= t);
+        self.acts
+            .prune_and_insert(|&a| a < horizon, t, |&a| a <= t, |_, _| false);
     }
 }
 
@@ -306,7 +333,7 @@ impl Channel {
     fn slot(&self, mut t: Cycle, bl: Cycle, write: bool, t_cl: Cycle, t_wtr: Cycle) -> Cycle {
         let guard = t_wtr + t_cl;
         let bursts = self.bursts.live();
-        // Every burst is `bl` long, so ends are sorted like starts.
+        // Entries are disjoint, so ends are sorted like starts.
         let mut lo = partition_point_from_end(bursts, |b| b.end + guard <= t);
         'search: loop {
             while lo < bursts.len() && bursts[lo].end + guard <= t {
@@ -336,9 +363,31 @@ impl Channel {
     }
 
     fn reserve(&mut self, b: Burst, horizon: Cycle) {
-        self.bursts
-            .prune_and_insert(|x| x.end < horizon, b, |x| x.start <= b.start);
+        // Back-to-back bursts of one direction become one busy interval:
+        // the same constraints for any later burst (see `slot`), and a
+        // saturated bus is one entry to skip instead of thousands.
+        self.bursts.prune_and_insert(
+            |x| x.end < horizon,
+            b,
+            |x| x.start <= b.start,
+            |a, next| {
+                let adjacent = a.write == next.write && a.end == next.start;
+                if adjacent {
+                    a.end = next.end;
+                }
+                adjacent
+            },
+        );
     }
+}
+
+/// `open_rows` entry of a bank without an open row.
+const CLOSED_ROW: u64 = u64::MAX;
+const FORWARD_BUCKETS: usize = 256;
+
+#[inline]
+fn forward_bucket(line_addr: Addr) -> usize {
+    (line_addr / LINE_BYTES) as usize % FORWARD_BUCKETS
 }
 
 /// Where a line lives: channel, rank (global index), bank (global index),
@@ -444,6 +493,14 @@ pub struct MemoryController {
     /// Latest request time seen (reservations far older are pruned).
     latest_now: Cycle,
     wq: Vec<PendingWrite>,
+    /// Bank and row of each queued write (parallel to `wq`) and each bank's
+    /// open row (`CLOSED_ROW` if none): the FR-FCFS scan reads only these.
+    wq_bank: Vec<u32>,
+    wq_row: Vec<u64>,
+    open_rows: Vec<u64>,
+    /// Queued full-line writes per hash bucket of their address, so a read
+    /// scans the queue for forwarding only when one may match.
+    wq_full_line_buckets: [u16; FORWARD_BUCKETS],
     wq_data: Vec<LineData>,
     wq_free: Vec<u16>,
     wq_capacity: usize,
@@ -528,6 +585,10 @@ impl MemoryController {
             adr,
             persist_log: PersistLog::new(record_persists && persistent),
             wq: Vec::with_capacity(wq_capacity),
+            wq_bank: Vec::with_capacity(wq_capacity),
+            wq_row: Vec::with_capacity(wq_capacity),
+            open_rows: vec![CLOSED_ROW; nbanks],
+            wq_full_line_buckets: [0; FORWARD_BUCKETS],
             wq_data: vec![[0u8; LINE_BYTES as usize]; data_slots],
             wq_free: (0..data_slots as u16).rev().collect(),
             wq_capacity,
@@ -646,6 +707,7 @@ impl MemoryController {
                 l,
             );
             bank.open_row = Some(l.row);
+            self.open_rows[l.bank as usize] = l.row;
             bank.next_act = act + t.t_rc;
             bank.next_pre = act + t.t_ras;
             // Activation senses the NVM array into the row buffer.
@@ -722,15 +784,28 @@ impl MemoryController {
     /// FR-FCFS pick: the oldest row-hit write, else the oldest write.
     #[inline]
     fn pick_write(&self) -> usize {
-        self.wq
+        self.wq_bank
             .iter()
-            .position(|w| self.banks[w.loc.bank as usize].open_row == Some(w.loc.row))
+            .zip(&self.wq_row)
+            .position(|(&b, &row)| self.open_rows[b as usize] == row)
             .unwrap_or(0)
+    }
+
+    /// Remove queued write `i` (and its index entries).
+    #[inline]
+    fn dequeue(&mut self, i: usize) -> PendingWrite {
+        self.wq_bank.remove(i);
+        self.wq_row.remove(i);
+        let w = self.wq.remove(i);
+        if w.len as u64 == LINE_BYTES {
+            self.wq_full_line_buckets[forward_bucket(w.addr)] -= 1;
+        }
+        w
     }
 
     /// Issue queued write `i`; returns (data burst end, programmed time).
     fn issue_write(&mut self, i: usize) -> (Cycle, Cycle) {
-        let w = self.wq.remove(i);
+        let w = self.dequeue(i);
         let (end, _) = self.access(w.loc, true, w.arrival);
         let done = end + self.timing.write_busy();
         if self.persistent && !self.adr {
@@ -782,10 +857,11 @@ impl MemoryController {
         while line <= last {
             self.stats.bytes_read[purpose.index()] += LINE_BYTES;
             self.stats.reads += 1;
-            if self
-                .wq
-                .iter()
-                .any(|w| w.addr == line && w.len as u64 == LINE_BYTES)
+            if self.wq_full_line_buckets[forward_bucket(line)] > 0
+                && self
+                    .wq
+                    .iter()
+                    .any(|w| w.addr == line && w.len as u64 == LINE_BYTES)
             {
                 // Served from the controller's queue: one burst time.
                 self.stats.forwarded_reads += 1;
@@ -871,13 +947,19 @@ impl MemoryController {
         } else {
             0
         };
+        let loc = self.decode(addr);
         self.wq.push(PendingWrite {
             addr,
             arrival: accept,
-            loc: self.decode(addr),
+            loc,
             len: data.len() as u8,
             slot,
         });
+        self.wq_bank.push(loc.bank);
+        self.wq_row.push(loc.row);
+        if data.len() as u64 == LINE_BYTES {
+            self.wq_full_line_buckets[forward_bucket(addr)] += 1;
+        }
         if !self.persistent {
             return accept;
         }

@@ -3,6 +3,7 @@
 
 use crate::types::{Addr, LineData, LINE_BYTES};
 use rustc_hash::FxHashMap;
+use std::cell::{Cell, UnsafeCell};
 
 pub const PAGE_BYTES: u64 = 4096;
 type Page = Box<[u8; PAGE_BYTES as usize]>;
@@ -35,10 +36,56 @@ pub trait MemWrite: MemRead {
     }
 }
 
+/// A page of a [`SparseImage`]: in an `UnsafeCell` so a pointer cached from
+/// a shared borrow may later be written through under `&mut self`.
+type CachedPage = Box<UnsafeCell<[u8; PAGE_BYTES as usize]>>;
+
+/// Entries of [`SparseImage`]'s page cache (direct-mapped by page number).
+const PAGE_CACHE_ENTRIES: usize = 64;
+
 /// A sparse image made of 4 KiB pages allocated on first write.
-#[derive(Clone, Default)]
+///
+/// A small direct-mapped cache of recent (page number, page pointer) pairs
+/// sits in front of the hash map: a workload walking a node or a log written
+/// sequentially hits it instead of probing the map. It is interior-mutable
+/// (`Cell`), so reads stay `&self`; the image is `Send`, not `Sync`.
 pub struct SparseImage {
-    pages: FxHashMap<u64, Page>,
+    pages: FxHashMap<u64, CachedPage>,
+    /// Page number + 1 (0 = empty) per cache entry, and the page's address.
+    /// Pages are boxed, so the address is stable while the page is in the
+    /// map; entries are invalidated whenever a page leaves it.
+    cache_tag: [Cell<u64>; PAGE_CACHE_ENTRIES],
+    cache_page: [Cell<*mut [u8; PAGE_BYTES as usize]>; PAGE_CACHE_ENTRIES],
+}
+
+// SAFETY: the cached pointers point into pages owned by this image (never
+// shared with another image: `clone` starts with an empty cache), so moving
+// the image to another thread moves everything they point to with it.
+unsafe impl Send for SparseImage {}
+
+impl Default for SparseImage {
+    fn default() -> Self {
+        SparseImage {
+            pages: FxHashMap::default(),
+            cache_tag: std::array::from_fn(|_| Cell::new(0)),
+            cache_page: std::array::from_fn(|_| Cell::new(std::ptr::null_mut())),
+        }
+    }
+}
+
+impl Clone for SparseImage {
+    fn clone(&self) -> Self {
+        let pages = self
+            .pages
+            .iter()
+            // SAFETY: `&self` excludes writers; the copy is a plain read.
+            .map(|(&n, p)| (n, Box::new(UnsafeCell::new(unsafe { *p.get() }))))
+            .collect();
+        SparseImage {
+            pages,
+            ..Default::default()
+        }
+    }
 }
 
 impl SparseImage {
@@ -58,8 +105,41 @@ impl SparseImage {
         v
     }
 
+    /// A present page, through the page cache.
+    #[inline]
     pub fn page(&self, page_no: u64) -> Option<&[u8; PAGE_BYTES as usize]> {
-        self.pages.get(&page_no).map(|p| &**p)
+        let e = (page_no as usize) % PAGE_CACHE_ENTRIES;
+        if self.cache_tag[e].get() == page_no + 1 {
+            // SAFETY: a tagged entry points into the boxed page of
+            // `page_no`, still in `pages` (removal clears the tag; boxes do
+            // not move when the map grows); `&self` excludes writers.
+            return Some(unsafe { &*self.cache_page[e].get() });
+        }
+        let ptr = self.pages.get(&page_no)?.get();
+        self.cache_tag[e].set(page_no + 1);
+        self.cache_page[e].set(ptr);
+        // SAFETY: `&self` excludes writers for the returned lifetime.
+        Some(unsafe { &*ptr })
+    }
+
+    /// The page, allocated (zeroed) if absent.
+    #[inline]
+    fn page_mut(&mut self, page_no: u64) -> &mut [u8; PAGE_BYTES as usize] {
+        let e = (page_no as usize) % PAGE_CACHE_ENTRIES;
+        if self.cache_tag[e].get() == page_no + 1 {
+            // SAFETY: as in `page`; the pointer comes from `UnsafeCell::get`
+            // and `&mut self` makes this the only borrow.
+            return unsafe { &mut *self.cache_page[e].get() };
+        }
+        let ptr = self
+            .pages
+            .entry(page_no)
+            .or_insert_with(|| Box::new(UnsafeCell::new([0u8; PAGE_BYTES as usize])))
+            .get();
+        self.cache_tag[e].set(page_no + 1);
+        self.cache_page[e].set(ptr);
+        // SAFETY: `&mut self` makes this the only borrow of the page.
+        unsafe { &mut *ptr }
     }
 
     /// Set a byte range back to zero (freeing whole pages when possible).
@@ -71,9 +151,13 @@ impl SparseImage {
             let off = (a % PAGE_BYTES) as usize;
             let n = ((PAGE_BYTES as usize - off) as u64).min(end - a) as usize;
             if off == 0 && n == PAGE_BYTES as usize {
+                let e = (page_no as usize) % PAGE_CACHE_ENTRIES;
+                if self.cache_tag[e].get() == page_no + 1 {
+                    self.cache_tag[e].set(0);
+                }
                 self.pages.remove(&page_no);
             } else if let Some(p) = self.pages.get_mut(&page_no) {
-                p[off..off + n].fill(0);
+                p.get_mut()[off..off + n].fill(0);
             }
             a += n as u64;
         }
@@ -86,7 +170,7 @@ impl MemRead for SparseImage {
     fn read_u64(&self, addr: Addr) -> u64 {
         let off = (addr % PAGE_BYTES) as usize;
         if off + 8 <= PAGE_BYTES as usize {
-            return match self.pages.get(&(addr / PAGE_BYTES)) {
+            return match self.page(addr / PAGE_BYTES) {
                 Some(p) => u64::from_le_bytes(p[off..off + 8].try_into().unwrap()),
                 None => 0,
             };
@@ -103,7 +187,7 @@ impl MemRead for SparseImage {
             let a = addr + done as u64;
             let off = (a % PAGE_BYTES) as usize;
             let n = (PAGE_BYTES as usize - off).min(buf.len() - done);
-            match self.pages.get(&(a / PAGE_BYTES)) {
+            match self.page(a / PAGE_BYTES) {
                 Some(p) => buf[done..done + n].copy_from_slice(&p[off..off + n]),
                 None => buf[done..done + n].fill(0),
             }
@@ -118,10 +202,7 @@ impl MemWrite for SparseImage {
     fn write_u64(&mut self, addr: Addr, value: u64) {
         let off = (addr % PAGE_BYTES) as usize;
         if off + 8 <= PAGE_BYTES as usize {
-            let page = self
-                .pages
-                .entry(addr / PAGE_BYTES)
-                .or_insert_with(|| Box::new([0u8; PAGE_BYTES as usize]));
+            let page = self.page_mut(addr / PAGE_BYTES);
             page[off..off + 8].copy_from_slice(&value.to_le_bytes());
         } else {
             self.write_bytes(addr, &value.to_le_bytes());
@@ -135,10 +216,7 @@ impl MemWrite for SparseImage {
             let a = addr + done as u64;
             let off = (a % PAGE_BYTES) as usize;
             let n = (PAGE_BYTES as usize - off).min(data.len() - done);
-            let page = self
-                .pages
-                .entry(a / PAGE_BYTES)
-                .or_insert_with(|| Box::new([0u8; PAGE_BYTES as usize]));
+            let page = self.page_mut(a / PAGE_BYTES);
             page[off..off + n].copy_from_slice(&data[done..done + n]);
             done += n;
         }
@@ -225,5 +303,30 @@ mod tests {
             u64::from_le_bytes(data[..8].try_into().unwrap())
         );
         assert_eq!(ov.read_u64(PAGE_BYTES - 92), img.read_u64(PAGE_BYTES - 92));
+    }
+
+    #[test]
+    fn page_cache_never_serves_freed_pages_and_clones_are_independent() {
+        let mut img = SparseImage::new();
+        // Pages 3 and 3 + PAGE_CACHE_ENTRIES share a cache entry.
+        let far = (PAGE_CACHE_ENTRIES as u64 + 3) * PAGE_BYTES;
+        img.write_u64(3 * PAGE_BYTES, 7);
+        assert_eq!(img.read_u64(3 * PAGE_BYTES), 7);
+        img.write_u64(far, 9);
+        assert_eq!((img.read_u64(3 * PAGE_BYTES), img.read_u64(far)), (7, 9));
+        img.zero_range(far, PAGE_BYTES);
+        assert!(img.page(PAGE_CACHE_ENTRIES as u64 + 3).is_none());
+        assert_eq!(img.read_u64(far), 0);
+        img.write_u64(far + 8, 1);
+        assert_eq!((img.read_u64(far), img.read_u64(far + 8)), (0, 1));
+        assert_eq!(img.page_numbers(), vec![3, PAGE_CACHE_ENTRIES as u64 + 3]);
+        let mut c = img.clone();
+        c.write_u64(3 * PAGE_BYTES, 10);
+        img.write_u64(far + 8, 2);
+        assert_eq!(
+            (img.read_u64(3 * PAGE_BYTES), c.read_u64(3 * PAGE_BYTES)),
+            (7, 10)
+        );
+        assert_eq!((img.read_u64(far + 8), c.read_u64(far + 8)), (2, 1));
     }
 }
