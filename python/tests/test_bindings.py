@@ -122,6 +122,20 @@ def test_catalogue():
         ({"workload__item_bytes": [64]}, ["workload.item_bytes"]),
         ({"nvm__write_model": "magic"}, ["nvm.write_model", "uniform", "dcw"]),
         ({"config": "/nonexistent/preset.toml"}, ["config", "/nonexistent/preset.toml"]),
+        # Found mid-run: one transaction's log record outgrows a segment.
+        (
+            {
+                "scheme": "lsm",
+                "threads": 1,
+                "tx": 2,
+                "nvm__capacity_bytes": "64MB",
+                "workload__item_bytes": 4096,
+                "workload__initial_items": 2,
+                "workload__update_ratio": 0,
+                "lsm__segment_bytes": 4096,
+            },
+            ["lsm.segment_bytes=4096", "set lsm.segment_bytes to at least 8192"],
+        ),
     ],
 )
 def test_invalid_inputs_raise_value_error(kwargs, needles):

@@ -248,6 +248,19 @@ impl Engine {
                 "invalid write-drain watermarks: need mc.write_drain_low ({low}) < mc.write_drain_high ({high}) <= mc.write_queue_entries ({cap})"
             )));
         }
+        for level in ["l1", "l2", "llc"] {
+            let size = params.u64(&format!("cache.{level}_size_bytes"));
+            let ways = params.u64(&format!("cache.{level}_ways"));
+            let lines = size / crate::types::LINE_BYTES;
+            // Sets are indexed by address bits, so their number (lines /
+            // ways, lines a power of two) must be a power of two.
+            if !ways.min(lines).is_power_of_two() {
+                return Err(Error::input(format!(
+                    "invalid value '{ways}' for 'cache.{level}_ways': the number of sets (cache.{level}_size_bytes / (ways x 64 B)) must be a power of two; use 1, 2, 4, ... up to {}",
+                    lines.min(64)
+                )));
+            }
+        }
         let layout = Layout::new(
             params.u64("nvm.capacity_bytes"),
             (scheme_info.reserved_bytes)(&params),
@@ -260,6 +273,7 @@ impl Engine {
             layout: layout.clone(),
             cores: spec.threads,
             freq_ghz: params.f64("cpu.freq_ghz"),
+            pending_error: None,
         };
         let hier = Hierarchy::new(&params, spec.threads);
         let sb_entries = params.usize("cpu.store_buffer_entries");
@@ -301,7 +315,9 @@ impl Engine {
             },
             access_hook: scheme.wants_access_hook(),
             check_reads: params.bool("run.check_reads"),
-            latencies: Latencies::with_capacity(spec.tx as usize),
+            // Bounded: the vector grows past it, a huge --tx must not make
+            // the up-front allocation fail.
+            latencies: Latencies::with_capacity(spec.tx.min(1 << 24) as usize),
             history: None,
             spec,
             scheme_info,
@@ -388,6 +404,7 @@ impl Engine {
                     let before = self.ctx.nvm.persist_log.count();
                     let stall = self.scheme.tick(&mut self.ctx, ev.max(now));
                     self.note_background(before);
+                    self.check_pending_error()?;
                     if let Some(stall) = stall {
                         for (core, r) in self.cores.iter_mut().zip(ready.iter_mut()) {
                             core.time = core.time.max(stall);
@@ -407,6 +424,7 @@ impl Engine {
                 progress(done_total);
             }
         }
+        self.check_pending_error()?;
         progress(done_total);
         self.run_end = self.cores.iter().map(|c| c.time).max().unwrap_or(0);
         self.run_stats = Some((
@@ -434,6 +452,15 @@ impl Engine {
         self.finished_writes = self.ctx.nvm.stats.total_written() - before;
     }
 
+    /// End the run with the bad input a scheme found mid-run, if any.
+    #[inline]
+    fn check_pending_error(&mut self) -> Result<()> {
+        if self.ctx.pending_error.is_none() {
+            return Ok(());
+        }
+        self.ctx.pending_error.take().map_or(Ok(()), Err)
+    }
+
     /// Record the persist events background work issued since `before`.
     fn note_background(&mut self, before: u64) {
         let after = self.ctx.nvm.persist_log.count();
@@ -451,6 +478,7 @@ impl Engine {
                 if core.in_tx {
                     let t = core.time.max(core.sb_drained()).max(core.flush_done);
                     let end = self.scheme.tx_end(&mut self.ctx, c, t);
+                    self.check_pending_error()?;
                     let core = &mut self.cores[c];
                     self.latencies.push(end - core.tx_begin_at);
                     core.time = end;
@@ -716,5 +744,6 @@ pub fn run(spec: RunSpec, progress: &mut dyn FnMut(u64)) -> Result<Engine> {
     let mut e = Engine::new(spec)?;
     e.run(progress)?;
     e.finish();
+    e.check_pending_error()?;
     Ok(e)
 }

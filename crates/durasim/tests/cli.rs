@@ -144,6 +144,18 @@ fn bad_names_keys_and_values_exit_2_naming_the_choices() {
             ],
             "nonexistent",
         ),
+        (
+            &[
+                "run",
+                "--scheme",
+                "ideal",
+                "--workload",
+                "vector",
+                "--set",
+                "cache.llc_ways=12",
+            ],
+            "cache.llc_ways",
+        ),
         (&["list", "bogus"], "params"),
         (
             &[
@@ -167,6 +179,39 @@ fn bad_names_keys_and_values_exit_2_naming_the_choices() {
         );
         assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
     }
+}
+
+#[test]
+fn a_log_too_small_for_one_transaction_exits_2_naming_the_parameter() {
+    let (code, out, err) = durasim(&[
+        "run",
+        "--scheme",
+        "opt-undo",
+        "--workload",
+        "vector",
+        "--threads",
+        "1",
+        "--tx",
+        "2",
+        "--set",
+        "workload.item_bytes=65536",
+        "--set",
+        "workload.initial_items=2",
+        "--set",
+        "workload.update_ratio=0",
+        "--set",
+        "opt-undo.log_bytes_per_core=65536",
+        "--json",
+        "-",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("opt-undo.log_bytes_per_core=65536")
+            && err.contains("set opt-undo.log_bytes_per_core to at least 262144"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(out.is_empty(), "no report for a failed run: {out}");
 }
 
 #[test]

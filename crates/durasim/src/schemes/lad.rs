@@ -258,7 +258,12 @@ impl Lad {
                 let mut old = [0u8; 64];
                 let r = ctx.nvm.read(tl.addr, &mut old, Purpose::Log, t);
                 let (addr, n) = (tl.addr, c.undo_records);
-                let at = self.log.append(ctx, core, n, txid, addr, &old, r);
+                // A full log is reported at TxEnd (with the full count);
+                // the line then goes home unlogged and the run ends there.
+                let at = self
+                    .log
+                    .append(ctx, core, n, txid, addr, &old, r)
+                    .unwrap_or(r);
                 let c = &mut self.cores[core];
                 c.undo_records += 1;
                 c.lines[i].undo_at = Some(at);
@@ -410,6 +415,23 @@ impl Scheme for Lad {
         // Commit point: the staging header (ADR).
         let st = self.st;
         let c = &mut self.cores[core];
+        if c.undo_records > self.log.capacity_records() {
+            let msg = self.log.too_small(
+                PARAMS,
+                "lad.undo_log_bytes_per_core",
+                core,
+                c.undo_records,
+                &format!(
+                    "{} modified lines, lad.staging_lines_per_core={} of them staged",
+                    c.lines.len(),
+                    st.cap
+                ),
+            );
+            ctx.input_error(format!(
+                "{msg}, or set lad.staging_lines_per_core to at least {}",
+                c.lines.len()
+            ));
+        }
         ctx.nvm.persist_adr_structure(
             st.header_addr(core),
             &Staging::header(c.txid as u64, COMMITTED, c.staged as u64),

@@ -735,10 +735,11 @@ impl Lsm {
     /// a freshly opened one (running an emergency migrate-home GC if no
     /// segment is free). Returns the time.
     fn reserve(&mut self, ctx: &mut MemCtx, bytes: u64, purpose: Purpose, now: Cycle) -> Cycle {
+        // TxEnd rejects larger transactions (input error); GC and
+        // auto-commit records are bounded well below a segment.
         assert!(
             bytes + LINE_BYTES <= self.g.segment_bytes,
-            "a transaction's log record ({bytes} bytes) exceeds lsm.segment_bytes={}; raise it",
-            self.g.segment_bytes
+            "internal: a {bytes}-byte log record exceeds a segment"
         );
         if self.room() >= bytes {
             return now;
@@ -1055,6 +1056,23 @@ impl Scheme for Lsm {
         }
         let lines = std::mem::take(&mut self.cores[core].lines);
         let txid = self.cores[core].txid;
+        let bytes: u64 = lines.iter().map(|l| entry_bytes(l.1)).sum::<u64>() + ENTRY_HDR;
+        if bytes + LINE_BYTES > self.g.segment_bytes {
+            // A record never spans segments. Nothing is logged; the run
+            // ends with this error after TxEnd.
+            ctx.input_error(format!(
+                "lsm.segment_bytes={} holds log records of at most {} bytes (a record never spans segments), but a transaction on core {core} needs {bytes} ({} modified lines); {}",
+                self.g.segment_bytes,
+                self.g.segment_bytes - LINE_BYTES,
+                lines.len(),
+                super::raise_advice(PARAMS, "lsm.segment_bytes", bytes + LINE_BYTES)
+            ));
+            let c = &mut self.cores[core];
+            c.lines = lines;
+            c.lines.clear();
+            c.map.clear();
+            return now;
+        }
         let (persisted, indexed) = self.commit_lines(ctx, &lines, txid, Purpose::Log, now);
         self.stats.index_update_cycles += indexed - persisted;
         let c = &mut self.cores[core];

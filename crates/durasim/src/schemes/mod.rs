@@ -11,7 +11,7 @@ pub mod undo;
 
 use crate::cache::hierarchy::WritebackCause;
 use crate::cache::LineExt;
-use crate::config::{ParamSpec, Params};
+use crate::config::{Check, ParamSpec, Params};
 use crate::error::{Error, Result};
 use crate::mem::{MemRead, MemWrite, MemoryController};
 use crate::types::{Addr, CoreId, Cycle, LineData, Purpose};
@@ -95,6 +95,38 @@ pub struct MemCtx {
     pub layout: Layout,
     pub cores: usize,
     pub freq_ghz: f64,
+    /// Bad input found while running (a scheme parameter too small for one
+    /// transaction of this workload). Hooks return cycles, so a scheme
+    /// records the error here ([`MemCtx::input_error`]) and carries on
+    /// harmlessly; the engine checks it after every TxEnd and background
+    /// tick and ends the run with it (exit code 2).
+    pub pending_error: Option<Error>,
+}
+
+impl MemCtx {
+    /// Record bad input found mid-run; the first error wins.
+    #[cold]
+    pub fn input_error(&mut self, msg: String) {
+        if self.pending_error.is_none() {
+            self.pending_error = Some(Error::input(msg));
+        }
+    }
+}
+
+/// Advice for a size parameter that one transaction outgrew: the value it
+/// needs (the next power of two for power-of-two parameters) or, beyond the
+/// parameter's range, to make transactions smaller.
+pub(crate) fn raise_advice(specs: &[ParamSpec], key: &str, need: u64) -> String {
+    let (need, max) = match specs.iter().find(|s| s.key == key).map(|s| &s.check) {
+        Some(Check::PowerOfTwo(min, max)) => (need.max(*min).next_power_of_two(), *max),
+        Some(Check::Range(_, max)) => (need, *max as u64),
+        _ => (need, u64::MAX),
+    };
+    if need <= max {
+        format!("set {key} to at least {need}")
+    } else {
+        format!("that needs {need}, above the maximum of {key} ({max}); make transactions smaller (e.g. lower workload.item_bytes)")
+    }
 }
 
 /// What a scheme promises after a crash (the oracle checks it).

@@ -86,6 +86,7 @@ struct Ring {
     base: Addr,
     stride: u64,
     slots: u64,
+    per_core_bytes: u64,
 }
 
 impl Ring {
@@ -95,6 +96,7 @@ impl Ring {
             base: layout.reserved_base,
             stride: log_stride(p, per_core),
             slots: (per_core - 64) / REC_BYTES,
+            per_core_bytes: per_core,
         }
     }
     fn header_addr(&self, core: usize) -> Addr {
@@ -155,6 +157,8 @@ struct CoreState {
     pending: FxHashMap<Addr, u64>,
     /// Victim buffer: evicted lines of the running transaction.
     held: FxHashMap<Addr, LineData>,
+    /// This transaction's records do not fit in the log (input error).
+    overflow: bool,
 }
 
 struct OptRedo {
@@ -294,12 +298,13 @@ impl OptRedo {
         }
         self.st_forced_checkpoints += 1;
         let t = self.checkpoint_core(ctx, core, now);
-        let c = &self.cores[core];
-        assert!(
-            c.tail + need - c.head <= self.ring.slots,
-            "a transaction's redo records exceed the log ({} records); raise opt-redo.log_bytes_per_core",
-            self.ring.slots
-        );
+        let c = &mut self.cores[core];
+        if c.tail + need - c.head > self.ring.slots {
+            // One transaction outgrew the whole log: reported at TxEnd
+            // with its full record count (the run ends there). Until then
+            // its records wrap over its own older ones.
+            c.overflow = true;
+        }
         t
     }
 
@@ -377,6 +382,7 @@ impl Scheme for OptRedo {
         c.index.clear();
         c.buffered = 0;
         c.tx_records = 0;
+        c.overflow = false;
         now
     }
 
@@ -508,6 +514,17 @@ impl Scheme for OptRedo {
             .nvm
             .write(ring.slot_addr(core, c.tail), &rec, Purpose::Metadata, t);
         self.st_commit_records += 1;
+        if c.overflow {
+            let records = c.tx_records + 1;
+            ctx.input_error(format!(
+                "opt-redo.log_bytes_per_core={} holds {} redo records per core, but a transaction on core {core} needed {records} ({} modified lines, coalesced in the {}-line log buffer, plus a commit record); {}",
+                ring.per_core_bytes,
+                ring.slots,
+                c.lines.len(),
+                self.buffer_lines,
+                super::raise_advice(PARAMS, "opt-redo.log_bytes_per_core", 64 + records * REC_BYTES)
+            ));
+        }
         c.tail += 1;
         c.committed_tail = c.tail;
         c.last_committed_txid = c.txid;

@@ -524,10 +524,11 @@ impl Scheme for Osp {
         let line = line_of(addr);
         let page = line & !(PAGE - 1);
         let bit = 1u64 << ((line % PAGE) / 64);
-        ext.tx = true;
-        ext.txid = self.cores[core].txid;
-        ext.word_mask |= 1 << word_index(addr);
+        let txid = self.cores[core].txid;
         if let Some(&i) = self.cores[core].index.get(&line) {
+            ext.tx = true;
+            ext.txid = txid;
+            ext.word_mask |= 1 << word_index(addr);
             let tl = &mut self.cores[core].lines[i];
             write_word(&mut tl.data, word_index(addr), new);
             tl.flushed = false;
@@ -537,11 +538,17 @@ impl Scheme for Osp {
             // Allocate the shadow page; its metadata line is persisted
             // before any journal record can name it.
             let slot = self.next_slot;
-            assert!(
-                (slot as u64) < self.g.slots,
-                "out of shadow pages ({}); raise osp.shadow_pages",
-                self.g.slots
-            );
+            if u64::from(slot) >= self.g.slots {
+                // Shadow pool exhausted: the store stays untracked (the
+                // line acts as a non-transactional one) and the run ends
+                // with this error at TxEnd.
+                ctx.input_error(format!(
+                    "osp.shadow_pages={} is too small: transactions wrote more than {} distinct pages (each keeps its shadow page for the rest of the run); raise osp.shadow_pages (each reserves 4 KiB + 64 B of NVM) or lower tx",
+                    self.g.slots,
+                    self.g.slots,
+                ));
+                return now;
+            }
             self.next_slot += 1;
             ctx.nvm.write(
                 self.g.meta_addr(slot),
@@ -560,6 +567,9 @@ impl Scheme for Osp {
                 },
             );
         }
+        ext.tx = true;
+        ext.txid = txid;
+        ext.word_mask |= 1 << word_index(addr);
         // The working copy is the non-committed one; it starts from the
         // committed bytes (the cache line already holds them).
         let committed_bit = self.bit(line, false);
@@ -644,10 +654,22 @@ impl Scheme for Osp {
         }
         // Commit: one journal record with every touched page's new bitmap.
         let c = &mut self.cores[core];
-        assert!(
-            c.pages.len() <= self.g.max_journal_pages(),
-            "a transaction touched more pages than the journal holds; raise osp.journal_bytes_per_core"
-        );
+        if c.pages.len() > self.g.max_journal_pages() {
+            // The journal record would overrun this core's journal: commit
+            // without one; the run ends with this error after TxEnd.
+            ctx.input_error(format!(
+                "osp.journal_bytes_per_core={} holds commit records of at most {} pages, but a transaction on core {core} wrote {} pages; {}",
+                self.g.journal_bytes,
+                self.g.max_journal_pages(),
+                c.pages.len(),
+                super::raise_advice(
+                    PARAMS,
+                    "osp.journal_bytes_per_core",
+                    64 + c.pages.len() as u64 * JOURNAL_ENTRY_BYTES
+                )
+            ));
+            c.pages.clear();
+        }
         self.journal_buf.clear();
         for &page in &c.pages {
             let ps = &self.pages[&page];

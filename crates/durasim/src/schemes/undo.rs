@@ -138,7 +138,9 @@ impl UndoLog {
         self.core_base(core) + 64 + index * UNDO_REC_BYTES
     }
 
-    /// Encode and write undo record `index`; returns its persist time.
+    /// Encode and write undo record `index`; returns its persist time, or
+    /// `None` (nothing written) when the log cannot hold it: the caller
+    /// reports the parameter as too small ([`UndoLog::too_small`]).
     #[allow(clippy::too_many_arguments)]
     pub fn append(
         &self,
@@ -149,19 +151,37 @@ impl UndoLog {
         home: Addr,
         old: &LineData,
         now: Cycle,
-    ) -> Cycle {
-        assert!(
-            index < self.capacity_records(),
-            "a transaction modified more lines than the undo log holds ({}); raise the log_bytes_per_core parameter",
-            self.capacity_records()
-        );
+    ) -> Option<Cycle> {
+        if index >= self.capacity_records() {
+            return None;
+        }
         let words = [UNDO_REC_MAGIC, txid as u64, index, home];
         let c = csum(&words, old);
         let mut rec = [0u8; UNDO_REC_BYTES as usize];
         rec[..64].copy_from_slice(&header_line(&[words[0], words[1], words[2], words[3], c]));
         rec[64..].copy_from_slice(old);
-        ctx.nvm
-            .write(self.record_addr(core, index), &rec, Purpose::Log, now)
+        Some(
+            ctx.nvm
+                .write(self.record_addr(core, index), &rec, Purpose::Log, now),
+        )
+    }
+
+    /// The input error for a transaction on `core` that needed `records`
+    /// undo records in a log sized by parameter `key` of `specs`.
+    pub fn too_small(
+        &self,
+        specs: &[ParamSpec],
+        key: &str,
+        core: usize,
+        records: u64,
+        why: &str,
+    ) -> String {
+        format!(
+            "{key}={} holds {} undo records per core, but a transaction on core {core} needed {records} ({why}); {}",
+            self.per_core_bytes,
+            self.capacity_records(),
+            super::raise_advice(specs, key, 64 + records * UNDO_REC_BYTES)
+        )
     }
 
     /// Truncate: persist the header saying every transaction up to `txid`
@@ -275,6 +295,8 @@ struct CoreState {
     in_tx: bool,
     lines: Vec<TxLine>,
     index: FxHashMap<Addr, usize>,
+    /// The log could not hold this transaction's records (input error).
+    overflow: bool,
 }
 
 struct OptUndo {
@@ -339,6 +361,7 @@ impl Scheme for OptUndo {
         c.in_tx = true;
         c.lines.clear();
         c.index.clear();
+        c.overflow = false;
         now
     }
 
@@ -369,7 +392,15 @@ impl Scheme for OptUndo {
                 let mut old = [0u8; 64];
                 ctx.nvm.peek(line, &mut old);
                 let n = c.lines.len() as u64;
-                let undo_at = self.log.append(ctx, core, n, c.txid, line, &old, now);
+                let undo_at = match self.log.append(ctx, core, n, c.txid, line, &old, now) {
+                    Some(t) => t,
+                    None => {
+                        // Reported at TxEnd with the full count; the run
+                        // ends there.
+                        c.overflow = true;
+                        now
+                    }
+                };
                 self.stat_log_records += 1;
                 c.index.insert(line, c.lines.len());
                 c.lines.push(TxLine {
@@ -424,6 +455,16 @@ impl Scheme for OptUndo {
         c.in_tx = false;
         if c.lines.is_empty() {
             return now;
+        }
+        if c.overflow {
+            let msg = self.log.too_small(
+                PARAMS,
+                "opt-undo.log_bytes_per_core",
+                core,
+                c.lines.len() as u64,
+                "one per modified line",
+            );
+            ctx.input_error(msg);
         }
         // Force: the modified lines travel to the controller (pipelined,
         // one per cycle after the LLC latency) and are written home once

@@ -258,6 +258,8 @@ pub struct Hoop {
     gc_period: Cycle,
     next_gc_at: Cycle,
     low_free: u64,
+    /// `hoop.oop_region_share`, for error messages.
+    share: f64,
     lookup: Cycle,
     recovery_model: recovery::RecoveryModel,
     /// Modeled recovery time if the machine crashed at the end of the run.
@@ -303,6 +305,7 @@ impl Hoop {
             gc_period: ((p.f64("hoop.gc_period_ms") * 1e6 * freq).ceil() as Cycle).max(1),
             next_gc_at: ((p.f64("hoop.gc_period_ms") * 1e6 * freq).ceil() as Cycle).max(1),
             low_free: p.u64("hoop.gc_low_free_blocks"),
+            share: p.f64("hoop.oop_region_share"),
             lookup: p.ns_cycles("hoop.lookup_ns"),
             recovery_model: recovery::RecoveryModel::from_params(p),
             end_recovery_ns: 0.0,
@@ -404,8 +407,10 @@ impl Hoop {
         self.addr_slice = None;
     }
 
-    /// Allocate the next slice slot of the log; returns (slot, time).
-    fn alloc_slot(&mut self, ctx: &mut MemCtx, now: Cycle) -> (u64, Cycle) {
+    /// Allocate the next slice slot of the log; returns (slot, time), or
+    /// `None` (input error recorded) when in-flight transactions fill the
+    /// whole region.
+    fn alloc_slot(&mut self, ctx: &mut MemCtx, now: Cycle) -> Option<(u64, Cycle)> {
         let mut t = now;
         loop {
             if let Some(a) = self.active {
@@ -413,7 +418,7 @@ impl Hoop {
                 if blk.next_slot < self.g.slots_per_block {
                     let s = a as u64 * self.g.slots_per_block + blk.next_slot;
                     blk.next_slot += 1;
-                    return (s, t);
+                    return Some((s, t));
                 }
             }
             let nb = match self.pick_free_block() {
@@ -425,10 +430,10 @@ impl Hoop {
                     t = self.run_gc(ctx, t, gc::GcKind::OnDemand);
                     match self.pick_free_block() {
                         Some(b) => b,
-                        None => panic!(
-                            "HOOP OOP region exhausted by in-flight transactions ({} blocks, none free within the 24-bit reach of every open slice); raise hoop.oop_region_share or hoop.block_bytes",
-                            self.g.blocks
-                        ),
+                        None => {
+                            self.region_exhausted(ctx);
+                            return None;
+                        }
                     }
                 }
             };
@@ -436,6 +441,26 @@ impl Hoop {
             self.seal_active(ctx, Some(nb), t);
             self.active = Some(nb);
         }
+    }
+
+    /// Only uncommitted data is left in the OOP region and no block is
+    /// free: the region is too small for the transactions in flight. The
+    /// caller drops the data it could not place; the run ends with this
+    /// error at TxEnd.
+    #[cold]
+    fn region_exhausted(&self, ctx: &mut MemCtx) {
+        if ctx.pending_error.is_some() {
+            return; // already reported by an earlier store
+        }
+        let words: u64 = self.cores.iter().map(|c| c.tx_words).sum();
+        let usable = (self.g.blocks - self.g.first_block) * (self.g.slots_per_block - 1);
+        ctx.input_error(format!(
+            "the HOOP OOP region is too small for the transactions in flight: hoop.oop_region_share={} of nvm.capacity_bytes={} gives {} usable 128 B slices (hoop.block_bytes={}), and after GC no block is free within the 24-bit reach of every open slice while in-flight transactions hold {words} words; raise hoop.oop_region_share (or lower workload.item_bytes or threads)",
+            self.share,
+            ctx.layout.capacity_bytes,
+            usable,
+            self.g.block_bytes,
+        ));
     }
 
     /// Note that the current transaction of `core` has a slice in `slot`.
@@ -469,7 +494,9 @@ impl Hoop {
 
     /// Open a new slice for `core`'s transaction.
     fn open_slice(&mut self, ctx: &mut MemCtx, core: CoreId, now: Cycle) -> Cycle {
-        let (slot, t) = self.alloc_slot(ctx, now);
+        let Some((slot, t)) = self.alloc_slot(ctx, now) else {
+            return now;
+        };
         self.track_block(core, slot);
         let c = &mut self.cores[core];
         let first = c.first_slot.is_none();
@@ -598,7 +625,9 @@ impl Scheme for Hoop {
         if needs_new {
             if self.cores[core].open.is_some() {
                 // A full slice leaves the buffer, linked to the next one.
-                let (slot, ta) = self.alloc_slot(ctx, t);
+                let Some((slot, ta)) = self.alloc_slot(ctx, t) else {
+                    return t; // region exhausted: input error recorded
+                };
                 self.track_block(core, slot);
                 let accepted = self.flush_open(ctx, core, Some(slot), ta);
                 let c = &mut self.cores[core];
@@ -621,7 +650,9 @@ impl Scheme for Hoop {
             }
         }
         let c = &mut self.cores[core];
-        let os = c.open.as_mut().unwrap();
+        let Some(os) = c.open.as_mut() else {
+            return t; // region exhausted: input error recorded
+        };
         let i = os.s.count as usize;
         os.s.values[i] = new;
         os.s.homes[i] = word;
@@ -648,7 +679,12 @@ impl Scheme for Hoop {
         let (aslot, used) = match self.addr_slice {
             Some((s, u)) if u < layout::ADDR_ENTRIES => (s, u),
             _ => {
-                let (s, ta) = self.alloc_slot(ctx, t);
+                let Some((s, ta)) = self.alloc_slot(ctx, t) else {
+                    // Region exhausted (input error recorded): no commit.
+                    self.cores[core].blocks.clear();
+                    self.cores[core].first_slot = None;
+                    return t;
+                };
                 t = t.max(ta);
                 let b = self.g.block_of(s);
                 let hdr = layout::address_slice_header(self.blocks[b].epoch, false);

@@ -20,6 +20,7 @@ fn machine(p: &Params, threads: usize) -> (Hoop, MemCtx) {
         layout: layout.clone(),
         cores: threads,
         freq_ghz: 2.5,
+        pending_error: None,
     };
     (Hoop::new(p, &layout).unwrap(), ctx)
 }
