@@ -305,6 +305,9 @@ impl Rank {
                 }
             }
             // tFAW: no five activates (including t) within a window < tFAW.
+            if n < 4 {
+                return t; // fewer than five activates near t
+            }
             let mut all = [0; 17];
             all[..n].copy_from_slice(&near[..n]);
             all[n] = t;
