@@ -148,10 +148,7 @@ impl Hoop {
             self.stats.gc_lines_written += 1;
             self.stats.gc_bytes_migrated += 64;
             self.evb.insert(line, &data);
-            let mut empty = false;
-            for w in (0..8).filter(|w| l.mask & (1 << w) != 0) {
-                empty = self.ind.migrated(line + 8 * w as u64, l.txids[w]);
-            }
+            let empty = self.ind.migrated_line(line, l.mask, &l.txids);
             if empty && self.mapping_remove(line) {
                 self.stats.mapping_removed_by_gc += 1;
             }

@@ -56,8 +56,30 @@ impl Indirection {
         e.txid[w] = txid;
     }
 
+    /// GC migrated the words of `line` in `mask` at versions `txids` (per
+    /// word): forget each unless a newer version exists. Returns true if the
+    /// line has no OOP words left. One lookup per line.
+    pub fn migrated_line(&mut self, line: Addr, mask: u8, txids: &[u32; 8]) -> bool {
+        debug_assert_ne!(mask, 0, "GC migrates at least one word per line");
+        let Some(e) = self.lines.get_mut(&line) else {
+            return true;
+        };
+        for (w, &txid) in txids.iter().enumerate() {
+            if mask & e.mask & (1 << w) != 0 && e.txid[w] == txid {
+                e.mask &= !(1 << w);
+            }
+        }
+        if e.mask == 0 {
+            self.lines.remove(&line);
+            true
+        } else {
+            false
+        }
+    }
+
     /// GC migrated word `addr` at version `txid`: forget it unless a newer
     /// version exists. Returns true if the line has no OOP words left.
+    #[cfg(test)]
     pub fn migrated(&mut self, addr: Addr, txid: u32) -> bool {
         let line = addr & !63;
         let w = ((addr & 63) / 8) as usize;
@@ -145,6 +167,35 @@ mod tests {
         assert_eq!(ind.lines[&0x1000].mask, 0b1);
         assert!(ind.migrated(0x1000, 2));
         assert!(ind.lines.is_empty());
+    }
+
+    #[test]
+    fn line_migration_equals_word_by_word_migration() {
+        let setup = || {
+            let mut ind = Indirection::default();
+            for (w, txid) in [(0u64, 1u32), (1, 1), (2, 3), (5, 2)] {
+                ind.record(0x2000 + 8 * w, 7, txid);
+            }
+            ind
+        };
+        let mut txids = [0u32; 8];
+        txids[..6].copy_from_slice(&[1, 1, 2, 0, 0, 2]);
+        for mask in [0b0000_0011u8, 0b0010_0111, 0b0010_0011, 0xff] {
+            let (mut a, mut b) = (setup(), setup());
+            let mut empty = false;
+            for w in (0..8).filter(|w| mask & (1 << w) != 0) {
+                empty = a.migrated(0x2000 + 8 * w as u64, txids[w]);
+            }
+            assert_eq!(
+                b.migrated_line(0x2000, mask, &txids),
+                empty,
+                "mask {mask:#b}"
+            );
+            assert_eq!(
+                a.lines.get(&0x2000).map(|l| l.mask),
+                b.lines.get(&0x2000).map(|l| l.mask)
+            );
+        }
     }
 
     #[test]
