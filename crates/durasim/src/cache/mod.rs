@@ -29,6 +29,13 @@ impl LineExt {
     }
 }
 
+#[derive(Clone, Copy, Debug, Default)]
+struct SlotMeta {
+    ext: LineExt,
+    owner: u16,
+    dirty: bool,
+}
+
 /// Tag of an empty slot (never a line address: those are 64 B aligned).
 const INVALID: Addr = Addr::MAX;
 
@@ -41,11 +48,11 @@ pub struct Cache {
     /// Line address per slot, [`INVALID`] when the slot is empty (one
     /// array, so a lookup touches as little host memory as possible).
     tags: Vec<Addr>,
-    dirty: Vec<bool>,
     lru: Vec<u64>,
     data: Vec<LineData>,
-    ext: Vec<LineExt>,
-    owner: Vec<u16>,
+    /// Dirty bit, owner and scheme state of a slot side by side: fills and
+    /// evictions touch one host cache line for them, not three.
+    meta: Vec<SlotMeta>,
     clock: u64,
     pub hits: u64,
     pub misses: u64,
@@ -74,11 +81,9 @@ impl Cache {
             set_shift: LINE_BYTES.trailing_zeros(),
             latency,
             tags: vec![INVALID; n],
-            dirty: vec![false; n],
             lru: vec![0; n],
             data: vec![[0u8; LINE_BYTES as usize]; n],
-            ext: vec![LineExt::default(); n],
-            owner: vec![0; n],
+            meta: vec![SlotMeta::default(); n],
             clock: 0,
             hits: 0,
             misses: 0,
@@ -144,10 +149,8 @@ impl Cache {
     ) {
         debug_assert_eq!(self.tags[slot], INVALID);
         self.tags[slot] = line_addr;
-        self.dirty[slot] = dirty;
         self.data[slot] = *data;
-        self.ext[slot] = ext;
-        self.owner[slot] = owner;
+        self.meta[slot] = SlotMeta { ext, owner, dirty };
         self.touch(slot);
     }
 
@@ -161,10 +164,10 @@ impl Cache {
         self.tags[slot] = INVALID;
         Some(Victim {
             addr,
-            dirty: self.dirty[slot],
+            dirty: self.meta[slot].dirty,
             data: self.data[slot],
-            ext: self.ext[slot],
-            owner: self.owner[slot],
+            ext: self.meta[slot].ext,
+            owner: self.meta[slot].owner,
         })
     }
 
@@ -191,23 +194,23 @@ impl Cache {
     }
     #[inline]
     pub fn ext(&self, slot: usize) -> &LineExt {
-        &self.ext[slot]
+        &self.meta[slot].ext
     }
     #[inline]
     pub fn ext_mut(&mut self, slot: usize) -> &mut LineExt {
-        &mut self.ext[slot]
+        &mut self.meta[slot].ext
     }
     #[inline]
     pub fn is_dirty(&self, slot: usize) -> bool {
-        self.dirty[slot]
+        self.meta[slot].dirty
     }
     #[inline]
     pub fn set_dirty(&mut self, slot: usize, d: bool) {
-        self.dirty[slot] = d;
+        self.meta[slot].dirty = d;
     }
     #[inline]
     pub fn owner(&self, slot: usize) -> u16 {
-        self.owner[slot]
+        self.meta[slot].owner
     }
 
     /// All valid slots (for drains and checks; not on the hot path).
