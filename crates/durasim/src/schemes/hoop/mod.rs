@@ -200,6 +200,8 @@ pub struct Stats {
     pub data_slices_written: u64,
     pub data_slice_words: u64,
     pub address_slices_opened: u64,
+    /// Buffered address slices written to NVM (ADR: when full or sealed).
+    pub address_slices_written: u64,
     pub commit_entries_written: u64,
     pub words_coalesced_in_buffer: u64,
     pub oop_buffer_full_stall_cycles: u64,
@@ -243,6 +245,11 @@ pub struct Hoop {
     cursor: Option<usize>,
     /// Current address slice (global slot) and entries used.
     addr_slice: Option<(u64, usize)>,
+    /// With ADR, the current address slice's bytes, held in the controller's
+    /// write-pending queue (persistence domain) where successive commit
+    /// entries to the same line coalesce; written to NVM as one 128 B slice
+    /// when full or when its block is sealed. See docs/MODEL.md.
+    addr_slice_bytes: [u8; SLICE_BYTES as usize],
     epoch_next: u32,
     /// FULL blocks in epoch (allocation) order = commit order.
     full: VecDeque<usize>,
@@ -292,6 +299,7 @@ impl Hoop {
             active: None,
             cursor: None,
             addr_slice: None,
+            addr_slice_bytes: [0; SLICE_BYTES as usize],
             epoch_next: 1,
             full: VecDeque::new(),
             free_blocks: g.blocks - g.first_block,
@@ -404,7 +412,22 @@ impl Hoop {
             self.write_header(ctx, a, next, now);
             self.full.push_back(a);
         }
+        self.flush_addr_slice(ctx, now);
         self.addr_slice = None;
+    }
+
+    /// With ADR: write the buffered address slice to its slot (its bytes
+    /// are already durable in the write-pending queue, so nothing waits for
+    /// this write).
+    fn flush_addr_slice(&mut self, ctx: &mut MemCtx, now: Cycle) {
+        if let Some((s, used)) = self.addr_slice {
+            if ctx.nvm.is_adr() && used > 0 {
+                let bytes = self.addr_slice_bytes;
+                ctx.nvm
+                    .write(self.g.slot_addr(s), &bytes, Purpose::Metadata, now);
+                self.stats.address_slices_written += 1;
+            }
+        }
     }
 
     /// Allocate the next slice slot of the log; returns (slot, time), or
@@ -691,9 +714,16 @@ impl Scheme for Hoop {
                 let a = self.g.slot_addr(s);
                 // Zero the entries first, then write the header word, so a
                 // torn open never exposes stale entries under a new epoch.
-                t = t.max(ctx.nvm.write(a, &[0u8; 64], Purpose::Metadata, t));
-                t = t.max(ctx.nvm.write(a + 64, &[0u8; 56], Purpose::Metadata, t));
-                t = t.max(ctx.nvm.write(a + 120, &hdr, Purpose::Metadata, t));
+                if ctx.nvm.is_adr() {
+                    let bytes = &mut self.addr_slice_bytes;
+                    bytes.fill(0);
+                    bytes[layout::ADDR_HEADER_OFFSET..].copy_from_slice(&hdr);
+                    ctx.nvm.persist_adr_structure(a, &bytes[..], t);
+                } else {
+                    t = t.max(ctx.nvm.write(a, &[0u8; 64], Purpose::Metadata, t));
+                    t = t.max(ctx.nvm.write(a + 64, &[0u8; 56], Purpose::Metadata, t));
+                    t = t.max(ctx.nvm.write(a + 120, &hdr, Purpose::Metadata, t));
+                }
                 self.blocks[b].addr_slices.push(s);
                 self.stats.address_slices_opened += 1;
                 (s, 0)
@@ -703,13 +733,23 @@ impl Scheme for Hoop {
             start_slot: start,
             txid,
         };
-        let done = ctx.nvm.write(
-            self.g.slot_addr(aslot) + used as u64 * 8,
-            &entry.encode().to_le_bytes(),
-            Purpose::Metadata,
-            t,
-        );
+        let entry_addr = self.g.slot_addr(aslot) + used as u64 * 8;
+        let entry_bytes = entry.encode().to_le_bytes();
+        let done = if ctx.nvm.is_adr() {
+            // Durable once in the write-pending queue; the slice goes to
+            // NVM when full (or sealed), as one 128 B write.
+            self.addr_slice_bytes[used * 8..used * 8 + 8].copy_from_slice(&entry_bytes);
+            ctx.nvm.persist_adr_structure(entry_addr, &entry_bytes, t);
+            t
+        } else {
+            ctx.nvm
+                .write(entry_addr, &entry_bytes, Purpose::Metadata, t)
+        };
         self.addr_slice = Some((aslot, used + 1));
+        if used + 1 == layout::ADDR_ENTRIES {
+            self.flush_addr_slice(ctx, done);
+            self.addr_slice = None;
+        }
         self.stats.commit_entries_written += 1;
         self.stats.tx_committed += 1;
         self.cores[core].blocks.clear();
@@ -877,6 +917,7 @@ impl Scheme for Hoop {
             ("tx_committed", s.tx_committed as f64),
             ("data_slices_written", s.data_slices_written as f64),
             ("address_slices_opened", s.address_slices_opened as f64),
+            ("address_slices_written", s.address_slices_written as f64),
             ("commit_entries_written", s.commit_entries_written as f64),
             (
                 "packing_words_per_slice",

@@ -278,6 +278,30 @@ fn default_parameters_run_with_read_checks() {
     e.check_equivalence().unwrap();
 }
 
+#[test]
+fn address_slices_go_to_nvm_whole_with_adr_and_entry_by_entry_without() {
+    let run = |adr: &str| {
+        let mut s = RunSpec::new("hoop", "vector").unwrap();
+        s.threads = 4;
+        s.tx = 400;
+        s.params.set_str("mc.adr", adr).unwrap();
+        let e = engine::run(s, &mut |_| {}).unwrap();
+        e.check_equivalence().unwrap();
+        let meta = e.metrics().nvm_bytes_written_by_purpose["metadata"];
+        (e, meta)
+    };
+    let (with_adr, meta_adr) = run("true");
+    let opened = stat(&with_adr, "address_slices_opened");
+    assert!(opened >= (400.0 / 15.0_f64).ceil());
+    // Each opened slice is written exactly once (when full, or sealed at
+    // the end of the run), as 128 B.
+    assert_eq!(stat(&with_adr, "address_slices_written"), opened);
+    let (without, meta_no_adr) = run("false");
+    assert_eq!(stat(&without, "address_slices_written"), 0.0);
+    // Without ADR every commit entry is its own (64 B burst) write.
+    assert!(meta_no_adr >= meta_adr + 400 * 64 - opened as u64 * 128);
+}
+
 /// Replay the persist log of a small run to many prefixes, recover on an
 /// overlay and check the oracle's condition per thread: home = initial image
 /// + the first p committed write sets, for some p >= acknowledged.
