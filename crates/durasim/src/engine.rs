@@ -510,7 +510,7 @@ impl Engine {
                     let t = self.cores[c].time;
                     let (done, slot) = self.mem_access(c, addr, false, t);
                     if self.check_reads {
-                        let got = read_word(self.hier.l1[c].data(slot), word_index(addr));
+                        let got = read_word(self.hier.l1_data(c, slot), word_index(addr));
                         if got != value {
                             return Err(Error::Internal(format!(
                                 "read-path check failed: core {c} load {addr:#x} returned {got:#x}, architectural value {value:#x} (scheme {})",
@@ -529,22 +529,14 @@ impl Engine {
                         t
                     };
                     let (done, slot) = self.mem_access(c, addr, true, t);
-                    let l1 = &mut self.hier.l1[c];
+                    let (data, ext) = self.hier.l1_write(c, slot);
                     let w = word_index(addr);
-                    let old = read_word(l1.data(slot), w);
-                    write_word(l1.data_mut(slot), w, value);
-                    l1.set_dirty(slot, true);
+                    let old = read_word(data, w);
+                    write_word(data, w, value);
                     let in_tx = self.cores[c].in_tx;
-                    let done = self.scheme.store(
-                        &mut self.ctx,
-                        c,
-                        addr,
-                        old,
-                        value,
-                        in_tx,
-                        l1.ext_mut(slot),
-                        done,
-                    );
+                    let done =
+                        self.scheme
+                            .store(&mut self.ctx, c, addr, old, value, in_tx, ext, done);
                     let core = &mut self.cores[c];
                     core.sb_push(done);
                     core.time = t + 1;

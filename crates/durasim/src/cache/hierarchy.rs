@@ -3,6 +3,14 @@
 //! level back-invalidates the upper copies and merges their newer data.
 //! Threads own disjoint data (as in the papers), so no coherence protocol is
 //! needed: the LLC remembers which core's private caches may hold a line.
+//!
+//! One copy of bytes and [`LineExt`] per line, in its LLC slot; L1 and L2
+//! slots link to it and keep their own dirty bits. This is exact: a private
+//! copy is filled from the level below and differs from it only after a
+//! store, which marks it dirty, and the newer copy always leaves (eviction)
+//! or is written everywhere (flush) before the older one is read again, so
+//! the newest copy is the only one ever observed. Write-back decisions
+//! still follow the per-level dirty bits.
 
 use super::{Cache, LineExt};
 use crate::config::Params;
@@ -73,18 +81,38 @@ pub struct Hierarchy {
 
 impl Hierarchy {
     pub fn new(p: &Params, cores: usize) -> Self {
-        let mk = |lvl: &str| {
-            Cache::new(
+        let mk = |lvl: &str, linked: bool| {
+            let (size, ways, latency) = (
                 p.u64(&format!("cache.{lvl}_size_bytes")),
                 p.usize(&format!("cache.{lvl}_ways")),
                 p.u64(&format!("cache.{lvl}_latency_cycles")),
-            )
+            );
+            if linked {
+                Cache::new_linked(size, ways, latency)
+            } else {
+                Cache::new(size, ways, latency)
+            }
         };
         Hierarchy {
-            l1: (0..cores).map(|_| mk("l1")).collect(),
-            l2: (0..cores).map(|_| mk("l2")).collect(),
-            llc: mk("llc"),
+            l1: (0..cores).map(|_| mk("l1", true)).collect(),
+            l2: (0..cores).map(|_| mk("l2", true)).collect(),
+            llc: mk("llc", false),
         }
+    }
+
+    /// Bytes of the line in `core`'s L1 slot `l1_slot`.
+    #[inline]
+    pub fn l1_data(&self, core: CoreId, l1_slot: usize) -> &LineData {
+        self.llc.data(self.l1[core].link(l1_slot))
+    }
+
+    /// A store to the line in `core`'s L1 slot `l1_slot`: marks it dirty in
+    /// L1 and returns its bytes and scheme state to update.
+    #[inline]
+    pub fn l1_write(&mut self, core: CoreId, l1_slot: usize) -> (&mut LineData, &mut LineExt) {
+        let l1 = &mut self.l1[core];
+        l1.set_dirty(l1_slot, true);
+        self.llc.line_mut(l1.link(l1_slot))
     }
 
     /// Bring `line_addr` into `core`'s L1. Returns the completion time, the
@@ -108,30 +136,18 @@ impl Hierarchy {
         let (s2, level) = self.fetch_into_l2(core, line_addr, &mut t, mem);
         // Fill L1; an L1 victim is (by inclusion) present in L2.
         let slot = self.l1[core].victim_slot(line_addr);
-        if self.l1[core].valid_addr(slot).is_some() {
-            // Clean victims are dropped without copying their bytes.
+        if let Some(vaddr) = self.l1[core].valid_addr(slot) {
             if self.l1[core].is_dirty(slot) {
-                let v = self.l1[core].take(slot).unwrap();
-                mem.l1_evict(core, v.addr, &v.data, &v.ext, t);
+                let s3 = self.l1[core].link(slot);
+                mem.l1_evict(core, vaddr, self.llc.data(s3), self.llc.ext(s3), t);
                 let l2 = &mut self.l2[core];
-                let s2 = l2.find(v.addr).expect("L2 must include every L1 line");
-                *l2.data_mut(s2) = v.data;
-                l2.ext_mut(s2).merge_from(&v.ext);
-                l2.set_dirty(s2, true);
-            } else {
-                self.l1[core].invalidate(slot);
+                let v2 = l2.find(vaddr).expect("L2 must include every L1 line");
+                l2.set_dirty(v2, true);
             }
+            self.l1[core].invalidate(slot);
         }
-        // Copied straight from the L2 slot (the victim above is another line).
-        let l2 = &self.l2[core];
-        self.l1[core].install(
-            slot,
-            line_addr,
-            l2.data(s2),
-            *l2.ext(s2),
-            false,
-            core as u16,
-        );
+        let link = self.l2[core].link(s2);
+        self.l1[core].install_link(slot, line_addr, link);
         (t, slot, level)
     }
 
@@ -153,15 +169,14 @@ impl Hierarchy {
         }
         l2.misses += 1;
         *t += self.llc.latency;
-        // Where the fill comes from: an LLC slot, or bytes read from memory.
-        let mut buf = [0u8; LINE_BYTES as usize];
-        let mut fill_ext = LineExt::default();
-        let (from_llc, level) = if let Some(s3) = self.llc.find(line_addr) {
+        let (s3, level) = if let Some(s3) = self.llc.find(line_addr) {
             self.llc.touch(s3);
             self.llc.hits += 1;
-            (Some(s3), HitLevel::Llc)
+            (s3, HitLevel::Llc)
         } else {
             self.llc.misses += 1;
+            let mut buf = [0u8; LINE_BYTES as usize];
+            let mut fill_ext = LineExt::default();
             let (arrive, fill_dirty) = mem.read_miss(core, line_addr, *t, &mut buf, &mut fill_ext);
             *t = arrive;
             let slot = self.llc.victim_slot(line_addr);
@@ -170,94 +185,66 @@ impl Hierarchy {
             }
             self.llc
                 .install(slot, line_addr, &buf, fill_ext, fill_dirty, core as u16);
-            (None, HitLevel::Memory)
+            (slot, HitLevel::Memory)
         };
-        // Fill L2; its victim goes down into the LLC after pulling L1's copy.
+        // Fill L2; its victim goes down into the LLC: dirty there if it was
+        // dirty in L2 or in L1 (whose copy is dropped).
         let slot = self.l2[core].victim_slot(line_addr);
         if let Some(vaddr) = self.l2[core].valid_addr(slot) {
-            // Newest dirty copy: the L1's if dirty there, else the L2's.
-            let mut newest = None;
-            if self.l2[core].is_dirty(slot) {
-                newest = Some((*self.l2[core].data(slot), *self.l2[core].ext(slot)));
-            }
+            let mut dirty = self.l2[core].is_dirty(slot);
+            let v3 = self.l2[core].link(slot);
             self.l2[core].invalidate(slot);
             if let Some(s1) = self.l1[core].find(vaddr) {
                 if self.l1[core].is_dirty(s1) {
-                    let u = self.l1[core].take(s1).unwrap();
-                    mem.l1_evict(core, u.addr, &u.data, &u.ext, *t);
-                    newest = Some((u.data, u.ext));
-                } else {
-                    self.l1[core].invalidate(s1);
+                    mem.l1_evict(core, vaddr, self.llc.data(v3), self.llc.ext(v3), *t);
+                    dirty = true;
                 }
+                self.l1[core].invalidate(s1);
             }
-            if let Some((data, ext)) = newest {
-                let s3 = self
-                    .llc
-                    .find(vaddr)
-                    .expect("LLC must include every L2 line");
-                *self.llc.data_mut(s3) = data;
-                self.llc.ext_mut(s3).merge_from(&ext);
-                self.llc.set_dirty(s3, true);
+            if dirty {
+                self.llc.set_dirty(v3, true);
             }
         }
-        // An LLC source slot is untouched by the victim above (another line).
-        match from_llc {
-            Some(s3) => {
-                let (data, ext) = (self.llc.data(s3), *self.llc.ext(s3));
-                self.l2[core].install(slot, line_addr, data, ext, false, core as u16);
-            }
-            None => self.l2[core].install(slot, line_addr, &buf, fill_ext, false, core as u16),
-        }
+        self.l2[core].install_link(slot, line_addr, s3);
         (slot, level)
     }
 
     /// Evict the LLC line in `slot`: back-invalidate the owner's private
-    /// copies, merging the newest dirty bytes (L1 over L2 over LLC), and
-    /// write it back if dirty anywhere. Bytes are only copied when dirty.
+    /// copies and write the line back if it is dirty at any level.
     fn evict_llc_slot(&mut self, slot: usize, vaddr: Addr, t: Cycle, mem: &mut dyn MemSide) {
         let core = self.llc.owner(slot) as usize;
-        let mut newest = None;
-        if self.llc.is_dirty(slot) {
-            newest = Some((*self.llc.data(slot), *self.llc.ext(slot)));
-        }
+        let mut dirty = self.llc.is_dirty(slot);
         self.llc.invalidate(slot);
         if let Some(s2) = self.l2[core].find(vaddr) {
-            if self.l2[core].is_dirty(s2) {
-                newest = Some((*self.l2[core].data(s2), *self.l2[core].ext(s2)));
-            }
+            dirty |= self.l2[core].is_dirty(s2);
             self.l2[core].invalidate(s2);
         }
         if let Some(s1) = self.l1[core].find(vaddr) {
             if self.l1[core].is_dirty(s1) {
-                let u = self.l1[core].take(s1).unwrap();
-                mem.l1_evict(core, u.addr, &u.data, &u.ext, t);
-                newest = Some((u.data, u.ext));
-            } else {
-                self.l1[core].invalidate(s1);
+                mem.l1_evict(core, vaddr, self.llc.data(slot), self.llc.ext(slot), t);
+                dirty = true;
             }
+            self.l1[core].invalidate(s1);
         }
-        if let Some((data, ext)) = newest {
-            mem.writeback(core, vaddr, &data, &ext, WritebackCause::Eviction, t);
+        if dirty {
+            let (data, ext) = (self.llc.data(slot), self.llc.ext(slot));
+            mem.writeback(core, vaddr, data, ext, WritebackCause::Eviction, t);
         }
     }
 
     /// Newest cached copy of a line and whether any level holds it dirty.
     pub fn newest(&self, core: CoreId, line_addr: Addr) -> Option<(LineData, LineExt, bool)> {
-        let mut dirty = false;
-        let mut best = None;
-        if let Some(s) = self.llc.find(line_addr) {
-            dirty |= self.llc.is_dirty(s);
-            best = Some((*self.llc.data(s), *self.llc.ext(s)));
-        }
+        // By inclusion a line cached anywhere is in the LLC, which holds
+        // its only copy.
+        let s3 = self.llc.find(line_addr)?;
+        let mut dirty = self.llc.is_dirty(s3);
         if let Some(s) = self.l2[core].find(line_addr) {
             dirty |= self.l2[core].is_dirty(s);
-            best = Some((*self.l2[core].data(s), *self.l2[core].ext(s)));
         }
         if let Some(s) = self.l1[core].find(line_addr) {
             dirty |= self.l1[core].is_dirty(s);
-            best = Some((*self.l1[core].data(s), *self.l1[core].ext(s)));
         }
-        best.map(|(d, e)| (d, e, dirty))
+        Some((*self.llc.data(s3), *self.llc.ext(s3), dirty))
     }
 
     /// clwb: write the line back if dirty anywhere, keep clean copies.
@@ -277,8 +264,6 @@ impl Hierarchy {
         }
         for c in [&mut self.l1[core], &mut self.l2[core], &mut self.llc] {
             if let Some(s) = c.find(line_addr) {
-                *c.data_mut(s) = data;
-                *c.ext_mut(s) = ext;
                 c.set_dirty(s, false);
             }
         }

@@ -1,5 +1,12 @@
 //! Set-associative write-back/write-allocate caches with LRU replacement.
 //! Lines carry their 64 bytes and a small [`LineExt`] that schemes use.
+//!
+//! A cache either holds its lines' bytes and state itself (the shared LLC,
+//! or a stand-alone cache) or, for the private levels of an inclusive
+//! hierarchy, links each slot to the LLC slot of the same line: every line
+//! then has one copy of its bytes, which is what every level would hold
+//! anyway (see [`hierarchy`] for why that is exact), and fills and
+//! write-backs between levels move no bytes.
 
 pub mod hierarchy;
 
@@ -21,19 +28,13 @@ pub struct LineExt {
     pub word_mask2: u8,
 }
 
-impl LineExt {
-    /// Merge the state of a more recent copy (upper level) into this one.
-    #[inline]
-    pub fn merge_from(&mut self, newer: &LineExt) {
-        *self = *newer;
-    }
-}
-
 #[derive(Clone, Copy, Debug, Default)]
 struct SlotMeta {
     ext: LineExt,
     owner: u16,
     dirty: bool,
+    /// Linked caches: the LLC slot holding this line's bytes and state.
+    link: u32,
 }
 
 /// Tag of an empty slot (never a line address: those are 64 B aligned).
@@ -49,6 +50,7 @@ pub struct Cache {
     /// array, so a lookup touches as little host memory as possible).
     tags: Vec<Addr>,
     lru: Vec<u64>,
+    /// Line bytes per slot; empty in a linked (private) cache.
     data: Vec<LineData>,
     /// Dirty bit, owner and scheme state of a slot side by side: fills and
     /// evictions touch one host cache line for them, not three.
@@ -69,7 +71,18 @@ pub struct Victim {
 }
 
 impl Cache {
+    /// A cache that holds its lines' bytes and state.
     pub fn new(size_bytes: u64, ways: usize, latency: Cycle) -> Self {
+        Self::build(size_bytes, ways, latency, true)
+    }
+
+    /// A private cache of an inclusive hierarchy: slots link to the LLC
+    /// slot that holds the line's bytes and state ([`Cache::install_link`]).
+    pub fn new_linked(size_bytes: u64, ways: usize, latency: Cycle) -> Self {
+        Self::build(size_bytes, ways, latency, false)
+    }
+
+    fn build(size_bytes: u64, ways: usize, latency: Cycle, holds_data: bool) -> Self {
         let lines = (size_bytes / LINE_BYTES) as usize;
         let ways = ways.min(lines).max(1);
         let sets = (lines / ways).max(1);
@@ -82,7 +95,11 @@ impl Cache {
             latency,
             tags: vec![INVALID; n],
             lru: vec![0; n],
-            data: vec![[0u8; LINE_BYTES as usize]; n],
+            data: if holds_data {
+                vec![[0u8; LINE_BYTES as usize]; n]
+            } else {
+                Vec::new()
+            },
             meta: vec![SlotMeta::default(); n],
             clock: 0,
             hits: 0,
@@ -150,11 +167,35 @@ impl Cache {
         debug_assert_eq!(self.tags[slot], INVALID);
         self.tags[slot] = line_addr;
         self.data[slot] = *data;
-        self.meta[slot] = SlotMeta { ext, owner, dirty };
+        self.meta[slot] = SlotMeta {
+            ext,
+            owner,
+            dirty,
+            link: 0,
+        };
         self.touch(slot);
     }
 
-    /// Remove the line in `slot`, returning it if it was valid.
+    /// Install a line in `slot` of a linked cache, clean, its bytes and
+    /// state held by LLC slot `link`.
+    #[inline]
+    pub fn install_link(&mut self, slot: usize, line_addr: Addr, link: usize) {
+        debug_assert_eq!(self.tags[slot], INVALID);
+        debug_assert!(self.data.is_empty(), "only linked caches hold links");
+        self.tags[slot] = line_addr;
+        self.meta[slot].dirty = false;
+        self.meta[slot].link = link as u32;
+        self.touch(slot);
+    }
+
+    /// Linked caches: the LLC slot holding the line in `slot`.
+    #[inline]
+    pub fn link(&self, slot: usize) -> usize {
+        self.meta[slot].link as usize
+    }
+
+    /// Remove the line in `slot`, returning it if it was valid (caches
+    /// that hold their bytes).
     #[inline]
     pub fn take(&mut self, slot: usize) -> Option<Victim> {
         let addr = self.tags[slot];
@@ -191,6 +232,11 @@ impl Cache {
     #[inline]
     pub fn data_mut(&mut self, slot: usize) -> &mut LineData {
         &mut self.data[slot]
+    }
+    /// Bytes and scheme state of the line in `slot`, for an update.
+    #[inline]
+    pub fn line_mut(&mut self, slot: usize) -> (&mut LineData, &mut LineExt) {
+        (&mut self.data[slot], &mut self.meta[slot].ext)
     }
     #[inline]
     pub fn ext(&self, slot: usize) -> &LineExt {
