@@ -192,16 +192,18 @@ impl Hierarchy {
         let slot = self.l2[core].victim_slot(line_addr);
         if let Some(vaddr) = self.l2[core].valid_addr(slot) {
             let mut dirty = self.l2[core].is_dirty(slot);
-            let v3 = self.l2[core].link(slot);
             self.l2[core].invalidate(slot);
             if let Some(s1) = self.l1[core].find(vaddr) {
                 if self.l1[core].is_dirty(s1) {
+                    let v3 = self.l1[core].link(s1);
                     mem.l1_evict(core, vaddr, self.llc.data(v3), self.llc.ext(v3), *t);
                     dirty = true;
                 }
                 self.l1[core].invalidate(s1);
             }
             if dirty {
+                // Read only now: a clean victim's link is never needed.
+                let v3 = self.l2[core].link(slot);
                 self.llc.set_dirty(v3, true);
             }
         }

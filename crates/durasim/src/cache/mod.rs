@@ -32,13 +32,16 @@ pub struct LineExt {
 struct SlotMeta {
     ext: LineExt,
     owner: u16,
-    dirty: bool,
     /// Linked caches: the LLC slot holding this line's bytes and state.
     link: u32,
 }
 
-/// Tag of an empty slot (never a line address: those are 64 B aligned).
-const INVALID: Addr = Addr::MAX;
+/// Tag bit 0: the slot is dirty. Line addresses are 64 B aligned, so the
+/// bit fits beside the address, and the victim search that reads a set's
+/// tags learns the victim's dirtiness without touching another array.
+const DIRTY: Addr = 1;
+/// Tag of an empty slot (never a line address).
+const INVALID: Addr = Addr::MAX & !DIRTY;
 
 /// One cache level instance.
 pub struct Cache {
@@ -46,14 +49,15 @@ pub struct Cache {
     ways: usize,
     set_shift: u32,
     pub latency: Cycle,
-    /// Line address per slot, [`INVALID`] when the slot is empty (one
-    /// array, so a lookup touches as little host memory as possible).
+    /// Line address | [`DIRTY`] per slot, [`INVALID`] when the slot is
+    /// empty (one array, so a lookup touches as little host memory as
+    /// possible).
     tags: Vec<Addr>,
     lru: Vec<u64>,
     /// Line bytes per slot; empty in a linked (private) cache.
     data: Vec<LineData>,
-    /// Dirty bit, owner and scheme state of a slot side by side: fills and
-    /// evictions touch one host cache line for them, not three.
+    /// Owner, scheme state and (linked caches) LLC slot of a slot side by
+    /// side: fills and evictions touch one host cache line for them.
     meta: Vec<SlotMeta>,
     clock: u64,
     pub hits: u64,
@@ -126,7 +130,7 @@ impl Cache {
         debug_assert_ne!(line_addr, INVALID);
         self.tags[base..base + self.ways]
             .iter()
-            .position(|&t| t == line_addr)
+            .position(|&t| t & !DIRTY == line_addr)
             .map(|w| base + w)
     }
 
@@ -165,12 +169,11 @@ impl Cache {
         owner: u16,
     ) {
         debug_assert_eq!(self.tags[slot], INVALID);
-        self.tags[slot] = line_addr;
+        self.tags[slot] = line_addr | Addr::from(dirty);
         self.data[slot] = *data;
         self.meta[slot] = SlotMeta {
             ext,
             owner,
-            dirty,
             link: 0,
         };
         self.touch(slot);
@@ -183,7 +186,6 @@ impl Cache {
         debug_assert_eq!(self.tags[slot], INVALID);
         debug_assert!(self.data.is_empty(), "only linked caches hold links");
         self.tags[slot] = line_addr;
-        self.meta[slot].dirty = false;
         self.meta[slot].link = link as u32;
         self.touch(slot);
     }
@@ -198,21 +200,22 @@ impl Cache {
     /// that hold their bytes).
     #[inline]
     pub fn take(&mut self, slot: usize) -> Option<Victim> {
-        let addr = self.tags[slot];
-        if addr == INVALID {
+        let tag = self.tags[slot];
+        if tag == INVALID {
             return None;
         }
         self.tags[slot] = INVALID;
         Some(Victim {
-            addr,
-            dirty: self.meta[slot].dirty,
+            addr: tag & !DIRTY,
+            dirty: tag & DIRTY != 0,
             data: self.data[slot],
             ext: self.meta[slot].ext,
             owner: self.meta[slot].owner,
         })
     }
 
-    /// Drop the line in `slot` without copying it out (clean lines).
+    /// Drop the line in `slot` without copying it out (its state and link
+    /// stay readable until the slot is refilled).
     #[inline]
     pub fn invalidate(&mut self, slot: usize) {
         self.tags[slot] = INVALID;
@@ -221,8 +224,8 @@ impl Cache {
     /// The line address held in `slot`, if any.
     #[inline]
     pub fn valid_addr(&self, slot: usize) -> Option<Addr> {
-        let a = self.tags[slot];
-        (a != INVALID).then_some(a)
+        let t = self.tags[slot];
+        (t != INVALID).then_some(t & !DIRTY)
     }
 
     #[inline]
@@ -248,11 +251,12 @@ impl Cache {
     }
     #[inline]
     pub fn is_dirty(&self, slot: usize) -> bool {
-        self.meta[slot].dirty
+        self.tags[slot] & DIRTY != 0
     }
     #[inline]
     pub fn set_dirty(&mut self, slot: usize, d: bool) {
-        self.meta[slot].dirty = d;
+        debug_assert_ne!(self.tags[slot], INVALID);
+        self.tags[slot] = (self.tags[slot] & !DIRTY) | Addr::from(d);
     }
     #[inline]
     pub fn owner(&self, slot: usize) -> u16 {
@@ -265,7 +269,7 @@ impl Cache {
     }
 
     pub fn line_addr(&self, slot: usize) -> Addr {
-        self.tags[slot]
+        self.tags[slot] & !DIRTY
     }
 
     /// LRU order of a set, most recent first (tests).
@@ -273,7 +277,7 @@ impl Cache {
         let base = set * self.ways;
         let mut v: Vec<(u64, Addr)> = (base..base + self.ways)
             .filter(|&i| self.tags[i] != INVALID)
-            .map(|i| (self.lru[i], self.tags[i]))
+            .map(|i| (self.lru[i], self.tags[i] & !DIRTY))
             .collect();
         v.sort_by_key(|x| std::cmp::Reverse(x.0));
         v.into_iter().map(|x| x.1).collect()
