@@ -395,7 +395,7 @@ fn forward_bucket(line_addr: Addr) -> usize {
 
 /// Where a line lives: channel, rank (global index), bank (global index),
 /// row.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Loc {
     ch: u32,
     rank: u32,
@@ -403,14 +403,21 @@ struct Loc {
     row: u64,
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 struct PendingWrite {
     addr: Addr,
     arrival: Cycle,
     loc: Loc,
     len: u8,
-    /// Slot in `wq_data` holding the bytes (only kept without ADR, where the
-    /// persist event is recorded when the write is programmed).
+}
+
+/// A queued write in FR-FCFS order: what the pick scans read (bank, row)
+/// and the slot of its `PendingWrite` (and bytes), so leaving the queue
+/// moves 16 B entries, not whole writes.
+#[derive(Clone, Copy, Debug)]
+struct QueueEntry {
+    row: u64,
+    bank: u32,
     slot: u16,
 }
 
@@ -495,12 +502,12 @@ pub struct MemoryController {
     channels: Vec<Channel>,
     /// Latest request time seen (reservations far older are pruned).
     latest_now: Cycle,
-    wq: Vec<PendingWrite>,
-    /// Bank and row of each queued write (parallel to `wq`) and each bank's
-    /// open row (`CLOSED_ROW` if none): the FR-FCFS scan reads only these.
-    wq_bank: Vec<u32>,
-    wq_row: Vec<u64>,
+    /// Queued writes, oldest first, and each bank's open row (`CLOSED_ROW`
+    /// if none): the FR-FCFS scan reads only these.
+    wq: Vec<QueueEntry>,
     open_rows: Vec<u64>,
+    /// The writes by slot (`QueueEntry::slot`), and the free slots.
+    wq_slots: Vec<PendingWrite>,
     /// Queued writes per bank, and queued writes whose row is open in their
     /// bank: with no row hit queued, the FR-FCFS pick is the oldest write
     /// without scanning the queue.
@@ -509,6 +516,8 @@ pub struct MemoryController {
     /// Queued full-line writes per hash bucket of their address, so a read
     /// scans the queue for forwarding only when one may match.
     wq_full_line_buckets: [u16; FORWARD_BUCKETS],
+    /// Bytes of each slot's write (only kept without ADR, where the persist
+    /// event is recorded when the write is programmed).
     wq_data: Vec<LineData>,
     wq_free: Vec<u16>,
     wq_capacity: usize,
@@ -593,14 +602,13 @@ impl MemoryController {
             adr,
             persist_log: PersistLog::new(record_persists && persistent),
             wq: Vec::with_capacity(wq_capacity),
-            wq_bank: Vec::with_capacity(wq_capacity),
-            wq_row: Vec::with_capacity(wq_capacity),
             open_rows: vec![CLOSED_ROW; nbanks],
+            wq_slots: vec![PendingWrite::default(); wq_capacity],
             wq_per_bank: vec![0; nbanks],
             wq_row_hits: 0,
             wq_full_line_buckets: [0; FORWARD_BUCKETS],
             wq_data: vec![[0u8; LINE_BYTES as usize]; data_slots],
-            wq_free: (0..data_slots as u16).rev().collect(),
+            wq_free: (0..wq_capacity as u16).rev().collect(),
             wq_capacity,
             drain_high: drain_high.clamp(1, wq_capacity),
             drain_low: drain_low.min(drain_high.clamp(1, wq_capacity) - 1),
@@ -796,19 +804,17 @@ impl MemoryController {
     fn pick_write(&self) -> usize {
         debug_assert_eq!(
             self.wq_row_hits,
-            self.wq_bank
+            self.wq
                 .iter()
-                .zip(&self.wq_row)
-                .filter(|(&b, &row)| self.open_rows[b as usize] == row)
+                .filter(|e| self.open_rows[e.bank as usize] == e.row)
                 .count()
         );
         if self.wq_row_hits == 0 {
             return 0;
         }
-        self.wq_bank
+        self.wq
             .iter()
-            .zip(&self.wq_row)
-            .position(|(&b, &row)| self.open_rows[b as usize] == row)
+            .position(|e| self.open_rows[e.bank as usize] == e.row)
             .unwrap_or(0)
     }
 
@@ -819,41 +825,41 @@ impl MemoryController {
         if self.wq_per_bank[bank as usize] == 0 {
             return;
         }
-        for (&b, &r) in self.wq_bank.iter().zip(&self.wq_row) {
-            if b == bank {
-                self.wq_row_hits -= usize::from(r == old);
-                self.wq_row_hits += usize::from(r == row);
+        for e in &self.wq {
+            if e.bank == bank {
+                self.wq_row_hits -= usize::from(e.row == old);
+                self.wq_row_hits += usize::from(e.row == row);
             }
         }
     }
 
-    /// Remove queued write `i` (and its index entries).
+    /// Remove queued write `i`; returns it and its slot, already free
+    /// (its bytes stay until the next write is queued).
     #[inline]
-    fn dequeue(&mut self, i: usize) -> PendingWrite {
-        let bank = self.wq_bank.remove(i);
-        let row = self.wq_row.remove(i);
-        self.wq_per_bank[bank as usize] -= 1;
-        if self.open_rows[bank as usize] == row {
+    fn dequeue(&mut self, i: usize) -> (PendingWrite, u16) {
+        let e = self.wq.remove(i);
+        self.wq_per_bank[e.bank as usize] -= 1;
+        if self.open_rows[e.bank as usize] == e.row {
             self.wq_row_hits -= 1;
         }
-        let w = self.wq.remove(i);
+        let w = self.wq_slots[e.slot as usize];
+        self.wq_free.push(e.slot);
         if w.len as u64 == LINE_BYTES {
             self.wq_full_line_buckets[forward_bucket(w.addr)] -= 1;
         }
-        w
+        (w, e.slot)
     }
 
     /// Issue queued write `i`; returns (data burst end, programmed time).
     fn issue_write(&mut self, i: usize) -> (Cycle, Cycle) {
-        let w = self.dequeue(i);
+        let (w, slot) = self.dequeue(i);
         let (end, _) = self.access(w.loc, true, w.arrival);
         let done = end + self.timing.write_busy();
         if self.persistent && !self.adr {
             // Without ADR the bytes are durable once programmed.
-            let d = self.wq_data[w.slot as usize];
+            let d = &self.wq_data[slot as usize];
             self.persist_log.record(w.addr, &d[..w.len as usize], done);
             self.stats.persist_events += 1;
-            self.wq_free.push(w.slot);
         }
         (end, done)
     }
@@ -874,7 +880,7 @@ impl MemoryController {
             if self.draining {
                 self.stats.forced_drains += 1;
             } else {
-                let w = &self.wq[i];
+                let w = &self.wq_slots[self.wq[i].slot as usize];
                 if self.bank_ready(w.loc).0.max(w.arrival) >= now {
                     break;
                 }
@@ -898,10 +904,10 @@ impl MemoryController {
             self.stats.bytes_read[purpose.index()] += LINE_BYTES;
             self.stats.reads += 1;
             if self.wq_full_line_buckets[forward_bucket(line)] > 0
-                && self
-                    .wq
-                    .iter()
-                    .any(|w| w.addr == line && w.len as u64 == LINE_BYTES)
+                && self.wq.iter().any(|e| {
+                    let w = &self.wq_slots[e.slot as usize];
+                    w.addr == line && w.len as u64 == LINE_BYTES
+                })
             {
                 // Served from the controller's queue: one burst time.
                 self.stats.forwarded_reads += 1;
@@ -979,24 +985,22 @@ impl MemoryController {
             let i = self.pick_write();
             accept = accept.max(self.issue_write(i).0);
         }
-        let keep_data = self.persistent && !self.adr;
-        let slot = if keep_data {
-            let s = self.wq_free.pop().expect("write queue data slot");
-            self.wq_data[s as usize][..data.len()].copy_from_slice(data);
-            s
-        } else {
-            0
-        };
+        let slot = self.wq_free.pop().expect("write queue slot");
+        if self.persistent && !self.adr {
+            self.wq_data[slot as usize][..data.len()].copy_from_slice(data);
+        }
         let loc = self.decode(addr);
-        self.wq.push(PendingWrite {
+        self.wq_slots[slot as usize] = PendingWrite {
             addr,
             arrival: accept,
             loc,
             len: data.len() as u8,
+        };
+        self.wq.push(QueueEntry {
+            row: loc.row,
+            bank: loc.bank,
             slot,
         });
-        self.wq_bank.push(loc.bank);
-        self.wq_row.push(loc.row);
         self.wq_per_bank[loc.bank as usize] += 1;
         if self.open_rows[loc.bank as usize] == loc.row {
             self.wq_row_hits += 1;
@@ -1022,11 +1026,10 @@ impl MemoryController {
     fn persist_now(&mut self, addr: Addr) -> Cycle {
         let line = addr - addr % LINE_BYTES;
         let mut t = 0;
-        while let Some(i) = self
-            .wq
-            .iter()
-            .position(|w| w.addr - w.addr % LINE_BYTES == line)
-        {
+        while let Some(i) = self.wq.iter().position(|e| {
+            let a = self.wq_slots[e.slot as usize].addr;
+            a - a % LINE_BYTES == line
+        }) {
             t = self.issue_write(i).1;
         }
         t
