@@ -27,7 +27,8 @@ use rustc_hash::FxHashMap;
 struct GcLine {
     mask: u8,
     values: [u64; 8],
-    txids: [u32; 8],
+    /// Slice of each word's version (identifies it, see `LineLocs`).
+    slots: [u32; 8],
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -78,7 +79,7 @@ impl Hoop {
         // `newest` (per word of the line: first version seen = newest).
         let mut h: FxHashMap<Addr, u32> = FxHashMap::default();
         let mut newest: Vec<GcLine> = Vec::new();
-        let mut chain: Vec<DataSlice> = Vec::new();
+        let mut chain: Vec<(u64, DataSlice)> = Vec::new();
         let mut chain_blocks: Vec<usize> = Vec::new();
         let t_chain = t_read;
         let mut t_scan = t_read;
@@ -95,7 +96,7 @@ impl Hoop {
                 ));
                 let s = DataSlice::decode(&buf).expect("GC: committed slice bytes are intact");
                 debug_assert_eq!(s.txid, c.txid);
-                chain.push(s);
+                chain.push((slot, s));
                 let b = self.g.block_of(slot);
                 if !chain_blocks.contains(&b) {
                     chain_blocks.push(b);
@@ -109,7 +110,7 @@ impl Hoop {
                 self.blocks[b].live_txs -= 1;
             }
             // Within a transaction a later slice holds the later update.
-            for s in chain.iter().rev() {
+            for (slot, s) in chain.iter().rev() {
                 for i in 0..s.count as usize {
                     self.stats.gc_words_in_slices += 1;
                     let a = s.homes[i];
@@ -122,7 +123,7 @@ impl Hoop {
                     if l.mask & (1 << w) == 0 {
                         l.mask |= 1 << w;
                         l.values[w] = s.values[i];
-                        l.txids[w] = s.txid;
+                        l.slots[w] = *slot as u32;
                     }
                 }
             }
@@ -148,9 +149,10 @@ impl Hoop {
             self.stats.gc_lines_written += 1;
             self.stats.gc_bytes_migrated += 64;
             self.evb.insert(line, &data);
-            let empty = self.ind.migrated_line(line, l.mask, &l.txids);
-            if empty && self.mapping_remove(line) {
-                self.stats.mapping_removed_by_gc += 1;
+            let m = self.ind.migrated_line(line, l.mask, &l.slots);
+            if m.empty {
+                self.mapping_removed();
+                self.stats.mapping_removed_by_gc += u64::from(m.unmapped);
             }
         }
         // Retire the migrated transactions: one atomic word per address

@@ -283,6 +283,8 @@ impl Hoop {
     pub fn new(p: &Params, layout: &Layout) -> Result<Self> {
         let g = Geometry::new(p, layout)?;
         let freq = p.f64("cpu.freq_ghz");
+        let mapping_capacity =
+            p.u64("hoop.mapping_table_bytes") / p.u64("hoop.mapping_entry_bytes");
         Ok(Hoop {
             g,
             txid_next: 1,
@@ -304,9 +306,12 @@ impl Hoop {
             full: VecDeque::new(),
             free_blocks: g.blocks - g.first_block,
             index: vec![0; g.blocks.div_ceil(64) as usize],
-            ind: Indirection::default(),
+            // Every mapped line is in `ind.lines`, so the mapping table's
+            // capacity is a floor for its size (bounded: a huge table fills
+            // lazily); avoids rehashing on the store path.
+            ind: Indirection::with_capacity(mapping_capacity.min(1 << 20) as usize),
             evb: EvictionBuffer::new((p.u64("hoop.eviction_buffer_bytes") / LINE_BYTES) as usize),
-            mapping_capacity: p.u64("hoop.mapping_table_bytes") / p.u64("hoop.mapping_entry_bytes"),
+            mapping_capacity,
             demand_armed: true,
             gc_demand: false,
             buffer_slices: (p.u64("hoop.oop_buffer_bytes_per_core") / SLICE_BYTES).max(1) as usize,
@@ -551,27 +556,26 @@ impl Hoop {
         )
     }
 
-    fn mapping_insert(&mut self, line: Addr) {
-        if self.ind.mapped.insert(line, ()).is_none() {
-            self.stats.mapping_inserts += 1;
-            let n = self.ind.mapped.len() as u64;
-            self.stats.mapping_peak_entries = self.stats.mapping_peak_entries.max(n);
-            if n > self.mapping_capacity {
-                self.stats.mapping_over_capacity_inserts += 1;
-            }
-            if n >= self.mapping_capacity && self.demand_armed {
-                self.gc_demand = true;
-                self.demand_armed = false;
-            }
+    /// A line entered the mapping table (`Indirection::map_if_oop`).
+    fn mapping_inserted(&mut self) {
+        self.stats.mapping_inserts += 1;
+        let n = self.ind.mapped_len();
+        self.stats.mapping_peak_entries = self.stats.mapping_peak_entries.max(n);
+        if n > self.mapping_capacity {
+            self.stats.mapping_over_capacity_inserts += 1;
+        }
+        if n >= self.mapping_capacity && self.demand_armed {
+            self.gc_demand = true;
+            self.demand_armed = false;
         }
     }
 
-    fn mapping_remove(&mut self, line: Addr) -> bool {
-        let r = self.ind.mapped.remove(&line).is_some();
-        if (self.ind.mapped.len() as u64) < self.mapping_capacity {
+    /// A mapping-table entry may have gone (`Indirection` removed it):
+    /// re-arm on-demand GC below capacity.
+    fn mapping_removed(&mut self) {
+        if self.ind.mapped_len() < self.mapping_capacity {
             self.demand_armed = true;
         }
-        r
     }
 
     /// Modeled recovery time if the machine crashed now.
@@ -682,7 +686,7 @@ impl Scheme for Hoop {
         os.s.count += 1;
         c.tx_words += 1;
         let slot = os.slot;
-        self.ind.record(word, slot, txid);
+        self.ind.record(word, slot);
         t
     }
 
@@ -768,9 +772,9 @@ impl Scheme for Hoop {
     ) -> (Cycle, bool) {
         self.stats.llc_misses += 1;
         let t0 = now + self.lookup;
-        if self.ind.mapped.contains_key(&line_addr) {
+        if let Some(locs) = self.ind.take_mapped(line_addr) {
             // Mapping hit: home line and OOP slices in parallel, then merge.
-            let locs = self.ind.lines[&line_addr];
+            // (The entry leaves the mapping table; the words stay tracked.)
             let mut done = ctx.nvm.read(line_addr, out, Purpose::Demand, t0);
             self.stats.miss_memory_loads += 1;
             let mut slots = [0u64; 8];
@@ -794,14 +798,14 @@ impl Scheme for Hoop {
                     let h = s.homes[i];
                     if line_of(h) == line_addr {
                         let w = ((h & 63) / 8) as usize;
-                        if locs.mask & (1 << w) != 0 && locs.slot[w] == slot {
+                        if locs.mask & (1 << w) != 0 && locs.slot(w) == slot {
                             write_word(out, w, s.values[i]);
                         }
                     }
                 }
                 newest = newest.max(s.txid);
             }
-            self.mapping_remove(line_addr);
+            self.mapping_removed();
             self.stats.mapping_removed_by_miss += 1;
             self.stats.parallel_read_misses += 1;
             // The newest copy now lives in the caches; it must come back to
@@ -829,10 +833,12 @@ impl Scheme for Hoop {
         _cause: WritebackCause,
         now: Cycle,
     ) -> Cycle {
-        if self.ind.lines.contains_key(&line_addr) {
+        if let Some(new) = self.ind.map_if_oop(line_addr) {
             // Its transactional words are in the OOP region/buffer: never
             // written home before GC; track it in the mapping table.
-            self.mapping_insert(line_addr);
+            if new {
+                self.mapping_inserted();
+            }
             return now;
         }
         if ext.tx {
@@ -856,7 +862,7 @@ impl Scheme for Hoop {
         if self.gc_demand {
             self.gc_demand = false;
             // Seal the active block so its committed transactions can go.
-            if self.ind.mapped.len() as u64 >= self.mapping_capacity {
+            if self.ind.mapped_len() >= self.mapping_capacity {
                 self.seal_active(ctx, None, now);
             }
             let end = self.run_gc(ctx, now, gc::GcKind::OnDemand);
@@ -894,7 +900,7 @@ impl Scheme for Hoop {
             if let Some(l) = self.ind.lines.get(&line_of(a)) {
                 let w = ((a & 63) / 8) as usize;
                 if l.mask & (1 << w) != 0 {
-                    let (s, _) = self.slice_at(ctx, l.slot[w]);
+                    let (s, _) = self.slice_at(ctx, l.slot(w));
                     let i = s.find(a).expect("slice holds the word");
                     let v = s.values[i].to_le_bytes();
                     for (k, byte) in v.iter().enumerate() {
@@ -932,7 +938,7 @@ impl Scheme for Hoop {
                 s.oop_buffer_full_stall_cycles as f64,
             ),
             ("mapping_capacity_entries", self.mapping_capacity as f64),
-            ("mapping_entries", self.ind.mapped.len() as f64),
+            ("mapping_entries", self.ind.mapped_len() as f64),
             ("mapping_peak_entries", s.mapping_peak_entries as f64),
             (
                 "mapping_peak_occupancy",
