@@ -258,6 +258,7 @@ pub struct Hoop {
     index: Vec<u64>,
     ind: Indirection,
     evb: EvictionBuffer,
+    gc_scratch: gc::GcScratch,
     mapping_capacity: u64,
     demand_armed: bool,
     gc_demand: bool,
@@ -310,6 +311,7 @@ impl Hoop {
             // capacity is a floor for its size (bounded: a huge table fills
             // lazily); avoids rehashing on the store path.
             ind: Indirection::with_capacity(mapping_capacity.min(1 << 20) as usize),
+            gc_scratch: gc::GcScratch::default(),
             evb: EvictionBuffer::new((p.u64("hoop.eviction_buffer_bytes") / LINE_BYTES) as usize),
             mapping_capacity,
             demand_armed: true,
@@ -538,15 +540,20 @@ impl Hoop {
         t
     }
 
+    /// The slice at `slot` if it is still open in a core's OOP buffer.
+    fn open_slice_at(&self, slot: u64) -> Option<&DataSlice> {
+        self.cores
+            .iter()
+            .filter_map(|c| c.open.as_ref())
+            .find(|os| os.slot == slot)
+            .map(|os| &os.s)
+    }
+
     /// Decode the slice at `slot`, from a core's OOP buffer if it is still
     /// open there, else from the media (no timing).
     fn slice_at(&self, ctx: &MemCtx, slot: u64) -> (DataSlice, bool) {
-        for c in &self.cores {
-            if let Some(os) = &c.open {
-                if os.slot == slot {
-                    return (os.s, true);
-                }
-            }
+        if let Some(s) = self.open_slice_at(slot) {
+            return (*s, true);
         }
         let mut b = [0u8; SLICE_BYTES as usize];
         ctx.nvm.peek(self.g.slot_addr(slot), &mut b);
@@ -781,10 +788,11 @@ impl Scheme for Hoop {
             let n = locs.distinct_slots(&mut slots);
             let mut newest = 0;
             for &slot in &slots[..n] {
-                let (s, in_buffer) = self.slice_at(ctx, slot);
-                if in_buffer {
+                let s = if let Some(s) = self.open_slice_at(slot).copied() {
                     self.stats.oop_slice_reads_from_buffer += 1;
+                    s
                 } else {
+                    // The timed read returns the media bytes: decode those.
                     let mut b = [0u8; SLICE_BYTES as usize];
                     done =
                         done.max(
@@ -792,7 +800,8 @@ impl Scheme for Hoop {
                                 .read(self.g.slot_addr(slot), &mut b, Purpose::Demand, t0),
                         );
                     self.stats.miss_memory_loads += 1;
-                }
+                    DataSlice::decode(&b).expect("mapped OOP slot holds a data slice")
+                };
                 // Only the words whose newest copy is in this slice.
                 for i in 0..s.count as usize {
                     let h = s.homes[i];
