@@ -17,17 +17,69 @@
 //! whatever stays replayable after a crash is newer than whatever was
 //! retired; blocks are freed only when no live entry points into them.
 
-use super::layout::{self, BlockState, DataSlice, SLICE_BYTES};
+use super::layout::{self, BlockState, CommitEntry, DataSlice, SLICE_BYTES};
 use super::{Hoop, MemCtx};
 use crate::types::{Addr, Cycle, Purpose};
-use rustc_hash::FxHashMap;
 
-/// The newest version of each migrated word of one home line.
-#[derive(Clone, Copy, Default)]
-struct GcLine {
-    mask: u8,
-    values: [u64; 8],
-    txids: [u32; 8],
+/// One version of a home word read from a data slice.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct GcWord {
+    home: Addr,
+    value: u64,
+    /// Slice it was read from (identifies the version, see `LineLocs`).
+    slot: u32,
+}
+
+/// Buffers of a GC pass, kept across passes so a warm GC allocates nothing.
+#[derive(Default)]
+pub(super) struct GcScratch {
+    victims: Vec<usize>,
+    commits: Vec<CommitEntry>,
+    /// (slot, block) of each address slice read.
+    aslices: Vec<(u64, usize)>,
+    chain: Vec<(u64, DataSlice)>,
+    chain_blocks: Vec<usize>,
+    /// Every word version of the migrated transactions, newest first.
+    words: Vec<GcWord>,
+    /// Second buffer of the radix sort.
+    words_tmp: Vec<GcWord>,
+}
+
+/// Stable sort of `v` by home line (`home >> 6`); `tmp` is scratch. An LSD
+/// radix sort: a few sequential passes over ~10^6 versions instead of a
+/// comparison sort's many, and digits equal in every key are skipped.
+fn sort_by_line(v: &mut Vec<GcWord>, tmp: &mut Vec<GcWord>) {
+    const DIGIT: usize = 8;
+    const RADIX: usize = 1 << DIGIT;
+    let key = |x: &GcWord| x.home >> 6;
+    let bits = 64 - v.iter().fold(0, |m, x| m | key(x)).leading_zeros() as usize;
+    let passes = bits.div_ceil(DIGIT);
+    let mut counts = [[0usize; RADIX]; 64 / DIGIT];
+    for x in v.iter() {
+        let k = key(x);
+        for (p, c) in counts[..passes].iter_mut().enumerate() {
+            c[(k >> (p * DIGIT)) as usize % RADIX] += 1;
+        }
+    }
+    tmp.clear();
+    tmp.resize(v.len(), GcWord::default());
+    for (p, c) in counts[..passes].iter().enumerate() {
+        if c.contains(&v.len()) {
+            continue; // one bucket: the pass would not move anything
+        }
+        let mut off = [0usize; RADIX];
+        let mut sum = 0;
+        for (o, &n) in off.iter_mut().zip(c) {
+            *o = sum;
+            sum += n;
+        }
+        for x in v.iter() {
+            let d = (key(x) >> (p * DIGIT)) as usize % RADIX;
+            tmp[off[d]] = *x;
+            off[d] += 1;
+        }
+        std::mem::swap(v, tmp);
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,10 +100,12 @@ impl Hoop {
         if self.full.is_empty() {
             return now;
         }
-        let victims: Vec<usize> = self.full.iter().copied().collect();
+        let mut sc = std::mem::take(&mut self.gc_scratch);
+        sc.victims.clear();
+        sc.victims.extend(self.full.iter().copied());
         let mut t = now;
         // Mark the blocks BLK_GC (recovery treats them like FULL ones).
-        for &b in &victims {
+        for &b in &sc.victims {
             if self.blocks[b].state == BlockState::Full {
                 self.blocks[b].state = BlockState::Gc;
                 t = t.max(self.write_header(ctx, b, None, now));
@@ -59,32 +113,31 @@ impl Hoop {
         }
         // Lines 4-18: read address slices, then each committed transaction
         // newest first; the first version seen of a word is the newest.
-        let mut commits = Vec::new();
-        let mut aslices: Vec<(u64, usize)> = Vec::new(); // (slot, block)
+        sc.commits.clear();
+        sc.aslices.clear();
         let mut t_read = t;
         let mut buf = [0u8; SLICE_BYTES as usize];
-        for &b in &victims {
+        for &b in &sc.victims {
             let epoch = self.blocks[b].epoch;
             for &s in &self.blocks[b].addr_slices {
                 t_read = t_read.max(ctx.nvm.read(self.g.slot_addr(s), &mut buf, Purpose::Gc, t));
-                let entries = layout::decode_address_slice(&buf, epoch)
-                    .expect("GC: address slice bytes are intact");
-                aslices.push((s, b));
-                commits.extend(entries);
+                let ok = layout::decode_address_slice_into(&buf, epoch, &mut sc.commits);
+                assert!(ok, "GC: address slice bytes are intact");
+                sc.aslices.push((s, b));
             }
         }
-        commits.sort_unstable_by_key(|c| std::cmp::Reverse(c.txid));
-        // H of Algorithm 1, grouped by home line: line -> index into
-        // `newest` (per word of the line: first version seen = newest).
-        let mut h: FxHashMap<Addr, u32> = FxHashMap::default();
-        let mut newest: Vec<GcLine> = Vec::new();
-        let mut chain: Vec<DataSlice> = Vec::new();
-        let mut chain_blocks: Vec<usize> = Vec::new();
+        sc.commits
+            .sort_unstable_by_key(|c| std::cmp::Reverse(c.txid));
+        // H of Algorithm 1 as a list: every version, newest first, sorted
+        // by home line below (stable, so the first version of a word in its
+        // line's run is still the newest). Sequential, unlike a hash map of
+        // lines, and it yields the lines in address order for the writes.
+        sc.words.clear();
         let t_chain = t_read;
         let mut t_scan = t_read;
-        for c in &commits {
-            chain.clear();
-            chain_blocks.clear();
+        for c in &sc.commits {
+            sc.chain.clear();
+            sc.chain_blocks.clear();
             let mut slot = c.start_slot;
             loop {
                 t_scan = t_scan.max(ctx.nvm.read(
@@ -95,69 +148,72 @@ impl Hoop {
                 ));
                 let s = DataSlice::decode(&buf).expect("GC: committed slice bytes are intact");
                 debug_assert_eq!(s.txid, c.txid);
-                chain.push(s);
+                sc.chain.push((slot, s));
                 let b = self.g.block_of(slot);
-                if !chain_blocks.contains(&b) {
-                    chain_blocks.push(b);
+                if !sc.chain_blocks.contains(&b) {
+                    sc.chain_blocks.push(b);
                 }
                 if s.next == 0 {
                     break;
                 }
                 slot = layout::follow_next(slot, s.next, self.g.slots());
             }
-            for &b in &chain_blocks {
+            for &b in &sc.chain_blocks {
                 self.blocks[b].live_txs -= 1;
             }
             // Within a transaction a later slice holds the later update.
-            for s in chain.iter().rev() {
-                for i in 0..s.count as usize {
-                    self.stats.gc_words_in_slices += 1;
-                    let a = s.homes[i];
-                    let e = *h.entry(a & !63).or_insert_with(|| {
-                        newest.push(GcLine::default());
-                        (newest.len() - 1) as u32
-                    });
-                    let l = &mut newest[e as usize];
-                    let w = ((a & 63) / 8) as usize;
-                    if l.mask & (1 << w) == 0 {
-                        l.mask |= 1 << w;
-                        l.values[w] = s.values[i];
-                        l.txids[w] = s.txid;
-                    }
-                }
+            for (slot, s) in sc.chain.iter().rev() {
+                let n = s.count as usize;
+                self.stats.gc_words_in_slices += n as u64;
+                sc.words.extend((0..n).map(|i| GcWord {
+                    home: s.homes[i],
+                    value: s.values[i],
+                    slot: *slot as u32,
+                }));
             }
         }
-        self.stats.gc_tx_migrated += commits.len() as u64;
+        self.stats.gc_tx_migrated += sc.commits.len() as u64;
+        sort_by_line(&mut sc.words, &mut sc.words_tmp);
         // Lines 20-27: write each home line once, in address order.
-        let mut lines: Vec<(Addr, u32)> = h.into_iter().collect();
-        lines.sort_unstable_by_key(|l| l.0);
         let mut t_write = t_scan;
-        for &(line, e) in &lines {
-            let l = &newest[e as usize];
-            self.stats.gc_words_migrated += u64::from(l.mask.count_ones());
+        for run in sc.words.chunk_by(|a, b| a.home >> 6 == b.home >> 6) {
+            let line = run[0].home & !63;
+            let mut mask = 0u8;
+            let mut values = [0u64; 8];
+            let mut slots = [0u32; 8];
+            for v in run {
+                let w = ((v.home & 63) / 8) as usize;
+                if mask & (1 << w) == 0 {
+                    mask |= 1 << w;
+                    values[w] = v.value;
+                    slots[w] = v.slot;
+                }
+            }
+            self.stats.gc_words_migrated += u64::from(mask.count_ones());
             let mut data = [0u8; 64];
-            if l.mask != 0xff {
+            if mask != 0xff {
                 // Partial line: merge into the current home content.
                 t_write = t_write.max(ctx.nvm.read(line, &mut data, Purpose::Gc, t_scan));
                 self.stats.gc_home_reads += 1;
             }
-            for w in (0..8).filter(|w| l.mask & (1 << w) != 0) {
-                data[w * 8..w * 8 + 8].copy_from_slice(&l.values[w].to_le_bytes());
+            for w in (0..8).filter(|w| mask & (1 << w) != 0) {
+                data[w * 8..w * 8 + 8].copy_from_slice(&values[w].to_le_bytes());
             }
             t_write = t_write.max(ctx.nvm.write(line, &data, Purpose::Gc, t_scan));
             self.stats.gc_lines_written += 1;
             self.stats.gc_bytes_migrated += 64;
             self.evb.insert(line, &data);
-            let empty = self.ind.migrated_line(line, l.mask, &l.txids);
-            if empty && self.mapping_remove(line) {
-                self.stats.mapping_removed_by_gc += 1;
+            let m = self.ind.migrated_line(line, mask, &slots);
+            if m.empty {
+                self.mapping_removed();
+                self.stats.mapping_removed_by_gc += u64::from(m.unmapped);
             }
         }
         // Retire the migrated transactions: one atomic word per address
         // slice, in commit order, so a crash leaves only newer ones
         // replayable.
         let mut t_end = t_write;
-        for &(s, b) in &aslices {
+        for &(s, b) in &sc.aslices {
             let hdr = layout::address_slice_header(self.blocks[b].epoch, true);
             let a = self.g.slot_addr(s) + layout::ADDR_HEADER_OFFSET as u64;
             t_end = t_end.max(ctx.nvm.write(a, &hdr, Purpose::Gc, t_write));
@@ -165,8 +221,9 @@ impl Hoop {
         // Lines 28-29: blocks holding no slice of a live transaction become
         // UNUSED; clear their index entries. Others wait for the next pass.
         let t_hdr = t_end;
-        let mut kept = std::collections::VecDeque::new();
-        for &b in &victims {
+        // `victims` is a copy of `full`: refill it with the kept blocks.
+        self.full.clear();
+        for &b in &sc.victims {
             self.blocks[b].addr_slices.clear();
             if self.blocks[b].live_txs == 0 {
                 self.blocks[b].state = BlockState::Unused;
@@ -175,11 +232,36 @@ impl Hoop {
                 self.free_blocks += 1;
                 self.stats.gc_blocks_freed += 1;
             } else {
-                kept.push_back(b);
+                self.full.push_back(b);
             }
         }
-        self.full = kept;
+        self.gc_scratch = sc;
         self.stats.gc_cycles += t_end - now;
         t_end
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn radix_sort_is_the_stable_sort_by_line(
+            words in proptest::collection::vec((0u64..(1 << 12), 0u64..8, 0u32..4), 0..600),
+            shift in 0u32..28,
+        ) {
+            // Few distinct lines (many ties) spread over various bit ranges.
+            let mut v: Vec<GcWord> = words
+                .iter()
+                .enumerate()
+                .map(|(i, &(l, w, s))| GcWord { home: (l << (6 + shift)) | (w * 8), value: i as u64, slot: s })
+                .collect();
+            let mut want = v.clone();
+            want.sort_by_key(|x| x.home >> 6);
+            sort_by_line(&mut v, &mut Vec::new());
+            prop_assert_eq!(v, want);
+        }
     }
 }

@@ -149,22 +149,21 @@ impl DataSlice {
         self.count as usize == WORDS_PER_SLICE
     }
 
+    /// Every field of the format is byte-aligned except the three packed
+    /// into metadata byte 47 (first, count - 1, flag), so plain byte copies
+    /// do it; `put_bits` is the bit-level definition (see the tests).
     pub fn encode(&self) -> [u8; SLICE_BYTES as usize] {
         debug_assert!(self.count >= 1 && self.count as usize <= WORDS_PER_SLICE);
         let mut b = [0u8; SLICE_BYTES as usize];
-        for i in 0..self.count as usize {
-            b[i * 8..i * 8 + 8].copy_from_slice(&self.values[i].to_le_bytes());
-        }
-        let m = &mut b[64..];
+        let (data, m) = b.split_at_mut(64);
         for i in 0..self.count as usize {
             debug_assert!(self.homes[i] < 1 << HOME_ADDR_BITS);
-            put_bits(m, i * 40, 40, self.homes[i]);
+            data[i * 8..i * 8 + 8].copy_from_slice(&self.values[i].to_le_bytes());
+            m[i * 5..i * 5 + 5].copy_from_slice(&self.homes[i].to_le_bytes()[..5]);
         }
-        put_bits(m, 320, 24, u64::from(self.next));
-        put_bits(m, 344, 32, u64::from(self.txid));
-        put_bits(m, 376, 1, u64::from(self.first));
-        put_bits(m, 377, 3, u64::from(self.count - 1));
-        put_bits(m, 380, 4, u64::from(self.flag & 0xf));
+        m[40..43].copy_from_slice(&self.next.to_le_bytes()[..3]);
+        m[43..47].copy_from_slice(&self.txid.to_le_bytes());
+        m[47] = u8::from(self.first) | ((self.count - 1) & 7) << 1 | (self.flag & 0xf) << 4;
         b[KIND_BYTE] = KIND_DATA;
         b
     }
@@ -174,20 +173,25 @@ impl DataSlice {
         if b[KIND_BYTE] != KIND_DATA {
             return None;
         }
-        let m = &b[64..];
-        let count = get_bits(m, 377, 3) as u8 + 1;
+        let m = &b[64..128];
+        let le = |r: &[u8]| {
+            let mut w = [0u8; 8];
+            w[..r.len()].copy_from_slice(r);
+            u64::from_le_bytes(w)
+        };
+        let count = ((m[47] >> 1) & 7) + 1;
         let mut s = DataSlice {
             values: [0; WORDS_PER_SLICE],
             homes: [0; WORDS_PER_SLICE],
             count,
-            next: get_bits(m, 320, 24) as u32,
-            txid: get_bits(m, 344, 32) as u32,
-            first: get_bits(m, 376, 1) == 1,
-            flag: get_bits(m, 380, 4) as u8,
+            next: le(&m[40..43]) as u32,
+            txid: le(&m[43..47]) as u32,
+            first: m[47] & 1 == 1,
+            flag: m[47] >> 4,
         };
         for i in 0..count as usize {
-            s.values[i] = u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().unwrap());
-            s.homes[i] = get_bits(m, i * 40, 40);
+            s.values[i] = le(&b[i * 8..i * 8 + 8]);
+            s.homes[i] = le(&m[i * 5..i * 5 + 5]);
         }
         Some(s)
     }
@@ -235,19 +239,22 @@ pub fn address_slice_header(epoch: u32, retired: bool) -> [u8; 8] {
 /// `None` if the bytes are not an address slice of that epoch, empty if GC
 /// retired it.
 pub fn decode_address_slice(b: &[u8], epoch: u32) -> Option<Vec<CommitEntry>> {
+    let mut v = Vec::new();
+    decode_address_slice_into(b, epoch, &mut v).then_some(v)
+}
+
+/// `decode_address_slice` appending to `out` (no allocation); false if the
+/// bytes are not an address slice of that epoch.
+pub fn decode_address_slice_into(b: &[u8], epoch: u32, out: &mut Vec<CommitEntry>) -> bool {
     if b[KIND_BYTE] != KIND_ADDR || u32::from_le_bytes(b[120..124].try_into().unwrap()) != epoch {
-        return None;
+        return false;
     }
-    if b[ADDR_RETIRED_BYTE] != 0 {
-        return Some(Vec::new());
+    if b[ADDR_RETIRED_BYTE] == 0 {
+        out.extend((0..ADDR_ENTRIES).filter_map(|i| {
+            CommitEntry::decode(u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().unwrap()))
+        }));
     }
-    Some(
-        (0..ADDR_ENTRIES)
-            .filter_map(|i| {
-                CommitEntry::decode(u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().unwrap()))
-            })
-            .collect(),
-    )
+    true
 }
 
 /// Forward distance from slice `from` to slice `to` in a region of `slots`
@@ -380,6 +387,42 @@ mod tests {
             let b = s.encode();
             prop_assert_eq!(DataSlice::decode(&b), Some(s));
             prop_assert!(decode_address_slice(&b, 0).is_none());
+        }
+
+        #[test]
+        fn data_slice_encoding_matches_the_bit_fields(
+            count in 1u8..=8,
+            vals in proptest::array::uniform8(any::<u64>()),
+            homes in proptest::array::uniform8(0u64..(1 << 37)),
+            next in 0u32..(1 << 24),
+            txid in any::<u32>(),
+            first in any::<bool>(),
+            flag in 0u8..16,
+        ) {
+            let mut s = DataSlice::new(txid, first);
+            s.count = count;
+            s.next = next;
+            s.flag = flag;
+            for i in 0..count as usize {
+                s.values[i] = vals[i];
+                s.homes[i] = homes[i] * 8;
+            }
+            // The format's definition, field by field.
+            let mut want = [0u8; SLICE_BYTES as usize];
+            for i in 0..count as usize {
+                want[i * 8..i * 8 + 8].copy_from_slice(&s.values[i].to_le_bytes());
+            }
+            let m = &mut want[64..];
+            for i in 0..count as usize {
+                put_bits_reference(m, i * 40, 40, s.homes[i]);
+            }
+            put_bits_reference(m, 320, 24, u64::from(next));
+            put_bits_reference(m, 344, 32, u64::from(txid));
+            put_bits_reference(m, 376, 1, u64::from(first));
+            put_bits_reference(m, 377, 3, u64::from(count - 1));
+            put_bits_reference(m, 380, 4, u64::from(flag));
+            want[KIND_BYTE] = KIND_DATA;
+            prop_assert_eq!(s.encode(), want);
         }
 
         #[test]

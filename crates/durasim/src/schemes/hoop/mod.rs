@@ -258,6 +258,7 @@ pub struct Hoop {
     index: Vec<u64>,
     ind: Indirection,
     evb: EvictionBuffer,
+    gc_scratch: gc::GcScratch,
     mapping_capacity: u64,
     demand_armed: bool,
     gc_demand: bool,
@@ -283,6 +284,8 @@ impl Hoop {
     pub fn new(p: &Params, layout: &Layout) -> Result<Self> {
         let g = Geometry::new(p, layout)?;
         let freq = p.f64("cpu.freq_ghz");
+        let mapping_capacity =
+            p.u64("hoop.mapping_table_bytes") / p.u64("hoop.mapping_entry_bytes");
         Ok(Hoop {
             g,
             txid_next: 1,
@@ -304,9 +307,13 @@ impl Hoop {
             full: VecDeque::new(),
             free_blocks: g.blocks - g.first_block,
             index: vec![0; g.blocks.div_ceil(64) as usize],
-            ind: Indirection::default(),
+            // Every mapped line is in `ind.lines`, so the mapping table's
+            // capacity is a floor for its size (bounded: a huge table fills
+            // lazily); avoids rehashing on the store path.
+            ind: Indirection::with_capacity(mapping_capacity.min(1 << 20) as usize),
+            gc_scratch: gc::GcScratch::default(),
             evb: EvictionBuffer::new((p.u64("hoop.eviction_buffer_bytes") / LINE_BYTES) as usize),
-            mapping_capacity: p.u64("hoop.mapping_table_bytes") / p.u64("hoop.mapping_entry_bytes"),
+            mapping_capacity,
             demand_armed: true,
             gc_demand: false,
             buffer_slices: (p.u64("hoop.oop_buffer_bytes_per_core") / SLICE_BYTES).max(1) as usize,
@@ -533,15 +540,20 @@ impl Hoop {
         t
     }
 
+    /// The slice at `slot` if it is still open in a core's OOP buffer.
+    fn open_slice_at(&self, slot: u64) -> Option<&DataSlice> {
+        self.cores
+            .iter()
+            .filter_map(|c| c.open.as_ref())
+            .find(|os| os.slot == slot)
+            .map(|os| &os.s)
+    }
+
     /// Decode the slice at `slot`, from a core's OOP buffer if it is still
     /// open there, else from the media (no timing).
     fn slice_at(&self, ctx: &MemCtx, slot: u64) -> (DataSlice, bool) {
-        for c in &self.cores {
-            if let Some(os) = &c.open {
-                if os.slot == slot {
-                    return (os.s, true);
-                }
-            }
+        if let Some(s) = self.open_slice_at(slot) {
+            return (*s, true);
         }
         let mut b = [0u8; SLICE_BYTES as usize];
         ctx.nvm.peek(self.g.slot_addr(slot), &mut b);
@@ -551,27 +563,26 @@ impl Hoop {
         )
     }
 
-    fn mapping_insert(&mut self, line: Addr) {
-        if self.ind.mapped.insert(line, ()).is_none() {
-            self.stats.mapping_inserts += 1;
-            let n = self.ind.mapped.len() as u64;
-            self.stats.mapping_peak_entries = self.stats.mapping_peak_entries.max(n);
-            if n > self.mapping_capacity {
-                self.stats.mapping_over_capacity_inserts += 1;
-            }
-            if n >= self.mapping_capacity && self.demand_armed {
-                self.gc_demand = true;
-                self.demand_armed = false;
-            }
+    /// A line entered the mapping table (`Indirection::map_if_oop`).
+    fn mapping_inserted(&mut self) {
+        self.stats.mapping_inserts += 1;
+        let n = self.ind.mapped_len();
+        self.stats.mapping_peak_entries = self.stats.mapping_peak_entries.max(n);
+        if n > self.mapping_capacity {
+            self.stats.mapping_over_capacity_inserts += 1;
+        }
+        if n >= self.mapping_capacity && self.demand_armed {
+            self.gc_demand = true;
+            self.demand_armed = false;
         }
     }
 
-    fn mapping_remove(&mut self, line: Addr) -> bool {
-        let r = self.ind.mapped.remove(&line).is_some();
-        if (self.ind.mapped.len() as u64) < self.mapping_capacity {
+    /// A mapping-table entry may have gone (`Indirection` removed it):
+    /// re-arm on-demand GC below capacity.
+    fn mapping_removed(&mut self) {
+        if self.ind.mapped_len() < self.mapping_capacity {
             self.demand_armed = true;
         }
-        r
     }
 
     /// Modeled recovery time if the machine crashed now.
@@ -682,7 +693,7 @@ impl Scheme for Hoop {
         os.s.count += 1;
         c.tx_words += 1;
         let slot = os.slot;
-        self.ind.record(word, slot, txid);
+        self.ind.record(word, slot);
         t
     }
 
@@ -768,19 +779,20 @@ impl Scheme for Hoop {
     ) -> (Cycle, bool) {
         self.stats.llc_misses += 1;
         let t0 = now + self.lookup;
-        if self.ind.mapped.contains_key(&line_addr) {
+        if let Some(locs) = self.ind.take_mapped(line_addr) {
             // Mapping hit: home line and OOP slices in parallel, then merge.
-            let locs = self.ind.lines[&line_addr];
+            // (The entry leaves the mapping table; the words stay tracked.)
             let mut done = ctx.nvm.read(line_addr, out, Purpose::Demand, t0);
             self.stats.miss_memory_loads += 1;
             let mut slots = [0u64; 8];
             let n = locs.distinct_slots(&mut slots);
             let mut newest = 0;
             for &slot in &slots[..n] {
-                let (s, in_buffer) = self.slice_at(ctx, slot);
-                if in_buffer {
+                let s = if let Some(s) = self.open_slice_at(slot).copied() {
                     self.stats.oop_slice_reads_from_buffer += 1;
+                    s
                 } else {
+                    // The timed read returns the media bytes: decode those.
                     let mut b = [0u8; SLICE_BYTES as usize];
                     done =
                         done.max(
@@ -788,20 +800,21 @@ impl Scheme for Hoop {
                                 .read(self.g.slot_addr(slot), &mut b, Purpose::Demand, t0),
                         );
                     self.stats.miss_memory_loads += 1;
-                }
+                    DataSlice::decode(&b).expect("mapped OOP slot holds a data slice")
+                };
                 // Only the words whose newest copy is in this slice.
                 for i in 0..s.count as usize {
                     let h = s.homes[i];
                     if line_of(h) == line_addr {
                         let w = ((h & 63) / 8) as usize;
-                        if locs.mask & (1 << w) != 0 && locs.slot[w] == slot {
+                        if locs.mask & (1 << w) != 0 && locs.slot(w) == slot {
                             write_word(out, w, s.values[i]);
                         }
                     }
                 }
                 newest = newest.max(s.txid);
             }
-            self.mapping_remove(line_addr);
+            self.mapping_removed();
             self.stats.mapping_removed_by_miss += 1;
             self.stats.parallel_read_misses += 1;
             // The newest copy now lives in the caches; it must come back to
@@ -829,10 +842,12 @@ impl Scheme for Hoop {
         _cause: WritebackCause,
         now: Cycle,
     ) -> Cycle {
-        if self.ind.lines.contains_key(&line_addr) {
+        if let Some(new) = self.ind.map_if_oop(line_addr) {
             // Its transactional words are in the OOP region/buffer: never
             // written home before GC; track it in the mapping table.
-            self.mapping_insert(line_addr);
+            if new {
+                self.mapping_inserted();
+            }
             return now;
         }
         if ext.tx {
@@ -856,7 +871,7 @@ impl Scheme for Hoop {
         if self.gc_demand {
             self.gc_demand = false;
             // Seal the active block so its committed transactions can go.
-            if self.ind.mapped.len() as u64 >= self.mapping_capacity {
+            if self.ind.mapped_len() >= self.mapping_capacity {
                 self.seal_active(ctx, None, now);
             }
             let end = self.run_gc(ctx, now, gc::GcKind::OnDemand);
@@ -894,7 +909,7 @@ impl Scheme for Hoop {
             if let Some(l) = self.ind.lines.get(&line_of(a)) {
                 let w = ((a & 63) / 8) as usize;
                 if l.mask & (1 << w) != 0 {
-                    let (s, _) = self.slice_at(ctx, l.slot[w]);
+                    let (s, _) = self.slice_at(ctx, l.slot(w));
                     let i = s.find(a).expect("slice holds the word");
                     let v = s.values[i].to_le_bytes();
                     for (k, byte) in v.iter().enumerate() {
@@ -932,7 +947,7 @@ impl Scheme for Hoop {
                 s.oop_buffer_full_stall_cycles as f64,
             ),
             ("mapping_capacity_entries", self.mapping_capacity as f64),
-            ("mapping_entries", self.ind.mapped.len() as f64),
+            ("mapping_entries", self.ind.mapped_len() as f64),
             ("mapping_peak_entries", s.mapping_peak_entries as f64),
             (
                 "mapping_peak_occupancy",
