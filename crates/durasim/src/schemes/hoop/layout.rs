@@ -349,6 +349,30 @@ mod tests {
         }
     }
 
+    /// Any valid data slice (1 to 8 words, 8 B aligned 40-bit homes).
+    fn arb_data_slice() -> impl Strategy<Value = DataSlice> {
+        (
+            1u8..=8,
+            proptest::array::uniform8(any::<u64>()),
+            proptest::array::uniform8(0u64..(1 << 37)),
+            0u32..(1 << 24),
+            any::<u32>(),
+            any::<bool>(),
+            0u8..16,
+        )
+            .prop_map(|(count, vals, homes, next, txid, first, flag)| {
+                let mut s = DataSlice::new(txid, first);
+                s.count = count;
+                s.next = next;
+                s.flag = flag;
+                for i in 0..count as usize {
+                    s.values[i] = vals[i];
+                    s.homes[i] = homes[i] * 8;
+                }
+                s
+            })
+    }
+
     proptest! {
         #[test]
         fn bit_fields_match_the_bitwise_definition(
@@ -367,60 +391,28 @@ mod tests {
         }
 
         #[test]
-        fn data_slice_roundtrip(
-            count in 1u8..=8,
-            vals in proptest::array::uniform8(any::<u64>()),
-            homes in proptest::array::uniform8(0u64..(1 << 37)),
-            next in 0u32..(1 << 24),
-            txid in any::<u32>(),
-            first in any::<bool>(),
-            flag in 0u8..16,
-        ) {
-            let mut s = DataSlice::new(txid, first);
-            s.count = count;
-            s.next = next;
-            s.flag = flag;
-            for i in 0..count as usize {
-                s.values[i] = vals[i];
-                s.homes[i] = homes[i] * 8;
-            }
+        fn data_slice_roundtrip(s in arb_data_slice()) {
             let b = s.encode();
             prop_assert_eq!(DataSlice::decode(&b), Some(s));
             prop_assert!(decode_address_slice(&b, 0).is_none());
         }
 
         #[test]
-        fn data_slice_encoding_matches_the_bit_fields(
-            count in 1u8..=8,
-            vals in proptest::array::uniform8(any::<u64>()),
-            homes in proptest::array::uniform8(0u64..(1 << 37)),
-            next in 0u32..(1 << 24),
-            txid in any::<u32>(),
-            first in any::<bool>(),
-            flag in 0u8..16,
-        ) {
-            let mut s = DataSlice::new(txid, first);
-            s.count = count;
-            s.next = next;
-            s.flag = flag;
-            for i in 0..count as usize {
-                s.values[i] = vals[i];
-                s.homes[i] = homes[i] * 8;
-            }
+        fn data_slice_encoding_matches_the_bit_fields(s in arb_data_slice()) {
             // The format's definition, field by field.
             let mut want = [0u8; SLICE_BYTES as usize];
-            for i in 0..count as usize {
+            for i in 0..s.count as usize {
                 want[i * 8..i * 8 + 8].copy_from_slice(&s.values[i].to_le_bytes());
             }
             let m = &mut want[64..];
-            for i in 0..count as usize {
+            for i in 0..s.count as usize {
                 put_bits_reference(m, i * 40, 40, s.homes[i]);
             }
-            put_bits_reference(m, 320, 24, u64::from(next));
-            put_bits_reference(m, 344, 32, u64::from(txid));
-            put_bits_reference(m, 376, 1, u64::from(first));
-            put_bits_reference(m, 377, 3, u64::from(count - 1));
-            put_bits_reference(m, 380, 4, u64::from(flag));
+            put_bits_reference(m, 320, 24, u64::from(s.next));
+            put_bits_reference(m, 344, 32, u64::from(s.txid));
+            put_bits_reference(m, 376, 1, u64::from(s.first));
+            put_bits_reference(m, 377, 3, u64::from(s.count - 1));
+            put_bits_reference(m, 380, 4, u64::from(s.flag));
             want[KIND_BYTE] = KIND_DATA;
             prop_assert_eq!(s.encode(), want);
         }
