@@ -551,16 +551,13 @@ impl Hoop {
 
     /// Decode the slice at `slot`, from a core's OOP buffer if it is still
     /// open there, else from the media (no timing).
-    fn slice_at(&self, ctx: &MemCtx, slot: u64) -> (DataSlice, bool) {
+    fn slice_at(&self, ctx: &MemCtx, slot: u64) -> DataSlice {
         if let Some(s) = self.open_slice_at(slot) {
-            return (*s, true);
+            return *s;
         }
         let mut b = [0u8; SLICE_BYTES as usize];
         ctx.nvm.peek(self.g.slot_addr(slot), &mut b);
-        (
-            DataSlice::decode(&b).expect("mapped OOP slot holds a data slice"),
-            false,
-        )
+        DataSlice::decode(&b).expect("mapped OOP slot holds a data slice")
     }
 
     /// A line entered the mapping table (`Indirection::map_if_oop`).
@@ -909,7 +906,7 @@ impl Scheme for Hoop {
             if let Some(l) = self.ind.lines.get(&line_of(a)) {
                 let w = ((a & 63) / 8) as usize;
                 if l.mask & (1 << w) != 0 {
-                    let (s, _) = self.slice_at(ctx, l.slot(w));
+                    let s = self.slice_at(ctx, l.slot(w));
                     let i = s.find(a).expect("slice holds the word");
                     let v = s.values[i].to_le_bytes();
                     for (k, byte) in v.iter().enumerate() {
