@@ -28,38 +28,53 @@ pub struct LineExt {
     pub word_mask2: u8,
 }
 
-#[derive(Clone, Copy, Debug, Default)]
-struct SlotMeta {
-    ext: LineExt,
-    owner: u16,
-    /// Linked caches: the LLC slot holding this line's bytes and state.
-    link: u32,
-}
-
 /// Tag bit 0: the slot is dirty. Line addresses are 64 B aligned, so the
 /// bit fits beside the address, and the victim search that reads a set's
-/// tags learns the victim's dirtiness without touching another array.
+/// tags learns the victim's dirtiness without touching another word.
 const DIRTY: Addr = 1;
 /// Tag of an empty slot (never a line address).
 const INVALID: Addr = Addr::MAX & !DIRTY;
 
+/// A slot's state word holds its LRU stamp in the high half, so comparing
+/// whole words compares stamps, and in the low half its aux value: the
+/// owner core in a cache that holds its lines, the LLC slot in a linked
+/// cache.
+const STAMP_SHIFT: u32 = 32;
+const AUX_MASK: u64 = (1 << STAMP_SHIFT) - 1;
+/// Host cache line: set blocks start on one so a small set spans as few
+/// host lines as possible.
+const HOST_LINE_BYTES: usize = 64;
+
 /// One cache level instance.
+///
+/// Each set is one block of words: its ways' tag words (line address |
+/// [`DIRTY`], or [`INVALID`]) followed by their state words (LRU stamp and
+/// aux value). A 4-way set is one host cache line, an 8-way set two: a
+/// lookup, the victim search, the LRU update and the link of a hit touch
+/// only the set's own block.
 pub struct Cache {
     sets: usize,
     ways: usize,
+    /// log2 of the ways rounded up to a power of two: slot numbers are
+    /// `set << way_bits | way`, dense when the ways are a power of two.
+    way_bits: u32,
+    /// `1 << way_bits`: distance from a tag word to its state word.
+    padded_ways: usize,
+    /// log2 of a set block's words (`way_bits + 1`).
+    block_shift: u32,
     set_shift: u32,
     pub latency: Cycle,
-    /// Line address | [`DIRTY`] per slot, [`INVALID`] when the slot is
-    /// empty (one array, so a lookup touches as little host memory as
-    /// possible).
-    tags: Vec<Addr>,
-    lru: Vec<u64>,
+    /// The set blocks, `2 << way_bits` words each (tags, then states).
+    words: Vec<u64>,
+    /// Index in `words` of set 0's block (the first host-line aligned word).
+    block0: usize,
     /// Line bytes per slot; empty in a linked (private) cache.
     data: Vec<LineData>,
-    /// Owner, scheme state and (linked caches) LLC slot of a slot side by
-    /// side: fills and evictions touch one host cache line for them.
-    meta: Vec<SlotMeta>,
-    clock: u64,
+    /// Scheme state per slot; empty in a linked cache.
+    ext: Vec<LineExt>,
+    /// Last LRU stamp handed out (stamps only compare within a set; see
+    /// [`Cache::renumber_stamps`] for the wrap).
+    clock: u32,
     pub hits: u64,
     pub misses: u64,
 }
@@ -91,20 +106,44 @@ impl Cache {
         let ways = ways.min(lines).max(1);
         let sets = (lines / ways).max(1);
         assert!(sets.is_power_of_two(), "cache sets must be a power of two");
-        let n = sets * ways;
+        let way_bits = ways.next_power_of_two().trailing_zeros();
+        let slots = sets << way_bits;
+        assert!(
+            u32::try_from(slots).is_ok(),
+            "slot numbers must fit the 32-bit aux value"
+        );
+        let words_per_host_line = HOST_LINE_BYTES / std::mem::size_of::<u64>();
+        // Room to start set 0 on a host line; fresh slots are invalid with
+        // stamp 0.
+        let mut words = vec![0; 2 * slots + words_per_host_line - 1];
+        let block0 = words
+            .as_ptr()
+            .align_offset(HOST_LINE_BYTES)
+            .min(words_per_host_line - 1);
+        for set in 0..sets {
+            let t = block0 + (set << (way_bits + 1));
+            words[t..t + ways].fill(INVALID);
+        }
+        let (data, ext) = if holds_data {
+            (
+                vec![[0u8; LINE_BYTES as usize]; slots],
+                vec![LineExt::default(); slots],
+            )
+        } else {
+            (Vec::new(), Vec::new())
+        };
         Cache {
             sets,
             ways,
+            way_bits,
+            padded_ways: 1 << way_bits,
+            block_shift: way_bits + 1,
             set_shift: LINE_BYTES.trailing_zeros(),
             latency,
-            tags: vec![INVALID; n],
-            lru: vec![0; n],
-            data: if holds_data {
-                vec![[0u8; LINE_BYTES as usize]; n]
-            } else {
-                Vec::new()
-            },
-            meta: vec![SlotMeta::default(); n],
+            words,
+            block0,
+            data,
+            ext,
             clock: 0,
             hits: 0,
             misses: 0,
@@ -123,38 +162,96 @@ impl Cache {
         ((line_addr >> self.set_shift) as usize) & (self.sets - 1)
     }
 
+    /// Index in `words` of the first tag word of `set`'s block.
+    #[inline]
+    fn block(&self, set: usize) -> usize {
+        self.block0 + (set << self.block_shift)
+    }
+
+    /// Index in `words` of `slot`'s tag word; its state word follows the
+    /// set's tags, `1 << way_bits` words later.
+    #[inline]
+    fn tag_index(&self, slot: usize) -> usize {
+        // (set << block_shift) + way = slot + (set << way_bits)
+        self.block0 + slot + (slot & !(self.padded_ways - 1))
+    }
+
+    #[inline]
+    fn state_index(&self, slot: usize) -> usize {
+        self.tag_index(slot) + self.padded_ways
+    }
+
     /// Slot index of `line_addr` if present.
     #[inline]
     pub fn find(&self, line_addr: Addr) -> Option<usize> {
-        let base = self.set_of(line_addr) * self.ways;
         debug_assert_ne!(line_addr, INVALID);
-        self.tags[base..base + self.ways]
+        let set = self.set_of(line_addr);
+        let t = self.block(set);
+        self.words[t..t + self.ways]
             .iter()
-            .position(|&t| t & !DIRTY == line_addr)
-            .map(|w| base + w)
+            .position(|&tag| tag & !DIRTY == line_addr)
+            .map(|way| (set << self.way_bits) + way)
     }
 
     /// Mark slot most recently used.
     #[inline]
     pub fn touch(&mut self, slot: usize) {
-        self.clock += 1;
-        self.lru[slot] = self.clock;
+        let stamp = self.next_stamp();
+        let i = self.state_index(slot);
+        self.words[i] = (u64::from(stamp) << STAMP_SHIFT) | (self.words[i] & AUX_MASK);
+    }
+
+    #[inline]
+    fn next_stamp(&mut self) -> u32 {
+        let (next, wrapped) = self.clock.overflowing_add(1);
+        self.clock = next;
+        if wrapped {
+            self.renumber_stamps();
+        }
+        self.clock
+    }
+
+    /// The 32-bit clock ran out: replace each set's stamps by their ranks
+    /// within the set (1 = least recent) and restart the clock just above
+    /// them (the caller's stamp is the next one).
+    /// Stamps are only ever compared within a set, so LRU order is kept
+    /// exactly. Once per 4 G touches of this cache.
+    #[cold]
+    #[inline(never)]
+    fn renumber_stamps(&mut self) {
+        let mut order: Vec<(u64, usize)> = Vec::with_capacity(self.ways);
+        for set in 0..self.sets {
+            let states = self.block(set) + self.padded_ways;
+            order.clear();
+            order.extend((0..self.ways).map(|w| (self.words[states + w] >> STAMP_SHIFT, w)));
+            order.sort_unstable();
+            for (rank, &(_, w)) in order.iter().enumerate() {
+                let i = states + w;
+                self.words[i] = ((rank as u64 + 1) << STAMP_SHIFT) | (self.words[i] & AUX_MASK);
+            }
+        }
+        self.clock = self.ways as u32 + 1;
     }
 
     /// The slot a fill of `line_addr` would use (invalid first, else LRU).
     #[inline]
     pub fn victim_slot(&self, line_addr: Addr) -> usize {
-        let base = self.set_of(line_addr) * self.ways;
-        let mut best = base;
-        for i in base..base + self.ways {
-            if self.tags[i] == INVALID {
-                return i;
+        let set = self.set_of(line_addr);
+        let t = self.block(set);
+        let s = t + self.padded_ways;
+        let (tags, states) = (&self.words[t..t + self.ways], &self.words[s..s + self.ways]);
+        let (mut best_way, mut best_state) = (0, states[0]);
+        for (way, (&tag, &state)) in tags.iter().zip(states).enumerate() {
+            if tag == INVALID {
+                return (set << self.way_bits) + way;
             }
-            if self.lru[i] < self.lru[best] {
-                best = i;
+            // Valid slots of a set have distinct stamps: the aux half
+            // never decides.
+            if state < best_state {
+                (best_way, best_state) = (way, state);
             }
         }
-        best
+        (set << self.way_bits) + best_way
     }
 
     /// Install a line in `slot` (which must be free: call `take` first).
@@ -168,49 +265,56 @@ impl Cache {
         dirty: bool,
         owner: u16,
     ) {
-        debug_assert_eq!(self.tags[slot], INVALID);
-        self.tags[slot] = line_addr | Addr::from(dirty);
+        self.fill(slot, line_addr | Addr::from(dirty), u32::from(owner));
         self.data[slot] = *data;
-        self.meta[slot] = SlotMeta {
-            ext,
-            owner,
-            link: 0,
-        };
-        self.touch(slot);
+        self.ext[slot] = ext;
     }
 
     /// Install a line in `slot` of a linked cache, clean, its bytes and
     /// state held by LLC slot `link`.
     #[inline]
     pub fn install_link(&mut self, slot: usize, line_addr: Addr, link: usize) {
-        debug_assert_eq!(self.tags[slot], INVALID);
         debug_assert!(self.data.is_empty(), "only linked caches hold links");
-        self.tags[slot] = line_addr;
-        self.meta[slot].link = link as u32;
-        self.touch(slot);
+        self.fill(slot, line_addr, link as u32);
+    }
+
+    /// Write a free slot's tag word and its state word (most recent, `aux`).
+    #[inline]
+    fn fill(&mut self, slot: usize, tag: Addr, aux: u32) {
+        let stamp = self.next_stamp();
+        let t = self.tag_index(slot);
+        debug_assert_eq!(self.words[t], INVALID);
+        self.words[t] = tag;
+        self.words[t + self.padded_ways] = (u64::from(stamp) << STAMP_SHIFT) | u64::from(aux);
+    }
+
+    #[inline]
+    fn aux(&self, slot: usize) -> u32 {
+        (self.words[self.state_index(slot)] & AUX_MASK) as u32
     }
 
     /// Linked caches: the LLC slot holding the line in `slot`.
     #[inline]
     pub fn link(&self, slot: usize) -> usize {
-        self.meta[slot].link as usize
+        self.aux(slot) as usize
     }
 
     /// Remove the line in `slot`, returning it if it was valid (caches
     /// that hold their bytes).
     #[inline]
     pub fn take(&mut self, slot: usize) -> Option<Victim> {
-        let tag = self.tags[slot];
+        let t = self.tag_index(slot);
+        let tag = self.words[t];
         if tag == INVALID {
             return None;
         }
-        self.tags[slot] = INVALID;
+        self.words[t] = INVALID;
         Some(Victim {
             addr: tag & !DIRTY,
             dirty: tag & DIRTY != 0,
             data: self.data[slot],
-            ext: self.meta[slot].ext,
-            owner: self.meta[slot].owner,
+            ext: self.ext[slot],
+            owner: self.owner(slot),
         })
     }
 
@@ -218,14 +322,15 @@ impl Cache {
     /// stay readable until the slot is refilled).
     #[inline]
     pub fn invalidate(&mut self, slot: usize) {
-        self.tags[slot] = INVALID;
+        let t = self.tag_index(slot);
+        self.words[t] = INVALID;
     }
 
     /// The line address held in `slot`, if any.
     #[inline]
     pub fn valid_addr(&self, slot: usize) -> Option<Addr> {
-        let t = self.tags[slot];
-        (t != INVALID).then_some(t & !DIRTY)
+        let tag = self.words[self.tag_index(slot)];
+        (tag != INVALID).then_some(tag & !DIRTY)
     }
 
     #[inline]
@@ -239,47 +344,92 @@ impl Cache {
     /// Bytes and scheme state of the line in `slot`, for an update.
     #[inline]
     pub fn line_mut(&mut self, slot: usize) -> (&mut LineData, &mut LineExt) {
-        (&mut self.data[slot], &mut self.meta[slot].ext)
+        (&mut self.data[slot], &mut self.ext[slot])
     }
     #[inline]
     pub fn ext(&self, slot: usize) -> &LineExt {
-        &self.meta[slot].ext
+        &self.ext[slot]
     }
     #[inline]
     pub fn ext_mut(&mut self, slot: usize) -> &mut LineExt {
-        &mut self.meta[slot].ext
+        &mut self.ext[slot]
     }
     #[inline]
     pub fn is_dirty(&self, slot: usize) -> bool {
-        self.tags[slot] & DIRTY != 0
+        self.words[self.tag_index(slot)] & DIRTY != 0
     }
     #[inline]
     pub fn set_dirty(&mut self, slot: usize, d: bool) {
-        debug_assert_ne!(self.tags[slot], INVALID);
-        self.tags[slot] = (self.tags[slot] & !DIRTY) | Addr::from(d);
+        let t = self.tag_index(slot);
+        debug_assert_ne!(self.words[t], INVALID);
+        self.words[t] = (self.words[t] & !DIRTY) | Addr::from(d);
     }
     #[inline]
     pub fn owner(&self, slot: usize) -> u16 {
-        self.meta[slot].owner
+        self.aux(slot) as u16
     }
 
     /// All valid slots (for drains and checks; not on the hot path).
     pub fn valid_slots(&self) -> impl Iterator<Item = usize> + '_ {
-        (0..self.tags.len()).filter(|&i| self.tags[i] != INVALID)
+        (0..self.sets)
+            .flat_map(move |set| (0..self.ways).map(move |way| (set << self.way_bits) + way))
+            .filter(|&slot| self.valid_addr(slot).is_some())
     }
 
     pub fn line_addr(&self, slot: usize) -> Addr {
-        self.tags[slot] & !DIRTY
+        self.words[self.tag_index(slot)] & !DIRTY
     }
 
     /// LRU order of a set, most recent first (tests).
     pub fn lru_order(&self, set: usize) -> Vec<Addr> {
-        let base = set * self.ways;
-        let mut v: Vec<(u64, Addr)> = (base..base + self.ways)
-            .filter(|&i| self.tags[i] != INVALID)
-            .map(|i| (self.lru[i], self.tags[i] & !DIRTY))
+        let mut v: Vec<(u64, Addr)> = (0..self.ways)
+            .map(|way| (set << self.way_bits) + way)
+            .filter_map(|slot| {
+                let stamp = self.words[self.state_index(slot)] >> STAMP_SHIFT;
+                self.valid_addr(slot).map(|a| (stamp, a))
+            })
             .collect();
         v.sort_by_key(|x| std::cmp::Reverse(x.0));
         v.into_iter().map(|x| x.1).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Sets and ways through the clock's wrap: the renumbered stamps keep
+    /// every set's LRU order and victim choice.
+    #[test]
+    fn cache_lru_survives_stamp_wrap() {
+        for ways in [1usize, 3, 4, 16] {
+            let sets = 4;
+            let mut c = Cache::new((sets * ways) as u64 * LINE_BYTES, ways, 1);
+            c.clock = u32::MAX - 50;
+            let mut model: Vec<Vec<Addr>> = vec![Vec::new(); sets];
+            let mut x: u64 = 12345;
+            for _ in 0..400 {
+                // xorshift: a fixed pseudo-random line sequence
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let a = (x % (3 * (sets * ways) as u64)) * LINE_BYTES;
+                let set = c.set_of(a);
+                let m = &mut model[set];
+                if let Some(s) = c.find(a) {
+                    c.touch(s);
+                    m.retain(|&y| y != a);
+                } else {
+                    let slot = c.victim_slot(a);
+                    let victim = c.take(slot).map(|v| v.addr);
+                    let want = if m.len() == ways { m.pop() } else { None };
+                    assert_eq!(victim, want, "ways {ways}: victim of {a:#x}");
+                    c.install(slot, a, &[0u8; 64], LineExt::default(), false, 7);
+                }
+                m.insert(0, a);
+                assert_eq!(c.lru_order(set), *m, "ways {ways}");
+            }
+            assert!(c.clock < 1000, "the clock wrapped and was renumbered");
+        }
     }
 }
