@@ -234,21 +234,6 @@ impl Hierarchy {
         }
     }
 
-    /// Newest cached copy of a line and whether any level holds it dirty.
-    pub fn newest(&self, core: CoreId, line_addr: Addr) -> Option<(LineData, LineExt, bool)> {
-        // By inclusion a line cached anywhere is in the LLC, which holds
-        // its only copy.
-        let s3 = self.llc.find(line_addr)?;
-        let mut dirty = self.llc.is_dirty(s3);
-        if let Some(s) = self.l2[core].find(line_addr) {
-            dirty |= self.l2[core].is_dirty(s);
-        }
-        if let Some(s) = self.l1[core].find(line_addr) {
-            dirty |= self.l1[core].is_dirty(s);
-        }
-        Some((*self.llc.data(s3), *self.llc.ext(s3), dirty))
-    }
-
     /// clwb: write the line back if dirty anywhere, keep clean copies.
     /// Returns the time the write is persisted (or `now` if clean/absent).
     pub fn flush(
@@ -258,22 +243,31 @@ impl Hierarchy {
         now: Cycle,
         mem: &mut dyn MemSide,
     ) -> Cycle {
-        let Some((data, ext, dirty)) = self.newest(core, line_addr) else {
+        // By inclusion a line cached anywhere is in the LLC, which holds
+        // its only copy; its bytes are read only if some level is dirty.
+        let Some(s3) = self.llc.find(line_addr) else {
             return now;
         };
+        let mut dirty = self.llc.is_dirty(s3);
+        if dirty {
+            self.llc.set_dirty(s3, false);
+        }
+        for c in [&mut self.l1[core], &mut self.l2[core]] {
+            if let Some(s) = c.find(line_addr) {
+                if c.is_dirty(s) {
+                    c.set_dirty(s, false);
+                    dirty = true;
+                }
+            }
+        }
         if !dirty {
             return now;
-        }
-        for c in [&mut self.l1[core], &mut self.l2[core], &mut self.llc] {
-            if let Some(s) = c.find(line_addr) {
-                c.set_dirty(s, false);
-            }
         }
         mem.writeback(
             core,
             line_addr,
-            &data,
-            &ext,
+            self.llc.data(s3),
+            self.llc.ext(s3),
             WritebackCause::Flush,
             now + self.llc.latency,
         )
