@@ -126,8 +126,7 @@ impl Hierarchy {
         mem: &mut dyn MemSide,
     ) -> (Cycle, usize, HitLevel) {
         let l1 = &mut self.l1[core];
-        if let Some(s) = l1.find(line_addr) {
-            l1.touch(s);
+        if let Some(s) = l1.lookup(line_addr) {
             l1.hits += 1;
             return (now + l1.latency, s, HitLevel::L1);
         }
@@ -162,15 +161,13 @@ impl Hierarchy {
     ) -> (usize, HitLevel) {
         let l2 = &mut self.l2[core];
         *t += l2.latency;
-        if let Some(s2) = l2.find(line_addr) {
-            l2.touch(s2);
+        if let Some(s2) = l2.lookup(line_addr) {
             l2.hits += 1;
             return (s2, HitLevel::L2);
         }
         l2.misses += 1;
         *t += self.llc.latency;
-        let (s3, level) = if let Some(s3) = self.llc.find(line_addr) {
-            self.llc.touch(s3);
+        let (s3, level) = if let Some(s3) = self.llc.lookup(line_addr) {
             self.llc.hits += 1;
             (s3, HitLevel::Llc)
         } else {

@@ -193,6 +193,23 @@ impl Cache {
             .map(|way| (set << self.way_bits) + way)
     }
 
+    /// Slot index of `line_addr` if present, marked most recently used
+    /// (one pass over the set's block for the lookup and the LRU update).
+    // Always inlined: the L1 hit path is most of the simulator's accesses.
+    #[inline(always)]
+    pub fn lookup(&mut self, line_addr: Addr) -> Option<usize> {
+        debug_assert_ne!(line_addr, INVALID);
+        let set = self.set_of(line_addr);
+        let t = self.block(set);
+        let way = self.words[t..t + self.ways]
+            .iter()
+            .position(|&tag| tag & !DIRTY == line_addr)?;
+        let stamp = self.next_stamp();
+        let i = t + self.padded_ways + way;
+        self.words[i] = (u64::from(stamp) << STAMP_SHIFT) | (self.words[i] & AUX_MASK);
+        Some((set << self.way_bits) + way)
+    }
+
     /// Mark slot most recently used.
     #[inline]
     pub fn touch(&mut self, slot: usize) {
