@@ -62,7 +62,8 @@ pub struct Cache {
     padded_ways: usize,
     /// log2 of a set block's words (`way_bits + 1`).
     block_shift: u32,
-    set_shift: u32,
+    /// `sets - 1`: the set is the line number masked by it.
+    set_mask: usize,
     pub latency: Cycle,
     /// The set blocks, `2 << way_bits` words each (tags, then states).
     words: Vec<u64>,
@@ -138,7 +139,7 @@ impl Cache {
             way_bits,
             padded_ways: 1 << way_bits,
             block_shift: way_bits + 1,
-            set_shift: LINE_BYTES.trailing_zeros(),
+            set_mask: sets - 1,
             latency,
             words,
             block0,
@@ -159,7 +160,7 @@ impl Cache {
 
     #[inline]
     fn set_of(&self, line_addr: Addr) -> usize {
-        ((line_addr >> self.set_shift) as usize) & (self.sets - 1)
+        ((line_addr / LINE_BYTES) as usize) & self.set_mask
     }
 
     /// Index in `words` of the first tag word of `set`'s block.
