@@ -214,16 +214,17 @@ impl Hierarchy {
         let core = self.llc.owner(slot) as usize;
         let mut dirty = self.llc.is_dirty(slot);
         self.llc.invalidate(slot);
+        // L2 includes L1: a line the owner's L2 lacks is not in its L1.
         if let Some(s2) = self.l2[core].find(vaddr) {
             dirty |= self.l2[core].is_dirty(s2);
             self.l2[core].invalidate(s2);
-        }
-        if let Some(s1) = self.l1[core].find(vaddr) {
-            if self.l1[core].is_dirty(s1) {
-                mem.l1_evict(core, vaddr, self.llc.data(slot), self.llc.ext(slot), t);
-                dirty = true;
+            if let Some(s1) = self.l1[core].find(vaddr) {
+                if self.l1[core].is_dirty(s1) {
+                    mem.l1_evict(core, vaddr, self.llc.data(slot), self.llc.ext(slot), t);
+                    dirty = true;
+                }
+                self.l1[core].invalidate(s1);
             }
-            self.l1[core].invalidate(s1);
         }
         if dirty {
             let (data, ext) = (self.llc.data(slot), self.llc.ext(slot));
