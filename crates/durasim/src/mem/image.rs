@@ -105,8 +105,9 @@ impl SparseImage {
         v
     }
 
-    /// A present page, through the page cache.
-    #[inline]
+    /// A present page, through the page cache. The hit path is inlined
+    /// into every caller; the map lookup stays out of line.
+    #[inline(always)]
     pub fn page(&self, page_no: u64) -> Option<&[u8; PAGE_BYTES as usize]> {
         let e = (page_no as usize) % PAGE_CACHE_ENTRIES;
         if self.cache_tag[e].get() == page_no + 1 {
@@ -115,6 +116,13 @@ impl SparseImage {
             // not move when the map grows); `&self` excludes writers.
             return Some(unsafe { &*self.cache_page[e].get() });
         }
+        self.page_uncached(page_no)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn page_uncached(&self, page_no: u64) -> Option<&[u8; PAGE_BYTES as usize]> {
+        let e = (page_no as usize) % PAGE_CACHE_ENTRIES;
         let ptr = self.pages.get(&page_no)?.get();
         self.cache_tag[e].set(page_no + 1);
         self.cache_page[e].set(ptr);
@@ -122,8 +130,9 @@ impl SparseImage {
         Some(unsafe { &*ptr })
     }
 
-    /// The page, allocated (zeroed) if absent.
-    #[inline]
+    /// The page, allocated (zeroed) if absent. Hit path inlined, as in
+    /// [`Self::page`].
+    #[inline(always)]
     fn page_mut(&mut self, page_no: u64) -> &mut [u8; PAGE_BYTES as usize] {
         let e = (page_no as usize) % PAGE_CACHE_ENTRIES;
         if self.cache_tag[e].get() == page_no + 1 {
@@ -131,6 +140,13 @@ impl SparseImage {
             // and `&mut self` makes this the only borrow.
             return unsafe { &mut *self.cache_page[e].get() };
         }
+        self.page_mut_uncached(page_no)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn page_mut_uncached(&mut self, page_no: u64) -> &mut [u8; PAGE_BYTES as usize] {
+        let e = (page_no as usize) % PAGE_CACHE_ENTRIES;
         let ptr = self
             .pages
             .entry(page_no)
