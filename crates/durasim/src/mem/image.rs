@@ -41,7 +41,16 @@ pub trait MemWrite: MemRead {
 type CachedPage = Box<UnsafeCell<[u8; PAGE_BYTES as usize]>>;
 
 /// Entries of [`SparseImage`]'s page cache (direct-mapped by page number).
-const PAGE_CACHE_ENTRIES: usize = 64;
+/// 256 entries (4 KiB of tags and pointers) keep the hot pages of 8 thread
+/// regions plus scheme areas; measured: 64 -> 256 entries -1.3% instructions
+/// (hoop), 1024 no better, hashing the index costs more than it saves.
+const PAGE_CACHE_ENTRIES: usize = 256;
+
+/// Page cache entry of `page_no` (direct-mapped).
+#[inline(always)]
+fn cache_entry(page_no: u64) -> usize {
+    page_no as usize % PAGE_CACHE_ENTRIES
+}
 
 /// A sparse image made of 4 KiB pages allocated on first write.
 ///
@@ -109,7 +118,7 @@ impl SparseImage {
     /// into every caller; the map lookup stays out of line.
     #[inline(always)]
     pub fn page(&self, page_no: u64) -> Option<&[u8; PAGE_BYTES as usize]> {
-        let e = (page_no as usize) % PAGE_CACHE_ENTRIES;
+        let e = cache_entry(page_no);
         if self.cache_tag[e].get() == page_no + 1 {
             // SAFETY: a tagged entry points into the boxed page of
             // `page_no`, still in `pages` (removal clears the tag; boxes do
@@ -122,7 +131,7 @@ impl SparseImage {
     #[cold]
     #[inline(never)]
     fn page_uncached(&self, page_no: u64) -> Option<&[u8; PAGE_BYTES as usize]> {
-        let e = (page_no as usize) % PAGE_CACHE_ENTRIES;
+        let e = cache_entry(page_no);
         let ptr = self.pages.get(&page_no)?.get();
         self.cache_tag[e].set(page_no + 1);
         self.cache_page[e].set(ptr);
@@ -134,7 +143,7 @@ impl SparseImage {
     /// [`Self::page`].
     #[inline(always)]
     fn page_mut(&mut self, page_no: u64) -> &mut [u8; PAGE_BYTES as usize] {
-        let e = (page_no as usize) % PAGE_CACHE_ENTRIES;
+        let e = cache_entry(page_no);
         if self.cache_tag[e].get() == page_no + 1 {
             // SAFETY: as in `page`; the pointer comes from `UnsafeCell::get`
             // and `&mut self` makes this the only borrow.
@@ -146,7 +155,7 @@ impl SparseImage {
     #[cold]
     #[inline(never)]
     fn page_mut_uncached(&mut self, page_no: u64) -> &mut [u8; PAGE_BYTES as usize] {
-        let e = (page_no as usize) % PAGE_CACHE_ENTRIES;
+        let e = cache_entry(page_no);
         let ptr = self
             .pages
             .entry(page_no)
@@ -167,7 +176,7 @@ impl SparseImage {
             let off = (a % PAGE_BYTES) as usize;
             let n = ((PAGE_BYTES as usize - off) as u64).min(end - a) as usize;
             if off == 0 && n == PAGE_BYTES as usize {
-                let e = (page_no as usize) % PAGE_CACHE_ENTRIES;
+                let e = cache_entry(page_no);
                 if self.cache_tag[e].get() == page_no + 1 {
                     self.cache_tag[e].set(0);
                 }
