@@ -3,7 +3,7 @@
 
 use crate::types::{Addr, LineData, LINE_BYTES};
 use rustc_hash::FxHashMap;
-use std::cell::{Cell, UnsafeCell};
+use std::cell::Cell;
 
 pub const PAGE_BYTES: u64 = 4096;
 type Page = Box<[u8; PAGE_BYTES as usize]>;
@@ -36,37 +36,65 @@ pub trait MemWrite: MemRead {
     }
 }
 
-/// A page of a [`SparseImage`]: in an `UnsafeCell` so a pointer cached from
-/// a shared borrow may later be written through under `&mut self`.
-type CachedPage = Box<UnsafeCell<[u8; PAGE_BYTES as usize]>>;
+type PageBytes = [u8; PAGE_BYTES as usize];
+
+/// Pages are carved out of zeroed chunks of this many pages: one large
+/// `calloc` is served by fresh (kernel-zeroed) memory, so pages need no
+/// `memset` and no allocator call each.
+const CHUNK_PAGES: usize = 64;
 
 /// Entries of [`SparseImage`]'s page cache (direct-mapped by page number).
-const PAGE_CACHE_ENTRIES: usize = 64;
+/// 256 entries (4 KiB of tags and pointers) keep the hot pages of 8 thread
+/// regions plus scheme areas; measured: 64 -> 256 entries -1.3% instructions
+/// (hoop), 1024 no better, hashing the index costs more than it saves.
+const PAGE_CACHE_ENTRIES: usize = 256;
+
+/// Page cache entry of `page_no` (direct-mapped).
+#[inline(always)]
+fn cache_entry(page_no: u64) -> usize {
+    page_no as usize % PAGE_CACHE_ENTRIES
+}
 
 /// A sparse image made of 4 KiB pages allocated on first write.
+///
+/// Pages live in zeroed chunks owned by the image and are reached only
+/// through raw pointers (map values and the page cache), so a pointer taken
+/// under a shared borrow may later be written through under `&mut self`.
+/// A page freed by [`Self::zero_range`] is kept zeroed for reuse.
 ///
 /// A small direct-mapped cache of recent (page number, page pointer) pairs
 /// sits in front of the hash map: a workload walking a node or a log written
 /// sequentially hits it instead of probing the map. It is interior-mutable
 /// (`Cell`), so reads stay `&self`; the image is `Send`, not `Sync`.
 pub struct SparseImage {
-    pages: FxHashMap<u64, CachedPage>,
+    pages: FxHashMap<u64, *mut PageBytes>,
+    /// Backing storage; never borrowed after allocation (only the pointers
+    /// taken from it are used). A chunk's heap block does not move when the
+    /// list grows.
+    chunks: Vec<Vec<PageBytes>>,
+    /// Pages of the last chunk not handed out yet.
+    chunk_next: usize,
+    /// Zeroed pages released by `zero_range`.
+    free_pages: Vec<*mut PageBytes>,
     /// Page number + 1 (0 = empty) per cache entry, and the page's address.
-    /// Pages are boxed, so the address is stable while the page is in the
-    /// map; entries are invalidated whenever a page leaves it.
+    /// Entries are invalidated whenever a page leaves the map.
     cache_tag: [Cell<u64>; PAGE_CACHE_ENTRIES],
-    cache_page: [Cell<*mut [u8; PAGE_BYTES as usize]>; PAGE_CACHE_ENTRIES],
+    cache_page: [Cell<*mut PageBytes>; PAGE_CACHE_ENTRIES],
 }
 
-// SAFETY: the cached pointers point into pages owned by this image (never
-// shared with another image: `clone` starts with an empty cache), so moving
-// the image to another thread moves everything they point to with it.
+// SAFETY: every pointer held (map, free list, cache) points into `chunks`,
+// owned by this image and never shared with another (`clone` copies the
+// bytes into new chunks), so moving the image to another thread moves
+// everything they point to with it.
 unsafe impl Send for SparseImage {}
 
 impl Default for SparseImage {
     fn default() -> Self {
         SparseImage {
             pages: FxHashMap::default(),
+            chunks: Vec::new(),
+            chunk_next: CHUNK_PAGES,
+            free_pages: Vec::new(),
             cache_tag: std::array::from_fn(|_| Cell::new(0)),
             cache_page: std::array::from_fn(|_| Cell::new(std::ptr::null_mut())),
         }
@@ -75,16 +103,13 @@ impl Default for SparseImage {
 
 impl Clone for SparseImage {
     fn clone(&self) -> Self {
-        let pages = self
-            .pages
-            .iter()
-            // SAFETY: `&self` excludes writers; the copy is a plain read.
-            .map(|(&n, p)| (n, Box::new(UnsafeCell::new(unsafe { *p.get() }))))
-            .collect();
-        SparseImage {
-            pages,
-            ..Default::default()
+        let mut copy = SparseImage::default();
+        for (&n, &p) in &self.pages {
+            // SAFETY: `p` points to a live page of `self`; `&self` excludes
+            // writers, so reading it is a plain read.
+            copy.page_mut(n).copy_from_slice(unsafe { &*p });
         }
+        copy
     }
 }
 
@@ -105,41 +130,78 @@ impl SparseImage {
         v
     }
 
-    /// A present page, through the page cache.
-    #[inline]
+    /// A present page, through the page cache. The hit path is inlined
+    /// into every caller; the map lookup stays out of line.
+    #[inline(always)]
     pub fn page(&self, page_no: u64) -> Option<&[u8; PAGE_BYTES as usize]> {
-        let e = (page_no as usize) % PAGE_CACHE_ENTRIES;
+        let e = cache_entry(page_no);
         if self.cache_tag[e].get() == page_no + 1 {
-            // SAFETY: a tagged entry points into the boxed page of
-            // `page_no`, still in `pages` (removal clears the tag; boxes do
-            // not move when the map grows); `&self` excludes writers.
+            // SAFETY: a tagged entry points to the page of `page_no`, still
+            // in `pages` (removal clears the tag; chunks never move);
+            // `&self` excludes writers.
             return Some(unsafe { &*self.cache_page[e].get() });
         }
-        let ptr = self.pages.get(&page_no)?.get();
+        self.page_uncached(page_no)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn page_uncached(&self, page_no: u64) -> Option<&[u8; PAGE_BYTES as usize]> {
+        let e = cache_entry(page_no);
+        let ptr = *self.pages.get(&page_no)?;
         self.cache_tag[e].set(page_no + 1);
         self.cache_page[e].set(ptr);
         // SAFETY: `&self` excludes writers for the returned lifetime.
         Some(unsafe { &*ptr })
     }
 
-    /// The page, allocated (zeroed) if absent.
-    #[inline]
+    /// The page, allocated (zeroed) if absent. Hit path inlined, as in
+    /// [`Self::page`].
+    #[inline(always)]
     fn page_mut(&mut self, page_no: u64) -> &mut [u8; PAGE_BYTES as usize] {
-        let e = (page_no as usize) % PAGE_CACHE_ENTRIES;
+        let e = cache_entry(page_no);
         if self.cache_tag[e].get() == page_no + 1 {
-            // SAFETY: as in `page`; the pointer comes from `UnsafeCell::get`
-            // and `&mut self` makes this the only borrow.
+            // SAFETY: as in `page`; `&mut self` makes this the only borrow.
             return unsafe { &mut *self.cache_page[e].get() };
         }
-        let ptr = self
-            .pages
-            .entry(page_no)
-            .or_insert_with(|| Box::new(UnsafeCell::new([0u8; PAGE_BYTES as usize])))
-            .get();
+        self.page_mut_uncached(page_no)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn page_mut_uncached(&mut self, page_no: u64) -> &mut [u8; PAGE_BYTES as usize] {
+        let e = cache_entry(page_no);
+        let ptr = match self.pages.get(&page_no) {
+            Some(&p) => p,
+            None => {
+                let p = self.alloc_zeroed_page();
+                self.pages.insert(page_no, p);
+                p
+            }
+        };
         self.cache_tag[e].set(page_no + 1);
         self.cache_page[e].set(ptr);
         // SAFETY: `&mut self` makes this the only borrow of the page.
         unsafe { &mut *ptr }
+    }
+
+    /// A zeroed page not in the map: a released one, else the next of the
+    /// current chunk (a new chunk when it is used up).
+    fn alloc_zeroed_page(&mut self) -> *mut PageBytes {
+        if let Some(p) = self.free_pages.pop() {
+            return p;
+        }
+        if self.chunk_next == CHUNK_PAGES {
+            // `vec!` of zeros allocates with `calloc` (no per-page memset).
+            self.chunks
+                .push(vec![[0u8; PAGE_BYTES as usize]; CHUNK_PAGES]);
+            self.chunk_next = 0;
+        }
+        let chunk = self.chunks.last_mut().expect("a chunk was just ensured");
+        // SAFETY: `chunk_next < CHUNK_PAGES`, within the chunk's allocation.
+        let p = unsafe { chunk.as_mut_ptr().add(self.chunk_next) };
+        self.chunk_next += 1;
+        p
     }
 
     /// Set a byte range back to zero (freeing whole pages when possible).
@@ -151,13 +213,19 @@ impl SparseImage {
             let off = (a % PAGE_BYTES) as usize;
             let n = ((PAGE_BYTES as usize - off) as u64).min(end - a) as usize;
             if off == 0 && n == PAGE_BYTES as usize {
-                let e = (page_no as usize) % PAGE_CACHE_ENTRIES;
+                let e = cache_entry(page_no);
                 if self.cache_tag[e].get() == page_no + 1 {
                     self.cache_tag[e].set(0);
                 }
-                self.pages.remove(&page_no);
-            } else if let Some(p) = self.pages.get_mut(&page_no) {
-                p.get_mut()[off..off + n].fill(0);
+                if let Some(p) = self.pages.remove(&page_no) {
+                    // SAFETY: `p` is a page of this image, now unreachable
+                    // from the map and the cache; `&mut self` is exclusive.
+                    unsafe { (*p).fill(0) };
+                    self.free_pages.push(p);
+                }
+            } else if let Some(&p) = self.pages.get(&page_no) {
+                // SAFETY: a live page of this image; `&mut self` is exclusive.
+                unsafe { (&mut *p)[off..off + n].fill(0) };
             }
             a += n as u64;
         }
@@ -328,5 +396,89 @@ mod tests {
             (7, 10)
         );
         assert_eq!((img.read_u64(far + 8), c.read_u64(far + 8)), (2, 1));
+    }
+
+    /// Operations on a small address window that spans more pages than a
+    /// chunk and several page-cache aliases.
+    #[derive(Clone, Debug)]
+    enum Op {
+        Write { addr: u64, len: usize, seed: u8 },
+        Zero { addr: u64, len: u64 },
+        Clone,
+    }
+
+    fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+        use proptest::prelude::*;
+        let window = 3 * CHUNK_PAGES as u64 * PAGE_BYTES;
+        // Addresses in two far-apart windows (page-cache aliases).
+        let addr = (0..2u64, 0..window).prop_map(|(w, a)| w * (1 << 39) + a);
+        prop_oneof![
+            4 => (addr.clone(), 1..300usize, any::<u8>())
+                .prop_map(|(addr, len, seed)| Op::Write { addr, len, seed }),
+            // Mostly whole pages, so pages are freed and reused.
+            2 => (addr, 0..3u64, 0..2u64).prop_map(|(a, pages, partial)| Op::Zero {
+                addr: a / PAGE_BYTES * PAGE_BYTES + partial * 100,
+                len: pages * PAGE_BYTES + partial * 50,
+            }),
+            1 => Just(Op::Clone),
+        ]
+    }
+
+    proptest::proptest! {
+        /// The chunked image (with page reuse and the page cache) reads
+        /// back exactly what a byte map says, and a clone is an independent
+        /// copy.
+        #[test]
+        fn equals_a_byte_map(ops in proptest::collection::vec(op(), 1..120)) {
+            use std::collections::BTreeMap;
+            let mut img = SparseImage::new();
+            let mut model: BTreeMap<u64, u8> = BTreeMap::new();
+            let mut clones: Vec<(SparseImage, BTreeMap<u64, u8>)> = Vec::new();
+            let check = |img: &SparseImage, model: &BTreeMap<u64, u8>, addr: u64, len: usize| {
+                let mut buf = vec![0xAAu8; len];
+                img.read_bytes(addr, &mut buf);
+                for (k, &b) in buf.iter().enumerate() {
+                    let want = model.get(&(addr + k as u64)).copied().unwrap_or(0);
+                    assert_eq!(b, want, "byte at {:#x}", addr + k as u64);
+                }
+            };
+            for o in ops {
+                match o {
+                    Op::Write { addr, len, seed } => {
+                        let data: Vec<u8> =
+                            (0..len).map(|k| seed.wrapping_add(k as u8) | 1).collect();
+                        img.write_bytes(addr, &data);
+                        for (k, &b) in data.iter().enumerate() {
+                            model.insert(addr + k as u64, b);
+                        }
+                        check(&img, &model, addr.saturating_sub(64), len + 128);
+                    }
+                    Op::Zero { addr, len } => {
+                        img.zero_range(addr, len);
+                        for a in addr..addr + len {
+                            model.remove(&a);
+                        }
+                        check(&img, &model, addr, len as usize + 64);
+                    }
+                    Op::Clone => clones.push((img.clone(), model.clone())),
+                }
+            }
+            for (&a, _) in model.iter().step_by(7) {
+                check(&img, &model, a, 1);
+            }
+            let live_pages: std::collections::BTreeSet<u64> =
+                model.keys().map(|a| a / PAGE_BYTES).collect();
+            for p in &live_pages {
+                proptest::prop_assert!(img.page(*p).is_some());
+            }
+            for (c, m) in &clones {
+                for (&a, _) in m.iter().step_by(5) {
+                    check(c, m, a, 1);
+                }
+                for (&a, _) in model.iter().step_by(11) {
+                    check(c, m, a, 1);
+                }
+            }
+        }
     }
 }
