@@ -307,7 +307,7 @@ impl Hoop {
             full: VecDeque::new(),
             free_blocks: g.blocks - g.first_block,
             index: vec![0; g.blocks.div_ceil(64) as usize],
-            // Every mapped line is in `ind.lines`, so the mapping table's
+            // Every mapped line is in `ind`, so the mapping table's
             // capacity is a floor for its size (bounded: a huge table fills
             // lazily); avoids rehashing on the store path.
             ind: Indirection::with_capacity(mapping_capacity.min(1 << 20) as usize),
@@ -594,12 +594,7 @@ impl Hoop {
                 live_slices += b.next_slot - 1;
             }
         }
-        let words = self
-            .ind
-            .lines
-            .values()
-            .map(|l| u64::from(l.mask.count_ones()))
-            .sum::<u64>();
+        let words = self.ind.oop_words();
         let work = recovery::RecoveryWork {
             oop_bytes_read: self.g.index_bytes() + headers * 64 + live_slices * SLICE_BYTES,
             home_bytes_written: words * 8,
@@ -903,7 +898,7 @@ impl Scheme for Hoop {
         ctx.nvm.peek(addr, buf);
         let mut a = addr & !7;
         while a < addr + buf.len() as u64 {
-            if let Some(l) = self.ind.lines.get(&line_of(a)) {
+            if let Some(l) = self.ind.get(line_of(a)) {
                 let w = ((a & 63) / 8) as usize;
                 if l.mask & (1 << w) != 0 {
                     let s = self.slice_at(ctx, l.slot(w));
