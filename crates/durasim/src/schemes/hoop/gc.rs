@@ -18,7 +18,7 @@
 //! retired; blocks are freed only when no live entry points into them.
 
 use super::layout::{self, BlockState, CommitEntry, DataSlice, SLICE_BYTES};
-use super::{Hoop, MemCtx};
+use super::{prefetch, Hoop, MemCtx};
 use crate::types::{Addr, Cycle, Purpose};
 use rustc_hash::FxHashMap;
 
@@ -108,6 +108,22 @@ impl LineVersions {
     #[inline]
     fn line(&self, k: usize) -> &GcLine {
         &self.lines[self.order[k].1 as usize]
+    }
+
+    /// Start fetching the k-th line (sorted) into the host caches.
+    #[inline]
+    fn prefetch(&self, k: usize) {
+        let l = &self.lines[self.order[k].1 as usize];
+        // The entry spans at most three host cache lines.
+        prefetch(&l.values[0]);
+        prefetch(&l.slots[0]);
+        prefetch(&l.mask);
+    }
+
+    /// Address of the k-th line (sorted), without touching its entry.
+    #[inline]
+    fn line_addr(&self, k: usize) -> Addr {
+        self.order[k].0
     }
 }
 
@@ -249,7 +265,16 @@ impl Hoop {
         sc.versions.sort();
         // Lines 20-27: write each home line once, in address order.
         let mut t_write = t_scan;
-        for k in 0..sc.versions.len() {
+        // The entries and the lines' table buckets are scattered in host
+        // memory while each iteration spends long in the controller:
+        // fetch a few iterations ahead.
+        const AHEAD: usize = 4;
+        let lines = sc.versions.len();
+        for k in 0..lines {
+            if k + AHEAD < lines {
+                sc.versions.prefetch(k + AHEAD);
+                self.ind.prefetch(sc.versions.line_addr(k + AHEAD));
+            }
             let &GcLine {
                 values,
                 slots,

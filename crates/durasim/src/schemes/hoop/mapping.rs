@@ -133,6 +133,15 @@ impl Indirection {
         }
     }
 
+    /// Start fetching the home bucket of `line` (where its probe starts)
+    /// into the host caches.
+    #[inline]
+    pub fn prefetch(&self, line: Addr) {
+        let i = self.home_bucket(line);
+        super::prefetch(&self.keys[i]);
+        super::prefetch(&self.slots[i]);
+    }
+
     /// Double the buckets (the table stays at most half full).
     #[cold]
     fn grow(&mut self) {
