@@ -18,7 +18,7 @@
 //! retired; blocks are freed only when no live entry points into them.
 
 use super::layout::{self, BlockState, CommitEntry, DataSlice, SLICE_BYTES};
-use super::{prefetch, Hoop, MemCtx};
+use super::{prefetch, prefetch_media, Hoop, MemCtx};
 use crate::types::{Addr, Cycle, Purpose};
 use rustc_hash::FxHashMap;
 
@@ -265,7 +265,7 @@ impl Hoop {
         sc.versions.sort();
         // Lines 20-27: write each home line once, in address order.
         let mut t_write = t_scan;
-        // The entries and the lines' table buckets are scattered in host
+        // The entries, the lines' table buckets and home bytes are scattered in host
         // memory while each iteration spends long in the controller:
         // fetch a few iterations ahead.
         const AHEAD: usize = 4;
@@ -273,7 +273,10 @@ impl Hoop {
         for k in 0..lines {
             if k + AHEAD < lines {
                 sc.versions.prefetch(k + AHEAD);
-                self.ind.prefetch(sc.versions.line_addr(k + AHEAD));
+                let ahead = sc.versions.line_addr(k + AHEAD);
+                self.ind.prefetch(ahead);
+                // Its home bytes, read (partial line) and written below.
+                prefetch_media(ctx.nvm.media(), ahead, 64);
             }
             let &GcLine {
                 values,

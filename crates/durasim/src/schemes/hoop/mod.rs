@@ -25,6 +25,8 @@ use crate::cache::hierarchy::WritebackCause;
 use crate::cache::LineExt;
 use crate::config::{Check, DefaultValue, ParamSpec, Params};
 use crate::error::{Error, Result};
+use crate::mem::image::PAGE_BYTES;
+use crate::mem::SparseImage;
 use crate::types::{line_of, write_word, Addr, CoreId, Cycle, LineData, Purpose, LINE_BYTES};
 use layout::{BlockHeader, BlockState, CommitEntry, DataSlice, SLICE_BYTES};
 use mapping::{EvictionBuffer, Indirection};
@@ -100,6 +102,19 @@ fn prefetch<T>(p: &T) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = p;
+}
+
+/// Start fetching into the host caches the media image's bytes of NVM
+/// range `[addr, addr + len)` (within one page), which a controller call
+/// is about to copy: lets several cold copies overlap.
+#[inline]
+fn prefetch_media(media: &SparseImage, addr: Addr, len: u64) {
+    if let Some(page) = media.page(addr / PAGE_BYTES) {
+        let off = (addr % PAGE_BYTES) as usize;
+        for at in (off..off + len as usize).step_by(LINE_BYTES as usize) {
+            prefetch(&page[at]);
+        }
+    }
 }
 
 /// Geometry of the OOP region, shared by the scheme and recovery.
@@ -790,10 +805,14 @@ impl Scheme for Hoop {
         if let Some(locs) = self.ind.take_mapped(line_addr) {
             // Mapping hit: home line and OOP slices in parallel, then merge.
             // (The entry leaves the mapping table; the words stay tracked.)
-            let mut done = ctx.nvm.read(line_addr, out, Purpose::Demand, t0);
-            self.stats.miss_memory_loads += 1;
             let mut slots = [0u64; 8];
             let n = locs.distinct_slots(&mut slots);
+            prefetch_media(ctx.nvm.media(), line_addr, LINE_BYTES);
+            for &slot in &slots[..n] {
+                prefetch_media(ctx.nvm.media(), self.g.slot_addr(slot), SLICE_BYTES);
+            }
+            let mut done = ctx.nvm.read(line_addr, out, Purpose::Demand, t0);
+            self.stats.miss_memory_loads += 1;
             let mut newest = 0;
             for &slot in &slots[..n] {
                 let s = if let Some(s) = self.open_slice_at(slot).copied() {
