@@ -56,9 +56,12 @@ struct LineVersions {
 const NO_LINE: Addr = Addr::MAX;
 
 impl LineVersions {
-    fn clear(&mut self) {
+    /// Empty H with room for `lines` lines (no growth during the pass).
+    fn clear(&mut self, lines: usize) {
         self.index.clear();
+        self.index.reserve(lines);
         self.lines.clear();
+        self.lines.reserve(lines);
         self.last = (NO_LINE, 0);
     }
 
@@ -222,8 +225,8 @@ impl Hoop {
         sc.commits
             .sort_unstable_by_key(|c| std::cmp::Reverse(c.txid));
         // H of Algorithm 1: the first version offered of a word is the
-        // newest.
-        sc.versions.clear();
+        // newest. Every line it gets has OOP words, so is in `ind`.
+        sc.versions.clear(self.ind.len());
         let t_chain = t_read;
         let mut t_scan = t_read;
         for c in &sc.commits {
@@ -385,8 +388,8 @@ mod tests {
             }
             let mut lv = LineVersions::default();
             // Twice: a reused (cleared) H behaves like a fresh one.
-            for _ in 0..2 {
-                lv.clear();
+            for lines in [0, offers.len()] {
+                lv.clear(lines);
                 for &(h, v, s) in &offers {
                     lv.offer(h, v, s);
                 }
