@@ -210,6 +210,24 @@ struct Block {
 struct OpenSlice {
     slot: u64,
     s: DataSlice,
+    /// Bit `word_bit` of every word in `s`: a store whose bit is clear (most)
+    /// skips the search for a buffered copy.
+    words_seen: u64,
+}
+
+impl OpenSlice {
+    fn new(slot: u64, s: DataSlice) -> Self {
+        OpenSlice {
+            slot,
+            s,
+            words_seen: 0,
+        }
+    }
+
+    #[inline]
+    fn word_bit(word: Addr) -> u64 {
+        1 << ((word / 8) % 64)
+    }
 }
 
 #[derive(Debug, Default)]
@@ -564,10 +582,7 @@ impl Hoop {
         if first {
             c.first_slot = Some(slot);
         }
-        c.open = Some(OpenSlice {
-            slot,
-            s: DataSlice::new(c.txid, first),
-        });
+        c.open = Some(OpenSlice::new(slot, DataSlice::new(c.txid, first)));
         t
     }
 
@@ -670,7 +685,11 @@ impl Scheme for Hoop {
         ext.txid = txid;
         let word = addr & !7;
         // Repeated update of a buffered word: overwrite in place.
-        if let Some(os) = self.cores[core].open.as_mut() {
+        if let Some(os) = self.cores[core]
+            .open
+            .as_mut()
+            .filter(|os| os.words_seen & OpenSlice::word_bit(word) != 0)
+        {
             if let Some(i) = os.s.find(word) {
                 os.s.values[i] = new;
                 self.stats.words_coalesced_in_buffer += 1;
@@ -689,10 +708,7 @@ impl Scheme for Hoop {
                 let accepted = self.flush_open(ctx, core, Some(slot), ta);
                 let c = &mut self.cores[core];
                 c.pending.push_back(accepted);
-                c.open = Some(OpenSlice {
-                    slot,
-                    s: DataSlice::new(txid, false),
-                });
+                c.open = Some(OpenSlice::new(slot, DataSlice::new(txid, false)));
                 // The buffer holds the open slice plus full slices waiting
                 // for the write queue; when it is full the store waits.
                 while c.pending.len() >= self.buffer_slices {
@@ -714,6 +730,7 @@ impl Scheme for Hoop {
         os.s.values[i] = new;
         os.s.homes[i] = word;
         os.s.count += 1;
+        os.words_seen |= OpenSlice::word_bit(word);
         c.tx_words += 1;
         let slot = os.slot;
         self.ind.record(word, slot);
