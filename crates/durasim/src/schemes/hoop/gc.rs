@@ -18,16 +18,116 @@
 //! retired; blocks are freed only when no live entry points into them.
 
 use super::layout::{self, BlockState, CommitEntry, DataSlice, SLICE_BYTES};
-use super::{Hoop, MemCtx};
+use super::{prefetch, prefetch_media, Hoop, MemCtx};
 use crate::types::{Addr, Cycle, Purpose};
+use rustc_hash::FxHashMap;
 
-/// One version of a home word read from a data slice.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct GcWord {
-    home: Addr,
-    value: u64,
-    /// Slice it was read from (identifies the version, see `LineLocs`).
-    slot: u32,
+/// The newest version, among the migrated transactions, of each word of one
+/// home line: what GC writes to that line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct GcLine {
+    values: [u64; 8],
+    /// Slice each version was read from (identifies it, see `LineLocs`).
+    slots: [u32; 8],
+    line: Addr,
+    /// Words with a version.
+    mask: u8,
+}
+
+/// H of Algorithm 1: per home line, the first (newest) version offered of
+/// each word. Offers are grouped per line in a hash map, so the ~10^6
+/// versions of a pass are touched once each and only the ~10^5 distinct
+/// lines are sorted (GC writes them in address order).
+#[derive(Default)]
+struct LineVersions {
+    /// Home line -> index in `lines`.
+    index: FxHashMap<Addr, u32>,
+    lines: Vec<GcLine>,
+    /// Line of the last offer and its index: consecutive words of a slice
+    /// are mostly in one line, which then costs no hash lookup.
+    last: (Addr, u32),
+    /// (line, index in `lines`), sorted by line; and the radix sort's
+    /// second buffer.
+    order: Vec<(Addr, u32)>,
+    order_tmp: Vec<(Addr, u32)>,
+}
+
+/// Never a line address (those are 64 B aligned).
+const NO_LINE: Addr = Addr::MAX;
+
+impl LineVersions {
+    /// Empty H with room for `lines` lines (no growth during the pass).
+    fn clear(&mut self, lines: usize) {
+        self.index.clear();
+        self.index.reserve(lines);
+        self.lines.clear();
+        self.lines.reserve(lines);
+        self.last = (NO_LINE, 0);
+    }
+
+    /// Offer version `value` of home word `home` from slice `slot`; kept if
+    /// it is the first offered for that word (offers come newest first).
+    #[inline]
+    fn offer(&mut self, home: Addr, value: u64, slot: u32) {
+        let line = home & !63;
+        if self.last.0 != line {
+            let n = self.lines.len() as u32;
+            let i = *self.index.entry(line).or_insert(n);
+            if i == n {
+                self.lines.push(GcLine {
+                    values: [0; 8],
+                    slots: [0; 8],
+                    line,
+                    mask: 0,
+                });
+            }
+            self.last = (line, i);
+        }
+        let l = &mut self.lines[self.last.1 as usize];
+        let w = ((home & 63) / 8) as usize;
+        if l.mask & (1 << w) == 0 {
+            l.mask |= 1 << w;
+            l.values[w] = value;
+            l.slots[w] = slot;
+        }
+    }
+
+    /// Sort the lines by address; then `line(k)` is the k-th.
+    fn sort(&mut self) {
+        self.order.clear();
+        self.order.extend(
+            self.lines
+                .iter()
+                .enumerate()
+                .map(|(i, l)| (l.line, i as u32)),
+        );
+        radix_sort_by_key(&mut self.order, &mut self.order_tmp, |&(line, _)| line >> 6);
+    }
+
+    fn len(&self) -> usize {
+        self.order.len()
+    }
+
+    #[inline]
+    fn line(&self, k: usize) -> &GcLine {
+        &self.lines[self.order[k].1 as usize]
+    }
+
+    /// Start fetching the k-th line (sorted) into the host caches.
+    #[inline]
+    fn prefetch(&self, k: usize) {
+        let l = &self.lines[self.order[k].1 as usize];
+        // The entry spans at most three host cache lines.
+        prefetch(&l.values[0]);
+        prefetch(&l.slots[0]);
+        prefetch(&l.mask);
+    }
+
+    /// Address of the k-th line (sorted), without touching its entry.
+    #[inline]
+    fn line_addr(&self, k: usize) -> Addr {
+        self.order[k].0
+    }
 }
 
 /// Buffers of a GC pass, kept across passes so a warm GC allocates nothing.
@@ -39,19 +139,15 @@ pub(super) struct GcScratch {
     aslices: Vec<(u64, usize)>,
     chain: Vec<(u64, DataSlice)>,
     chain_blocks: Vec<usize>,
-    /// Every word version of the migrated transactions, newest first.
-    words: Vec<GcWord>,
-    /// Second buffer of the radix sort.
-    words_tmp: Vec<GcWord>,
+    versions: LineVersions,
 }
 
-/// Stable sort of `v` by home line (`home >> 6`); `tmp` is scratch. An LSD
-/// radix sort: a few sequential passes over ~10^6 versions instead of a
-/// comparison sort's many, and digits equal in every key are skipped.
-fn sort_by_line(v: &mut Vec<GcWord>, tmp: &mut Vec<GcWord>) {
+/// Stable sort of `v` by `key`; `tmp` is scratch. An LSD radix sort: a few
+/// sequential passes instead of a comparison sort's many, and digits equal
+/// in every key are skipped.
+fn radix_sort_by_key<T: Copy + Default>(v: &mut Vec<T>, tmp: &mut Vec<T>, key: impl Fn(&T) -> u64) {
     const DIGIT: usize = 8;
     const RADIX: usize = 1 << DIGIT;
-    let key = |x: &GcWord| x.home >> 6;
     let bits = 64 - v.iter().fold(0, |m, x| m | key(x)).leading_zeros() as usize;
     let passes = bits.div_ceil(DIGIT);
     let mut counts = [[0usize; RADIX]; 64 / DIGIT];
@@ -62,7 +158,7 @@ fn sort_by_line(v: &mut Vec<GcWord>, tmp: &mut Vec<GcWord>) {
         }
     }
     tmp.clear();
-    tmp.resize(v.len(), GcWord::default());
+    tmp.resize(v.len(), T::default());
     for (p, c) in counts[..passes].iter().enumerate() {
         if c.contains(&v.len()) {
             continue; // one bucket: the pass would not move anything
@@ -128,11 +224,9 @@ impl Hoop {
         }
         sc.commits
             .sort_unstable_by_key(|c| std::cmp::Reverse(c.txid));
-        // H of Algorithm 1 as a list: every version, newest first, sorted
-        // by home line below (stable, so the first version of a word in its
-        // line's run is still the newest). Sequential, unlike a hash map of
-        // lines, and it yields the lines in address order for the writes.
-        sc.words.clear();
+        // H of Algorithm 1: the first version offered of a word is the
+        // newest. Every line it gets has OOP words, so is in `ind`.
+        sc.versions.clear(self.ind.len());
         let t_chain = t_read;
         let mut t_scan = t_read;
         for c in &sc.commits {
@@ -165,30 +259,34 @@ impl Hoop {
             for (slot, s) in sc.chain.iter().rev() {
                 let n = s.count as usize;
                 self.stats.gc_words_in_slices += n as u64;
-                sc.words.extend((0..n).map(|i| GcWord {
-                    home: s.homes[i],
-                    value: s.values[i],
-                    slot: *slot as u32,
-                }));
+                for i in 0..n {
+                    sc.versions.offer(s.homes[i], s.values[i], *slot as u32);
+                }
             }
         }
         self.stats.gc_tx_migrated += sc.commits.len() as u64;
-        sort_by_line(&mut sc.words, &mut sc.words_tmp);
+        sc.versions.sort();
         // Lines 20-27: write each home line once, in address order.
         let mut t_write = t_scan;
-        for run in sc.words.chunk_by(|a, b| a.home >> 6 == b.home >> 6) {
-            let line = run[0].home & !63;
-            let mut mask = 0u8;
-            let mut values = [0u64; 8];
-            let mut slots = [0u32; 8];
-            for v in run {
-                let w = ((v.home & 63) / 8) as usize;
-                if mask & (1 << w) == 0 {
-                    mask |= 1 << w;
-                    values[w] = v.value;
-                    slots[w] = v.slot;
-                }
+        // The entries, the lines' table buckets and home bytes are scattered in host
+        // memory while each iteration spends long in the controller:
+        // fetch a few iterations ahead.
+        const AHEAD: usize = 4;
+        let lines = sc.versions.len();
+        for k in 0..lines {
+            if k + AHEAD < lines {
+                sc.versions.prefetch(k + AHEAD);
+                let ahead = sc.versions.line_addr(k + AHEAD);
+                self.ind.prefetch(ahead);
+                // Its home bytes, read (partial line) and written below.
+                prefetch_media(ctx.nvm.media(), ahead, 64);
             }
+            let &GcLine {
+                values,
+                slots,
+                line,
+                mask,
+            } = sc.versions.line(k);
             self.stats.gc_words_migrated += u64::from(mask.count_ones());
             let mut data = [0u8; 64];
             if mask != 0xff {
@@ -248,20 +346,57 @@ mod tests {
 
     proptest! {
         #[test]
-        fn radix_sort_is_the_stable_sort_by_line(
-            words in proptest::collection::vec((0u64..(1 << 12), 0u64..8, 0u32..4), 0..600),
+        fn radix_sort_is_the_stable_sort_by_key(
+            keys in proptest::collection::vec(0u64..(1 << 12), 0..600),
+            shift in 0u32..40,
+        ) {
+            // Few distinct keys (many ties) spread over various bit ranges.
+            let mut v: Vec<(u64, usize)> =
+                keys.iter().enumerate().map(|(i, &k)| (k << shift, i)).collect();
+            let mut want = v.clone();
+            want.sort_by_key(|x| x.0);
+            radix_sort_by_key(&mut v, &mut Vec::new(), |x| x.0);
+            prop_assert_eq!(v, want);
+        }
+
+        #[test]
+        fn line_versions_equal_first_version_per_word_by_line(
+            words in proptest::collection::vec((0u64..64, 0u64..8, any::<u64>(), 0u32..1000), 0..600),
             shift in 0u32..28,
         ) {
-            // Few distinct lines (many ties) spread over various bit ranges.
-            let mut v: Vec<GcWord> = words
+            // Versions newest first over few lines; reference: the stable
+            // sort by line then the first version of each word (the former
+            // list-based GC).
+            let offers: Vec<(Addr, u64, u32)> = words
                 .iter()
-                .enumerate()
-                .map(|(i, &(l, w, s))| GcWord { home: (l << (6 + shift)) | (w * 8), value: i as u64, slot: s })
+                .map(|&(l, w, v, s)| ((l << (6 + shift)) | (w * 8), v, s))
                 .collect();
-            let mut want = v.clone();
-            want.sort_by_key(|x| x.home >> 6);
-            sort_by_line(&mut v, &mut Vec::new());
-            prop_assert_eq!(v, want);
+            let mut sorted = offers.clone();
+            sorted.sort_by_key(|x| x.0 >> 6);
+            let mut want = Vec::new();
+            for run in sorted.chunk_by(|a, b| a.0 >> 6 == b.0 >> 6) {
+                let mut l = GcLine { values: [0; 8], slots: [0; 8], line: run[0].0 & !63, mask: 0 };
+                for &(h, v, s) in run {
+                    let w = ((h & 63) / 8) as usize;
+                    if l.mask & (1 << w) == 0 {
+                        l.mask |= 1 << w;
+                        l.values[w] = v;
+                        l.slots[w] = s;
+                    }
+                }
+                want.push(l);
+            }
+            let mut lv = LineVersions::default();
+            // Twice: a reused (cleared) H behaves like a fresh one.
+            for lines in [0, offers.len()] {
+                lv.clear(lines);
+                for &(h, v, s) in &offers {
+                    lv.offer(h, v, s);
+                }
+                lv.sort();
+                let got: Vec<GcLine> = (0..lv.len()).map(|k| *lv.line(k)).collect();
+                prop_assert_eq!(&got, &want);
+            }
         }
     }
 }

@@ -15,10 +15,8 @@ use std::collections::VecDeque;
 /// The slot alone identifies a version: a slot holds one slice of one
 /// transaction per life of its block, and a block is freed only after GC
 /// migrated every transaction with a slice in it. Slots fit in u32
-/// (`Geometry::new` rejects larger OOP regions); 36 bytes keep the hash map
-/// small, which matters because every transactional store, LLC miss and
-/// writeback looks a line up here.
-#[derive(Clone, Copy, Debug, Default)]
+/// (`Geometry::new` rejects larger OOP regions).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LineLocs {
     slot: [u32; 8],
     pub mask: u8,
@@ -50,15 +48,33 @@ impl LineLocs {
     }
 }
 
+/// Key word of a bucket: the home line address (bits 6..40, home addresses
+/// are 40-bit), `OCCUPIED`, `MAPPED` and the word mask in bits 56..64. An
+/// empty bucket is 0.
+const OCCUPIED: u64 = 1;
+const MAPPED: u64 = 2;
+const LINE_BITS: u64 = ((1 << super::layout::HOME_ADDR_BITS) - 1) & !63;
+const MASK_SHIFT: u32 = 56;
+
 /// Directory of out-of-place words, including the mapping table (the lines
-/// flagged `mapped`: every mapped line has OOP words, so one map serves
-/// both and each access is one lookup).
-#[derive(Default)]
+/// flagged mapped: every mapped line has OOP words, so one map serves both
+/// and each access is one lookup).
+///
+/// Every transactional store, LLC miss and write-back looks a line up here,
+/// mostly missing the host caches, so it is an open-addressing table
+/// (linear probing, at most half full, backward-shift deletion) split in
+/// two arrays: 8-byte keys that also hold the mask and the mapped flag,
+/// probed alone (a write-back's lookup touches one host cache line), and
+/// the words' slots (32 bytes, aligned) read only on a hit.
 pub struct Indirection {
-    /// Every line with transactional words newer than home (the content of
-    /// the OOP region and OOP buffers, indexed by home line).
-    pub lines: FxHashMap<Addr, LineLocs>,
-    /// Lines flagged `mapped` (the mapping table's occupancy).
+    keys: Vec<u64>,
+    slots: Vec<[u32; 8]>,
+    /// Occupied buckets (lines with OOP words).
+    len: usize,
+    /// 64 - log2(buckets): the bucket of a line is the top bits of its
+    /// Fibonacci hash.
+    shift: u32,
+    /// Lines flagged mapped (the mapping table's occupancy).
     mapped: u64,
 }
 
@@ -71,23 +87,158 @@ pub struct Migrated {
     pub unmapped: bool,
 }
 
+impl Default for Indirection {
+    fn default() -> Self {
+        Self::with_capacity(0)
+    }
+}
+
 impl Indirection {
-    /// Room for `lines` lines before the first rehash.
+    /// Room for `lines` lines before the table grows.
     pub fn with_capacity(lines: usize) -> Self {
+        let buckets = (lines.max(8) * 2).next_power_of_two();
         Indirection {
-            lines: FxHashMap::with_capacity_and_hasher(lines, Default::default()),
+            keys: vec![0; buckets],
+            slots: vec![[0; 8]; buckets],
+            len: 0,
+            shift: 64 - buckets.trailing_zeros(),
             mapped: 0,
         }
+    }
+
+    /// Lines of one 512 B group get consecutive buckets from a hashed base,
+    /// so neighbouring lines (a node's lines, GC's address-ordered pass)
+    /// share host cache lines of the table.
+    #[inline]
+    fn home_bucket(&self, line: Addr) -> usize {
+        let base = (line >> 9).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift;
+        (base as usize + ((line >> 6) & 7) as usize) & (self.keys.len() - 1)
+    }
+
+    /// Bucket holding `line`, or `Err(the empty bucket ending its probe)`.
+    #[inline]
+    fn find(&self, line: Addr) -> Result<usize, usize> {
+        debug_assert_eq!(line & !LINE_BITS, 0, "a 40-bit home line address");
+        let wrap = self.keys.len() - 1;
+        let mut i = self.home_bucket(line);
+        loop {
+            let k = self.keys[i];
+            if k == 0 {
+                return Err(i);
+            }
+            if k & LINE_BITS == line {
+                return Ok(i);
+            }
+            i = (i + 1) & wrap;
+        }
+    }
+
+    /// Start fetching the home bucket of `line` (where its probe starts)
+    /// into the host caches.
+    #[inline]
+    pub fn prefetch(&self, line: Addr) {
+        let i = self.home_bucket(line);
+        super::prefetch(&self.keys[i]);
+        super::prefetch(&self.slots[i]);
+    }
+
+    /// Double the buckets (the table stays at most half full).
+    #[cold]
+    fn grow(&mut self) {
+        let mut bigger = Indirection::with_capacity(self.keys.len());
+        for (&k, s) in self.keys.iter().zip(&self.slots) {
+            if k != 0 {
+                let Err(i) = bigger.find(k & LINE_BITS) else {
+                    unreachable!("lines are unique")
+                };
+                bigger.keys[i] = k;
+                bigger.slots[i] = *s;
+            }
+        }
+        bigger.len = self.len;
+        bigger.mapped = self.mapped;
+        *self = bigger;
+    }
+
+    /// Empty bucket `i` (occupied), shifting back the entries after it
+    /// that probed past it, so no probe sequence has a hole.
+    fn remove_at(&mut self, mut i: usize) {
+        let wrap = self.keys.len() - 1;
+        let mut j = i;
+        loop {
+            j = (j + 1) & wrap;
+            let k = self.keys[j];
+            if k == 0 {
+                break;
+            }
+            // Entry j may fill the hole at i unless its home bucket lies
+            // cyclically in (i, j].
+            let home = self.home_bucket(k & LINE_BITS);
+            if (j.wrapping_sub(home) & wrap) >= (j.wrapping_sub(i) & wrap) {
+                self.keys[i] = k;
+                self.slots[i] = self.slots[j];
+                i = j;
+            }
+        }
+        self.keys[i] = 0;
+        self.len -= 1;
     }
 
     /// Record that word `addr` of the current transaction now lives in `slot`.
     #[inline]
     pub fn record(&mut self, addr: Addr, slot: u64) {
         debug_assert!(slot < u64::from(u32::MAX), "checked by Geometry::new");
-        let e = self.lines.entry(addr & !63).or_default();
+        let line = addr & !63;
+        let i = match self.find(line) {
+            Ok(i) => i,
+            Err(i) => self.insert_at(i, line),
+        };
         let w = ((addr & 63) / 8) as usize;
-        e.mask |= 1 << w;
-        e.slot[w] = slot as u32;
+        self.keys[i] |= 1 << (MASK_SHIFT + w as u32);
+        self.slots[i][w] = slot as u32;
+    }
+
+    /// Put new line `line` into empty bucket `i` (growing first if the
+    /// table would be more than half full); returns its bucket.
+    #[inline]
+    fn insert_at(&mut self, mut i: usize, line: Addr) -> usize {
+        if (self.len + 1) * 2 > self.keys.len() {
+            self.grow();
+            i = self.find(line).unwrap_err();
+        }
+        self.keys[i] = line | OCCUPIED;
+        self.slots[i] = [0; 8];
+        self.len += 1;
+        i
+    }
+
+    /// Lines with OOP words.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Words with an OOP version (recovery's work estimate).
+    pub fn oop_words(&self) -> u64 {
+        self.keys
+            .iter()
+            .map(|&k| u64::from((k >> MASK_SHIFT).count_ones()))
+            .sum()
+    }
+
+    /// Where the OOP words of `line` are, if it has any.
+    #[inline]
+    pub fn get(&self, line: Addr) -> Option<LineLocs> {
+        let i = self.find(line).ok()?;
+        let k = self.keys[i];
+        Some(LineLocs {
+            slot: self.slots[i],
+            mask: (k >> MASK_SHIFT) as u8,
+            mapped: k & MAPPED != 0,
+        })
     }
 
     /// Mapping-table entries.
@@ -98,17 +249,17 @@ impl Indirection {
 
     #[cfg(test)]
     pub fn is_mapped(&self, line: Addr) -> bool {
-        self.lines.get(&line).is_some_and(|l| l.mapped)
+        self.get(line).is_some_and(|l| l.mapped)
     }
 
     /// Evicted line `line`: if it has OOP words, flag it mapped and return
     /// `Some(newly mapped)`; `None` if it has none.
     #[inline]
     pub fn map_if_oop(&mut self, line: Addr) -> Option<bool> {
-        let e = self.lines.get_mut(&line)?;
-        let new = !e.mapped;
+        let i = self.find(line).ok()?;
+        let new = self.keys[i] & MAPPED == 0;
         if new {
-            e.mapped = true;
+            self.keys[i] |= MAPPED;
             self.mapped += 1;
         }
         Some(new)
@@ -117,10 +268,18 @@ impl Indirection {
     /// If `line` is mapped, unflag it and return its words' locations.
     #[inline]
     pub fn take_mapped(&mut self, line: Addr) -> Option<LineLocs> {
-        let e = self.lines.get_mut(&line).filter(|e| e.mapped)?;
-        e.mapped = false;
+        let i = self.find(line).ok()?;
+        let k = self.keys[i];
+        if k & MAPPED == 0 {
+            return None;
+        }
+        self.keys[i] = k & !MAPPED;
         self.mapped -= 1;
-        Some(*e)
+        Some(LineLocs {
+            slot: self.slots[i],
+            mask: (k >> MASK_SHIFT) as u8,
+            mapped: false,
+        })
     }
 
     /// GC migrated the words of `line` in `mask`, the version of word `w`
@@ -128,26 +287,29 @@ impl Indirection {
     /// version exists. One lookup per line.
     pub fn migrated_line(&mut self, line: Addr, mask: u8, slots: &[u32; 8]) -> Migrated {
         debug_assert_ne!(mask, 0, "GC migrates at least one word per line");
-        let Some(e) = self.lines.get_mut(&line) else {
+        let Ok(i) = self.find(line) else {
             return Migrated {
                 empty: true,
                 unmapped: false,
             };
         };
-        for (w, &slot) in slots.iter().enumerate() {
-            if mask & e.mask & (1 << w) != 0 && e.slot[w] == slot {
-                e.mask &= !(1 << w);
+        let k = self.keys[i];
+        let mut left = (k >> MASK_SHIFT) as u8;
+        for (w, (&gc, &cur)) in slots.iter().zip(&self.slots[i]).enumerate() {
+            if mask & left & (1 << w) != 0 && cur == gc {
+                left &= !(1 << w);
             }
         }
-        if e.mask == 0 {
-            let unmapped = e.mapped;
-            self.lines.remove(&line);
+        if left == 0 {
+            let unmapped = k & MAPPED != 0;
             self.mapped -= u64::from(unmapped);
+            self.remove_at(i);
             Migrated {
                 empty: true,
                 unmapped,
             }
         } else {
+            self.keys[i] = (k & !(0xff << MASK_SHIFT)) | u64::from(left) << MASK_SHIFT;
             Migrated {
                 empty: false,
                 unmapped: false,
@@ -161,19 +323,9 @@ impl Indirection {
     pub fn migrated(&mut self, addr: Addr, slot: u32) -> bool {
         let line = addr & !63;
         let w = ((addr & 63) / 8) as usize;
-        let Some(e) = self.lines.get_mut(&line) else {
-            return true;
-        };
-        if e.mask & (1 << w) != 0 && e.slot[w] == slot {
-            e.mask &= !(1 << w);
-        }
-        if e.mask == 0 {
-            self.mapped -= u64::from(e.mapped);
-            self.lines.remove(&line);
-            true
-        } else {
-            false
-        }
+        let mut slots = [0; 8];
+        slots[w] = slot;
+        self.migrated_line(line, 1 << w, &slots).empty
     }
 }
 
@@ -250,9 +402,9 @@ mod tests {
         ind.record(0x1000, 9); // newer version of word 0
         assert!(!ind.migrated(0x1000, 5), "word 0 has a newer copy");
         assert!(!ind.migrated(0x1008, 5));
-        assert_eq!(ind.lines[&0x1000].mask, 0b1);
+        assert_eq!(ind.get(0x1000).unwrap().mask, 0b1);
         assert!(ind.migrated(0x1000, 9));
-        assert!(ind.lines.is_empty());
+        assert!(ind.is_empty());
     }
 
     #[test]
@@ -280,10 +432,7 @@ mod tests {
             assert_eq!(m.unmapped, empty, "mask {mask:#b}");
             assert_eq!(b.mapped_len(), u64::from(!empty));
             assert_eq!(a.mapped_len(), b.mapped_len());
-            assert_eq!(
-                a.lines.get(&0x2000).map(|l| l.mask),
-                b.lines.get(&0x2000).map(|l| l.mask)
-            );
+            assert_eq!(a.get(0x2000).map(|l| l.mask), b.get(0x2000).map(|l| l.mask));
         }
     }
 
@@ -296,7 +445,105 @@ mod tests {
         let l = ind.take_mapped(0x40).unwrap();
         assert_eq!((l.mask, l.slot(0)), (1, 3));
         assert!(!ind.is_mapped(0x40) && ind.mapped_len() == 0);
-        assert!(ind.lines.contains_key(&0x40));
+        assert!(ind.get(0x40).is_some());
+    }
+
+    /// The former `Indirection`, a hash map of lines: the reference the
+    /// open-addressing table must equal.
+    #[derive(Default)]
+    struct Reference {
+        lines: std::collections::HashMap<Addr, LineLocs>,
+        mapped: u64,
+    }
+
+    impl Reference {
+        fn record(&mut self, addr: Addr, slot: u64) {
+            let e = self.lines.entry(addr & !63).or_default();
+            let w = ((addr & 63) / 8) as usize;
+            e.mask |= 1 << w;
+            e.slot[w] = slot as u32;
+        }
+        fn map_if_oop(&mut self, line: Addr) -> Option<bool> {
+            let e = self.lines.get_mut(&line)?;
+            let new = !e.mapped;
+            if new {
+                e.mapped = true;
+                self.mapped += 1;
+            }
+            Some(new)
+        }
+        fn take_mapped(&mut self, line: Addr) -> Option<LineLocs> {
+            let e = self.lines.get_mut(&line).filter(|e| e.mapped)?;
+            e.mapped = false;
+            self.mapped -= 1;
+            Some(*e)
+        }
+        fn migrated_line(&mut self, line: Addr, mask: u8, slots: &[u32; 8]) -> Migrated {
+            let Some(e) = self.lines.get_mut(&line) else {
+                return Migrated {
+                    empty: true,
+                    unmapped: false,
+                };
+            };
+            for (w, &slot) in slots.iter().enumerate() {
+                if mask & e.mask & (1 << w) != 0 && e.slot[w] == slot {
+                    e.mask &= !(1 << w);
+                }
+            }
+            if e.mask == 0 {
+                let unmapped = e.mapped;
+                self.lines.remove(&line);
+                self.mapped -= u64::from(unmapped);
+                Migrated {
+                    empty: true,
+                    unmapped,
+                }
+            } else {
+                Migrated {
+                    empty: false,
+                    unmapped: false,
+                }
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn table_equals_the_hash_map_it_replaced(
+            ops in proptest::collection::vec(
+                (0u8..4, 0u64..48, 0u64..8, 0u32..5, 1u8..=255, proptest::array::uniform8(0u32..5)),
+                0..400,
+            ),
+            stride_log in 6u32..34,
+        ) {
+            // A small table (grows, wraps, shifts back on removal) over
+            // few lines spaced by various strides, up to 40-bit addresses.
+            let line = |i: u64| (i << stride_log) & LINE_BITS;
+            let mut t = Indirection::default();
+            let mut r = Reference::default();
+            for &(op, l, w, slot, mask, slots) in &ops {
+                let a = line(l);
+                match op {
+                    0 => {
+                        t.record(a + 8 * w, u64::from(slot));
+                        r.record(a + 8 * w, u64::from(slot));
+                    }
+                    1 => proptest::prop_assert_eq!(t.map_if_oop(a), r.map_if_oop(a)),
+                    2 => proptest::prop_assert_eq!(t.take_mapped(a), r.take_mapped(a)),
+                    _ => proptest::prop_assert_eq!(
+                        t.migrated_line(a, mask, &slots),
+                        r.migrated_line(a, mask, &slots)
+                    ),
+                }
+                proptest::prop_assert_eq!(t.len(), r.lines.len());
+                proptest::prop_assert_eq!(t.mapped_len(), r.mapped);
+            }
+            for l in 0..48 {
+                proptest::prop_assert_eq!(t.get(line(l)), r.lines.get(&line(l)).copied());
+            }
+            let words: u64 = r.lines.values().map(|l| u64::from(l.mask.count_ones())).sum();
+            proptest::prop_assert_eq!(t.oop_words(), words);
+        }
     }
 
     #[test]

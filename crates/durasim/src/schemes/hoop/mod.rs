@@ -25,6 +25,8 @@ use crate::cache::hierarchy::WritebackCause;
 use crate::cache::LineExt;
 use crate::config::{Check, DefaultValue, ParamSpec, Params};
 use crate::error::{Error, Result};
+use crate::mem::image::PAGE_BYTES;
+use crate::mem::SparseImage;
 use crate::types::{line_of, write_word, Addr, CoreId, Cycle, LineData, Purpose, LINE_BYTES};
 use layout::{BlockHeader, BlockState, CommitEntry, DataSlice, SLICE_BYTES};
 use mapping::{EvictionBuffer, Indirection};
@@ -84,6 +86,35 @@ fn reserved_bytes(p: &Params) -> u64 {
     let block = p.u64("hoop.block_bytes");
     let want = (cap as f64 * p.f64("hoop.oop_region_share")).ceil() as u64;
     want.div_ceil(block) * block
+}
+
+/// Hint the host CPU to fetch the cache line holding `*p` (host speed
+/// only; a no-op off x86_64).
+#[inline(always)]
+fn prefetch<T>(p: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is only a hint: it never faults, reads nothing
+    // architecturally and `p` is a valid reference anyway; SSE is part of
+    // the x86_64 baseline.
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>((p as *const T).cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
+/// Start fetching into the host caches the media image's bytes of NVM
+/// range `[addr, addr + len)` (within one page), which a controller call
+/// is about to copy: lets several cold copies overlap.
+#[inline]
+fn prefetch_media(media: &SparseImage, addr: Addr, len: u64) {
+    if let Some(page) = media.page(addr / PAGE_BYTES) {
+        let off = (addr % PAGE_BYTES) as usize;
+        for at in (off..off + len as usize).step_by(LINE_BYTES as usize) {
+            prefetch(&page[at]);
+        }
+    }
 }
 
 /// Geometry of the OOP region, shared by the scheme and recovery.
@@ -179,6 +210,24 @@ struct Block {
 struct OpenSlice {
     slot: u64,
     s: DataSlice,
+    /// Bit `word_bit` of every word in `s`: a store whose bit is clear (most)
+    /// skips the search for a buffered copy.
+    words_seen: u64,
+}
+
+impl OpenSlice {
+    fn new(slot: u64, s: DataSlice) -> Self {
+        OpenSlice {
+            slot,
+            s,
+            words_seen: 0,
+        }
+    }
+
+    #[inline]
+    fn word_bit(word: Addr) -> u64 {
+        1 << ((word / 8) % 64)
+    }
 }
 
 #[derive(Debug, Default)]
@@ -307,7 +356,7 @@ impl Hoop {
             full: VecDeque::new(),
             free_blocks: g.blocks - g.first_block,
             index: vec![0; g.blocks.div_ceil(64) as usize],
-            // Every mapped line is in `ind.lines`, so the mapping table's
+            // Every mapped line is in `ind`, so the mapping table's
             // capacity is a floor for its size (bounded: a huge table fills
             // lazily); avoids rehashing on the store path.
             ind: Indirection::with_capacity(mapping_capacity.min(1 << 20) as usize),
@@ -533,10 +582,7 @@ impl Hoop {
         if first {
             c.first_slot = Some(slot);
         }
-        c.open = Some(OpenSlice {
-            slot,
-            s: DataSlice::new(c.txid, first),
-        });
+        c.open = Some(OpenSlice::new(slot, DataSlice::new(c.txid, first)));
         t
     }
 
@@ -594,12 +640,7 @@ impl Hoop {
                 live_slices += b.next_slot - 1;
             }
         }
-        let words = self
-            .ind
-            .lines
-            .values()
-            .map(|l| u64::from(l.mask.count_ones()))
-            .sum::<u64>();
+        let words = self.ind.oop_words();
         let work = recovery::RecoveryWork {
             oop_bytes_read: self.g.index_bytes() + headers * 64 + live_slices * SLICE_BYTES,
             home_bytes_written: words * 8,
@@ -644,7 +685,11 @@ impl Scheme for Hoop {
         ext.txid = txid;
         let word = addr & !7;
         // Repeated update of a buffered word: overwrite in place.
-        if let Some(os) = self.cores[core].open.as_mut() {
+        if let Some(os) = self.cores[core]
+            .open
+            .as_mut()
+            .filter(|os| os.words_seen & OpenSlice::word_bit(word) != 0)
+        {
             if let Some(i) = os.s.find(word) {
                 os.s.values[i] = new;
                 self.stats.words_coalesced_in_buffer += 1;
@@ -663,10 +708,7 @@ impl Scheme for Hoop {
                 let accepted = self.flush_open(ctx, core, Some(slot), ta);
                 let c = &mut self.cores[core];
                 c.pending.push_back(accepted);
-                c.open = Some(OpenSlice {
-                    slot,
-                    s: DataSlice::new(txid, false),
-                });
+                c.open = Some(OpenSlice::new(slot, DataSlice::new(txid, false)));
                 // The buffer holds the open slice plus full slices waiting
                 // for the write queue; when it is full the store waits.
                 while c.pending.len() >= self.buffer_slices {
@@ -688,6 +730,7 @@ impl Scheme for Hoop {
         os.s.values[i] = new;
         os.s.homes[i] = word;
         os.s.count += 1;
+        os.words_seen |= OpenSlice::word_bit(word);
         c.tx_words += 1;
         let slot = os.slot;
         self.ind.record(word, slot);
@@ -779,10 +822,14 @@ impl Scheme for Hoop {
         if let Some(locs) = self.ind.take_mapped(line_addr) {
             // Mapping hit: home line and OOP slices in parallel, then merge.
             // (The entry leaves the mapping table; the words stay tracked.)
-            let mut done = ctx.nvm.read(line_addr, out, Purpose::Demand, t0);
-            self.stats.miss_memory_loads += 1;
             let mut slots = [0u64; 8];
             let n = locs.distinct_slots(&mut slots);
+            prefetch_media(ctx.nvm.media(), line_addr, LINE_BYTES);
+            for &slot in &slots[..n] {
+                prefetch_media(ctx.nvm.media(), self.g.slot_addr(slot), SLICE_BYTES);
+            }
+            let mut done = ctx.nvm.read(line_addr, out, Purpose::Demand, t0);
+            self.stats.miss_memory_loads += 1;
             let mut newest = 0;
             for &slot in &slots[..n] {
                 let s = if let Some(s) = self.open_slice_at(slot).copied() {
@@ -903,7 +950,7 @@ impl Scheme for Hoop {
         ctx.nvm.peek(addr, buf);
         let mut a = addr & !7;
         while a < addr + buf.len() as u64 {
-            if let Some(l) = self.ind.lines.get(&line_of(a)) {
+            if let Some(l) = self.ind.get(line_of(a)) {
                 let w = ((a & 63) / 8) as usize;
                 if l.mask & (1 << w) != 0 {
                     let s = self.slice_at(ctx, l.slot(w));

@@ -70,12 +70,12 @@ fn repeated_updates_pack_into_one_slice() {
     h.tx_end(&mut ctx, 0, 0);
     assert_eq!(h.stats.data_slices_written, 3);
     // The bytes on media decode to the linked chain.
-    let first = h.g.slot_addr(h.ind.lines[&0x2000].slot(0));
+    let first = h.g.slot_addr(h.ind.get(0x2000).unwrap().slot(0));
     let mut b = [0u8; 128];
     ctx.nvm.peek(first, &mut b);
     let s = DataSlice::decode(&b).unwrap();
     assert!(s.first && s.count == 8 && s.next != 0);
-    let second = layout::follow_next(h.ind.lines[&0x2000].slot(0), s.next, h.g.slots());
+    let second = layout::follow_next(h.ind.get(0x2000).unwrap().slot(0), s.next, h.g.slots());
     ctx.nvm.peek(h.g.slot_addr(second), &mut b);
     let s2 = DataSlice::decode(&b).unwrap();
     assert!(!s2.first && s2.count == 1 && s2.next == 0 && s2.homes[0] == 0x2040);
@@ -120,7 +120,7 @@ fn gc_keeps_newest_version_with_interleaved_transactions() {
     for i in 0..60 * 12u64 {
         assert_eq!(ctx.nvm.media().read_u64(0x20_0000 + i * 8), i / 12);
     }
-    assert!(h.ind.lines.is_empty() && h.ind.mapped_len() == 0);
+    assert!(h.ind.is_empty() && h.ind.mapped_len() == 0);
     // Coalescing: core 0's 60 versions of 12 words went home once each.
     assert_eq!(h.stats.gc_words_in_slices, 120 * 12);
     assert_eq!(h.stats.gc_words_migrated, 12 + 60 * 12);
