@@ -229,34 +229,31 @@ impl<T: Copy> Reservations<T> {
             }
         }
         let i = self.head + partition_point_from_end(self.live(), before);
+        // `x` absorbs the entry after it, then the entry before absorbs the
+        // (grown) `x`; decided before touching the list so that a merge
+        // moves no entries (an insert plus a removal would move the tail
+        // twice).
+        let mut x = x;
+        let absorbs_next = i < self.items.len() && absorb(&mut x, &self.items[i]);
+        let into_prev = i > self.head && absorb(&mut self.items[i - 1], &x);
         // An entry placed among expired ones (a request older than the
-        // horizon) ends before the horizon too.
-        if i < self.expired_end {
-            self.expired_end += 1;
-        }
-        self.items.insert(i, x);
-        // A grown entry may no longer be expired: step the cursor back.
-        if i + 1 < self.items.len() {
-            let next = self.items[i + 1];
-            if absorb(&mut self.items[i], &next) {
-                self.remove_at(i + 1);
-                self.expired_end = self.expired_end.min(i);
+        // horizon) ends before the horizon too; a grown entry may no longer
+        // be expired, so the cursor steps back to it.
+        let e = self.expired_end;
+        self.expired_end = match (absorbs_next, into_prev) {
+            (false, false) => e + usize::from(i < e),
+            (true, false) => e.min(i),
+            (_, true) => e.min(i - 1),
+        };
+        match (absorbs_next, into_prev) {
+            (false, false) => {
+                self.items.insert(i, x);
             }
-        }
-        if i > self.head {
-            let cur = self.items[i];
-            if absorb(&mut self.items[i - 1], &cur) {
-                self.remove_at(i);
-                self.expired_end = self.expired_end.min(i - 1);
+            (true, false) => self.items[i] = x,
+            (false, true) => {}
+            (true, true) => {
+                self.items.remove(i);
             }
-        }
-    }
-
-    #[inline]
-    fn remove_at(&mut self, k: usize) {
-        self.items.remove(k);
-        if k < self.expired_end {
-            self.expired_end -= 1;
         }
     }
 }
@@ -1181,6 +1178,98 @@ mod tests {
             prop_assert_eq!(l.bank as u64, (ch * ranks + rank) * banks + bank);
             prop_assert_eq!(l.row, row);
             prop_assert_eq!(mc.ids(l), (ch, rank, bank));
+        }
+    }
+
+    /// The previous `prune_and_insert` (insert, then merge by removals),
+    /// kept as the reference for the merge-first version.
+    fn prune_and_insert_reference<T: Copy>(
+        r: &mut Reservations<T>,
+        expired: impl Fn(&T) -> bool,
+        x: T,
+        before: impl Fn(&T) -> bool,
+        absorb: impl Fn(&mut T, &T) -> bool,
+    ) {
+        fn remove_at<T>(r: &mut Reservations<T>, k: usize) {
+            r.items.remove(k);
+            if k < r.expired_end {
+                r.expired_end -= 1;
+            }
+        }
+        while r.expired_end < r.items.len() && expired(&r.items[r.expired_end]) {
+            r.expired_end += 1;
+        }
+        if r.expired_end - r.head > PRUNE_BATCH {
+            r.head = r.expired_end;
+            if r.head >= COMPACT_MIN_DEAD && r.head * 2 >= r.items.len() {
+                r.items.drain(..r.head);
+                r.expired_end -= r.head;
+                r.head = 0;
+            }
+        }
+        let i = r.head + r.items[r.head..].partition_point(&before);
+        if i < r.expired_end {
+            r.expired_end += 1;
+        }
+        r.items.insert(i, x);
+        if i + 1 < r.items.len() {
+            let next = r.items[i + 1];
+            if absorb(&mut r.items[i], &next) {
+                remove_at(r, i + 1);
+                r.expired_end = r.expired_end.min(i);
+            }
+        }
+        if i > r.head {
+            let cur = r.items[i];
+            if absorb(&mut r.items[i - 1], &cur) {
+                remove_at(r, i);
+                r.expired_end = r.expired_end.min(i - 1);
+            }
+        }
+    }
+
+    proptest! {
+        /// Channel-style reservations (busy intervals merged when back to
+        /// back in one direction, pruned behind a growing horizon) evolve
+        /// exactly as with the insert-then-merge reference: same entries,
+        /// head and expired cursor after every step.
+        #[test]
+        fn merge_first_insert_equals_reference(
+            steps in proptest::collection::vec(
+                (0u64..40, 1u64..4, any::<bool>(), 0u64..3, any::<bool>()), 1..400),
+        ) {
+            let mut fast: Reservations<Burst> = Reservations::default();
+            let mut reference: Reservations<Burst> = Reservations::default();
+            let mut now = 0u64;
+            for (back, len, write, advance, adjacent) in steps {
+                now += advance;
+                let horizon = now.saturating_sub(20);
+                // Start just after the newest entry (a merge candidate), or
+                // up to 40 cycles back (into a gap or among old entries).
+                let newest_end = fast.items.last().map_or(now, |b| b.end);
+                let start = if adjacent { newest_end } else { newest_end.saturating_sub(back) };
+                // Reservations never overlap: skip a burst that would.
+                let b = Burst { start, end: start + len, write };
+                if fast.items.iter().any(|x| x.start < b.end && b.start < x.end) {
+                    continue;
+                }
+                let absorb = |a: &mut Burst, next: &Burst| {
+                    let adjacent = a.write == next.write && a.end == next.start;
+                    if adjacent {
+                        a.end = next.end;
+                    }
+                    adjacent
+                };
+                fast.prune_and_insert(|x| x.end < horizon, b, |x| x.start <= b.start, absorb);
+                prune_and_insert_reference(
+                    &mut reference, |x| x.end < horizon, b, |x| x.start <= b.start, absorb);
+                prop_assert_eq!(fast.head, reference.head);
+                prop_assert_eq!(fast.expired_end, reference.expired_end);
+                prop_assert_eq!(fast.items.len(), reference.items.len());
+                for (f, r) in fast.items.iter().zip(&reference.items) {
+                    prop_assert_eq!((f.start, f.end, f.write), (r.start, r.end, r.write));
+                }
+            }
         }
     }
 }
