@@ -388,13 +388,14 @@ impl Engine {
             // Pick the core with the earliest time (the lowest index on
             // ties); run it until it passes the next core's time or
             // background work is due.
+            // Branch-free selects: cores' times are close, so which one is
+            // lowest is unpredictable and a branchy scan mispredicts.
             let (mut c, mut now, mut second) = (0, ready[0], Cycle::MAX);
             for (i, &t) in ready.iter().enumerate().skip(1) {
-                if t < now {
-                    (c, now, second) = (i, t, now);
-                } else if t < second {
-                    second = t;
-                }
+                let lower = t < now;
+                second = if lower { now } else { second.min(t) };
+                c = if lower { i } else { c };
+                now = if lower { t } else { now };
             }
             if now == Cycle::MAX {
                 break;
