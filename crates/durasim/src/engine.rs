@@ -475,7 +475,8 @@ impl Engine {
     fn step_core(&mut self, c: usize, until: Cycle) -> Result<()> {
         loop {
             let core = &mut self.cores[c];
-            if core.pos == core.ops.len() {
+            // One bounds check serves both the end-of-stream test and the fetch.
+            let Some(&op) = core.ops.get(core.pos) else {
                 if core.in_tx {
                     let t = core.time.max(core.sb_drained()).max(core.flush_done);
                     let end = self.scheme.tx_end(&mut self.ctx, c, t);
@@ -502,8 +503,7 @@ impl Engine {
                 }
                 self.begin_tx(c)?;
                 continue;
-            }
-            let op = core.ops[core.pos];
+            };
             core.pos += 1;
             match op {
                 Op::Load { addr, value } => {
