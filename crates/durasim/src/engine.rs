@@ -209,6 +209,8 @@ pub struct Engine {
     run_end: Cycle,
     host_seconds: f64,
     finished_writes: u64,
+    /// Transactions committed by all cores so far (progress reports).
+    committed_tx: u64,
     run_stats: Option<(crate::mem::MemStats, crate::mem::MemStats, f64)>,
 }
 
@@ -334,6 +336,7 @@ impl Engine {
             run_end: 0,
             host_seconds: 0.0,
             finished_writes: 0,
+            committed_tx: 0,
             run_stats: None,
         };
         e.setup()?;
@@ -379,7 +382,6 @@ impl Engine {
     /// and then.
     pub fn run(&mut self, progress: &mut dyn FnMut(u64)) -> Result<()> {
         let start = Instant::now();
-        let mut done_total = 0u64;
         let mut last_report = 0u64;
         // Each core's time, or `Cycle::MAX` once it has finished: one compact
         // array so picking the next core touches one host cache line.
@@ -416,17 +418,15 @@ impl Engine {
                 }
                 second = second.min(ev);
             }
-            let before = self.cores[c].done_tx;
             self.step_core(c, second)?;
             ready[c] = self.cores[c].ready_time();
-            done_total += self.cores[c].done_tx - before;
-            if done_total - last_report >= 256 {
-                last_report = done_total;
-                progress(done_total);
+            if self.committed_tx - last_report >= 256 {
+                last_report = self.committed_tx;
+                progress(self.committed_tx);
             }
         }
         self.check_pending_error()?;
-        progress(done_total);
+        progress(self.committed_tx);
         self.run_end = self.cores.iter().map(|c| c.time).max().unwrap_or(0);
         self.run_stats = Some((
             self.ctx.nvm.stats.clone(),
@@ -488,6 +488,7 @@ impl Engine {
                 core.time = end;
                 core.in_tx = false;
                 core.done_tx += 1;
+                self.committed_tx += 1;
                 if let Some(h) = self.history.as_mut() {
                     h.per_thread[c].push(TxRecord {
                         writes: core.hist.clone(),
