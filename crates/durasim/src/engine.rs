@@ -209,6 +209,8 @@ pub struct Engine {
     run_end: Cycle,
     host_seconds: f64,
     finished_writes: u64,
+    /// Transactions committed by all cores so far (progress reports).
+    committed_tx: u64,
     run_stats: Option<(crate::mem::MemStats, crate::mem::MemStats, f64)>,
 }
 
@@ -334,6 +336,7 @@ impl Engine {
             run_end: 0,
             host_seconds: 0.0,
             finished_writes: 0,
+            committed_tx: 0,
             run_stats: None,
         };
         e.setup()?;
@@ -379,7 +382,6 @@ impl Engine {
     /// and then.
     pub fn run(&mut self, progress: &mut dyn FnMut(u64)) -> Result<()> {
         let start = Instant::now();
-        let mut done_total = 0u64;
         let mut last_report = 0u64;
         // Each core's time, or `Cycle::MAX` once it has finished: one compact
         // array so picking the next core touches one host cache line.
@@ -388,13 +390,14 @@ impl Engine {
             // Pick the core with the earliest time (the lowest index on
             // ties); run it until it passes the next core's time or
             // background work is due.
+            // Branch-free selects: cores' times are close, so which one is
+            // lowest is unpredictable and a branchy scan mispredicts.
             let (mut c, mut now, mut second) = (0, ready[0], Cycle::MAX);
             for (i, &t) in ready.iter().enumerate().skip(1) {
-                if t < now {
-                    (c, now, second) = (i, t, now);
-                } else if t < second {
-                    second = t;
-                }
+                let lower = t < now;
+                second = if lower { now } else { second.min(t) };
+                c = if lower { i } else { c };
+                now = if lower { t } else { now };
             }
             if now == Cycle::MAX {
                 break;
@@ -415,17 +418,15 @@ impl Engine {
                 }
                 second = second.min(ev);
             }
-            let before = self.cores[c].done_tx;
             self.step_core(c, second)?;
             ready[c] = self.cores[c].ready_time();
-            done_total += self.cores[c].done_tx - before;
-            if done_total - last_report >= 256 {
-                last_report = done_total;
-                progress(done_total);
+            if self.committed_tx - last_report >= 256 {
+                last_report = self.committed_tx;
+                progress(self.committed_tx);
             }
         }
         self.check_pending_error()?;
-        progress(done_total);
+        progress(self.committed_tx);
         self.run_end = self.cores.iter().map(|c| c.time).max().unwrap_or(0);
         self.run_stats = Some((
             self.ctx.nvm.stats.clone(),
@@ -473,44 +474,60 @@ impl Engine {
 
     fn step_core(&mut self, c: usize, until: Cycle) -> Result<()> {
         loop {
+            if self.replay(c, until)? {
+                return Ok(());
+            }
+            // The op stream is exhausted: end the transaction, begin the next.
             let core = &mut self.cores[c];
-            if core.pos == core.ops.len() {
-                if core.in_tx {
-                    let t = core.time.max(core.sb_drained()).max(core.flush_done);
-                    let end = self.scheme.tx_end(&mut self.ctx, c, t);
-                    self.check_pending_error()?;
-                    let core = &mut self.cores[c];
-                    self.latencies.push(end - core.tx_begin_at);
-                    core.time = end;
-                    core.in_tx = false;
-                    core.done_tx += 1;
-                    if let Some(h) = self.history.as_mut() {
-                        h.per_thread[c].push(TxRecord {
-                            writes: core.hist.clone(),
-                            ack_persist_seq: self.ctx.nvm.persist_log.count(),
-                            ack_at: end,
-                        });
-                    }
-                    if core.time > until {
-                        return Ok(());
-                    }
-                }
+            if core.in_tx {
+                let t = core.time.max(core.sb_drained()).max(core.flush_done);
+                let end = self.scheme.tx_end(&mut self.ctx, c, t);
+                self.check_pending_error()?;
                 let core = &mut self.cores[c];
-                if core.done_tx == core.target_tx {
+                self.latencies.push(end - core.tx_begin_at);
+                core.time = end;
+                core.in_tx = false;
+                core.done_tx += 1;
+                self.committed_tx += 1;
+                if let Some(h) = self.history.as_mut() {
+                    h.per_thread[c].push(TxRecord {
+                        writes: core.hist.clone(),
+                        ack_persist_seq: self.ctx.nvm.persist_log.count(),
+                        ack_at: end,
+                    });
+                }
+                if core.time > until {
                     return Ok(());
                 }
-                self.begin_tx(c)?;
-                continue;
             }
-            let op = core.ops[core.pos];
+            let core = &mut self.cores[c];
+            if core.done_tx == core.target_tx {
+                return Ok(());
+            }
+            self.begin_tx(c)?;
+        }
+    }
+
+    /// Replay core `c`'s remaining ops until its time passes `until`
+    /// (returns true) or its op stream is exhausted (false). Borrows the
+    /// core once and the machine parts by field, so the per-op path does
+    /// not re-index `self.cores`.
+    #[inline]
+    fn replay(&mut self, c: usize, until: Cycle) -> Result<bool> {
+        let core = &mut self.cores[c];
+        let hier = &mut self.hier;
+        let scheme = &mut *self.scheme;
+        let ctx = &mut self.ctx;
+        let access_hook = self.access_hook;
+        while let Some(&op) = core.ops.get(core.pos) {
             core.pos += 1;
             match op {
                 Op::Load { addr, value } => {
                     self.loads += 1;
-                    let t = self.cores[c].time;
-                    let (done, slot) = self.mem_access(c, addr, false, t);
+                    let (done, slot) =
+                        mem_access(hier, scheme, ctx, access_hook, c, addr, false, core.time);
                     if self.check_reads {
-                        let got = read_word(self.hier.l1_data(c, slot), word_index(addr));
+                        let got = read_word(hier.l1_data(c, slot), word_index(addr));
                         if got != value {
                             return Err(Error::Internal(format!(
                                 "read-path check failed: core {c} load {addr:#x} returned {got:#x}, architectural value {value:#x} (scheme {})",
@@ -518,57 +535,43 @@ impl Engine {
                             )));
                         }
                     }
-                    self.cores[c].time = done;
+                    core.time = done;
                 }
                 Op::Store { addr, value } => {
                     self.stores += 1;
-                    let t = {
-                        let core = &mut self.cores[c];
-                        let t = core.sb_wait_slot(core.time);
-                        core.time = t;
-                        t
-                    };
-                    let (done, slot) = self.mem_access(c, addr, true, t);
-                    let (data, ext) = self.hier.l1_write(c, slot);
+                    let t = core.sb_wait_slot(core.time);
+                    core.time = t;
+                    let (done, slot) = mem_access(hier, scheme, ctx, access_hook, c, addr, true, t);
+                    let (data, ext) = hier.l1_write(c, slot);
                     let w = word_index(addr);
                     let old = read_word(data, w);
                     write_word(data, w, value);
-                    let in_tx = self.cores[c].in_tx;
-                    let done =
-                        self.scheme
-                            .store(&mut self.ctx, c, addr, old, value, in_tx, ext, done);
-                    let core = &mut self.cores[c];
+                    let done = scheme.store(ctx, c, addr, old, value, core.in_tx, ext, done);
                     core.sb_push(done);
                     core.time = t + 1;
                 }
                 Op::Compute { n } => {
-                    let core = &mut self.cores[c];
                     core.time += match self.compute_cpi_whole {
                         Some(cpi) => Cycle::from(n) * cpi,
                         None => (n as f64 * self.compute_cpi).ceil() as Cycle,
                     };
                 }
                 Op::Flush { addr } => {
-                    let core = &mut self.cores[c];
                     let t = core.time.max(core.sb_drained());
-                    let mut below = Below {
-                        scheme: &mut *self.scheme,
-                        ctx: &mut self.ctx,
-                    };
-                    let done = self.hier.flush(c, line_of(addr), t, &mut below);
-                    let core = &mut self.cores[c];
+                    let mut below = Below { scheme, ctx };
+                    let done = hier.flush(c, line_of(addr), t, &mut below);
                     core.flush_done = core.flush_done.max(done);
                     core.time += 1;
                 }
                 Op::Fence => {
-                    let core = &mut self.cores[c];
                     core.time = core.time.max(core.sb_drained()).max(core.flush_done);
                 }
             }
-            if self.cores[c].time > until {
-                return Ok(());
+            if core.time > until {
+                return Ok(true);
             }
         }
+        Ok(false)
     }
 
     fn begin_tx(&mut self, c: usize) -> Result<()> {
@@ -604,20 +607,6 @@ impl Engine {
         core.tx_begin_at = core.time;
         core.time = self.scheme.tx_begin(&mut self.ctx, c, core.time);
         Ok(())
-    }
-
-    #[inline]
-    fn mem_access(&mut self, c: usize, addr: Addr, is_write: bool, t: Cycle) -> (Cycle, usize) {
-        let mut t = t;
-        if self.access_hook {
-            t = self.scheme.access(&mut self.ctx, c, addr, is_write, t);
-        }
-        let mut below = Below {
-            scheme: &mut *self.scheme,
-            ctx: &mut self.ctx,
-        };
-        let (done, slot, _) = self.hier.access(c, line_of(addr), t, &mut below);
-        (done, slot)
     }
 
     /// Metrics of the timed run.
@@ -722,6 +711,29 @@ impl Engine {
         }
         Ok(())
     }
+}
+
+/// One load or store through the scheme's access hook (if it has one) and
+/// the cache hierarchy: (completion time, L1 slot of the line).
+#[inline]
+#[allow(clippy::too_many_arguments)]
+fn mem_access(
+    hier: &mut Hierarchy,
+    scheme: &mut dyn Scheme,
+    ctx: &mut MemCtx,
+    access_hook: bool,
+    c: CoreId,
+    addr: Addr,
+    is_write: bool,
+    t: Cycle,
+) -> (Cycle, usize) {
+    let mut t = t;
+    if access_hook {
+        t = scheme.access(ctx, c, addr, is_write, t);
+    }
+    let mut below = Below { scheme, ctx };
+    let (done, slot, _) = hier.access(c, line_of(addr), t, &mut below);
+    (done, slot)
 }
 
 fn footprint_error(layout: &Layout) -> Error {
