@@ -1,8 +1,8 @@
 //! Simulator speed: simulated memory operations (loads + stores) per host
 //! second on btree / 8 threads / 100 000 transactions with the HOOP preset
 //! (`configs/hoop.toml`; issue 2, part 12), for the engine alone (`ideal`)
-//! and with HOOP (whose periodic GC runs twice in this window). Only
-//! `Engine::run` is timed (not setup or the final drain).
+//! and with HOOP (whose periodic GC runs once in this window). Only
+//! `Engine::run` is timed (not setup, nor the final drain and its GC).
 //! Run: `cargo bench -p durasim --bench sim_speed`.
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
