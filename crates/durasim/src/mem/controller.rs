@@ -205,18 +205,9 @@ impl<T: Copy> Reservations<T> {
 
     /// Drop the leading entries for which `expired` holds (they end before
     /// the horizon, which never decreases; `expired` must hold for a prefix)
-    /// when there are more than `PRUNE_BATCH` of them, then insert `x` after
-    /// every entry for which `before` holds (the list stays sorted).
-    /// `absorb(a, b)` may extend `a` to cover the entry `b` right after it
-    /// (returning true); absorbed entries are removed.
+    /// when there are more than `PRUNE_BATCH` of them.
     #[inline]
-    fn prune_and_insert(
-        &mut self,
-        expired: impl Fn(&T) -> bool,
-        x: T,
-        before: impl Fn(&T) -> bool,
-        absorb: impl Fn(&mut T, &T) -> bool,
-    ) {
+    fn prune(&mut self, expired: impl Fn(&T) -> bool) {
         while self.expired_end < self.items.len() && expired(&self.items[self.expired_end]) {
             self.expired_end += 1;
         }
@@ -228,6 +219,21 @@ impl<T: Copy> Reservations<T> {
                 self.head = 0;
             }
         }
+    }
+
+    /// [`Reservations::prune`], then insert `x` after
+    /// every entry for which `before` holds (the list stays sorted).
+    /// `absorb(a, b)` may extend `a` to cover the entry `b` right after it
+    /// (returning true); absorbed entries are removed.
+    #[inline]
+    fn prune_and_insert(
+        &mut self,
+        expired: impl Fn(&T) -> bool,
+        x: T,
+        before: impl Fn(&T) -> bool,
+        absorb: impl Fn(&mut T, &T) -> bool,
+    ) {
+        self.prune(expired);
         let i = self.head + partition_point_from_end(self.live(), before);
         // `x` absorbs the entry after it, then the entry before absorbs the
         // (grown) `x`; decided before touching the list so that a merge
@@ -1196,17 +1202,7 @@ mod tests {
                 r.expired_end -= 1;
             }
         }
-        while r.expired_end < r.items.len() && expired(&r.items[r.expired_end]) {
-            r.expired_end += 1;
-        }
-        if r.expired_end - r.head > PRUNE_BATCH {
-            r.head = r.expired_end;
-            if r.head >= COMPACT_MIN_DEAD && r.head * 2 >= r.items.len() {
-                r.items.drain(..r.head);
-                r.expired_end -= r.head;
-                r.head = 0;
-            }
-        }
+        r.prune(expired);
         let i = r.head + r.items[r.head..].partition_point(&before);
         if i < r.expired_end {
             r.expired_end += 1;
