@@ -205,17 +205,21 @@ impl Cache {
         let way = self.words[t..t + self.ways]
             .iter()
             .position(|&tag| tag & !DIRTY == line_addr)?;
-        let stamp = self.next_stamp();
-        let i = t + self.padded_ways + way;
-        self.words[i] = (u64::from(stamp) << STAMP_SHIFT) | (self.words[i] & AUX_MASK);
+        self.stamp_mru(t + self.padded_ways + way);
         Some((set << self.way_bits) + way)
     }
 
     /// Mark slot most recently used.
     #[inline]
     pub fn touch(&mut self, slot: usize) {
+        self.stamp_mru(self.state_index(slot));
+    }
+
+    /// Give the state word at `state_word` the next LRU stamp, keeping its aux.
+    #[inline(always)]
+    fn stamp_mru(&mut self, state_word: usize) {
         let stamp = self.next_stamp();
-        let i = self.state_index(slot);
+        let i = state_word;
         self.words[i] = (u64::from(stamp) << STAMP_SHIFT) | (self.words[i] & AUX_MASK);
     }
 
