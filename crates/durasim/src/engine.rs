@@ -638,6 +638,7 @@ impl Engine {
             nvm_bytes_read_by_purpose: by_purpose(&nvm.bytes_read),
             nvm_row_hit_ratio: row_hit_ratio(&nvm),
             nvm_write_queue_full_stalls: nvm.write_queue_full_stalls,
+            nvm_writes_merged: nvm.writes_merged,
             final_drain_bytes_written: self.finished_writes,
             dram_bytes_read: dram.total_read(),
             dram_bytes_written: dram.total_written(),

@@ -25,6 +25,8 @@ pub struct Metrics {
     pub nvm_bytes_read_by_purpose: BTreeMap<&'static str, u64>,
     pub nvm_row_hit_ratio: f64,
     pub nvm_write_queue_full_stalls: u64,
+    /// Writes merged into a queued write of the same line (no extra burst).
+    pub nvm_writes_merged: u64,
     /// Bytes written after the last commit to bring home up to date (cache
     /// drain + the scheme's final background work); not in `nvm_bytes_written`.
     pub final_drain_bytes_written: u64,

@@ -178,7 +178,10 @@ impl Hierarchy {
             *t = arrive;
             let slot = self.llc.victim_slot(line_addr);
             if let Some(vaddr) = self.llc.valid_addr(slot) {
-                self.evict_llc_slot(slot, vaddr, *t, mem);
+                // The fill needs the victim's slot: a dirty victim must first
+                // be accepted below (the write queue may be full).
+                let accepted = self.evict_llc_slot(slot, vaddr, *t, mem);
+                *t = (*t).max(accepted);
             }
             self.llc
                 .install(slot, line_addr, &buf, fill_ext, fill_dirty, core as u16);
@@ -209,8 +212,15 @@ impl Hierarchy {
     }
 
     /// Evict the LLC line in `slot`: back-invalidate the owner's private
-    /// copies and write the line back if it is dirty at any level.
-    fn evict_llc_slot(&mut self, slot: usize, vaddr: Addr, t: Cycle, mem: &mut dyn MemSide) {
+    /// copies and write the line back if it is dirty at any level. Returns
+    /// when the write-back was accepted below (`t` if clean).
+    fn evict_llc_slot(
+        &mut self,
+        slot: usize,
+        vaddr: Addr,
+        t: Cycle,
+        mem: &mut dyn MemSide,
+    ) -> Cycle {
         let core = self.llc.owner(slot) as usize;
         let mut dirty = self.llc.is_dirty(slot);
         self.llc.invalidate(slot);
@@ -228,8 +238,9 @@ impl Hierarchy {
         }
         if dirty {
             let (data, ext) = (self.llc.data(slot), self.llc.ext(slot));
-            mem.writeback(core, vaddr, data, ext, WritebackCause::Eviction, t);
+            return mem.writeback(core, vaddr, data, ext, WritebackCause::Eviction, t);
         }
+        t
     }
 
     /// clwb: write the line back if dirty anywhere, keep clean copies.

@@ -1,14 +1,17 @@
-//! Memory controller and device timing: read path, a write queue drained
-//! FR-FCFS with high/low watermarks, channels/ranks/banks with row buffers
-//! and DDR-style timing constraints, per-purpose traffic and energy.
+//! Memory controller and device timing: a read path with a bounded read
+//! queue, a write queue that holds writes until their bank and bus can serve
+//! them (FR-FCFS, USIMM high/low watermarks, write combining, back-pressure),
+//! channels/ranks/banks with row buffers and DDR-style timing constraints
+//! (tRTW, refresh for DRAM), per-purpose traffic and energy.
 //!
 //! The controller is *lazy*: there is no global event queue. Each request
 //! arrives with its time `now` (cores are processed in time order), and before
-//! serving it the controller issues the queued writes that would have been
-//! issued before `now` (idle-time drain) or that a full queue forces out.
-//! Commands are scheduled in arrival order per rank and per channel bus
-//! (an activate or burst is never placed before one already scheduled), which
-//! keeps every timing constraint checkable from the command trace.
+//! serving it the controller issues the queued writes whose issue time (bank
+//! ready, bus slot, arrival) is before `now`. A queued write leaves the queue
+//! only when it is issued. Reads have priority over writes except during a
+//! watermark drain, when a read waits until the drain reaches the low
+//! watermark. Data bursts and activates are reserved in time, so every timing
+//! constraint is checkable from the command trace.
 //! Functionally a write lands in the media image when it is accepted: a real
 //! controller forwards queued write data to later reads, so values are exact.
 
@@ -16,6 +19,30 @@ use super::image::{MemRead, MemWrite, SparseImage};
 use super::persist::PersistLog;
 use crate::config::Params;
 use crate::types::{Addr, Cycle, LineData, Purpose, LINE_BYTES};
+
+/// How a line address is split into channel, rank, bank, row and column.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mapping {
+    /// row:rank:bank:column:channel: a row fills before the next bank.
+    RowInterleaved,
+    /// row:column:rank:bank:channel: consecutive lines go to different banks.
+    LineInterleaved,
+    /// Line-interleaved, with the rank:bank:channel index XORed with all
+    /// higher (column and row) bits folded to its width: permutation-based
+    /// interleaving (Zhang, Zhu, Zhang, MICRO 2000), generalised from "low row
+    /// bits" to every higher bit so power-of-two strides never alias.
+    Permutation,
+}
+
+impl Mapping {
+    pub fn parse(s: &str) -> Self {
+        match s {
+            "row-interleaved" => Mapping::RowInterleaved,
+            "line-interleaved" => Mapping::LineInterleaved,
+            _ => Mapping::Permutation,
+        }
+    }
+}
 
 /// Timing (cycles) and energy (pJ/bit) of one device kind.
 #[derive(Clone, Copy, Debug)]
@@ -31,6 +58,13 @@ pub struct DeviceTiming {
     pub t_rtp: Cycle,
     pub t_wtr: Cycle,
     pub t_faw: Cycle,
+    /// Read-to-write bus turnaround: idle data-bus time between the end of
+    /// a read burst and the start of a write burst.
+    pub t_rtw: Cycle,
+    /// Refresh interval and all-bank refresh time of every rank (`t_refi`
+    /// 0: no refresh, as for PCM).
+    pub t_refi: Cycle,
+    pub t_rfc: Cycle,
     /// Sensing the array into the row buffer on activation.
     pub array_read: Cycle,
     /// Programming cells; the bank is busy for this long after a write burst.
@@ -46,9 +80,7 @@ pub struct DeviceTiming {
     pub row_bytes: u64,
     /// Data-comparison write: only flipped bits cost array write energy.
     pub dcw: bool,
-    /// Address mapping: consecutive lines go to different banks
-    /// (row:column:rank:bank:channel) instead of filling a row first.
-    pub line_interleave: bool,
+    pub mapping: Mapping,
 }
 
 impl DeviceTiming {
@@ -65,6 +97,10 @@ impl DeviceTiming {
             t_rtp: p.ns_cycles("nvm.t_rtp_ns"),
             t_wtr: p.ns_cycles("nvm.t_wtr_ns"),
             t_faw: p.ns_cycles("nvm.t_faw_ns"),
+            t_rtw: p.ns_cycles("nvm.t_rtw_ns"),
+            // PCM cells keep their state without refresh.
+            t_refi: 0,
+            t_rfc: 0,
             array_read: p.ns_cycles("nvm.array_read_ns"),
             array_write: p.ns_cycles("nvm.array_write_ns"),
             row_read_pj_per_bit: p.f64("nvm.row_read_pj_per_bit"),
@@ -76,7 +112,7 @@ impl DeviceTiming {
             banks: p.u64("nvm.banks"),
             row_bytes: p.u64("nvm.row_bytes"),
             dcw: p.str("nvm.write_model") == "dcw",
-            line_interleave: p.str("nvm.address_mapping") == "line-interleaved",
+            mapping: Mapping::parse(p.str("nvm.address_mapping")),
         }
     }
 
@@ -96,6 +132,9 @@ impl DeviceTiming {
             t_rtp: p.ns_cycles("dram.t_rtp_ns"),
             t_wtr: p.ns_cycles("dram.t_wtr_ns"),
             t_faw: p.ns_cycles("dram.t_faw_ns"),
+            t_rtw: p.ns_cycles("dram.t_rtw_ns"),
+            t_refi: p.ns_cycles("dram.t_refi_ns"),
+            t_rfc: p.ns_cycles("dram.t_rfc_ns"),
             array_read: 0,
             array_write: 0,
             row_read_pj_per_bit: p.f64("dram.row_read_pj_per_bit"),
@@ -107,7 +146,7 @@ impl DeviceTiming {
             banks: p.u64("dram.banks"),
             row_bytes: p.u64("dram.row_bytes"),
             dcw: false,
-            line_interleave: false,
+            mapping: Mapping::RowInterleaved,
         }
     }
 
@@ -124,6 +163,23 @@ impl DeviceTiming {
     pub fn act_to_col(&self) -> Cycle {
         self.t_rcd.max(self.array_read)
     }
+
+    /// Earliest time >= `t` outside every refresh window
+    /// `[k * tREFI, k * tREFI + tRFC)` (no command issues during a refresh).
+    #[inline]
+    pub fn after_refresh(&self, t: Cycle) -> Cycle {
+        if self.t_refi == 0 || t % self.t_refi >= self.t_rfc {
+            t
+        } else {
+            t - t % self.t_refi + self.t_rfc
+        }
+    }
+
+    /// Index of the last refresh window starting at or before `t`.
+    #[inline]
+    fn refresh_epoch(&self, t: Cycle) -> u64 {
+        t.checked_div(self.t_refi).unwrap_or(0)
+    }
 }
 
 #[derive(Clone, Copy, Default, Debug)]
@@ -135,6 +191,8 @@ struct Bank {
     next_pre: Cycle,
     /// Earliest next column command (burst spacing, programming).
     next_col: Cycle,
+    /// Refresh epoch (`DeviceTiming::refresh_epoch`) of the last command.
+    epoch: u64,
 }
 
 /// A start-time-sorted list of reservations. Entries older than the horizon
@@ -346,34 +404,40 @@ impl Rank {
 }
 
 impl Channel {
-    /// Earliest data start >= `t` for a burst of `bl` cycles that overlaps
-    /// no reserved burst and keeps tWTR (write data end to read command,
-    /// the read command being `t_cl` before its data) in both directions.
-    fn slot(&self, mut t: Cycle, bl: Cycle, write: bool, t_cl: Cycle, t_wtr: Cycle) -> Cycle {
-        let guard = t_wtr + t_cl;
+    /// Idle data-bus time between a burst of direction `from_write` and a
+    /// following one of direction `to_write`: tWTR (write data end to the
+    /// read command, which is tCL before its data), tRTW (bus turnaround
+    /// from read to write), none within one direction.
+    #[inline]
+    fn gap(from_write: bool, to_write: bool, d: &DeviceTiming) -> Cycle {
+        match (from_write, to_write) {
+            (true, false) => d.t_wtr + d.t_cl,
+            (false, true) => d.t_rtw,
+            _ => 0,
+        }
+    }
+
+    /// Earliest data start >= `t` for a burst that overlaps no reserved
+    /// burst and keeps the turnaround gaps with every reservation, before
+    /// and after it.
+    fn slot(&self, mut t: Cycle, write: bool, d: &DeviceTiming) -> Cycle {
+        let bl = d.t_bl;
+        let reach = (d.t_wtr + d.t_cl).max(d.t_rtw);
         let bursts = self.bursts.live();
         // Entries are disjoint, so ends are sorted like starts.
-        let mut lo = partition_point_from_end(bursts, |b| b.end + guard <= t);
+        let mut lo = partition_point_from_end(bursts, |b| b.end + reach <= t);
         'search: loop {
-            while lo < bursts.len() && bursts[lo].end + guard <= t {
+            while lo < bursts.len() && bursts[lo].end + reach <= t {
                 lo += 1;
             }
             for b in &bursts[lo..] {
-                if b.start >= t + bl + guard {
+                if b.start >= t + bl + reach {
                     break;
                 }
-                let overlap = b.start < t + bl && t < b.end;
-                let wtr_after_write = !write && b.write && b.start < t && t < b.end + guard;
-                let wtr_before_read = write && !b.write && t < b.start && b.start < t + bl + guard;
-                if overlap || wtr_after_write || wtr_before_read {
-                    t = if wtr_after_write {
-                        b.end + guard
-                    } else {
-                        b.end.max(t + 1)
-                    };
-                    if !write && b.write {
-                        t = t.max(b.end + guard);
-                    }
+                let after_b = b.end + Self::gap(b.write, write, d) <= t;
+                let before_b = t + bl + Self::gap(write, b.write, d) <= b.start;
+                if !(after_b || before_b) {
+                    t = b.end + Self::gap(b.write, write, d);
                     continue 'search;
                 }
             }
@@ -400,14 +464,8 @@ impl Channel {
     }
 }
 
-/// `open_rows` entry of a bank without an open row.
-const CLOSED_ROW: u64 = u64::MAX;
-const FORWARD_BUCKETS: usize = 256;
-
-#[inline]
-fn forward_bucket(line_addr: Addr) -> usize {
-    (line_addr / LINE_BYTES) as usize % FORWARD_BUCKETS
-}
+/// End of a per-bank queue list.
+const NIL: u16 = u16::MAX;
 
 /// Where a line lives: channel, rank (global index), bank (global index),
 /// row.
@@ -419,22 +477,71 @@ struct Loc {
     row: u64,
 }
 
+/// A queued (accepted, not yet issued) write of one line.
 #[derive(Clone, Copy, Debug, Default)]
 struct PendingWrite {
-    addr: Addr,
+    line: Addr,
+    /// Acceptance time: the earliest issue time.
     arrival: Cycle,
+    /// Acceptance order (FR-FCFS age).
+    seq: u64,
     loc: Loc,
-    len: u8,
+    /// Bytes of the line written (bit i: byte i); merged writes add bytes.
+    mask: u64,
+    /// Links of the bank's queue, oldest first (`NIL` at the ends).
+    prev: u16,
+    next: u16,
 }
 
-/// A queued write in FR-FCFS order: what the pick scans read (bank, row)
-/// and the slot of its `PendingWrite` (and bytes), so leaving the queue
-/// moves 16 B entries, not whole writes.
+/// FR-FCFS candidate of one bank: its earliest issuable write.
 #[derive(Clone, Copy, Debug)]
-struct QueueEntry {
-    row: u64,
-    bank: u32,
+struct Cand {
+    /// Estimated column-command time (bank ready, arrival; bus and rank
+    /// constraints are checked when the write is planned).
+    est: Cycle,
+    miss: bool,
+    seq: u64,
     slot: u16,
+}
+
+impl Cand {
+    /// Order: earliest issuable, then row hit, then oldest.
+    #[inline]
+    fn key(&self) -> (Cycle, bool, u64) {
+        (self.est, self.miss, self.seq)
+    }
+}
+
+/// Queued writes of one bank, oldest first, and its cached candidate
+/// (valid while neither the bank nor its queue changed).
+#[derive(Clone, Copy, Debug)]
+struct BankQueue {
+    head: u16,
+    tail: u16,
+    cand: Option<Cand>,
+}
+
+impl Default for BankQueue {
+    fn default() -> Self {
+        BankQueue {
+            head: NIL,
+            tail: NIL,
+            cand: None,
+        }
+    }
+}
+
+/// Device commands of one access, computed before it is committed.
+#[derive(Clone, Copy, Debug)]
+struct Plan {
+    /// Start of the refresh window that closed the bank's row, if any.
+    refreshed: Option<Cycle>,
+    pre: Option<Cycle>,
+    act: Option<Cycle>,
+    /// Column command time.
+    issued: Cycle,
+    data_start: Cycle,
+    hit: bool,
 }
 
 /// One issued device command, recorded when `trace` is on (tests) so the
@@ -450,6 +557,13 @@ pub enum Command {
         at: Cycle,
     },
     Precharge {
+        channel: u64,
+        rank: u64,
+        bank: u64,
+        at: Cycle,
+    },
+    /// The bank's row was closed by the all-bank refresh starting `at`.
+    Refresh {
         channel: u64,
         rank: u64,
         bank: u64,
@@ -476,19 +590,28 @@ pub enum Command {
 pub struct MemStats {
     /// Bytes read by purpose, in 64 B bursts (forwarded reads included).
     pub bytes_read: [u64; Purpose::COUNT],
-    /// Bytes written by purpose, in 64 B bursts.
+    /// Bytes written by purpose, in 64 B device bursts: a write merged into
+    /// a queued one adds none (the burst is charged to the first writer).
     pub bytes_written: [u64; Purpose::COUNT],
     pub reads: u64,
+    /// Write bursts issued to the device.
     pub writes: u64,
+    /// Writes merged into a queued, not yet issued write of the same line.
+    pub writes_merged: u64,
     pub row_hits: u64,
     pub row_misses: u64,
-    /// Reads served from a full-line write still in the write queue (no
+    /// Reads served from a queued write covering the whole line (no
     /// device access, no energy).
     pub forwarded_reads: u64,
     pub read_latency_cycles: u64,
     pub read_energy_pj: f64,
     pub write_energy_pj: f64,
+    /// Writes that found the write queue full, and the cycles they waited
+    /// for a slot.
     pub write_queue_full_stalls: u64,
+    pub write_queue_full_stall_cycles: u64,
+    /// Reads that found `read_queue_entries` reads outstanding.
+    pub read_queue_full_stalls: u64,
     /// Writes issued while a watermark drain was in progress.
     pub forced_drains: u64,
     pub persist_events: u64,
@@ -506,6 +629,16 @@ impl MemStats {
     }
 }
 
+/// Byte mask of `len` bytes at offset `off` of a line.
+#[inline]
+fn byte_mask(off: usize, len: usize) -> u64 {
+    if len >= 64 {
+        u64::MAX
+    } else {
+        ((1u64 << len) - 1) << off
+    }
+}
+
 /// A memory controller in front of one device (NVM, or DRAM for hybrids).
 pub struct MemoryController {
     pub timing: DeviceTiming,
@@ -518,32 +651,28 @@ pub struct MemoryController {
     channels: Vec<Channel>,
     /// Latest request time seen (reservations far older are pruned).
     latest_now: Cycle,
-    /// Queued writes, oldest first, and each bank's open row (`CLOSED_ROW`
-    /// if none): the FR-FCFS scan reads only these.
-    wq: Vec<QueueEntry>,
-    open_rows: Vec<u64>,
-    /// The writes by slot (`QueueEntry::slot`), and the free slots.
+    /// The queued writes by slot, the free slots, and per-bank FIFO lists.
     wq_slots: Vec<PendingWrite>,
-    /// Queued writes per bank, and queued writes whose row is open in their
-    /// bank: with no row hit queued, the FR-FCFS pick is the oldest write
-    /// without scanning the queue.
-    wq_per_bank: Vec<u16>,
-    wq_row_hits: usize,
-    /// Queued full-line writes per hash bucket of their address, so a read
-    /// scans the queue for forwarding only when one may match.
-    wq_full_line_buckets: [u16; FORWARD_BUCKETS],
-    /// Bytes of each slot's write (only kept without ADR, where the persist
-    /// event is recorded when the write is programmed).
-    wq_data: Vec<LineData>,
     wq_free: Vec<u16>,
+    bank_queues: Vec<BankQueue>,
+    /// Banks with queued writes (bit set), so a pick scans at most those.
+    wq_banks: Vec<u64>,
+    wq_len: usize,
+    wq_seq: u64,
+    /// Each slot's line content before its first write (only with dcw:
+    /// the programmed union's flipped bits are charged).
+    wq_orig: Vec<LineData>,
     wq_capacity: usize,
     drain_high: usize,
     drain_low: usize,
     draining: bool,
+    /// Completion times of outstanding reads (a min-heap of at most
+    /// `read_capacity` entries; preallocated).
+    reads_outstanding: std::collections::BinaryHeap<std::cmp::Reverse<Cycle>>,
+    read_capacity: usize,
     pub stats: MemStats,
     /// Commands issued, when set to `Some` (tests).
     pub trace: Option<Vec<Command>>,
-    // Address mapping row:rank:bank:column:channel, as shifts and masks.
     ch_bits: u32,
     bank_bits: u32,
     rank_bits: u32,
@@ -552,13 +681,16 @@ pub struct MemoryController {
     bank_shift: u32,
     rank_shift: u32,
     row_shift: u32,
+    /// Width of the channel:bank:rank index XOR-folded with all higher bits
+    /// (permutation mapping; 0 = no folding).
+    fold_bits: u32,
 }
 
 impl MemoryController {
     /// The NVM controller of the simulated machine.
     pub fn nvm(p: &Params, record_persists: bool) -> Self {
         let (cap, high, low) = Self::queue_params(p);
-        Self::new(
+        let mut mc = Self::new(
             DeviceTiming::nvm(p),
             true,
             p.bool("mc.adr"),
@@ -566,14 +698,18 @@ impl MemoryController {
             cap,
             high,
             low,
-        )
+        );
+        mc.set_read_queue_entries(p.usize("mc.read_queue_entries"));
+        mc
     }
 
     /// A volatile DRAM device (hybrid schemes), behind a controller with the
     /// same queue design as the NVM one.
     pub fn dram(p: &Params) -> Self {
         let (cap, high, low) = Self::queue_params(p);
-        Self::new(DeviceTiming::dram(p), false, false, false, cap, high, low)
+        let mut mc = Self::new(DeviceTiming::dram(p), false, false, false, cap, high, low);
+        mc.set_read_queue_entries(p.usize("mc.read_queue_entries"));
+        mc
     }
 
     fn queue_params(p: &Params) -> (usize, usize, usize) {
@@ -581,6 +717,14 @@ impl MemoryController {
         let high = p.usize("mc.write_drain_high").min(cap);
         let low = p.usize("mc.write_drain_low").min(high.saturating_sub(1));
         (cap, high, low)
+    }
+
+    /// Outstanding reads the controller holds; a read beyond them waits for
+    /// the earliest to finish.
+    pub fn set_read_queue_entries(&mut self, n: usize) {
+        self.read_capacity = n.max(1);
+        self.reads_outstanding =
+            std::collections::BinaryHeap::with_capacity(self.read_capacity + 1);
     }
 
     /// `channels`, `ranks`, `banks` and `row_bytes` must be powers of two
@@ -604,24 +748,29 @@ impl MemoryController {
         }
         let nbanks = (timing.channels * timing.ranks * timing.banks) as usize;
         let nranks = (timing.channels * timing.ranks) as usize;
-        let wq_capacity = wq_capacity.clamp(1, u16::MAX as usize);
-        let keep_data = persistent && !adr;
-        let data_slots = if keep_data { wq_capacity } else { 0 };
+        let wq_capacity = wq_capacity.clamp(1, NIL as usize - 1);
         let ch_bits = timing.channels.trailing_zeros();
         let col_bits = (timing.row_bytes / LINE_BYTES).max(1).trailing_zeros();
         let bank_bits = timing.banks.trailing_zeros();
         let rank_bits = timing.ranks.trailing_zeros();
-        // Line-interleaved: row:column:rank:bank:channel; else
-        // row:rank:bank:column:channel.
-        let bank_shift = if timing.line_interleave {
-            ch_bits
-        } else {
+        // Line-interleaved (and permutation): row:column:rank:bank:channel;
+        // row-interleaved: row:rank:bank:column:channel.
+        let bank_shift = if timing.mapping == Mapping::RowInterleaved {
             ch_bits + col_bits
+        } else {
+            ch_bits
         };
+        let fold_bits = if timing.mapping == Mapping::Permutation {
+            ch_bits + bank_bits + rank_bits
+        } else {
+            0
+        };
+        let drain_high = drain_high.clamp(1, wq_capacity);
         MemoryController {
             bank_shift,
             rank_shift: bank_shift + bank_bits,
             row_shift: ch_bits + col_bits + bank_bits + rank_bits,
+            fold_bits,
             ch_bits,
             bank_bits,
             rank_bits,
@@ -634,18 +783,20 @@ impl MemoryController {
             persistent,
             adr,
             persist_log: PersistLog::new(record_persists && persistent),
-            wq: Vec::with_capacity(wq_capacity),
-            open_rows: vec![CLOSED_ROW; nbanks],
             wq_slots: vec![PendingWrite::default(); wq_capacity],
-            wq_per_bank: vec![0; nbanks],
-            wq_row_hits: 0,
-            wq_full_line_buckets: [0; FORWARD_BUCKETS],
-            wq_data: vec![[0u8; LINE_BYTES as usize]; data_slots],
             wq_free: (0..wq_capacity as u16).rev().collect(),
+            bank_queues: vec![BankQueue::default(); nbanks],
+            wq_banks: vec![0; nbanks.div_ceil(64)],
+            wq_len: 0,
+            wq_seq: 0,
+            wq_orig: vec![[0u8; LINE_BYTES as usize]; if timing.dcw { wq_capacity } else { 0 }],
             wq_capacity,
-            drain_high: drain_high.clamp(1, wq_capacity),
-            drain_low: drain_low.min(drain_high.clamp(1, wq_capacity) - 1),
+            drain_high,
+            drain_low: drain_low.min(drain_high - 1),
             draining: false,
+            // Unbounded unless set (`set_read_queue_entries`).
+            reads_outstanding: std::collections::BinaryHeap::new(),
+            read_capacity: usize::MAX,
             stats: MemStats::default(),
             trace: None,
         }
@@ -653,6 +804,11 @@ impl MemoryController {
 
     pub fn is_adr(&self) -> bool {
         self.adr
+    }
+
+    /// A watermark drain is in progress (reads wait for it).
+    pub fn is_draining(&self) -> bool {
+        self.draining
     }
 
     /// The functional content of the device (includes queued writes).
@@ -673,11 +829,24 @@ impl MemoryController {
 
     /// Address mapping: row-interleaved row:rank:bank:column:channel
     /// (consecutive lines alternate channels, then fill a row; rows
-    /// interleave over banks), or line-interleaved row:column:rank:bank:
-    /// channel (consecutive lines spread over channels, banks and ranks).
+    /// interleave over banks), line-interleaved row:column:rank:bank:channel
+    /// (consecutive lines spread over channels, banks and ranks), or
+    /// permutation: line-interleaved with the rank:bank:channel index XORed
+    /// with every higher bit folded to its width (a bijection: the higher
+    /// bits are kept as they are).
     #[inline]
     fn decode(&self, addr: Addr) -> Loc {
-        let line = addr / LINE_BYTES;
+        let mut line = addr / LINE_BYTES;
+        if self.fold_bits > 0 {
+            let mask = (1u64 << self.fold_bits) - 1;
+            let mut hi = line >> self.fold_bits;
+            let mut fold = 0;
+            while hi != 0 {
+                fold ^= hi & mask;
+                hi >>= self.fold_bits;
+            }
+            line ^= fold;
+        }
         let ch = line & ((1 << self.ch_bits) - 1);
         let bank = (line >> self.bank_shift) & ((1 << self.bank_bits) - 1);
         let rank = (line >> self.rank_shift) & ((1 << self.rank_bits) - 1);
@@ -690,6 +859,13 @@ impl MemoryController {
             bank: bank_idx as u32,
             row,
         }
+    }
+
+    /// (channel, rank within channel, bank within rank, row) of `addr`.
+    pub fn location(&self, addr: Addr) -> (u64, u64, u64, u64) {
+        let l = self.decode(addr);
+        let (c, r, b) = self.ids(l);
+        (c, r, b, l.row)
     }
 
     /// (channel, rank within channel, bank within rank) for the trace.
@@ -711,32 +887,96 @@ impl MemoryController {
         }
     }
 
-    /// Schedule one 64 B access no earlier than `earliest`; returns (data
-    /// burst end, row hit).
-    fn access(&mut self, l: Loc, is_write: bool, earliest: Cycle) -> (Cycle, bool) {
-        let t = self.timing;
-        let mut bank = self.banks[l.bank as usize];
-        let hit = bank.open_row == Some(l.row);
+    /// The commands of one 64 B access no earlier than `earliest`, without
+    /// changing any state.
+    fn plan(&self, l: Loc, is_write: bool, earliest: Cycle) -> Plan {
+        let t = &self.timing;
+        let bank = &self.banks[l.bank as usize];
+        let earliest = t.after_refresh(earliest);
+        // An all-bank refresh since the bank's last command closed its row.
+        let epoch = t.refresh_epoch(earliest);
+        let refreshed = (t.t_refi > 0 && bank.open_row.is_some() && epoch > bank.epoch)
+            .then(|| epoch * t.t_refi);
+        let open = if refreshed.is_some() {
+            None
+        } else {
+            bank.open_row
+        };
+        let hit = open == Some(l.row);
         let mut col = earliest.max(bank.next_col);
+        let (mut pre, mut act) = (None, None);
         if !hit {
             let mut act_ready = earliest;
-            if bank.open_row.is_some() {
-                let pre = earliest.max(bank.next_pre);
-                self.trace_push(
-                    |channel, rank, bank| Command::Precharge {
-                        channel,
-                        rank,
-                        bank,
-                        at: pre,
-                    },
-                    l,
-                );
-                act_ready = pre + t.t_rp;
+            if open.is_some() {
+                let p = t.after_refresh(earliest.max(bank.next_pre));
+                pre = Some(p);
+                act_ready = p + t.t_rp;
             }
-            let horizon = self.latest_now.saturating_sub(RESERVATION_HORIZON_CYCLES);
-            let rank = &mut self.ranks[l.rank as usize];
-            let act = rank.slot(act_ready.max(bank.next_act), t.t_rrd, t.t_faw);
-            rank.reserve(act, horizon);
+            let rank = &self.ranks[l.rank as usize];
+            let mut a = act_ready.max(bank.next_act);
+            loop {
+                let r = t.after_refresh(a);
+                a = rank.slot(r, t.t_rrd, t.t_faw);
+                if a == r {
+                    break;
+                }
+            }
+            act = Some(a);
+            // Activation senses the NVM array into the row buffer.
+            col = a + t.act_to_col();
+        }
+        // Write latency (tCWL) is taken equal to tCL.
+        let chan = &self.channels[l.ch as usize];
+        let mut data_start = col + t.t_cl;
+        loop {
+            let s = chan.slot(data_start, is_write, t);
+            let issued = t.after_refresh(s - t.t_cl);
+            data_start = issued + t.t_cl;
+            if data_start == s {
+                break;
+            }
+        }
+        Plan {
+            refreshed,
+            pre,
+            act,
+            issued: data_start - t.t_cl,
+            data_start,
+            hit,
+        }
+    }
+
+    /// Carry out a planned access; returns its data burst end.
+    fn commit(&mut self, l: Loc, is_write: bool, p: &Plan) -> Cycle {
+        let t = self.timing;
+        let mut bank = self.banks[l.bank as usize];
+        self.bank_queues[l.bank as usize].cand = None;
+        if let Some(at) = p.refreshed {
+            self.trace_push(
+                |channel, rank, bank| Command::Refresh {
+                    channel,
+                    rank,
+                    bank,
+                    at,
+                },
+                l,
+            );
+            bank.open_row = None;
+        }
+        if let Some(at) = p.pre {
+            self.trace_push(
+                |channel, rank, bank| Command::Precharge {
+                    channel,
+                    rank,
+                    bank,
+                    at,
+                },
+                l,
+            );
+        }
+        let horizon = self.latest_now.saturating_sub(RESERVATION_HORIZON_CYCLES);
+        if let Some(act) = p.act {
+            self.ranks[l.rank as usize].reserve(act, horizon);
             let row = l.row;
             self.trace_push(
                 |channel, rank, bank| Command::Activate {
@@ -749,21 +989,14 @@ impl MemoryController {
                 l,
             );
             bank.open_row = Some(l.row);
-            self.open_row_changed(l.bank, l.row);
             bank.next_act = act + t.t_rc;
             bank.next_pre = act + t.t_ras;
-            // Activation senses the NVM array into the row buffer.
-            col = act + t.act_to_col();
         }
-        let horizon = self.latest_now.saturating_sub(RESERVATION_HORIZON_CYCLES);
-        let chan = &mut self.channels[l.ch as usize];
-        // Write latency (tCWL) is taken equal to tCL.
-        let data_start = chan.slot(col + t.t_cl, t.t_bl, is_write, t.t_cl, t.t_wtr);
-        let data_end = data_start + t.t_bl;
-        let issued = data_start - t.t_cl;
-        chan.reserve(
+        let data_end = p.data_start + t.t_bl;
+        let issued = p.issued;
+        self.channels[l.ch as usize].reserve(
             Burst {
-                start: data_start,
+                start: p.data_start,
                 end: data_end,
                 write: is_write,
             },
@@ -778,6 +1011,7 @@ impl MemoryController {
             bank.next_col = issued + t.t_bl;
             bank.next_pre = bank.next_pre.max(issued + t.t_rtp);
         }
+        bank.epoch = t.refresh_epoch(issued);
         self.banks[l.bank as usize] = bank;
         self.trace_push(
             |channel, rank, bank| {
@@ -801,123 +1035,246 @@ impl MemoryController {
             },
             l,
         );
-        if hit {
+        if p.hit {
             self.stats.row_hits += 1;
         } else {
             self.stats.row_misses += 1;
         }
-        (data_end, hit)
+        data_end
     }
 
-    /// Earliest time the bank at `l` could start a column command (ignoring
-    /// rank constraints), and whether its row is open.
+    /// The queued write of `line` (in bank `bank`), if any.
     #[inline]
-    fn bank_ready(&self, l: Loc) -> (Cycle, bool) {
-        let b = &self.banks[l.bank as usize];
-        let hit = b.open_row == Some(l.row);
-        let ready = if hit {
-            b.next_col
-        } else {
-            b.next_pre.max(b.next_act)
-        };
-        (ready, hit)
-    }
-
-    /// FR-FCFS pick: the oldest row-hit write, else the oldest write.
-    #[inline]
-    fn pick_write(&self) -> usize {
-        debug_assert_eq!(
-            self.wq_row_hits,
-            self.wq
-                .iter()
-                .filter(|e| self.open_rows[e.bank as usize] == e.row)
-                .count()
-        );
-        if self.wq_row_hits == 0 {
-            return 0;
-        }
-        self.wq
-            .iter()
-            .position(|e| self.open_rows[e.bank as usize] == e.row)
-            .unwrap_or(0)
-    }
-
-    /// Bank `bank` opened `row`: recount the queued writes that hit.
-    #[inline]
-    fn open_row_changed(&mut self, bank: u32, row: u64) {
-        let old = std::mem::replace(&mut self.open_rows[bank as usize], row);
-        if self.wq_per_bank[bank as usize] == 0 {
-            return;
-        }
-        for e in &self.wq {
-            if e.bank == bank {
-                self.wq_row_hits -= usize::from(e.row == old);
-                self.wq_row_hits += usize::from(e.row == row);
+    fn find_queued(&self, line: Addr, bank: u32) -> Option<u16> {
+        let mut s = self.bank_queues[bank as usize].head;
+        while s != NIL {
+            let w = &self.wq_slots[s as usize];
+            if w.line == line {
+                return Some(s);
             }
+            s = w.next;
         }
+        None
     }
 
-    /// Remove queued write `i`; returns it and its slot, already free
-    /// (its bytes stay until the next write is queued).
-    #[inline]
-    fn dequeue(&mut self, i: usize) -> (PendingWrite, u16) {
-        let e = self.wq.remove(i);
-        self.wq_per_bank[e.bank as usize] -= 1;
-        if self.open_rows[e.bank as usize] == e.row {
-            self.wq_row_hits -= 1;
-        }
-        let w = self.wq_slots[e.slot as usize];
-        self.wq_free.push(e.slot);
-        if w.len as u64 == LINE_BYTES {
-            self.wq_full_line_buckets[forward_bucket(w.addr)] -= 1;
-        }
-        (w, e.slot)
-    }
-
-    /// Issue queued write `i`; returns (data burst end, programmed time).
-    fn issue_write(&mut self, i: usize) -> (Cycle, Cycle) {
-        let (w, slot) = self.dequeue(i);
-        let (end, _) = self.access(w.loc, true, w.arrival);
-        let done = end + self.timing.write_busy();
-        if self.persistent && !self.adr {
-            // Without ADR the bytes are durable once programmed.
-            let d = &self.wq_data[slot as usize];
-            self.persist_log.record(w.addr, &d[..w.len as usize], done);
-            self.stats.persist_events += 1;
-        }
-        (end, done)
-    }
-
-    /// Issue the queued writes that would have gone out before `now`: a
-    /// watermark drain in progress, or writes whose bank was ready while no
-    /// read was waiting (reads have priority over writes).
-    fn advance(&mut self, now: Cycle) {
-        self.latest_now = self.latest_now.max(now);
-        while !self.wq.is_empty() {
-            if self.wq.len() >= self.drain_high {
-                self.draining = true;
-            }
-            if self.draining && self.wq.len() <= self.drain_low {
-                self.draining = false;
-            }
-            let i = self.pick_write();
-            if self.draining {
-                self.stats.forced_drains += 1;
+    /// The FR-FCFS candidate of bank `b`: its oldest row-hit write and its
+    /// oldest write, whichever is issuable first (ties: the row hit).
+    fn bank_candidate(&self, b: usize) -> Cand {
+        let t = &self.timing;
+        let bank = &self.banks[b];
+        let head = self.bank_queues[b].head;
+        let cand = |s: u16, hit: bool| {
+            let w = &self.wq_slots[s as usize];
+            let est = if hit {
+                w.arrival.max(bank.next_col)
             } else {
-                let w = &self.wq_slots[self.wq[i].slot as usize];
-                if self.bank_ready(w.loc).0.max(w.arrival) >= now {
+                let act_ready = match bank.open_row {
+                    Some(_) => w.arrival.max(bank.next_pre) + t.t_rp,
+                    None => w.arrival,
+                };
+                act_ready.max(bank.next_act) + t.act_to_col()
+            };
+            Cand {
+                est,
+                miss: !hit,
+                seq: w.seq,
+                slot: s,
+            }
+        };
+        let mut hit_slot = NIL;
+        if let Some(r) = bank.open_row {
+            let mut s = head;
+            while s != NIL {
+                let w = &self.wq_slots[s as usize];
+                if w.loc.row == r {
+                    hit_slot = s;
                     break;
                 }
+                s = w.next;
             }
-            self.issue_write(i);
         }
+        if hit_slot == head {
+            return cand(head, true);
+        }
+        let oldest = cand(head, false);
+        if hit_slot == NIL {
+            return oldest;
+        }
+        let h = cand(hit_slot, true);
+        if h.key() <= oldest.key() {
+            h
+        } else {
+            oldest
+        }
+    }
+
+    /// FR-FCFS pick over the banks with queued writes (each bank's
+    /// candidate is cached until the bank or its queue changes).
+    fn pick(&mut self) -> Option<Cand> {
+        let mut best: Option<Cand> = None;
+        for wi in 0..self.wq_banks.len() {
+            let mut bits = self.wq_banks[wi];
+            while bits != 0 {
+                let b = wi * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let c = match self.bank_queues[b].cand {
+                    Some(c) => c,
+                    None => {
+                        let c = self.bank_candidate(b);
+                        self.bank_queues[b].cand = Some(c);
+                        c
+                    }
+                };
+                if best.is_none_or(|x| c.key() < x.key()) {
+                    best = Some(c);
+                }
+            }
+        }
+        best
+    }
+
+    /// Queue a write of `mask` bytes of `line` at `arrival` (a free slot
+    /// must exist).
+    fn enqueue(&mut self, line: Addr, loc: Loc, mask: u64, arrival: Cycle) -> u16 {
+        let slot = self.wq_free.pop().expect("write queue slot");
+        let b = loc.bank as usize;
+        let q = &mut self.bank_queues[b];
+        let prev = q.tail;
+        if prev == NIL {
+            q.head = slot;
+            self.wq_banks[b / 64] |= 1 << (b % 64);
+        } else {
+            self.wq_slots[prev as usize].next = slot;
+        }
+        q.tail = slot;
+        q.cand = None;
+        self.wq_slots[slot as usize] = PendingWrite {
+            line,
+            arrival,
+            seq: self.wq_seq,
+            loc,
+            mask,
+            prev,
+            next: NIL,
+        };
+        self.wq_seq += 1;
+        self.wq_len += 1;
+        if self.wq_len >= self.drain_high {
+            self.draining = true;
+        }
+        slot
+    }
+
+    /// Unlink slot `s` from its bank's queue and free it.
+    fn dequeue(&mut self, s: u16) -> PendingWrite {
+        let w = self.wq_slots[s as usize];
+        let b = w.loc.bank as usize;
+        if w.prev == NIL {
+            self.bank_queues[b].head = w.next;
+        } else {
+            self.wq_slots[w.prev as usize].next = w.next;
+        }
+        if w.next == NIL {
+            self.bank_queues[b].tail = w.prev;
+        } else {
+            self.wq_slots[w.next as usize].prev = w.prev;
+        }
+        if self.bank_queues[b].head == NIL {
+            self.wq_banks[b / 64] &= !(1 << (b % 64));
+        }
+        self.bank_queues[b].cand = None;
+        self.wq_free.push(s);
+        self.wq_len -= 1;
+        if self.draining && self.wq_len <= self.drain_low {
+            self.draining = false;
+        }
+        w
+    }
+
+    /// Issue queued write `s` at its planned time: it leaves the queue now.
+    /// Returns (command time, programmed time).
+    fn issue(&mut self, s: u16, p: &Plan) -> (Cycle, Cycle) {
+        if self.draining {
+            self.stats.forced_drains += 1;
+        }
+        let w = self.dequeue(s);
+        let end = self.commit(w.loc, true, p);
+        self.stats.writes += 1;
+        let done = end + self.timing.write_busy();
+        if self.persistent && !self.adr {
+            // Without ADR the bytes are durable once programmed. The media
+            // holds this write's bytes: every later write to the line
+            // merged into it while it was queued.
+            let first = w.mask.trailing_zeros() as usize;
+            let last = 63 - w.mask.leading_zeros() as usize;
+            let mut buf = [0u8; LINE_BYTES as usize];
+            let a = w.line + first as u64;
+            self.media.read_bytes(a, &mut buf[..=last - first]);
+            self.persist_log.record(a, &buf[..=last - first], done);
+            self.stats.persist_events += 1;
+        }
+        (p.issued, done)
+    }
+
+    /// Issue the FR-FCFS pick whatever the time (a drain, a full queue);
+    /// returns (command time, programmed time).
+    fn issue_next(&mut self) -> (Cycle, Cycle) {
+        let c = self.pick().expect("a queued write");
+        self.issue_slot(c.slot)
+    }
+
+    fn issue_slot(&mut self, s: u16) -> (Cycle, Cycle) {
+        let w = self.wq_slots[s as usize];
+        let p = self.plan(w.loc, true, w.arrival);
+        self.issue(s, &p)
+    }
+
+    /// Issue the queued writes whose issue time (bank ready, bus slot,
+    /// arrival) is before `now`, in FR-FCFS order: a real controller would
+    /// have issued them already (while no read waited, or in a drain).
+    fn advance(&mut self, now: Cycle) {
+        self.latest_now = self.latest_now.max(now);
+        while self.wq_len > 0 {
+            let c = self.pick().expect("a queued write");
+            if c.est >= now {
+                break;
+            }
+            let w = self.wq_slots[c.slot as usize];
+            let p = self.plan(w.loc, true, w.arrival);
+            if p.issued >= now {
+                break;
+            }
+            self.issue(c.slot, &p);
+        }
+    }
+
+    /// Earliest time >= `t` at which a read finds a read-queue entry (it
+    /// waits for the earliest outstanding read to finish when all are taken).
+    #[inline]
+    fn read_queue_slot(&mut self, t: Cycle) -> Cycle {
+        let q = &mut self.reads_outstanding;
+        while q.peek().is_some_and(|r| r.0 <= t) {
+            q.pop();
+        }
+        if q.len() >= self.read_capacity {
+            self.stats.read_queue_full_stalls += 1;
+            return t.max(q.pop().expect("outstanding read").0);
+        }
+        t
     }
 
     /// Read `buf.len()` bytes (whole 64 B bursts are transferred); returns the
-    /// time the last byte arrives. Reads are served before queued writes; a
-    /// line fully written by a queued write is forwarded from the queue.
+    /// time the last byte arrives. Reads go before queued writes unless a
+    /// watermark drain is in progress; a line wholly covered by a queued
+    /// write is forwarded from the queue.
     pub fn read(&mut self, addr: Addr, buf: &mut [u8], purpose: Purpose, now: Cycle) -> Cycle {
         self.advance(now);
+        let mut earliest = now;
+        // During a drain the read waits until it reaches the low watermark.
+        while self.draining && self.wq_len > 0 {
+            earliest = earliest.max(self.issue_next().0);
+        }
+        self.draining = false;
         self.media.read_bytes(addr, buf);
         let first = addr - addr % LINE_BYTES;
         let last = (addr + buf.len().max(1) as u64 - 1) / LINE_BYTES * LINE_BYTES;
@@ -927,23 +1284,27 @@ impl MemoryController {
         while line <= last {
             self.stats.bytes_read[purpose.index()] += LINE_BYTES;
             self.stats.reads += 1;
-            if self.wq_full_line_buckets[forward_bucket(line)] > 0
-                && self.wq.iter().any(|e| {
-                    let w = &self.wq_slots[e.slot as usize];
-                    w.addr == line && w.len as u64 == LINE_BYTES
-                })
+            let l = self.decode(line);
+            let start = self.read_queue_slot(earliest);
+            let end = if self
+                .find_queued(line, l.bank)
+                .is_some_and(|s| self.wq_slots[s as usize].mask == u64::MAX)
             {
                 // Served from the controller's queue: one burst time.
                 self.stats.forwarded_reads += 1;
-                done = done.max(now + self.timing.t_bl);
+                start + self.timing.t_bl
             } else {
-                let l = self.decode(line);
-                let (end, hit) = self.access(l, false, now);
-                done = done.max(end);
+                let p = self.plan(l, false, start);
+                let end = self.commit(l, false, &p);
                 let t = &self.timing;
                 self.stats.read_energy_pj += bits
-                    * (t.row_read_pj_per_bit + if hit { 0.0 } else { t.array_read_pj_per_bit });
+                    * (t.row_read_pj_per_bit + if p.hit { 0.0 } else { t.array_read_pj_per_bit });
+                end
+            };
+            if self.read_capacity != usize::MAX {
+                self.reads_outstanding.push(std::cmp::Reverse(end));
             }
+            done = done.max(end);
             line += LINE_BYTES;
         }
         self.stats.read_latency_cycles += done - now;
@@ -962,10 +1323,10 @@ impl MemoryController {
     }
 
     /// Write `data` at `addr` (split into 64 B bursts). Returns the time the
-    /// whole write is *persisted*: accepted into the write queue with ADR, or
-    /// programmed into the media without ADR (the write, and older queued
-    /// writes to the same line, are then issued at once). Every burst is one
-    /// persist event. For a volatile device: the time it was accepted.
+    /// whole write is *persisted*: accepted into the write queue with ADR
+    /// (later than `now` when the queue is full), or programmed into the
+    /// media without ADR (the write is then issued at once). Every burst is
+    /// one persist event. For a volatile device: the time it was accepted.
     pub fn write(&mut self, addr: Addr, data: &[u8], purpose: Purpose, now: Cycle) -> Cycle {
         self.advance(now);
         let mut persisted = now;
@@ -980,83 +1341,75 @@ impl MemoryController {
     }
 
     fn write_burst(&mut self, addr: Addr, data: &[u8], purpose: Purpose, now: Cycle) -> Cycle {
-        // Energy counts the bytes actually written (masked bytes of a partial
-        // burst are not written); dcw programs only the flipped bits, which
-        // needs the old content (the media image already holds queued data).
+        let line = addr - addr % LINE_BYTES;
+        let off = (addr - line) as usize;
+        let mask = byte_mask(off, data.len());
+        let loc = self.decode(line);
+        let queued = self.find_queued(line, loc.bank);
+        let old_mask = queued.map_or(0, |s| self.wq_slots[s as usize].mask);
+        // Energy: the queued write programs the union of its bytes once, so
+        // a merged write pays only for bytes new to the union (uniform), or
+        // for the change in flipped bits against the content before the
+        // first queued write (dcw).
         let t = &self.timing;
-        let bits = (data.len() * 8) as f64;
+        let new_bits = ((mask & !old_mask).count_ones() * 8) as f64;
         let array_bits = if t.dcw {
-            let mut old = [0u8; LINE_BYTES as usize];
-            self.media.read_bytes(addr, &mut old[..data.len()]);
-            old[..data.len()]
-                .iter()
-                .zip(data)
-                .map(|(a, b)| (a ^ b).count_ones())
-                .sum::<u32>() as f64
+            let mut cur = [0u8; LINE_BYTES as usize];
+            self.media.read_bytes(addr, &mut cur[..data.len()]);
+            let mut flips: i64 = 0;
+            for (i, (&c, &d)) in cur.iter().zip(data).enumerate() {
+                if old_mask >> (off + i) & 1 == 1 {
+                    let o = self.wq_orig[queued.unwrap() as usize][off + i];
+                    flips += (o ^ d).count_ones() as i64 - (o ^ c).count_ones() as i64;
+                } else {
+                    flips += (c ^ d).count_ones() as i64;
+                }
+            }
+            flips as f64
         } else {
-            bits
+            new_bits
         };
         self.stats.write_energy_pj +=
-            bits * t.row_write_pj_per_bit + array_bits * t.array_write_pj_per_bit;
-        self.stats.bytes_written[purpose.index()] += LINE_BYTES;
-        self.stats.writes += 1;
-        self.media.write_bytes(addr, data);
+            new_bits * t.row_write_pj_per_bit + array_bits * t.array_write_pj_per_bit;
 
         let mut accept = now;
-        if self.wq.len() >= self.wq_capacity {
-            // Full queue: the writer waits until a write leaves it.
-            self.stats.write_queue_full_stalls += 1;
-            let i = self.pick_write();
-            accept = accept.max(self.issue_write(i).0);
-        }
-        let slot = self.wq_free.pop().expect("write queue slot");
-        if self.persistent && !self.adr {
-            self.wq_data[slot as usize][..data.len()].copy_from_slice(data);
-        }
-        let loc = self.decode(addr);
-        self.wq_slots[slot as usize] = PendingWrite {
-            addr,
-            arrival: accept,
-            loc,
-            len: data.len() as u8,
+        let slot = match queued {
+            Some(s) => {
+                // Write combining: no new slot, no new burst.
+                self.wq_slots[s as usize].mask |= mask;
+                self.stats.writes_merged += 1;
+                s
+            }
+            None => {
+                if self.wq_len >= self.wq_capacity {
+                    // Full queue: accepted when the next write leaves it.
+                    let (issued, _) = self.issue_next();
+                    accept = accept.max(issued);
+                    self.stats.write_queue_full_stalls += 1;
+                    self.stats.write_queue_full_stall_cycles += accept - now;
+                }
+                self.stats.bytes_written[purpose.index()] += LINE_BYTES;
+                let s = self.enqueue(line, loc, mask, accept);
+                if self.timing.dcw {
+                    let mut orig = [0u8; LINE_BYTES as usize];
+                    self.media.read_bytes(line, &mut orig);
+                    self.wq_orig[s as usize] = orig;
+                }
+                s
+            }
         };
-        self.wq.push(QueueEntry {
-            row: loc.row,
-            bank: loc.bank,
-            slot,
-        });
-        self.wq_per_bank[loc.bank as usize] += 1;
-        if self.open_rows[loc.bank as usize] == loc.row {
-            self.wq_row_hits += 1;
-        }
-        if data.len() as u64 == LINE_BYTES {
-            self.wq_full_line_buckets[forward_bucket(addr)] += 1;
-        }
+        self.media.write_bytes(addr, data);
         if !self.persistent {
             return accept;
         }
         if self.adr {
+            // A merged write is still a persist event, at its own acceptance.
             self.persist_log.record(addr, data, accept);
             self.stats.persist_events += 1;
             accept
         } else {
-            self.persist_now(addr)
+            self.issue_slot(slot).1
         }
-    }
-
-    /// Without ADR: issue the queued writes to the line of `addr` (oldest
-    /// first, the newest being the one just queued); returns when the newest
-    /// is programmed.
-    fn persist_now(&mut self, addr: Addr) -> Cycle {
-        let line = addr - addr % LINE_BYTES;
-        let mut t = 0;
-        while let Some(i) = self.wq.iter().position(|e| {
-            let a = self.wq_slots[e.slot as usize].addr;
-            a - a % LINE_BYTES == line
-        }) {
-            t = self.issue_write(i).1;
-        }
-        t
     }
 
     /// A scheme's ADR-protected structure (e.g. an AIT cache or staging
@@ -1078,17 +1431,17 @@ impl MemoryController {
     /// Drain every queued write (end of run, or a persist barrier without
     /// ADR). Returns the time the last write is programmed into the media.
     pub fn drain(&mut self, now: Cycle) -> Cycle {
+        self.latest_now = self.latest_now.max(now);
         let mut t = now;
-        while !self.wq.is_empty() {
-            let i = self.pick_write();
-            t = t.max(self.issue_write(i).1);
+        while self.wq_len > 0 {
+            t = t.max(self.issue_next().1);
         }
         self.draining = false;
         t
     }
 
     pub fn queued_writes(&self) -> usize {
-        self.wq.len()
+        self.wq_len
     }
 
     pub fn reset_stats(&mut self) {
@@ -1130,6 +1483,9 @@ mod tests {
             t_rtp: 1,
             t_wtr: 1,
             t_faw: 1,
+            t_rtw: 1,
+            t_refi: 0,
+            t_rfc: 0,
             array_read: 0,
             array_write: 0,
             row_read_pj_per_bit: 0.0,
@@ -1141,7 +1497,11 @@ mod tests {
             banks,
             row_bytes: 1024,
             dcw: false,
-            line_interleave,
+            mapping: if line_interleave {
+                Mapping::LineInterleaved
+            } else {
+                Mapping::RowInterleaved
+            },
         }
     }
 

@@ -55,19 +55,18 @@ impl Layout {
             capacity_bytes,
             home_limit,
             threads,
-            thread_region_bytes: region - threads as u64 * THREAD_STAGGER_BYTES,
+            thread_region_bytes: region,
             thread_stride_bytes: region,
             reserved_base: home_limit,
             adr_base: capacity_bytes.next_power_of_two().max(capacity_bytes) + (1 << 40),
         })
     }
 
-    /// Start of `thread`'s region. Regions are staggered by one NVM row so
-    /// that different threads' data (and structures at equal offsets) start
-    /// in different banks, as an OS page allocator's page colouring would
-    /// spread them; without it every thread's hot lines collide in one bank.
+    /// Start of `thread`'s region (2 MiB aligned). No stagger is needed:
+    /// the default permutation address mapping spreads equal offsets of
+    /// power-of-two-strided regions over banks (docs/MODEL.md).
     pub fn thread_base(&self, thread: usize) -> Addr {
-        thread as u64 * (self.thread_stride_bytes + THREAD_STAGGER_BYTES)
+        thread as u64 * self.thread_stride_bytes
     }
 
     /// The thread whose region holds `addr`, if any.
@@ -80,11 +79,6 @@ impl Layout {
             .then_some(t)
     }
 }
-
-/// Offset between consecutive thread regions beyond their 2 MiB-aligned
-/// stride: one row of the default NVM geometry (`nvm.row_bytes`, 2 KiB), so
-/// thread t starts t banks further (modelling choice, docs/MODEL.md).
-pub const THREAD_STAGGER_BYTES: u64 = 2048;
 
 /// Everything below the caches that a scheme drives.
 pub struct MemCtx {
