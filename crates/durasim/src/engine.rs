@@ -87,6 +87,12 @@ struct Core {
     /// This transaction's writes in the history (other cores append
     /// theirs while it runs, so the range is fixed at TxBegin).
     hist: std::ops::Range<usize>,
+    /// Out-of-order core: the latest time it issued a memory request at.
+    /// Requests may issue after the dispatch front (a load waiting for the
+    /// load its address depends on, a store at retirement); the core is
+    /// scheduled by the later of the two, so another core's request is
+    /// never booked behind one issued far in this core's future.
+    req_front: Cycle,
     /// Transactions this core runs before the measured window.
     warm_tx: u64,
     /// Out-of-order window (unused by the in-order core).
@@ -154,7 +160,7 @@ impl Core {
         if self.done_tx == self.target_tx && !self.in_tx {
             Cycle::MAX
         } else {
-            self.time
+            self.time.max(self.req_front)
         }
     }
 
@@ -485,6 +491,7 @@ impl Engine {
                 sb_last: 0,
                 flush_done: 0,
                 hist: 0..0,
+                req_front: 0,
                 // At least one measured transaction per thread that has any.
                 warm_tx: if warm_fixed > 0 {
                     warm_fixed.min(target.saturating_sub(1))
@@ -815,7 +822,8 @@ impl Engine {
                     } else {
                         d.max(core.ooo.ld_done[usize::from(seq.wrapping_sub(dep))])
                     };
-                    let (done, slot) = ooo_access(core, hier, scheme, ctx, access_hook, c, addr, false, issue);
+                    let (done, slot) =
+                        ooo_access(core, hier, scheme, ctx, access_hook, c, addr, false, issue);
                     if self.check_reads {
                         let got = read_word(hier.l1_data(c, slot), word_index(addr));
                         if got != value {
@@ -844,7 +852,9 @@ impl Engine {
                     let sb_free = core.sb_wait_slot(core.time);
                     let (d, _) = core.dispatch(1, w, sb_free);
                     let r = core.retire(d + 1, 1, w);
-                    let (done, slot) = ooo_access(core, hier, scheme, ctx, access_hook, c, addr, true, r);
+                    // The write leaves the store queue for the L1 at retirement (TSO).
+                    let (done, slot) =
+                        ooo_access(core, hier, scheme, ctx, access_hook, c, addr, true, r);
                     let (data, ext) = hier.l1_write(c, slot);
                     let wi = word_index(addr);
                     let old = read_word(data, wi);
@@ -868,6 +878,7 @@ impl Engine {
                     let (d, _) = core.dispatch(1, w, 0);
                     // clwb is ordered after the older stores.
                     let t = d.max(core.sb_drained());
+                    core.req_front = core.req_front.max(t);
                     let mut below = Below { scheme, ctx };
                     let done = hier.flush(c, line_of(addr), t, &mut below);
                     core.flush_done = core.flush_done.max(done);
@@ -879,11 +890,40 @@ impl Engine {
                     core.ooo_restart(t);
                 }
             }
-            if core.time > until {
+            if core.time.max(core.req_front) > until {
                 return Ok(true);
             }
         }
         Ok(false)
+    }
+
+    /// Run `ops` on core `c` as one transaction (TxBegin .. TxEnd through
+    /// the scheme), starting when the core's earlier work has completed;
+    /// returns its cycles. For microbenchmarks of the core model (tests,
+    /// calibration): the op stream bypasses the workloads.
+    pub fn run_ops(&mut self, c: usize, ops: &[Op]) -> Result<Cycle> {
+        let core = &mut self.cores[c];
+        let begin = core.quiesce_time().max(core.req_front);
+        core.ooo_restart(begin);
+        core.ops.clear();
+        core.ops.extend_from_slice(ops);
+        core.pos = 0;
+        core.in_tx = true;
+        core.time = self.scheme.tx_begin(&mut self.ctx, c, begin);
+        let paused = if self.ooo {
+            self.replay_ooo(c, Cycle::MAX)?
+        } else {
+            self.replay(c, Cycle::MAX)?
+        };
+        debug_assert!(!paused, "nothing runs past Cycle::MAX");
+        let core = &mut self.cores[c];
+        let t = core.quiesce_time();
+        let end = self.scheme.tx_end(&mut self.ctx, c, t);
+        self.check_pending_error()?;
+        let core = &mut self.cores[c];
+        core.ooo_restart(end);
+        core.in_tx = false;
+        Ok(end - begin)
     }
 
     /// Open the measured window at `t` (the last warm-up commit): counters
@@ -1106,6 +1146,7 @@ fn ooo_access(
     if merge == 0 && free_t > t && hier.l1[c].find(line).is_none() {
         t = free_t;
     }
+    core.req_front = core.req_front.max(t);
     let (done, slot, level) = mem_access(hier, scheme, ctx, access_hook, c, addr, is_write, t);
     if merge != 0 {
         return (done.max(merge), slot);
@@ -1125,7 +1166,10 @@ fn dirty_cached_lines(h: &Hierarchy) -> u64 {
         let dirty = h.llc.is_dirty(s) || {
             let (core, addr) = (h.llc.owner(s) as usize, h.llc.line_addr(s));
             h.l2[core].find(addr).is_some_and(|s2| {
-                h.l2[core].is_dirty(s2) || h.l1[core].find(addr).is_some_and(|s1| h.l1[core].is_dirty(s1))
+                h.l2[core].is_dirty(s2)
+                    || h.l1[core]
+                        .find(addr)
+                        .is_some_and(|s1| h.l1[core].is_dirty(s1))
             })
         };
         n += u64::from(dirty);

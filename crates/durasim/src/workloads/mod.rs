@@ -160,7 +160,11 @@ impl<'a> TxCtx<'a> {
         if value.is_multiple_of(64) && value >= heap && value < self.region_end {
             self.ptr_value[self.ptr_next] = value;
             self.ptr_seq[self.ptr_next] = self.load_seq - 1;
-            self.ptr_next = if self.ptr_next + 1 == DEP_PTRS { 0 } else { self.ptr_next + 1 };
+            self.ptr_next = if self.ptr_next + 1 == DEP_PTRS {
+                0
+            } else {
+                self.ptr_next + 1
+            };
             self.ptr_len = (self.ptr_len + 1).min(DEP_PTRS);
         }
     }
