@@ -139,6 +139,8 @@ macro_rules! p {
 const T2: &str = "HOOP paper Table II";
 /// Source of a default chosen by us (explained in docs/MODEL.md).
 pub(crate) const MC: &str = "modelling choice, see docs/MODEL.md";
+/// The HOOP preset's reference core (the paper gives no core sizes).
+const SNB: &str = "Intel Sandy Bridge (Intel 64 and IA-32 Optimization Reference Manual, Sandy Bridge section: 168-entry ROB, 64 load / 36 store buffers, 10 L1D fill buffers, 4-wide)";
 
 /// Declare a [`ParamSpec`] positionally (used by schemes' parameter lists).
 macro_rules! spec {
@@ -159,7 +161,12 @@ pub(crate) use spec;
 pub static ENGINE_PARAMS: &[ParamSpec] = &[
     p!("cpu.freq_ghz", float 2.5, "GHz", Check::Range(0.1, 10.0), T2, "core clock; all latencies are converted to core cycles"),
     p!("cpu.compute_cpi", float 1.0, "cycles/instr", Check::Range(0.1, 100.0), MC, "cycles per non-memory instruction (compute ops)"),
-    p!("cpu.store_buffer_entries", int 36, "entries", Check::Range(1.0, 1024.0), "Intel Sandy Bridge store buffer (the HOOP paper's area baseline, §III-H)", "stores retire into the store buffer; a full buffer stalls issue"),
+    p!("cpu.store_buffer_entries", int 36, "entries", Check::Range(1.0, 1024.0), "Intel Sandy Bridge store buffer (the HOOP paper's area baseline, §III-H)", "store queue / store buffer: a store holds an entry from dispatch until its write reaches the L1; a full buffer stalls dispatch"),
+    p!("cpu.model", str "ooo", &["ooo", "in-order"], "HOOP paper Table II (\"2.5 GHz, out-of-order, x86\")", "ooo: out-of-order core (ROB window, non-blocking loads up to cpu.mshrs misses, in-order retirement); in-order: one op per cycle, blocking loads, compute ops cost cpu.compute_cpi (MorLog's core)"),
+    p!("cpu.rob_entries", int 168, "entries", Check::Range(1.0, 4096.0), SNB, "reorder buffer: ops in flight between dispatch and in-order retirement (ooo only)"),
+    p!("cpu.issue_width", int 4, "instr/cycle", Check::Range(1.0, 64.0), SNB, "dispatch and retire width (ooo only)"),
+    p!("cpu.mshrs", int 10, "misses", Check::Range(1.0, 1024.0), SNB, "L1D miss status holding registers (fill buffers): outstanding L1 misses per core (ooo only)"),
+    p!("cpu.load_queue_entries", int 64, "entries", Check::Range(1.0, 4096.0), SNB, "load queue: loads in flight between dispatch and retirement (ooo only)"),
     p!("cache.l1_size_bytes", int 32768, "bytes", Check::PowerOfTwo(1024, 1 << 30), T2, "private L1 data cache size"),
     p!("cache.l1_ways", int 4, "ways", Check::Range(1.0, 64.0), T2, "L1 associativity"),
     p!("cache.l1_latency_cycles", int 4, "cycles", Check::Range(1.0, 1000.0), "Intel Sandy Bridge L1D load-to-use (not given in Table II)", "L1 hit latency"),
@@ -225,6 +232,8 @@ pub static ENGINE_PARAMS: &[ParamSpec] = &[
     p!("workload.key_space", int 1 << 32, "keys", Check::Range(16.0, 1.8e19), MC, "random keys are drawn from [0, key_space)"),
     p!("workload.tpcc_items", int 100_000, "rows", Check::Range(100.0, 1e7), "TPC-C spec v5.11 §1.2.1 (ITEM cardinality 100,000)", "tpcc: rows of the ITEM table and STOCK rows per warehouse"),
     p!("workload.tpcc_customers_per_district", int 3000, "rows", Check::Range(10.0, 1e6), "TPC-C spec v5.11 §1.2.1 (3,000 customers per district)", "tpcc: CUSTOMER rows per district"),
+    p!("run.warmup_tx_share", float 0.25, "fraction", Check::Range(0.0, 0.95), MC, "share of each thread's transactions run as warm-up before the measured window (caches, scheme tables and logs fill; excluded from the metrics)"),
+    p!("run.warmup_tx_per_thread", int 0, "tx/thread", Check::Range(0.0, 1e12), MC, "if > 0: warm-up transactions per thread instead of run.warmup_tx_share (capped below each thread's total)"),
     p!("run.check_reads", bool false, "", MC, "verify every load against the architectural value (test mode; slower)"),
 ];
 

@@ -2,7 +2,7 @@
 //! per core through the core timing model, the caches, the scheme and the
 //! memory devices, interleaving cores by simulated time.
 
-use crate::cache::hierarchy::{MemSide, WritebackCause};
+use crate::cache::hierarchy::{HitLevel, MemSide, WritebackCause};
 use crate::cache::{Hierarchy, LineExt};
 use crate::config::Params;
 use crate::error::{Error, Result};
@@ -68,6 +68,8 @@ pub struct History {
 }
 
 struct Core {
+    /// In-order core: the issue clock. Out-of-order core: the dispatch
+    /// front (the cycle the next op dispatches in, at the earliest).
     time: Cycle,
     ops: Vec<Op>,
     scratch: Vec<Op>,
@@ -85,6 +87,70 @@ struct Core {
     /// This transaction's writes in the history (other cores append
     /// theirs while it runs, so the range is fixed at TxBegin).
     hist: std::ops::Range<usize>,
+    /// Out-of-order core: the latest time it issued a memory request at.
+    /// Requests may issue after the dispatch front (a load waiting for the
+    /// load its address depends on, a store at retirement); the core is
+    /// scheduled by the later of the two, so another core's request is
+    /// never booked behind one issued far in this core's future.
+    req_front: Cycle,
+    /// Transactions this core runs before the measured window.
+    warm_tx: u64,
+    /// Out-of-order window (unused by the in-order core).
+    ooo: Window,
+}
+
+/// Load dependencies are looked up this many loads back (`Op::Load::dep`
+/// is a `u8`).
+const DEP_RING: usize = 256;
+
+/// The out-of-order core's window, event-driven: every structure is a ring
+/// of the times its entries free up, so an op costs O(1) amortised and
+/// nothing is visited per cycle.
+struct Window {
+    /// Dispatch slots already used in cycle `Core::time` (0..=width).
+    disp_used: u32,
+    /// In-order retirement: the cycle the last op retired in, and the
+    /// retire slots used in it.
+    retire_t: Cycle,
+    retire_used: u32,
+    /// ROB: per in-flight op, its entries and its retire time (FIFO ring,
+    /// at most `rob_entries` ops since each holds at least one entry).
+    rob_k: Vec<u32>,
+    rob_r: Vec<Cycle>,
+    rob_head: usize,
+    rob_len: usize,
+    rob_occ: u32,
+    /// Load queue: retire times of the last `load_queue_entries` loads
+    /// (slot `lq_i` holds the load whose entry the next load reuses).
+    lq: Vec<Cycle>,
+    lq_i: usize,
+    /// Data-ready times of the last 256 loads, by load sequence number.
+    ld_done: Box<[Cycle; DEP_RING]>,
+    ld_seq: u8,
+    /// L1 MSHRs: line and fill time of each outstanding (or last) miss.
+    mshr_line: Vec<Addr>,
+    mshr_done: Vec<Cycle>,
+}
+
+impl Window {
+    fn new(rob: usize, lq: usize, mshrs: usize) -> Self {
+        Window {
+            disp_used: 0,
+            retire_t: 0,
+            retire_used: 0,
+            rob_k: vec![0; rob],
+            rob_r: vec![0; rob],
+            rob_head: 0,
+            rob_len: 0,
+            rob_occ: 0,
+            lq: vec![0; lq],
+            lq_i: 0,
+            ld_done: Box::new([0; DEP_RING]),
+            ld_seq: 0,
+            mshr_line: vec![Addr::MAX; mshrs],
+            mshr_done: vec![0; mshrs],
+        }
+    }
 }
 
 impl Core {
@@ -94,7 +160,7 @@ impl Core {
         if self.done_tx == self.target_tx && !self.in_tx {
             Cycle::MAX
         } else {
-            self.time
+            self.time.max(self.req_front)
         }
     }
 
@@ -133,6 +199,102 @@ impl Core {
         } else {
             self.sb_last
         }
+    }
+
+    /// When every earlier op has completed: retired, stores drained,
+    /// flushes done (Fence and TxEnd are serialising).
+    #[inline]
+    fn quiesce_time(&self) -> Cycle {
+        self.time
+            .max(self.sb_drained())
+            .max(self.flush_done)
+            .max(self.ooo.retire_t)
+    }
+
+    /// Restart dispatch at `t` with an empty ROB (after a serialising op:
+    /// everything older has retired by `t`).
+    #[inline]
+    fn ooo_restart(&mut self, t: Cycle) {
+        self.time = t;
+        let o = &mut self.ooo;
+        o.disp_used = 0;
+        o.rob_head = 0;
+        o.rob_len = 0;
+        o.rob_occ = 0;
+    }
+
+    /// Make room for an op of `k` ROB entries: dispatch waits until the
+    /// oldest ops retire.
+    #[inline]
+    fn rob_make_room(&mut self, k: u32, rob: u32) {
+        let o = &mut self.ooo;
+        while o.rob_occ + k > rob {
+            let r = o.rob_r[o.rob_head];
+            o.rob_occ -= o.rob_k[o.rob_head];
+            o.rob_head += 1;
+            if o.rob_head == o.rob_r.len() {
+                o.rob_head = 0;
+            }
+            o.rob_len -= 1;
+            if r > self.time {
+                self.time = r;
+                o.disp_used = 0;
+            }
+        }
+    }
+
+    #[inline]
+    fn rob_push(&mut self, k: u32, retire: Cycle) {
+        let o = &mut self.ooo;
+        let mut i = o.rob_head + o.rob_len;
+        if i >= o.rob_r.len() {
+            i -= o.rob_r.len();
+        }
+        o.rob_k[i] = k;
+        o.rob_r[i] = retire;
+        o.rob_len += 1;
+        o.rob_occ += k;
+    }
+
+    /// Dispatch `n` instructions, `w` per cycle, none before `earliest`:
+    /// the cycles of the first and the last.
+    #[inline]
+    fn dispatch(&mut self, n: u32, w: u32, earliest: Cycle) -> (Cycle, Cycle) {
+        let o = &mut self.ooo;
+        if earliest > self.time {
+            self.time = earliest;
+            o.disp_used = 0;
+        }
+        if o.disp_used >= w {
+            self.time += 1;
+            o.disp_used = 0;
+        }
+        let first = self.time;
+        o.disp_used += n;
+        if o.disp_used > w {
+            let q = (o.disp_used - 1) / w;
+            self.time += Cycle::from(q);
+            o.disp_used -= q * w;
+        }
+        (first, self.time)
+    }
+
+    /// Retire `n` instructions in order, `w` per cycle, the first no
+    /// earlier than `ready`: the cycle the last one retires in.
+    #[inline]
+    fn retire(&mut self, ready: Cycle, n: u32, w: u32) -> Cycle {
+        let o = &mut self.ooo;
+        if ready > o.retire_t {
+            o.retire_t = ready;
+            o.retire_used = 0;
+        }
+        o.retire_used += n;
+        if o.retire_used > w {
+            let q = (o.retire_used - 1) / w;
+            o.retire_t += Cycle::from(q);
+            o.retire_used -= q * w;
+        }
+        o.retire_t
     }
 }
 
@@ -201,6 +363,11 @@ pub struct Engine {
     /// `compute_cpi` when it is a whole number (then n instructions take
     /// exactly n * cpi cycles without a float round trip).
     compute_cpi_whole: Option<Cycle>,
+    /// `cpu.model = "ooo"`.
+    ooo: bool,
+    /// `cpu.issue_width` and `cpu.rob_entries` (out-of-order core).
+    issue_width: u32,
+    rob_entries: u32,
     /// The scheme's `wants_access_hook`, asked once.
     access_hook: bool,
     check_reads: bool,
@@ -211,7 +378,17 @@ pub struct Engine {
     finished_writes: u64,
     /// Transactions committed by all cores so far (progress reports).
     committed_tx: u64,
-    run_stats: Option<(crate::mem::MemStats, crate::mem::MemStats, f64)>,
+    /// Cores still in their warm-up.
+    warming: usize,
+    /// The measured window: its start, the transactions committed and the
+    /// loads + stores issued before it, and the dirty lines cached at it.
+    window_start: Cycle,
+    window_tx0: u64,
+    window_ops0: u64,
+    window_dirty0: u64,
+    /// Controller stats, LLC miss ratio and dirty cached lines at the last
+    /// commit (before `finish` drains).
+    run_stats: Option<(crate::mem::MemStats, crate::mem::MemStats, f64, u64)>,
 }
 
 impl Engine {
@@ -279,6 +456,13 @@ impl Engine {
         };
         let hier = Hierarchy::new(&params, spec.threads);
         let sb_entries = params.usize("cpu.store_buffer_entries");
+        let (rob, lq, mshrs) = (
+            params.usize("cpu.rob_entries"),
+            params.usize("cpu.load_queue_entries"),
+            params.usize("cpu.mshrs"),
+        );
+        let warm_share = params.f64("run.warmup_tx_share");
+        let warm_fixed = params.u64("run.warmup_tx_per_thread");
         let mut cores = Vec::new();
         let mut wls = Vec::new();
         for t in 0..spec.threads {
@@ -307,6 +491,14 @@ impl Engine {
                 sb_last: 0,
                 flush_done: 0,
                 hist: 0..0,
+                req_front: 0,
+                // At least one measured transaction per thread that has any.
+                warm_tx: if warm_fixed > 0 {
+                    warm_fixed.min(target.saturating_sub(1))
+                } else {
+                    ((target as f64 * warm_share) as u64).min(target.saturating_sub(1))
+                },
+                ooo: Window::new(rob, lq, mshrs),
             });
         }
         let mut e = Engine {
@@ -315,6 +507,14 @@ impl Engine {
                 let cpi = params.f64("cpu.compute_cpi");
                 (cpi.fract() == 0.0).then_some(cpi as Cycle)
             },
+            ooo: params.str("cpu.model") == "ooo",
+            issue_width: params.u64("cpu.issue_width") as u32,
+            rob_entries: params.u64("cpu.rob_entries") as u32,
+            warming: cores.iter().filter(|c| c.warm_tx > 0).count(),
+            window_start: 0,
+            window_tx0: 0,
+            window_ops0: 0,
+            window_dirty0: 0,
             access_hook: scheme.wants_access_hook(),
             check_reads: params.bool("run.check_reads"),
             // Bounded: the vector grows past it, a huge --tx must not make
@@ -432,6 +632,7 @@ impl Engine {
             self.ctx.nvm.stats.clone(),
             self.ctx.dram.stats.clone(),
             self.hier.llc_miss_ratio(),
+            dirty_cached_lines(&self.hier),
         ));
         self.host_seconds = start.elapsed().as_secs_f64();
         Ok(())
@@ -474,18 +675,24 @@ impl Engine {
 
     fn step_core(&mut self, c: usize, until: Cycle) -> Result<()> {
         loop {
-            if self.replay(c, until)? {
+            let paused = if self.ooo {
+                self.replay_ooo(c, until)?
+            } else {
+                self.replay(c, until)?
+            };
+            if paused {
                 return Ok(());
             }
             // The op stream is exhausted: end the transaction, begin the next.
             let core = &mut self.cores[c];
             if core.in_tx {
-                let t = core.time.max(core.sb_drained()).max(core.flush_done);
+                // TxEnd is serialising: every earlier op has completed.
+                let t = core.quiesce_time();
                 let end = self.scheme.tx_end(&mut self.ctx, c, t);
                 self.check_pending_error()?;
                 let core = &mut self.cores[c];
                 self.latencies.push(end - core.tx_begin_at);
-                core.time = end;
+                core.ooo_restart(end);
                 core.in_tx = false;
                 core.done_tx += 1;
                 self.committed_tx += 1;
@@ -496,7 +703,15 @@ impl Engine {
                         ack_at: end,
                     });
                 }
-                if core.time > until {
+                let warmed = core.done_tx == core.warm_tx;
+                let past = core.time > until;
+                if warmed {
+                    self.warming -= 1;
+                    if self.warming == 0 {
+                        self.open_window(end);
+                    }
+                }
+                if past {
                     return Ok(());
                 }
             }
@@ -522,9 +737,9 @@ impl Engine {
         while let Some(&op) = core.ops.get(core.pos) {
             core.pos += 1;
             match op {
-                Op::Load { addr, value } => {
+                Op::Load { addr, value, .. } => {
                     self.loads += 1;
-                    let (done, slot) =
+                    let (done, slot, _) =
                         mem_access(hier, scheme, ctx, access_hook, c, addr, false, core.time);
                     if self.check_reads {
                         let got = read_word(hier.l1_data(c, slot), word_index(addr));
@@ -541,7 +756,8 @@ impl Engine {
                     self.stores += 1;
                     let t = core.sb_wait_slot(core.time);
                     core.time = t;
-                    let (done, slot) = mem_access(hier, scheme, ctx, access_hook, c, addr, true, t);
+                    let (done, slot, _) =
+                        mem_access(hier, scheme, ctx, access_hook, c, addr, true, t);
                     let (data, ext) = hier.l1_write(c, slot);
                     let w = word_index(addr);
                     let old = read_word(data, w);
@@ -572,6 +788,158 @@ impl Engine {
             }
         }
         Ok(false)
+    }
+
+    /// The out-of-order core: replay core `c`'s ops until its dispatch
+    /// front passes `until` (true) or the op stream is exhausted (false).
+    /// Ops are processed in program order, each given its dispatch, issue,
+    /// completion and retire times at once (no per-cycle work): dispatch
+    /// `issue_width` per cycle into a ROB of `rob_entries`; a load issues
+    /// at dispatch, or when the load its address depends on has its data,
+    /// or when an L1 MSHR is free; retirement is in order, `issue_width`
+    /// per cycle; a store writes the L1 after it retires (TSO). Memory
+    /// requests may thus be issued after the dispatch front, by at most
+    /// the ROB's worth of latency (docs/MODEL.md "Processor").
+    fn replay_ooo(&mut self, c: usize, until: Cycle) -> Result<bool> {
+        let core = &mut self.cores[c];
+        let hier = &mut self.hier;
+        let scheme = &mut *self.scheme;
+        let ctx = &mut self.ctx;
+        let access_hook = self.access_hook;
+        let (w, rob) = (self.issue_width, self.rob_entries);
+        while let Some(&op) = core.ops.get(core.pos) {
+            core.pos += 1;
+            match op {
+                Op::Load { addr, value, dep } => {
+                    self.loads += 1;
+                    core.rob_make_room(1, rob);
+                    // The load queue entry of the load `lq.len()` earlier.
+                    let lq_free = core.ooo.lq[core.ooo.lq_i];
+                    let (d, _) = core.dispatch(1, w, lq_free);
+                    let seq = core.ooo.ld_seq;
+                    let issue = if dep == 0 {
+                        d
+                    } else {
+                        d.max(core.ooo.ld_done[usize::from(seq.wrapping_sub(dep))])
+                    };
+                    let (done, slot) =
+                        ooo_access(core, hier, scheme, ctx, access_hook, c, addr, false, issue);
+                    if self.check_reads {
+                        let got = read_word(hier.l1_data(c, slot), word_index(addr));
+                        if got != value {
+                            return Err(Error::Internal(format!(
+                                "read-path check failed: core {c} load {addr:#x} returned {got:#x}, architectural value {value:#x} (scheme {})",
+                                self.spec.scheme
+                            )));
+                        }
+                    }
+                    let r = core.retire(done, 1, w);
+                    core.rob_push(1, r);
+                    let o = &mut core.ooo;
+                    o.lq[o.lq_i] = r;
+                    o.lq_i += 1;
+                    if o.lq_i == o.lq.len() {
+                        o.lq_i = 0;
+                    }
+                    o.ld_done[usize::from(seq)] = done;
+                    o.ld_seq = seq.wrapping_add(1);
+                }
+                Op::Store { addr, value } => {
+                    self.stores += 1;
+                    core.rob_make_room(1, rob);
+                    // The store buffer is the store queue: an entry from
+                    // dispatch until the write reaches the L1.
+                    let sb_free = core.sb_wait_slot(core.time);
+                    let (d, _) = core.dispatch(1, w, sb_free);
+                    let r = core.retire(d + 1, 1, w);
+                    // The write leaves the store queue for the L1 at retirement (TSO).
+                    let (done, slot) =
+                        ooo_access(core, hier, scheme, ctx, access_hook, c, addr, true, r);
+                    let (data, ext) = hier.l1_write(c, slot);
+                    let wi = word_index(addr);
+                    let old = read_word(data, wi);
+                    write_word(data, wi, value);
+                    let done = scheme.store(ctx, c, addr, old, value, core.in_tx, ext, done);
+                    core.sb_push(done);
+                    core.rob_push(1, r);
+                }
+                Op::Compute { n } => {
+                    // n independent one-cycle instructions, n ROB entries
+                    // (a block larger than the ROB is capped: it streams).
+                    let n = n.max(1);
+                    let k = n.min(rob);
+                    core.rob_make_room(k, rob);
+                    let (first, _) = core.dispatch(n, w, 0);
+                    let r = core.retire(first + 1, n, w);
+                    core.rob_push(k, r);
+                }
+                Op::Flush { addr } => {
+                    core.rob_make_room(1, rob);
+                    let (d, _) = core.dispatch(1, w, 0);
+                    // clwb is ordered after the older stores.
+                    let t = d.max(core.sb_drained());
+                    core.req_front = core.req_front.max(t);
+                    let mut below = Below { scheme, ctx };
+                    let done = hier.flush(c, line_of(addr), t, &mut below);
+                    core.flush_done = core.flush_done.max(done);
+                    let r = core.retire(d + 1, 1, w);
+                    core.rob_push(1, r);
+                }
+                Op::Fence => {
+                    let t = core.quiesce_time();
+                    core.ooo_restart(t);
+                }
+            }
+            if core.time.max(core.req_front) > until {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Run `ops` on core `c` as one transaction (TxBegin .. TxEnd through
+    /// the scheme), starting when the core's earlier work has completed;
+    /// returns its cycles. For microbenchmarks of the core model (tests,
+    /// calibration): the op stream bypasses the workloads.
+    pub fn run_ops(&mut self, c: usize, ops: &[Op]) -> Result<Cycle> {
+        let core = &mut self.cores[c];
+        let begin = core.quiesce_time().max(core.req_front);
+        core.ooo_restart(begin);
+        core.ops.clear();
+        core.ops.extend_from_slice(ops);
+        core.pos = 0;
+        core.in_tx = true;
+        core.time = self.scheme.tx_begin(&mut self.ctx, c, begin);
+        let paused = if self.ooo {
+            self.replay_ooo(c, Cycle::MAX)?
+        } else {
+            self.replay(c, Cycle::MAX)?
+        };
+        debug_assert!(!paused, "nothing runs past Cycle::MAX");
+        let core = &mut self.cores[c];
+        let t = core.quiesce_time();
+        let end = self.scheme.tx_end(&mut self.ctx, c, t);
+        self.check_pending_error()?;
+        let core = &mut self.cores[c];
+        core.ooo_restart(end);
+        core.in_tx = false;
+        Ok(end - begin)
+    }
+
+    /// Open the measured window at `t` (the last warm-up commit): counters
+    /// of the controllers, caches and scheme restart; gauges stay.
+    fn open_window(&mut self, t: Cycle) {
+        self.window_start = t;
+        self.window_tx0 = self.committed_tx;
+        self.window_ops0 += self.loads + self.stores;
+        self.loads = 0;
+        self.stores = 0;
+        self.ctx.nvm.reset_stats();
+        self.ctx.dram.reset_stats();
+        self.hier.reset_stats();
+        self.scheme.reset_stats();
+        self.latencies.clear();
+        self.window_dirty0 = dirty_cached_lines(&self.hier);
     }
 
     fn begin_tx(&mut self, c: usize) -> Result<()> {
@@ -611,27 +979,36 @@ impl Engine {
 
     /// Metrics of the timed run.
     pub fn metrics(&self) -> Metrics {
-        let (nvm, dram, llc_miss_ratio) = self.run_stats.clone().unwrap_or_else(|| {
+        let (nvm, dram, llc_miss_ratio, dirty1) = self.run_stats.clone().unwrap_or_else(|| {
             (
                 self.ctx.nvm.stats.clone(),
                 self.ctx.dram.stats.clone(),
                 self.hier.llc_miss_ratio(),
+                dirty_cached_lines(&self.hier),
             )
         });
         let committed: u64 = self.cores.iter().map(|c| c.done_tx).sum();
-        let cycles = self.run_end.max(1);
+        let measured = committed - self.window_tx0;
+        let cycles = self.run_end.saturating_sub(self.window_start).max(1);
         let written = nvm.total_written();
+        let dirty_growth =
+            (dirty1 as i64 - self.window_dirty0 as i64) * crate::types::LINE_BYTES as i64;
         Metrics {
             committed_tx: committed,
             sim_cycles: self.run_end,
-            throughput_tx_per_mcycle: committed as f64 * 1e6 / cycles as f64,
-            throughput_tx_per_sec: committed as f64 / (cycles as f64 / (self.ctx.freq_ghz * 1e9)),
+            warmup_tx: self.window_tx0,
+            measured_tx: measured,
+            window_start_cycle: self.window_start,
+            window_cycles: self.run_end.saturating_sub(self.window_start),
+            throughput_tx_per_mcycle: measured as f64 * 1e6 / cycles as f64,
+            throughput_tx_per_sec: measured as f64 / (cycles as f64 / (self.ctx.freq_ghz * 1e9)),
             critical_path_cycles_mean: self.latencies.mean(),
             critical_path_cycles_p50: self.latencies.percentile(50.0),
             critical_path_cycles_p99: self.latencies.percentile(99.0),
             nvm_bytes_written: written,
             nvm_bytes_read: nvm.total_read(),
-            write_bytes_per_tx: written as f64 / committed.max(1) as f64,
+            dirty_cached_bytes_growth: dirty_growth,
+            write_bytes_per_tx: (written as i64 + dirty_growth) as f64 / measured.max(1) as f64,
             energy_nj: nvm.energy_nj(),
             llc_miss_ratio,
             nvm_bytes_written_by_purpose: by_purpose(&nvm.bytes_written),
@@ -648,7 +1025,7 @@ impl Engine {
     }
 
     pub fn sim_info(&self) -> SimInfo {
-        let ops = self.loads + self.stores;
+        let ops = self.window_ops0 + self.loads + self.stores;
         SimInfo {
             host_seconds: self.host_seconds,
             sim_mem_ops: ops,
@@ -727,14 +1104,78 @@ fn mem_access(
     addr: Addr,
     is_write: bool,
     t: Cycle,
-) -> (Cycle, usize) {
+) -> (Cycle, usize, HitLevel) {
     let mut t = t;
     if access_hook {
         t = scheme.access(ctx, c, addr, is_write, t);
     }
     let mut below = Below { scheme, ctx };
-    let (done, slot, _) = hier.access(c, line_of(addr), t, &mut below);
+    hier.access(c, line_of(addr), t, &mut below)
+}
+
+/// An access of the out-of-order core, issued at `t`, through its L1
+/// MSHRs: an access to a line whose miss is still outstanding merges with
+/// it (its data arrives with the fill, although the functional cache
+/// already holds the line); a new L1 miss needs a free MSHR and waits for
+/// the oldest fill when all are busy. (completion time, L1 slot)
+#[inline]
+#[allow(clippy::too_many_arguments)]
+fn ooo_access(
+    core: &mut Core,
+    hier: &mut Hierarchy,
+    scheme: &mut dyn Scheme,
+    ctx: &mut MemCtx,
+    access_hook: bool,
+    c: CoreId,
+    addr: Addr,
+    is_write: bool,
+    t: Cycle,
+) -> (Cycle, usize) {
+    let line = line_of(addr);
+    let o = &mut core.ooo;
+    let (mut merge, mut free_i, mut free_t) = (0, 0, Cycle::MAX);
+    for (i, (&l, &d)) in o.mshr_line.iter().zip(o.mshr_done.iter()).enumerate() {
+        if l == line && d > t {
+            merge = d;
+        }
+        if d < free_t {
+            free_t = d;
+            free_i = i;
+        }
+    }
+    let mut t = t;
+    if merge == 0 && free_t > t && hier.l1[c].find(line).is_none() {
+        t = free_t;
+    }
+    core.req_front = core.req_front.max(t);
+    let (done, slot, level) = mem_access(hier, scheme, ctx, access_hook, c, addr, is_write, t);
+    if merge != 0 {
+        return (done.max(merge), slot);
+    }
+    if level != HitLevel::L1 {
+        o.mshr_line[free_i] = line;
+        o.mshr_done[free_i] = done;
+    }
     (done, slot)
+}
+
+/// Lines dirty anywhere in the hierarchy (the LLC includes every private
+/// copy; a line is dirty if its LLC, L2 or L1 copy is). Run twice per run.
+fn dirty_cached_lines(h: &Hierarchy) -> u64 {
+    let mut n = 0;
+    for s in h.llc.valid_slots() {
+        let dirty = h.llc.is_dirty(s) || {
+            let (core, addr) = (h.llc.owner(s) as usize, h.llc.line_addr(s));
+            h.l2[core].find(addr).is_some_and(|s2| {
+                h.l2[core].is_dirty(s2)
+                    || h.l1[core]
+                        .find(addr)
+                        .is_some_and(|s1| h.l1[core].is_dirty(s1))
+            })
+        };
+        n += u64::from(dirty);
+    }
+    n
 }
 
 fn footprint_error(layout: &Layout) -> Error {

@@ -7,17 +7,38 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// Metric names scripts rely on (issue #2): keep them stable.
+///
+/// Rates, latencies, traffic, energy, miss ratio and load/store counts are
+/// over the measured window (after the warm-up, docs/MODEL.md "Metrics");
+/// `committed_tx` and `sim_cycles` cover the whole run.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct Metrics {
+    /// Transactions committed in the whole run (warm-up included).
     pub committed_tx: u64,
+    /// Cycles of the whole run (warm-up included).
     pub sim_cycles: u64,
+    /// Transactions committed before the measured window opened.
+    pub warmup_tx: u64,
+    /// Transactions committed inside the measured window.
+    pub measured_tx: u64,
+    /// Cycle at which the window opened (the last thread's last warm-up commit).
+    pub window_start_cycle: u64,
+    /// Length of the measured window: last commit - window start.
+    pub window_cycles: u64,
     pub throughput_tx_per_mcycle: f64,
     pub throughput_tx_per_sec: f64,
     pub critical_path_cycles_mean: f64,
     pub critical_path_cycles_p50: u64,
     pub critical_path_cycles_p99: u64,
+    /// NVM bytes written during the window (every purpose).
     pub nvm_bytes_written: u64,
     pub nvm_bytes_read: u64,
+    /// Net growth of dirty data held in the caches over the window (64 B
+    /// per dirty line; negative if the caches held less dirty data at the
+    /// end): the write-backs the window's stores still owe.
+    pub dirty_cached_bytes_growth: i64,
+    /// Steady-state NVM write traffic per measured transaction:
+    /// (`nvm_bytes_written` + `dirty_cached_bytes_growth`) / `measured_tx`.
     pub write_bytes_per_tx: f64,
     pub energy_nj: f64,
     pub llc_miss_ratio: f64,
@@ -60,6 +81,10 @@ impl Latencies {
     #[inline]
     pub fn push(&mut self, cycles: u64) {
         self.samples.push(cycles.min(u32::MAX as u64) as u32);
+    }
+    /// Forget the samples (start of the measured window).
+    pub fn clear(&mut self) {
+        self.samples.clear();
     }
     pub fn len(&self) -> usize {
         self.samples.len()

@@ -26,6 +26,11 @@ pub enum Op {
     Load {
         addr: Addr,
         value: u64,
+        /// Address dependency: the load's address was computed from the
+        /// value of the load `dep` loads earlier in this stream (0: none).
+        /// The out-of-order core issues it only after that load's data is
+        /// back (pointer chasing serialises). Set by [`TxCtx`].
+        dep: u8,
     },
     Store {
         addr: Addr,
@@ -52,6 +57,13 @@ pub const ROOT_OFFSET: u64 = 64;
 /// The heap starts after the root area.
 pub const HEAP_OFFSET: u64 = 4096;
 
+/// Bytes above a loaded pointer within which a later load is taken to be
+/// an access through that pointer (address dependency). Covers an object
+/// of up to 4 KiB (1 KiB items, 256 B B+-tree nodes, TPC-C rows); docs/MODEL.md.
+pub const DEP_SPAN_BYTES: u64 = 4096;
+/// Loaded pointers remembered for dependency inference (newest first wins).
+const DEP_PTRS: usize = 8;
+
 /// The handle a workload uses to touch memory during one transaction (or
 /// during setup, when no ops are recorded).
 pub struct TxCtx<'a> {
@@ -62,6 +74,14 @@ pub struct TxCtx<'a> {
     region_end: Addr,
     /// Set when the heap ran out of space (reported as a config error).
     pub out_of_memory: bool,
+    /// Recently loaded values that look like pointers into this thread's
+    /// heap, with the sequence number of the load that produced them (ring).
+    ptr_value: [Addr; DEP_PTRS],
+    ptr_seq: [u32; DEP_PTRS],
+    ptr_len: usize,
+    ptr_next: usize,
+    /// Loads recorded so far in this op stream.
+    load_seq: u32,
 }
 
 impl<'a> TxCtx<'a> {
@@ -79,17 +99,74 @@ impl<'a> TxCtx<'a> {
             region_base,
             region_end: region_base + region_bytes,
             out_of_memory: false,
+            ptr_value: [0; DEP_PTRS],
+            ptr_seq: [0; DEP_PTRS],
+            ptr_len: 0,
+            ptr_next: 0,
+            load_seq: 0,
         }
     }
 
+    /// Load a word. Its address dependency is inferred from values: if
+    /// `addr` lies in `[p, p + DEP_SPAN_BYTES)` for a recently loaded value
+    /// `p` that is a 64 B-aligned pointer into this thread's heap (the
+    /// workloads store pointers as absolute addresses and allocate 64 B
+    /// aligned), the load depends on the newest such load.
     #[inline]
     pub fn load(&mut self, addr: Addr) -> u64 {
         debug_assert_eq!(addr % 8, 0, "loads are 8-byte aligned words");
         let value = self.mem.read_u64(addr);
         if self.record {
-            self.ops.push(Op::Load { addr, value });
+            let dep = self.inferred_dep(addr);
+            self.push_load(addr, value, dep);
         }
         value
+    }
+
+    /// Load a word whose address was computed from the value of the
+    /// previous load (index arithmetic the value rule cannot see, e.g. a
+    /// row number read from memory). Explicit form of the dependency.
+    #[inline]
+    pub fn load_dependent(&mut self, addr: Addr) -> u64 {
+        debug_assert_eq!(addr % 8, 0, "loads are 8-byte aligned words");
+        let value = self.mem.read_u64(addr);
+        if self.record {
+            let dep = u8::from(self.load_seq > 0);
+            self.push_load(addr, value, dep);
+        }
+        value
+    }
+
+    /// Distance (in loads) to the newest remembered pointer load whose
+    /// object span holds `addr`; 0 when none (or too far back to encode).
+    #[inline]
+    fn inferred_dep(&self, addr: Addr) -> u8 {
+        let mut i = self.ptr_next;
+        for _ in 0..self.ptr_len {
+            i = if i == 0 { DEP_PTRS - 1 } else { i - 1 };
+            if addr.wrapping_sub(self.ptr_value[i]) < DEP_SPAN_BYTES {
+                let d = self.load_seq - self.ptr_seq[i];
+                return if d <= u8::MAX as u32 { d as u8 } else { 0 };
+            }
+        }
+        0
+    }
+
+    #[inline]
+    fn push_load(&mut self, addr: Addr, value: u64, dep: u8) {
+        self.ops.push(Op::Load { addr, value, dep });
+        self.load_seq += 1;
+        let heap = self.region_base + HEAP_OFFSET;
+        if value.is_multiple_of(64) && value >= heap && value < self.region_end {
+            self.ptr_value[self.ptr_next] = value;
+            self.ptr_seq[self.ptr_next] = self.load_seq - 1;
+            self.ptr_next = if self.ptr_next + 1 == DEP_PTRS {
+                0
+            } else {
+                self.ptr_next + 1
+            };
+            self.ptr_len = (self.ptr_len + 1).min(DEP_PTRS);
+        }
     }
 
     #[inline]
