@@ -286,6 +286,8 @@ pub struct Stats {
     pub gc_periodic_skipped_busy: u64,
     pub tx_committed_during_gc: u64,
     pub on_demand_gc_stall_cycles: u64,
+    /// On-demand passes run because the mapping table filled.
+    pub mapping_full_gc: u64,
     pub blocks_allocated: u64,
     pub blocks_peak_in_use: u64,
     pub emergency_gc: u64,
@@ -321,6 +323,9 @@ pub struct Hoop {
     mapping_capacity: u64,
     demand_armed: bool,
     gc_demand: bool,
+    /// End of an on-demand GC run inside an eviction: every core stalls
+    /// until then (applied at the next tick).
+    stall_until: Option<Cycle>,
     buffer_slices: usize,
     gc_period: Cycle,
     next_gc_at: Cycle,
@@ -376,6 +381,7 @@ impl Hoop {
             mapping_capacity,
             demand_armed: true,
             gc_demand: false,
+            stall_until: None,
             buffer_slices: (p.u64("hoop.oop_buffer_bytes_per_core") / SLICE_BYTES).max(1) as usize,
             gc_period: ((p.f64("hoop.gc_period_ms") * 1e6 * freq).ceil() as Cycle).max(1),
             next_gc_at: ((p.f64("hoop.gc_period_ms") * 1e6 * freq).ceil() as Cycle).max(1),
@@ -617,18 +623,31 @@ impl Hoop {
         DataSlice::decode(&b).expect("mapped OOP slot holds a data slice")
     }
 
-    /// A line entered the mapping table (`Indirection::map_if_oop`).
-    fn mapping_inserted(&mut self) {
+    /// A line entered the mapping table (`Indirection::map_if_oop`) at
+    /// `now`. The insert that fills the table runs GC at once (§III-C: a
+    /// full table triggers GC), sealing the active block so every committed
+    /// transaction can go; every core stalls until it is done (the next
+    /// tick applies the stall to all). Returns when the insert completes.
+    fn mapping_inserted(&mut self, ctx: &mut MemCtx, now: Cycle) -> Cycle {
         self.stats.mapping_inserts += 1;
         let n = self.ind.mapped_len();
         self.stats.mapping_peak_entries = self.stats.mapping_peak_entries.max(n);
         if n > self.mapping_capacity {
+            // Only entries of transactions not committed since the last
+            // full-table GC are left: GC cannot free them.
             self.stats.mapping_over_capacity_inserts += 1;
         }
-        if n >= self.mapping_capacity && self.demand_armed {
-            self.gc_demand = true;
-            self.demand_armed = false;
+        if n < self.mapping_capacity || !self.demand_armed {
+            return now;
         }
+        self.demand_armed = false;
+        self.stats.mapping_full_gc += 1;
+        let t = self.gc_complete(ctx, now);
+        self.seal_active(ctx, None, t);
+        let end = self.run_gc(ctx, t, gc::GcKind::OnDemand);
+        self.stats.on_demand_gc_stall_cycles += end - now;
+        self.stall_until = Some(self.stall_until.unwrap_or(0).max(end));
+        end
     }
 
     /// A mapping-table entry may have gone (`Indirection` removed it).
@@ -905,7 +924,7 @@ impl Scheme for Hoop {
             // Its transactional words are in the OOP region/buffer: never
             // written home before GC; track it in the mapping table.
             if new {
-                self.mapping_inserted();
+                return self.mapping_inserted(ctx, now);
             }
             return now;
         }
@@ -919,7 +938,7 @@ impl Scheme for Hoop {
     }
 
     fn next_event_at(&self) -> Option<Cycle> {
-        if self.gc_demand {
+        if self.gc_demand || self.stall_until.is_some() {
             return Some(0);
         }
         Some(match self.gc_next_at() {
@@ -929,6 +948,11 @@ impl Scheme for Hoop {
     }
 
     fn tick(&mut self, ctx: &mut MemCtx, now: Cycle) -> Option<Cycle> {
+        if let Some(end) = self.stall_until.take() {
+            // A full mapping table ran GC during an eviction: all cores
+            // wait for it.
+            return Some(end);
+        }
         if self.gc_demand {
             // On-demand GC stalls every core until it is done; a periodic
             // pass in flight is finished first (stalled too).
@@ -1080,6 +1104,7 @@ impl Scheme for Hoop {
                 "on_demand_gc_stall_cycles",
                 s.on_demand_gc_stall_cycles as f64,
             ),
+            ("mapping_full_gc", s.mapping_full_gc as f64),
             ("emergency_gc", s.emergency_gc as f64),
             ("oop_blocks", self.g.blocks as f64),
             ("oop_blocks_allocated", s.blocks_allocated as f64),
