@@ -9,15 +9,19 @@
 //! - Data-after-log ordering is enforced in the controller: a home write of a
 //!   line modified by a running transaction is not accepted before that
 //!   line's undo record is persisted.
-//! - TxEnd forces every line the transaction modified (and that is not
-//!   already home) to NVM, then truncates the log by persisting the per-core
-//!   log header with the transaction's id ("resolved").
+//! - Each core's log is a circular buffer ([`RingLog`]): records are
+//!   appended at the tail, which moves on across transactions (wrapping),
+//!   and TxEnd forces every line the transaction modified (and that is not
+//!   already home) to NVM, then truncates the log by persisting the log head
+//!   (the next record's sequence number) with the transaction's id
+//!   ("resolved") in one of two alternating header lines.
 //! - A line whose last transactional store belongs to a committed transaction
 //!   was cleaned by that force; its later eviction carries no data.
-//! - Recovery: per core, undo records with a valid checksum, consecutive
-//!   indices and a txid above the header's resolved id belong to the one
+//! - Recovery: per core, the valid header with the newest resolved id gives
+//!   the head; undo records from there with a valid checksum, consecutive
+//!   sequence numbers and a txid above the resolved id belong to the one
 //!   uncommitted transaction; they are rolled back in reverse order and the
-//!   header is advanced (idempotent).
+//!   other header is advanced (idempotent).
 //!
 //! The log helpers ([`UndoLog`], [`csum`], encoding) are shared with LAD's
 //! overflow fallback.
@@ -269,6 +273,144 @@ pub(crate) fn recovery_ns(p: &Params, lines_read: u64, lines_written: u64) -> f6
         + lines_written as f64 * p.f64("nvm.array_write_ns")
 }
 
+/// Opt-Undo's per-core circular undo log (ATOM's log, truncated by moving
+/// its head): `[header A][header B][record slot 0][record slot 1]...`.
+/// Record `seq` (a per-core sequence number that never repeats) lives in
+/// slot `seq % slots`, encoded as [`UndoLog`]'s records with `seq` as the
+/// index. A header = {magic, resolved txid, head seq, checksum}; commits
+/// alternate between A and B, so a torn header write leaves the previous
+/// one intact (recovery takes the valid one with the newest resolved id).
+#[derive(Clone, Debug)]
+pub(crate) struct RingLog {
+    pub base: Addr,
+    pub per_core_bytes: u64,
+    pub stride: u64,
+}
+
+const RING_HDR_MAGIC: u64 = 0x554e_444f_5249_4e47; // "UNDORING"
+
+impl RingLog {
+    pub fn new(base: Addr, per_core_bytes: u64, p: &Params) -> Self {
+        RingLog {
+            base,
+            per_core_bytes,
+            stride: log_stride(p, per_core_bytes),
+        }
+    }
+
+    pub fn core_base(&self, core: usize) -> Addr {
+        self.base + core as u64 * self.stride
+    }
+
+    pub fn header_addr(&self, core: usize, which: u64) -> Addr {
+        self.core_base(core) + (which % 2) * 64
+    }
+
+    pub fn slots(&self) -> u64 {
+        (self.per_core_bytes - 128) / UNDO_REC_BYTES
+    }
+
+    pub fn record_addr(&self, core: usize, seq: u64) -> Addr {
+        self.core_base(core) + 128 + (seq % self.slots()) * UNDO_REC_BYTES
+    }
+
+    /// Encode and write record `seq`; returns its persist time.
+    #[allow(clippy::too_many_arguments)]
+    pub fn append(
+        &self,
+        ctx: &mut MemCtx,
+        core: usize,
+        seq: u64,
+        txid: u32,
+        home: Addr,
+        old: &LineData,
+        now: Cycle,
+    ) -> Cycle {
+        let words = [UNDO_REC_MAGIC, txid as u64, seq, home];
+        let c = csum(&words, old);
+        let mut rec = [0u8; UNDO_REC_BYTES as usize];
+        rec[..64].copy_from_slice(&header_line(&[words[0], words[1], words[2], words[3], c]));
+        rec[64..].copy_from_slice(old);
+        ctx.nvm
+            .write(self.record_addr(core, seq), &rec, Purpose::Log, now)
+    }
+
+    fn header(txid: u64, head: u64) -> LineData {
+        let w = [RING_HDR_MAGIC, txid, head];
+        header_line(&[w[0], w[1], w[2], csum(&w, &[])])
+    }
+
+    /// (resolved txid, head seq) of a header line, if it is valid.
+    fn parse_header(l: &LineData) -> Option<(u64, u64)> {
+        let w = [line_word(l, 0), line_word(l, 1), line_word(l, 2)];
+        (w[0] == RING_HDR_MAGIC && line_word(l, 3) == csum(&w, &[])).then_some((w[1], w[2]))
+    }
+
+    /// Truncate: header `which` says every transaction up to `txid` is
+    /// resolved and the live log starts at `head`.
+    pub fn truncate(
+        &self,
+        ctx: &mut MemCtx,
+        core: usize,
+        which: u64,
+        txid: u32,
+        head: u64,
+        now: Cycle,
+    ) -> Cycle {
+        let l = Self::header(u64::from(txid), head);
+        ctx.nvm
+            .write(self.header_addr(core, which), &l, Purpose::Metadata, now)
+    }
+
+    /// Recover one core's log from bytes: roll back the records of the
+    /// unresolved transaction, then resolve it in the other header.
+    /// Returns (records rolled back, lines read, lines written).
+    pub fn recover_core(&self, img: &mut dyn MemWrite, core: usize) -> (u64, u64, u64) {
+        let hdrs = [0, 1].map(|w| Self::parse_header(&img.read_line(self.header_addr(core, w))));
+        let newest = (0..2)
+            .filter_map(|w| hdrs[w].map(|h| (h, w as u64)))
+            .max_by_key(|&((txid, _), _)| txid);
+        let ((resolved, head), which) = newest.unwrap_or(((0, 0), 1));
+        let mut recs: Vec<(Addr, LineData)> = Vec::new();
+        let mut txid = None;
+        let mut read = 2u64;
+        for seq in head..head + self.slots() {
+            let a = self.record_addr(core, seq);
+            let h = img.read_line(a);
+            let d = img.read_line(a + 64);
+            read += 2;
+            let w = [
+                line_word(&h, 0),
+                line_word(&h, 1),
+                line_word(&h, 2),
+                line_word(&h, 3),
+            ];
+            let ok = w[0] == UNDO_REC_MAGIC
+                && w[2] == seq
+                && w[1] > resolved
+                && txid.is_none_or(|t| t == w[1])
+                && line_word(&h, 4) == csum(&w, &d);
+            if !ok {
+                break;
+            }
+            txid = Some(w[1]);
+            recs.push((w[3], d));
+        }
+        let Some(t) = txid else {
+            return (0, read, 0);
+        };
+        for (home, old) in recs.iter().rev() {
+            img.write_bytes(*home, old);
+        }
+        let n = recs.len() as u64;
+        img.write_bytes(
+            self.header_addr(core, which + 1),
+            &Self::header(t, head + n),
+        );
+        (n, read, n + 1)
+    }
+}
+
 /// The core owning an address (threads own disjoint regions).
 #[inline]
 pub(crate) fn owner_of(layout: &Layout, addr: Addr) -> usize {
@@ -293,6 +435,12 @@ struct TxLine {
 struct CoreState {
     txid: u32,
     in_tx: bool,
+    /// Sequence number of the next record (the log tail), and of this
+    /// transaction's first record (the log head once it is resolved).
+    tail_seq: u64,
+    start_seq: u64,
+    /// Commits so far: selects the header line the next truncation writes.
+    truncations: u64,
     lines: Vec<TxLine>,
     index: FxHashMap<Addr, usize>,
     /// The log could not hold this transaction's records (input error).
@@ -300,7 +448,7 @@ struct CoreState {
 }
 
 struct OptUndo {
-    log: UndoLog,
+    log: RingLog,
     cores: Vec<CoreState>,
     next_txid: u32,
     /// Cycles for a forced line to travel from the caches to the controller.
@@ -315,7 +463,7 @@ struct OptUndo {
 
 fn build(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
     Ok(Box::new(OptUndo {
-        log: UndoLog::new(
+        log: RingLog::new(
             layout.reserved_base,
             p.u64("opt-undo.log_bytes_per_core"),
             p,
@@ -333,14 +481,14 @@ fn build(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
 }
 
 fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<RecoveryReport> {
-    let log = UndoLog::new(
+    let log = RingLog::new(
         layout.reserved_base,
         p.u64("opt-undo.log_bytes_per_core"),
         p,
     );
     let (mut rolled, mut read, mut written) = (0, 0, 0);
     for c in 0..layout.threads {
-        let (r, rd, wr) = log.recover_core(img, c, None);
+        let (r, rd, wr) = log.recover_core(img, c);
         rolled += r;
         read += rd;
         written += wr;
@@ -359,6 +507,7 @@ impl Scheme for OptUndo {
         c.txid = self.next_txid;
         self.next_txid += 1;
         c.in_tx = true;
+        c.start_seq = c.tail_seq;
         c.lines.clear();
         c.index.clear();
         c.overflow = false;
@@ -392,14 +541,16 @@ impl Scheme for OptUndo {
                 let mut old = [0u8; 64];
                 ctx.nvm.peek(line, &mut old);
                 let n = c.lines.len() as u64;
-                let undo_at = match self.log.append(ctx, core, n, c.txid, line, &old, now) {
-                    Some(t) => t,
-                    None => {
-                        // Reported at TxEnd with the full count; the run
-                        // ends there.
-                        c.overflow = true;
-                        now
-                    }
+                let undo_at = if n < self.log.slots() {
+                    let seq = c.start_seq + n;
+                    c.tail_seq = seq + 1;
+                    self.log.append(ctx, core, seq, c.txid, line, &old, now)
+                } else {
+                    // The ring would overwrite this transaction's own
+                    // records: reported at TxEnd with the full count; the
+                    // run ends there.
+                    c.overflow = true;
+                    now
                 };
                 self.stat_log_records += 1;
                 c.index.insert(line, c.lines.len());
@@ -457,12 +608,12 @@ impl Scheme for OptUndo {
             return now;
         }
         if c.overflow {
-            let msg = self.log.too_small(
-                PARAMS,
-                "opt-undo.log_bytes_per_core",
-                core,
-                c.lines.len() as u64,
-                "one per modified line",
+            let records = c.lines.len() as u64;
+            let msg = format!(
+                "opt-undo.log_bytes_per_core={} holds {} undo records per core, but a transaction on core {core} needed {records} (one per modified line); {}",
+                self.log.per_core_bytes,
+                self.log.slots(),
+                super::raise_advice(PARAMS, "opt-undo.log_bytes_per_core", 128 + records * UNDO_REC_BYTES)
             );
             ctx.input_error(msg);
         }
@@ -479,8 +630,13 @@ impl Scheme for OptUndo {
             done = done.max(ctx.nvm.write(tl.addr, &tl.data, Purpose::WriteBack, t));
             self.stat_forced_lines += 1;
         }
-        // Truncate only after every forced line is persisted.
-        let done = self.log.resolve(ctx, core, c.txid, done);
+        // Truncate only after every forced line is persisted: the head
+        // moves past this transaction's records.
+        let which = c.truncations;
+        c.truncations += 1;
+        let done = self
+            .log
+            .truncate(ctx, core, which, c.txid, c.tail_seq, done);
         self.stat_commits += 1;
         done
     }
@@ -529,7 +685,7 @@ mod tests {
     fn undo_record_persists_before_home_write() {
         let e = small_cache_run("opt-undo", 2, 60);
         let layout = &e.ctx.layout;
-        let log = UndoLog::new(
+        let log = RingLog::new(
             layout.reserved_base,
             e.params.u64("opt-undo.log_bytes_per_core"),
             &e.params,
@@ -542,9 +698,9 @@ mod tests {
             if ev.addr >= log.base && ev.addr < log.base + 2 * log.stride {
                 let c = ((ev.addr - log.base) / log.stride) as usize;
                 let off = (ev.addr - log.core_base(c)) as usize;
-                if off == 0 {
+                if off < 128 {
                     logged[c].clear(); // truncation: transaction resolved
-                } else if (off - 64).is_multiple_of(UNDO_REC_BYTES as usize) {
+                } else if (off - 128).is_multiple_of(UNDO_REC_BYTES as usize) {
                     let home = u64::from_le_bytes(d[24..32].try_into().unwrap());
                     logged[c].insert(home, ev.at);
                 }
@@ -587,8 +743,9 @@ mod tests {
         let base = e.ctx.layout.reserved_base;
         for r in &h.per_thread[0] {
             let k = r.ack_persist_seq as usize;
-            // The last event before the ack is the truncation header.
-            assert_eq!(pl.events()[k - 1].addr, base, "ack must follow truncation");
+            // The last event before the ack is a truncation header.
+            let a = pl.events()[k - 1].addr;
+            assert!(a == base || a == base + 64, "ack must follow truncation");
             // Every line the transaction wrote is home by then.
             let written: FxHashSet<Addr> = h.writes[r.writes.clone()]
                 .iter()

@@ -130,7 +130,8 @@ impl LineVersions {
     }
 }
 
-/// Buffers of a GC pass, kept across passes so a warm GC allocates nothing.
+/// Buffers and state of a GC pass, kept across passes so a warm GC
+/// allocates nothing.
 #[derive(Default)]
 pub(super) struct GcScratch {
     victims: Vec<usize>,
@@ -140,6 +141,60 @@ pub(super) struct GcScratch {
     chain: Vec<(u64, DataSlice)>,
     chain_blocks: Vec<usize>,
     versions: LineVersions,
+    /// Slots of every committed chain, newest transaction first; chain
+    /// `i` is `chain_slots[chain_ends[i-1]..chain_ends[i]]`.
+    chain_slots: Vec<u64>,
+    chain_ends: Vec<u32>,
+    lanes: Vec<Lane>,
+    /// The pass in flight, if any.
+    job: Option<Job>,
+}
+
+/// What one lane of the GC engine is doing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum LaneWork {
+    #[default]
+    Idle,
+    /// Walking chain slices `next..end` of `chain_slots` (each read waits
+    /// for the previous one: it holds the next link).
+    Chain { next: u32, end: u32 },
+    /// Home line `k` (sorted) was read (partial line): write it when the
+    /// read data arrives.
+    Write { k: u32 },
+}
+
+/// One outstanding-request slot of the GC engine (like a DMA engine's
+/// request tag): `ready` is when its request completes and it can issue
+/// the next one.
+#[derive(Clone, Copy, Debug, Default)]
+struct Lane {
+    ready: Cycle,
+    work: LaneWork,
+}
+
+/// Phases of a pass (Algorithm 1), separated by barriers: all address
+/// slices before any chain (they hold the start addresses), all chains
+/// before any home write (H must hold the newest version of every word),
+/// every home write before any retirement (crash safety).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    AddrSlices,
+    Chains,
+    Lines,
+    Retire,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Job {
+    kind: GcKind,
+    start: Cycle,
+    phase: Phase,
+    /// Next item of the phase to hand to a lane.
+    cursor: usize,
+    /// Time of the last read issued (distinct-issue-time statistic).
+    last_read_at: Option<Cycle>,
+    /// When the next lane frees up (the pass's next event).
+    wake: Cycle,
 }
 
 /// Stable sort of `v` by `key`; `tmp` is scratch. An LSD radix sort: a few
@@ -186,37 +241,75 @@ pub enum GcKind {
 }
 
 impl Hoop {
-    /// Run one GC pass at `now`; returns when its last write was persisted.
+    /// Run one whole GC pass from `now`, stalling (on-demand, emergency and
+    /// final GC): completes the pass in flight first. Returns when its last
+    /// write was accepted (persisted, with ADR).
     pub(super) fn run_gc(&mut self, ctx: &mut MemCtx, now: Cycle, kind: GcKind) -> Cycle {
+        let t = self.gc_complete(ctx, now);
+        self.gc_start(ctx, t, kind);
+        self.gc_complete(ctx, t)
+    }
+
+    /// Is a pass in flight?
+    pub(super) fn gc_busy(&self) -> bool {
+        self.gc_scratch.job.is_some()
+    }
+
+    /// When the pass in flight can issue its next request.
+    pub(super) fn gc_next_at(&self) -> Option<Cycle> {
+        self.gc_scratch.job.as_ref().map(|j| j.wake)
+    }
+
+    /// Drive the pass in flight to its end without letting cores run (the
+    /// caller stalls them). Returns the end time.
+    pub(super) fn gc_complete(&mut self, ctx: &mut MemCtx, now: Cycle) -> Cycle {
+        let mut t = now;
+        while self.gc_busy() {
+            t = t.max(self.gc_next_at().unwrap_or(t));
+            if let Some(end) = self.gc_advance(ctx, t) {
+                t = t.max(end);
+            }
+        }
+        t
+    }
+
+    /// Start a pass at `now` over the FULL blocks. Functional work (H, the
+    /// chain walk) is done here from the bytes; the timed reads and writes
+    /// are issued by [`Hoop::gc_advance`] as the engine's lanes free up.
+    /// Doing the functional part at one instant is safe: the slices of
+    /// committed transactions in FULL blocks are immutable until the pass
+    /// frees their blocks, and a home line GC writes is written by nobody
+    /// else before (its mapping entry absorbs every eviction), so reading
+    /// them now or at issue time gives the same bytes.
+    pub(super) fn gc_start(&mut self, ctx: &mut MemCtx, now: Cycle, kind: GcKind) {
+        debug_assert!(!self.gc_busy());
         match kind {
             GcKind::Periodic => self.stats.gc_runs_periodic += 1,
             GcKind::OnDemand => self.stats.gc_runs_on_demand += 1,
             GcKind::Final => self.stats.gc_runs_final += 1,
         }
         if self.full.is_empty() {
-            return now;
+            return;
         }
         let mut sc = std::mem::take(&mut self.gc_scratch);
         sc.victims.clear();
-        sc.victims.extend(self.full.iter().copied());
-        let mut t = now;
+        sc.victims.extend(self.full.drain(..));
         // Mark the blocks BLK_GC (recovery treats them like FULL ones).
         for &b in &sc.victims {
             if self.blocks[b].state == BlockState::Full {
                 self.blocks[b].state = BlockState::Gc;
-                t = t.max(self.write_header(ctx, b, None, now));
+                self.write_header(ctx, b, None, now);
             }
         }
-        // Lines 4-18: read address slices, then each committed transaction
+        // Lines 4-18: address slices, then each committed transaction
         // newest first; the first version seen of a word is the newest.
         sc.commits.clear();
         sc.aslices.clear();
-        let mut t_read = t;
         let mut buf = [0u8; SLICE_BYTES as usize];
         for &b in &sc.victims {
             let epoch = self.blocks[b].epoch;
             for &s in &self.blocks[b].addr_slices {
-                t_read = t_read.max(ctx.nvm.read(self.g.slot_addr(s), &mut buf, Purpose::Gc, t));
+                ctx.nvm.peek(self.g.slot_addr(s), &mut buf);
                 let ok = layout::decode_address_slice_into(&buf, epoch, &mut sc.commits);
                 assert!(ok, "GC: address slice bytes are intact");
                 sc.aslices.push((s, b));
@@ -224,25 +317,20 @@ impl Hoop {
         }
         sc.commits
             .sort_unstable_by_key(|c| std::cmp::Reverse(c.txid));
-        // H of Algorithm 1: the first version offered of a word is the
-        // newest. Every line it gets has OOP words, so is in `ind`.
+        // H of Algorithm 1. Every line it gets has OOP words, so is in `ind`.
         sc.versions.clear(self.ind.len());
-        let t_chain = t_read;
-        let mut t_scan = t_read;
+        sc.chain_slots.clear();
+        sc.chain_ends.clear();
         for c in &sc.commits {
             sc.chain.clear();
             sc.chain_blocks.clear();
             let mut slot = c.start_slot;
             loop {
-                t_scan = t_scan.max(ctx.nvm.read(
-                    self.g.slot_addr(slot),
-                    &mut buf,
-                    Purpose::Gc,
-                    t_chain,
-                ));
+                ctx.nvm.peek(self.g.slot_addr(slot), &mut buf);
                 let s = DataSlice::decode(&buf).expect("GC: committed slice bytes are intact");
                 debug_assert_eq!(s.txid, c.txid);
                 sc.chain.push((slot, s));
+                sc.chain_slots.push(slot);
                 let b = self.g.block_of(slot);
                 if !sc.chain_blocks.contains(&b) {
                     sc.chain_blocks.push(b);
@@ -252,6 +340,7 @@ impl Hoop {
                 }
                 slot = layout::follow_next(slot, s.next, self.g.slots());
             }
+            sc.chain_ends.push(sc.chain_slots.len() as u32);
             for &b in &sc.chain_blocks {
                 self.blocks[b].live_txs -= 1;
             }
@@ -266,62 +355,220 @@ impl Hoop {
         }
         self.stats.gc_tx_migrated += sc.commits.len() as u64;
         sc.versions.sort();
-        // Lines 20-27: write each home line once, in address order.
-        let mut t_write = t_scan;
-        // The entries, the lines' table buckets and home bytes are scattered in host
-        // memory while each iteration spends long in the controller:
-        // fetch a few iterations ahead.
-        const AHEAD: usize = 4;
-        let lines = sc.versions.len();
-        for k in 0..lines {
-            if k + AHEAD < lines {
-                sc.versions.prefetch(k + AHEAD);
-                let ahead = sc.versions.line_addr(k + AHEAD);
-                self.ind.prefetch(ahead);
-                // Its home bytes, read (partial line) and written below.
-                prefetch_media(ctx.nvm.media(), ahead, 64);
+        sc.lanes.clear();
+        sc.lanes.resize(
+            self.gc_lanes,
+            Lane {
+                ready: now,
+                work: LaneWork::Idle,
+            },
+        );
+        sc.job = Some(Job {
+            kind,
+            start: now,
+            phase: Phase::AddrSlices,
+            cursor: 0,
+            last_read_at: None,
+            wake: now,
+        });
+        self.gc_scratch = sc;
+        self.gc_advance(ctx, now);
+    }
+
+    /// Issue, at `now`, every request of the pass in flight whose lane is
+    /// free by then; move through the phases' barriers. Returns the end
+    /// time when the pass finished.
+    pub(super) fn gc_advance(&mut self, ctx: &mut MemCtx, now: Cycle) -> Option<Cycle> {
+        let mut sc = std::mem::take(&mut self.gc_scratch);
+        let mut end = None;
+        while let Some(mut job) = sc.job {
+            let items = match job.phase {
+                Phase::AddrSlices => sc.aslices.len(),
+                Phase::Chains => sc.chain_ends.len(),
+                Phase::Lines => sc.versions.len(),
+                Phase::Retire => 0,
+            };
+            if job.phase == Phase::Retire {
+                end = Some(self.gc_retire(ctx, &mut sc, job, now));
+                sc.job = None;
+                break;
             }
-            let &GcLine {
-                values,
-                slots,
-                line,
-                mask,
-            } = sc.versions.line(k);
-            self.stats.gc_words_migrated += u64::from(mask.count_ones());
-            let mut data = [0u8; 64];
-            if mask != 0xff {
-                // Partial line: merge into the current home content.
-                t_write = t_write.max(ctx.nvm.read(line, &mut data, Purpose::Gc, t_scan));
-                self.stats.gc_home_reads += 1;
+            for li in 0..sc.lanes.len() {
+                while sc.lanes[li].ready <= now {
+                    let work = sc.lanes[li].work;
+                    let next = match work {
+                        LaneWork::Chain { next, end } if next < end => {
+                            let a = self.g.slot_addr(sc.chain_slots[next as usize]);
+                            sc.lanes[li].work = LaneWork::Chain {
+                                next: next + 1,
+                                end,
+                            };
+                            Some(self.gc_read(ctx, &mut job, a, SLICE_BYTES, now))
+                        }
+                        LaneWork::Write { k } => {
+                            sc.lanes[li].work = LaneWork::Idle;
+                            Some(self.gc_write_line(ctx, &sc.versions, k as usize, now))
+                        }
+                        _ if job.cursor < items => {
+                            let i = job.cursor;
+                            job.cursor += 1;
+                            Some(match job.phase {
+                                Phase::AddrSlices => {
+                                    sc.lanes[li].work = LaneWork::Idle;
+                                    let a = self.g.slot_addr(sc.aslices[i].0);
+                                    self.gc_read(ctx, &mut job, a, SLICE_BYTES, now)
+                                }
+                                Phase::Chains => {
+                                    let first = if i == 0 { 0 } else { sc.chain_ends[i - 1] };
+                                    let a = self.g.slot_addr(sc.chain_slots[first as usize]);
+                                    sc.lanes[li].work = LaneWork::Chain {
+                                        next: first + 1,
+                                        end: sc.chain_ends[i],
+                                    };
+                                    self.gc_read(ctx, &mut job, a, SLICE_BYTES, now)
+                                }
+                                _ => {
+                                    let l = sc.versions.line(i);
+                                    if l.mask != 0xff {
+                                        // Partial line: merge into the home
+                                        // content, read first.
+                                        self.stats.gc_home_reads += 1;
+                                        sc.lanes[li].work = LaneWork::Write { k: i as u32 };
+                                        let a = l.line;
+                                        self.gc_read(ctx, &mut job, a, 64, now)
+                                    } else {
+                                        sc.lanes[li].work = LaneWork::Idle;
+                                        self.gc_write_line(ctx, &sc.versions, i, now)
+                                    }
+                                }
+                            })
+                        }
+                        _ => {
+                            sc.lanes[li].work = LaneWork::Idle;
+                            None
+                        }
+                    };
+                    match next {
+                        // A request completing at once still occupies its
+                        // lane for a cycle: the engine issues at most one
+                        // request per lane per cycle.
+                        Some(done) => sc.lanes[li].ready = done.max(now + 1),
+                        None => break,
+                    }
+                }
             }
-            for w in (0..8).filter(|w| mask & (1 << w) != 0) {
-                data[w * 8..w * 8 + 8].copy_from_slice(&values[w].to_le_bytes());
+            let drained = job.cursor >= items
+                && sc
+                    .lanes
+                    .iter()
+                    .all(|l| l.work == LaneWork::Idle && l.ready <= now);
+            if !drained {
+                // Some lane is still busy after `now`: wake at the first.
+                job.wake = sc
+                    .lanes
+                    .iter()
+                    .map(|l| l.ready)
+                    .filter(|&r| r > now)
+                    .min()
+                    .unwrap_or(now + 1);
+                sc.job = Some(job);
+                break;
             }
-            t_write = t_write.max(ctx.nvm.write(line, &data, Purpose::Gc, t_scan));
-            self.stats.gc_lines_written += 1;
-            self.stats.gc_bytes_migrated += 64;
-            self.evb.insert(line, &data);
-            let m = self.ind.migrated_line(line, mask, &slots);
-            if m.empty {
-                self.mapping_removed();
-                self.stats.mapping_removed_by_gc += u64::from(m.unmapped);
-            }
+            // Barrier: every request of the phase completed by `now`.
+            job.phase = match job.phase {
+                Phase::AddrSlices => Phase::Chains,
+                Phase::Chains => Phase::Lines,
+                _ => Phase::Retire,
+            };
+            job.cursor = 0;
+            sc.job = Some(job);
         }
-        // Retire the migrated transactions: one atomic word per address
-        // slice, in commit order, so a crash leaves only newer ones
-        // replayable.
-        let mut t_end = t_write;
+        self.gc_scratch = sc;
+        end
+    }
+
+    /// A timed GC read of `len` bytes at `addr` (the bytes were decoded at
+    /// the start of the pass); returns when its data arrives.
+    fn gc_read(
+        &mut self,
+        ctx: &mut MemCtx,
+        job: &mut Job,
+        addr: Addr,
+        len: u64,
+        now: Cycle,
+    ) -> Cycle {
+        let mut buf = [0u8; SLICE_BYTES as usize];
+        self.stats.gc_reads_issued += 1;
+        if job.last_read_at != Some(now) {
+            self.stats.gc_read_issue_times += 1;
+            job.last_read_at = Some(now);
+        }
+        ctx.nvm
+            .read(addr, &mut buf[..len as usize], Purpose::Gc, now)
+    }
+
+    /// Lines 20-27 for the k-th line of H: write it home (merged into the
+    /// current home bytes if partial), drop its mapping entry if its newest
+    /// data went home, keep it in the eviction buffer. Returns when the
+    /// write was accepted.
+    fn gc_write_line(
+        &mut self,
+        ctx: &mut MemCtx,
+        versions: &LineVersions,
+        k: usize,
+        now: Cycle,
+    ) -> Cycle {
+        let &GcLine {
+            values,
+            slots,
+            line,
+            mask,
+        } = versions.line(k);
+        if k + 1 < versions.len() {
+            let ahead = versions.line_addr(k + 1);
+            versions.prefetch(k + 1);
+            self.ind.prefetch(ahead);
+            prefetch_media(ctx.nvm.media(), ahead, 64);
+        }
+        self.stats.gc_words_migrated += u64::from(mask.count_ones());
+        let mut data = [0u8; 64];
+        if mask != 0xff {
+            ctx.nvm.peek(line, &mut data);
+        }
+        for w in (0..8).filter(|w| mask & (1 << w) != 0) {
+            data[w * 8..w * 8 + 8].copy_from_slice(&values[w].to_le_bytes());
+        }
+        let accepted = ctx.nvm.write(line, &data, Purpose::Gc, now);
+        self.stats.gc_lines_written += 1;
+        self.stats.gc_bytes_migrated += 64;
+        self.evb.insert(line, &data);
+        let m = self.ind.migrated_line(line, mask, &slots);
+        if m.empty {
+            self.mapping_removed();
+            self.stats.mapping_removed_by_gc += u64::from(m.unmapped);
+        }
+        accepted
+    }
+
+    /// The pass's last phase, at `now` (every home write accepted):
+    /// retire the migrated transactions, one atomic word per address
+    /// slice in commit order, so a crash leaves only newer ones
+    /// replayable; then lines 28-29: blocks holding no slice of a live
+    /// transaction become UNUSED and leave the index; the others wait for
+    /// the next pass. Returns the end time.
+    fn gc_retire(&mut self, ctx: &mut MemCtx, sc: &mut GcScratch, job: Job, now: Cycle) -> Cycle {
+        let mut t_end = now;
         for &(s, b) in &sc.aslices {
             let hdr = layout::address_slice_header(self.blocks[b].epoch, true);
             let a = self.g.slot_addr(s) + layout::ADDR_HEADER_OFFSET as u64;
-            t_end = t_end.max(ctx.nvm.write(a, &hdr, Purpose::Gc, t_write));
+            t_end = t_end.max(ctx.nvm.write(a, &hdr, Purpose::Gc, now));
         }
-        // Lines 28-29: blocks holding no slice of a live transaction become
-        // UNUSED; clear their index entries. Others wait for the next pass.
         let t_hdr = t_end;
-        // `victims` is a copy of `full`: refill it with the kept blocks.
-        self.full.clear();
-        for &b in &sc.victims {
+        // Kept victims are older than any block sealed during the pass:
+        // they go back to the front of the FULL list, in order.
+        let mut kept = 0;
+        for i in 0..sc.victims.len() {
+            let b = sc.victims[i];
             self.blocks[b].addr_slices.clear();
             if self.blocks[b].live_txs == 0 {
                 self.blocks[b].state = BlockState::Unused;
@@ -330,11 +577,17 @@ impl Hoop {
                 self.free_blocks += 1;
                 self.stats.gc_blocks_freed += 1;
             } else {
-                self.full.push_back(b);
+                sc.victims[kept] = b;
+                kept += 1;
             }
         }
-        self.gc_scratch = sc;
-        self.stats.gc_cycles += t_end - now;
+        for &b in sc.victims[..kept].iter().rev() {
+            self.full.push_front(b);
+        }
+        self.stats.gc_cycles += t_end - job.start;
+        if job.kind == GcKind::Periodic {
+            self.stats.gc_background_cycles += t_end - job.start;
+        }
         t_end
     }
 }

@@ -65,6 +65,8 @@ pub static PARAMS: &[ParamSpec] = &[
     spec!("hoop.gc_period_ms", DefaultValue::Float(10.0), "ms", Check::Range(0.0001, 1e6),
         "HOOP §III-H (GC every ten milliseconds by default)",
         "period of the background GC in simulated time"),
+    spec!("hoop.gc_outstanding_reads", DefaultValue::Int(16), "requests", Check::Range(1.0, 4096.0), MC,
+        "GC engine's request slots (like a DMA engine's tags): reads (and read-then-write line merges) in flight at once; 16 keeps each of the default 8 banks busy twice over while bounding what background GC puts in the queues"),
     spec!("hoop.gc_low_free_blocks", DefaultValue::Int(2), "blocks", Check::Range(1.0, 1e9), MC,
         "GC runs on demand (stalling the cores) when fewer OOP blocks than this are free"),
     spec!("hoop.lookup_ns", DefaultValue::Float(1.0), "ns", Check::Range(0.0, 1e6), MC,
@@ -78,7 +80,7 @@ pub static PARAMS: &[ParamSpec] = &[
     spec!("hoop.recovery_thread_gbps", DefaultValue::Float(2.0), "GB/s", Check::Range(0.001, 1e6), MC,
         "rate at which one recovery thread parses slices and fills its hash map"),
     spec!("hoop.recovery_merge_ns", DefaultValue::Float(5.0), "ns/entry", Check::Range(0.0, 1e6), MC,
-        "master thread's cost to merge one local hash-map entry into the global map"),
+        "cost for one recovery thread to merge one local hash-map entry into the global map; the merge is partitioned by home address over the recovery threads"),
 ];
 
 fn reserved_bytes(p: &Params) -> u64 {
@@ -275,8 +277,17 @@ pub struct Stats {
     pub gc_lines_written: u64,
     pub gc_bytes_migrated: u64,
     pub gc_home_reads: u64,
+    /// Timed GC reads, and how many distinct cycles they were issued at.
+    pub gc_reads_issued: u64,
+    pub gc_read_issue_times: u64,
     pub gc_cycles: u64,
+    /// Cycles of periodic passes, during which the cores keep running.
+    pub gc_background_cycles: u64,
+    pub gc_periodic_skipped_busy: u64,
+    pub tx_committed_during_gc: u64,
     pub on_demand_gc_stall_cycles: u64,
+    /// On-demand passes run because the mapping table filled.
+    pub mapping_full_gc: u64,
     pub blocks_allocated: u64,
     pub blocks_peak_in_use: u64,
     pub emergency_gc: u64,
@@ -308,9 +319,13 @@ pub struct Hoop {
     ind: Indirection,
     evb: EvictionBuffer,
     gc_scratch: gc::GcScratch,
+    gc_lanes: usize,
     mapping_capacity: u64,
     demand_armed: bool,
     gc_demand: bool,
+    /// End of an on-demand GC run inside an eviction: every core stalls
+    /// until then (applied at the next tick).
+    stall_until: Option<Cycle>,
     buffer_slices: usize,
     gc_period: Cycle,
     next_gc_at: Cycle,
@@ -361,10 +376,12 @@ impl Hoop {
             // lazily); avoids rehashing on the store path.
             ind: Indirection::with_capacity(mapping_capacity.min(1 << 20) as usize),
             gc_scratch: gc::GcScratch::default(),
+            gc_lanes: p.usize("hoop.gc_outstanding_reads").max(1),
             evb: EvictionBuffer::new((p.u64("hoop.eviction_buffer_bytes") / LINE_BYTES) as usize),
             mapping_capacity,
             demand_armed: true,
             gc_demand: false,
+            stall_until: None,
             buffer_slices: (p.u64("hoop.oop_buffer_bytes_per_core") / SLICE_BYTES).max(1) as usize,
             gc_period: ((p.f64("hoop.gc_period_ms") * 1e6 * freq).ceil() as Cycle).max(1),
             next_gc_at: ((p.f64("hoop.gc_period_ms") * 1e6 * freq).ceil() as Cycle).max(1),
@@ -606,27 +623,38 @@ impl Hoop {
         DataSlice::decode(&b).expect("mapped OOP slot holds a data slice")
     }
 
-    /// A line entered the mapping table (`Indirection::map_if_oop`).
-    fn mapping_inserted(&mut self) {
+    /// A line entered the mapping table (`Indirection::map_if_oop`) at
+    /// `now`. The insert that fills the table runs GC at once (§III-C: a
+    /// full table triggers GC), sealing the active block so every committed
+    /// transaction can go; every core stalls until it is done (the next
+    /// tick applies the stall to all). Returns when the insert completes.
+    fn mapping_inserted(&mut self, ctx: &mut MemCtx, now: Cycle) -> Cycle {
         self.stats.mapping_inserts += 1;
         let n = self.ind.mapped_len();
         self.stats.mapping_peak_entries = self.stats.mapping_peak_entries.max(n);
         if n > self.mapping_capacity {
+            // Only entries of transactions not committed since the last
+            // full-table GC are left: GC cannot free them.
             self.stats.mapping_over_capacity_inserts += 1;
         }
-        if n >= self.mapping_capacity && self.demand_armed {
-            self.gc_demand = true;
-            self.demand_armed = false;
+        if n < self.mapping_capacity || !self.demand_armed {
+            return now;
         }
+        self.demand_armed = false;
+        self.stats.mapping_full_gc += 1;
+        let t = self.gc_complete(ctx, now);
+        self.seal_active(ctx, None, t);
+        let end = self.run_gc(ctx, t, gc::GcKind::OnDemand);
+        self.stats.on_demand_gc_stall_cycles += end - now;
+        self.stall_until = Some(self.stall_until.unwrap_or(0).max(end));
+        end
     }
 
-    /// A mapping-table entry may have gone (`Indirection` removed it):
-    /// re-arm on-demand GC below capacity.
-    fn mapping_removed(&mut self) {
-        if self.ind.mapped_len() < self.mapping_capacity {
-            self.demand_armed = true;
-        }
-    }
+    /// A mapping-table entry may have gone (`Indirection` removed it).
+    /// On-demand GC is re-armed by commits, not here: an entry freed while
+    /// the table is full of uncommitted transactions' lines must not
+    /// trigger a pass that can free nothing.
+    fn mapping_removed(&mut self) {}
 
     /// Modeled recovery time if the machine crashed now.
     fn model_recovery_now(&self) -> (f64, u64) {
@@ -803,6 +831,12 @@ impl Scheme for Hoop {
         }
         self.stats.commit_entries_written += 1;
         self.stats.tx_committed += 1;
+        if self.gc_busy() {
+            self.stats.tx_committed_during_gc += 1;
+        }
+        // A commit makes its lines' entries collectable: a full mapping
+        // table may trigger GC again.
+        self.demand_armed = true;
         self.cores[core].blocks.clear();
         self.cores[core].first_slot = None;
         done.max(t)
@@ -890,7 +924,7 @@ impl Scheme for Hoop {
             // Its transactional words are in the OOP region/buffer: never
             // written home before GC; track it in the mapping table.
             if new {
-                self.mapping_inserted();
+                return self.mapping_inserted(ctx, now);
             }
             return now;
         }
@@ -904,26 +938,45 @@ impl Scheme for Hoop {
     }
 
     fn next_event_at(&self) -> Option<Cycle> {
-        if self.gc_demand {
-            Some(0)
-        } else {
-            Some(self.next_gc_at)
+        if self.gc_demand || self.stall_until.is_some() {
+            return Some(0);
         }
+        Some(match self.gc_next_at() {
+            Some(t) => t.min(self.next_gc_at),
+            None => self.next_gc_at,
+        })
     }
 
     fn tick(&mut self, ctx: &mut MemCtx, now: Cycle) -> Option<Cycle> {
+        if let Some(end) = self.stall_until.take() {
+            // A full mapping table ran GC during an eviction: all cores
+            // wait for it.
+            return Some(end);
+        }
         if self.gc_demand {
+            // On-demand GC stalls every core until it is done; a periodic
+            // pass in flight is finished first (stalled too).
             self.gc_demand = false;
+            let t = self.gc_complete(ctx, now);
             // Seal the active block so its committed transactions can go.
             if self.ind.mapped_len() >= self.mapping_capacity {
-                self.seal_active(ctx, None, now);
+                self.seal_active(ctx, None, t);
             }
-            let end = self.run_gc(ctx, now, gc::GcKind::OnDemand);
+            let end = self.run_gc(ctx, t, gc::GcKind::OnDemand);
             self.stats.on_demand_gc_stall_cycles += end - now;
             return Some(end);
         }
+        // Periodic GC is background traffic: its requests are issued as
+        // its engine's slots free up, competing with the cores' requests.
+        if self.gc_next_at().is_some_and(|t| t <= now) {
+            self.gc_advance(ctx, now);
+        }
         if now >= self.next_gc_at {
-            self.run_gc(ctx, now, gc::GcKind::Periodic);
+            if self.gc_busy() {
+                self.stats.gc_periodic_skipped_busy += 1;
+            } else {
+                self.gc_start(ctx, now, gc::GcKind::Periodic);
+            }
             self.next_gc_at = now + self.gc_period;
         }
         None
@@ -934,8 +987,8 @@ impl Scheme for Hoop {
         self.end_recovery_ns = ns;
         self.end_recovery_live_bytes = live;
         // Final GC of everything committed: afterwards home == architecture.
-        self.seal_active(ctx, None, now);
-        let mut t = now;
+        let mut t = self.gc_complete(ctx, now);
+        self.seal_active(ctx, None, t);
         while !self.full.is_empty() {
             let before = self.full.len();
             t = self.run_gc(ctx, t, gc::GcKind::Final);
@@ -1038,11 +1091,20 @@ impl Scheme for Hoop {
             ("gc_lines_written", s.gc_lines_written as f64),
             ("gc_bytes_migrated", s.gc_bytes_migrated as f64),
             ("gc_home_reads", s.gc_home_reads as f64),
+            ("gc_reads_issued", s.gc_reads_issued as f64),
+            ("gc_read_issue_times", s.gc_read_issue_times as f64),
             ("gc_cycles", s.gc_cycles as f64),
+            ("gc_background_cycles", s.gc_background_cycles as f64),
+            (
+                "gc_periodic_skipped_busy",
+                s.gc_periodic_skipped_busy as f64,
+            ),
+            ("tx_committed_during_gc", s.tx_committed_during_gc as f64),
             (
                 "on_demand_gc_stall_cycles",
                 s.on_demand_gc_stall_cycles as f64,
             ),
+            ("mapping_full_gc", s.mapping_full_gc as f64),
             ("emergency_gc", s.emergency_gc as f64),
             ("oop_blocks", self.g.blocks as f64),
             ("oop_blocks_allocated", s.blocks_allocated as f64),

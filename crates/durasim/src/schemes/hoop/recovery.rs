@@ -24,7 +24,7 @@ pub struct RecoveryModel {
     pub bandwidth_gbps: f64,
     /// Parse/hash rate of one recovery thread.
     pub thread_gbps: f64,
-    /// Master's cost to merge one local hash entry into the global map.
+    /// One thread's cost to merge one local hash entry into the global map.
     pub merge_ns: f64,
 }
 
@@ -51,14 +51,16 @@ impl RecoveryModel {
     }
 
     /// Modeled time: threads scan their share of the OOP region in
-    /// parallel (bounded by NVM bandwidth and per-thread rate), the master
-    /// merges the local maps, then the threads write home in parallel.
+    /// parallel (bounded by NVM bandwidth and per-thread rate), merge the
+    /// local maps in parallel, each thread owning a partition of the home
+    /// addresses (the global map is split by address for the write phase
+    /// anyway, §III-F), then write home in parallel.
     pub fn time_ns(&self, w: &RecoveryWork) -> f64 {
         let rate = self
             .bandwidth_gbps
             .min(self.threads as f64 * self.thread_gbps); // bytes/ns
         let scan = w.oop_bytes_read as f64 / rate;
-        let merge = w.hash_entries as f64 * self.merge_ns;
+        let merge = w.hash_entries as f64 * self.merge_ns / self.threads as f64;
         let write = w.home_bytes_written as f64 / rate;
         scan + merge + write
     }

@@ -555,3 +555,129 @@ fn chain_stays_within_24_bit_reach_after_on_demand_seal() {
         assert_eq!(ctx.nvm.media().read_u64(b0 + w * 8), 7 + w);
     }
 }
+
+/// Periodic GC is background traffic: its reads are spread over many
+/// cycles by the engine's bounded request slots, transactions commit while
+/// a pass is in flight, and no core is stalled by it.
+#[test]
+fn periodic_gc_is_paced_and_does_not_stall_cores() {
+    let mut s = spec("vector", 4, 600);
+    // A table large enough that only periodic GC runs.
+    s.params
+        .set_str("hoop.mapping_table_bytes", "64MB")
+        .unwrap();
+    s.params.set_str("hoop.oop_region_share", "0.05").unwrap();
+    s.params.set_str("hoop.gc_outstanding_reads", "4").unwrap();
+    let e = engine::run(s, &mut |_| {}).unwrap();
+    e.check_equivalence().unwrap();
+    assert!(stat(&e, "gc_runs_periodic") > 0.0);
+    assert_eq!(stat(&e, "gc_runs_on_demand"), 0.0);
+    assert_eq!(stat(&e, "on_demand_gc_stall_cycles"), 0.0);
+    let reads = stat(&e, "gc_reads_issued");
+    let times = stat(&e, "gc_read_issue_times");
+    assert!(reads > 8.0, "GC read something: {reads}");
+    // At most 4 reads share an issue cycle.
+    assert!(
+        times * 4.0 >= reads,
+        "{reads} reads at only {times} distinct cycles"
+    );
+    assert!(
+        stat(&e, "tx_committed_during_gc") > 0.0,
+        "cores commit while a periodic pass is in flight"
+    );
+    assert!(stat(&e, "gc_background_cycles") > 0.0);
+}
+
+/// The GC engine, driven by hand: requests are issued only when a slot
+/// frees, never all at once.
+#[test]
+fn gc_engine_bounds_outstanding_reads() {
+    let mut p = small_params();
+    p.set_str("hoop.gc_outstanding_reads", "2").unwrap();
+    let (mut h, mut ctx) = machine(&p, 1);
+    let mut ext = LineExt::default();
+    let mut t = 0;
+    // Enough committed transactions to fill a few 4 KB blocks.
+    for i in 0..200u64 {
+        h.tx_begin(&mut ctx, 0, t);
+        for w in 0..9u64 {
+            h.store(
+                &mut ctx,
+                0,
+                0x10000 + i * 4096 + w * 8,
+                0,
+                i + w,
+                true,
+                &mut ext,
+                t,
+            );
+        }
+        t = h.tx_end(&mut ctx, 0, t) + 10;
+    }
+    h.seal_active(&mut ctx, None, t);
+    h.gc_start(&mut ctx, t, gc::GcKind::Periodic);
+    assert!(h.gc_busy());
+    assert!(h.stats.gc_reads_issued <= 2, "only two slots at the start");
+    let mut ticks = 0;
+    while h.gc_busy() {
+        let at = h.gc_next_at().unwrap();
+        assert!(at > t, "the engine waits for a slot");
+        t = at;
+        h.gc_advance(&mut ctx, t);
+        ticks += 1;
+    }
+    assert!(ticks > 10, "{ticks} wake-ups");
+    assert!(h.stats.gc_read_issue_times >= h.stats.gc_reads_issued / 2);
+    for i in 0..200u64 {
+        assert_eq!(logical(&h, &ctx, 0x10000 + i * 4096 + 8), i + 1);
+    }
+}
+
+/// A full mapping table triggers GC each time it fills after a commit;
+/// a smaller table means more on-demand passes.
+#[test]
+fn mapping_table_capacity_triggers_gc_each_time() {
+    let run = |bytes: &str| {
+        let mut s = spec("vector", 4, 600);
+        s.params.set_str("hoop.mapping_table_bytes", bytes).unwrap();
+        s.params.set_str("hoop.gc_period_ms", "1000").unwrap();
+        s.params.set_str("hoop.oop_region_share", "0.05").unwrap();
+        let e = engine::run(s, &mut |_| {}).unwrap();
+        e.check_equivalence().unwrap();
+        (
+            stat(&e, "gc_runs_on_demand"),
+            stat(&e, "mapping_over_capacity_inserts"),
+            stat(&e, "mapping_peak_entries"),
+        )
+    };
+    let (small_gc, small_over, small_peak) = run("512");
+    let (big_gc, _, _) = run("64KB");
+    assert!(small_gc > big_gc, "{small_gc} vs {big_gc}");
+    // 32 entries: the peak stays within the entries that can be inserted
+    // between the trigger and the stall, plus lines of in-flight
+    // transactions (which GC cannot free).
+    assert!(small_peak < 32.0 + 64.0, "peak {small_peak}");
+    assert!(
+        small_over < small_gc * 64.0,
+        "{small_over} over-capacity inserts"
+    );
+}
+
+#[test]
+fn recovery_merge_is_parallel_over_threads() {
+    let p = small_params();
+    let mut m = recovery::RecoveryModel::from_params(&p);
+    let w = recovery::RecoveryWork {
+        oop_bytes_read: 0,
+        home_bytes_written: 0,
+        hash_entries: 1 << 20,
+    };
+    m.threads = 1;
+    let t1 = m.time_ns(&w);
+    m.threads = 8;
+    let t8 = m.time_ns(&w);
+    assert!(
+        (t1 / t8 - 8.0).abs() < 1e-9,
+        "merge scales with threads: {t1} {t8}"
+    );
+}
