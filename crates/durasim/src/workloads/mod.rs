@@ -230,18 +230,35 @@ pub fn find(name: &str) -> Result<&'static WorkloadInfo> {
 /// Validate workload parameters shared by all workloads.
 pub fn validate(p: &Params) -> Result<()> {
     let ib = p.u64("workload.item_bytes");
-    if !ib.is_multiple_of(8) || ib < 16 {
+    if ib != 0 && (!ib.is_multiple_of(8) || ib < MIN_ITEM_BYTES) {
         return Err(Error::input(format!(
-            "invalid value '{ib}' for 'workload.item_bytes': expected a multiple of 8, at least 16 (e.g. 64 or 1024)"
+            "invalid value '{ib}' for 'workload.item_bytes': expected 0 (the workload's default) or a multiple of 8, at least {MIN_ITEM_BYTES} (e.g. 64 or 1024)"
         )));
     }
     Ok(())
 }
 
 // ---- Items: self-validating records shared by all workloads -------------
+//
+// An item is a record of 8-byte words: [0] key, [1] seal, [2..) payload
+// fields. The seal holds the item's version (high 32 bits) and a 32-bit
+// checksum of (key, version, payload) (low 32 bits). An insert writes the
+// whole item; an update changes one field and the seal, as real code that
+// assigns one field of a record and maintains its version/checksum would.
+// The checksum is an XOR of per-word hashes, so the update computes the new
+// seal from the old seal and the old and new field words alone (no read of
+// the rest of the item), and a crash image in which the field and the seal
+// do not come from the same transaction fails the check.
 
-/// Payload word `i` of an item with `key` at `version`: a deterministic mix,
-/// so a checker can tell a torn or mixed-version item from the image alone.
+/// Word offset of the seal (version << 32 | checksum).
+pub const ITEM_SEAL: u64 = 8;
+/// First payload word.
+const ITEM_FIRST_FIELD_WORD: u64 = 2;
+/// Smallest item: key, seal and one payload word.
+pub const MIN_ITEM_BYTES: u64 = 24;
+
+/// Payload word `i` of an item with `key` written at `version`: a
+/// deterministic mix (the values are arbitrary; only the seal validates).
 #[inline]
 pub fn payload_word(key: u64, version: u64, i: u64) -> u64 {
     let mut x = key ^ version.rotate_left(32) ^ i.wrapping_mul(0x9e37_79b9_7f4a_7c15);
@@ -251,41 +268,121 @@ pub fn payload_word(key: u64, version: u64, i: u64) -> u64 {
     x
 }
 
-/// Write a whole item (key, version, payload) at `addr`.
+/// Checksum term of payload word `i` holding `w`.
+#[inline]
+fn sum_word(i: u64, w: u64) -> u64 {
+    mix64(w ^ i.wrapping_mul(0xd6e8_feb8_6659_fd93))
+}
+
+/// Checksum term of the header (key and version).
+#[inline]
+fn sum_header(key: u64, version: u64) -> u64 {
+    mix64(key ^ mix64(version ^ 0x5ea1))
+}
+
+#[inline]
+fn seal(version: u64, sum: u64) -> u64 {
+    ((version & 0xffff_ffff) << 32) | (sum & 0xffff_ffff)
+}
+
+/// The version an item's seal carries.
+#[inline]
+pub fn item_version(img: &dyn MemRead, addr: Addr) -> u64 {
+    img.read_u64(addr + ITEM_SEAL) >> 32
+}
+
+/// Payload words of an item of `item_bytes`.
+#[inline]
+pub fn item_payload_words(item_bytes: u64) -> u64 {
+    item_bytes / 8 - ITEM_FIRST_FIELD_WORD
+}
+
+/// Words `[first, end)` (item word indices) of field `f` when the payload is
+/// split into `n_fields` fields as evenly as possible.
+#[inline]
+pub fn field_words(item_bytes: u64, n_fields: u64, f: u64) -> (u64, u64) {
+    let p = item_payload_words(item_bytes);
+    let n = n_fields.clamp(1, p);
+    (
+        ITEM_FIRST_FIELD_WORD + f * p / n,
+        ITEM_FIRST_FIELD_WORD + (f + 1) * p / n,
+    )
+}
+
+/// Insert: write a whole item (key, seal, payload) at `addr`: item_bytes / 8
+/// stores.
 pub fn write_item(ctx: &mut TxCtx, addr: Addr, item_bytes: u64, key: u64, version: u64) {
+    let mut sum = sum_header(key, version);
     ctx.store(addr, key);
-    ctx.store(addr + 8, version);
-    for i in 2..item_bytes / 8 {
-        ctx.store(addr + i * 8, payload_word(key, version, i));
+    for i in ITEM_FIRST_FIELD_WORD..item_bytes / 8 {
+        let w = payload_word(key, version, i);
+        sum ^= sum_word(i, w);
+        ctx.store(addr + i * 8, w);
     }
+    ctx.store(addr + ITEM_SEAL, seal(version, sum));
 }
 
-/// Update an item in place to `version` (key unchanged).
-pub fn update_item(ctx: &mut TxCtx, addr: Addr, item_bytes: u64, key: u64, version: u64) {
-    ctx.store(addr + 8, version);
-    for i in 2..item_bytes / 8 {
-        ctx.store(addr + i * 8, payload_word(key, version, i));
+/// Update: assign one field of the item at `addr`, whose payload is split
+/// into `n_fields` fields, and bump its version in the seal; returns the
+/// new version. Which field changes is a hash of (key, version), uniform
+/// over the fields (the program's choice; YCSB draws it at random).
+/// Stores: the field's words plus the seal.
+pub fn update_field(ctx: &mut TxCtx, addr: Addr, item_bytes: u64, n_fields: u64) -> u64 {
+    let key = ctx.load(addr);
+    let old_seal = ctx.load(addr + ITEM_SEAL);
+    let version = old_seal >> 32;
+    let new_version = (version + 1) & 0xffff_ffff;
+    let n = n_fields.clamp(1, item_payload_words(item_bytes));
+    let f = mix64(key ^ version.wrapping_mul(0x9e37_79b9_7f4a_7c15)) % n;
+    let (lo, hi) = field_words(item_bytes, n, f);
+    let mut sum = old_seal ^ sum_header(key, version) ^ sum_header(key, new_version);
+    for i in lo..hi {
+        let old = ctx.load(addr + i * 8);
+        let w = payload_word(key, new_version, i);
+        sum ^= sum_word(i, old) ^ sum_word(i, w);
+        ctx.store(addr + i * 8, w);
     }
+    // Checksum and version-bump instructions.
+    ctx.compute(4 * (hi - lo) as u32 + 4);
+    ctx.store(addr + ITEM_SEAL, seal(new_version, sum));
+    new_version
 }
 
-/// Check an item's self-consistency; returns its key.
+/// Check an item's seal against its key and payload; returns its key.
 pub fn check_item(
     img: &dyn MemRead,
     addr: Addr,
     item_bytes: u64,
 ) -> std::result::Result<u64, String> {
     let key = img.read_u64(addr);
-    let version = img.read_u64(addr + 8);
-    for i in 2..item_bytes / 8 {
-        let got = img.read_u64(addr + i * 8);
-        let want = payload_word(key, version, i);
-        if got != want {
-            return Err(format!(
-                "item at {addr:#x} (key {key}, version {version}): word {i} is {got:#x}, expected {want:#x} (torn or mixed-version item)"
-            ));
-        }
+    let s = img.read_u64(addr + ITEM_SEAL);
+    let version = s >> 32;
+    let mut sum = sum_header(key, version);
+    for i in ITEM_FIRST_FIELD_WORD..item_bytes / 8 {
+        sum ^= sum_word(i, img.read_u64(addr + i * 8));
+    }
+    let want = seal(version, sum);
+    if s != want {
+        return Err(format!(
+            "item at {addr:#x} (key {key}, version {version}): seal is {s:#x}, the payload gives {want:#x} (torn or mixed-version item)"
+        ));
     }
     Ok(key)
+}
+
+/// Item size of the synthetic workloads when `workload.item_bytes` is 0:
+/// 64 B, the first of the HOOP paper's two data sets (§IV-A: 64 B and 1 KB).
+pub const DEFAULT_ITEM_BYTES: u64 = 64;
+
+/// The item size a workload uses: `workload.item_bytes`, or the workload's
+/// own default when that is 0.
+#[inline]
+pub fn item_bytes_or(item_bytes: u64, default: u64) -> u64 {
+    if item_bytes == 0 {
+        default
+    } else {
+        item_bytes
+    }
 }
 
 /// Deterministic RNG for a workload instance.

@@ -1,12 +1,17 @@
 //! Red-black tree (HOOP Table III, after FWB): insert of a random key with
 //! recoloring and rotations (CLRS), or update of an existing key's item.
+//! Insert writes the new node (heap cursor, the whole item, its four link
+//! and color words), the parent's child link, the count, and whatever the
+//! fixup recolors and rotates; update assigns one field of the item and its
+//! seal (2 stores).
 //!
 //! Layout: root = { tree_root, count }; node = { item (item_bytes) | left,
 //! right, parent, color } so the item is line-aligned. Null is 0.
 
 use super::{
-    check_item, check_ptr, heap_bounds, random_key, rng, update_item, write_item, TxCtx, Workload,
-    WorkloadArgs, WorkloadInfo, ROOT_OFFSET,
+    check_item, check_ptr, heap_bounds, item_bytes_or, item_payload_words, item_version,
+    random_key, rng, update_field, write_item, TxCtx, Workload, WorkloadArgs, WorkloadInfo,
+    DEFAULT_ITEM_BYTES, ROOT_OFFSET,
 };
 use crate::mem::MemRead;
 use crate::types::Addr;
@@ -48,6 +53,9 @@ fn build(a: &WorkloadArgs) -> Box<dyn Workload> {
 
 impl RbTree {
     pub(crate) fn new(a: &WorkloadArgs) -> Self {
+        let mut a = a.clone();
+        a.item_bytes = item_bytes_or(a.item_bytes, DEFAULT_ITEM_BYTES);
+        let a = &a;
         RbTree {
             rng: rng(a.seed),
             root: a.region_base + ROOT_OFFSET,
@@ -107,9 +115,7 @@ impl RbTree {
             let k = ctx.load(x);
             ctx.compute(1);
             if k == key {
-                let v = ctx.load(x + 8) + 1;
-                update_item(ctx, x, ib, key, v);
-                return v;
+                return update_field(ctx, x, ib, item_payload_words(ib));
             }
             right = key > k;
             x = self.child(ctx, x, right);
@@ -175,9 +181,8 @@ impl RbTree {
             let k = ctx.load(x);
             ctx.compute(1);
             if k == key {
-                let v = ctx.load(x + 8) + 1;
-                update_item(ctx, x, self.a.item_bytes, key, v);
-                return v;
+                let ib = self.a.item_bytes;
+                return update_field(ctx, x, ib, item_payload_words(ib));
             }
             x = self.child(ctx, x, key > k);
         }
@@ -268,7 +273,7 @@ impl<F: FnMut(u64, u64)> Walk<'_, F> {
             }
         }
         let bl = self.visit(l, n, lo, Some(key), depth + 1)?;
-        (self.f)(key, self.img.read_u64(n + 8));
+        (self.f)(key, item_version(self.img, n));
         let br = self.visit(r, n, Some(key), hi, depth + 1)?;
         if bl != br {
             return Err(format!(
@@ -286,6 +291,7 @@ pub(crate) fn walk(
     item_bytes: u64,
     f: impl FnMut(u64, u64),
 ) -> Result<u64, String> {
+    let item_bytes = item_bytes_or(item_bytes, DEFAULT_ITEM_BYTES);
     let bounds = heap_bounds(img, region_base)?;
     let root = region_base + ROOT_OFFSET;
     let tree_root = img.read_u64(root + TREE_ROOT);

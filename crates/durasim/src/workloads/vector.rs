@@ -1,11 +1,12 @@
 //! Vector (HOOP Table III, after ReDU): a persistent array of items. Insert
-//! appends an item and bumps the length; update rewrites a random item.
+//! appends an item and bumps the length (item_bytes / 8 + 1 stores); update
+//! assigns one field of a random item and its seal (2 stores).
 //!
 //! Layout: root = { len, capacity, items_ptr }; items are contiguous.
 
 use super::{
-    check_item, random_key, rng, update_item, write_item, TxCtx, Workload, WorkloadArgs,
-    WorkloadInfo, ROOT_OFFSET,
+    check_item, item_bytes_or, item_payload_words, random_key, rng, update_field, write_item,
+    TxCtx, Workload, WorkloadArgs, WorkloadInfo, DEFAULT_ITEM_BYTES, ROOT_OFFSET,
 };
 use crate::mem::MemRead;
 use crate::types::Addr;
@@ -31,11 +32,13 @@ struct Vector {
 }
 
 fn build(a: &WorkloadArgs) -> Box<dyn Workload> {
+    let mut a = a.clone();
+    a.item_bytes = item_bytes_or(a.item_bytes, DEFAULT_ITEM_BYTES);
     Box::new(Vector {
         rng: rng(a.seed),
         root: a.region_base + ROOT_OFFSET,
         items: 0,
-        a: a.clone(),
+        a,
     })
 }
 
@@ -64,10 +67,7 @@ impl Workload for Vector {
         let ib = self.a.item_bytes;
         if len > 0 && self.rng.gen_bool(self.a.update_ratio) {
             let i = self.rng.gen_range(0..len);
-            let addr = self.items + i * ib;
-            let key = ctx.load(addr);
-            let version = ctx.load(addr + 8);
-            update_item(ctx, addr, ib, key, version + 1);
+            update_field(ctx, self.items + i * ib, ib, item_payload_words(ib));
         } else {
             let key = random_key(&mut self.rng, self.a.key_space);
             write_item(ctx, self.items + len * ib, ib, key, 0);
@@ -77,6 +77,7 @@ impl Workload for Vector {
 }
 
 fn check(img: &dyn MemRead, region_base: Addr, item_bytes: u64) -> Result<u64, String> {
+    let item_bytes = item_bytes_or(item_bytes, DEFAULT_ITEM_BYTES);
     let root = region_base + ROOT_OFFSET;
     let len = img.read_u64(root + LEN);
     let cap = img.read_u64(root + CAP);
