@@ -510,6 +510,22 @@ mod tests {
         }
     }
 
+    /// Insert: heap cursor, item, count, the shifted leaf words and the key
+    /// count (no split: at most 2 x 15 + 1 words), more on a split; update:
+    /// one field and the seal.
+    #[test]
+    fn stores_per_tx_follow_the_code_path() {
+        for ib in [64u64, 1024] {
+            let t = tx_stores(&INFO, &args(ib, 1000, 600, 0.5), 600);
+            let w = ib as usize / 8;
+            let ins: Vec<usize> = t.iter().map(|x| x.0).filter(|&s| s != 2).collect();
+            assert!(ins.len() > 200 && ins.len() < 400);
+            assert!(ins.iter().all(|&s| s >= w + 5), "{ins:?}");
+            let no_split = ins.iter().filter(|&&s| s <= w + 2 + 31).count();
+            assert!(no_split * 10 > ins.len() * 8, "most inserts do not split");
+        }
+    }
+
     #[test]
     fn engine_equivalence() {
         engine_check("btree", 2, 300, &[]);

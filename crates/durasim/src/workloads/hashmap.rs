@@ -277,6 +277,17 @@ mod tests {
         }
     }
 
+    /// Insert: heap cursor, item, next, bucket head, count; update (or an
+    /// insert of a present key): one field and the seal.
+    #[test]
+    fn stores_per_tx_follow_the_code_path() {
+        for ib in [64u64, 1024] {
+            let t = tx_stores(&INFO, &args(ib, 100, 400, 0.5), 400);
+            assert!(t.iter().all(|&(w, _)| w == 2 || w as u64 == ib / 8 + 4));
+            assert!(t.iter().any(|&(w, _)| w == 2) && t.iter().any(|&(w, _)| w > 2));
+        }
+    }
+
     #[test]
     fn engine_equivalence() {
         engine_check("hashmap", 2, 300, &[]);

@@ -511,15 +511,59 @@ pub(crate) mod testutil {
         (img, stores as f64 / n.max(1) as f64)
     }
 
+    /// Setup + `n` transactions; per transaction, (stores, distinct lines
+    /// stored to).
+    pub fn tx_stores(info: &WorkloadInfo, a: &WorkloadArgs, n: u64) -> Vec<(usize, usize)> {
+        let mut img = SparseImage::new();
+        let mut wl = (info.build)(a);
+        with_ctx(&mut img, false, |ctx| wl.setup(ctx));
+        let mut out = Vec::with_capacity(n as usize);
+        let mut lines = Vec::new();
+        for _ in 0..n {
+            let (_, ops) = with_ctx(&mut img, true, |ctx| wl.run_tx(ctx));
+            lines.clear();
+            lines.extend(ops.iter().filter_map(|o| match o {
+                Op::Store { addr, .. } => Some(addr / 64),
+                _ => None,
+            }));
+            let words = lines.len();
+            lines.sort_unstable();
+            lines.dedup();
+            out.push((words, lines.len()));
+        }
+        (info.check)(&img, BASE, a.item_bytes).expect("clean image passes");
+        out
+    }
+
+    /// `cargo test --release -p durasim --lib print_stores_per_tx -- --ignored --nocapture`:
+    /// the stores/tx table of docs/MODEL.md (words and distinct lines).
     #[test]
     #[ignore]
     fn print_stores_per_tx() {
         for info in REGISTRY {
-            for ib in [64u64, 1024] {
-                let a = args(ib, 1024, 2000, 0.5);
-                let (img, s) = run_direct(info, &a, 2000);
-                let n = (info.check)(&img, BASE, ib).unwrap();
-                eprintln!("{} ib={ib}: {s:.1} stores/tx, {n} items", info.name);
+            let sizes: &[u64] = match info.name {
+                "ycsb" => &[512, 1024],
+                "tpcc" => &[0],
+                _ => &[64, 1024],
+            };
+            for &ib in sizes {
+                let mut a = args(ib, 16384, 5000, 0.5);
+                a.tpcc_items = 100_000;
+                a.tpcc_customers = 3000;
+                let (img, _) = run_direct(info, &a, 0);
+                let heap = img.read_u64(BASE + HDR_HEAP_CURSOR) - BASE;
+                let t = tx_stores(info, &a, 5000);
+                let n = t.len() as f64;
+                let words = t.iter().map(|x| x.0).sum::<usize>() as f64 / n;
+                let lines = t.iter().map(|x| x.1).sum::<usize>() as f64 / n;
+                let wr: Vec<usize> = t.iter().map(|x| x.0).filter(|&w| w > 0).collect();
+                eprintln!(
+                    "{} ib={ib}: {words:.2} words/tx ({}..{} in writing tx), {lines:.2} lines/tx, setup footprint {:.2} MiB/thread",
+                    info.name,
+                    wr.iter().min().unwrap(),
+                    wr.iter().max().unwrap(),
+                    heap as f64 / (1 << 20) as f64
+                );
             }
         }
     }
@@ -593,5 +637,121 @@ pub(crate) mod testutil {
         e.check_equivalence().unwrap();
         e.check_invariants(e.ctx.nvm.media()).unwrap();
         e.check_invariants(&e.arch).unwrap();
+    }
+}
+
+#[cfg(test)]
+mod item_tests {
+    use super::testutil::*;
+    use super::*;
+
+    /// Apply the stores `keep(i)` selects to a copy of `img`.
+    fn apply(
+        img: &SparseImage,
+        stores: &[(Addr, u64)],
+        keep: impl Fn(usize) -> bool,
+    ) -> SparseImage {
+        let mut out = img.clone();
+        for (i, &(a, v)) in stores.iter().enumerate() {
+            if keep(i) {
+                out.write_u64(a, v);
+            }
+        }
+        out
+    }
+
+    fn stores_of(ops: &[Op]) -> Vec<(Addr, u64)> {
+        ops.iter()
+            .filter_map(|o| match *o {
+                Op::Store { addr, value } => Some((addr, value)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// An update stores exactly one field and the seal; every partial
+    /// application of it (a torn transaction), and every mix of two
+    /// versions' fields and seals, fails the check.
+    #[test]
+    fn partial_and_mixed_version_updates_are_rejected() {
+        let addr = BASE + HEAP_OFFSET;
+        for ib in [24u64, 64, 512, 1024] {
+            for n_fields in [1, 10, item_payload_words(ib)] {
+                let mut img = SparseImage::new();
+                let (_, ops) = with_ctx(&mut img, true, |ctx| write_item(ctx, addr, ib, 77, 0));
+                assert_eq!(
+                    stores_of(&ops).len() as u64,
+                    ib / 8,
+                    "insert writes the item"
+                );
+                assert_eq!(check_item(&img, addr, ib), Ok(77));
+                let v0 = img.clone();
+                let mut versions = vec![v0.clone()];
+                for round in 1..=3u64 {
+                    let before = img.clone();
+                    let (v, ops) =
+                        with_ctx(&mut img, true, |ctx| update_field(ctx, addr, ib, n_fields));
+                    assert_eq!(v, round);
+                    assert_eq!(item_version(&img, addr), round);
+                    assert_eq!(check_item(&img, addr, ib), Ok(77));
+                    let st = stores_of(&ops);
+                    let p = item_payload_words(ib);
+                    let n = n_fields.clamp(1, p);
+                    let (lo_w, hi_w) = (p / n, p.div_ceil(n));
+                    assert!(
+                        (lo_w + 1..=hi_w + 1).contains(&(st.len() as u64)),
+                        "ib {ib}, {n_fields} fields: {} stores",
+                        st.len()
+                    );
+                    assert_eq!(st.last().unwrap().0, addr + ITEM_SEAL, "seal last");
+                    // Every proper non-empty subset of the stores (up to
+                    // 12 stores; beyond, each single store and each
+                    // all-but-one): torn.
+                    let n = st.len();
+                    let torn_ok = |keep: &dyn Fn(usize) -> bool| {
+                        check_item(&apply(&before, &st, keep), addr, ib).is_ok()
+                    };
+                    if n <= 12 {
+                        for m in 1..(1u64 << n) - 1 {
+                            assert!(!torn_ok(&|i| m >> i & 1 == 1), "ib {ib}: mask {m:#b}");
+                        }
+                    } else {
+                        for j in 0..n {
+                            assert!(!torn_ok(&|i| i == j), "ib {ib}: only store {j}");
+                            assert!(!torn_ok(&|i| i != j), "ib {ib}: all but store {j}");
+                        }
+                    }
+                    versions.push(img.clone());
+                }
+                // Mixed versions: the seal of one version over the payload
+                // of another.
+                for (i, a) in versions.iter().enumerate() {
+                    for (j, b) in versions.iter().enumerate() {
+                        if i != j {
+                            let mut mixed = a.clone();
+                            mixed.write_u64(addr + ITEM_SEAL, b.read_u64(addr + ITEM_SEAL));
+                            assert!(check_item(&mixed, addr, ib).is_err(), "{i} vs {j}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn fields_partition_the_payload() {
+        for ib in [24u64, 64, 512, 1024] {
+            for n in [1, 3, 10, item_payload_words(ib)] {
+                let n = n.min(item_payload_words(ib));
+                let mut next = ITEM_FIRST_FIELD_WORD;
+                for f in 0..n {
+                    let (lo, hi) = field_words(ib, n, f);
+                    assert_eq!(lo, next);
+                    assert!(hi > lo);
+                    next = hi;
+                }
+                assert_eq!(next, ib / 8);
+            }
+        }
     }
 }

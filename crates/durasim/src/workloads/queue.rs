@@ -209,6 +209,20 @@ mod tests {
         }
     }
 
+    /// Enqueue: the item, the tail, and the head when the ring is full;
+    /// update: one field and the seal.
+    #[test]
+    fn stores_per_tx_follow_the_code_path() {
+        for ib in [64u64, 1024] {
+            let t = tx_stores(&INFO, &args(ib, 20, 400, 0.5), 400);
+            let w = ib as usize / 8;
+            assert!(t.iter().all(|&(s, _)| s == 2 || s == w + 1 || s == w + 2));
+            for want in [2, w + 1, w + 2] {
+                assert!(t.iter().any(|&(s, _)| s == want), "{want}");
+            }
+        }
+    }
+
     #[test]
     fn engine_equivalence() {
         engine_check("queue", 2, 300, &[]);

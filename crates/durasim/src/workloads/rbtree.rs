@@ -396,6 +396,26 @@ mod tests {
         }
     }
 
+    /// Insert: heap cursor, item, four node words, parent link, count,
+    /// then the fixup's recolorings (3 per step up) and at most two
+    /// rotations (6 words each) and the root's color; update: 2.
+    #[test]
+    fn stores_per_tx_follow_the_code_path() {
+        for ib in [64u64, 1024] {
+            let t = tx_stores(&INFO, &args(ib, 1000, 600, 0.5), 600);
+            let w = ib as usize / 8;
+            let ins: Vec<usize> = t.iter().map(|x| x.0).filter(|&s| s != 2).collect();
+            assert!(ins.len() > 200 && ins.len() < 400);
+            // Height of ~1,300 nodes is at most 2 log2(n + 1) < 22.
+            assert!(ins
+                .iter()
+                .all(|&s| s >= w + 7 && s <= w + 7 + 3 * 11 + 12 + 1));
+            let mean_fixup =
+                ins.iter().map(|&s| s - w - 7).sum::<usize>() as f64 / ins.len() as f64;
+            assert!(mean_fixup > 1.0 && mean_fixup < 8.0, "{mean_fixup}");
+        }
+    }
+
     #[test]
     fn engine_equivalence() {
         engine_check("rbtree", 2, 300, &[]);

@@ -93,3 +93,43 @@ fn check(img: &dyn MemRead, region_base: Addr, item_bytes: u64) -> Result<u64, S
     }
     Ok(len)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workloads::testutil::*;
+
+    /// Insert: the whole item and the length; update: one field and the seal.
+    #[test]
+    fn stores_per_tx_follow_the_code_path() {
+        for ib in [64u64, 1024] {
+            let t = tx_stores(&INFO, &args(ib, 100, 400, 0.5), 400);
+            assert!(t.iter().all(|&(w, _)| w == 2 || w as u64 == ib / 8 + 1));
+            assert!(t.iter().any(|&(w, _)| w == 2) && t.iter().any(|&(w, _)| w > 2));
+        }
+    }
+
+    #[test]
+    fn checker_passes_and_detects_corruption() {
+        for ib in [64, 1024] {
+            let a = args(ib, 50, 300, 0.5);
+            let (img, _) = run_direct(&INFO, &a, 300);
+            let n = check(&img, BASE, ib).unwrap();
+            assert!(n > 150 && n < 250, "{n}");
+            let root = BASE + ROOT_OFFSET;
+            let items = img.read_u64(root + ITEMS);
+            assert_detects(&INFO, &img, items + 3 * ib + 16, ib); // torn payload
+            assert_detects(&INFO, &img, items + 3 * ib + 8, ib); // seal
+            assert_detects(&INFO, &img, items + 3 * ib, ib); // key
+                                                             // A length past the capacity.
+            let mut bad = img.clone();
+            crate::mem::MemWrite::write_u64(&mut bad, root + LEN, img.read_u64(root + CAP) + 1);
+            assert!(check(&bad, BASE, ib).is_err());
+        }
+    }
+
+    #[test]
+    fn engine_equivalence() {
+        engine_check("vector", 2, 300, &[]);
+    }
+}

@@ -416,6 +416,19 @@ mod tests {
         }
     }
 
+    /// Read: no store; update: one of ten fields and the seal.
+    #[test]
+    fn stores_per_tx_follow_the_code_path() {
+        for ib in [512u64, 1024] {
+            let t = tx_stores(&INFO, &args(ib, 1000, 600, 0.0), 600);
+            let p = ib as usize / 8 - 2;
+            let (lo, hi) = (p / 10 + 1, p.div_ceil(10) + 1);
+            assert!(t.iter().all(|&(s, _)| s == 0 || (lo..=hi).contains(&s)));
+            let reads = t.iter().filter(|x| x.0 == 0).count();
+            assert!(reads > 80 && reads < 160, "20% reads: {reads}");
+        }
+    }
+
     #[test]
     fn engine_equivalence() {
         engine_check("ycsb", 2, 300, &[("workload.item_bytes", "512")]);
