@@ -226,7 +226,7 @@ pub static ENGINE_PARAMS: &[ParamSpec] = &[
     p!("dram.row_write_pj_per_bit", float 1.02, "pJ/bit", Check::Range(0.0, 1e6), "Lee et al., ISCA 2009 (DRAM column of the energy table)", "DRAM row buffer write energy"),
     p!("dram.array_read_pj_per_bit", float 1.17, "pJ/bit", Check::Range(0.0, 1e6), "Lee et al., ISCA 2009 (DRAM column of the energy table)", "DRAM array read (activation) energy"),
     p!("dram.array_write_pj_per_bit", float 0.39, "pJ/bit", Check::Range(0.0, 1e6), "Lee et al., ISCA 2009 (DRAM column of the energy table)", "DRAM array write energy"),
-    p!("workload.item_bytes", int 64, "bytes", Check::Range(8.0, 1048576.0), "HOOP paper Table III / §IV-A (64 B and 1 KB items)", "size of one item (multiple of 8)"),
+    p!("workload.item_bytes", int 0, "bytes", Check::Range(0.0, 1048576.0), "HOOP paper §IV-A: 64 B and 1 KB items (synthetic), 512 B and 1 KB key-value pairs (YCSB)", "size of one item (multiple of 8, at least 24); 0 = the workload's default: 64 B for the synthetic workloads, 1 KB for ycsb (tpcc's record sizes are fixed)"),
     p!("workload.update_ratio", float 0.5, "fraction", Check::Range(0.0, 1.0), MC, "share of transactions that update an existing item (the rest insert)"),
     p!("workload.initial_items", int 16384, "items/thread", Check::Range(1.0, 1e9), MC, "items each thread's structure holds before measurement (default: 8 threads x 16384 x 64 B = 8 MiB, 4x the LLC, so data really leaves the caches)"),
     p!("workload.key_space", int 1 << 32, "keys", Check::Range(16.0, 1.8e19), MC, "random keys are drawn from [0, key_space)"),

@@ -145,7 +145,9 @@ impl<const V: u8> Scheme for Redo<V> {
         self.seq += 1;
         let base = log_base(&self.layout, core);
         let off = rec_off(V);
-        let mut bytes = vec![0u8; off as usize + recs.len() * 16];
+        // At least one line: PACKED writes the first 64 B as one burst
+        // even when the transaction has fewer than 4 records.
+        let mut bytes = vec![0u8; (off as usize + recs.len() * 16).max(64)];
         bytes[..8].copy_from_slice(&((self.seq << 32) | recs.len() as u64).to_le_bytes());
         for (i, (&a, &v)) in recs.iter().enumerate() {
             let o = off as usize + i * 16;

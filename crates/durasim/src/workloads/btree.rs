@@ -1,7 +1,10 @@
 //! B+-tree (HOOP Table III, after FWB): u64 keys, item pointers in the
 //! leaves, leaves chained left to right. Insert of a random key (sorted
 //! in-node insertion, leaf and internal splits, root growth) or update of an
-//! existing key's item.
+//! existing key's item. Insert writes the new item (heap cursor and the
+//! whole item), the count, the words of the leaf that the sorted insertion
+//! shifts and its key count, and on a split the new node(s) and the parent
+//! entries; update assigns one field of the item and its seal (2 stores).
 //!
 //! Layout: root = { tree_root, count, height }; node (256 B, 4 lines) =
 //! { meta = nkeys | leaf << 32, keys[15], ptrs[16] }. In a leaf ptrs[i] is
@@ -9,8 +12,9 @@
 //! nkeys + 1 children, child i holding keys in [keys[i-1], keys[i]).
 
 use super::{
-    check_item, check_ptr, heap_bounds, random_key, rng, update_item, write_item, TxCtx, Workload,
-    WorkloadArgs, WorkloadInfo, ROOT_OFFSET,
+    check_item, check_ptr, heap_bounds, item_bytes_or, item_payload_words, item_version,
+    random_key, rng, update_field, write_item, TxCtx, Workload, WorkloadArgs, WorkloadInfo,
+    DEFAULT_ITEM_BYTES, ROOT_OFFSET,
 };
 use crate::mem::MemRead;
 use crate::types::Addr;
@@ -74,6 +78,9 @@ fn store_diff(ctx: &mut TxCtx, at: impl Fn(usize) -> Addr, old: &[u64], new: &[u
 
 impl BTree {
     pub(crate) fn new(a: &WorkloadArgs) -> Self {
+        let mut a = a.clone();
+        a.item_bytes = item_bytes_or(a.item_bytes, DEFAULT_ITEM_BYTES);
+        let a = &a;
         BTree {
             rng: rng(a.seed),
             root: a.region_base + ROOT_OFFSET,
@@ -138,9 +145,7 @@ impl BTree {
         let (pos, found) = Self::leaf_pos(ctx, leaf, nk, key);
         if found {
             let item = ctx.load(ptr_at(leaf, pos));
-            let v = ctx.load(item + 8) + 1;
-            update_item(ctx, item, ib, key, v);
-            return v;
+            return update_field(ctx, item, ib, item_payload_words(ib));
         }
         let item = ctx.alloc(ib);
         write_item(ctx, item, ib, key, 0);
@@ -251,9 +256,8 @@ impl BTree {
         let (pos, found) = Self::leaf_pos(ctx, leaf, nk, key);
         assert!(found, "update of key {key} the program never inserted");
         let item = ctx.load(ptr_at(leaf, pos));
-        let v = ctx.load(item + 8) + 1;
-        update_item(ctx, item, self.a.item_bytes, key, v);
-        v
+        let ib = self.a.item_bytes;
+        update_field(ctx, item, ib, item_payload_words(ib))
     }
 }
 
@@ -373,7 +377,7 @@ impl<F: FnMut(u64, u64)> Walk<'_, F> {
                         "btree: leaf key {k} points to an item with key {ik}"
                     ));
                 }
-                (self.f)(k, img.read_u64(item + 8));
+                (self.f)(k, item_version(img, item));
             }
             self.keys += nk as u64;
         } else {
@@ -402,6 +406,7 @@ pub(crate) fn walk(
     item_bytes: u64,
     f: impl FnMut(u64, u64),
 ) -> Result<u64, String> {
+    let item_bytes = item_bytes_or(item_bytes, DEFAULT_ITEM_BYTES);
     let bounds = heap_bounds(img, region_base)?;
     let root = region_base + ROOT_OFFSET;
     let height = img.read_u64(root + HEIGHT);
@@ -502,6 +507,22 @@ mod tests {
             assert_detects(&INFO, &img, ptr_at(r, 1), ib); // child pointer
             assert_detects(&INFO, &img, leaf + META, ib); // fanout / count
             assert_detects(&INFO, &img, root + COUNT, ib);
+        }
+    }
+
+    /// Insert: heap cursor, item, count, the shifted leaf words and the key
+    /// count (no split: at most 2 x 15 + 1 words), more on a split; update:
+    /// one field and the seal.
+    #[test]
+    fn stores_per_tx_follow_the_code_path() {
+        for ib in [64u64, 1024] {
+            let t = tx_stores(&INFO, &args(ib, 1000, 600, 0.5), 600);
+            let w = ib as usize / 8;
+            let ins: Vec<usize> = t.iter().map(|x| x.0).filter(|&s| s != 2).collect();
+            assert!(ins.len() > 200 && ins.len() < 400);
+            assert!(ins.iter().all(|&s| s >= w + 5), "{ins:?}");
+            let no_split = ins.iter().filter(|&&s| s <= w + 2 + 31).count();
+            assert!(no_split * 10 > ins.len() * 8, "most inserts do not split");
         }
     }
 

@@ -1,15 +1,18 @@
 //! Hashmap (HOOP Table III, after ATOM): a chained hash table with a fixed
 //! bucket array. Insert adds an entry with a fresh random key (or updates
-//! it if the key is already present); update rewrites the item of a random
-//! existing key.
+//! it if the key is already present): heap cursor, the whole item, its next
+//! pointer, the bucket head and the count (item_bytes / 8 + 4 stores);
+//! update assigns one field of the item of a random existing key and its
+//! seal (2 stores).
 //!
 //! Layout: root = { nbuckets, buckets_ptr, count }; buckets = nbuckets
 //! head pointers; node = { item (item_bytes) | next } so the item is
 //! line-aligned and an update touches only the item's lines.
 
 use super::{
-    check_item, check_ptr, heap_bounds, mix64, random_key, rng, update_item, write_item, TxCtx,
-    Workload, WorkloadArgs, WorkloadInfo, ROOT_OFFSET,
+    check_item, check_ptr, heap_bounds, item_bytes_or, item_payload_words, item_version, mix64,
+    random_key, rng, update_field, write_item, TxCtx, Workload, WorkloadArgs, WorkloadInfo,
+    DEFAULT_ITEM_BYTES, ROOT_OFFSET,
 };
 use crate::mem::MemRead;
 use crate::types::Addr;
@@ -57,6 +60,9 @@ fn bucket_count(a: &WorkloadArgs) -> u64 {
 
 impl Hashmap {
     pub(crate) fn new(a: &WorkloadArgs) -> Self {
+        let mut a = a.clone();
+        a.item_bytes = item_bytes_or(a.item_bytes, DEFAULT_ITEM_BYTES);
+        let a = &a;
         Hashmap {
             rng: rng(a.seed),
             root: a.region_base + ROOT_OFFSET,
@@ -90,9 +96,7 @@ impl Hashmap {
         let ib = self.a.item_bytes;
         let (b, found) = self.find(ctx, key);
         if let Some(n) = found {
-            let v = ctx.load(n + 8) + 1;
-            update_item(ctx, n, ib, key, v);
-            return v;
+            return update_field(ctx, n, ib, item_payload_words(ib));
         }
         let n = ctx.alloc(node_bytes(ib));
         write_item(ctx, n, ib, key, 0);
@@ -109,9 +113,8 @@ impl Hashmap {
     pub(crate) fn update(&mut self, ctx: &mut TxCtx, key: u64) -> u64 {
         let (_, found) = self.find(ctx, key);
         let n = found.expect("update of a key the program inserted");
-        let v = ctx.load(n + 8) + 1;
-        update_item(ctx, n, self.a.item_bytes, key, v);
-        v
+        let ib = self.a.item_bytes;
+        update_field(ctx, n, ib, item_payload_words(ib))
     }
 }
 
@@ -147,6 +150,7 @@ pub(crate) fn walk(
     item_bytes: u64,
     mut f: impl FnMut(u64, u64),
 ) -> Result<u64, String> {
+    let item_bytes = item_bytes_or(item_bytes, DEFAULT_ITEM_BYTES);
     let bounds = heap_bounds(img, region_base)?;
     let root = region_base + ROOT_OFFSET;
     let nb = img.read_u64(root + NBUCKETS);
@@ -187,7 +191,7 @@ pub(crate) fn walk(
                 ));
             }
             keys.push(key);
-            f(key, img.read_u64(n + 8));
+            f(key, item_version(img, n));
             n = img.read_u64(n + item_bytes);
         }
     }
@@ -270,6 +274,17 @@ mod tests {
             assert_detects(&INFO, &img, node, ib);
             assert_detects(&INFO, &img, buckets + b * 8, ib);
             assert_detects(&INFO, &img, root + COUNT, ib);
+        }
+    }
+
+    /// Insert: heap cursor, item, next, bucket head, count; update (or an
+    /// insert of a present key): one field and the seal.
+    #[test]
+    fn stores_per_tx_follow_the_code_path() {
+        for ib in [64u64, 1024] {
+            let t = tx_stores(&INFO, &args(ib, 100, 400, 0.5), 400);
+            assert!(t.iter().all(|&(w, _)| w == 2 || w as u64 == ib / 8 + 4));
+            assert!(t.iter().any(|&(w, _)| w == 2) && t.iter().any(|&(w, _)| w > 2));
         }
     }
 

@@ -307,18 +307,35 @@ pub fn find(name: &str) -> Result<&'static WorkloadInfo> {
 /// Validate workload parameters shared by all workloads.
 pub fn validate(p: &Params) -> Result<()> {
     let ib = p.u64("workload.item_bytes");
-    if !ib.is_multiple_of(8) || ib < 16 {
+    if ib != 0 && (!ib.is_multiple_of(8) || ib < MIN_ITEM_BYTES) {
         return Err(Error::input(format!(
-            "invalid value '{ib}' for 'workload.item_bytes': expected a multiple of 8, at least 16 (e.g. 64 or 1024)"
+            "invalid value '{ib}' for 'workload.item_bytes': expected 0 (the workload's default) or a multiple of 8, at least {MIN_ITEM_BYTES} (e.g. 64 or 1024)"
         )));
     }
     Ok(())
 }
 
 // ---- Items: self-validating records shared by all workloads -------------
+//
+// An item is a record of 8-byte words: [0] key, [1] seal, [2..) payload
+// fields. The seal holds the item's version (high 32 bits) and a 32-bit
+// checksum of (key, version, payload) (low 32 bits). An insert writes the
+// whole item; an update changes one field and the seal, as real code that
+// assigns one field of a record and maintains its version/checksum would.
+// The checksum is an XOR of per-word hashes, so the update computes the new
+// seal from the old seal and the old and new field words alone (no read of
+// the rest of the item), and a crash image in which the field and the seal
+// do not come from the same transaction fails the check.
 
-/// Payload word `i` of an item with `key` at `version`: a deterministic mix,
-/// so a checker can tell a torn or mixed-version item from the image alone.
+/// Word offset of the seal (version << 32 | checksum).
+pub const ITEM_SEAL: u64 = 8;
+/// First payload word.
+const ITEM_FIRST_FIELD_WORD: u64 = 2;
+/// Smallest item: key, seal and one payload word.
+pub const MIN_ITEM_BYTES: u64 = 24;
+
+/// Payload word `i` of an item with `key` written at `version`: a
+/// deterministic mix (the values are arbitrary; only the seal validates).
 #[inline]
 pub fn payload_word(key: u64, version: u64, i: u64) -> u64 {
     let mut x = key ^ version.rotate_left(32) ^ i.wrapping_mul(0x9e37_79b9_7f4a_7c15);
@@ -328,41 +345,121 @@ pub fn payload_word(key: u64, version: u64, i: u64) -> u64 {
     x
 }
 
-/// Write a whole item (key, version, payload) at `addr`.
+/// Checksum term of payload word `i` holding `w`.
+#[inline]
+fn sum_word(i: u64, w: u64) -> u64 {
+    mix64(w ^ i.wrapping_mul(0xd6e8_feb8_6659_fd93))
+}
+
+/// Checksum term of the header (key and version).
+#[inline]
+fn sum_header(key: u64, version: u64) -> u64 {
+    mix64(key ^ mix64(version ^ 0x5ea1))
+}
+
+#[inline]
+fn seal(version: u64, sum: u64) -> u64 {
+    ((version & 0xffff_ffff) << 32) | (sum & 0xffff_ffff)
+}
+
+/// The version an item's seal carries.
+#[inline]
+pub fn item_version(img: &dyn MemRead, addr: Addr) -> u64 {
+    img.read_u64(addr + ITEM_SEAL) >> 32
+}
+
+/// Payload words of an item of `item_bytes`.
+#[inline]
+pub fn item_payload_words(item_bytes: u64) -> u64 {
+    item_bytes / 8 - ITEM_FIRST_FIELD_WORD
+}
+
+/// Words `[first, end)` (item word indices) of field `f` when the payload is
+/// split into `n_fields` fields as evenly as possible.
+#[inline]
+pub fn field_words(item_bytes: u64, n_fields: u64, f: u64) -> (u64, u64) {
+    let p = item_payload_words(item_bytes);
+    let n = n_fields.clamp(1, p);
+    (
+        ITEM_FIRST_FIELD_WORD + f * p / n,
+        ITEM_FIRST_FIELD_WORD + (f + 1) * p / n,
+    )
+}
+
+/// Insert: write a whole item (key, seal, payload) at `addr`: item_bytes / 8
+/// stores.
 pub fn write_item(ctx: &mut TxCtx, addr: Addr, item_bytes: u64, key: u64, version: u64) {
+    let mut sum = sum_header(key, version);
     ctx.store(addr, key);
-    ctx.store(addr + 8, version);
-    for i in 2..item_bytes / 8 {
-        ctx.store(addr + i * 8, payload_word(key, version, i));
+    for i in ITEM_FIRST_FIELD_WORD..item_bytes / 8 {
+        let w = payload_word(key, version, i);
+        sum ^= sum_word(i, w);
+        ctx.store(addr + i * 8, w);
     }
+    ctx.store(addr + ITEM_SEAL, seal(version, sum));
 }
 
-/// Update an item in place to `version` (key unchanged).
-pub fn update_item(ctx: &mut TxCtx, addr: Addr, item_bytes: u64, key: u64, version: u64) {
-    ctx.store(addr + 8, version);
-    for i in 2..item_bytes / 8 {
-        ctx.store(addr + i * 8, payload_word(key, version, i));
+/// Update: assign one field of the item at `addr`, whose payload is split
+/// into `n_fields` fields, and bump its version in the seal; returns the
+/// new version. Which field changes is a hash of (key, version), uniform
+/// over the fields (the program's choice; YCSB draws it at random).
+/// Stores: the field's words plus the seal.
+pub fn update_field(ctx: &mut TxCtx, addr: Addr, item_bytes: u64, n_fields: u64) -> u64 {
+    let key = ctx.load(addr);
+    let old_seal = ctx.load(addr + ITEM_SEAL);
+    let version = old_seal >> 32;
+    let new_version = (version + 1) & 0xffff_ffff;
+    let n = n_fields.clamp(1, item_payload_words(item_bytes));
+    let f = mix64(key ^ version.wrapping_mul(0x9e37_79b9_7f4a_7c15)) % n;
+    let (lo, hi) = field_words(item_bytes, n, f);
+    let mut sum = old_seal ^ sum_header(key, version) ^ sum_header(key, new_version);
+    for i in lo..hi {
+        let old = ctx.load(addr + i * 8);
+        let w = payload_word(key, new_version, i);
+        sum ^= sum_word(i, old) ^ sum_word(i, w);
+        ctx.store(addr + i * 8, w);
     }
+    // Checksum and version-bump instructions.
+    ctx.compute(4 * (hi - lo) as u32 + 4);
+    ctx.store(addr + ITEM_SEAL, seal(new_version, sum));
+    new_version
 }
 
-/// Check an item's self-consistency; returns its key.
+/// Check an item's seal against its key and payload; returns its key.
 pub fn check_item(
     img: &dyn MemRead,
     addr: Addr,
     item_bytes: u64,
 ) -> std::result::Result<u64, String> {
     let key = img.read_u64(addr);
-    let version = img.read_u64(addr + 8);
-    for i in 2..item_bytes / 8 {
-        let got = img.read_u64(addr + i * 8);
-        let want = payload_word(key, version, i);
-        if got != want {
-            return Err(format!(
-                "item at {addr:#x} (key {key}, version {version}): word {i} is {got:#x}, expected {want:#x} (torn or mixed-version item)"
-            ));
-        }
+    let s = img.read_u64(addr + ITEM_SEAL);
+    let version = s >> 32;
+    let mut sum = sum_header(key, version);
+    for i in ITEM_FIRST_FIELD_WORD..item_bytes / 8 {
+        sum ^= sum_word(i, img.read_u64(addr + i * 8));
+    }
+    let want = seal(version, sum);
+    if s != want {
+        return Err(format!(
+            "item at {addr:#x} (key {key}, version {version}): seal is {s:#x}, the payload gives {want:#x} (torn or mixed-version item)"
+        ));
     }
     Ok(key)
+}
+
+/// Item size of the synthetic workloads when `workload.item_bytes` is 0:
+/// 64 B, the first of the HOOP paper's two data sets (§IV-A: 64 B and 1 KB).
+pub const DEFAULT_ITEM_BYTES: u64 = 64;
+
+/// The item size a workload uses: `workload.item_bytes`, or the workload's
+/// own default when that is 0.
+#[inline]
+pub fn item_bytes_or(item_bytes: u64, default: u64) -> u64 {
+    if item_bytes == 0 {
+        default
+    } else {
+        item_bytes
+    }
 }
 
 /// Deterministic RNG for a workload instance.
@@ -491,15 +588,59 @@ pub(crate) mod testutil {
         (img, stores as f64 / n.max(1) as f64)
     }
 
+    /// Setup + `n` transactions; per transaction, (stores, distinct lines
+    /// stored to).
+    pub fn tx_stores(info: &WorkloadInfo, a: &WorkloadArgs, n: u64) -> Vec<(usize, usize)> {
+        let mut img = SparseImage::new();
+        let mut wl = (info.build)(a);
+        with_ctx(&mut img, false, |ctx| wl.setup(ctx));
+        let mut out = Vec::with_capacity(n as usize);
+        let mut lines = Vec::new();
+        for _ in 0..n {
+            let (_, ops) = with_ctx(&mut img, true, |ctx| wl.run_tx(ctx));
+            lines.clear();
+            lines.extend(ops.iter().filter_map(|o| match o {
+                Op::Store { addr, .. } => Some(addr / 64),
+                _ => None,
+            }));
+            let words = lines.len();
+            lines.sort_unstable();
+            lines.dedup();
+            out.push((words, lines.len()));
+        }
+        (info.check)(&img, BASE, a.item_bytes).expect("clean image passes");
+        out
+    }
+
+    /// `cargo test --release -p durasim --lib print_stores_per_tx -- --ignored --nocapture`:
+    /// the stores/tx table of docs/MODEL.md (words and distinct lines).
     #[test]
     #[ignore]
     fn print_stores_per_tx() {
         for info in REGISTRY {
-            for ib in [64u64, 1024] {
-                let a = args(ib, 1024, 2000, 0.5);
-                let (img, s) = run_direct(info, &a, 2000);
-                let n = (info.check)(&img, BASE, ib).unwrap();
-                eprintln!("{} ib={ib}: {s:.1} stores/tx, {n} items", info.name);
+            let sizes: &[u64] = match info.name {
+                "ycsb" => &[512, 1024],
+                "tpcc" => &[0],
+                _ => &[64, 1024],
+            };
+            for &ib in sizes {
+                let mut a = args(ib, 16384, 5000, 0.5);
+                a.tpcc_items = 100_000;
+                a.tpcc_customers = 3000;
+                let (img, _) = run_direct(info, &a, 0);
+                let heap = img.read_u64(BASE + HDR_HEAP_CURSOR) - BASE;
+                let t = tx_stores(info, &a, 5000);
+                let n = t.len() as f64;
+                let words = t.iter().map(|x| x.0).sum::<usize>() as f64 / n;
+                let lines = t.iter().map(|x| x.1).sum::<usize>() as f64 / n;
+                let wr: Vec<usize> = t.iter().map(|x| x.0).filter(|&w| w > 0).collect();
+                eprintln!(
+                    "{} ib={ib}: {words:.2} words/tx ({}..{} in writing tx), {lines:.2} lines/tx, setup footprint {:.2} MiB/thread",
+                    info.name,
+                    wr.iter().min().unwrap(),
+                    wr.iter().max().unwrap(),
+                    heap as f64 / (1 << 20) as f64
+                );
             }
         }
     }
@@ -573,5 +714,121 @@ pub(crate) mod testutil {
         e.check_equivalence().unwrap();
         e.check_invariants(e.ctx.nvm.media()).unwrap();
         e.check_invariants(&e.arch).unwrap();
+    }
+}
+
+#[cfg(test)]
+mod item_tests {
+    use super::testutil::*;
+    use super::*;
+
+    /// Apply the stores `keep(i)` selects to a copy of `img`.
+    fn apply(
+        img: &SparseImage,
+        stores: &[(Addr, u64)],
+        keep: impl Fn(usize) -> bool,
+    ) -> SparseImage {
+        let mut out = img.clone();
+        for (i, &(a, v)) in stores.iter().enumerate() {
+            if keep(i) {
+                out.write_u64(a, v);
+            }
+        }
+        out
+    }
+
+    fn stores_of(ops: &[Op]) -> Vec<(Addr, u64)> {
+        ops.iter()
+            .filter_map(|o| match *o {
+                Op::Store { addr, value } => Some((addr, value)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// An update stores exactly one field and the seal; every partial
+    /// application of it (a torn transaction), and every mix of two
+    /// versions' fields and seals, fails the check.
+    #[test]
+    fn partial_and_mixed_version_updates_are_rejected() {
+        let addr = BASE + HEAP_OFFSET;
+        for ib in [24u64, 64, 512, 1024] {
+            for n_fields in [1, 10, item_payload_words(ib)] {
+                let mut img = SparseImage::new();
+                let (_, ops) = with_ctx(&mut img, true, |ctx| write_item(ctx, addr, ib, 77, 0));
+                assert_eq!(
+                    stores_of(&ops).len() as u64,
+                    ib / 8,
+                    "insert writes the item"
+                );
+                assert_eq!(check_item(&img, addr, ib), Ok(77));
+                let v0 = img.clone();
+                let mut versions = vec![v0.clone()];
+                for round in 1..=3u64 {
+                    let before = img.clone();
+                    let (v, ops) =
+                        with_ctx(&mut img, true, |ctx| update_field(ctx, addr, ib, n_fields));
+                    assert_eq!(v, round);
+                    assert_eq!(item_version(&img, addr), round);
+                    assert_eq!(check_item(&img, addr, ib), Ok(77));
+                    let st = stores_of(&ops);
+                    let p = item_payload_words(ib);
+                    let n = n_fields.clamp(1, p);
+                    let (lo_w, hi_w) = (p / n, p.div_ceil(n));
+                    assert!(
+                        (lo_w + 1..=hi_w + 1).contains(&(st.len() as u64)),
+                        "ib {ib}, {n_fields} fields: {} stores",
+                        st.len()
+                    );
+                    assert_eq!(st.last().unwrap().0, addr + ITEM_SEAL, "seal last");
+                    // Every proper non-empty subset of the stores (up to
+                    // 12 stores; beyond, each single store and each
+                    // all-but-one): torn.
+                    let n = st.len();
+                    let torn_ok = |keep: &dyn Fn(usize) -> bool| {
+                        check_item(&apply(&before, &st, keep), addr, ib).is_ok()
+                    };
+                    if n <= 12 {
+                        for m in 1..(1u64 << n) - 1 {
+                            assert!(!torn_ok(&|i| m >> i & 1 == 1), "ib {ib}: mask {m:#b}");
+                        }
+                    } else {
+                        for j in 0..n {
+                            assert!(!torn_ok(&|i| i == j), "ib {ib}: only store {j}");
+                            assert!(!torn_ok(&|i| i != j), "ib {ib}: all but store {j}");
+                        }
+                    }
+                    versions.push(img.clone());
+                }
+                // Mixed versions: the seal of one version over the payload
+                // of another.
+                for (i, a) in versions.iter().enumerate() {
+                    for (j, b) in versions.iter().enumerate() {
+                        if i != j {
+                            let mut mixed = a.clone();
+                            mixed.write_u64(addr + ITEM_SEAL, b.read_u64(addr + ITEM_SEAL));
+                            assert!(check_item(&mixed, addr, ib).is_err(), "{i} vs {j}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn fields_partition_the_payload() {
+        for ib in [24u64, 64, 512, 1024] {
+            for n in [1, 3, 10, item_payload_words(ib)] {
+                let n = n.min(item_payload_words(ib));
+                let mut next = ITEM_FIRST_FIELD_WORD;
+                for f in 0..n {
+                    let (lo, hi) = field_words(ib, n, f);
+                    assert_eq!(lo, next);
+                    assert!(hi > lo);
+                    next = hi;
+                }
+                assert_eq!(next, ib / 8);
+            }
+        }
     }
 }

@@ -1,7 +1,8 @@
 //! Queue (HOOP Table III, after Proteus): a persistent ring buffer of
 //! items. Insert enqueues at the tail (dequeuing the head first when the
-//! ring is full, so the footprint stays bounded); update rewrites a random
-//! live entry in place.
+//! ring is full, so the footprint stays bounded): the whole item, the tail
+//! and, when full, the head (item_bytes / 8 + 1 or + 2 stores); update
+//! assigns one field of a random live entry and its seal (2 stores).
 //!
 //! Layout: root = { capacity, slots_ptr, head, tail }; head and tail are
 //! monotonically increasing sequence numbers, slot = seq % capacity. The
@@ -9,8 +10,9 @@
 //! can verify FIFO order from the image alone.
 
 use super::{
-    check_item, check_ptr, heap_bounds, rng, update_item, write_item, TxCtx, Workload,
-    WorkloadArgs, WorkloadInfo, ROOT_OFFSET,
+    check_item, check_ptr, heap_bounds, item_bytes_or, item_payload_words, item_version, rng,
+    update_field, write_item, TxCtx, Workload, WorkloadArgs, WorkloadInfo, DEFAULT_ITEM_BYTES,
+    ROOT_OFFSET,
 };
 use crate::mem::MemRead;
 use crate::types::Addr;
@@ -44,6 +46,9 @@ fn build(a: &WorkloadArgs) -> Box<dyn Workload> {
 
 impl Queue {
     pub(crate) fn new(a: &WorkloadArgs) -> Self {
+        let mut a = a.clone();
+        a.item_bytes = item_bytes_or(a.item_bytes, DEFAULT_ITEM_BYTES);
+        let a = &a;
         Queue {
             rng: rng(a.seed),
             root: a.region_base + ROOT_OFFSET,
@@ -76,10 +81,10 @@ impl Queue {
     pub(crate) fn update_at(&mut self, ctx: &mut TxCtx, i: u64) -> (u64, u64) {
         let head = ctx.load(self.root + HEAD);
         let addr = self.slot(head + i);
-        let key = ctx.load(addr);
-        let v = ctx.load(addr + 8) + 1;
-        update_item(ctx, addr, self.a.item_bytes, key, v);
-        (key, v)
+        let ib = self.a.item_bytes;
+        let v = update_field(ctx, addr, ib, item_payload_words(ib));
+        // The entry with sequence number s holds key s + 1.
+        (head + i + 1, v)
     }
 }
 
@@ -116,6 +121,7 @@ pub(crate) fn walk(
     item_bytes: u64,
     mut f: impl FnMut(u64, u64),
 ) -> Result<u64, String> {
+    let item_bytes = item_bytes_or(item_bytes, DEFAULT_ITEM_BYTES);
     let bounds = heap_bounds(img, region_base)?;
     let root = region_base + ROOT_OFFSET;
     let cap = img.read_u64(root + CAP);
@@ -141,7 +147,7 @@ pub(crate) fn walk(
                 seq + 1
             ));
         }
-        f(key, img.read_u64(addr + 8));
+        f(key, item_version(img, addr));
     }
     Ok(tail - head)
 }
@@ -200,6 +206,20 @@ mod tests {
             assert_detects(&INFO, &img, first, ib);
             assert_detects(&INFO, &img, root + TAIL, ib);
             assert_detects(&INFO, &img, root + SLOTS, ib);
+        }
+    }
+
+    /// Enqueue: the item, the tail, and the head when the ring is full;
+    /// update: one field and the seal.
+    #[test]
+    fn stores_per_tx_follow_the_code_path() {
+        for ib in [64u64, 1024] {
+            let t = tx_stores(&INFO, &args(ib, 20, 400, 0.5), 400);
+            let w = ib as usize / 8;
+            assert!(t.iter().all(|&(s, _)| s == 2 || s == w + 1 || s == w + 2));
+            for want in [2, w + 1, w + 2] {
+                assert!(t.iter().any(|&(s, _)| s == want), "{want}");
+            }
         }
     }
 

@@ -1,12 +1,17 @@
 //! Red-black tree (HOOP Table III, after FWB): insert of a random key with
 //! recoloring and rotations (CLRS), or update of an existing key's item.
+//! Insert writes the new node (heap cursor, the whole item, its four link
+//! and color words), the parent's child link, the count, and whatever the
+//! fixup recolors and rotates; update assigns one field of the item and its
+//! seal (2 stores).
 //!
 //! Layout: root = { tree_root, count }; node = { item (item_bytes) | left,
 //! right, parent, color } so the item is line-aligned. Null is 0.
 
 use super::{
-    check_item, check_ptr, heap_bounds, random_key, rng, update_item, write_item, TxCtx, Workload,
-    WorkloadArgs, WorkloadInfo, ROOT_OFFSET,
+    check_item, check_ptr, heap_bounds, item_bytes_or, item_payload_words, item_version,
+    random_key, rng, update_field, write_item, TxCtx, Workload, WorkloadArgs, WorkloadInfo,
+    DEFAULT_ITEM_BYTES, ROOT_OFFSET,
 };
 use crate::mem::MemRead;
 use crate::types::Addr;
@@ -48,6 +53,9 @@ fn build(a: &WorkloadArgs) -> Box<dyn Workload> {
 
 impl RbTree {
     pub(crate) fn new(a: &WorkloadArgs) -> Self {
+        let mut a = a.clone();
+        a.item_bytes = item_bytes_or(a.item_bytes, DEFAULT_ITEM_BYTES);
+        let a = &a;
         RbTree {
             rng: rng(a.seed),
             root: a.region_base + ROOT_OFFSET,
@@ -107,9 +115,7 @@ impl RbTree {
             let k = ctx.load(x);
             ctx.compute(1);
             if k == key {
-                let v = ctx.load(x + 8) + 1;
-                update_item(ctx, x, ib, key, v);
-                return v;
+                return update_field(ctx, x, ib, item_payload_words(ib));
             }
             right = key > k;
             x = self.child(ctx, x, right);
@@ -175,9 +181,8 @@ impl RbTree {
             let k = ctx.load(x);
             ctx.compute(1);
             if k == key {
-                let v = ctx.load(x + 8) + 1;
-                update_item(ctx, x, self.a.item_bytes, key, v);
-                return v;
+                let ib = self.a.item_bytes;
+                return update_field(ctx, x, ib, item_payload_words(ib));
             }
             x = self.child(ctx, x, key > k);
         }
@@ -268,7 +273,7 @@ impl<F: FnMut(u64, u64)> Walk<'_, F> {
             }
         }
         let bl = self.visit(l, n, lo, Some(key), depth + 1)?;
-        (self.f)(key, self.img.read_u64(n + 8));
+        (self.f)(key, item_version(self.img, n));
         let br = self.visit(r, n, Some(key), hi, depth + 1)?;
         if bl != br {
             return Err(format!(
@@ -286,6 +291,7 @@ pub(crate) fn walk(
     item_bytes: u64,
     f: impl FnMut(u64, u64),
 ) -> Result<u64, String> {
+    let item_bytes = item_bytes_or(item_bytes, DEFAULT_ITEM_BYTES);
     let bounds = heap_bounds(img, region_base)?;
     let root = region_base + ROOT_OFFSET;
     let tree_root = img.read_u64(root + TREE_ROOT);
@@ -387,6 +393,26 @@ mod tests {
             bad.write_u64(r + ib + LEFT, rr);
             bad.write_u64(r + ib + RIGHT, l);
             assert!(check(&bad, BASE, ib).is_err());
+        }
+    }
+
+    /// Insert: heap cursor, item, four node words, parent link, count,
+    /// then the fixup's recolorings (3 per step up) and at most two
+    /// rotations (6 words each) and the root's color; update: 2.
+    #[test]
+    fn stores_per_tx_follow_the_code_path() {
+        for ib in [64u64, 1024] {
+            let t = tx_stores(&INFO, &args(ib, 1000, 600, 0.5), 600);
+            let w = ib as usize / 8;
+            let ins: Vec<usize> = t.iter().map(|x| x.0).filter(|&s| s != 2).collect();
+            assert!(ins.len() > 200 && ins.len() < 400);
+            // Height of ~1,300 nodes is at most 2 log2(n + 1) < 22.
+            assert!(ins
+                .iter()
+                .all(|&s| s >= w + 7 && s <= w + 7 + 3 * 11 + 12 + 1));
+            let mean_fixup =
+                ins.iter().map(|&s| s - w - 7).sum::<usize>() as f64 / ins.len() as f64;
+            assert!(mean_fixup > 1.0 && mean_fixup < 8.0, "{mean_fixup}");
         }
     }
 

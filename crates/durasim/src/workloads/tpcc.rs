@@ -742,6 +742,21 @@ mod tests {
         assert_detects(&INFO, &img, t.warehouse + W_YTD, 64);
     }
 
+    /// New-Order with n lines: d_next_o_id, the clock, the heap cursor, the
+    /// ORDER row (8 words), its index slot, the NEW-ORDER row (3), and per
+    /// line 3 STOCK words and the ORDER-LINE row (10): 15 + 13 n words,
+    /// 3 + 2 n records.
+    #[test]
+    fn stores_per_tx_follow_the_code_path() {
+        let t = tx_stores(&INFO, &args(64, 0, 300, 0.0), 300);
+        for &(s, _) in &t {
+            assert!(
+                s >= 15 + 13 * 5 && s <= 15 + 13 * 15 && (s - 15) % 13 == 0,
+                "{s}"
+            );
+        }
+    }
+
     #[test]
     fn engine_equivalence() {
         engine_check(
