@@ -54,7 +54,13 @@ def _parser() -> argparse.ArgumentParser:
         help="TOML parameter preset applied to every run (e.g. configs/hoop.toml)",
     )
     r.add_argument("--only", default=None, help="comma-separated experiment ids (default: all)")
-    r.add_argument("--no-progress", action="store_true", help="no progress bar")
+    r.add_argument(
+        "--quiet",
+        "--no-progress",
+        dest="no_progress",
+        action="store_true",
+        help="no progress bar (it is shown only when stderr is a terminal anyway)",
+    )
     ls = sub.add_parser("list", help="list schemes, workloads or params of this build")
     ls.add_argument(
         "what", nargs="?", default="schemes", choices=["schemes", "workloads", "params"]
@@ -92,7 +98,7 @@ def _reproduce(a: argparse.Namespace) -> int:
             a.scale,
             client=client,
             scheduler=a.scheduler,
-            progress=not a.no_progress,
+            progress=False if a.no_progress else None,
             preset=a.config,
         )
     finally:

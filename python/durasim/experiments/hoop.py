@@ -1,7 +1,7 @@
 """The HOOP paper's evaluation (papers/hoop.md §IV, items a–j) as DataFrames.
 
 Each experiment is a function ``f(scale="small", *, client=None,
-scheduler=None, progress=True) -> pandas.DataFrame``. The frame's ``attrs``
+scheduler=None, progress=None) -> pandas.DataFrame``. The frame's ``attrs``
 carry the experiment's title, paper item, normalization, the runs' common
 settings, the statistic keys it read and ``skipped``: every scheme,
 workload or parameter the experiment wanted that this build of durasim does
@@ -673,7 +673,7 @@ def run_experiments(
     *,
     client: Any = None,
     scheduler: str | None = None,
-    progress: bool = True,
+    progress: bool | None = None,
     preset: str | os.PathLike[str] | None = None,
 ) -> dict[str, pd.DataFrame]:
     """Run several experiments as ONE sweep (shared runs are executed once)
@@ -760,7 +760,7 @@ def _one(eid: str) -> Callable[..., pd.DataFrame]:
         *,
         client: Any = None,
         scheduler: str | None = None,
-        progress: bool = True,
+        progress: bool | None = None,
     ) -> pd.DataFrame:
         return run_experiments([eid], scale, client=client, scheduler=scheduler, progress=progress)[
             eid
