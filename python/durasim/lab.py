@@ -110,9 +110,9 @@ def _reproduce(a: argparse.Namespace) -> int:
         scale=a.scale,
         command=regenerate_command(a.paper, a.scale, out, a.scheduler, a.config, only),
     )
-    runs = sum(df.attrs.get("runs", 0) for df in frames.values())
+    distinct = max((df.attrs.get("sweep_runs", 0) for df in frames.values()), default=0)
     print(
-        f"wrote {index} ({len(frames)} experiments, {runs} runs incl. shared, "
+        f"wrote {index} ({len(frames)} experiments, {distinct} simulation runs, "
         f"{time.time() - t0:.0f} s)"
     )
     return 0

@@ -369,6 +369,19 @@ def _normalize(
         v / ref.get(k, float("nan")) if ref.get(k, 0) else float("nan")
         for v, k in zip(df[col], keys)
     ]
+    # Groups whose baseline is 0 or missing cannot be normalized; the figure
+    # says so on its face instead of dropping them silently.
+    bad = {}
+    for k in dict.fromkeys(keys):
+        r = ref.get(k, float("nan"))
+        if _missing(r):
+            bad[k] = f"no {base} run"
+        elif r == 0:
+            bad[k] = f"{base} {col} = 0"
+    if bad:
+        df.attrs.setdefault("not_normalizable", {}).update(
+            {str(k if len(group) == 1 else " ".join(map(str, k))): v for k, v in bad.items()}
+        )
     return base
 
 
@@ -717,6 +730,8 @@ def run_experiments(
                 "scale": scale,
                 "scale_settings": dict(sc),
                 "runs": len(p.specs),
+                # Distinct runs of the whole sweep (experiments share runs).
+                "sweep_runs": len(specs),
                 "skipped": list(p.skipped),
             }
         )
