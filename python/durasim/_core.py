@@ -122,12 +122,22 @@ def _overrides(overrides: Mapping[str, Any], args: Sequence[str]) -> list[tuple[
     for k, v in overrides.items():
         key = param_key(k)
         if key not in known:
-            names = list(args) + list(known)
+            names = list(known)
+            section = key.split(".")[0]
+            same = [x for x in known if x.split(".")[0] == section]
+            keys = (
+                f"valid keys in [{section}]: {', '.join(same)}"
+                if same
+                else f"valid keys: any of the {len(known)} keys of durasim.params(), "
+                f"e.g. {', '.join(list(known)[:3])}, ..."
+            )
             raise ValueError(
-                f"unknown keyword argument or parameter {k!r}{did_you_mean(k, names)}; "
-                f"arguments: {', '.join(args)}; parameters: any key of durasim.params() "
-                f"with '.' written '__' (e.g. hoop__gc_period_ms=2), "
-                f"{len(known)} keys such as {', '.join(list(known)[:4])}, ..."
+                f"unknown keyword argument or parameter {k!r}"
+                + (f" (key '{key}')" if key != k else "")
+                + (did_you_mean(k, args) or did_you_mean(key, names))
+                + "; "
+                f"arguments: {', '.join(args)}; parameters are written with '__' for '.' "
+                f"(e.g. hoop__gc_period_ms=2); {keys}"
             )
         out.append((key, _value_text(key, v)))
     return out

@@ -173,9 +173,17 @@ def fig_energy(df: pd.DataFrame) -> Figure:
 
 
 def _lines(ax, df: pd.DataFrame, x: str, y: str, series: str, fmt=str) -> None:
+    drawn: dict[tuple, str] = {}
     for key in sorted(df[series].dropna().unique(), key=lambda v: (str(type(v)), v)):
         part = df[df[series] == key].sort_values(x)
-        ax.plot(part[x], part[y], marker="o", label=fmt(key))
+        label = fmt(key)
+        sig = (tuple(part[x]), tuple(round(float(v), 9) for v in part[y]))
+        if sig in drawn:
+            # Identical curves hide each other: the legend says so.
+            label += f" (same as {drawn[sig]}, hidden under it)"
+        else:
+            drawn[sig] = label
+        ax.plot(part[x], part[y], marker="o", label=label)
     ax.grid(alpha=0.3)
     _legend_outside(ax)
 

@@ -419,6 +419,15 @@ def an_traffic(raw: pd.DataFrame) -> pd.DataFrame:
             df["nvm_bytes_written"] + df["final_drain_bytes_written"]
         ) / df["committed_tx"].clip(lower=1)
     base = _normalize(df, "write_bytes_per_tx", [NATIVE], ["config_label"], "norm_write_traffic")
+    bad = df.attrs.get("not_normalizable") or {}
+    for k, why in list(bad.items()):
+        if why.endswith("= 0"):
+            bad[k] = "native wrote 0 B/tx: not normalizable"
+    if bad:
+        df.attrs.setdefault("notes", []).append(
+            "the native system's dirty lines were still in the LLC when these runs ended; "
+            "absolute bytes per tx of every scheme are in the CSV (write_bytes_per_tx)"
+        )
     df.attrs["normalization"] = f"NVM bytes written per tx / {base or 'n/a'}, same workload"
     df.attrs["baseline"] = base
     return df
