@@ -57,12 +57,11 @@ def _footnote(fig: Figure, df: pd.DataFrame, extra: Sequence[str] = ()) -> None:
     """What the figure omits and why, on its face (below the axes)."""
     lines = list(extra)
     bad = df.attrs.get("not_normalizable") or {}
-    if bad:
-        lines.append(
-            "not normalizable, no bar: "
-            + "; ".join(f"{k} ({v})" for k, v in list(bad.items())[:6])
-            + (" ..." if len(bad) > 6 else "")
-        )
+    by_reason: dict[str, list[str]] = {}
+    for k, v in bad.items():
+        by_reason.setdefault(v, []).append(k)
+    for why, groups in by_reason.items():
+        lines.append(f"no bars for {', '.join(groups)}: {why}")
     skipped = df.attrs.get("skipped") or []
     if skipped and len(df):
         names = [x.split(" (")[0] for x in skipped]
@@ -111,6 +110,7 @@ def _bars(ax, df: pd.DataFrame, y: str, ylabel: str, baseline_line: bool = True)
         vals = [float(part.get(lbl, np.nan)) for lbl in labels]
         ax.bar(x + (i - (len(schemes) - 1) / 2) * width, vals, width, label=s)
     ax.set_xticks(x, labels, rotation=30, ha="right", fontsize=8)
+    ax.set_xlim(-0.5, len(labels) - 0.5)  # groups without bars keep their place
     ax.set_xlabel("workload (item size)")
     ax.set_ylabel(ylabel)
     if baseline_line:
@@ -165,7 +165,7 @@ def fig_latency(df: pd.DataFrame) -> Figure:
 
 
 def fig_traffic(df: pd.DataFrame) -> Figure:
-    return _grid_fig(df, "norm_write_traffic", "normalized NVM write bytes per tx", "Write traffic")
+    return _grid_fig(df, "norm_write_traffic", "NVM write bytes per tx", "Write traffic")
 
 
 def fig_energy(df: pd.DataFrame) -> Figure:
