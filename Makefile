@@ -1,30 +1,56 @@
 # durasim — one entry point for the main job, the tests and the checks.
-# `make report` builds everything and regenerates the HOOP paper report at
-# small scale; `make test` runs every test (Rust and Python).
+# `make report` builds the Python extension once and regenerates the HOOP
+# paper report at small scale; `make test` runs every test (Rust and Python).
+# Builds are stamped: a second `make report`/`make test` reuses the
+# extension unless a Rust source, Cargo.toml/Cargo.lock or pyproject.toml
+# changed (Python sources are installed editable and need no rebuild).
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eo pipefail -c
 
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
+SCALE ?= small
+# Everything the compiled extension depends on.
+RUST_SRC := Cargo.toml Cargo.lock pyproject.toml \
+	$(shell find crates -name '*.rs' -o -name Cargo.toml)
+EXT_STAMP := $(VENV)/.ext-built
 
 .PHONY: build run report test test-rust test-python lint bench python clean
 
 build:
-	cargo build --release
+	cargo build --release -p durasim
 
 run: build
 	./target/release/durasim compare --schemes ideal --workloads vector,hashmap,queue,rbtree,btree
 
-$(VENV)/.deps:
+$(VENV)/.deps: pyproject.toml
+	@echo "== creating $(VENV) and installing Python dependencies (needs PyPI)"
 	python3 -m venv $(VENV)
-	$(PIP) install --quiet --upgrade pip
-	$(PIP) install --quiet maturin pandas matplotlib "dask[distributed]" tqdm pytest hypothesis ruff
+	$(PIP) install --quiet --quiet --upgrade pip
+	$(PIP) install --quiet --quiet maturin pandas matplotlib "dask[distributed]" tqdm \
+		pytest hypothesis ruff
 	touch $@
 
-python: $(VENV)/.deps
-	. $(VENV)/bin/activate && maturin develop --release --quiet
+# maturin installs the package editable (python/ on the path) the first time;
+# later builds only rebuild the extension in place (--skip-install), which
+# keeps pip's "Requirement already satisfied" lines out of the log.
+$(EXT_STAMP): $(VENV)/.deps $(RUST_SRC)
+	@echo "== building the Python extension (release, fat LTO: minutes on 2 cores)"
+	@. $(VENV)/bin/activate && \
+	if $(PY) -c 'import durasim._native' 2>/dev/null; then how=--skip-install; else how=; fi && \
+	maturin develop --release --quiet $$how > $(VENV)/build.log 2>&1 \
+		|| { cat $(VENV)/build.log; echo "== extension build failed (log: $(VENV)/build.log)"; exit 1; }
+	@grep -v -E '^(Requirement already satisfied|Ignoring |Looking in links|📦|🍹|🐍|🔗|📡|✏️|🛠)' \
+		$(VENV)/build.log || true
+	@$(PY) -c 'import durasim; print("== durasim", durasim.version(), "extension ready")'
+	@touch $@
 
-report: build python
-	$(VENV)/bin/durasim-lab reproduce hoop --scale small --out report/hoop
+python: $(EXT_STAMP)
+
+report: python
+	$(VENV)/bin/durasim-lab reproduce hoop --scale $(SCALE) --out report/hoop
 
 lint:
 	cargo fmt --all -- --check

@@ -15,11 +15,12 @@ import json
 import numbers
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
 from . import _native
+from ._progress import Bar, wanted
 
 #: Run arguments that are not parameter overrides.
 RUN_FIELDS = ("scheme", "workload", "threads", "tx", "seed", "config")
@@ -67,7 +68,102 @@ def _count(field: str, value: Any, minimum: int) -> int:
     return value
 
 
+#: Keyword arguments of run() and crashtest() besides parameter keys.
+RUN_ARGS = ("threads", "tx", "seed", "config")
+CRASHTEST_ARGS = (
+    "threads",
+    "tx",
+    "seed",
+    "points",
+    "crash_at",
+    "tear_mask",
+    "torn",
+    "recovery_crashes",
+    "config",
+    "progress",
+)
+
+
+def _edit_distance(a: str, b: str) -> int:
+    row = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        prev, row[0] = row[0], i
+        for j, cb in enumerate(b, 1):
+            prev, row[j] = row[j], min(prev + (ca != cb), row[j - 1] + 1, row[j] + 1)
+    return row[len(b)]
+
+
+def suggest(word: str, valid: Iterable[str]) -> list[str]:
+    """The valid names closest to ``word`` (edit distance within about a
+    third of its length, or containing it), best first, at most three."""
+    w = word.lower()
+    limit = max(1, len(w) // 3)
+    scored = []
+    for v in valid:
+        lv = v.lower()
+        d = min(_edit_distance(w, lv), _edit_distance(w.rsplit(".")[-1], lv.rsplit(".")[-1]) + 1)
+        contains = len(w) >= 3 and (w in lv or lv in w)
+        if d <= limit or contains:
+            scored.append((min(d, limit) if contains else d, v))
+    return [v for _, v in sorted(scored)[:3]]
+
+
+def did_you_mean(word: str, valid: Iterable[str]) -> str:
+    """``" (did you mean 'x'?)"`` or ``""``."""
+    s = suggest(word, valid)
+    return f" (did you mean {' or '.join(repr(x) for x in s)}?)" if s else ""
+
+
+def _overrides(overrides: Mapping[str, Any], args: Sequence[str]) -> list[tuple[str, str]]:
+    """Parameter overrides as (key, text) pairs; an unknown keyword names the
+    closest argument or key and lists the function's own arguments first."""
+    known = params()
+    out = []
+    for k, v in overrides.items():
+        key = param_key(k)
+        if key not in known:
+            names = list(known)
+            section = key.split(".")[0]
+            same = [x for x in known if x.split(".")[0] == section]
+            keys = (
+                f"valid keys in [{section}]: {', '.join(same)}"
+                if same
+                else f"valid keys: any of the {len(known)} keys of durasim.params(), "
+                f"e.g. {', '.join(list(known)[:3])}, ..."
+            )
+            raise ValueError(
+                f"unknown keyword argument or parameter {k!r}"
+                + (f" (key '{key}')" if key != k else "")
+                + (did_you_mean(k, args) or did_you_mean(key, names))
+                + "; "
+                f"arguments: {', '.join(args)}; parameters are written with '__' for '.' "
+                f"(e.g. hoop__gc_period_ms=2); {keys}"
+            )
+        out.append((key, _value_text(key, v)))
+    return out
+
+
 def _names(scheme: Any, workload: Any) -> None:
+    if not isinstance(scheme, str):
+        raise ValueError(
+            f"invalid value {scheme!r} for 'scheme': expected a name, one of "
+            + ", ".join(schemes())
+        )
+    if not isinstance(workload, str):
+        raise ValueError(
+            f"invalid value {workload!r} for 'workload': expected a name, one of "
+            + ", ".join(workloads())
+        )
+    if isinstance(scheme, str) and scheme not in schemes():
+        raise ValueError(
+            f"unknown scheme {scheme!r}{did_you_mean(scheme, schemes())}; valid schemes: "
+            + ", ".join(schemes())
+        )
+    if isinstance(workload, str) and workload not in workloads():
+        raise ValueError(
+            f"unknown workload {workload!r}{did_you_mean(workload, workloads())}; "
+            "valid workloads: " + ", ".join(workloads())
+        )
     if not isinstance(scheme, str):
         raise ValueError(
             f"invalid value {scheme!r} for 'scheme': expected a name, one of "
@@ -102,7 +198,7 @@ def run(
     tx = _count("tx", tx, 1)
     seed = _count("seed", seed, 0)
     cfg = None if config is None else os.fspath(config)
-    sets = [(param_key(k), _value_text(param_key(k), v)) for k, v in overrides.items()]
+    sets = _overrides(overrides, RUN_ARGS)
     return json.loads(_native.run(scheme, workload, threads, tx, seed, cfg, sets))
 
 
@@ -119,6 +215,7 @@ def crashtest(
     torn: bool = False,
     recovery_crashes: int | str | None = None,
     config: str | os.PathLike[str] | None = None,
+    progress: bool | None = None,
     **overrides: Any,
 ) -> dict:
     """Crash-test one run; return the same document as
@@ -131,6 +228,8 @@ def crashtest(
     number of crashes injected into each recovery or ``"all"`` (default:
     the CLI's). Defaults and
     overrides as in the CLI. The GIL is released while it runs.
+    ``progress``: a bar with an ETA over the crash points; ``None`` (default)
+    shows it on a terminal or in a notebook, ``False`` never.
     """
     _names(scheme, workload)
     threads = _count("threads", threads, 1)
@@ -160,8 +259,47 @@ def crashtest(
             "expected 'all' or an integer"
         )
     cfg = None if config is None else os.fspath(config)
-    sets = [(param_key(k), _value_text(param_key(k), v)) for k, v in overrides.items()]
-    doc = _native.crashtest(
+    sets = _overrides(overrides, CRASHTEST_ARGS)
+    bar = Bar(0, False, "", "")
+    if wanted(progress):
+        bar = Bar(1, True, f"crashtest {scheme}/{workload}", "point")
+    try:
+        doc = _crashtest_native(
+            bar,
+            scheme,
+            workload,
+            threads,
+            tx,
+            seed,
+            points,
+            crash_at,
+            tear_mask,
+            torn,
+            recovery_crashes,
+            cfg,
+            sets,
+        )
+    finally:
+        bar.close()
+    return json.loads(doc)
+
+
+def _crashtest_native(
+    bar,
+    scheme,
+    workload,
+    threads,
+    tx,
+    seed,
+    points,
+    crash_at,
+    tear_mask,
+    torn,
+    recovery_crashes,
+    cfg,
+    sets,
+) -> str:
+    return _native.crashtest(
         scheme,
         workload,
         threads,
@@ -178,8 +316,8 @@ def crashtest(
         else str(recovery_crashes if isinstance(recovery_crashes, str) else int(recovery_crashes)),
         cfg,
         sets,
+        bar.set if bar.bar is not None else None,
     )
-    return json.loads(doc)
 
 
 @lru_cache(maxsize=1)

@@ -10,12 +10,14 @@ figure that says which parts were not available.
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter
 
 from .experiments.hoop import EXPERIMENTS, P_GC_PERIOD, P_REC_BW, P_REC_THREADS, SCHEMES
 
@@ -27,16 +29,60 @@ def _title(df: pd.DataFrame, fallback: str) -> str:
     title = df.attrs.get("title", fallback)
     norm = df.attrs.get("normalization")
     head = f"{title} — {item}" if item else title
+    if norm and norm.startswith("none (") and norm.endswith(")"):
+        norm = "not normalized: " + norm[len("none (") : -1]
+    elif norm == "none":
+        norm = "not normalized"
     return f"{head}\n[{norm}]" if norm else head
 
 
 def _new(
-    df: pd.DataFrame, fallback: str, ncols: int = 1, width: float = 8.0
+    df: pd.DataFrame, fallback: str, ncols: int = 1, width: float = 8.0, nrows: int = 1
 ) -> tuple[Figure, list]:
-    fig = Figure(figsize=(width * (1 if ncols == 1 else 0.75) * ncols, 4.6), layout="constrained")
-    axes = fig.subplots(1, ncols, squeeze=False)[0].tolist()
+    # At most ~9 in (1080 px at 120 dpi): the report page is 1100 px wide,
+    # so a figure is never shrunk below legibility there.
+    height = 4.6 if nrows == 1 else 2.6 * nrows + 1.2
+    fig = Figure(figsize=(width, height), layout="constrained")
+    axes = fig.subplots(nrows, ncols, squeeze=False).ravel().tolist()
     fig.suptitle(_title(df, fallback), fontsize=10)
     return fig, axes
+
+
+def _legend_outside(ax, **kw) -> None:
+    """Legend right of the axes, never over the data."""
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, **kw)
+
+
+def _footnote(fig: Figure, df: pd.DataFrame, extra: Sequence[str] = ()) -> None:
+    """What the figure omits and why, on its face (below the axes)."""
+    lines = list(extra)
+    bad = df.attrs.get("not_normalizable") or {}
+    by_reason: dict[str, list[str]] = {}
+    for k, v in bad.items():
+        by_reason.setdefault(v, []).append(k)
+    for why, groups in by_reason.items():
+        lines.append(f"no bars for {', '.join(groups)}: {why}")
+    skipped = df.attrs.get("skipped") or []
+    if skipped and len(df):
+        names = [x.split(" (")[0] for x in skipped]
+        lines.append(
+            "not in this build, not run: "
+            + ", ".join(names[:8])
+            + (" ..." if len(names) > 8 else "")
+        )
+    for n in df.attrs.get("notes") or []:
+        lines.append(str(n))
+    if lines:
+        wrapped = "\n".join(textwrap.fill(x, 150) for x in lines)
+        fig.supxlabel(wrapped, fontsize=7, ha="left", x=0.01, color="#444")
+
+
+def _log_ticks(ax, axis: str = "y") -> None:
+    """A log axis labels 1-2-5 ticks in plain numbers (not just powers of 10)."""
+    a = ax.yaxis if axis == "y" else ax.xaxis
+    a.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    a.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    a.set_minor_formatter(NullFormatter())
 
 
 def _empty(fig: Figure, axes: list, df: pd.DataFrame) -> Figure:
@@ -64,12 +110,28 @@ def _bars(ax, df: pd.DataFrame, y: str, ylabel: str, baseline_line: bool = True)
         vals = [float(part.get(lbl, np.nan)) for lbl in labels]
         ax.bar(x + (i - (len(schemes) - 1) / 2) * width, vals, width, label=s)
     ax.set_xticks(x, labels, rotation=30, ha="right", fontsize=8)
+    ax.set_xlim(-0.5, len(labels) - 0.5)  # groups without bars keep their place
     ax.set_xlabel("workload (item size)")
     ax.set_ylabel(ylabel)
     if baseline_line:
         ax.axhline(1.0, color="grey", lw=0.8, ls="--")
     _auto_log(ax, df[y])
-    ax.legend(fontsize=7, ncol=min(len(schemes), 4))
+    # A group with no bar at all says why, where the bars would be.
+    bad = df.attrs.get("not_normalizable") or {}
+    for xi, lbl in zip(x, labels):
+        if lbl in bad:
+            ax.text(
+                xi,
+                0.02,
+                f"n/a: {bad[lbl]}",
+                rotation=90,
+                ha="center",
+                va="bottom",
+                fontsize=6.5,
+                color="#a00",
+                transform=ax.get_xaxis_transform(),
+            )
+    _legend_outside(ax)
     ax.grid(axis="y", alpha=0.3)
 
 
@@ -81,6 +143,7 @@ def _auto_log(ax, values: pd.Series) -> None:
     if len(v) and v.max() / v.min() > 20:
         ax.set_yscale("log")
         ax.set_ylabel(ax.get_ylabel() + ", log scale")
+        _log_ticks(ax)
 
 
 def _grid_fig(df: pd.DataFrame, y: str, what: str, fallback: str) -> Figure:
@@ -89,6 +152,7 @@ def _grid_fig(df: pd.DataFrame, y: str, what: str, fallback: str) -> Figure:
         return _empty(fig, axes, df)
     base = df.attrs.get("baseline") or "baseline"
     _bars(axes[0], df, y, f"{what} (× {base})")
+    _footnote(fig, df)
     return fig
 
 
@@ -101,7 +165,7 @@ def fig_latency(df: pd.DataFrame) -> Figure:
 
 
 def fig_traffic(df: pd.DataFrame) -> Figure:
-    return _grid_fig(df, "norm_write_traffic", "normalized NVM write bytes per tx", "Write traffic")
+    return _grid_fig(df, "norm_write_traffic", "NVM write bytes per tx", "Write traffic")
 
 
 def fig_energy(df: pd.DataFrame) -> Figure:
@@ -109,11 +173,19 @@ def fig_energy(df: pd.DataFrame) -> Figure:
 
 
 def _lines(ax, df: pd.DataFrame, x: str, y: str, series: str, fmt=str) -> None:
+    drawn: dict[tuple, str] = {}
     for key in sorted(df[series].dropna().unique(), key=lambda v: (str(type(v)), v)):
         part = df[df[series] == key].sort_values(x)
-        ax.plot(part[x], part[y], marker="o", label=fmt(key))
+        label = fmt(key)
+        sig = (tuple(part[x]), tuple(round(float(v), 9) for v in part[y]))
+        if sig in drawn:
+            # Identical curves hide each other: the legend says so.
+            label += f" (same as {drawn[sig]}, hidden under it)"
+        else:
+            drawn[sig] = label
+        ax.plot(part[x], part[y], marker="o", label=label)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
+    _legend_outside(ax)
 
 
 def fig_gc_reduction(df: pd.DataFrame) -> Figure:
@@ -124,8 +196,10 @@ def fig_gc_reduction(df: pd.DataFrame) -> Figure:
     d = df.assign(reduction_pct=df["reduction_ratio"].astype(float) * 100.0)
     _lines(ax, d, "tx", "reduction_pct", "config_label")
     ax.set_xscale("log")
+    _log_ticks(ax, "x")
     ax.set_xlabel("transactions (count, log scale)")
     ax.set_ylabel("data reduction ratio (% of bytes written by tx)")
+    _footnote(fig, df)
     return fig
 
 
@@ -137,6 +211,7 @@ def fig_gc_period(df: pd.DataFrame) -> Figure:
     _lines(ax, df, P_GC_PERIOD, "norm_throughput", "config_label")
     ax.set_xlabel("GC period (ms)")
     ax.set_ylabel("normalized throughput (×)")
+    _footnote(fig, df)
     return fig
 
 
@@ -147,13 +222,16 @@ def fig_recovery(df: pd.DataFrame) -> Figure:
     ax = axes[0]
     _lines(ax, df, P_REC_THREADS, "recovery_ms", P_REC_BW, fmt=lambda v: f"{v:g} GB/s")
     ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_locator(FixedLocator(sorted(set(df[P_REC_THREADS]))))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     ax.set_xlabel("recovery threads (count, log2 scale)")
     ax.set_ylabel("recovery time (ms)")
+    _footnote(fig, df)
     return fig
 
 
 def fig_ycsb_latency(df: pd.DataFrame) -> Figure:
-    fig, axes = _new(df, "YCSB vs NVM latency", ncols=2)
+    fig, axes = _new(df, "YCSB vs NVM latency", ncols=2, width=9.0)
     if not len(df):
         return _empty(fig, axes, df)
     base = df.attrs.get("baseline") or "baseline"
@@ -165,8 +243,10 @@ def fig_ycsb_latency(df: pd.DataFrame) -> Figure:
         ax.set_xlabel(f"NVM {varied} latency (ns; {fixed})")
         ax.set_ylabel(f"normalized throughput (× {base})")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
     axes[0].invert_xaxis()  # the paper sweeps read latency from 250 ns down to 50 ns
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=7, loc="outside right upper")
+    _footnote(fig, df)
     return fig
 
 
@@ -177,13 +257,17 @@ def fig_mapping_table(df: pd.DataFrame) -> Figure:
     ax = axes[0]
     _lines(ax, df, "mapping_table_kb", "norm_throughput", "scheme")
     ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_locator(FixedLocator(sorted(set(df["mapping_table_kb"]))))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     ax.set_xlabel("mapping table size (KB, log2 scale)")
     ax.set_ylabel("normalized throughput (×)")
+    _footnote(fig, df)
     return fig
 
 
 def fig_profiling(df: pd.DataFrame) -> Figure:
-    fig, axes = _new(df, "Profiling", ncols=3)
+    # Three panels stacked: legible at the report page's width.
+    fig, axes = _new(df, "Profiling", nrows=3)
     if not len(df):
         return _empty(fig, axes, df)
     cols = [
@@ -199,11 +283,37 @@ def fig_profiling(df: pd.DataFrame) -> Figure:
             for v in df.set_index("config_label")[col].reindex(labels)
         ]
         ax.bar(x, vals, 0.6, label=col)
-        ax.set_xticks(x, labels, rotation=30, ha="right", fontsize=8)
-        ax.set_xlabel("workload (item size)")
-        ax.set_ylabel(ylabel)
+        for xi, v in zip(x, vals):
+            if np.isnan(v):
+                ax.text(
+                    xi,
+                    0.02,
+                    "n/a: not reported",
+                    rotation=90,
+                    ha="center",
+                    va="bottom",
+                    fontsize=6.5,
+                    color="#a00",
+                    transform=ax.get_xaxis_transform(),
+                )
+            else:
+                ax.annotate(
+                    f"{v:.3g}",
+                    (xi, v),
+                    ha="center",
+                    va="bottom",
+                    fontsize=7,
+                    xytext=(0, 1),
+                    textcoords="offset points",
+                )
+        ax.set_xticks(
+            x, labels if ax is axes[-1] else [""] * len(labels), rotation=30, ha="right", fontsize=8
+        )
+        ax.set_ylabel(ylabel, fontsize=8)
+        ax.margins(y=0.15)
         ax.grid(axis="y", alpha=0.3)
-        ax.legend(fontsize=7)
+    axes[-1].set_xlabel("workload (item size); HOOP only")
+    _footnote(fig, df)
     return fig
 
 

@@ -54,7 +54,13 @@ def _parser() -> argparse.ArgumentParser:
         help="TOML parameter preset applied to every run (e.g. configs/hoop.toml)",
     )
     r.add_argument("--only", default=None, help="comma-separated experiment ids (default: all)")
-    r.add_argument("--no-progress", action="store_true", help="no progress bar")
+    r.add_argument(
+        "--quiet",
+        "--no-progress",
+        dest="no_progress",
+        action="store_true",
+        help="no progress bar (it is shown only when stderr is a terminal anyway)",
+    )
     ls = sub.add_parser("list", help="list schemes, workloads or params of this build")
     ls.add_argument(
         "what", nargs="?", default="schemes", choices=["schemes", "workloads", "params"]
@@ -92,7 +98,7 @@ def _reproduce(a: argparse.Namespace) -> int:
             a.scale,
             client=client,
             scheduler=a.scheduler,
-            progress=not a.no_progress,
+            progress=False if a.no_progress else None,
             preset=a.config,
         )
     finally:
@@ -104,9 +110,9 @@ def _reproduce(a: argparse.Namespace) -> int:
         scale=a.scale,
         command=regenerate_command(a.paper, a.scale, out, a.scheduler, a.config, only),
     )
-    runs = sum(df.attrs.get("runs", 0) for df in frames.values())
+    distinct = max((df.attrs.get("sweep_runs", 0) for df in frames.values()), default=0)
     print(
-        f"wrote {index} ({len(frames)} experiments, {runs} runs incl. shared, "
+        f"wrote {index} ({len(frames)} experiments, {distinct} simulation runs, "
         f"{time.time() - t0:.0f} s)"
     )
     return 0

@@ -79,13 +79,30 @@ def regenerate_command(
     return shlex.join(cmd)
 
 
+def _previous(out: Path) -> dict[str, Any] | None:
+    """The config.json of a report already in ``out`` (None if there is none
+    or it cannot be read: then nothing is merged, and nothing is deleted)."""
+    try:
+        cfg = json.loads((out / "config.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return cfg if isinstance(cfg, dict) and isinstance(cfg.get("experiments"), dict) else None
+
+
 def write_hoop_report(
     frames: dict[str, pd.DataFrame], out: Path | str, *, scale: str, command: str
 ) -> Path:
-    """Write figures, CSVs, ``config.json`` and ``index.html`` into ``out``."""
+    """Write figures, CSVs, ``config.json`` and ``index.html`` into ``out``.
+
+    A report already in ``out`` is merged, never dropped: experiments not in
+    ``frames`` (e.g. after ``--only``) keep their files, their entry in
+    ``config.json`` and their section of ``index.html``; each entry records
+    the scale, preset and command that produced it."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     params = _core.params()
+    prev = _previous(out)
+    preset = next((df.attrs["preset"] for df in frames.values() if df.attrs.get("preset")), None)
     config = {
         "durasim_version": _core.version(),
         "git_commit": _git_commit(),
@@ -96,11 +113,9 @@ def write_hoop_report(
         "parameter_sources": {k: v["source"] for k, v in params.items()},
         "experiments": {},
         "command": command,
-        "preset": next(
-            (df.attrs["preset"] for df in frames.values() if df.attrs.get("preset")), None
-        ),
+        "preset": preset,
     }
-    sections = []
+    sections: dict[str, str] = {}
     for eid, df in frames.items():
         e = hoop.EXPERIMENTS[eid]
         stem = f"{e.item}_{eid}"
@@ -118,13 +133,41 @@ def write_hoop_report(
                 "stat_keys": df.attrs.get("stat_keys", {}),
                 "skipped": df.attrs.get("skipped", []),
                 "notes": df.attrs.get("notes", []),
+                "scale": scale,
+                "durasim_version": config["durasim_version"],
+                "git_commit": config["git_commit"],
+                "preset": preset,
+                "command": command,
             }
         )
-        sections.append(_section(e, df, stem, pngs, csv))
+        sections[eid] = _section(e, df.attrs, len(df), stem, pngs, csv)
+    kept = []
+    if prev is not None:
+        for eid, entry in prev["experiments"].items():
+            if eid in frames or eid not in hoop.EXPERIMENTS or not isinstance(entry, dict):
+                continue
+            e = hoop.EXPERIMENTS[eid]
+            stem = f"{e.item}_{eid}"
+            csv = out / f"{stem}.csv"
+            figs = [out / f"{stem}.png", out / f"{stem}.svg"]
+            if not csv.exists() or not all(f.exists() for f in figs):
+                continue  # its files are gone: nothing left to link
+            # Entries written before per-experiment provenance existed.
+            for k in ("scale", "durasim_version", "git_commit", "preset", "command"):
+                entry.setdefault(k, prev.get(k))
+            config["experiments"][eid] = entry
+            rows = sum(1 for _ in csv.open()) - 1
+            sections[eid] = _section(e, entry, rows, stem, figs, csv)
+            kept.append(eid)
+    order = [eid for eid in hoop.EXPERIMENTS if eid in sections]
+    config["experiments"] = {eid: config["experiments"][eid] for eid in order}
+    scales = sorted({str(config["experiments"][eid].get("scale")) for eid in order})
+    config["scale"] = scale if scales == [scale] else "mixed: " + ", ".join(scales)
+    config["merged_from_previous_report"] = kept
     cfg_path = out / "config.json"
     cfg_path.write_text(json.dumps(_jsonable(config), indent=2, sort_keys=False) + "\n")
     index = out / "index.html"
-    index.write_text(_page(config, sections))
+    index.write_text(_page(config, [sections[eid] for eid in order]))
     return index
 
 
@@ -132,18 +175,26 @@ def _li(items: list[str]) -> str:
     return "".join(f"<li>{html.escape(str(x))}</li>" for x in items)
 
 
-def _section(e: hoop.Experiment, df: pd.DataFrame, stem: str, figs: list[Path], csv: Path) -> str:
+def _section(
+    e: hoop.Experiment, attrs: dict[str, Any], rows: int, stem: str, figs: list[Path], csv: Path
+) -> str:
     esc = html.escape
     png = next(p for p in figs if p.suffix == ".png").name
     svg = next(p for p in figs if p.suffix == ".svg").name
-    skipped = df.attrs.get("skipped", [])
-    notes = df.attrs.get("notes", [])
-    stats = {k: v for k, v in df.attrs.get("stat_keys", {}).items()}
+    skipped = attrs.get("skipped") or []
+    notes = attrs.get("notes") or []
+    stats = dict(attrs.get("stat_keys") or {})
+    origin = ""
+    if attrs.get("command"):
+        origin = (
+            f" Scale: {esc(str(attrs.get('scale')))}; produced by "
+            f"<code>{esc(str(attrs['command']))}</code>."
+        )
     parts = [
         f'<section id="{esc(e.id)}"><h2>({esc(e.item)}) {esc(e.title)}</h2>',
         f"<p>Paper: HOOP §IV ({esc(e.item)}). Normalization: "
-        f"{esc(str(df.attrs.get('normalization', 'none')))}. "
-        f"Runs: {len(df)}.</p>",
+        f"{esc(str(attrs.get('normalization') or 'none'))}. "
+        f"Runs: {rows}.{origin}</p>",
         f'<p><img src="{esc(png)}" alt="{esc(e.title)}" style="max-width:100%"></p>',
         f'<p>Figure: <a href="{esc(png)}">PNG</a> · <a href="{esc(svg)}">SVG</a> · '
         f'data: <a href="{esc(csv.name)}">{esc(csv.name)}</a></p>',
@@ -190,7 +241,9 @@ Results are this simulator's, not the paper's; each figure states its normalizat
 <li>durasim version: <code>{esc(config["durasim_version"])}</code></li>
 <li>git commit: <code>{esc(str(config["git_commit"]))}</code></li>
 <li>generated: {esc(now)} on {esc(platform.node() or "unknown host")}</li>
-<li>regenerate: <code>{esc(config["command"])}</code></li>
+<li>regenerate: <code>{esc(config["command"])}</code> (the latest update; each section
+names the command and scale that produced it; a partial run with <code>--only</code> keeps
+every other section)</li>
 <li>schemes in this build: {esc(", ".join(config["available"]["schemes"]))};
 workloads: {esc(", ".join(config["available"]["workloads"]))}</li>
 {preset}

@@ -7,8 +7,13 @@ whose cartesian product is the list of specs.
 
 Where the runs execute:
 
-* default: a ``dask.distributed.LocalCluster`` on this machine (one worker
-  process per core, one thread each), closed afterwards;
+* default: this process, one thread per core (a simulation releases the
+  GIL). Works unchanged in a script, a notebook and at the prompt: nothing
+  is spawned, so no ``if __name__ == "__main__":`` guard is needed;
+* ``scheduler="processes"``: a ``dask.distributed.LocalCluster`` of worker
+  processes (one per core), closed afterwards. Worker processes re-import
+  the main module, so a script must call the sweep under
+  ``if __name__ == "__main__":``;
 * ``client=``: an existing ``dask.distributed.Client`` (e.g. on a
   :func:`durasim.cluster.slurm` cluster);
 * ``scheduler="tcp://host:port"``: connect to a running scheduler;
@@ -22,7 +27,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import sys
 import traceback
 import warnings
 from collections.abc import Iterable, Mapping
@@ -31,6 +35,7 @@ from typing import Any
 import pandas as pd
 
 from ._core import DEFAULTS, RUN_FIELDS, param_key, run_spec, version
+from ._progress import Bar, wanted
 
 #: Columns that depend on the host, not on the simulation.
 HOST_COLUMNS_PREFIX = "sim."
@@ -130,40 +135,12 @@ def _execute(spec: dict[str, Any]) -> tuple[dict | None, str | None]:
         return None, f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}"
 
 
-class _Progress:
-    def __init__(self, total: int, enabled: bool, desc: str):
-        self.bar = None
-        self.enabled = enabled
-        self.total = total
-        self.done = 0
-        if enabled:
-            try:
-                from tqdm.auto import tqdm
-
-                self.bar = tqdm(total=total, desc=desc, unit="run")
-            except ImportError:  # pragma: no cover - tqdm is a dependency
-                self.bar = None
-
-    def update(self) -> None:
-        self.done += 1
-        if self.bar is not None:
-            self.bar.update(1)
-        elif self.enabled:
-            print(f"\r{self.done}/{self.total} runs", end="", file=sys.stderr)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-        elif self.enabled:
-            print(file=sys.stderr)
-
-
 def sweep(
     runs: Mapping[str, Any] | Iterable[Mapping[str, Any]],
     *,
     client: Any = None,
     scheduler: str | None = None,
-    progress: bool = True,
+    progress: bool | None = None,
     errors: str = "raise",
     desc: str = "durasim",
 ) -> pd.DataFrame:
@@ -173,6 +150,10 @@ def sweep(
     failed spec and its message after all runs finished (``.frame`` holds
     the full frame); ``errors="include"`` returns the frame with the
     ``error`` column set on failed rows. Failed runs are never dropped.
+
+    ``progress``: a bar with counts and ETA; ``None`` (default) shows it on
+    a terminal or in a notebook and stays quiet when stderr is piped,
+    ``False`` never shows it.
     """
     if errors not in ("raise", "include"):
         raise ValueError(f"invalid value {errors!r} for 'errors': expected 'raise' or 'include'")
@@ -180,12 +161,14 @@ def sweep(
         raise ValueError("pass either client= or scheduler=, not both")
     specs = expand(runs)
     results: list[tuple[dict | None, str | None]] = [(None, None)] * len(specs)
-    bar = _Progress(len(specs), progress and len(specs) > 0, desc)
+    bar = Bar(len(specs), wanted(progress), desc, "run")
     try:
         if scheduler == "serial":
             for i, spec in enumerate(specs):
                 results[i] = _execute(spec)
                 bar.update()
+        elif scheduler is None and client is None and specs:
+            _run_threads(specs, results, bar)
         elif specs:
             _run_dask(specs, results, bar, client, scheduler)
     finally:
@@ -207,13 +190,32 @@ def sweep(
     return frame
 
 
+def _run_threads(specs, results, bar, workers: int | None = None) -> None:
+    """One thread per core in this process: the native simulation releases
+    the GIL, so threads run in parallel without spawning anything."""
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+
+    n = max(1, min(workers or os.cpu_count() or 1, len(specs)))
+    with ThreadPoolExecutor(max_workers=n, thread_name_prefix="durasim") as pool:
+        futures = {pool.submit(_execute, spec): i for i, spec in enumerate(specs)}
+        try:
+            for fut in as_completed(futures):
+                results[futures[fut]] = fut.result()
+                bar.update()
+        except BaseException:
+            # Ctrl-C: drop the queued runs instead of finishing the sweep.
+            for f in futures:
+                f.cancel()
+            raise
+
+
 def _run_dask(specs, results, bar, client, scheduler) -> None:
     from dask.distributed import Client, as_completed
 
     owned = []
     try:
         if client is None:
-            if scheduler is not None:
+            if scheduler is not None and scheduler != "processes":
                 client = Client(scheduler)
                 owned.append(client)
             else:

@@ -214,3 +214,54 @@ def test_integral_floats_for_integer_parameters():
     a = durasim.run("ideal", "vector", threads=2, tx=50, workload__item_bytes=128.0)
     b = durasim.run("ideal", "vector", threads=2, tx=50, workload__item_bytes=128)
     assert a["config"] == b["config"]
+
+
+def test_misspelled_keyword_suggests_and_lists_arguments():
+    with pytest.raises(ValueError) as e:
+        durasim.run("ideal", "vector", thread=8)
+    msg = str(e.value)
+    assert "did you mean 'threads'" in msg
+    assert "threads, tx, seed" in msg and len(msg) < 600, msg
+    with pytest.raises(ValueError, match="did you mean 'points'"):
+        durasim.crashtest("ideal", "vector", tx=20, point=3)
+    with pytest.raises(ValueError, match=r"did you mean 'cache\.llc_size_bytes'"):
+        durasim.run("ideal", "vector", tx=20, cache__llc_size=4 << 20)
+
+
+def test_misspelled_names_suggest():
+    with pytest.raises(ValueError, match="did you mean 'hoop'"):
+        durasim.run("hop", "vector", tx=20)
+    with pytest.raises(ValueError, match="did you mean 'btree'"):
+        durasim.run("ideal", "btre", tx=20)
+    with pytest.raises(durasim.SweepError, match="did you mean 'opt-redo'"):
+        durasim.sweep(
+            [{"scheme": "opt_redo", "workload": "vector", "tx": 20}],
+            scheduler="serial",
+            progress=False,
+            errors="raise",
+        )
+
+
+def test_unit_spellings_and_echo():
+    for size in ("4M", "4 MB", "4MiB", "4MB"):
+        r = durasim.run("ideal", "vector", threads=1, tx=20, cache__llc_size_bytes=size)
+        assert r["config"]["cache"]["llc_size_bytes"] == 4 << 20
+    r = durasim.run("ideal", "vector", threads=1, tx=20, nvm__array_read_ns="250ns")
+    assert r["config"]["nvm"]["array_read_ns"] == 250.0
+    with pytest.raises(ValueError, match=r"'3MB' \(= 3145728\)"):
+        durasim.run("ideal", "vector", threads=1, tx=20, cache__llc_size_bytes="3MB")
+
+
+def test_crashtest_progress_callback_and_quiet(capsys):
+    calls = []
+    bar = durasim._core.Bar(1, False, "", "")
+    bar.set = lambda done, total: calls.append((done, total))  # type: ignore[method-assign]
+    bar.bar = object()
+    doc = durasim._core._crashtest_native(
+        bar, "ideal", "vector", 1, 20, 1, "all", None, None, False, None, None, []
+    )
+    assert calls and calls[-1][0] == calls[-1][1] > 0
+    assert '"violations"' in doc
+    # Not a terminal (pytest captures stderr): no bar is drawn.
+    durasim.crashtest("ideal", "vector", tx=20, points=5)
+    assert capsys.readouterr().err == ""

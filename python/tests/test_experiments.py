@@ -199,3 +199,36 @@ def test_preset_applies_to_every_run(tmp_path):
     bad.write_text("[nvm]\nno_such_key = 1\n")
     with pytest.raises(ValueError, match=r"nvm\.no_such_key"):
         hoop.run_experiments(["throughput"], "tiny", scheduler="serial", preset=bad)
+
+
+def test_partial_report_merges_into_existing(frames, tmp_path):
+    # A full report, then a partial one (like `--only throughput`) into the
+    # same directory: every experiment stays linked and in config.json.
+    write_hoop_report(frames, tmp_path, scale="small", command="durasim-lab reproduce hoop")
+    _check_report(tmp_path)
+    before = json.loads((tmp_path / "config.json").read_text())["experiments"]
+    only = {"throughput": frames["throughput"]}
+    cmd = "durasim-lab reproduce hoop --scale tiny --only throughput"
+    write_hoop_report(only, tmp_path, scale="tiny", command=cmd)
+    index = (tmp_path / "index.html").read_text()
+    for eid, e in hoop.EXPERIMENTS.items():
+        assert f'<section id="{eid}">' in index, eid
+        assert f"{e.item}_{eid}.png" in _referenced(tmp_path / "index.html")
+    cfg = json.loads((tmp_path / "config.json").read_text())
+    assert list(cfg["experiments"]) == list(hoop.EXPERIMENTS)
+    assert cfg["experiments"]["throughput"]["scale"] == "tiny"
+    assert cfg["experiments"]["throughput"]["command"] == cmd
+    assert cfg["experiments"]["latency"]["scale"] == "small"
+    assert cfg["experiments"]["latency"]["notes"] == before["latency"]["notes"]
+    assert cfg["scale"] == "mixed: small, tiny"
+    assert set(cfg["merged_from_previous_report"]) == set(hoop.EXPERIMENTS) - {"throughput"}
+    # The section states which command produced it.
+    assert "--only throughput" in index and "Scale: small" in index
+
+
+def test_lab_only_keeps_existing_report(tmp_path):
+    out = tmp_path / "rep"
+    base = ["reproduce", "hoop", "--scale", "tiny", "--scheduler", "serial", "--out", str(out)]
+    assert lab.main([*base, "--quiet"]) == 0
+    assert lab.main([*base, "--quiet", "--only", "throughput"]) == 0
+    _check_report(out)

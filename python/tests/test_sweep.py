@@ -63,9 +63,15 @@ def test_grid_frame_shape(serial_frame):
     assert row["throughput_tx_per_mcycle"] == r["metrics"]["throughput_tx_per_mcycle"]
 
 
-def test_local_cluster_equals_serial(serial_frame):
-    # Default: a LocalCluster with one process worker per core.
+def test_default_threads_equal_serial(serial_frame):
+    # Default: one thread per core in this process (nothing spawned).
     df = durasim.sweep(GRID, progress=False)
+    pd.testing.assert_frame_equal(deterministic(df), deterministic(serial_frame))
+
+
+def test_local_process_cluster_equals_serial(serial_frame):
+    # scheduler="processes": a LocalCluster with one process worker per core.
+    df = durasim.sweep(GRID, scheduler="processes", progress=False)
     pd.testing.assert_frame_equal(deterministic(df), deterministic(serial_frame))
 
 

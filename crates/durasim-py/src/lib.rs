@@ -59,7 +59,7 @@ fn run(
 /// count, `tear_mask` decimal or 0x.., `recovery_crashes` a count or "all",
 /// `None` for the CLI's default).
 #[pyfunction]
-#[pyo3(signature = (scheme, workload, threads, tx, seed, points, crash_at=None, tear_mask=None, torn=false, recovery_crashes=None, config=None, set=Vec::new()))]
+#[pyo3(signature = (scheme, workload, threads, tx, seed, points, crash_at=None, tear_mask=None, torn=false, recovery_crashes=None, config=None, set=Vec::new(), progress=None))]
 // The Python signature mirrors the CLI's options one to one.
 #[allow(clippy::too_many_arguments)]
 fn crashtest(
@@ -76,6 +76,7 @@ fn crashtest(
     recovery_crashes: Option<String>,
     config: Option<String>,
     set: Vec<(String, String)>,
+    progress: Option<PyObject>,
 ) -> PyResult<String> {
     let set: Vec<String> = set.into_iter().map(|(k, v)| format!("{k}={v}")).collect();
     let args = CrashtestArgs {
@@ -103,8 +104,23 @@ fn crashtest(
         seed,
     };
     let spec = spec_for(scheme, workload, &common).map_err(to_py)?;
+    // `progress(done, total)` is called with the GIL at most every 0.2 s
+    // (and once at the end), so it costs nothing next to the crash checks.
     let report = py
-        .allow_threads(move || crash::crashtest(spec, &opts, &mut |_, _| {}))
+        .allow_threads(move || {
+            let mut last: Option<std::time::Instant> = None;
+            crash::crashtest(spec, &opts, &mut |done, total| {
+                let Some(cb) = &progress else { return };
+                let due = last.is_none_or(|t| t.elapsed().as_millis() >= 200);
+                if due || done == total {
+                    last = Some(std::time::Instant::now());
+                    Python::with_gil(|py| {
+                        // A failing callback must not abort the crash test.
+                        let _ = cb.call1(py, (done, total));
+                    });
+                }
+            })
+        })
         .map_err(to_py)?;
     Ok(report.to_json().to_string())
 }

@@ -262,12 +262,14 @@ impl Params {
         self.specs.values().copied()
     }
 
-    /// Set `key` from a string (as given to `--set key=value`).
+    /// Set `key` from a string (as given to `--set key=value`). Sizes take
+    /// binary suffixes (`4M`, `4MB`, `4 MiB`, `64B`), times their unit or a
+    /// neighbour (`250ns`, `0.25us` for a key in ns). Errors echo `raw`.
     pub fn set_str(&mut self, key: &str, raw: &str) -> Result<()> {
         let spec = self.spec(key)?;
         let v = match spec.default {
-            DefaultValue::Int(_) => parse_int(raw).map(Value::Int),
-            DefaultValue::Float(_) => raw.trim().parse::<f64>().ok().map(Value::Float),
+            DefaultValue::Int(_) => parse_int(raw, spec.unit).map(Value::Int),
+            DefaultValue::Float(_) => parse_float(raw, spec.unit).map(Value::Float),
             DefaultValue::Bool(_) => match raw.trim() {
                 "true" | "1" | "yes" | "on" => Some(Value::Bool(true)),
                 "false" | "0" | "no" | "off" => Some(Value::Bool(false)),
@@ -275,14 +277,27 @@ impl Params {
             },
             DefaultValue::Str(_) => Some(Value::Str(raw.trim().to_string())),
         };
+        let forms = accepted_forms(spec);
         let v = v.ok_or_else(|| {
             Error::input(format!(
-                "invalid value '{raw}' for '{key}': expected {} ({})",
+                "invalid value '{raw}' for '{key}': expected {} ({}){forms}",
                 spec.default.type_name(),
                 describe_check(spec)
             ))
         })?;
-        self.set(key, v)
+        let shown = v.to_string();
+        self.set(key, v).map_err(|_| {
+            let converted = if shown == raw.trim() {
+                String::new()
+            } else {
+                format!(" (= {shown})")
+            };
+            Error::input(format!(
+                "invalid value '{raw}'{converted} for '{key}': expected {} ({}){forms}",
+                spec.default.type_name(),
+                describe_check(spec)
+            ))
+        })
     }
 
     /// Set `key` to a typed value, validating it.
@@ -358,8 +373,10 @@ impl Params {
             if same.is_empty() {
                 same = self.specs.keys().copied().collect();
             }
+            let all: Vec<&str> = self.specs.keys().copied().collect();
             Error::input(format!(
-                "unknown parameter '{key}'; valid keys: {}",
+                "unknown parameter '{key}'{}; valid keys: {}",
+                did_you_mean(key, &all),
                 same.join(", ")
             ))
         })
@@ -437,24 +454,124 @@ pub fn ns_to_cycles(ns: f64, freq_ghz: f64) -> u64 {
     (ns * freq_ghz - 1e-9).ceil().max(0.0) as u64
 }
 
-fn parse_int(raw: &str) -> Option<u64> {
+/// Split `4 MiB` / `250ns` / `0x10` into the number and its (lower-case,
+/// trimmed) suffix.
+fn split_suffix(raw: &str) -> (String, String) {
     let s = raw.trim().replace('_', "");
-    let (num, mult) = match s.to_ascii_uppercase() {
-        u if u.ends_with("KB") || u.ends_with("KIB") => (
-            s.trim_end_matches(|c: char| c.is_alphabetic()).to_string(),
-            1u64 << 10,
-        ),
-        u if u.ends_with("MB") || u.ends_with("MIB") => (
-            s.trim_end_matches(|c: char| c.is_alphabetic()).to_string(),
-            1 << 20,
-        ),
-        u if u.ends_with("GB") || u.ends_with("GIB") => (
-            s.trim_end_matches(|c: char| c.is_alphabetic()).to_string(),
-            1 << 30,
-        ),
-        _ => (s.clone(), 1),
+    if s.starts_with("0x") || s.starts_with("0X") {
+        return (s, String::new());
+    }
+    let cut = s
+        .find(|c: char| c.is_ascii_alphabetic() && c != 'e' && c != 'E')
+        .unwrap_or(s.len());
+    let (num, suffix) = s.split_at(cut);
+    (num.trim().to_string(), suffix.trim().to_ascii_lowercase())
+}
+
+/// Multiplier of a size suffix (binary: 1 K = 1024), `None` if unknown.
+fn size_multiplier(suffix: &str) -> Option<u64> {
+    Some(match suffix {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        _ => return None,
+    })
+}
+
+/// Nanoseconds per unit of a time suffix.
+fn time_ns(suffix: &str) -> Option<f64> {
+    Some(match suffix {
+        "ns" => 1.0,
+        "us" | "µs" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        _ => return None,
+    })
+}
+
+fn parse_int(raw: &str, unit: &str) -> Option<u64> {
+    let (num, suffix) = split_suffix(raw);
+    let mult = if unit == "bytes" {
+        size_multiplier(&suffix)?
+    } else if suffix.is_empty() || suffix == unit {
+        1
+    } else {
+        return None;
     };
-    num.parse::<u64>().ok().and_then(|n| n.checked_mul(mult))
+    let n = match num.strip_prefix("0x").or_else(|| num.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16).ok()?,
+        None => num.parse::<u64>().ok()?,
+    };
+    n.checked_mul(mult)
+}
+
+fn parse_float(raw: &str, unit: &str) -> Option<f64> {
+    let (num, suffix) = split_suffix(raw);
+    let x = num.parse::<f64>().ok()?;
+    if suffix.is_empty() || suffix == unit.to_ascii_lowercase() {
+        return Some(x);
+    }
+    // A time given in another unit than the key's (0.25us for a key in ns).
+    Some(x * time_ns(&suffix)? / time_ns(unit)?)
+}
+
+/// The spellings a parameter accepts, for error messages.
+fn accepted_forms(spec: &ParamSpec) -> String {
+    match (spec.default, spec.unit) {
+        (DefaultValue::Int(_), "bytes") => {
+            "; sizes are written 4194304, 4096K, 4M, 4MB, 4MiB or 4 MB (binary units)".into()
+        }
+        (DefaultValue::Float(_), u) if time_ns(u).is_some() => {
+            format!("; times are written 250 or 250{u} (ns, us, ms and s are converted to {u})")
+        }
+        _ => String::new(),
+    }
+}
+
+/// Edit distance between two names (insertions, deletions, substitutions).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
+/// The valid names closest to `word`: within an edit distance of about a
+/// third of its length, or containing it / contained in it; best first.
+pub fn suggestions<'a>(word: &str, valid: &[&'a str]) -> Vec<&'a str> {
+    let w = word.to_ascii_lowercase();
+    let last = |s: &str| s.rsplit('.').next().unwrap_or("").to_string();
+    let limit = (w.chars().count() / 3).max(1);
+    let mut scored: Vec<(usize, &str)> = valid
+        .iter()
+        .filter_map(|&v| {
+            let lv = v.to_ascii_lowercase();
+            let d = edit_distance(&w, &lv).min(edit_distance(&last(&w), &last(&lv)) + 1);
+            let contains = w.len() >= 3 && (lv.contains(&w) || w.contains(&lv));
+            (d <= limit || contains).then_some((if contains { d.min(limit) } else { d }, v))
+        })
+        .collect();
+    scored.sort_by_key(|&(d, v)| (d, v));
+    scored.into_iter().take(3).map(|(_, v)| v).collect()
+}
+
+/// ` (did you mean 'x'?)` (or `'x' or 'y'`), empty when nothing is close.
+pub fn did_you_mean(word: &str, valid: &[&str]) -> String {
+    let s = suggestions(word, valid);
+    if s.is_empty() {
+        return String::new();
+    }
+    let quoted: Vec<String> = s.iter().map(|v| format!("'{v}'")).collect();
+    format!(" (did you mean {}?)", quoted.join(" or "))
 }
 
 fn describe_check(spec: &ParamSpec) -> String {
@@ -513,6 +630,66 @@ mod tests {
             .contains("dcw"));
         assert!(p.set_str("nvm.array_read_ns", "250").is_ok());
         assert_eq!(p.ns_cycles("nvm.array_read_ns"), 625);
+    }
+
+    #[test]
+    fn size_and_time_spellings() {
+        let mut p = Params::defaults(&[]);
+        for raw in [
+            "4M",
+            "4 MB",
+            "4MiB",
+            "4MB",
+            "4mb",
+            "4096K",
+            "4194304",
+            "4_194_304",
+        ] {
+            p.set_str("cache.llc_size_bytes", raw).unwrap();
+            assert_eq!(p.u64("cache.llc_size_bytes"), 4 << 20, "{raw}");
+        }
+        let e = p
+            .set_str("cache.llc_size_bytes", "3MB")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("'3MB' (= 3145728)") && e.contains("power of two"),
+            "{e}"
+        );
+        let e = p
+            .set_str("cache.llc_size_bytes", "4 furlongs")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("'4 furlongs'") && e.contains("4MiB"), "{e}");
+        for (raw, ns) in [
+            ("250ns", 250.0),
+            ("250 ns", 250.0),
+            ("0.25us", 250.0),
+            ("250", 250.0),
+        ] {
+            p.set_str("nvm.array_read_ns", raw).unwrap();
+            assert_eq!(p.f64("nvm.array_read_ns"), ns, "{raw}");
+        }
+        let e = p
+            .set_str("nvm.array_read_ns", "250 parsecs")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("'250 parsecs'") && e.contains("250ns"), "{e}");
+    }
+
+    #[test]
+    fn did_you_mean_suggests_close_names() {
+        let mut p = Params::defaults(&[]);
+        let e = p.set_str("cache.llc_size", "4M").unwrap_err().to_string();
+        assert!(e.contains("did you mean 'cache.llc_size_bytes'"), "{e}");
+        let e = p.set_str("nvm.array_raed_ns", "4").unwrap_err().to_string();
+        assert!(e.contains("did you mean 'nvm.array_read_ns'"), "{e}");
+        assert_eq!(suggestions("hop", &["hoop", "lad", "ideal"]), vec!["hoop"]);
+        assert_eq!(
+            suggestions("redo", &["opt-redo", "opt-undo"])[0],
+            "opt-redo"
+        );
+        assert_eq!(did_you_mean("zzzzzz", &["hoop", "lad"]), "");
     }
 
     #[test]

@@ -248,3 +248,89 @@ fn compare_prints_a_table_and_csv() {
     let text = std::fs::read_to_string(&csv).unwrap();
     assert_eq!(text.lines().count(), 2);
 }
+
+#[test]
+fn misspelled_names_get_a_did_you_mean_and_exit_2() {
+    let base = ["run", "--tx", "10", "--threads", "1"];
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["--scheme", "hop", "--workload", "btree"],
+            "did you mean 'hoop'?",
+        ),
+        (
+            &["--scheme", "hoop", "--workload", "btre"],
+            "did you mean 'btree'",
+        ),
+        (
+            &[
+                "--scheme",
+                "hoop",
+                "--workload",
+                "btree",
+                "--set",
+                "cache.llc_size=4M",
+            ],
+            "did you mean 'cache.llc_size_bytes'",
+        ),
+        (
+            &[
+                "--scheme",
+                "hoop",
+                "--workload",
+                "btree",
+                "--set",
+                "cache.llc_size_bytes=3MB",
+            ],
+            "invalid value '3MB' (= 3145728)",
+        ),
+        (
+            &[
+                "--scheme",
+                "hoop",
+                "--workload",
+                "btree",
+                "--set",
+                "cache.llc_size_bytes=4 furlongs",
+            ],
+            "4MiB",
+        ),
+    ];
+    for (args, needle) in cases {
+        let all: Vec<&str> = base.iter().chain(args.iter()).copied().collect();
+        let (code, _, err) = durasim(&all);
+        assert_eq!(code, 2, "{all:?}: {err}");
+        assert!(err.contains(needle), "{all:?}: {err}");
+    }
+    let (code, _, err) = durasim(&["list", "scheme"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("did you mean 'schemes'?"), "{err}");
+}
+
+#[test]
+fn unit_spellings_are_accepted_and_quiet_prints_no_progress() {
+    for size in ["4M", "4 MB", "4MiB", "4MB"] {
+        let set = format!("cache.llc_size_bytes={size}");
+        let (code, out, err) = durasim(&[
+            "--quiet",
+            "run",
+            "--scheme",
+            "ideal",
+            "--workload",
+            "vector",
+            "--tx",
+            "10",
+            "--threads",
+            "1",
+            "--set",
+            &set,
+            "--set",
+            "nvm.array_read_ns=250ns",
+            "--json",
+            "-",
+        ]);
+        assert_eq!(code, 0, "{size}: {err}");
+        assert!(err.is_empty(), "{err}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["config"]["cache"]["llc_size_bytes"], 4 << 20, "{size}");
+    }
+}

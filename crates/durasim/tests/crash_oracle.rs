@@ -729,6 +729,11 @@ fn crashtest_binary_contract() {
     let (code, out, _) = run(&base);
     assert_eq!(code, 1);
     assert!(out.contains("replay: durasim crashtest"), "{out}");
+    // The negative control reads as expected, not as an alarming FAIL.
+    assert!(
+        !out.contains("FAIL") && out.contains("as expected"),
+        "{out}"
+    );
     for bad in [
         &["--points", "x"][..],
         &["--crash-at", "0", "--tear-mask", "0x100"],

@@ -1,7 +1,7 @@
 """The HOOP paper's evaluation (papers/hoop.md §IV, items a–j) as DataFrames.
 
 Each experiment is a function ``f(scale="small", *, client=None,
-scheduler=None, progress=True) -> pandas.DataFrame``. The frame's ``attrs``
+scheduler=None, progress=None) -> pandas.DataFrame``. The frame's ``attrs``
 carry the experiment's title, paper item, normalization, the runs' common
 settings, the statistic keys it read and ``skipped``: every scheme,
 workload or parameter the experiment wanted that this build of durasim does
@@ -369,6 +369,19 @@ def _normalize(
         v / ref.get(k, float("nan")) if ref.get(k, 0) else float("nan")
         for v, k in zip(df[col], keys)
     ]
+    # Groups whose baseline is 0 or missing cannot be normalized; the figure
+    # says so on its face instead of dropping them silently.
+    bad = {}
+    for k in dict.fromkeys(keys):
+        r = ref.get(k, float("nan"))
+        if _missing(r):
+            bad[k] = f"no {base} run"
+        elif r == 0:
+            bad[k] = f"{base} {col} = 0"
+    if bad:
+        df.attrs.setdefault("not_normalizable", {}).update(
+            {str(k if len(group) == 1 else " ".join(map(str, k))): v for k, v in bad.items()}
+        )
     return base
 
 
@@ -406,6 +419,15 @@ def an_traffic(raw: pd.DataFrame) -> pd.DataFrame:
             df["nvm_bytes_written"] + df["final_drain_bytes_written"]
         ) / df["committed_tx"].clip(lower=1)
     base = _normalize(df, "write_bytes_per_tx", [NATIVE], ["config_label"], "norm_write_traffic")
+    bad = df.attrs.get("not_normalizable") or {}
+    for k, why in list(bad.items()):
+        if why.endswith("= 0"):
+            bad[k] = "native wrote 0 B/tx: not normalizable"
+    if bad:
+        df.attrs.setdefault("notes", []).append(
+            "the native system's dirty lines were still in the LLC when these runs ended; "
+            "absolute bytes per tx of every scheme are in the CSV (write_bytes_per_tx)"
+        )
     df.attrs["normalization"] = f"NVM bytes written per tx / {base or 'n/a'}, same workload"
     df.attrs["baseline"] = base
     return df
@@ -673,7 +695,7 @@ def run_experiments(
     *,
     client: Any = None,
     scheduler: str | None = None,
-    progress: bool = True,
+    progress: bool | None = None,
     preset: str | os.PathLike[str] | None = None,
 ) -> dict[str, pd.DataFrame]:
     """Run several experiments as ONE sweep (shared runs are executed once)
@@ -717,6 +739,8 @@ def run_experiments(
                 "scale": scale,
                 "scale_settings": dict(sc),
                 "runs": len(p.specs),
+                # Distinct runs of the whole sweep (experiments share runs).
+                "sweep_runs": len(specs),
                 "skipped": list(p.skipped),
             }
         )
@@ -760,7 +784,7 @@ def _one(eid: str) -> Callable[..., pd.DataFrame]:
         *,
         client: Any = None,
         scheduler: str | None = None,
-        progress: bool = True,
+        progress: bool | None = None,
     ) -> pd.DataFrame:
         return run_experiments([eid], scale, client=client, scheduler=scheduler, progress=progress)[
             eid

@@ -74,7 +74,7 @@ pub fn cmd_compare(a: CompareArgs) -> Result<i32> {
             a.schemes.join(", ")
         )));
     }
-    let bar = ProgressBar::new((a.schemes.len() * a.workloads.len()) as u64);
+    let bar = super::progress_bar((a.schemes.len() * a.workloads.len()) as u64, "compare");
     let cells = run_grid(&a.schemes, &a.workloads, &a.common, Some(&bar))?;
     bar.finish_and_clear();
     let get = |s: &str, w: &str| {

@@ -18,8 +18,30 @@ use std::time::{Duration, Instant};
     about = "Crash-verified simulator of persistent-memory crash-consistency schemes"
 )]
 pub struct Cli {
+    /// No progress bars (they are drawn only when stderr is a terminal).
+    #[arg(long, short = 'q', global = true)]
+    pub quiet: bool,
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// Set by `--quiet`: no progress bars anywhere.
+static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// A progress bar with counts and ETA on stderr; hidden under `--quiet` and
+/// when stderr is not a terminal (indicatif's stderr target checks that).
+pub fn progress_bar(total: u64, label: &str) -> ProgressBar {
+    if QUIET.load(std::sync::atomic::Ordering::Relaxed) {
+        return ProgressBar::hidden();
+    }
+    let b = ProgressBar::new(total);
+    b.set_style(
+        ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} ({elapsed}, ETA {eta})")
+            .unwrap()
+            .progress_chars("=> "),
+    );
+    b.set_message(label.to_string());
+    b
 }
 
 #[derive(Subcommand, Debug)]
@@ -92,7 +114,26 @@ pub fn build_params(scheme: &str, common: &CommonArgs) -> Result<Params> {
     Ok(p)
 }
 
+/// An unknown scheme or workload name: the error names the valid choices
+/// and the closest ones ("did you mean").
+pub fn check_names(scheme: &str, workload: &str) -> Result<()> {
+    for (field, name, valid) in [
+        ("scheme", scheme, schemes::names()),
+        ("workload", workload, workloads::names()),
+    ] {
+        if !valid.contains(&name) {
+            return Err(Error::input(format!(
+                "unknown {field} '{name}'{}; valid {field}s: {}",
+                crate::config::did_you_mean(name, &valid),
+                valid.join(", ")
+            )));
+        }
+    }
+    Ok(())
+}
+
 pub fn spec_for(scheme: &str, workload: &str, common: &CommonArgs) -> Result<RunSpec> {
+    check_names(scheme, workload)?;
     let mut spec = RunSpec::new(scheme, workload)?;
     spec.params = build_params(scheme, common)?;
     spec.threads = common.threads;
@@ -127,14 +168,7 @@ impl LazyProgress {
 
     pub fn update(&mut self, done: u64) {
         if self.bar.is_none() && self.start.elapsed() > Duration::from_secs(1) {
-            let b = ProgressBar::new(self.total);
-            b.set_style(
-                ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} ({eta})")
-                    .unwrap()
-                    .progress_chars("=> "),
-            );
-            b.set_message(self.label.clone());
-            self.bar = Some(b);
+            self.bar = Some(progress_bar(self.total, &self.label));
         }
         if let Some(b) = &self.bar {
             b.set_position(done);
@@ -148,6 +182,7 @@ impl LazyProgress {
 }
 
 pub fn main_with(cli: Cli) -> Result<i32> {
+    QUIET.store(cli.quiet, std::sync::atomic::Ordering::Relaxed);
     match cli.command {
         Command::Run(a) => cmd_run(a),
         Command::Compare(a) => compare::cmd_compare(a),
@@ -252,9 +287,11 @@ fn cmd_list(what: &str) -> Result<i32> {
             }
         }
         other => {
+            let valid = ["schemes", "workloads", "params"];
             return Err(Error::input(format!(
-                "unknown list '{other}'; valid choices: schemes, workloads, params"
-            )))
+                "unknown list '{other}'{}; valid choices: schemes, workloads, params",
+                crate::config::did_you_mean(other, &valid)
+            )));
         }
     }
     Ok(0)
