@@ -55,7 +55,12 @@ def test_figure_has_expected_series(frames, eid):
         plotted += sum(len(line.get_xdata()) for line in ax.get_lines())
         plotted += len(ax.patches)
     assert plotted > 0
-    assert df.attrs["normalization"] in fig.get_suptitle()
+    norm = df.attrs["normalization"]
+    if norm.startswith("none (") and norm.endswith(")"):
+        # Shown as "not normalized: <what is plotted>", never "[none (...)]".
+        assert "[none" not in fig.get_suptitle()
+        norm = norm[len("none (") : -1]
+    assert norm in fig.get_suptitle()
 
 
 def test_normalizations(frames):

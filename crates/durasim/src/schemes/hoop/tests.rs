@@ -317,7 +317,7 @@ fn crash_prefixes(workload: &str) {
     let tx = if workload == "tpcc" { 12 } else { 120 };
     let mut s = spec(workload, 3, tx);
     // GC often enough that short runs cross several periods.
-    s.params.set_str("hoop.gc_period_ms", "0.005").unwrap();
+    s.params.set_str("hoop.gc_period_ms", "0.002").unwrap();
     s.record_history = true;
     let mut e = Engine::new(s).unwrap();
     e.run(&mut |_| {}).unwrap();
