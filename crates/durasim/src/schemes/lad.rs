@@ -12,8 +12,10 @@
 //!   atomic commit point. The staged lines are then released to NVM one
 //!   cache line at a time and the header is cleared.
 //! - Overflow fallback (defined here; LAD leaves it to a logging fallback):
-//!   a line arriving when the core's partition is full is undo-logged
-//!   instead: the controller reads the old line from home, appends an undo
+//!   a line arriving when the core's partition or the shared staging queue
+//!   is full is undo-logged instead. LAD stages in the controller's own ADR
+//!   write-pending queue, so all cores share `lad.staging_lines_total`
+//!   lines, at most `mc.write_queue_entries` (one controller here). It is: the controller reads the old line from home, appends an undo
 //!   record (the Opt-Undo format) and writes the line in place once the
 //!   record is durable. Commit then also truncates the undo log.
 //! - Lines of committed transactions were released at commit, so their
@@ -40,8 +42,16 @@ pub static PARAMS: &[ParamSpec] = &[
         default: DefaultValue::Int(64),
         unit: "lines",
         check: Check::Range(1.0, 65536.0),
-        source: "modelling choice, see docs/MODEL.md (LAD stages in the controllers' persistent queues; 64 lines = 4 KB per core, the size of a 64-entry write-pending queue per core)",
-        doc: "ADR-protected staging capacity per core; more lines in one transaction fall back to undo logging",
+        source: "modelling choice, see docs/MODEL.md (a partition may hold the whole shared queue, lad.staging_lines_total)",
+        doc: "most lines one core may stage; more lines in one transaction fall back to undo logging",
+    },
+    ParamSpec {
+        key: "lad.staging_lines_total",
+        default: DefaultValue::Int(64),
+        unit: "lines",
+        check: Check::Range(1.0, 65536.0),
+        source: "LAD (Gupta et al., MICRO 2019) stages in the memory controller's existing ADR write-pending queue; one controller here, so its mc.write_queue_entries (USIMM default 64) bounds it (capped at that value)",
+        doc: "ADR staging lines shared by all cores (at most mc.write_queue_entries); a line arriving when it is full falls back to undo logging",
     },
     ParamSpec {
         key: "lad.undo_log_bytes_per_core",
@@ -151,6 +161,11 @@ struct Lad {
     s_dropped_clean: u64,
     s_staged_max: u64,
     s_served_from_staging: u64,
+    s_pool_full_lines: u64,
+    s_pool_max_lines: u64,
+    /// Staging lines shared by all cores (the controller's write queue).
+    pool_cap: u64,
+    pool_used: u64,
 }
 
 fn build(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
@@ -171,6 +186,12 @@ fn build(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
         s_dropped_clean: 0,
         s_staged_max: 0,
         s_served_from_staging: 0,
+        s_pool_full_lines: 0,
+        s_pool_max_lines: 0,
+        pool_cap: p
+            .u64("lad.staging_lines_total")
+            .min(p.u64("mc.write_queue_entries")),
+        pool_used: 0,
     }))
 }
 
@@ -246,11 +267,16 @@ impl Lad {
         let txid = c.txid;
         let tl = &mut c.lines[i];
         if tl.slot.is_none() && tl.undo_at.is_none() {
-            if (c.staged as u64) < st.cap {
+            let pool_full = self.pool_used >= self.pool_cap;
+            if (c.staged as u64) < st.cap && !pool_full {
                 tl.slot = Some(c.staged);
                 c.staged += 1;
+                self.pool_used += 1;
                 self.s_staged_max = self.s_staged_max.max(c.staged as u64);
+                self.s_pool_max_lines = self.s_pool_max_lines.max(self.pool_used);
             } else {
+                // Another core's staged lines may fill the shared queue.
+                self.s_pool_full_lines += u64::from(pool_full);
                 // Overflow: the old value is still home; log it first.
                 if c.undo_records == 0 {
                     self.s_overflow_txs += 1;
@@ -447,7 +473,8 @@ impl Scheme for Lad {
         if c.undo_records > 0 {
             self.log.resolve(ctx, core, c.txid, done);
         }
-        // Released: the partition is free again.
+        // Released: the partition and its share of the queue are free again.
+        self.pool_used -= u64::from(c.staged);
         ctx.nvm
             .persist_adr_structure(st.header_addr(core), &Staging::header(0, 0, 0), done);
         done
@@ -466,6 +493,9 @@ impl Scheme for Lad {
                 self.s_served_from_staging as f64,
             ),
             ("clean_evictions_dropped", self.s_dropped_clean as f64),
+            ("staging_pool_lines", self.pool_cap as f64),
+            ("staging_pool_max_lines", self.s_pool_max_lines as f64),
+            ("staging_pool_full_lines", self.s_pool_full_lines as f64),
         ]
     }
 
@@ -477,6 +507,8 @@ impl Scheme for Lad {
         self.s_dropped_clean = 0;
         self.s_staged_max = 0;
         self.s_served_from_staging = 0;
+        self.s_pool_full_lines = 0;
+        self.s_pool_max_lines = 0;
     }
 }
 
@@ -546,6 +578,37 @@ mod tests {
                 .1;
             assert_eq!(ovf > 0.0, cap == "3", "overflow lines {ovf} with cap {cap}");
         }
+    }
+
+    fn stat(e: &Engine, k: &str) -> f64 {
+        e.scheme.stats().iter().find(|x| x.0 == k).unwrap().1
+    }
+
+    /// The staging queue is the controller's write queue, shared by all
+    /// cores: its capacity is min(lad.staging_lines_total,
+    /// mc.write_queue_entries), never exceeded, and a line that finds it
+    /// full takes the undo fallback.
+    #[test]
+    fn staging_is_the_controllers_shared_write_queue() {
+        let e = run(4, 40, &[]);
+        assert_eq!(stat(&e, "staging_pool_lines"), 64.0, "USIMM's 64 entries");
+        let e = run(
+            4,
+            40,
+            &[
+                ("mc.write_queue_entries", "32"),
+                ("mc.write_drain_high", "24"),
+                ("mc.write_drain_low", "12"),
+            ],
+        );
+        assert_eq!(stat(&e, "staging_pool_lines"), 32.0);
+        assert!(stat(&e, "staging_pool_max_lines") <= 32.0);
+        // 1 KB items: 17 lines per transaction, more than 8 shared lines.
+        let e = run(4, 40, &[("lad.staging_lines_total", "8")]);
+        assert_eq!(stat(&e, "staging_pool_lines"), 8.0);
+        assert_eq!(stat(&e, "staging_pool_max_lines"), 8.0);
+        assert!(stat(&e, "staging_pool_full_lines") > 0.0);
+        assert!(stat(&e, "staging_overflow_lines") >= stat(&e, "staging_pool_full_lines"));
     }
 
     /// TxEnd acknowledges only after the commit header is durable.

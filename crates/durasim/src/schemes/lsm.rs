@@ -38,6 +38,7 @@ use crate::mem::MemWrite;
 use crate::types::{
     line_of, read_word, word_index, write_word, Addr, CoreId, Cycle, LineData, Purpose, LINE_BYTES,
 };
+use crate::workloads::Op;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rustc_hash::FxHashMap;
@@ -79,7 +80,7 @@ pub static PARAMS: &[ParamSpec] = &[
     spec!("lsm.index_seed", DefaultValue::Int(1), "", Check::Range(0.0, 1.8e19), MC,
         "seed of the skip list's level generator"),
     spec!("lsm.index_node_bytes", DefaultValue::Int(64), "bytes", Check::Range(16.0, 4096.0), MC,
-        "DRAM footprint of one skip-list node (key, word locations, forward pointers); one node read = one DRAM access"),
+        "DRAM footprint of one skip-list node (key, word locations, forward pointers); a node read is one load through the CPU caches"),
     spec!("lsm.recovery_bandwidth_gbps", DefaultValue::Float(10.0), "GB/s", Check::Range(0.001, 1e6),
         "HOOP §IV experiment (g) (10 to 25 GB/s; lower end), as for HOOP",
         "NVM bandwidth available to recovery in the recovery-time model"),
@@ -93,6 +94,24 @@ const SEQ_MASK: u64 = (1 << 48) - 1;
 const LINE_IDX_MASK: u64 = (1 << 48) - 1;
 const NIL: u32 = u32::MAX;
 const MAX_LEVEL: usize = 32;
+/// Address span of the DRAM index as the CPU caches see it.
+const INDEX_SPAN: u64 = 1 << 40;
+/// Each core walks its own alias of the index: the cache hierarchy models
+/// no sharing between cores (an LLC line has one owner whose private copies
+/// it invalidates), so a line two cores cached would leave a stale link.
+/// The aliases all read the same DRAM bytes; the LLC may hold one copy of a
+/// node per core (an upper bound on the index's LLC footprint).
+const CORE_SPAN: u64 = INDEX_SPAN / super::undo::MAX_CORES;
+
+/// Where the DRAM index appears in the physical address space: above NVM
+/// and below the ADR range (`Layout::adr_base`), so no NVM or ADR address
+/// aliases it.
+fn index_base(layout: &Layout) -> Addr {
+    layout
+        .capacity_bytes
+        .next_power_of_two()
+        .max(layout.capacity_bytes)
+}
 
 fn reserved_bytes(p: &Params) -> u64 {
     let cap = p.u64("nvm.capacity_bytes");
@@ -442,12 +461,13 @@ pub struct Stats {
     pub miss_home_reads: u64,
     pub read_walks: u64,
     pub read_walk_nodes: u64,
-    pub read_walk_cycles: u64,
+    pub index_node_loads: u64,
+    pub index_llc_misses: u64,
+    pub gc_walk_nodes: u64,
     pub update_walks: u64,
     pub update_walk_nodes: u64,
     pub index_nodes_inserted: u64,
     pub index_peak_nodes: u64,
-    pub index_update_cycles: u64,
     pub dram_index_reads: u64,
     pub dram_index_writes: u64,
     pub tx_writebacks_dropped: u64,
@@ -489,8 +509,22 @@ pub struct Lsm {
     cores: Vec<TxBuf>,
     index: SkipList,
     node_bytes: u64,
-    /// One dependent closed-row DRAM access (precharge, activate, read).
-    node_access: Cycle,
+    /// Physical address of index node 0 as the CPU caches see it: the
+    /// software walk's loads go through L1/L2/LLC; an LLC miss in
+    /// `[index_base, index_base + INDEX_SPAN)` reads DRAM at the offset.
+    index_base: Addr,
+    /// Program data lies below this (reads of it walk the index).
+    home_limit: Addr,
+    /// Lines of the transaction being instrumented already translated
+    /// (read set) or written (write set): they do not walk again.
+    /// Value: whether the transaction writes the line.
+    seen: FxHashMap<Addr, bool>,
+    written: Vec<Addr>,
+    /// The cleaner thread's cache of index lines: it walks the index with
+    /// loads through its own core's caches (an L2's worth of node lines,
+    /// direct-mapped; `u32::MAX` = empty). Hits cost `cleaner_hit`.
+    cleaner_tags: Vec<u32>,
+    cleaner_hit: Cycle,
     compact: bool,
     victim_util: f64,
     low_free: u64,
@@ -530,10 +564,16 @@ impl Lsm {
             cores: (0..layout.threads).map(|_| TxBuf::default()).collect(),
             index: SkipList::new(p.f64("lsm.skiplist_p"), p.u64("lsm.index_seed")),
             node_bytes: p.u64("lsm.index_node_bytes"),
-            node_access: p.ns_cycles("dram.t_rp_ns")
-                + p.ns_cycles("dram.t_rcd_ns")
-                + p.ns_cycles("dram.t_cl_ns")
-                + p.ns_cycles("dram.t_bl_ns"),
+            index_base: index_base(layout),
+            home_limit: layout.home_limit,
+            seen: FxHashMap::default(),
+            written: Vec::new(),
+            cleaner_tags: vec![
+                u32::MAX;
+                (p.u64("cache.l2_size_bytes") / p.u64("lsm.index_node_bytes").max(LINE_BYTES))
+                    .max(1) as usize
+            ],
+            cleaner_hit: p.u64("cache.l2_latency_cycles"),
             compact: p.str("lsm.gc_mode") == "compact",
             victim_util: p.f64("lsm.gc_victim_utilization"),
             low_free: p.u64("lsm.gc_low_free_segments"),
@@ -552,56 +592,64 @@ impl Lsm {
         t
     }
 
-    /// Walk the index for `line` in DRAM from `now`: one dependent DRAM read
-    /// per node read. Returns (node, time).
+    /// Walk the index for `line`. A transaction's walks were emitted as
+    /// loads into its op stream (`instrument`): the core already paid them
+    /// through its caches, so `charged` walks cost nothing here. Other walks
+    /// (the cleaner's, auto-commits at write-back) have no core of ours:
+    /// they are a chain of dependent DRAM reads, each issued when the
+    /// previous one returned. Returns (node, time).
     fn timed_walk(
         &mut self,
         ctx: &mut MemCtx,
         line: Addr,
-        issue: Cycle,
+        charged: bool,
         now: Cycle,
     ) -> (Option<u32>, Cycle) {
         let found = self.index.walk(line);
-        // The node reads reach the DRAM controller at `issue` (traffic, row
-        // buffers, contention with other cores), but the walk is a chain of
-        // dependent loads: it takes one closed-row DRAM access per node, or
-        // longer if the controller cannot deliver them that fast. (Issuing
-        // the chain at future times would make the lazy controller serialise
-        // every other core behind it; see docs/MODEL.md.)
+        if charged {
+            return (found, now);
+        }
         let mut done = now;
         let mut buf = [0u8; 64];
         let n = (self.node_bytes as usize).min(64);
+        let sets = self.cleaner_tags.len();
         for &node in &self.index.visited {
-            done = done.max(ctx.dram.read(
+            let set = node as usize % sets;
+            if self.cleaner_tags[set] == node {
+                done += self.cleaner_hit;
+                continue;
+            }
+            self.cleaner_tags[set] = node;
+            self.stats.dram_index_reads += 1;
+            done = ctx.dram.read(
                 u64::from(node) * self.node_bytes,
                 &mut buf[..n],
                 Purpose::Metadata,
-                issue,
-            ));
+                done,
+            );
         }
-        let visited = self.index.visited.len() as u64;
-        self.stats.dram_index_reads += visited;
-        (found, done.max(now + visited * self.node_access))
+        self.stats.gc_walk_nodes += self.index.visited.len() as u64;
+        (found, done)
     }
 
-    /// Find or insert the node of `line`, with DRAM timing. Returns the
-    /// node, the time, and the nodes visited.
+    /// Find or insert the node of `line` (see `timed_walk` for `charged`).
+    /// Returns the node and the time.
     fn timed_upsert(
         &mut self,
         ctx: &mut MemCtx,
         line: Addr,
-        issue: Cycle,
+        charged: bool,
         now: Cycle,
     ) -> (u32, Cycle) {
-        let (found, t) = self.timed_walk(ctx, line, issue, now);
-        self.stats.update_walks += 1;
-        self.stats.update_walk_nodes += self.index.visited.len() as u64;
+        let (found, t) = self.timed_walk(ctx, line, charged, now);
         let node = match found {
             Some(n) => n,
             None => {
                 let mut changed = std::mem::take(&mut self.changed);
                 let id = self.index.insert_after_walk(line, &mut changed);
-                let mut buf = [0u8; 64];
+                // Node contents are not modelled (zeros): loads of index
+                // lines read back what the walk found functionally.
+                let buf = [0u8; 64];
                 let n = (self.node_bytes as usize).min(64);
                 for &c in &changed {
                     // Posted writes: they do not delay the walk's owner.
@@ -609,9 +657,8 @@ impl Lsm {
                         u64::from(c) * self.node_bytes,
                         &buf[..n],
                         Purpose::Metadata,
-                        issue,
+                        t,
                     );
-                    buf[0] = buf[0].wrapping_add(1);
                 }
                 self.stats.dram_index_writes += changed.len() as u64;
                 self.changed = changed;
@@ -622,6 +669,19 @@ impl Lsm {
             }
         };
         (node, t)
+    }
+
+    /// Emit the last walk's node reads as loads (node contents are not
+    /// modelled: they read as zero).
+    fn emit_walk(&mut self, core: CoreId, out: &mut Vec<Op>) {
+        let base = self.index_base + core as u64 * CORE_SPAN;
+        for &node in &self.index.visited {
+            out.push(Op::Load {
+                addr: base + u64::from(node) * self.node_bytes % CORE_SPAN,
+                value: 0,
+            });
+        }
+        self.stats.index_node_loads += self.index.visited.len() as u64;
     }
 
     /// Point word `w` of `node` at `log_addr`, keeping segment live counts.
@@ -761,6 +821,7 @@ impl Lsm {
         lines: &[(Addr, u8, [u64; 8])],
         txid: u32,
         purpose: Purpose,
+        charged_walks: bool,
         now: Cycle,
     ) -> (Cycle, Cycle) {
         let bytes: u64 = lines.iter().map(|l| entry_bytes(l.1)).sum::<u64>() + ENTRY_HDR;
@@ -775,11 +836,13 @@ impl Lsm {
         }
         encode_commit(&mut self.staging, lines.len() as u64, txid, seq);
         let (base, persisted) = self.append_staging(ctx, purpose, t);
-        // The index points at the new data once the record is durable.
+        // The index points at the new data once the record is durable. A
+        // transaction's update walks were emitted as loads (`instrument`).
+        let charged = purpose == Purpose::Log && charged_walks;
         let mut ti = persisted;
         let mut off = base;
         for &(line, mask, _) in lines {
-            let (node, t2) = self.timed_upsert(ctx, line, t, ti);
+            let (node, t2) = self.timed_upsert(ctx, line, charged, ti);
             ti = t2;
             let mut d = off + ENTRY_HDR;
             for w in 0..8 {
@@ -975,7 +1038,8 @@ impl Lsm {
                     j += 1;
                 }
                 let txid = self.fresh_txid();
-                let (p, _) = self.commit_lines(ctx, &all[i..j], txid, Purpose::Gc, rd.max(t));
+                let (p, _) =
+                    self.commit_lines(ctx, &all[i..j], txid, Purpose::Gc, false, rd.max(t));
                 t = t.max(p);
                 self.stats.gc_words_copied += all[i..j]
                     .iter()
@@ -1073,8 +1137,7 @@ impl Scheme for Lsm {
             c.map.clear();
             return now;
         }
-        let (persisted, indexed) = self.commit_lines(ctx, &lines, txid, Purpose::Log, now);
-        self.stats.index_update_cycles += indexed - persisted;
+        let (persisted, indexed) = self.commit_lines(ctx, &lines, txid, Purpose::Log, true, now);
         let c = &mut self.cores[core];
         c.lines = lines;
         c.lines.clear();
@@ -1093,13 +1156,29 @@ impl Scheme for Lsm {
         out: &mut LineData,
         ext: &mut LineExt,
     ) -> (Cycle, bool) {
+        if (self.index_base..self.index_base + INDEX_SPAN).contains(&line_addr) {
+            // A skip-list node the walk's load missed in the LLC: DRAM. Node
+            // contents are not modelled (zeros, see `instrument`).
+            self.stats.index_llc_misses += 1;
+            let done = ctx.dram.read(
+                (line_addr - self.index_base) % CORE_SPAN,
+                out,
+                Purpose::Metadata,
+                now,
+            );
+            out.fill(0);
+            return (done, false);
+        }
         self.stats.llc_misses += 1;
-        let (found, t) = self.timed_walk(ctx, line_addr, now, now);
-        self.stats.read_walks += 1;
-        self.stats.read_walk_nodes += self.index.visited.len() as u64;
-        self.stats.read_walk_cycles += t - now;
+        // The software found the line's location with the walk it emitted
+        // before this load (`instrument`); the lookup here is functional.
+        let t = now;
         let mut done = t;
-        let l = found.map_or(LineLoc::default(), |n| self.index.locs[n as usize]);
+        let l = self
+            .index
+            .map
+            .get(&line_addr)
+            .map_or(LineLoc::default(), |&n| self.index.locs[n as usize]);
         if l.mask != 0xff {
             done = done.max(ctx.nvm.read(line_addr, out, Purpose::Demand, t));
             self.stats.miss_home_reads += 1;
@@ -1160,6 +1239,10 @@ impl Scheme for Lsm {
         _cause: WritebackCause,
         now: Cycle,
     ) -> Cycle {
+        if (self.index_base..self.index_base + INDEX_SPAN).contains(&line_addr) {
+            // Index lines are only loaded, never dirty; nothing to write.
+            return now;
+        }
         let logged = ext.tx || self.index.map.contains_key(&line_addr);
         if !logged {
             return ctx.nvm.write(line_addr, data, Purpose::WriteBack, now);
@@ -1182,9 +1265,58 @@ impl Scheme for Lsm {
             &[(line_addr, ext.word_mask2, words)],
             txid,
             Purpose::Log,
+            false,
             now,
         );
         p
+    }
+
+    /// LSNVMM is a software library: the program reaches persistent data
+    /// through it, and its index walk is the program's own loads, which go
+    /// through the CPU caches like any other. Before the first load of each
+    /// line in a transaction the library walks the index for that line (one
+    /// load per node read); later loads of the line reuse the translation
+    /// (its read set), and lines the transaction wrote first are read from
+    /// its write set. At the end, before TxEnd, the commit walks the index
+    /// once per written line to update it (the node writes themselves are
+    /// posted to DRAM in `tx_end`).
+    fn instrument(&mut self, core: CoreId, ops: &[Op], out: &mut Vec<Op>) -> bool {
+        self.seen.clear();
+        self.written.clear();
+        out.reserve(ops.len() * 4);
+        for &op in ops {
+            match op {
+                Op::Load { addr, .. } if addr < self.home_limit => {
+                    let line = line_of(addr);
+                    if let std::collections::hash_map::Entry::Vacant(v) = self.seen.entry(line) {
+                        v.insert(false);
+                        self.index.walk(line);
+                        self.stats.read_walks += 1;
+                        self.stats.read_walk_nodes += self.index.visited.len() as u64;
+                        self.emit_walk(core, out);
+                    }
+                }
+                Op::Store { addr, .. } if addr < self.home_limit => {
+                    // Read then written lines are updated at commit too.
+                    let w = self.seen.entry(line_of(addr)).or_insert(false);
+                    if !*w {
+                        *w = true;
+                        self.written.push(line_of(addr));
+                    }
+                }
+                _ => {}
+            }
+            out.push(op);
+        }
+        let written = std::mem::take(&mut self.written);
+        for &line in &written {
+            self.index.walk(line);
+            self.stats.update_walks += 1;
+            self.stats.update_walk_nodes += self.index.visited.len() as u64;
+            self.emit_walk(core, out);
+        }
+        self.written = written;
+        true
     }
 
     fn next_event_at(&self) -> Option<Cycle> {
@@ -1253,19 +1385,18 @@ impl Scheme for Lsm {
                 "index_nodes_visited_per_read",
                 div(s.read_walk_nodes, s.read_walks),
             ),
-            (
-                "index_walk_cycles_per_read",
-                div(s.read_walk_cycles, s.read_walks),
-            ),
             ("update_walks", s.update_walks as f64),
             (
                 "index_nodes_visited_per_update",
                 div(s.update_walk_nodes, s.update_walks),
             ),
+            ("index_node_loads", s.index_node_loads as f64),
+            ("index_llc_misses", s.index_llc_misses as f64),
             (
-                "index_update_cycles_per_tx",
-                div(s.index_update_cycles, s.tx_committed),
+                "index_llc_misses_per_node_load",
+                div(s.index_llc_misses, s.index_node_loads),
             ),
+            ("gc_walk_nodes", s.gc_walk_nodes as f64),
             ("index_nodes", self.index.len() as f64),
             ("index_peak_nodes", s.index_peak_nodes as f64),
             ("index_nodes_inserted", s.index_nodes_inserted as f64),
@@ -1499,6 +1630,40 @@ mod tests {
         assert!(e.metrics().dram_bytes_read > 0);
     }
 
+    /// LSNVMM's index walk is the program's own loads: they go through the
+    /// CPU caches, so with caches large enough for the index every node
+    /// line misses the LLC at most once (repeated walks hit), and the
+    /// scheme issues no uncached DRAM walk for a transaction.
+    #[test]
+    fn index_walks_are_loads_that_hit_in_the_cpu_caches() {
+        let mut s = spec("hashmap", "compact", 2, 400);
+        for (k, v) in [
+            ("cache.l1_size_bytes", "32768"),
+            ("cache.l2_size_bytes", "262144"),
+            ("cache.llc_size_bytes", "2097152"),
+            ("lsm.gc_period_ms", "1000"),
+        ] {
+            s.params.set_str(k, v).unwrap();
+        }
+        let mut e = Engine::new(s).unwrap();
+        e.run(&mut |_| {}).unwrap();
+        let loads = stat(&e, "index_node_loads");
+        let misses = stat(&e, "index_llc_misses");
+        let nodes = stat(&e, "index_nodes_inserted");
+        assert!(stat(&e, "read_walks") > 0.0 && stat(&e, "update_walks") > 0.0);
+        assert!(loads > 20.0 * nodes, "{loads} loads, {nodes} nodes");
+        // Each node (and the head) misses at most once per core's alias.
+        assert!(
+            misses > 0.0 && misses <= 2.0 * (nodes + 1.0),
+            "{misses}, {nodes} nodes"
+        );
+        assert_eq!(stat(&e, "dram_index_reads"), 0.0, "no uncached walk");
+        // The walks are loads the core executed.
+        assert!(e.metrics().loads as f64 >= loads);
+        e.finish();
+        e.check_equivalence().unwrap();
+    }
+
     #[test]
     fn skiplist_walk_grows_logarithmically() {
         let mut s = SkipList::new(0.5, 3);
@@ -1627,7 +1792,7 @@ mod tests {
         s.params
             .set_str("lsm.gc_victim_utilization", "0.9")
             .unwrap();
-        s.params.set_str("lsm.gc_period_ms", "0.005").unwrap();
+        s.params.set_str("lsm.gc_period_ms", "0.001").unwrap();
         s.params.set_str("run.check_reads", "false").unwrap();
         // The run the oracle crashes must exercise cleaning.
         let mut probe = s.clone();
