@@ -444,6 +444,10 @@ struct Seg {
     used: u64,
     /// Words whose newest version is in this segment.
     live_words: u64,
+    /// Data words ever written into this segment (live or not): the
+    /// cleaner's utilisation is live / written, so entry headers do not
+    /// count as dead space (see `compact_segments`).
+    words_written: u64,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -520,6 +524,9 @@ pub struct Lsm {
     /// Value: whether the transaction writes the line.
     seen: FxHashMap<Addr, bool>,
     written: Vec<Addr>,
+    /// Per original load of the transaction, its position among the loads
+    /// emitted by `instrument` (to renumber address dependencies).
+    load_pos: Vec<u32>,
     /// The cleaner thread's cache of index lines: it walks the index with
     /// loads through its own core's caches (an L2's worth of node lines,
     /// direct-mapped; `u32::MAX` = empty). Hits cost `cleaner_hit`.
@@ -553,6 +560,7 @@ impl Lsm {
                     seq: 0,
                     used: 0,
                     live_words: 0,
+                    words_written: 0,
                 };
                 g.segments as usize
             ],
@@ -568,6 +576,7 @@ impl Lsm {
             home_limit: layout.home_limit,
             seen: FxHashMap::default(),
             written: Vec::new(),
+            load_pos: Vec::new(),
             cleaner_tags: vec![
                 u32::MAX;
                 (p.u64("cache.l2_size_bytes") / p.u64("lsm.index_node_bytes").max(LINE_BYTES))
@@ -672,16 +681,21 @@ impl Lsm {
     }
 
     /// Emit the last walk's node reads as loads (node contents are not
-    /// modelled: they read as zero).
-    fn emit_walk(&mut self, core: CoreId, out: &mut Vec<Op>) {
+    /// modelled: they read as zero). Each node's address comes from the
+    /// node before it (pointer chasing), so every load but the first (the
+    /// head, whose address is known) depends on the previous one. Returns
+    /// the number of loads emitted.
+    fn emit_walk(&mut self, core: CoreId, out: &mut Vec<Op>) -> u32 {
         let base = self.index_base + core as u64 * CORE_SPAN;
-        for &node in &self.index.visited {
+        for (i, &node) in self.index.visited.iter().enumerate() {
             out.push(Op::Load {
                 addr: base + u64::from(node) * self.node_bytes % CORE_SPAN,
                 value: 0,
+                dep: u8::from(i > 0),
             });
         }
         self.stats.index_node_loads += self.index.visited.len() as u64;
+        self.index.visited.len() as u32
     }
 
     /// Point word `w` of `node` at `log_addr`, keeping segment live counts.
@@ -695,6 +709,7 @@ impl Lsm {
         l.loc[w] = log_addr;
         let s = self.g.seg_of(log_addr);
         self.segs[s].live_words += 1;
+        self.segs[s].words_written += 1;
     }
 
     /// Seal the active segment (its unused tail stays stale).
@@ -736,6 +751,7 @@ impl Lsm {
             seq,
             used: LINE_BYTES,
             live_words: 0,
+            words_written: 0,
         };
         self.active = Some(s);
         self.stats.segments_opened += 1;
@@ -955,6 +971,7 @@ impl Lsm {
                 seq: 0,
                 used: 0,
                 live_words: 0,
+                words_written: 0,
             };
             self.free.insert(i);
         }
@@ -970,11 +987,17 @@ impl Lsm {
     /// records, then free it (header word cleared). Returns `None` when the
     /// copies would not fit in the free segments.
     fn compact_segments(&mut self, ctx: &mut MemCtx, now: Cycle) -> Option<Cycle> {
-        let cap = (self.g.segment_bytes - LINE_BYTES) as f64;
         let mut victims: Vec<usize> = (0..self.segs.len())
             .filter(|&i| {
                 let s = &self.segs[i];
-                s.state == SegState::Sealed && (s.live_words * 8) as f64 <= self.victim_util * cap
+                // Utilisation is live words over data words written, not
+                // over capacity: each entry carries a 24-byte header, so a
+                // segment the cleaner itself filled with one- or two-word
+                // entries would look 25-40% live with every word live, and
+                // be copied again every period (hashmap collapsed on long
+                // runs: 99% of log writes were such re-copies).
+                s.state == SegState::Sealed
+                    && s.live_words as f64 <= self.victim_util * s.words_written as f64
             })
             .collect();
         victims.sort_by_key(|&i| self.segs[i].seq);
@@ -1060,6 +1083,7 @@ impl Lsm {
                 seq: 0,
                 used: 0,
                 live_words: 0,
+                words_written: 0,
             };
             self.free.insert(v);
             self.stats.gc_segments_freed += 1;
@@ -1284,17 +1308,47 @@ impl Scheme for Lsm {
         self.seen.clear();
         self.written.clear();
         out.reserve(ops.len() * 4);
+        // Loads emitted so far; `load_pos[k]` is where the k-th original
+        // load landed, so an original dependency distance is renumbered
+        // across the walk loads inserted between producer and consumer.
+        let mut emitted: u32 = 0;
+        self.load_pos.clear();
         for &op in ops {
+            let mut op = op;
             match op {
-                Op::Load { addr, .. } if addr < self.home_limit => {
+                Op::Load { addr, dep, .. } if addr < self.home_limit => {
                     let line = line_of(addr);
+                    let mut walked = false;
                     if let std::collections::hash_map::Entry::Vacant(v) = self.seen.entry(line) {
                         v.insert(false);
                         self.index.walk(line);
                         self.stats.read_walks += 1;
                         self.stats.read_walk_nodes += self.index.visited.len() as u64;
-                        self.emit_walk(core, out);
+                        let n = self.emit_walk(core, out);
+                        emitted += n;
+                        walked = n > 0;
                     }
+                    // The data's log location comes from the walk's last
+                    // node: the load depends on it. Otherwise keep the
+                    // program's own dependency, renumbered.
+                    let dep = if walked {
+                        1
+                    } else if dep > 0 {
+                        let k = self.load_pos.len();
+                        let producer = self.load_pos.get(k.wrapping_sub(dep as usize));
+                        producer.map_or(0, |&p| u8::try_from(emitted - p).unwrap_or(0))
+                    } else {
+                        0
+                    };
+                    if let Op::Load { dep: d, .. } = &mut op {
+                        *d = dep;
+                    }
+                    self.load_pos.push(emitted);
+                    emitted += 1;
+                }
+                Op::Load { .. } => {
+                    self.load_pos.push(emitted);
+                    emitted += 1;
                 }
                 Op::Store { addr, .. } if addr < self.home_limit => {
                     // Read then written lines are updated at commit too.
@@ -1313,7 +1367,7 @@ impl Scheme for Lsm {
             self.index.walk(line);
             self.stats.update_walks += 1;
             self.stats.update_walk_nodes += self.index.visited.len() as u64;
-            self.emit_walk(core, out);
+            let _ = self.emit_walk(core, out);
         }
         self.written = written;
         true
