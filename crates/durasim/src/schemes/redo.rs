@@ -736,6 +736,8 @@ mod tests {
                 ("cache.l1_size_bytes", "32KB"),
                 ("cache.l1_ways", "4"),
                 ("opt-redo.checkpoint_period_ms", "0.005"),
+                // Counts every checkpoint of the run: no warm-up window.
+                ("run.warmup_tx_share", "0"),
             ],
         );
         let ckpt = stat(&e, "checkpoint_lines_written");

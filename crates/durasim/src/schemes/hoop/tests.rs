@@ -285,6 +285,8 @@ fn address_slices_go_to_nvm_whole_with_adr_and_entry_by_entry_without() {
         s.threads = 4;
         s.tx = 400;
         s.params.set_str("mc.adr", adr).unwrap();
+        // Counts every slice of the run: no warm-up window.
+        s.params.set_str("run.warmup_tx_share", "0").unwrap();
         let e = engine::run(s, &mut |_| {}).unwrap();
         e.check_equivalence().unwrap();
         let meta = e.metrics().nvm_bytes_written_by_purpose["metadata"];
