@@ -130,6 +130,8 @@ struct Window {
     /// L1 MSHRs: line and fill time of each outstanding (or last) miss.
     mshr_line: Vec<Addr>,
     mshr_done: Vec<Cycle>,
+    /// The latest fill time in `mshr_done` (no fill in flight after it).
+    mshr_max: Cycle,
 }
 
 impl Window {
@@ -149,6 +151,7 @@ impl Window {
             ld_seq: 0,
             mshr_line: vec![Addr::MAX; mshrs],
             mshr_done: vec![0; mshrs],
+            mshr_max: 0,
         }
     }
 }
@@ -1133,28 +1136,34 @@ fn ooo_access(
 ) -> (Cycle, usize) {
     let line = line_of(addr);
     let o = &mut core.ooo;
-    let (mut merge, mut free_i, mut free_t) = (0, 0, Cycle::MAX);
-    for (i, (&l, &d)) in o.mshr_line.iter().zip(o.mshr_done.iter()).enumerate() {
-        if l == line && d > t {
-            merge = d;
+    if hier.l1[c].find(line).is_some() {
+        // A hit in the functional cache; if the line's fill is still in
+        // flight, the data comes with it. Branch-free scan (10 entries).
+        let mut merge = 0;
+        if t < o.mshr_max {
+            for (&l, &d) in o.mshr_line.iter().zip(o.mshr_done.iter()) {
+                merge = merge.max(if l == line { d } else { 0 });
+            }
         }
+        core.req_front = core.req_front.max(t);
+        let (done, slot, _) = mem_access(hier, scheme, ctx, access_hook, c, addr, is_write, t);
+        return (done.max(merge), slot);
+    }
+    // An L1 miss takes the MSHR that frees first (waiting if all are busy).
+    let (mut free_i, mut free_t) = (0, o.mshr_done[0]);
+    for (i, &d) in o.mshr_done.iter().enumerate().skip(1) {
         if d < free_t {
             free_t = d;
             free_i = i;
         }
     }
-    let mut t = t;
-    if merge == 0 && free_t > t && hier.l1[c].find(line).is_none() {
-        t = free_t;
-    }
+    let t = t.max(free_t);
     core.req_front = core.req_front.max(t);
     let (done, slot, level) = mem_access(hier, scheme, ctx, access_hook, c, addr, is_write, t);
-    if merge != 0 {
-        return (done.max(merge), slot);
-    }
     if level != HitLevel::L1 {
         o.mshr_line[free_i] = line;
         o.mshr_done[free_i] = done;
+        o.mshr_max = o.mshr_max.max(done);
     }
     (done, slot)
 }

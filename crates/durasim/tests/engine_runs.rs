@@ -67,7 +67,7 @@ fn metrics_are_consistent() {
     let m = e.metrics();
     assert!(m.sim_cycles > 0);
     assert!(
-        (m.throughput_tx_per_mcycle - m.committed_tx as f64 * 1e6 / m.sim_cycles as f64).abs()
+        (m.throughput_tx_per_mcycle - m.measured_tx as f64 * 1e6 / m.window_cycles as f64).abs()
             < 1e-6
     );
     assert!(m.critical_path_cycles_p50 as f64 <= m.critical_path_cycles_p99 as f64);

@@ -736,8 +736,10 @@ mod tests {
                 ("cache.l1_size_bytes", "32KB"),
                 ("cache.l1_ways", "4"),
                 ("opt-redo.checkpoint_period_ms", "0.005"),
-                // Counts every checkpoint of the run: no warm-up window.
+                // Counts every checkpoint of the run: no warm-up window,
+                // and the in-order core's run length (>= 2 periods).
                 ("run.warmup_tx_share", "0"),
+                ("cpu.model", "in-order"),
             ],
         );
         let ckpt = stat(&e, "checkpoint_lines_written");
