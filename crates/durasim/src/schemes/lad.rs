@@ -448,15 +448,22 @@ impl Scheme for Lad {
                 core,
                 c.undo_records,
                 &format!(
-                    "{} modified lines, lad.staging_lines_per_core={} of them staged",
+                    "{} modified lines, staged up to lad.staging_lines_per_core={} in a pool of min(lad.staging_lines_total, mc.write_queue_entries)={}",
                     c.lines.len(),
-                    st.cap
+                    st.cap,
+                    self.pool_cap
                 ),
             );
-            ctx.input_error(format!(
-                "{msg}, or set lad.staging_lines_per_core to at least {}",
-                c.lines.len()
-            ));
+            // More staging helps only if the whole write set fits the
+            // shared pool (the controller's write-pending queue).
+            let lines = c.lines.len() as u64;
+            if lines <= self.pool_cap {
+                ctx.input_error(format!(
+                    "{msg}, or set lad.staging_lines_per_core to at least {lines}"
+                ));
+            } else {
+                ctx.input_error(msg);
+            }
         }
         ctx.nvm.persist_adr_structure(
             st.header_addr(core),

@@ -725,7 +725,7 @@ mod tests {
         // Few items, all updates: the same lines are logged again and again.
         let e = run(
             1,
-            200,
+            800,
             &[
                 ("workload.initial_items", "4"),
                 ("workload.update_ratio", "1.0"),

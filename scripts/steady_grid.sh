@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The HOOP paper's comparison grid at a steady-state scale: every scheme on
+# every workload, with each workload's transaction count chosen so a HOOP run
+# lasts about 1.6 periodic-GC periods (10 ms = 25 M cycles at 2.5 GHz), so the
+# measured window (after the 25% warm-up) contains periodic GC, log
+# truncation and checkpoints. Writes one CSV (all workloads) to $1.
+#   scripts/steady_grid.sh grid.csv [extra compare args, e.g. --set k=v]
+set -euo pipefail
+out=${1:?usage: steady_grid.sh OUT.csv [compare args]}
+shift
+bin=${DURASIM:-./target/release/durasim}
+schemes=ideal,opt-redo,opt-undo,osp,lsm,lad,hoop
+# tx per workload: ~40 M cycles of HOOP at its 5k-tx throughput (measured on
+# this build: scripts/grid_diff.py on a 5k grid), rounded.
+declare -A TX=([vector]=600000 [hashmap]=300000 [queue]=600000 [rbtree]=150000
+               [btree]=300000 [ycsb]=300000 [tpcc]=40000)
+tmp=$(mktemp -d)
+for w in vector hashmap queue rbtree btree ycsb tpcc; do
+  "$bin" compare --quiet --schemes "$schemes" --workloads "$w" --baseline opt-redo \
+    --tx "${TX[$w]}" --csv "$tmp/$w.csv" "$@" > "$tmp/$w.txt"
+done
+head -1 "$tmp/vector.csv" > "$out"
+for w in vector hashmap queue rbtree btree ycsb tpcc; do tail -n +2 "$tmp/$w.csv" >> "$out"; done
+cat "$tmp"/*.txt
