@@ -679,6 +679,7 @@ impl Lsm {
             out.push(Op::Load {
                 addr: base + u64::from(node) * self.node_bytes % CORE_SPAN,
                 value: 0,
+                dep: 0,
             });
         }
         self.stats.index_node_loads += self.index.visited.len() as u64;
