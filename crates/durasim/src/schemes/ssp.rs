@@ -12,16 +12,23 @@
 //!   touch committed data and need no ordering.
 //! - TxEnd flushes the transaction's written lines eagerly to their current
 //!   copies, then commits committed <- current for every touched page with
-//!   one journal record {txid, (slot, bitmap)*, checksum} per core; the
-//!   metadata lines are then updated in place (versioned by txid so a stale
-//!   journal is never re-applied).
+//!   one journal record {version, (slot, home, bitmap)*, checksum}, appended
+//!   to the core's circular journal (line-aligned records).
+//! - Page metadata lives in the SSP cache in the controller (LRU, shared by
+//!   the cores); a committed entry is *dirty* (its only durable copy is the
+//!   journal record) until it is written back in place, which happens only
+//!   when the entry leaves the cache or before the journal space of its
+//!   record is reused.
+//!   In-place lines carry the version of the state they hold, so a stale
+//!   journal record is never re-applied.
 //! - Each core has a two-level TLB (EHOU paper Table I sizes). When a page's
 //!   entry leaves the last-level TLB the page is consolidated: committed
 //!   lines in the shadow copy are copied home and the bitmap is reset; on a
 //!   multi-core machine this remapping costs a TLB shootdown.
-//! - Recovery: re-apply each core's valid journal record to metadata lines
-//!   older than it (or torn), then consolidate every page (copy committed shadow lines
-//!   home) and reset the bitmaps.
+//! - Recovery: apply every valid journal record (scanning each core's
+//!   journal line by line) in version order to metadata lines older than it (or torn), then
+//!   consolidate every page (copy committed shadow lines home) and reset the
+//!   bitmaps.
 
 use super::undo::{csum, header_line, line_word, owner_of, recovery_ns, MAX_CORES};
 use super::{Durability, Layout, MemCtx, RecoveryReport, Scheme, SchemeInfo, SchemeStats};
@@ -49,8 +56,16 @@ pub static PARAMS: &[ParamSpec] = &[
         default: DefaultValue::Int(64 << 10),
         unit: "bytes",
         check: Check::PowerOfTwo(4096, 1 << 30),
-        source: "modelling choice, see docs/MODEL.md (one commit record of up to 2728 pages)",
-        doc: "per-core metadata journal (64 B header + 24 B per touched page)",
+        source: "modelling choice, see docs/MODEL.md (a circular journal; one commit record of up to 2728 pages)",
+        doc: "per-core circular metadata journal (records of a 64 B header + 24 B per touched page, line-aligned)",
+    },
+    ParamSpec {
+        key: "osp.ssp_cache_entries_per_core",
+        default: DefaultValue::Int(1536),
+        unit: "pages",
+        check: Check::Range(1.0, 16777216.0),
+        source: "modelling choice, see docs/MODEL.md (no size in SSP or EHOU; the L2-TLB reach of a core, EHOU Table I: 128 sets x 12 ways, since a page leaving the TLB is consolidated anyway)",
+        doc: "SSP metadata cache in the controller, in page entries per running core (one shared LRU of entries x threads)",
     },
     ParamSpec {
         key: "osp.l1_tlb_sets",
@@ -158,6 +173,32 @@ impl Geometry {
     }
 }
 
+/// Bytes a record of `pages` entries takes in the journal (line-aligned).
+fn record_bytes(pages: usize) -> u64 {
+    64 + (pages as u64 * JOURNAL_ENTRY_BYTES).next_multiple_of(64)
+}
+
+/// Parse a journal record at `a`: (version, body) if its header and
+/// checksum are valid.
+fn parse_record(
+    img: &mut dyn MemWrite,
+    g: &Geometry,
+    a: Addr,
+    read: &mut u64,
+) -> Option<(u64, Vec<u8>)> {
+    let h = img.read_line(a);
+    *read += 1;
+    let w = [line_word(&h, 0), line_word(&h, 1), line_word(&h, 2)];
+    if w[0] != JOURNAL_MAGIC || w[2] as usize > g.max_journal_pages() {
+        return None;
+    }
+    let n = w[2] as usize;
+    let mut body = vec![0u8; n * JOURNAL_ENTRY_BYTES as usize];
+    img.read_bytes(a + 64, &mut body);
+    *read += (body.len() as u64).div_ceil(64);
+    (line_word(&h, 3) == csum(&w, &body)).then_some((w[1], body))
+}
+
 fn meta_line(home_page: Addr, bitmap: u64, version: u64) -> LineData {
     let w = [META_MAGIC, home_page, bitmap, version];
     header_line(&[w[0], w[1], w[2], w[3], csum(&w, &[])])
@@ -220,7 +261,13 @@ struct PageState {
     current: u64,
     /// Lines with a transactional write not yet committed.
     inflight: u64,
+    /// Version under which `committed` became durable.
+    version: u64,
 }
+
+/// No journal record holds a slot's only durable copy.
+const CLEAN: u64 = 0;
+const NIL: u32 = u32::MAX;
 
 struct TxLine {
     addr: Addr,
@@ -239,6 +286,12 @@ struct CoreState {
     pages: Vec<Addr>,
     /// Pages whose consolidation waits for this core's commit.
     deferred: Vec<Addr>,
+    /// Next free byte of the core's circular journal.
+    journal_head: u64,
+    /// Live records in journal order: (offset, bytes, version, pages).
+    records: std::collections::VecDeque<(u64, u64, u64, Vec<Addr>)>,
+    /// Page lists of dead records, reused (no allocation per commit).
+    spare: Vec<Vec<Addr>>,
 }
 
 struct Osp {
@@ -257,6 +310,18 @@ struct Osp {
     multicore: bool,
     flush_latency: Cycle,
     journal_buf: Vec<u8>,
+    /// SSP cache: an LRU list over shadow slots (head = most recent).
+    cache_cap: usize,
+    cache_len: usize,
+    lru_prev: Vec<u32>,
+    lru_next: Vec<u32>,
+    lru_head: u32,
+    lru_tail: u32,
+    in_cache: Vec<bool>,
+    slot_page: Vec<Addr>,
+    /// Per slot: the version of the journal record holding the only durable
+    /// copy of its committed bitmap, or CLEAN.
+    dirty_rec: Vec<u64>,
     s_l1_misses: u64,
     s_l2_misses: u64,
     s_consolidations: u64,
@@ -267,6 +332,10 @@ struct Osp {
     s_journal_bytes: u64,
     s_meta_writes: u64,
     s_dropped_clean: u64,
+    s_cache_hits: u64,
+    s_cache_misses: u64,
+    s_evict_writebacks: u64,
+    s_reuse_writebacks: u64,
 }
 
 fn build(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
@@ -290,6 +359,15 @@ fn build(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
         multicore: t > 1,
         flush_latency: p.u64("cache.llc_latency_cycles"),
         journal_buf: Vec::new(),
+        cache_cap: p.usize("osp.ssp_cache_entries_per_core") * t,
+        cache_len: 0,
+        lru_prev: Vec::new(),
+        lru_next: Vec::new(),
+        lru_head: NIL,
+        lru_tail: NIL,
+        in_cache: Vec::new(),
+        slot_page: Vec::new(),
+        dirty_rec: Vec::new(),
         s_l1_misses: 0,
         s_l2_misses: 0,
         s_consolidations: 0,
@@ -300,6 +378,10 @@ fn build(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
         s_journal_bytes: 0,
         s_meta_writes: 0,
         s_dropped_clean: 0,
+        s_cache_hits: 0,
+        s_cache_misses: 0,
+        s_evict_writebacks: 0,
+        s_reuse_writebacks: 0,
     }))
 }
 
@@ -307,39 +389,42 @@ fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<Recove
     let g = Geometry::new(p, layout);
     let (mut read, mut written, mut journals, mut lines) = (0u64, 0u64, 0u64, 0u64);
     let mut max_version = 0u64;
-    // 1. Re-apply each core's last valid journal record.
+    // 1. Apply every valid journal record (two per core) in version order:
+    // an entry of the older record may be the only durable copy of a page
+    // the newer one does not name.
+    let mut records: Vec<(u64, Vec<u8>)> = Vec::new();
     for c in 0..layout.threads {
-        let a = g.journal_addr(c);
-        let h = img.read_line(a);
-        read += 1;
-        let w = [line_word(&h, 0), line_word(&h, 1), line_word(&h, 2)];
-        if w[0] != JOURNAL_MAGIC || w[2] as usize > g.max_journal_pages() {
-            continue;
+        let base = g.journal_addr(c);
+        let mut off = 0;
+        while off < g.journal_bytes {
+            match parse_record(img, &g, base + off, &mut read) {
+                Some((v, body)) => {
+                    off += record_bytes(body.len() / JOURNAL_ENTRY_BYTES as usize);
+                    records.push((v, body));
+                }
+                None => off += 64,
+            }
         }
-        let n = w[2] as usize;
-        let mut body = vec![0u8; n * JOURNAL_ENTRY_BYTES as usize];
-        img.read_bytes(a + 64, &mut body);
-        read += (body.len() as u64).div_ceil(64);
-        if line_word(&h, 3) != csum(&w, &body) {
-            continue;
-        }
+    }
+    records.sort_by_key(|r| r.0);
+    for (version, body) in &records {
+        let version = *version;
         journals += 1;
-        let txid = w[1];
-        max_version = max_version.max(txid);
+        max_version = max_version.max(version);
         for e in body.chunks(JOURNAL_ENTRY_BYTES as usize) {
             let word = |i: usize| u64::from_le_bytes(e[i * 8..i * 8 + 8].try_into().unwrap());
             let (slot, home, bitmap) = (word(0), word(1), word(2));
             if slot >= g.slots {
                 return Err(Error::Internal(format!(
-                    "osp recovery: journal of core {c} names slot {slot}"
+                    "osp recovery: a journal record (version {version}) names slot {slot}"
                 )));
             }
             let m = img.read_line(g.meta_addr(slot as u32));
             read += 1;
             // A torn in-place update (invalid line) is rebuilt from the journal.
-            let version = parse_meta(&m).map_or(0, |x| x.2);
-            if version < txid {
-                img.write_bytes(g.meta_addr(slot as u32), &meta_line(home, bitmap, txid));
+            let v = parse_meta(&m).map_or(0, |x| x.2);
+            if v < version {
+                img.write_bytes(g.meta_addr(slot as u32), &meta_line(home, bitmap, version));
                 written += 1;
             }
         }
@@ -407,6 +492,70 @@ impl Osp {
         }
     }
 
+    /// Write a slot's committed state in place; it is clean afterwards.
+    fn write_back(&mut self, ctx: &mut MemCtx, slot: u32, now: Cycle) -> Cycle {
+        let page = self.slot_page[slot as usize];
+        let ps = self.pages[&page];
+        self.dirty_rec[slot as usize] = CLEAN;
+        self.s_meta_writes += 1;
+        ctx.nvm.write(
+            self.g.meta_addr(slot),
+            &meta_line(page, ps.committed, ps.version),
+            Purpose::Metadata,
+            now,
+        )
+    }
+
+    fn lru_unlink(&mut self, slot: u32) {
+        let (p, n) = (self.lru_prev[slot as usize], self.lru_next[slot as usize]);
+        if p == NIL {
+            self.lru_head = n;
+        } else {
+            self.lru_next[p as usize] = n;
+        }
+        if n == NIL {
+            self.lru_tail = p;
+        } else {
+            self.lru_prev[n as usize] = p;
+        }
+    }
+
+    fn lru_push_front(&mut self, slot: u32) {
+        self.lru_prev[slot as usize] = NIL;
+        self.lru_next[slot as usize] = self.lru_head;
+        if self.lru_head != NIL {
+            self.lru_prev[self.lru_head as usize] = slot;
+        } else {
+            self.lru_tail = slot;
+        }
+        self.lru_head = slot;
+    }
+
+    /// Look a slot's entry up in the SSP cache, inserting it on a miss; the
+    /// least recently used entry leaves (written back in place if dirty).
+    /// Returns whether it hit.
+    fn cache_touch(&mut self, ctx: &mut MemCtx, slot: u32, now: Cycle) -> bool {
+        if self.in_cache[slot as usize] {
+            self.lru_unlink(slot);
+            self.lru_push_front(slot);
+            return true;
+        }
+        if self.cache_len == self.cache_cap {
+            let victim = self.lru_tail;
+            self.lru_unlink(victim);
+            self.in_cache[victim as usize] = false;
+            self.cache_len -= 1;
+            if self.dirty_rec[victim as usize] != CLEAN {
+                self.write_back(ctx, victim, now);
+                self.s_evict_writebacks += 1;
+            }
+        }
+        self.in_cache[slot as usize] = true;
+        self.cache_len += 1;
+        self.lru_push_front(slot);
+        false
+    }
+
     /// Copy a page's committed shadow lines home and reset its bitmap.
     fn consolidate(&mut self, ctx: &mut MemCtx, page: Addr, now: Cycle) -> Cycle {
         let Some(ps) = self.pages.get(&page).copied() else {
@@ -435,9 +584,11 @@ impl Osp {
             done,
         );
         self.s_meta_writes += 1;
+        self.dirty_rec[ps.slot as usize] = CLEAN;
         let e = self.pages.get_mut(&page).unwrap();
         e.committed = 0;
         e.current = 0;
+        e.version = v;
         self.s_consolidations += 1;
         done
     }
@@ -467,12 +618,18 @@ impl Scheme for Osp {
         }
         self.s_l2_misses += 1;
         let mut t = now + self.l2_latency;
-        // The fill brings the page's bitmaps from its SSP metadata line.
-        if let Some(ps) = self.pages.get(&(page * PAGE)) {
-            let mut m = [0u8; 64];
-            t = ctx
-                .nvm
-                .read(self.g.meta_addr(ps.slot), &mut m, Purpose::Metadata, t);
+        // The fill brings the page's bitmaps from the SSP cache, or from
+        // its metadata line on a cache miss.
+        if let Some(slot) = self.pages.get(&(page * PAGE)).map(|ps| ps.slot) {
+            if self.cache_touch(ctx, slot, t) {
+                self.s_cache_hits += 1;
+            } else {
+                self.s_cache_misses += 1;
+                let mut m = [0u8; 64];
+                t = ctx
+                    .nvm
+                    .read(self.g.meta_addr(slot), &mut m, Purpose::Metadata, t);
+            }
         }
         if let Some(v) = victim {
             let vpage = v * PAGE;
@@ -564,8 +721,15 @@ impl Scheme for Osp {
                     committed: 0,
                     current: 0,
                     inflight: 0,
+                    version: 0,
                 },
             );
+            self.slot_page.push(page);
+            self.dirty_rec.push(CLEAN);
+            self.in_cache.push(false);
+            self.lru_prev.push(NIL);
+            self.lru_next.push(NIL);
+            self.cache_touch(ctx, slot, now);
         }
         ext.tx = true;
         ext.txid = txid;
@@ -670,7 +834,46 @@ impl Scheme for Osp {
             ));
             c.pages.clear();
         }
+        // Records whose journal space this one reuses may hold the only
+        // durable copy of entries no later commit named: write those back in
+        // place first. Wrapping skips the journal's tail, reused as well.
+        let len = record_bytes(c.pages.len());
+        let mut at = c.journal_head;
+        let mut end = at + len;
+        if end > self.g.journal_bytes {
+            at = 0;
+            end = len;
+        }
+        let wrapped = at < c.journal_head;
+        let mut start = done;
+        loop {
+            let c = &mut self.cores[core];
+            let Some(&(off, _, v, _)) = c.records.front() else {
+                break;
+            };
+            let reused = if wrapped {
+                off >= c.journal_head || off < end
+            } else {
+                off < end && off >= at
+            };
+            if !reused {
+                break;
+            }
+            let (_, _, _, mut pages) = c.records.pop_front().unwrap();
+            for &page in &pages {
+                let slot = self.pages[&page].slot;
+                if self.dirty_rec[slot as usize] == v {
+                    start = start.max(self.write_back(ctx, slot, done));
+                    self.s_reuse_writebacks += 1;
+                }
+            }
+            pages.clear();
+            self.cores[core].spare.push(pages);
+        }
+        self.cores[core].journal_head = end;
+        let mut reused = self.cores[core].spare.pop().unwrap_or_default();
         self.journal_buf.clear();
+        let c = &self.cores[core];
         for &page in &c.pages {
             let ps = &self.pages[&page];
             self.journal_buf
@@ -683,26 +886,30 @@ impl Scheme for Osp {
         self.next_version += 1;
         let w = [JOURNAL_MAGIC, version, c.pages.len() as u64];
         let hdr = header_line(&[w[0], w[1], w[2], csum(&w, &self.journal_buf)]);
-        let ja = self.g.journal_addr(core);
+        let ja = self.g.journal_addr(core) + at;
         let mut t = ctx
             .nvm
-            .write(ja + 64, &self.journal_buf, Purpose::Metadata, done);
-        t = t.max(ctx.nvm.write(ja, &hdr, Purpose::Metadata, done));
+            .write(ja + 64, &self.journal_buf, Purpose::Metadata, start);
+        t = t.max(ctx.nvm.write(ja, &hdr, Purpose::Metadata, start));
         self.s_journal_bytes += 64 + self.journal_buf.len() as u64;
         let commit_at = t;
-        // Apply in place (after the journal; not on the critical path).
-        for &page in &c.pages {
+        // The new bitmaps live in the SSP cache, durable in this record
+        // until written back.
+        let pages = std::mem::take(&mut self.cores[core].pages);
+        for &page in &pages {
             let ps = self.pages.get_mut(&page).unwrap();
             ps.committed = ps.current;
             ps.inflight = 0;
-            ctx.nvm.write(
-                self.g.meta_addr(ps.slot),
-                &meta_line(page, ps.committed, version),
-                Purpose::Metadata,
-                commit_at,
-            );
-            self.s_meta_writes += 1;
+            ps.version = version;
+            let slot = ps.slot;
+            self.dirty_rec[slot as usize] = version;
+            reused.push(page);
+            self.cache_touch(ctx, slot, commit_at);
         }
+        self.cores[core].pages = pages;
+        self.cores[core]
+            .records
+            .push_back((at, len, version, reused));
         let deferred = std::mem::take(&mut self.cores[core].deferred);
         for &page in &deferred {
             self.consolidate(ctx, page, commit_at);
@@ -735,6 +942,13 @@ impl Scheme for Osp {
             ("metadata_line_writes", self.s_meta_writes as f64),
             ("shadow_pages_allocated", self.next_slot as f64),
             ("clean_evictions_dropped", self.s_dropped_clean as f64),
+            ("ssp_cache_hits", self.s_cache_hits as f64),
+            ("ssp_cache_misses", self.s_cache_misses as f64),
+            (
+                "ssp_cache_eviction_writebacks",
+                self.s_evict_writebacks as f64,
+            ),
+            ("journal_reuse_writebacks", self.s_reuse_writebacks as f64),
         ]
     }
 
@@ -749,6 +963,10 @@ impl Scheme for Osp {
         self.s_journal_bytes = 0;
         self.s_meta_writes = 0;
         self.s_dropped_clean = 0;
+        self.s_cache_hits = 0;
+        self.s_cache_misses = 0;
+        self.s_evict_writebacks = 0;
+        self.s_reuse_writebacks = 0;
     }
 }
 
@@ -772,26 +990,70 @@ mod tests {
     /// Rule: no data write ever lands on the copy of a line that the
     /// persisted metadata marks committed (shadow writes need bit 0, home
     /// writes need bit 1 — consolidation copies home while the bit is 1).
+    /// The committed state of a page is the newest of its in-place line and
+    /// the journal records naming it.
     #[test]
     fn writes_never_touch_the_committed_copy() {
-        let e = run(2, 80, &[]);
+        for cache in ["1", "2", "1536"] {
+            writes_respect_committed_state(cache);
+        }
+    }
+
+    fn writes_respect_committed_state(cache_entries: &str) {
+        let e = run(2, 80, &[("osp.ssp_cache_entries_per_core", cache_entries)]);
         let g = Geometry::new(&e.params, &e.ctx.layout);
         let pl = &e.ctx.nvm.persist_log;
-        let mut by_slot: FxHashMap<u64, (Addr, u64)> = FxHashMap::default();
+        // slot -> (page, bitmap, version)
+        let mut by_slot: FxHashMap<u64, (Addr, u64, u64)> = FxHashMap::default();
         let mut by_page: FxHashMap<Addr, u64> = FxHashMap::default();
-        let (mut home_w, mut shadow_w) = (0, 0);
+        let mut journal: Vec<u8> = Vec::new();
+        let (mut home_w, mut shadow_w, mut records) = (0, 0, 0);
+        let newest =
+            |by_slot: &mut FxHashMap<u64, (Addr, u64, u64)>, slot, st: (Addr, u64, u64)| {
+                if by_slot.get(&slot).is_none_or(|o| o.2 <= st.2) {
+                    by_slot.insert(slot, st);
+                }
+            };
         for ev in pl.events() {
             let d = pl.data(ev);
             if ev.addr >= g.meta_base && ev.addr < g.journal_base {
                 let slot = (ev.addr - g.meta_base) / 64;
                 let l: LineData = d.try_into().unwrap();
-                let (page, bitmap, _) = parse_meta(&l).unwrap();
-                by_slot.insert(slot, (page, bitmap));
+                let (page, bitmap, v) = parse_meta(&l).unwrap();
+                newest(&mut by_slot, slot, (page, bitmap, v));
                 by_page.insert(page, slot);
+            } else if ev.addr >= g.journal_base {
+                // Keep an image of the journals; a header line whose
+                // checksum matches the body already written commits.
+                let rel = (ev.addr - g.journal_base) as usize;
+                if journal.len() < rel + d.len() {
+                    journal.resize(rel + d.len(), 0);
+                }
+                journal[rel..rel + d.len()].copy_from_slice(d);
+                if d.len() != 64 || !rel.is_multiple_of(64) {
+                    continue;
+                }
+                let l: LineData = d.try_into().unwrap();
+                let w = [line_word(&l, 0), line_word(&l, 1), line_word(&l, 2)];
+                if w[0] != JOURNAL_MAGIC {
+                    continue;
+                }
+                let n = (w[2] * JOURNAL_ENTRY_BYTES) as usize;
+                if journal.len() < rel + 64 + n {
+                    journal.resize(rel + 64 + n, 0);
+                }
+                let body = &journal[rel + 64..rel + 64 + n];
+                assert_eq!(line_word(&l, 3), csum(&w, body));
+                records += 1;
+                for en in body.chunks(JOURNAL_ENTRY_BYTES as usize) {
+                    let word =
+                        |i: usize| u64::from_le_bytes(en[i * 8..i * 8 + 8].try_into().unwrap());
+                    newest(&mut by_slot, word(0), (word(1), word(2), w[1]));
+                }
             } else if ev.addr >= g.shadow_base && ev.addr < g.meta_base {
                 let slot = (ev.addr - g.shadow_base) / PAGE;
                 let i = (ev.addr % PAGE) / 64;
-                let (_, bitmap) = by_slot[&slot];
+                let (_, bitmap, _) = by_slot[&slot];
                 assert_eq!(
                     bitmap >> i & 1,
                     0,
@@ -804,7 +1066,7 @@ mod tests {
                 let slot = by_page
                     .get(&page)
                     .expect("home write to a page without metadata");
-                let (_, bitmap) = by_slot[slot];
+                let (_, bitmap, _) = by_slot[slot];
                 let i = (ev.addr % PAGE) / 64;
                 assert_eq!(
                     bitmap >> i & 1,
@@ -815,7 +1077,36 @@ mod tests {
                 home_w += 1;
             }
         }
-        assert!(home_w > 50 && shadow_w > 50, "{home_w} {shadow_w}");
+        assert!(
+            home_w > 50 && shadow_w > 50 && records > 50,
+            "{home_w} {shadow_w} {records}"
+        );
+    }
+
+    fn meta_writes(e: &Engine) -> f64 {
+        let s = e.scheme.stats();
+        s.iter().find(|x| x.0 == "metadata_line_writes").unwrap().1
+    }
+
+    /// Rule: with the SSP cache, commits are durable through the journal and
+    /// metadata lines are written in place only when an entry leaves the
+    /// cache or its record is reused; a one-entry cache writes back nearly
+    /// every committed entry.
+    #[test]
+    fn ssp_cache_cuts_in_place_metadata_writes() {
+        // Default TLBs, so consolidations do not reset the entries.
+        let big = [
+            ("osp.l1_tlb_sets", "6"),
+            ("osp.l1_tlb_ways", "4"),
+            ("osp.l2_tlb_sets", "128"),
+            ("osp.l2_tlb_ways", "12"),
+        ];
+        let mut one = big.to_vec();
+        one.push(("osp.ssp_cache_entries_per_core", "1"));
+        let small = run(2, 200, &one);
+        let dflt = run(2, 200, &big);
+        let (ms, md) = (meta_writes(&small), meta_writes(&dflt));
+        assert!(ms > 3.0 * md && ms > 200.0, "one entry {ms}, default {md}");
     }
 
     /// Rule: TxEnd acknowledges after the journal record (body, then
@@ -831,7 +1122,13 @@ mod tests {
             let headers: Vec<usize> = evs
                 .iter()
                 .enumerate()
-                .filter(|(_, ev)| ev.addr == g.journal_addr(0))
+                .filter(|(_, ev)| {
+                    let (a, d) = (ev.addr, pl.data(ev));
+                    a >= g.journal_addr(0)
+                        && a < g.journal_addr(1)
+                        && d.len() == 64
+                        && u64::from_le_bytes(d[..8].try_into().unwrap()) == JOURNAL_MAGIC
+                })
                 .map(|(k, _)| k)
                 .collect();
             assert_eq!(
