@@ -9,7 +9,7 @@ set -euo pipefail
 out=${1:?usage: steady_grid.sh OUT.csv [compare args]}
 shift
 bin=${DURASIM:-./target/release/durasim}
-schemes=ideal,opt-redo,opt-undo,osp,lsm,lad,hoop
+schemes=${SCHEMES:-ideal,opt-redo,opt-undo,osp,lsm,lad,hoop}
 # tx per workload: ~40 M cycles of HOOP at its 5k-tx throughput (measured on
 # this build: scripts/grid_diff.py on a 5k grid), rounded.
 declare -A TX=([vector]=600000 [hashmap]=300000 [queue]=600000 [rbtree]=150000

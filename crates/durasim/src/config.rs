@@ -175,6 +175,7 @@ pub static ENGINE_PARAMS: &[ParamSpec] = &[
     p!("cache.l2_latency_cycles", int 12, "cycles", Check::Range(1.0, 1000.0), "Intel Sandy Bridge L2 (not given in Table II)", "L2 hit latency"),
     p!("cache.llc_size_bytes", int 2097152, "bytes", Check::PowerOfTwo(1024, 1 << 34), T2, "shared inclusive LLC size"),
     p!("cache.llc_ways", int 16, "ways", Check::Range(1.0, 64.0), T2, "LLC associativity"),
+    p!("cache.llc_writeback_buffer_entries", int 8, "entries", Check::Range(1.0, 1024.0), "gem5 classic cache default write_buffers = 8 (src/mem/cache/Cache.py); modelling choice, docs/MODEL.md", "LLC write-back buffer: a fill waits for a dirty victim's acceptance by the memory controller only when every entry is still waiting"),
     p!("cache.llc_latency_cycles", int 30, "cycles", Check::Range(1.0, 1000.0), "Intel Sandy Bridge LLC (not given in Table II)", "LLC hit latency"),
     p!("nvm.capacity_bytes", int 512 << 30, "bytes", Check::Range(1048576.0, 1.2e15), T2, "NVM capacity (sparse: only touched pages cost host memory)"),
     p!("nvm.channels", int 4, "channels", Check::PowerOfTwo(1, 64), "HOOP §III-I (one memory controller), §III-H (area baseline: the Sandy Bridge package with a 20 MB LLC, i.e. Xeon E5, one integrated controller with 4 channels) and §IV (g) (NVM bandwidth about 10-25 GB/s: above one 64 B / 8 ns channel's 8 GB/s; 4 x 8 = 32 GB/s peak covers 25 GB/s sustained)", "memory channels of the one memory controller"),

@@ -77,6 +77,9 @@ pub struct Hierarchy {
     pub l1: Vec<Cache>,
     pub l2: Vec<Cache>,
     pub llc: Cache,
+    /// LLC write-back buffer: when each entry is free again (its victim
+    /// accepted by the memory controller).
+    wb_free_at: Vec<Cycle>,
 }
 
 impl Hierarchy {
@@ -97,6 +100,7 @@ impl Hierarchy {
             l1: (0..cores).map(|_| mk("l1", true)).collect(),
             l2: (0..cores).map(|_| mk("l2", true)).collect(),
             llc: mk("llc", false),
+            wb_free_at: vec![0; p.usize("cache.llc_writeback_buffer_entries").max(1)],
         }
     }
 
@@ -178,10 +182,24 @@ impl Hierarchy {
             *t = arrive;
             let slot = self.llc.victim_slot(line_addr);
             if let Some(vaddr) = self.llc.valid_addr(slot) {
-                // The fill needs the victim's slot: a dirty victim must first
-                // be accepted below (the write queue may be full).
+                // A dirty victim moves into the LLC's write-back buffer and
+                // waits there for the memory controller to accept it (the
+                // write queue may be full); the fill waits only when every
+                // buffer entry is still occupied (back-pressure).
                 let accepted = self.evict_llc_slot(slot, vaddr, *t, mem);
-                *t = (*t).max(accepted);
+                if accepted > *t {
+                    let (i, free) = self
+                        .wb_free_at
+                        .iter()
+                        .copied()
+                        .enumerate()
+                        .min_by_key(|&(_, f)| f)
+                        .unwrap_or((0, 0));
+                    *t = (*t).max(free);
+                    if let Some(e) = self.wb_free_at.get_mut(i) {
+                        *e = accepted.max(*t);
+                    }
+                }
             }
             self.llc
                 .install(slot, line_addr, &buf, fill_ext, fill_dirty, core as u16);
