@@ -121,6 +121,44 @@ pub(crate) struct UndoLog {
     pub stride: u64,
 }
 
+/// Read undo records in log order from `(index, address)` pairs until the
+/// first one that is not a valid record of one unresolved transaction
+/// (magic, index, txid newer than `resolved` and equal across records,
+/// checksum). Returns the records (home address, old line), their txid and
+/// the lines read. Shared by the per-transaction log (LAD) and the
+/// circular log (opt-undo), which differ only in where record i lives.
+fn scan_records(
+    img: &mut dyn MemWrite,
+    slots: impl Iterator<Item = (u64, Addr)>,
+    resolved: u64,
+) -> (Vec<(Addr, LineData)>, Option<u64>, u64) {
+    let mut recs: Vec<(Addr, LineData)> = Vec::new();
+    let mut txid = None;
+    let mut read = 0u64;
+    for (i, a) in slots {
+        let h = img.read_line(a);
+        let d = img.read_line(a + 64);
+        read += 2;
+        let w = [
+            line_word(&h, 0),
+            line_word(&h, 1),
+            line_word(&h, 2),
+            line_word(&h, 3),
+        ];
+        let ok = w[0] == UNDO_REC_MAGIC
+            && w[2] == i
+            && w[1] > resolved
+            && txid.is_none_or(|t| t == w[1])
+            && line_word(&h, 4) == csum(&w, &d);
+        if !ok {
+            break;
+        }
+        txid = Some(w[1]);
+        recs.push((w[3], d));
+    }
+    (recs, txid, read)
+}
+
 impl UndoLog {
     pub fn new(base: Addr, per_core_bytes: u64, p: &Params) -> Self {
         UndoLog {
@@ -224,31 +262,12 @@ impl UndoLog {
     ) -> (u64, u64, u64) {
         let hdr = img.read_line(self.core_base(core));
         let resolved = Self::parse_header(&hdr);
-        let mut recs: Vec<(Addr, LineData)> = Vec::new();
-        let mut txid = None;
-        let mut read = 1u64;
-        for i in 0..self.capacity_records() {
-            let a = self.record_addr(core, i);
-            let h = img.read_line(a);
-            let d = img.read_line(a + 64);
-            read += 2;
-            let w = [
-                line_word(&h, 0),
-                line_word(&h, 1),
-                line_word(&h, 2),
-                line_word(&h, 3),
-            ];
-            let ok = w[0] == UNDO_REC_MAGIC
-                && w[2] == i
-                && w[1] > resolved
-                && txid.is_none_or(|t| t == w[1])
-                && line_word(&h, 4) == csum(&w, &d);
-            if !ok {
-                break;
-            }
-            txid = Some(w[1]);
-            recs.push((w[3], d));
-        }
+        let (recs, txid, scanned) = scan_records(
+            img,
+            (0..self.capacity_records()).map(|i| (i, self.record_addr(core, i))),
+            resolved,
+        );
+        let read = 1 + scanned;
         let Some(t) = txid else {
             return (0, read, 0);
         };
@@ -371,31 +390,12 @@ impl RingLog {
             .filter_map(|w| hdrs[w].map(|h| (h, w as u64)))
             .max_by_key(|&((txid, _), _)| txid);
         let ((resolved, head), which) = newest.unwrap_or(((0, 0), 1));
-        let mut recs: Vec<(Addr, LineData)> = Vec::new();
-        let mut txid = None;
-        let mut read = 2u64;
-        for seq in head..head + self.slots() {
-            let a = self.record_addr(core, seq);
-            let h = img.read_line(a);
-            let d = img.read_line(a + 64);
-            read += 2;
-            let w = [
-                line_word(&h, 0),
-                line_word(&h, 1),
-                line_word(&h, 2),
-                line_word(&h, 3),
-            ];
-            let ok = w[0] == UNDO_REC_MAGIC
-                && w[2] == seq
-                && w[1] > resolved
-                && txid.is_none_or(|t| t == w[1])
-                && line_word(&h, 4) == csum(&w, &d);
-            if !ok {
-                break;
-            }
-            txid = Some(w[1]);
-            recs.push((w[3], d));
-        }
+        let (recs, txid, scanned) = scan_records(
+            img,
+            (head..head + self.slots()).map(|seq| (seq, self.record_addr(core, seq))),
+            resolved,
+        );
+        let read = 2 + scanned;
         let Some(t) = txid else {
             return (0, read, 0);
         };
