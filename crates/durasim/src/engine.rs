@@ -605,6 +605,10 @@ impl Engine {
             if now == Cycle::MAX {
                 break;
             }
+            // Every later request is stamped at or after `now`: the
+            // controllers may issue queued writes up to it, no further.
+            self.ctx.nvm.set_time_bound(now);
+            self.ctx.dram.set_time_bound(now);
             if let Some(ev) = self.scheme.next_event_at() {
                 if ev <= now {
                     let before = self.ctx.nvm.persist_log.count();
@@ -630,6 +634,8 @@ impl Engine {
         }
         self.check_pending_error()?;
         progress(self.committed_tx);
+        self.ctx.nvm.set_time_bound(Cycle::MAX);
+        self.ctx.dram.set_time_bound(Cycle::MAX);
         self.run_end = self.cores.iter().map(|c| c.time).max().unwrap_or(0);
         self.run_stats = Some((
             self.ctx.nvm.stats.clone(),
@@ -1018,6 +1024,9 @@ impl Engine {
             nvm_bytes_read_by_purpose: by_purpose(&nvm.bytes_read),
             nvm_row_hit_ratio: row_hit_ratio(&nvm),
             nvm_write_queue_full_stalls: nvm.write_queue_full_stalls,
+            nvm_write_queue_full_stall_cycles: nvm.write_queue_full_stall_cycles,
+            nvm_read_latency_cycles_mean: nvm.read_latency_cycles as f64 / nvm.reads.max(1) as f64,
+            nvm_drain_writes: nvm.forced_drains,
             nvm_writes_merged: nvm.writes_merged,
             final_drain_bytes_written: self.finished_writes,
             dram_bytes_read: dram.total_read(),

@@ -46,6 +46,12 @@ pub struct Metrics {
     pub nvm_bytes_read_by_purpose: BTreeMap<&'static str, u64>,
     pub nvm_row_hit_ratio: f64,
     pub nvm_write_queue_full_stalls: u64,
+    /// Cycles writers waited for a write-queue slot (summed over stalls).
+    pub nvm_write_queue_full_stall_cycles: u64,
+    /// Mean NVM read latency, controller arrival to data (window reads).
+    pub nvm_read_latency_cycles_mean: f64,
+    /// Writes issued during a watermark drain (reads wait while it lasts).
+    pub nvm_drain_writes: u64,
     /// Writes merged into a queued write of the same line (no extra burst).
     pub nvm_writes_merged: u64,
     /// Bytes written after the last commit to bring home up to date (cache

@@ -651,6 +651,13 @@ pub struct MemoryController {
     channels: Vec<Channel>,
     /// Latest request time seen (reservations far older are pruned).
     latest_now: Cycle,
+    /// No request stamped earlier than this can still arrive (the engine's
+    /// global time: its earliest core or event). A write stamped later (a
+    /// victim written back when its fill arrives, up to a memory latency
+    /// ahead of the other cores) must not advance the queue past it, or
+    /// queued writes would be issued ahead of reads a real controller
+    /// would still see first and serve first (read priority).
+    time_bound: Cycle,
     /// The queued writes by slot, the free slots, and per-bank FIFO lists.
     wq_slots: Vec<PendingWrite>,
     wq_free: Vec<u16>,
@@ -778,6 +785,7 @@ impl MemoryController {
             ranks: vec![Rank::default(); nranks],
             channels: vec![Channel::default(); timing.channels as usize],
             latest_now: 0,
+            time_bound: Cycle::MAX,
             timing,
             media: SparseImage::new(),
             persistent,
@@ -800,6 +808,14 @@ impl MemoryController {
             stats: MemStats::default(),
             trace: None,
         }
+    }
+
+    /// Declare that no request stamped before `t` will arrive any more
+    /// (see `time_bound`); `Cycle::MAX` lifts the bound (standalone use,
+    /// final drain).
+    #[inline]
+    pub fn set_time_bound(&mut self, t: Cycle) {
+        self.time_bound = t;
     }
 
     pub fn is_adr(&self) -> bool {
@@ -1268,6 +1284,8 @@ impl MemoryController {
     /// watermark drain is in progress; a line wholly covered by a queued
     /// write is forwarded from the queue.
     pub fn read(&mut self, addr: Addr, buf: &mut [u8], purpose: Purpose, now: Cycle) -> Cycle {
+        // A read is stamped at its own issue; bounding its advance as well
+        // changed every metric by under 0.5% (tpcc, 5k tx, issue 12).
         self.advance(now);
         let mut earliest = now;
         // During a drain the read waits until it reaches the low watermark.
@@ -1328,7 +1346,7 @@ impl MemoryController {
     /// media without ADR (the write is then issued at once). Every burst is
     /// one persist event. For a volatile device: the time it was accepted.
     pub fn write(&mut self, addr: Addr, data: &[u8], purpose: Purpose, now: Cycle) -> Cycle {
-        self.advance(now);
+        self.advance(now.min(self.time_bound));
         let mut persisted = now;
         let mut done = 0usize;
         while done < data.len() {
