@@ -21,4 +21,4 @@ for w in vector hashmap queue rbtree btree ycsb tpcc; do
 done
 head -1 "$tmp/vector.csv" > "$out"
 for w in vector hashmap queue rbtree btree ycsb tpcc; do tail -n +2 "$tmp/$w.csv" >> "$out"; done
-cat "$tmp"/*.txt
+for w in vector hashmap queue rbtree btree ycsb tpcc; do cat "$tmp/$w.txt"; done
