@@ -69,7 +69,7 @@ def _count(field: str, value: Any, minimum: int) -> int:
 
 
 #: Keyword arguments of run() and crashtest() besides parameter keys.
-RUN_ARGS = ("threads", "tx", "seed", "config")
+RUN_ARGS = ("threads", "tx", "seed", "config", "progress")
 CRASHTEST_ARGS = (
     "threads",
     "tx",
@@ -184,6 +184,7 @@ def run(
     tx: int = 10_000,
     seed: int = 1,
     config: str | os.PathLike[str] | None = None,
+    progress: bool | None = None,
     **overrides: Any,
 ) -> dict:
     """Run one simulation; return the same document as ``durasim run --json -``.
@@ -192,6 +193,9 @@ def run(
     are parameter keys (``hoop__gc_period_ms=2`` or ``**{"hoop.gc_period_ms": 2}``).
     Bad input raises ``ValueError`` naming the field and its valid choices.
     The GIL is released while the simulation runs.
+    ``progress``: a bar over committed transactions with an ETA, drawn once
+    the run has taken a second; ``None`` (default) shows it on a terminal or
+    in a notebook, ``False`` never (sweeps draw their own bar instead).
     """
     _names(scheme, workload)
     threads = _count("threads", threads, 1)
@@ -199,7 +203,21 @@ def run(
     seed = _count("seed", seed, 0)
     cfg = None if config is None else os.fspath(config)
     sets = _overrides(overrides, RUN_ARGS)
-    return json.loads(_native.run(scheme, workload, threads, tx, seed, cfg, sets))
+    bar = Bar(tx, wanted(progress), f"{scheme}/{workload}", "tx", delay_s=1.0)
+    try:
+        doc = _native.run(
+            scheme,
+            workload,
+            threads,
+            tx,
+            seed,
+            cfg,
+            sets,
+            bar.set if bar.bar is not None else None,
+        )
+    finally:
+        bar.close()
+    return json.loads(doc)
 
 
 def crashtest(
@@ -415,4 +433,5 @@ def split_spec(spec: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]
 def run_spec(spec: Mapping[str, Any]) -> dict:
     """Run a spec dict (``{"scheme":..., "workload":..., "hoop.gc_period_ms": 2}``)."""
     args, sets = split_spec(spec)
+    args.setdefault("progress", False)
     return run(**args, **sets)

@@ -37,12 +37,13 @@ def wanted(progress: bool | None) -> bool:
 class Bar:
     """A tqdm bar (counts, rate, ETA) or nothing when not wanted."""
 
-    def __init__(self, total: int, enabled: bool, desc: str, unit: str):
+    def __init__(self, total: int, enabled: bool, desc: str, unit: str, delay_s: float = 0.0):
         self.bar: Any = None
         if enabled and total > 0:
             from tqdm.auto import tqdm
 
-            self.bar = tqdm(total=total, desc=desc, unit=unit, dynamic_ncols=True)
+            # ``delay``: short calls never draw a bar at all.
+            self.bar = tqdm(total=total, desc=desc, unit=unit, dynamic_ncols=True, delay=delay_s)
 
     def update(self, n: int = 1) -> None:
         if self.bar is not None:

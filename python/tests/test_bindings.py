@@ -265,3 +265,32 @@ def test_crashtest_progress_callback_and_quiet(capsys):
     # Not a terminal (pytest captures stderr): no bar is drawn.
     durasim.crashtest("ideal", "vector", tx=20, points=5)
     assert capsys.readouterr().err == ""
+
+
+def test_run_progress_reaches_total_and_stays_quiet_off_terminal(monkeypatch, capsys):
+    seen = []
+
+    class Recorder:
+        def __init__(self, total, enabled, desc, unit, delay_s=0.0):
+            seen.append(("new", total, enabled, delay_s))
+            self.bar = object() if enabled else None
+
+        def set(self, done, total):
+            seen.append((done, total))
+
+        def close(self):
+            seen.append("close")
+
+    monkeypatch.setattr(durasim._core, "Bar", Recorder)
+    durasim.run("ideal", "vector", threads=2, tx=600, progress=True)
+    # A bar over all threads' transactions, drawn only after a second, and
+    # the last callback reports every transaction committed.
+    assert seen[0] == ("new", 600, True, 1.0)
+    updates = [s for s in seen if isinstance(s, tuple) and s[0] != "new"]
+    assert updates and updates[-1] == (600, 600)
+    assert all(d <= t for d, t in updates) and seen[-1] == "close"
+    monkeypatch.undo()
+    # Not a terminal (pytest captures stderr): nothing drawn; sweeps pass
+    # progress=False so runs inside them never draw their own bar.
+    durasim.run("ideal", "vector", threads=1, tx=50)
+    assert capsys.readouterr().err == ""

@@ -22,12 +22,36 @@ fn to_py(e: Error) -> PyErr {
     }
 }
 
+/// Calls a Python progress callback `(done, total)` at most every 0.2 s
+/// (and at the end), taking the GIL only then, so it costs nothing next to
+/// the simulation.
+#[derive(Default)]
+struct Throttle {
+    last: Option<std::time::Instant>,
+}
+
+impl Throttle {
+    fn call(&mut self, cb: Option<&PyObject>, done: u64, total: u64) {
+        let Some(cb) = cb else { return };
+        let due = self.last.is_none_or(|t| t.elapsed().as_millis() >= 200);
+        if due || done >= total {
+            self.last = Some(std::time::Instant::now());
+            Python::with_gil(|py| {
+                // A failing callback must not abort the simulation.
+                let _ = cb.call1(py, (done, total));
+            });
+        }
+    }
+}
+
 /// Run one simulation and return the CLI's JSON report as text.
 ///
 /// `set` holds `(key, value)` pairs exactly as `--set key=value` would.
-/// The GIL is released while the simulation runs.
+/// The GIL is released while the simulation runs; `progress(done_tx,
+/// total_tx)`, when given, is called with the GIL at most every 0.2 s and
+/// once at the end.
 #[pyfunction]
-#[pyo3(signature = (scheme, workload, threads, tx, seed, config=None, set=Vec::new()))]
+#[pyo3(signature = (scheme, workload, threads, tx, seed, config=None, set=Vec::new(), progress=None))]
 // The Python signature mirrors the CLI's options one to one.
 #[allow(clippy::too_many_arguments)]
 fn run(
@@ -39,6 +63,7 @@ fn run(
     seed: u64,
     config: Option<String>,
     set: Vec<(String, String)>,
+    progress: Option<PyObject>,
 ) -> PyResult<String> {
     let common = CommonArgs {
         config,
@@ -48,8 +73,15 @@ fn run(
         seed,
     };
     let spec = spec_for(scheme, workload, &common).map_err(to_py)?;
+    let total_tx = spec.tx;
     let report = py
-        .allow_threads(move || engine::run(spec, &mut |_| {}).map(|e| e.report_json()))
+        .allow_threads(move || {
+            let mut throttle = Throttle::default();
+            engine::run(spec, &mut |done| {
+                throttle.call(progress.as_ref(), done, total_tx)
+            })
+            .map(|e| e.report_json())
+        })
         .map_err(to_py)?;
     Ok(report.to_string())
 }
@@ -108,17 +140,9 @@ fn crashtest(
     // (and once at the end), so it costs nothing next to the crash checks.
     let report = py
         .allow_threads(move || {
-            let mut last: Option<std::time::Instant> = None;
+            let mut throttle = Throttle::default();
             crash::crashtest(spec, &opts, &mut |done, total| {
-                let Some(cb) = &progress else { return };
-                let due = last.is_none_or(|t| t.elapsed().as_millis() >= 200);
-                if due || done == total {
-                    last = Some(std::time::Instant::now());
-                    Python::with_gil(|py| {
-                        // A failing callback must not abort the crash test.
-                        let _ = cb.call1(py, (done, total));
-                    });
-                }
+                throttle.call(progress.as_ref(), done, total)
             })
         })
         .map_err(to_py)?;
