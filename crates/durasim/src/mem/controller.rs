@@ -510,15 +510,24 @@ impl Cand {
     fn key(&self) -> (Cycle, bool, u64) {
         (self.est, self.miss, self.seq)
     }
+
+    /// [`Cand::key`] packed into one integer with the same order (`seq`
+    /// stays below 2^63), so the pick compares one word pair.
+    #[inline]
+    fn packed(&self) -> u128 {
+        debug_assert!(self.seq < 1 << 63);
+        (u128::from(self.est) << 64) | (u128::from(self.miss) << 63) | u128::from(self.seq)
+    }
 }
 
-/// Queued writes of one bank, oldest first, and its cached candidate
-/// (valid while neither the bank nor its queue changed).
+/// Key of a bank without queued writes in the pick tree.
+const NO_CAND: u128 = u128::MAX;
+
+/// Queued writes of one bank, oldest first.
 #[derive(Clone, Copy, Debug)]
 struct BankQueue {
     head: u16,
     tail: u16,
-    cand: Option<Cand>,
 }
 
 impl Default for BankQueue {
@@ -526,7 +535,6 @@ impl Default for BankQueue {
         BankQueue {
             head: NIL,
             tail: NIL,
-            cand: None,
         }
     }
 }
@@ -655,8 +663,16 @@ pub struct MemoryController {
     wq_slots: Vec<PendingWrite>,
     wq_free: Vec<u16>,
     bank_queues: Vec<BankQueue>,
-    /// Banks with queued writes (bit set), so a pick scans at most those.
-    wq_banks: Vec<u64>,
+    /// Each bank's FR-FCFS candidate, valid unless the bank is marked in
+    /// `cand_stale` (its state or queue changed since it was computed).
+    cands: Vec<Cand>,
+    cand_stale: Vec<u64>,
+    /// Tournament tree over the banks' candidates (heap order, root 1,
+    /// leaf of bank b at `nbanks + b`): each node holds the smallest
+    /// packed key of its subtree and that bank. A pick recomputes only the
+    /// stale banks and reads the root, instead of scanning every bank.
+    pick_key: Vec<u128>,
+    pick_bank: Vec<u32>,
     wq_len: usize,
     wq_seq: u64,
     /// Each slot's line content before its first write (only with dcw:
@@ -786,7 +802,20 @@ impl MemoryController {
             wq_slots: vec![PendingWrite::default(); wq_capacity],
             wq_free: (0..wq_capacity as u16).rev().collect(),
             bank_queues: vec![BankQueue::default(); nbanks],
-            wq_banks: vec![0; nbanks.div_ceil(64)],
+            cands: vec![
+                Cand {
+                    est: 0,
+                    miss: false,
+                    seq: 0,
+                    slot: NIL,
+                };
+                nbanks
+            ],
+            cand_stale: vec![0; nbanks.div_ceil(64)],
+            pick_key: vec![NO_CAND; 2 * nbanks],
+            pick_bank: (0..2 * nbanks as u32)
+                .map(|i| i.saturating_sub(nbanks as u32))
+                .collect(),
             wq_len: 0,
             wq_seq: 0,
             wq_orig: vec![[0u8; LINE_BYTES as usize]; if timing.dcw { wq_capacity } else { 0 }],
@@ -950,7 +979,7 @@ impl MemoryController {
     fn commit(&mut self, l: Loc, is_write: bool, p: &Plan) -> Cycle {
         let t = self.timing;
         let mut bank = self.banks[l.bank as usize];
-        self.bank_queues[l.bank as usize].cand = None;
+        self.mark_stale(l.bank as usize);
         if let Some(at) = p.refreshed {
             self.trace_push(
                 |channel, rank, bank| Command::Refresh {
@@ -1108,29 +1137,57 @@ impl MemoryController {
         }
     }
 
-    /// FR-FCFS pick over the banks with queued writes (each bank's
-    /// candidate is cached until the bank or its queue changes).
+    /// Bank `b`'s state or queue changed: its candidate is recomputed at
+    /// the next pick.
+    #[inline]
+    fn mark_stale(&mut self, b: usize) {
+        self.cand_stale[b / 64] |= 1 << (b % 64);
+    }
+
+    /// Set bank `b`'s leaf of the pick tree to `key` and replay the
+    /// matches up to the root (stopping where a winner is unchanged).
+    #[inline]
+    fn pick_tree_update(&mut self, b: usize, key: u128) {
+        let mut i = self.bank_queues.len() + b;
+        self.pick_key[i] = key;
+        while i > 1 {
+            let (l, r) = (i & !1, i | 1);
+            i /= 2;
+            let w = if self.pick_key[r] < self.pick_key[l] {
+                r
+            } else {
+                l
+            };
+            let (k, wb) = (self.pick_key[w], self.pick_bank[w]);
+            if self.pick_key[i] == k && self.pick_bank[i] == wb {
+                break;
+            }
+            self.pick_key[i] = k;
+            self.pick_bank[i] = wb;
+        }
+    }
+
+    /// FR-FCFS pick over the banks with queued writes: the smallest
+    /// [`Cand::key`] (keys are unique: `seq` is). Candidates are cached
+    /// until their bank or its queue changes, and the tree keeps the
+    /// minimum over banks.
     fn pick(&mut self) -> Option<Cand> {
-        let mut best: Option<Cand> = None;
-        for wi in 0..self.wq_banks.len() {
-            let mut bits = self.wq_banks[wi];
+        for wi in 0..self.cand_stale.len() {
+            let mut bits = std::mem::take(&mut self.cand_stale[wi]);
             while bits != 0 {
                 let b = wi * 64 + bits.trailing_zeros() as usize;
                 bits &= bits - 1;
-                let c = match self.bank_queues[b].cand {
-                    Some(c) => c,
-                    None => {
-                        let c = self.bank_candidate(b);
-                        self.bank_queues[b].cand = Some(c);
-                        c
-                    }
+                let key = if self.bank_queues[b].head == NIL {
+                    NO_CAND
+                } else {
+                    let c = self.bank_candidate(b);
+                    self.cands[b] = c;
+                    c.packed()
                 };
-                if best.is_none_or(|x| c.key() < x.key()) {
-                    best = Some(c);
-                }
+                self.pick_tree_update(b, key);
             }
         }
-        best
+        (self.pick_key[1] != NO_CAND).then(|| self.cands[self.pick_bank[1] as usize])
     }
 
     /// Queue a write of `mask` bytes of `line` at `arrival` (a free slot
@@ -1142,12 +1199,11 @@ impl MemoryController {
         let prev = q.tail;
         if prev == NIL {
             q.head = slot;
-            self.wq_banks[b / 64] |= 1 << (b % 64);
         } else {
             self.wq_slots[prev as usize].next = slot;
         }
         q.tail = slot;
-        q.cand = None;
+        self.mark_stale(b);
         self.wq_slots[slot as usize] = PendingWrite {
             line,
             arrival,
@@ -1179,10 +1235,7 @@ impl MemoryController {
         } else {
             self.wq_slots[w.next as usize].prev = w.prev;
         }
-        if self.bank_queues[b].head == NIL {
-            self.wq_banks[b / 64] &= !(1 << (b % 64));
-        }
-        self.bank_queues[b].cand = None;
+        self.mark_stale(b);
         self.wq_free.push(s);
         self.wq_len -= 1;
         if self.draining && self.wq_len <= self.drain_low {
