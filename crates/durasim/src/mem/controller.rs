@@ -523,18 +523,30 @@ impl Cand {
 /// Key of a bank without queued writes in the pick tree.
 const NO_CAND: u128 = u128::MAX;
 
-/// Queued writes of one bank, oldest first.
+/// Queued writes of one bank, oldest first, and the oldest of them in row
+/// `hit_row` (`hit`; `NIL` if none), kept up to date as writes enter and
+/// leave so the FR-FCFS row-hit search does not walk a long queue: a
+/// write is appended (it becomes `hit` only if there was none) or removed
+/// (a removed `hit` is replaced by the next write of that row after it).
 #[derive(Clone, Copy, Debug)]
 struct BankQueue {
     head: u16,
     tail: u16,
+    /// Row `hit` refers to (`NO_ROW`: not computed yet).
+    hit_row: u64,
+    hit: u16,
 }
+
+/// Never a row (rows are line numbers shifted right).
+const NO_ROW: u64 = u64::MAX;
 
 impl Default for BankQueue {
     fn default() -> Self {
         BankQueue {
             head: NIL,
             tail: NIL,
+            hit_row: NO_ROW,
+            hit: NIL,
         }
     }
 }
@@ -673,6 +685,14 @@ pub struct MemoryController {
     /// stale banks and reads the root, instead of scanning every bank.
     pick_key: Vec<u128>,
     pick_bank: Vec<u32>,
+    /// Commits per channel: a plan depends only on its request and its
+    /// channel's banks, ranks and bus, which change only by commits there.
+    chan_commits: Vec<u64>,
+    /// The last plan of a queued write: (slot, its seq, its channel's
+    /// commit count then, the plan). `advance` plans the FR-FCFS pick at
+    /// every request and mostly finds it not yet issuable; while nothing
+    /// was committed on its channel the plan is the same.
+    write_plan: Option<(u16, u64, u64, Plan)>,
     wq_len: usize,
     wq_seq: u64,
     /// Each slot's line content before its first write (only with dcw:
@@ -813,6 +833,8 @@ impl MemoryController {
             ],
             cand_stale: vec![0; nbanks.div_ceil(64)],
             pick_key: vec![NO_CAND; 2 * nbanks],
+            chan_commits: vec![0; timing.channels as usize],
+            write_plan: None,
             pick_bank: (0..2 * nbanks as u32)
                 .map(|i| i.saturating_sub(nbanks as u32))
                 .collect(),
@@ -980,6 +1002,7 @@ impl MemoryController {
         let t = self.timing;
         let mut bank = self.banks[l.bank as usize];
         self.mark_stale(l.bank as usize);
+        self.chan_commits[l.ch as usize] += 1;
         if let Some(at) = p.refreshed {
             self.trace_push(
                 |channel, rank, bank| Command::Refresh {
@@ -1086,9 +1109,32 @@ impl MemoryController {
         None
     }
 
+    /// The first queued write of bank `b` at or after slot `s` (in queue
+    /// order) in row `row`, or `NIL`.
+    #[inline]
+    fn first_in_row(&self, mut s: u16, row: u64) -> u16 {
+        while s != NIL {
+            let w = &self.wq_slots[s as usize];
+            if w.loc.row == row {
+                return s;
+            }
+            s = w.next;
+        }
+        NIL
+    }
+
     /// The FR-FCFS candidate of bank `b`: its oldest row-hit write and its
     /// oldest write, whichever is issuable first (ties: the row hit).
-    fn bank_candidate(&self, b: usize) -> Cand {
+    fn bank_candidate(&mut self, b: usize) -> Cand {
+        if let Some(r) = self.banks[b].open_row {
+            let q = self.bank_queues[b];
+            if q.hit_row != r {
+                let hit = self.first_in_row(q.head, r);
+                let q = &mut self.bank_queues[b];
+                q.hit_row = r;
+                q.hit = hit;
+            }
+        }
         let t = &self.timing;
         let bank = &self.banks[b];
         let head = self.bank_queues[b].head;
@@ -1110,18 +1156,10 @@ impl MemoryController {
                 slot: s,
             }
         };
-        let mut hit_slot = NIL;
-        if let Some(r) = bank.open_row {
-            let mut s = head;
-            while s != NIL {
-                let w = &self.wq_slots[s as usize];
-                if w.loc.row == r {
-                    hit_slot = s;
-                    break;
-                }
-                s = w.next;
-            }
-        }
+        let hit_slot = match bank.open_row {
+            Some(_) => self.bank_queues[b].hit,
+            None => NIL,
+        };
         if hit_slot == head {
             return cand(head, true);
         }
@@ -1203,6 +1241,9 @@ impl MemoryController {
             self.wq_slots[prev as usize].next = slot;
         }
         q.tail = slot;
+        if q.hit == NIL && q.hit_row == loc.row {
+            q.hit = slot;
+        }
         self.mark_stale(b);
         self.wq_slots[slot as usize] = PendingWrite {
             line,
@@ -1234,6 +1275,10 @@ impl MemoryController {
             self.bank_queues[b].tail = w.prev;
         } else {
             self.wq_slots[w.next as usize].prev = w.prev;
+        }
+        if self.bank_queues[b].hit == s {
+            let row = self.bank_queues[b].hit_row;
+            self.bank_queues[b].hit = self.first_in_row(w.next, row);
         }
         self.mark_stale(b);
         self.wq_free.push(s);
@@ -1277,9 +1322,24 @@ impl MemoryController {
     }
 
     fn issue_slot(&mut self, s: u16) -> (Cycle, Cycle) {
-        let w = self.wq_slots[s as usize];
-        let p = self.plan(w.loc, true, w.arrival);
+        let p = self.plan_queued(s);
         self.issue(s, &p)
+    }
+
+    /// The plan of queued write `s` at its arrival (cached, see
+    /// `write_plan`).
+    #[inline]
+    fn plan_queued(&mut self, s: u16) -> Plan {
+        let w = self.wq_slots[s as usize];
+        let gen = self.chan_commits[w.loc.ch as usize];
+        if let Some((cs, seq, g, p)) = self.write_plan {
+            if cs == s && seq == w.seq && g == gen {
+                return p;
+            }
+        }
+        let p = self.plan(w.loc, true, w.arrival);
+        self.write_plan = Some((s, w.seq, gen, p));
+        p
     }
 
     /// Issue the queued writes whose issue time (bank ready, bus slot,
@@ -1292,8 +1352,7 @@ impl MemoryController {
             if c.est >= now {
                 break;
             }
-            let w = self.wq_slots[c.slot as usize];
-            let p = self.plan(w.loc, true, w.arrival);
+            let p = self.plan_queued(c.slot);
             if p.issued >= now {
                 break;
             }
