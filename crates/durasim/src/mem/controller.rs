@@ -1187,6 +1187,9 @@ impl MemoryController {
     #[inline]
     fn pick_tree_update(&mut self, b: usize, key: u128) {
         let mut i = self.bank_queues.len() + b;
+        if self.pick_key[i] == key {
+            return; // a leaf's bank is fixed: nothing changes
+        }
         self.pick_key[i] = key;
         while i > 1 {
             let (l, r) = (i & !1, i | 1);
