@@ -132,9 +132,34 @@ struct Window {
     mshr_done: Vec<Cycle>,
     /// The latest fill time in `mshr_done` (no fill in flight after it).
     mshr_max: Cycle,
+    /// OR of [`mshr_bit`] over `mshr_line`: a hit whose line's bit is
+    /// clear has no MSHR entry, so its merge scan is skipped (exact: a set
+    /// bit only means "scan").
+    mshr_sig: u64,
+}
+
+/// A line's bit in [`Window::mshr_sig`].
+#[inline(always)]
+fn mshr_bit(line: Addr) -> u64 {
+    1 << ((line / crate::types::LINE_BYTES) % 64)
 }
 
 impl Window {
+    /// A hit at `t` in the functional cache: if the line's fill is still
+    /// in flight, its data comes with the fill (returns the latest fill
+    /// time of an MSHR entry of `line`, 0 if none). Branch-free scan (10
+    /// entries), only when some entry may hold the line.
+    #[inline(always)]
+    fn mshr_merge(&self, line: Addr, t: Cycle) -> Cycle {
+        let mut merge = 0;
+        if t < self.mshr_max && self.mshr_sig & mshr_bit(line) != 0 {
+            for (&l, &d) in self.mshr_line.iter().zip(self.mshr_done.iter()) {
+                merge = merge.max(if l == line { d } else { 0 });
+            }
+        }
+        merge
+    }
+
     fn new(rob: usize, lq: usize, mshrs: usize) -> Self {
         Window {
             disp_used: 0,
@@ -152,6 +177,7 @@ impl Window {
             mshr_line: vec![Addr::MAX; mshrs],
             mshr_done: vec![0; mshrs],
             mshr_max: 0,
+            mshr_sig: 0,
         }
     }
 }
@@ -1130,7 +1156,9 @@ fn mem_access(
 /// it (its data arrives with the fill, although the functional cache
 /// already holds the line); a new L1 miss needs a free MSHR and waits for
 /// the oldest fill when all are busy. (completion time, L1 slot)
-#[inline]
+/// The L1 hit path without an access hook is inlined into the replay
+/// loop; everything else is [`ooo_access_slow`].
+#[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn ooo_access(
     core: &mut Core,
@@ -1143,17 +1171,39 @@ fn ooo_access(
     is_write: bool,
     t: Cycle,
 ) -> (Cycle, usize) {
+    if !access_hook {
+        // Without an access hook an L1 hit is `Hierarchy::access`'s first
+        // step: one lookup (which also marks the line most recent).
+        let line = line_of(addr);
+        let l1 = &mut hier.l1[c];
+        if let Some(slot) = l1.lookup(line) {
+            l1.hits += 1;
+            let done = t + l1.latency;
+            core.req_front = core.req_front.max(t);
+            return (done.max(core.ooo.mshr_merge(line, t)), slot);
+        }
+    }
+    ooo_access_slow(core, hier, scheme, ctx, access_hook, c, addr, is_write, t)
+}
+
+/// [`ooo_access`] except an L1 hit without an access hook.
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn ooo_access_slow(
+    core: &mut Core,
+    hier: &mut Hierarchy,
+    scheme: &mut dyn Scheme,
+    ctx: &mut MemCtx,
+    access_hook: bool,
+    c: CoreId,
+    addr: Addr,
+    is_write: bool,
+    t: Cycle,
+) -> (Cycle, usize) {
     let line = line_of(addr);
     let o = &mut core.ooo;
-    if hier.l1[c].find(line).is_some() {
-        // A hit in the functional cache; if the line's fill is still in
-        // flight, the data comes with it. Branch-free scan (10 entries).
-        let mut merge = 0;
-        if t < o.mshr_max {
-            for (&l, &d) in o.mshr_line.iter().zip(o.mshr_done.iter()) {
-                merge = merge.max(if l == line { d } else { 0 });
-            }
-        }
+    if access_hook && hier.l1[c].find(line).is_some() {
+        let merge = o.mshr_merge(line, t);
         core.req_front = core.req_front.max(t);
         let (done, slot, _) = mem_access(hier, scheme, ctx, access_hook, c, addr, is_write, t);
         return (done.max(merge), slot);
@@ -1173,6 +1223,7 @@ fn ooo_access(
         o.mshr_line[free_i] = line;
         o.mshr_done[free_i] = done;
         o.mshr_max = o.mshr_max.max(done);
+        o.mshr_sig = o.mshr_line.iter().fold(0, |s, &l| s | mshr_bit(l));
     }
     (done, slot)
 }

@@ -510,23 +510,43 @@ impl Cand {
     fn key(&self) -> (Cycle, bool, u64) {
         (self.est, self.miss, self.seq)
     }
+
+    /// [`Cand::key`] packed into one integer with the same order (`seq`
+    /// stays below 2^63), so the pick compares one word pair.
+    #[inline]
+    fn packed(&self) -> u128 {
+        debug_assert!(self.seq < 1 << 63);
+        (u128::from(self.est) << 64) | (u128::from(self.miss) << 63) | u128::from(self.seq)
+    }
 }
 
-/// Queued writes of one bank, oldest first, and its cached candidate
-/// (valid while neither the bank nor its queue changed).
+/// Key of a bank without queued writes in the pick tree.
+const NO_CAND: u128 = u128::MAX;
+
+/// Queued writes of one bank, oldest first, and the oldest of them in row
+/// `hit_row` (`hit`; `NIL` if none), kept up to date as writes enter and
+/// leave so the FR-FCFS row-hit search does not walk a long queue: a
+/// write is appended (it becomes `hit` only if there was none) or removed
+/// (a removed `hit` is replaced by the next write of that row after it).
 #[derive(Clone, Copy, Debug)]
 struct BankQueue {
     head: u16,
     tail: u16,
-    cand: Option<Cand>,
+    /// Row `hit` refers to (`NO_ROW`: not computed yet).
+    hit_row: u64,
+    hit: u16,
 }
+
+/// Never a row (rows are line numbers shifted right).
+const NO_ROW: u64 = u64::MAX;
 
 impl Default for BankQueue {
     fn default() -> Self {
         BankQueue {
             head: NIL,
             tail: NIL,
-            cand: None,
+            hit_row: NO_ROW,
+            hit: NIL,
         }
     }
 }
@@ -662,8 +682,24 @@ pub struct MemoryController {
     wq_slots: Vec<PendingWrite>,
     wq_free: Vec<u16>,
     bank_queues: Vec<BankQueue>,
-    /// Banks with queued writes (bit set), so a pick scans at most those.
-    wq_banks: Vec<u64>,
+    /// Each bank's FR-FCFS candidate, valid unless the bank is marked in
+    /// `cand_stale` (its state or queue changed since it was computed).
+    cands: Vec<Cand>,
+    cand_stale: Vec<u64>,
+    /// Tournament tree over the banks' candidates (heap order, root 1,
+    /// leaf of bank b at `nbanks + b`): each node holds the smallest
+    /// packed key of its subtree and that bank. A pick recomputes only the
+    /// stale banks and reads the root, instead of scanning every bank.
+    pick_key: Vec<u128>,
+    pick_bank: Vec<u32>,
+    /// Commits per channel: a plan depends only on its request and its
+    /// channel's banks, ranks and bus, which change only by commits there.
+    chan_commits: Vec<u64>,
+    /// The last plan of a queued write: (slot, its seq, its channel's
+    /// commit count then, the plan). `advance` plans the FR-FCFS pick at
+    /// every request and mostly finds it not yet issuable; while nothing
+    /// was committed on its channel the plan is the same.
+    write_plan: Option<(u16, u64, u64, Plan)>,
     wq_len: usize,
     wq_seq: u64,
     /// Each slot's line content before its first write (only with dcw:
@@ -794,7 +830,22 @@ impl MemoryController {
             wq_slots: vec![PendingWrite::default(); wq_capacity],
             wq_free: (0..wq_capacity as u16).rev().collect(),
             bank_queues: vec![BankQueue::default(); nbanks],
-            wq_banks: vec![0; nbanks.div_ceil(64)],
+            cands: vec![
+                Cand {
+                    est: 0,
+                    miss: false,
+                    seq: 0,
+                    slot: NIL,
+                };
+                nbanks
+            ],
+            cand_stale: vec![0; nbanks.div_ceil(64)],
+            pick_key: vec![NO_CAND; 2 * nbanks],
+            chan_commits: vec![0; timing.channels as usize],
+            write_plan: None,
+            pick_bank: (0..2 * nbanks as u32)
+                .map(|i| i.saturating_sub(nbanks as u32))
+                .collect(),
             wq_len: 0,
             wq_seq: 0,
             wq_orig: vec![[0u8; LINE_BYTES as usize]; if timing.dcw { wq_capacity } else { 0 }],
@@ -966,7 +1017,8 @@ impl MemoryController {
     fn commit(&mut self, l: Loc, is_write: bool, p: &Plan) -> Cycle {
         let t = self.timing;
         let mut bank = self.banks[l.bank as usize];
-        self.bank_queues[l.bank as usize].cand = None;
+        self.mark_stale(l.bank as usize);
+        self.chan_commits[l.ch as usize] += 1;
         if let Some(at) = p.refreshed {
             self.trace_push(
                 |channel, rank, bank| Command::Refresh {
@@ -1073,9 +1125,32 @@ impl MemoryController {
         None
     }
 
+    /// The first queued write of bank `b` at or after slot `s` (in queue
+    /// order) in row `row`, or `NIL`.
+    #[inline]
+    fn first_in_row(&self, mut s: u16, row: u64) -> u16 {
+        while s != NIL {
+            let w = &self.wq_slots[s as usize];
+            if w.loc.row == row {
+                return s;
+            }
+            s = w.next;
+        }
+        NIL
+    }
+
     /// The FR-FCFS candidate of bank `b`: its oldest row-hit write and its
     /// oldest write, whichever is issuable first (ties: the row hit).
-    fn bank_candidate(&self, b: usize) -> Cand {
+    fn bank_candidate(&mut self, b: usize) -> Cand {
+        if let Some(r) = self.banks[b].open_row {
+            let q = self.bank_queues[b];
+            if q.hit_row != r {
+                let hit = self.first_in_row(q.head, r);
+                let q = &mut self.bank_queues[b];
+                q.hit_row = r;
+                q.hit = hit;
+            }
+        }
         let t = &self.timing;
         let bank = &self.banks[b];
         let head = self.bank_queues[b].head;
@@ -1097,18 +1172,10 @@ impl MemoryController {
                 slot: s,
             }
         };
-        let mut hit_slot = NIL;
-        if let Some(r) = bank.open_row {
-            let mut s = head;
-            while s != NIL {
-                let w = &self.wq_slots[s as usize];
-                if w.loc.row == r {
-                    hit_slot = s;
-                    break;
-                }
-                s = w.next;
-            }
-        }
+        let hit_slot = match bank.open_row {
+            Some(_) => self.bank_queues[b].hit,
+            None => NIL,
+        };
         if hit_slot == head {
             return cand(head, true);
         }
@@ -1124,29 +1191,60 @@ impl MemoryController {
         }
     }
 
-    /// FR-FCFS pick over the banks with queued writes (each bank's
-    /// candidate is cached until the bank or its queue changes).
+    /// Bank `b`'s state or queue changed: its candidate is recomputed at
+    /// the next pick.
+    #[inline]
+    fn mark_stale(&mut self, b: usize) {
+        self.cand_stale[b / 64] |= 1 << (b % 64);
+    }
+
+    /// Set bank `b`'s leaf of the pick tree to `key` and replay the
+    /// matches up to the root (stopping where a winner is unchanged).
+    #[inline]
+    fn pick_tree_update(&mut self, b: usize, key: u128) {
+        let mut i = self.bank_queues.len() + b;
+        if self.pick_key[i] == key {
+            return; // a leaf's bank is fixed: nothing changes
+        }
+        self.pick_key[i] = key;
+        while i > 1 {
+            let (l, r) = (i & !1, i | 1);
+            i /= 2;
+            let w = if self.pick_key[r] < self.pick_key[l] {
+                r
+            } else {
+                l
+            };
+            let (k, wb) = (self.pick_key[w], self.pick_bank[w]);
+            if self.pick_key[i] == k && self.pick_bank[i] == wb {
+                break;
+            }
+            self.pick_key[i] = k;
+            self.pick_bank[i] = wb;
+        }
+    }
+
+    /// FR-FCFS pick over the banks with queued writes: the smallest
+    /// [`Cand::key`] (keys are unique: `seq` is). Candidates are cached
+    /// until their bank or its queue changes, and the tree keeps the
+    /// minimum over banks.
     fn pick(&mut self) -> Option<Cand> {
-        let mut best: Option<Cand> = None;
-        for wi in 0..self.wq_banks.len() {
-            let mut bits = self.wq_banks[wi];
+        for wi in 0..self.cand_stale.len() {
+            let mut bits = std::mem::take(&mut self.cand_stale[wi]);
             while bits != 0 {
                 let b = wi * 64 + bits.trailing_zeros() as usize;
                 bits &= bits - 1;
-                let c = match self.bank_queues[b].cand {
-                    Some(c) => c,
-                    None => {
-                        let c = self.bank_candidate(b);
-                        self.bank_queues[b].cand = Some(c);
-                        c
-                    }
+                let key = if self.bank_queues[b].head == NIL {
+                    NO_CAND
+                } else {
+                    let c = self.bank_candidate(b);
+                    self.cands[b] = c;
+                    c.packed()
                 };
-                if best.is_none_or(|x| c.key() < x.key()) {
-                    best = Some(c);
-                }
+                self.pick_tree_update(b, key);
             }
         }
-        best
+        (self.pick_key[1] != NO_CAND).then(|| self.cands[self.pick_bank[1] as usize])
     }
 
     /// Queue a write of `mask` bytes of `line` at `arrival` (a free slot
@@ -1158,12 +1256,14 @@ impl MemoryController {
         let prev = q.tail;
         if prev == NIL {
             q.head = slot;
-            self.wq_banks[b / 64] |= 1 << (b % 64);
         } else {
             self.wq_slots[prev as usize].next = slot;
         }
         q.tail = slot;
-        q.cand = None;
+        if q.hit == NIL && q.hit_row == loc.row {
+            q.hit = slot;
+        }
+        self.mark_stale(b);
         self.wq_slots[slot as usize] = PendingWrite {
             line,
             arrival,
@@ -1195,10 +1295,11 @@ impl MemoryController {
         } else {
             self.wq_slots[w.next as usize].prev = w.prev;
         }
-        if self.bank_queues[b].head == NIL {
-            self.wq_banks[b / 64] &= !(1 << (b % 64));
+        if self.bank_queues[b].hit == s {
+            let row = self.bank_queues[b].hit_row;
+            self.bank_queues[b].hit = self.first_in_row(w.next, row);
         }
-        self.bank_queues[b].cand = None;
+        self.mark_stale(b);
         self.wq_free.push(s);
         self.wq_len -= 1;
         if self.draining && self.wq_len <= self.drain_low {
@@ -1240,9 +1341,24 @@ impl MemoryController {
     }
 
     fn issue_slot(&mut self, s: u16) -> (Cycle, Cycle) {
-        let w = self.wq_slots[s as usize];
-        let p = self.plan(w.loc, true, w.arrival);
+        let p = self.plan_queued(s);
         self.issue(s, &p)
+    }
+
+    /// The plan of queued write `s` at its arrival (cached, see
+    /// `write_plan`).
+    #[inline]
+    fn plan_queued(&mut self, s: u16) -> Plan {
+        let w = self.wq_slots[s as usize];
+        let gen = self.chan_commits[w.loc.ch as usize];
+        if let Some((cs, seq, g, p)) = self.write_plan {
+            if cs == s && seq == w.seq && g == gen {
+                return p;
+            }
+        }
+        let p = self.plan(w.loc, true, w.arrival);
+        self.write_plan = Some((s, w.seq, gen, p));
+        p
     }
 
     /// Issue the queued writes whose issue time (bank ready, bus slot,
@@ -1255,8 +1371,7 @@ impl MemoryController {
             if c.est >= now {
                 break;
             }
-            let w = self.wq_slots[c.slot as usize];
-            let p = self.plan(w.loc, true, w.arrival);
+            let p = self.plan_queued(c.slot);
             if p.issued >= now {
                 break;
             }
