@@ -373,6 +373,17 @@ impl MemSide for Below<'_> {
     }
 }
 
+/// Persist-ordering instructions of the software schemes, counted by the
+/// core model (reported under `core` in the JSON result).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PersistOpStats {
+    pub flushes: u64,
+    pub fences: u64,
+    /// Cycles between a fence's dispatch and the time every older store
+    /// and flush of its core had reached the persistence domain.
+    pub fence_stall_cycles: u64,
+}
+
 /// A simulated machine running one scheme and one workload.
 pub struct Engine {
     pub spec: RunSpec,
@@ -402,6 +413,13 @@ pub struct Engine {
     check_reads: bool,
     loads: u64,
     stores: u64,
+    /// Flush (clwb) and Fence (sfence) ops executed in the measured window,
+    /// and the cycles fences held their core (software schemes).
+    pub persist_ops: PersistOpStats,
+    /// Cycles a flush takes from the core to the LLC (L1 + L2 lookups);
+    /// the LLC adds its own latency before the write-back reaches the
+    /// controller (docs/MODEL.md "Flush and fence").
+    flush_path_cycles: Cycle,
     run_end: Cycle,
     host_seconds: f64,
     finished_writes: u64,
@@ -530,6 +548,8 @@ impl Engine {
                 ooo: Window::new(rob, lq, mshrs),
             });
         }
+        let flush_path_cycles =
+            params.u64("cache.l1_latency_cycles") + params.u64("cache.l2_latency_cycles");
         let mut e = Engine {
             compute_cpi: params.f64("cpu.compute_cpi"),
             compute_cpi_whole: {
@@ -562,6 +582,8 @@ impl Engine {
             cores,
             loads: 0,
             stores: 0,
+            persist_ops: PersistOpStats::default(),
+            flush_path_cycles,
             run_end: 0,
             host_seconds: 0.0,
             finished_writes: 0,
@@ -808,14 +830,23 @@ impl Engine {
                     };
                 }
                 Op::Flush { addr } => {
-                    let t = core.time.max(core.sb_drained());
+                    // clwb leaves after the older stores (TSO order) and
+                    // walks L1 and L2 before the LLC writes the line back;
+                    // the core goes on (it waits only at a fence).
+                    let t = core.time.max(core.sb_drained()) + self.flush_path_cycles;
                     let mut below = Below { scheme, ctx };
                     let done = hier.flush(c, line_of(addr), t, &mut below);
                     core.flush_done = core.flush_done.max(done);
+                    self.persist_ops.flushes += 1;
                     core.time += 1;
                 }
                 Op::Fence => {
-                    core.time = core.time.max(core.sb_drained()).max(core.flush_done);
+                    // sfence: every older store has left the store buffer
+                    // and every older clwb was accepted by the controller.
+                    let t = core.time.max(core.sb_drained()).max(core.flush_done);
+                    self.persist_ops.fences += 1;
+                    self.persist_ops.fence_stall_cycles += t - core.time;
+                    core.time = t;
                 }
             }
             if core.time > until {
@@ -911,17 +942,36 @@ impl Engine {
                 Op::Flush { addr } => {
                     core.rob_make_room(1, rob);
                     let (d, _) = core.dispatch(1, w, 0);
-                    // clwb is ordered after the older stores.
-                    let t = d.max(core.sb_drained());
+                    // clwb is ordered after the older stores, and holds an
+                    // L1 fill buffer (MSHR) from issue until the controller
+                    // accepts its write-back: with every MSHR busy it waits
+                    // for the oldest (docs/MODEL.md "Flush and fence").
+                    let o = &mut core.ooo;
+                    let (mut free_i, mut free_t) = (0, o.mshr_done[0]);
+                    for (i, &dn) in o.mshr_done.iter().enumerate().skip(1) {
+                        if dn < free_t {
+                            free_t = dn;
+                            free_i = i;
+                        }
+                    }
+                    let t = d.max(core.sb_drained()).max(free_t);
                     core.req_front = core.req_front.max(t);
                     let mut below = Below { scheme, ctx };
-                    let done = hier.flush(c, line_of(addr), t, &mut below);
+                    let done = hier.flush(c, line_of(addr), t + self.flush_path_cycles, &mut below);
+                    let o = &mut core.ooo;
+                    // No line tag: a later load of the (still cached) line
+                    // does not wait for the write-back.
+                    o.mshr_line[free_i] = Addr::MAX;
+                    o.mshr_done[free_i] = done;
                     core.flush_done = core.flush_done.max(done);
+                    self.persist_ops.flushes += 1;
                     let r = core.retire(d + 1, 1, w);
                     core.rob_push(1, r);
                 }
                 Op::Fence => {
                     let t = core.quiesce_time();
+                    self.persist_ops.fences += 1;
+                    self.persist_ops.fence_stall_cycles += t.saturating_sub(core.time);
                     core.ooo_restart(t);
                 }
             }
@@ -969,6 +1019,7 @@ impl Engine {
         self.window_ops0 += self.loads + self.stores;
         self.loads = 0;
         self.stores = 0;
+        self.persist_ops = PersistOpStats::default();
         self.ctx.nvm.reset_stats();
         self.ctx.dram.reset_stats();
         self.hier.reset_stats();
@@ -1089,6 +1140,11 @@ impl Engine {
             "config": self.params.to_json(),
             "metrics": self.metrics(),
             "scheme_stats": stats,
+            "core": {
+                "flushes": self.persist_ops.flushes,
+                "fences": self.persist_ops.fences,
+                "fence_stall_cycles": self.persist_ops.fence_stall_cycles,
+            },
             "sim": self.sim_info(),
         })
     }

@@ -6,6 +6,7 @@ pub mod ideal;
 pub mod lad;
 pub mod lsm;
 pub mod redo;
+pub mod software;
 pub mod ssp;
 pub mod undo;
 
@@ -307,6 +308,8 @@ pub static REGISTRY: &[&SchemeInfo] = &[
     &lad::INFO,
     &ssp::INFO,
     &lsm::INFO,
+    &software::pmdk_undo::INFO,
+    &software::dudetm::INFO,
 ];
 
 pub fn names() -> Vec<&'static str> {

@@ -111,6 +111,23 @@ const UNDO_REC_MAGIC: u64 = 0x554e_444f_5245_4331; // "UNDOREC1"
 /// Bytes per undo record: a header line and the old data line.
 pub(crate) const UNDO_REC_BYTES: u64 = 128;
 
+/// The bytes of one undo record: a header line {magic, txid, index, home
+/// line, checksum} and the old data line. Shared by opt-undo, LAD and the
+/// software pmdk-undo (which writes it with stores and clwb).
+pub(crate) fn encode_record(
+    txid: u64,
+    index: u64,
+    home: Addr,
+    old: &LineData,
+) -> [u8; UNDO_REC_BYTES as usize] {
+    let words = [UNDO_REC_MAGIC, txid, index, home];
+    let c = csum(&words, old);
+    let mut rec = [0u8; UNDO_REC_BYTES as usize];
+    rec[..64].copy_from_slice(&header_line(&[words[0], words[1], words[2], words[3], c]));
+    rec[64..].copy_from_slice(old);
+    rec
+}
+
 /// Per-core undo logs in NVM: `[header line][record 0][record 1]...`.
 /// Header = {magic, resolved txid, checksum}; record header = {magic, txid,
 /// index, home line, checksum(over those and the data)}.
@@ -197,11 +214,7 @@ impl UndoLog {
         if index >= self.capacity_records() {
             return None;
         }
-        let words = [UNDO_REC_MAGIC, txid as u64, index, home];
-        let c = csum(&words, old);
-        let mut rec = [0u8; UNDO_REC_BYTES as usize];
-        rec[..64].copy_from_slice(&header_line(&[words[0], words[1], words[2], words[3], c]));
-        rec[64..].copy_from_slice(old);
+        let rec = encode_record(u64::from(txid), index, home, old);
         Some(
             ctx.nvm
                 .write(self.record_addr(core, index), &rec, Purpose::Log, now),
@@ -234,7 +247,7 @@ impl UndoLog {
             .write(self.core_base(core), &l, Purpose::Metadata, now)
     }
 
-    fn header(txid: u32) -> LineData {
+    pub(crate) fn header(txid: u32) -> LineData {
         let w = [UNDO_HDR_MAGIC, txid as u64];
         header_line(&[w[0], w[1], csum(&w, &[])])
     }
@@ -345,11 +358,7 @@ impl RingLog {
         old: &LineData,
         now: Cycle,
     ) -> Cycle {
-        let words = [UNDO_REC_MAGIC, txid as u64, seq, home];
-        let c = csum(&words, old);
-        let mut rec = [0u8; UNDO_REC_BYTES as usize];
-        rec[..64].copy_from_slice(&header_line(&[words[0], words[1], words[2], words[3], c]));
-        rec[64..].copy_from_slice(old);
+        let rec = encode_record(u64::from(txid), seq, home, old);
         ctx.nvm
             .write(self.record_addr(core, seq), &rec, Purpose::Log, now)
     }

@@ -1,0 +1,655 @@
+//! DudeTM (Liu et al., ASPLOS 2017) as the dual-page checkpointing paper's
+//! software baseline (§5.1.2, BASELINES.md): durable transactions decoupled
+//! into three asynchronous steps.
+//!
+//! - **Perform** (on the simulated core, `instrument`): the transaction runs
+//!   on a volatile shadow copy of the data in DRAM: every load and store of
+//!   program data is redirected to the shadow address space; each store also
+//!   appends a redo entry {address, value} (two word stores) to the core's
+//!   volatile log ring in DRAM, and the transaction ends with a commit marker
+//!   in that ring. No flush, no fence: TxEnd returns at once.
+//! - **Persist** (background, every `dudetm.group_commit_ms`, 16 ms as in
+//!   the paper's evaluation): the persist thread reads the volatile logs
+//!   (DRAM reads), writes every redo entry of the group to the persistent log
+//!   in NVM, waits for them (its fence), then writes the group header
+//!   {magic, group seq, entry count, checksum over the entries}; once that is
+//!   accepted the group's transactions are reported durable (the oracle's
+//!   `Delayed` rule).
+//! - **Reproduce** (background, right after each group commit): the group's
+//!   entries are applied to the NVM home data (read-modify-write per line,
+//!   words of one line combined), then the log is truncated by a superblock
+//!   write {magic, replayed seq, checksum} into one of two alternating lines.
+//!   The log thus holds at most one unreplayed group, written at its start.
+//!
+//! Recovery (bytes only): the valid superblock with the newest replayed seq;
+//! if the group header is valid (magic, checksum over its entries) and newer,
+//! replay its entries in log order and advance the superblock (idempotent).
+//!
+//! The DRAM shadow is modelled as a volatile region with DRAM timing: shadow
+//! addresses (above NVM, like LSM's index) are cached like any data, and an
+//! LLC miss or write-back goes to the DRAM controller at a frame assigned on
+//! the page's first touch (4 KiB demand paging, at most `dudetm.dram_bytes`);
+//! the first touch of a data page copies it from NVM (a timed 4 KiB NVM read).
+//! No DRAM cache of NVM is involved (docs/MODEL.md "DudeTM").
+
+use super::super::undo::{csum, header_line, line_word, recovery_ns};
+use super::super::{Durability, Layout, MemCtx, RecoveryReport, Scheme, SchemeInfo, SchemeStats};
+use super::Instructions;
+use crate::cache::hierarchy::WritebackCause;
+use crate::cache::LineExt;
+use crate::config::{Check, DefaultValue, ParamSpec, Params};
+use crate::error::{Error, Result};
+use crate::mem::MemWrite;
+use crate::types::{line_of, write_word, Addr, CoreId, Cycle, LineData, Purpose, LINE_BYTES};
+use crate::workloads::Op;
+use rustc_hash::FxHashMap;
+
+pub static PARAMS: &[ParamSpec] = &[
+    ParamSpec {
+        key: "dudetm.group_commit_ms",
+        default: DefaultValue::Float(16.0),
+        unit: "ms",
+        check: Check::Range(1e-6, 1e4),
+        source: "dual-page checkpointing paper §5.2 (DudeTM with a 16 ms group-commit interval); BASELINES.md",
+        doc: "interval between group commits of the persistent redo log",
+    },
+    ParamSpec {
+        key: "dudetm.dram_bytes",
+        default: DefaultValue::Int(4 << 30),
+        unit: "bytes",
+        check: Check::Range(1048576.0, 1.1e12),
+        source: "dual-page checkpointing paper §5.1.2 (DudeTM is given 4 GB DRAM)",
+        doc: "DRAM for the shadow copy and the volatile logs (4 KiB frames, assigned on first touch)",
+    },
+    ParamSpec {
+        key: "dudetm.log_bytes",
+        default: DefaultValue::Int(64 << 20),
+        unit: "bytes",
+        check: Check::PowerOfTwo(1 << 12, 1 << 36),
+        source: "modelling choice: holds one group of 16 B entries (a fuller log forces an early group commit)",
+        doc: "persistent redo log in NVM (one group: 64 B header + 16 B per entry)",
+    },
+    ParamSpec {
+        key: "dudetm.volatile_log_bytes_per_core",
+        default: DefaultValue::Int(4 << 20),
+        unit: "bytes",
+        check: Check::PowerOfTwo(1 << 12, 1 << 34),
+        source: "modelling choice: a per-thread ring in DRAM; a fuller ring forces an early group commit that the worker waits for",
+        doc: "per-core volatile redo log ring in DRAM",
+    },
+    ParamSpec {
+        key: "dudetm.tx_instructions",
+        default: DefaultValue::Int(20),
+        unit: "instructions",
+        check: Check::Range(0.0, 1e6),
+        source: "modelling choice: transaction id from a global counter (one atomic add) and the commit marker's bookkeeping; concurrency control is not modelled for any scheme (threads own disjoint data)",
+        doc: "Perform step: per-transaction bookkeeping besides the commit marker store",
+    },
+    ParamSpec {
+        key: "dudetm.write_instructions",
+        default: DefaultValue::Int(4),
+        unit: "instructions",
+        check: Check::Range(0.0, 1e6),
+        source: "modelling choice: ring index bump, wrap check and address computation of one redo-log append",
+        doc: "Perform step: per-store redo-log append besides its two stores",
+    },
+];
+
+pub static INFO: SchemeInfo = SchemeInfo {
+    name: "dudetm",
+    description: "DudeTM (software): transactions on a DRAM shadow, redo log persisted by group commit every 16 ms, reproduced to NVM in the background",
+    durability: Durability::Delayed,
+    params: PARAMS,
+    reserved_bytes,
+    build,
+    recover,
+};
+
+/// Test-only: each transaction is reported durable at TxEnd, before its
+/// group is persisted.
+#[doc(hidden)]
+pub static MUTANT_ACK_BEFORE_PERSIST: SchemeInfo = SchemeInfo {
+    name: "dudetm-mutant-ack-before-persist",
+    description: "test-only: acknowledges transactions before their group is persisted",
+    durability: Durability::Delayed,
+    params: PARAMS,
+    reserved_bytes,
+    build: build_ack_early,
+    recover,
+};
+
+const SB_MAGIC: u64 = 0x4455_4445_5342_4c4b; // "DUDESBLK"
+const GROUP_MAGIC: u64 = 0x4455_4445_4752_5031; // "DUDEGRP1"
+const ENTRY_BYTES: u64 = 16;
+const PAGE_BYTES: u64 = 4096;
+/// Address span of the shadow (data + volatile logs) as the caches see it.
+const SHADOW_SPAN: u64 = 1 << 40;
+/// Marks a commit word in the volatile log.
+const COMMIT_MARK: u64 = 1 << 63;
+
+fn reserved_bytes(p: &Params) -> u64 {
+    3 * LINE_BYTES + p.u64("dudetm.log_bytes")
+}
+
+/// The persistent log: superblocks A and B, the group header, the entries.
+#[derive(Clone, Copy, Debug)]
+struct Geometry {
+    base: Addr,
+    log_bytes: u64,
+}
+
+impl Geometry {
+    fn new(p: &Params, layout: &Layout) -> Self {
+        Geometry {
+            base: layout.reserved_base,
+            log_bytes: p.u64("dudetm.log_bytes"),
+        }
+    }
+    fn superblock(&self, seq: u64) -> Addr {
+        self.base + (seq % 2) * LINE_BYTES
+    }
+    fn header(&self) -> Addr {
+        self.base + 2 * LINE_BYTES
+    }
+    fn entries(&self) -> Addr {
+        self.base + 3 * LINE_BYTES
+    }
+    fn capacity_entries(&self) -> u64 {
+        self.log_bytes / ENTRY_BYTES
+    }
+}
+
+fn superblock_line(seq: u64) -> LineData {
+    let w = [SB_MAGIC, seq];
+    header_line(&[w[0], w[1], csum(&w, &[])])
+}
+
+fn parse_superblock(l: &LineData) -> Option<u64> {
+    let w = [line_word(l, 0), line_word(l, 1)];
+    (w[0] == SB_MAGIC && line_word(l, 2) == csum(&w, &[])).then_some(w[1])
+}
+
+fn group_header(seq: u64, entries: &[u8]) -> LineData {
+    let w = [GROUP_MAGIC, seq, entries.len() as u64 / ENTRY_BYTES];
+    header_line(&[w[0], w[1], w[2], csum(&w, entries)])
+}
+
+/// Recovery from the bytes: replay the persisted, not yet replayed group.
+fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<RecoveryReport> {
+    let g = Geometry::new(p, layout);
+    let replayed = [0, 1]
+        .iter()
+        .filter_map(|&i| parse_superblock(&img.read_line(g.superblock(i))))
+        .max()
+        .unwrap_or(0);
+    let hdr = img.read_line(g.header());
+    let mut read = 3u64;
+    let mut written = 0u64;
+    let mut entries_replayed = 0u64;
+    let (magic, seq, n) = (line_word(&hdr, 0), line_word(&hdr, 1), line_word(&hdr, 2));
+    if magic == GROUP_MAGIC && seq > replayed && n <= g.capacity_entries() {
+        let mut bytes = vec![0u8; (n * ENTRY_BYTES) as usize];
+        img.read_bytes(g.entries(), &mut bytes);
+        read += (n * ENTRY_BYTES).div_ceil(LINE_BYTES);
+        if line_word(&hdr, 3) == csum(&[magic, seq, n], &bytes) {
+            for e in bytes.chunks_exact(ENTRY_BYTES as usize) {
+                let addr = u64::from_le_bytes(e[..8].try_into().unwrap());
+                if addr % 8 != 0 || addr >= layout.home_limit {
+                    return Err(Error::Internal(format!(
+                        "dudetm recovery: group {seq} has a checksummed entry for {addr:#x} outside the data"
+                    )));
+                }
+                img.write_bytes(addr, &e[8..16]);
+                entries_replayed += 1;
+            }
+            written += entries_replayed;
+            img.write_bytes(g.superblock(seq), &superblock_line(seq));
+            written += 1;
+        }
+    }
+    Ok(RecoveryReport {
+        bytes_read: read * LINE_BYTES,
+        bytes_written: written * LINE_BYTES,
+        modeled_ns: recovery_ns(p, read, written),
+        details: vec![("entries_replayed", entries_replayed as f64)],
+    })
+}
+
+fn build(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
+    Ok(Box::new(DudeTm::new(p, layout, false)?))
+}
+
+fn build_ack_early(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
+    Ok(Box::new(DudeTm::new(p, layout, true)?))
+}
+
+#[derive(Clone, Debug, Default)]
+struct Stats {
+    transactions: u64,
+    redo_entries: u64,
+    volatile_log_bytes: u64,
+    group_commits: u64,
+    forced_group_commits: u64,
+    log_bytes: u64,
+    persist_flushes: u64,
+    persist_fences: u64,
+    replay_bytes: u64,
+    replay_lines_read: u64,
+    page_faults: u64,
+    instructions: Instructions,
+}
+
+struct DudeTm {
+    g: Geometry,
+    home_limit: Addr,
+    /// Shadow address of program address 0 (above NVM, below the ADR range).
+    shadow_base: Addr,
+    /// Shadow offset of core 0's volatile log ring (above the data).
+    vlog_base: u64,
+    vlog_bytes: u64,
+    /// Shadow page -> DRAM frame, assigned on first touch.
+    frames: FxHashMap<u64, u64>,
+    max_frames: u64,
+    /// Per core: ring write position (bytes, not wrapped), bytes not yet
+    /// read by the persist thread, the redo entries and ring bytes of the
+    /// transaction being run, transactions committed (TxEnd).
+    vlog_pos: Vec<u64>,
+    vlog_unpersisted: Vec<u64>,
+    cur: Vec<Vec<(Addr, u64)>>,
+    cur_bytes: Vec<u64>,
+    committed: Vec<u64>,
+    /// Committed, not yet persisted redo entries, in commit order.
+    pending: Vec<(Addr, u64)>,
+    pending_tx: u64,
+    group_seq: u64,
+    interval: Cycle,
+    next_group_at: Cycle,
+    tx_instructions: u64,
+    write_instructions: u64,
+    ack_early: bool,
+    /// The shadow holds the set-up data (see `load_shadow`).
+    loaded: bool,
+    /// Scratch: the group's entry bytes and its lines for reproduce.
+    bytes: Vec<u8>,
+    lines: Vec<(Addr, u8, [u64; 8])>,
+    line_idx: FxHashMap<Addr, u32>,
+    stats: Stats,
+}
+
+impl DudeTm {
+    fn new(p: &Params, layout: &Layout, ack_early: bool) -> Result<Self> {
+        let shadow_base = layout
+            .capacity_bytes
+            .next_power_of_two()
+            .max(layout.capacity_bytes);
+        let vlog_bytes = p.u64("dudetm.volatile_log_bytes_per_core");
+        let vlog_base = layout.home_limit;
+        if vlog_base + layout.threads as u64 * vlog_bytes > SHADOW_SPAN {
+            return Err(Error::input(format!(
+                "nvm.capacity_bytes={} is too large for dudetm's shadow address space (at most {} bytes of data); lower nvm.capacity_bytes",
+                layout.capacity_bytes, SHADOW_SPAN / 2
+            )));
+        }
+        let interval = ((p.f64("dudetm.group_commit_ms") * 1e6 * p.f64("cpu.freq_ghz")).ceil()
+            as Cycle)
+            .max(1);
+        let n = layout.threads;
+        Ok(DudeTm {
+            g: Geometry::new(p, layout),
+            home_limit: layout.home_limit,
+            shadow_base,
+            vlog_base,
+            vlog_bytes,
+            frames: FxHashMap::default(),
+            max_frames: p.u64("dudetm.dram_bytes") / PAGE_BYTES,
+            vlog_pos: vec![0; n],
+            vlog_unpersisted: vec![0; n],
+            cur: vec![Vec::new(); n],
+            cur_bytes: vec![0; n],
+            committed: vec![0; n],
+            pending: Vec::new(),
+            pending_tx: 0,
+            group_seq: 0,
+            interval,
+            next_group_at: interval,
+            tx_instructions: p.u64("dudetm.tx_instructions"),
+            write_instructions: p.u64("dudetm.write_instructions"),
+            ack_early,
+            loaded: false,
+            bytes: Vec::new(),
+            lines: Vec::new(),
+            line_idx: FxHashMap::default(),
+            stats: Stats::default(),
+        })
+    }
+
+    #[inline]
+    fn is_shadow(&self, addr: Addr) -> bool {
+        (self.shadow_base..self.shadow_base + SHADOW_SPAN).contains(&addr)
+    }
+
+    /// Shadow address of byte `pos` (unwrapped) of `core`'s volatile log.
+    #[inline]
+    fn vlog_addr(&self, core: CoreId, pos: u64) -> Addr {
+        self.shadow_base + self.vlog_base + core as u64 * self.vlog_bytes + pos % self.vlog_bytes
+    }
+
+    /// DRAM address of a shadow address: (address, whether its page was
+    /// just assigned a frame).
+    fn dram_addr(&mut self, ctx: &mut MemCtx, shadow: Addr) -> (Addr, bool) {
+        let off = shadow - self.shadow_base;
+        let page = off / PAGE_BYTES;
+        let next = self.frames.len() as u64;
+        let mut fresh = false;
+        let frame = *self.frames.entry(page).or_insert_with(|| {
+            fresh = true;
+            next
+        });
+        if fresh && next == self.max_frames {
+            ctx.input_error(format!(
+                "dudetm.dram_bytes={} holds {} pages of 4 KiB, but this run's shadow data and volatile logs need more; raise dudetm.dram_bytes",
+                self.max_frames * PAGE_BYTES,
+                self.max_frames
+            ));
+        }
+        (frame * PAGE_BYTES + off % PAGE_BYTES, fresh)
+    }
+
+    /// Persist the committed transactions' redo entries as one group, then
+    /// reproduce it to the home data and truncate the log. Returns when the
+    /// group is durable and when the truncation was accepted.
+    /// Before the first transaction: the persistent data the workload set
+    /// up is copied into the shadow, untimed like the setup itself (DudeTM
+    /// is given enough DRAM to hold it; pages allocated later fault).
+    fn load_shadow(&mut self, ctx: &mut MemCtx) {
+        self.loaded = true;
+        let pages: Vec<u64> = ctx.nvm.media().page_numbers();
+        let psz = crate::mem::image::PAGE_BYTES;
+        let mut buf = vec![0u8; psz as usize];
+        for p in pages {
+            let addr = p * psz;
+            if addr >= self.home_limit {
+                continue;
+            }
+            ctx.nvm.peek(addr, &mut buf);
+            let mut off = 0;
+            while off < psz {
+                let (a, _) = self.dram_addr(ctx, self.shadow_base + addr + off);
+                ctx.dram
+                    .preload(a, &buf[off as usize..(off + PAGE_BYTES) as usize]);
+                off += PAGE_BYTES;
+            }
+        }
+    }
+
+    fn group_commit(&mut self, ctx: &mut MemCtx, now: Cycle) -> (Cycle, Cycle) {
+        if self.pending_tx == 0 {
+            return (now, now);
+        }
+        // The persist thread reads each core's new volatile log bytes.
+        let mut t = now;
+        let mut buf = [0u8; LINE_BYTES as usize];
+        for core in 0..self.vlog_pos.len() {
+            let n = self.vlog_unpersisted[core];
+            if n == 0 {
+                continue;
+            }
+            let start = line_of(self.vlog_pos[core] - n);
+            let mut pos = start;
+            while pos < self.vlog_pos[core] {
+                let (a, _) = self.dram_addr(ctx, self.vlog_addr(core, pos));
+                t = t.max(ctx.dram.read(line_of(a), &mut buf, Purpose::Log, now));
+                pos += LINE_BYTES;
+            }
+            self.vlog_unpersisted[core] = 0;
+        }
+        // Entries, then (after its fence) the group header.
+        self.group_seq += 1;
+        let seq = self.group_seq;
+        self.bytes.clear();
+        for &(a, v) in &self.pending {
+            self.bytes.extend_from_slice(&a.to_le_bytes());
+            self.bytes.extend_from_slice(&v.to_le_bytes());
+        }
+        let mut persisted = t;
+        let mut lines = 0;
+        for (i, chunk) in self.bytes.chunks(LINE_BYTES as usize).enumerate() {
+            let a = self.g.entries() + i as u64 * LINE_BYTES;
+            persisted = persisted.max(ctx.nvm.write(a, chunk, Purpose::Log, t));
+            lines += 1;
+        }
+        let hdr = group_header(seq, &self.bytes);
+        let durable = ctx
+            .nvm
+            .write(self.g.header(), &hdr, Purpose::Metadata, persisted);
+        self.stats.log_bytes += (lines + 1) * LINE_BYTES;
+        self.stats.persist_flushes += lines + 1;
+        self.stats.persist_fences += 2;
+        if !self.ack_early {
+            for (core, &n) in self.committed.iter().enumerate() {
+                ctx.nvm.persist_log.report_durable(core, n);
+            }
+        }
+        // Reproduce: one read-modify-write per home line the group wrote.
+        self.lines.clear();
+        self.line_idx.clear();
+        for &(a, v) in &self.pending {
+            let line = line_of(a);
+            let i = *self.line_idx.entry(line).or_insert_with(|| {
+                self.lines.push((line, 0, [0; 8]));
+                self.lines.len() as u32 - 1
+            }) as usize;
+            let w = ((a % LINE_BYTES) / 8) as usize;
+            self.lines[i].1 |= 1 << w;
+            self.lines[i].2[w] = v;
+        }
+        self.lines.sort_unstable_by_key(|l| l.0);
+        let mut home = durable;
+        for &(line, mask, words) in &self.lines {
+            let mut data = [0u8; LINE_BYTES as usize];
+            let mut ready = durable;
+            if mask != 0xff {
+                ready = ctx.nvm.read(line, &mut data, Purpose::Gc, durable);
+                self.stats.replay_lines_read += 1;
+            }
+            for (w, &v) in words.iter().enumerate() {
+                if mask & (1 << w) != 0 {
+                    write_word(&mut data, w, v);
+                }
+            }
+            home = home.max(ctx.nvm.write(line, &data, Purpose::Gc, ready));
+            self.stats.replay_bytes += LINE_BYTES;
+        }
+        self.stats.persist_flushes += self.lines.len() as u64 + 1;
+        self.stats.persist_fences += 1;
+        let truncated = ctx.nvm.write(
+            self.g.superblock(seq),
+            &superblock_line(seq),
+            Purpose::Metadata,
+            home,
+        );
+        self.stats.log_bytes += LINE_BYTES;
+        self.stats.group_commits += 1;
+        self.pending.clear();
+        self.pending_tx = 0;
+        (durable, truncated)
+    }
+}
+
+impl Scheme for DudeTm {
+    fn tx_end(&mut self, ctx: &mut MemCtx, core: CoreId, now: Cycle) -> Cycle {
+        let entries = self.cur[core].len() as u64;
+        let cap = self.g.capacity_entries();
+        if entries > cap {
+            ctx.input_error(format!(
+                "dudetm.log_bytes={} holds {cap} redo entries, but a transaction on core {core} wrote {entries} words; {}",
+                self.g.log_bytes,
+                super::super::raise_advice(PARAMS, "dudetm.log_bytes", entries * ENTRY_BYTES)
+            ));
+            return now;
+        }
+        let mut t = now;
+        // No room for this transaction in the persistent log or the ring:
+        // the group commit runs now and the worker waits until the persist
+        // thread has taken the ring's bytes (the group is durable).
+        if self.pending.len() as u64 + entries > cap
+            || self.vlog_unpersisted[core] + self.cur_bytes[core] > self.vlog_bytes
+        {
+            let (durable, _) = self.group_commit(ctx, now);
+            self.stats.forced_group_commits += 1;
+            t = t.max(durable);
+        }
+        let cur = std::mem::take(&mut self.cur[core]);
+        self.pending.extend_from_slice(&cur);
+        self.cur[core] = cur;
+        self.pending_tx += 1;
+        self.committed[core] += 1;
+        self.vlog_unpersisted[core] += self.cur_bytes[core];
+        self.stats.transactions += 1;
+        if self.ack_early {
+            ctx.nvm
+                .persist_log
+                .report_durable(core, self.committed[core]);
+        }
+        t
+    }
+
+    fn instrument(&mut self, core: CoreId, ops: &[Op], out: &mut Vec<Op>) -> bool {
+        out.reserve(ops.len() * 2 + 8);
+        let mut ins = self.stats.instructions;
+        ins.emit(out, self.tx_instructions);
+        let mut cur = std::mem::take(&mut self.cur[core]);
+        cur.clear();
+        let mut pos = self.vlog_pos[core];
+        let start = pos;
+        for &op in ops {
+            match op {
+                Op::Load { addr, value, dep } if addr < self.home_limit => out.push(Op::Load {
+                    addr: self.shadow_base + addr,
+                    value,
+                    dep,
+                }),
+                Op::Store { addr, value } if addr < self.home_limit => {
+                    out.push(Op::Store {
+                        addr: self.shadow_base + addr,
+                        value,
+                    });
+                    out.push(Op::Store {
+                        addr: self.vlog_addr(core, pos),
+                        value: addr,
+                    });
+                    out.push(Op::Store {
+                        addr: self.vlog_addr(core, pos + 8),
+                        value,
+                    });
+                    pos += ENTRY_BYTES;
+                    ins.emit(out, self.write_instructions);
+                    cur.push((addr, value));
+                }
+                _ => out.push(op),
+            }
+        }
+        out.push(Op::Store {
+            addr: self.vlog_addr(core, pos),
+            value: COMMIT_MARK | (self.committed[core] + 1),
+        });
+        pos += 8;
+        self.stats.redo_entries += cur.len() as u64;
+        self.stats.volatile_log_bytes += pos - start;
+        self.cur_bytes[core] = pos - start;
+        self.vlog_pos[core] = pos;
+        self.cur[core] = cur;
+        self.stats.instructions = ins;
+        true
+    }
+
+    fn read_miss(
+        &mut self,
+        ctx: &mut MemCtx,
+        _core: CoreId,
+        line_addr: Addr,
+        now: Cycle,
+        out: &mut LineData,
+        _ext: &mut LineExt,
+    ) -> (Cycle, bool) {
+        if !self.is_shadow(line_addr) {
+            return (ctx.nvm.read(line_addr, out, Purpose::Demand, now), false);
+        }
+        let (a, fresh) = self.dram_addr(ctx, line_addr);
+        let home = line_addr - self.shadow_base;
+        if fresh && home < self.home_limit {
+            // First touch of a data page: copy it from NVM into its frame.
+            self.stats.page_faults += 1;
+            let page = home - home % PAGE_BYTES;
+            let mut buf = [0u8; PAGE_BYTES as usize];
+            let done = ctx.nvm.read(page, &mut buf, Purpose::Demand, now);
+            ctx.dram
+                .write(a - a % PAGE_BYTES, &buf, Purpose::Demand, done);
+            let o = (home - page) as usize;
+            out.copy_from_slice(&buf[o..o + LINE_BYTES as usize]);
+            return (done, false);
+        }
+        (ctx.dram.read(a, out, Purpose::Demand, now), false)
+    }
+
+    fn writeback(
+        &mut self,
+        ctx: &mut MemCtx,
+        _core: CoreId,
+        line_addr: Addr,
+        data: &LineData,
+        _ext: &LineExt,
+        _cause: WritebackCause,
+        now: Cycle,
+    ) -> Cycle {
+        if !self.is_shadow(line_addr) {
+            return ctx.nvm.write(line_addr, data, Purpose::WriteBack, now);
+        }
+        let (a, _) = self.dram_addr(ctx, line_addr);
+        ctx.dram.write(a, data, Purpose::WriteBack, now)
+    }
+
+    fn next_event_at(&self) -> Option<Cycle> {
+        Some(if self.loaded { self.next_group_at } else { 0 })
+    }
+
+    fn tick(&mut self, ctx: &mut MemCtx, now: Cycle) -> Option<Cycle> {
+        if !self.loaded {
+            self.load_shadow(ctx);
+        }
+        if now >= self.next_group_at {
+            self.group_commit(ctx, now);
+            self.next_group_at = now + self.interval;
+        }
+        // The persist and reproduce threads run beside the workers.
+        None
+    }
+
+    fn finish(&mut self, ctx: &mut MemCtx, now: Cycle) -> Cycle {
+        let (_, t) = self.group_commit(ctx, now);
+        t
+    }
+
+    fn stats(&self) -> SchemeStats {
+        let s = &self.stats;
+        vec![
+            ("transactions", s.transactions as f64),
+            ("redo_entries", s.redo_entries as f64),
+            ("volatile_log_bytes", s.volatile_log_bytes as f64),
+            ("group_commits", s.group_commits as f64),
+            ("forced_group_commits", s.forced_group_commits as f64),
+            ("log_bytes", s.log_bytes as f64),
+            ("persist_thread_flushes", s.persist_flushes as f64),
+            ("persist_thread_fences", s.persist_fences as f64),
+            ("replay_bytes", s.replay_bytes as f64),
+            ("replay_lines_read", s.replay_lines_read as f64),
+            ("shadow_page_faults", s.page_faults as f64),
+            ("dram_frames", self.frames.len() as f64),
+            ("library_instructions", s.instructions.total as f64),
+        ]
+    }
+
+    fn reset_stats(&mut self) {
+        self.stats = Stats::default();
+    }
+}
