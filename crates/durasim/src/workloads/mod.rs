@@ -1090,3 +1090,82 @@ mod item_tests {
         }
     }
 }
+
+#[cfg(test)]
+mod key_tests {
+    use super::*;
+
+    /// YCSB's precomputed zeta(10^10, 0.99) is the sum it names: the
+    /// first 10^6 terms exactly, the rest by the Euler-Maclaurin integral
+    /// (error far below 1e-9 here).
+    #[test]
+    fn scrambled_zetan_matches_the_sum() {
+        let theta = ycsb::ZIPFIAN_CONSTANT;
+        let m = 1_000_000u64;
+        let head = ycsb::zeta(m, theta);
+        let f = |x: f64| x.powf(1.0 - theta) / (1.0 - theta);
+        let n = SCRAMBLED_ZIPF_ITEMS as f64;
+        let mf = m as f64;
+        let tail = f(n) - f(mf) + 0.5 * (n.powf(-theta) - mf.powf(-theta));
+        let z = head + tail;
+        assert!((z - SCRAMBLED_ZIPF_ZETAN).abs() < 1e-6, "{z}");
+    }
+
+    /// `workload.key_dist = zipfian` draws ranks whose CDF matches the
+    /// analytic Zipf CDF zeta(k) / zeta(10^10) (Kolmogorov-Smirnov over
+    /// the first 10^5 ranks, which hold ~45% of the mass), and its keys
+    /// are skewed: the hottest key takes ~1 / zeta(10^10) = 3.8% of draws.
+    #[test]
+    fn zipfian_keys_match_the_analytic_cdf() {
+        let c = KeyChooser::new(KeyDist::Zipfian);
+        let z = c.zipf.clone().unwrap();
+        let mut r = rng(9);
+        let samples = 200_000u64;
+        let k_max = 100_000u64;
+        let mut counts = vec![0u64; k_max as usize];
+        for _ in 0..samples {
+            let rank = z.next(&mut r);
+            if rank < k_max {
+                counts[rank as usize] += 1;
+            }
+        }
+        let theta = ycsb::ZIPFIAN_CONSTANT;
+        let (mut emp, mut ana, mut ks) = (0.0f64, 0.0f64, 0.0f64);
+        for (i, &n) in counts.iter().enumerate() {
+            emp += n as f64 / samples as f64;
+            ana += 1.0 / ((i + 1) as f64).powf(theta) / SCRAMBLED_ZIPF_ZETAN;
+            ks = ks.max((emp - ana).abs());
+        }
+        // Sampling noise ~0.003 at 1%; Gray's method is exact for ranks
+        // 0 and 1 and approximate beyond (the same bound as ycsb's test).
+        assert!(ks < 0.025, "KS distance {ks}");
+        // Keys: hashed onto the key range, skewed.
+        let mut r = rng(10);
+        let mut hits = std::collections::HashMap::new();
+        for _ in 0..samples {
+            *hits.entry(c.key(&mut r, 1 << 32)).or_insert(0u64) += 1;
+        }
+        let top = *hits.values().max().unwrap() as f64 / samples as f64;
+        let want = 1.0 / SCRAMBLED_ZIPF_ZETAN;
+        assert!((top - want).abs() < 0.005, "hottest key {top} vs {want}");
+        assert!(hits.keys().all(|&k| (1..1 << 32).contains(&k)));
+        // Indices into a small list stay in range and are skewed.
+        let mut idx = [0u64; 100];
+        for _ in 0..samples {
+            idx[c.index(&mut r, 100)] += 1;
+        }
+        let (mx, mn) = (idx.iter().max().unwrap(), idx.iter().min().unwrap());
+        assert!(*mx > 2 * *mn, "skewed: {mx} vs {mn}");
+    }
+
+    /// Uniform is exactly the draw the workloads always made.
+    #[test]
+    fn uniform_chooser_draws_as_before() {
+        let c = KeyChooser::new(KeyDist::Uniform);
+        let (mut a, mut b) = (rng(3), rng(3));
+        for _ in 0..1000 {
+            assert_eq!(c.key(&mut a, 1 << 32), random_key(&mut b, 1 << 32));
+            assert_eq!(c.index(&mut a, 77), b.gen_range(0..77usize));
+        }
+    }
+}
