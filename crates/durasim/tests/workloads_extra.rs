@@ -143,6 +143,9 @@ fn copies_run_independent_instances() {
     assert!(err.starts_with("copy 2:"), "{err}");
 }
 
+/// `--set` pairs of one run.
+type Sets = &'static [(&'static str, &'static str)];
+
 fn img_read(img: &dyn durasim::mem::MemRead, a: u64) -> u64 {
     img.read_u64(a)
 }
@@ -151,7 +154,7 @@ fn img_read(img: &dyn durasim::mem::MemRead, a: u64) -> u64 {
 /// keys, 4 KB items and copies, under every shipped durable scheme.
 #[test]
 fn knobs_survive_every_crash_point_under_every_durable_scheme() {
-    let runs: [(&str, u64, &[(&str, &str)]); 3] = [
+    let runs: [(&str, u64, Sets); 3] = [
         (
             "hashtable",
             24,
