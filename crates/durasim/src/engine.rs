@@ -522,7 +522,11 @@ impl Engine {
                 spec.seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (t as u64 + 1),
                 target,
             );
-            wls.push((workload_info.build)(&args));
+            wls.push(workloads::build(
+                workload_info,
+                &args,
+                params.u64("workload.copies"),
+            ));
             cores.push(Core {
                 time: 0,
                 ops: Vec::with_capacity(4096),
@@ -1178,8 +1182,13 @@ impl Engine {
     pub fn check_invariants(&self, img: &dyn MemRead) -> std::result::Result<(), String> {
         let ib = self.params.u64("workload.item_bytes");
         for t in 0..self.spec.threads {
-            (self.workload_info.check)(img, self.ctx.layout.thread_base(t), ib)
-                .map_err(|e| format!("thread {t}: {e}"))?;
+            workloads::check_region(
+                self.workload_info.check,
+                img,
+                self.ctx.layout.thread_base(t),
+                ib,
+            )
+            .map_err(|e| format!("thread {t}: {e}"))?;
         }
         Ok(())
     }

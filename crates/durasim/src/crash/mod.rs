@@ -544,7 +544,9 @@ fn check_image(
                 if opts.memo_invariants && memo.contains(&(t, p)) {
                     continue;
                 }
-                match guarded(|| check(&rec, layout.thread_base(t), item_bytes)) {
+                match guarded(|| {
+                    crate::workloads::check_region(check, &rec, layout.thread_base(t), item_bytes)
+                }) {
                     Ok(_) => {
                         if opts.memo_invariants {
                             memo.insert((t, p));

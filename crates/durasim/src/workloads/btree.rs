@@ -58,6 +58,8 @@ fn ptr_at(n: Addr, i: usize) -> Addr {
 pub(crate) struct BTree {
     a: WorkloadArgs,
     rng: Xoshiro256PlusPlus,
+    /// `workload.key_dist` (uniform by default).
+    keys_dist: super::KeyChooser,
     root: Addr,
     keys: Vec<u64>,
 }
@@ -83,6 +85,7 @@ impl BTree {
         let a = &a;
         BTree {
             rng: rng(a.seed),
+            keys_dist: super::KeyChooser::new(a.key_dist.or(super::KeyDist::Uniform)),
             root: a.region_base + ROOT_OFFSET,
             keys: Vec::with_capacity((a.initial_items + a.max_tx) as usize),
             a: a.clone(),
@@ -277,10 +280,10 @@ impl Workload for BTree {
 
     fn run_tx(&mut self, ctx: &mut TxCtx) {
         if !self.keys.is_empty() && self.rng.gen_bool(self.a.update_ratio) {
-            let key = self.keys[self.rng.gen_range(0..self.keys.len())];
+            let key = self.keys[self.keys_dist.index(&mut self.rng, self.keys.len())];
             self.update(ctx, key);
         } else {
-            let key = random_key(&mut self.rng, self.a.key_space);
+            let key = self.keys_dist.key(&mut self.rng, self.a.key_space);
             self.insert(ctx, key);
         }
     }

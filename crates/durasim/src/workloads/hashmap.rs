@@ -37,6 +37,8 @@ const HASH_INSTRS: u32 = 8;
 pub(crate) struct Hashmap {
     a: WorkloadArgs,
     rng: Xoshiro256PlusPlus,
+    /// `workload.key_dist` (uniform by default).
+    keys_dist: super::KeyChooser,
     root: Addr,
     buckets: Addr,
     mask: u64,
@@ -65,6 +67,7 @@ impl Hashmap {
         let a = &a;
         Hashmap {
             rng: rng(a.seed),
+            keys_dist: super::KeyChooser::new(a.key_dist.or(super::KeyDist::Uniform)),
             root: a.region_base + ROOT_OFFSET,
             buckets: 0,
             mask: bucket_count(a) - 1,
@@ -134,10 +137,10 @@ impl Workload for Hashmap {
 
     fn run_tx(&mut self, ctx: &mut TxCtx) {
         if !self.keys.is_empty() && self.rng.gen_bool(self.a.update_ratio) {
-            let key = self.keys[self.rng.gen_range(0..self.keys.len())];
+            let key = self.keys[self.keys_dist.index(&mut self.rng, self.keys.len())];
             self.update(ctx, key);
         } else {
-            let key = random_key(&mut self.rng, self.a.key_space);
+            let key = self.keys_dist.key(&mut self.rng, self.a.key_space);
             self.insert(ctx, key);
         }
     }

@@ -4,10 +4,16 @@
 //! [`Workload`]; each has an invariant checker that validates its structure
 //! from a memory image alone (crash verification uses it).
 
+pub mod array;
 pub mod btree;
+pub mod echo;
 pub mod hashmap;
+pub mod hashtable;
 pub mod queue;
 pub mod rbtree;
+pub mod sdg;
+pub mod sps;
+pub mod tatp;
 pub mod tpcc;
 pub mod vector;
 pub mod ycsb;
@@ -205,6 +211,12 @@ impl<'a> TxCtx<'a> {
         addr
     }
 
+    /// A context over the sub-region `[base, base + bytes)` that records
+    /// into the same op stream (one copy of `workload.copies`).
+    pub fn sub(&mut self, base: Addr, bytes: u64) -> TxCtx<'_> {
+        TxCtx::new(self.mem, self.ops, self.record, base, bytes)
+    }
+
     /// Initialise the region header (setup only).
     pub fn init_region(&mut self) {
         self.store(self.region_base + HDR_MAGIC, REGION_MAGIC);
@@ -239,6 +251,8 @@ pub struct WorkloadArgs {
     pub tpcc_items: u64,
     /// TPC-C: customers per district.
     pub tpcc_customers: u64,
+    /// `workload.key_dist`: how keyed workloads pick keys.
+    pub key_dist: KeyDist,
 }
 
 impl WorkloadArgs {
@@ -260,6 +274,7 @@ impl WorkloadArgs {
             key_space: p.u64("workload.key_space"),
             tpcc_items: p.u64("workload.tpcc_items"),
             tpcc_customers: p.u64("workload.tpcc_customers_per_district"),
+            key_dist: KeyDist::parse(p.str("workload.key_dist")),
         }
     }
 }
@@ -285,6 +300,13 @@ pub static REGISTRY: &[&WorkloadInfo] = &[
     &btree::INFO,
     &ycsb::INFO,
     &tpcc::INFO,
+    // Issue 13: the other papers' transactional workloads.
+    &tatp::INFO,
+    &echo::INFO,
+    &sps::INFO,
+    &sdg::INFO,
+    &array::INFO,
+    &hashtable::INFO,
 ];
 
 pub fn names() -> Vec<&'static str> {
@@ -447,6 +469,48 @@ pub fn check_item(
     Ok(key)
 }
 
+/// Insert with named fields: write a whole item whose first payload words
+/// are `fields` (the rest deterministic filler); item_bytes / 8 stores.
+pub fn write_item_fields(
+    ctx: &mut TxCtx,
+    addr: Addr,
+    item_bytes: u64,
+    key: u64,
+    version: u64,
+    fields: &[u64],
+) {
+    let mut sum = sum_header(key, version);
+    ctx.store(addr, key);
+    for i in ITEM_FIRST_FIELD_WORD..item_bytes / 8 {
+        let w = fields
+            .get((i - ITEM_FIRST_FIELD_WORD) as usize)
+            .copied()
+            .unwrap_or_else(|| payload_word(key, version, i));
+        sum ^= sum_word(i, w);
+        ctx.store(addr + i * 8, w);
+    }
+    ctx.store(addr + ITEM_SEAL, seal(version, sum));
+}
+
+/// Update named payload words: assign `(word index, value)` pairs of the
+/// item at `addr` and its seal (version + 1), as `UPDATE t SET f = v` on a
+/// record does; returns the new version. Stores: the words plus the seal.
+pub fn update_words(ctx: &mut TxCtx, addr: Addr, words: &[(u64, u64)]) -> u64 {
+    let key = ctx.load(addr);
+    let old_seal = ctx.load(addr + ITEM_SEAL);
+    let version = old_seal >> 32;
+    let new_version = (version + 1) & 0xffff_ffff;
+    let mut sum = old_seal ^ sum_header(key, version) ^ sum_header(key, new_version);
+    for &(i, w) in words {
+        debug_assert!(i >= ITEM_FIRST_FIELD_WORD);
+        let old = ctx.load(addr + i * 8);
+        sum ^= sum_word(i, old) ^ sum_word(i, w);
+        ctx.store(addr + i * 8, w);
+    }
+    ctx.store(addr + ITEM_SEAL, seal(new_version, sum));
+    new_version
+}
+
 /// Item size of the synthetic workloads when `workload.item_bytes` is 0:
 /// 64 B, the first of the HOOP paper's two data sets (§IV-A: 64 B and 1 KB).
 pub const DEFAULT_ITEM_BYTES: u64 = 64;
@@ -471,6 +535,199 @@ pub fn rng(seed: u64) -> Xoshiro256PlusPlus {
 /// Draw a random key in `[1, key_space)` (0 is reserved for "empty").
 pub fn random_key(rng: &mut impl Rng, key_space: u64) -> u64 {
     rng.gen_range(1..key_space.max(2))
+}
+
+// ---- Key distributions (`workload.key_dist`) ----------------------------
+
+/// How a keyed workload picks keys: `default` is the workload's own choice
+/// (uniform for the synthetic structures, Zipfian for ycsb, NURand for
+/// tatp), `uniform` and `zipfian` override it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyDist {
+    Default,
+    Uniform,
+    Zipfian,
+}
+
+impl KeyDist {
+    /// From the (already validated) `workload.key_dist` string.
+    pub fn parse(s: &str) -> Self {
+        match s {
+            "uniform" => KeyDist::Uniform,
+            "zipfian" => KeyDist::Zipfian,
+            _ => KeyDist::Default,
+        }
+    }
+
+    /// This distribution, with `Default` replaced by the workload's own.
+    pub fn or(self, workload_default: KeyDist) -> KeyDist {
+        if self == KeyDist::Default {
+            workload_default
+        } else {
+            self
+        }
+    }
+}
+
+/// Items of YCSB's ScrambledZipfianGenerator (ITEM_COUNT = 10^10): ranks
+/// are drawn over this fixed population and hashed onto the key range, so
+/// any key range (and a growing one) gets the same skew.
+pub const SCRAMBLED_ZIPF_ITEMS: u64 = 10_000_000_000;
+/// zeta(10^10, 0.99): YCSB ScrambledZipfianGenerator.ZETAN (precomputed
+/// there; checked in `key_tests::scrambled_zetan_matches_the_sum`).
+pub const SCRAMBLED_ZIPF_ZETAN: f64 = 26.469_028_201_783_02;
+
+/// Picks keys (or indices into the program's own key list) by a
+/// [`KeyDist`]. Uniform draws exactly as the workloads always did (one
+/// `gen_range`), so `default` leaves their streams unchanged.
+#[derive(Clone, Debug)]
+pub struct KeyChooser {
+    zipf: Option<ycsb::Zipfian>,
+}
+
+impl KeyChooser {
+    /// `dist` must be resolved (not `Default`; `Default` means uniform).
+    pub fn new(dist: KeyDist) -> Self {
+        KeyChooser {
+            zipf: (dist == KeyDist::Zipfian).then(|| {
+                ycsb::Zipfian::with_zetan(
+                    SCRAMBLED_ZIPF_ITEMS,
+                    ycsb::ZIPFIAN_CONSTANT,
+                    SCRAMBLED_ZIPF_ZETAN,
+                )
+            }),
+        }
+    }
+
+    pub fn is_zipfian(&self) -> bool {
+        self.zipf.is_some()
+    }
+
+    /// A key in `[1, key_space)`: uniform, or YCSB's scrambled Zipfian
+    /// (`1 + fnvhash64(rank) % (key_space - 1)`).
+    #[inline]
+    pub fn key(&self, rng: &mut impl Rng, key_space: u64) -> u64 {
+        match &self.zipf {
+            None => random_key(rng, key_space),
+            Some(z) => 1 + ycsb::fnvhash64(z.next(rng)) % (key_space.max(2) - 1),
+        }
+    }
+
+    /// An index in `[0, n)`, `n > 0`: uniform, or scrambled Zipfian.
+    #[inline]
+    pub fn index(&self, rng: &mut impl Rng, n: usize) -> usize {
+        match &self.zipf {
+            None => rng.gen_range(0..n),
+            Some(z) => (ycsb::fnvhash64(z.next(rng)) % n as u64) as usize,
+        }
+    }
+}
+
+// ---- N independent copies per thread (`workload.copies`) ---------------
+//
+// With `workload.copies = N > 1`, each thread's region holds N independent
+// instances of the workload, each in its own sub-region with its own
+// header, heap and seed; the thread's transactions rotate over them (tx k
+// runs on copy k mod N). The region header then carries COPIES_MAGIC, N
+// and the sub-region size, so the checker finds the copies from the image
+// alone. (EHOU runs four copies of each workload at once, one per core:
+// that is `--threads 4`, since every thread already owns an independent
+// instance; `workload.copies` adds copies within a thread.)
+
+/// Region magic of a multi-copy region ("durasimC").
+pub const COPIES_MAGIC: u64 = 0x6475_7261_7369_6d43;
+const HDR_COPIES: u64 = 16;
+const HDR_COPY_BYTES: u64 = 24;
+/// Most copies per thread (`workload.copies` range).
+pub const MAX_COPIES: u64 = 64;
+
+fn copy_base(region_base: Addr, i: u64, copy_bytes: u64) -> Addr {
+    region_base + HEAP_OFFSET + i * copy_bytes
+}
+
+struct Copies {
+    inner: Vec<Box<dyn Workload>>,
+    region_base: Addr,
+    copy_bytes: u64,
+    next: usize,
+}
+
+/// Build a thread's workload: one instance, or `copies` independent ones.
+pub fn build(info: &WorkloadInfo, a: &WorkloadArgs, copies: u64) -> Box<dyn Workload> {
+    if copies <= 1 {
+        return (info.build)(a);
+    }
+    let copy_bytes = (a.region_bytes.saturating_sub(HEAP_OFFSET) / copies) & !4095;
+    let inner = (0..copies)
+        .map(|i| {
+            let mut c = a.clone();
+            c.region_base = copy_base(a.region_base, i, copy_bytes);
+            c.region_bytes = copy_bytes;
+            c.seed = mix64(a.seed ^ (i + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+            c.max_tx = a.max_tx.div_ceil(copies);
+            (info.build)(&c)
+        })
+        .collect();
+    Box::new(Copies {
+        inner,
+        region_base: a.region_base,
+        copy_bytes,
+        next: 0,
+    })
+}
+
+impl Workload for Copies {
+    fn setup(&mut self, ctx: &mut TxCtx) {
+        let b = self.region_base;
+        ctx.store(b + HDR_MAGIC, COPIES_MAGIC);
+        ctx.store(b + HDR_COPIES, self.inner.len() as u64);
+        ctx.store(b + HDR_COPY_BYTES, self.copy_bytes);
+        for (i, w) in self.inner.iter_mut().enumerate() {
+            let mut sub = ctx.sub(copy_base(b, i as u64, self.copy_bytes), self.copy_bytes);
+            w.setup(&mut sub);
+            let oom = sub.out_of_memory;
+            ctx.out_of_memory |= oom;
+        }
+    }
+
+    fn run_tx(&mut self, ctx: &mut TxCtx) {
+        let i = self.next;
+        self.next = if i + 1 == self.inner.len() { 0 } else { i + 1 };
+        let mut sub = ctx.sub(
+            copy_base(self.region_base, i as u64, self.copy_bytes),
+            self.copy_bytes,
+        );
+        self.inner[i].run_tx(&mut sub);
+        let oom = sub.out_of_memory;
+        ctx.out_of_memory |= oom;
+    }
+}
+
+/// Check a thread's region: the workload's checker on the region, or on
+/// each copy when the region holds `workload.copies` copies (found from the
+/// image's header). Returns the items found (summed over copies).
+pub fn check_region(
+    check: CheckFn,
+    img: &dyn MemRead,
+    region_base: Addr,
+    item_bytes: u64,
+) -> std::result::Result<u64, String> {
+    if img.read_u64(region_base + HDR_MAGIC) != COPIES_MAGIC {
+        return check(img, region_base, item_bytes);
+    }
+    let n = img.read_u64(region_base + HDR_COPIES);
+    let cb = img.read_u64(region_base + HDR_COPY_BYTES);
+    if !(2..=MAX_COPIES).contains(&n) || cb == 0 || !cb.is_multiple_of(4096) || cb > 1 << 40 {
+        return Err(format!(
+            "region at {region_base:#x}: bad copies header ({n} copies of {cb:#x} bytes)"
+        ));
+    }
+    let mut items = 0;
+    for i in 0..n {
+        items += check(img, copy_base(region_base, i, cb), item_bytes)
+            .map_err(|e| format!("copy {i}: {e}"))?;
+    }
+    Ok(items)
 }
 
 /// 64-bit mixer (the splitmix64 finalizer): key hashing for hash tables.
@@ -555,6 +812,7 @@ pub(crate) mod testutil {
             key_space: 1 << 32,
             tpcc_items: 2000,
             tpcc_customers: 300,
+            key_dist: KeyDist::Default,
         }
     }
 
@@ -829,6 +1087,85 @@ mod item_tests {
                 }
                 assert_eq!(next, ib / 8);
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod key_tests {
+    use super::*;
+
+    /// YCSB's precomputed zeta(10^10, 0.99) is the sum it names: the
+    /// first 10^6 terms exactly, the rest by the Euler-Maclaurin integral
+    /// (error far below 1e-9 here).
+    #[test]
+    fn scrambled_zetan_matches_the_sum() {
+        let theta = ycsb::ZIPFIAN_CONSTANT;
+        let m = 1_000_000u64;
+        let head = ycsb::zeta(m, theta);
+        let f = |x: f64| x.powf(1.0 - theta) / (1.0 - theta);
+        let n = SCRAMBLED_ZIPF_ITEMS as f64;
+        let mf = m as f64;
+        let tail = f(n) - f(mf) + 0.5 * (n.powf(-theta) - mf.powf(-theta));
+        let z = head + tail;
+        assert!((z - SCRAMBLED_ZIPF_ZETAN).abs() < 1e-6, "{z}");
+    }
+
+    /// `workload.key_dist = zipfian` draws ranks whose CDF matches the
+    /// analytic Zipf CDF zeta(k) / zeta(10^10) (Kolmogorov-Smirnov over
+    /// the first 10^5 ranks, which hold ~45% of the mass), and its keys
+    /// are skewed: the hottest key takes ~1 / zeta(10^10) = 3.8% of draws.
+    #[test]
+    fn zipfian_keys_match_the_analytic_cdf() {
+        let c = KeyChooser::new(KeyDist::Zipfian);
+        let z = c.zipf.clone().unwrap();
+        let mut r = rng(9);
+        let samples = 200_000u64;
+        let k_max = 100_000u64;
+        let mut counts = vec![0u64; k_max as usize];
+        for _ in 0..samples {
+            let rank = z.next(&mut r);
+            if rank < k_max {
+                counts[rank as usize] += 1;
+            }
+        }
+        let theta = ycsb::ZIPFIAN_CONSTANT;
+        let (mut emp, mut ana, mut ks) = (0.0f64, 0.0f64, 0.0f64);
+        for (i, &n) in counts.iter().enumerate() {
+            emp += n as f64 / samples as f64;
+            ana += 1.0 / ((i + 1) as f64).powf(theta) / SCRAMBLED_ZIPF_ZETAN;
+            ks = ks.max((emp - ana).abs());
+        }
+        // Sampling noise ~0.003 at 1%; Gray's method is exact for ranks
+        // 0 and 1 and approximate beyond (the same bound as ycsb's test).
+        assert!(ks < 0.025, "KS distance {ks}");
+        // Keys: hashed onto the key range, skewed.
+        let mut r = rng(10);
+        let mut hits = std::collections::HashMap::new();
+        for _ in 0..samples {
+            *hits.entry(c.key(&mut r, 1 << 32)).or_insert(0u64) += 1;
+        }
+        let top = *hits.values().max().unwrap() as f64 / samples as f64;
+        let want = 1.0 / SCRAMBLED_ZIPF_ZETAN;
+        assert!((top - want).abs() < 0.005, "hottest key {top} vs {want}");
+        assert!(hits.keys().all(|&k| (1..1 << 32).contains(&k)));
+        // Indices into a small list stay in range and are skewed.
+        let mut idx = [0u64; 100];
+        for _ in 0..samples {
+            idx[c.index(&mut r, 100)] += 1;
+        }
+        let (mx, mn) = (idx.iter().max().unwrap(), idx.iter().min().unwrap());
+        assert!(*mx > 2 * *mn, "skewed: {mx} vs {mn}");
+    }
+
+    /// Uniform is exactly the draw the workloads always made.
+    #[test]
+    fn uniform_chooser_draws_as_before() {
+        let c = KeyChooser::new(KeyDist::Uniform);
+        let (mut a, mut b) = (rng(3), rng(3));
+        for _ in 0..1000 {
+            assert_eq!(c.key(&mut a, 1 << 32), random_key(&mut b, 1 << 32));
+            assert_eq!(c.index(&mut a, 77), b.gen_range(0..77usize));
         }
     }
 }

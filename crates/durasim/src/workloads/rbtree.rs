@@ -42,6 +42,8 @@ const MAX_DEPTH: u32 = 128;
 pub(crate) struct RbTree {
     a: WorkloadArgs,
     rng: Xoshiro256PlusPlus,
+    /// `workload.key_dist` (uniform by default).
+    keys_dist: super::KeyChooser,
     root: Addr,
     /// Keys inserted so far (volatile program knowledge for updates).
     keys: Vec<u64>,
@@ -58,6 +60,7 @@ impl RbTree {
         let a = &a;
         RbTree {
             rng: rng(a.seed),
+            keys_dist: super::KeyChooser::new(a.key_dist.or(super::KeyDist::Uniform)),
             root: a.region_base + ROOT_OFFSET,
             keys: Vec::with_capacity((a.initial_items + a.max_tx) as usize),
             a: a.clone(),
@@ -203,10 +206,10 @@ impl Workload for RbTree {
 
     fn run_tx(&mut self, ctx: &mut TxCtx) {
         if !self.keys.is_empty() && self.rng.gen_bool(self.a.update_ratio) {
-            let key = self.keys[self.rng.gen_range(0..self.keys.len())];
+            let key = self.keys[self.keys_dist.index(&mut self.rng, self.keys.len())];
             self.update(ctx, key);
         } else {
-            let key = random_key(&mut self.rng, self.a.key_space);
+            let key = self.keys_dist.key(&mut self.rng, self.a.key_space);
             self.insert(ctx, key);
         }
     }

@@ -27,6 +27,8 @@ const ITEMS: u64 = 16;
 struct Vector {
     a: WorkloadArgs,
     rng: Xoshiro256PlusPlus,
+    /// `workload.key_dist` over the elements (uniform by default).
+    keys_dist: super::KeyChooser,
     root: Addr,
     items: Addr,
 }
@@ -36,6 +38,7 @@ fn build(a: &WorkloadArgs) -> Box<dyn Workload> {
     a.item_bytes = item_bytes_or(a.item_bytes, DEFAULT_ITEM_BYTES);
     Box::new(Vector {
         rng: rng(a.seed),
+        keys_dist: super::KeyChooser::new(a.key_dist.or(super::KeyDist::Uniform)),
         root: a.region_base + ROOT_OFFSET,
         items: 0,
         a,
@@ -66,7 +69,7 @@ impl Workload for Vector {
         let len = ctx.load(self.root + LEN);
         let ib = self.a.item_bytes;
         if len > 0 && self.rng.gen_bool(self.a.update_ratio) {
-            let i = self.rng.gen_range(0..len);
+            let i = self.keys_dist.index(&mut self.rng, len as usize) as u64;
             update_field(ctx, self.items + i * ib, ib, item_payload_words(ib));
         } else {
             let key = random_key(&mut self.rng, self.a.key_space);

@@ -19,7 +19,7 @@
 
 use super::{
     check_item, check_ptr, heap_bounds, item_bytes_or, item_version, mix64, rng, update_field,
-    write_item, TxCtx, Workload, WorkloadArgs, WorkloadInfo, ROOT_OFFSET,
+    write_item, KeyDist, TxCtx, Workload, WorkloadArgs, WorkloadInfo, ROOT_OFFSET,
 };
 use crate::mem::MemRead;
 use crate::types::Addr;
@@ -72,7 +72,13 @@ pub fn zeta(n: u64, theta: f64) -> f64 {
 impl Zipfian {
     pub fn new(items: u64, theta: f64) -> Self {
         let items = items.max(1);
-        let zetan = zeta(items, theta);
+        Self::with_zetan(items, theta, zeta(items, theta))
+    }
+
+    /// With a precomputed zeta(items, theta) (YCSB's constructor of the
+    /// same shape; ScrambledZipfianGenerator passes its ZETAN).
+    pub fn with_zetan(items: u64, theta: f64, zetan: f64) -> Self {
+        let items = items.max(1);
         let zeta2 = zeta(2, theta);
         Zipfian {
             items,
@@ -125,6 +131,8 @@ pub(crate) struct Ycsb {
     a: WorkloadArgs,
     rng: Xoshiro256PlusPlus,
     zipf: Zipfian,
+    /// `workload.key_dist = uniform`: ranks uniform instead of Zipfian.
+    uniform: bool,
     index: Addr,
     mask: u64,
 }
@@ -141,6 +149,7 @@ impl Ycsb {
         Ycsb {
             rng: rng(a.seed),
             zipf: Zipfian::new(a.initial_items, ZIPFIAN_CONSTANT),
+            uniform: a.key_dist.or(KeyDist::Zipfian) == KeyDist::Uniform,
             index: 0,
             // Load factor at most 1/2.
             mask: (2 * a.initial_items).next_power_of_two().max(16) - 1,
@@ -214,7 +223,11 @@ impl Workload for Ycsb {
     }
 
     fn run_tx(&mut self, ctx: &mut TxCtx) {
-        let rank = self.zipf.next(&mut self.rng);
+        let rank = if self.uniform {
+            self.rng.gen_range(0..self.a.initial_items)
+        } else {
+            self.zipf.next(&mut self.rng)
+        };
         if self.rng.gen_bool(READ_FRACTION) {
             self.read(ctx, rank);
         } else {

@@ -1,0 +1,320 @@
+//! Echo (MorLog Table IV macro-benchmark, from WHISPER; Bailey et al.,
+//! "Exploring storage class memory with key value stores", INFLOW 2013):
+//! a versioned key-value store. Client threads batch puts in a volatile
+//! local store and commit the batch transactionally into the persistent
+//! master store (Echo's kp_kvstore): a hash table whose entries keep
+//! every committed version of their value, newest first, each stamped with
+//! the global version number (GVN) of the commit that wrote it.
+//!
+//! A transaction commits one batch of [`BATCH_PUTS`] puts. Each put finds
+//! the key's entry, allocates a new value version (the whole item at the
+//! next per-key version, stamped with GVN + 1, linked before the previous
+//! newest) and makes it the entry's head: heap cursor + item_bytes / 8 + 3
+//! stores. The commit then publishes GVN + 1 (1 store). Keys are the
+//! `initial_items` keys set at load time, chosen by `workload.key_dist`
+//! (uniform by default); old versions are kept (Echo garbage-collects
+//! them off the critical path; not modelled).
+//!
+//! Layout: root = { nbuckets, buckets_ptr, nkeys, gvn }; entry = { key,
+//! head, next } (64 B); version = { item (item_bytes) | gvn | older }.
+
+use super::{
+    check_item, check_ptr, heap_bounds, item_bytes_or, item_version, mix64, random_key, rng,
+    write_item, KeyChooser, KeyDist, TxCtx, Workload, WorkloadArgs, WorkloadInfo,
+    DEFAULT_ITEM_BYTES, ITEM_SEAL, ROOT_OFFSET,
+};
+use crate::mem::MemRead;
+use crate::types::Addr;
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+pub static INFO: WorkloadInfo = WorkloadInfo {
+    name: "echo",
+    description: "versioned key-value store: commit a batch of local puts into a persistent hash table of version lists (MorLog Table IV, WHISPER Echo)",
+    build,
+    check,
+};
+
+/// Puts per committed batch: modelling choice (Echo's clients batch puts
+/// in a local store before merging; WHISPER's Echo driver uses small
+/// batches; 4 keeps a transaction near the size of the other workloads').
+pub const BATCH_PUTS: u64 = 4;
+
+const NBUCKETS: u64 = 0;
+const BUCKETS: u64 = 8;
+const NKEYS: u64 = 16;
+const GVN: u64 = 24;
+const E_KEY: u64 = 0;
+const E_HEAD: u64 = 8;
+const E_NEXT: u64 = 16;
+const ENTRY_BYTES: u64 = 24;
+const HASH_INSTRS: u32 = 8;
+
+pub(crate) struct Echo {
+    a: WorkloadArgs,
+    rng: Xoshiro256PlusPlus,
+    keys_dist: KeyChooser,
+    root: Addr,
+    buckets: Addr,
+    mask: u64,
+    keys: Vec<u64>,
+}
+
+fn build(a: &WorkloadArgs) -> Box<dyn Workload> {
+    Box::new(Echo::new(a))
+}
+
+fn vgvn(ib: u64) -> u64 {
+    ib
+}
+fn volder(ib: u64) -> u64 {
+    ib + 8
+}
+
+impl Echo {
+    pub(crate) fn new(a: &WorkloadArgs) -> Self {
+        let mut a = a.clone();
+        a.item_bytes = item_bytes_or(a.item_bytes, DEFAULT_ITEM_BYTES);
+        Echo {
+            rng: rng(a.seed),
+            keys_dist: KeyChooser::new(a.key_dist.or(KeyDist::Uniform)),
+            root: a.region_base + ROOT_OFFSET,
+            buckets: 0,
+            mask: a.initial_items.next_power_of_two().max(16) - 1,
+            keys: Vec::with_capacity(a.initial_items as usize),
+            a,
+        }
+    }
+
+    fn find(&self, ctx: &mut TxCtx, key: u64) -> (Addr, Addr) {
+        ctx.compute(HASH_INSTRS);
+        let b = self.buckets + (mix64(key) & self.mask) * 8;
+        let mut e = ctx.load(b);
+        while e != 0 && ctx.load(e + E_KEY) != key {
+            e = ctx.load(e + E_NEXT);
+        }
+        (b, e)
+    }
+
+    /// Put a new version of `key` stamped `gvn`; returns its version.
+    pub(crate) fn put(&mut self, ctx: &mut TxCtx, key: u64, gvn: u64) -> u64 {
+        let ib = self.a.item_bytes;
+        let (b, mut e) = self.find(ctx, key);
+        let (older, version) = if e == 0 {
+            e = ctx.alloc(ENTRY_BYTES);
+            ctx.store(e + E_KEY, key);
+            let head = ctx.load(b);
+            ctx.store(e + E_NEXT, head);
+            ctx.store(b, e);
+            let n = ctx.load(self.root + NKEYS);
+            ctx.store(self.root + NKEYS, n + 1);
+            self.keys.push(key);
+            (0, 0)
+        } else {
+            let h = ctx.load(e + E_HEAD);
+            (h, ((ctx.load(h + ITEM_SEAL) >> 32) + 1) & 0xffff_ffff)
+        };
+        let v = ctx.alloc(ib + 16);
+        write_item(ctx, v, ib, key, version);
+        ctx.store(v + vgvn(ib), gvn);
+        ctx.store(v + volder(ib), older);
+        ctx.store(e + E_HEAD, v);
+        version
+    }
+
+    /// Commit one batch of puts (drawn from the local store).
+    pub(crate) fn commit_batch(&mut self, ctx: &mut TxCtx) {
+        let gvn = ctx.load(self.root + GVN) + 1;
+        for _ in 0..BATCH_PUTS {
+            let key = self.keys[self.keys_dist.index(&mut self.rng, self.keys.len())];
+            self.put(ctx, key, gvn);
+        }
+        ctx.store(self.root + GVN, gvn);
+    }
+}
+
+impl Workload for Echo {
+    fn setup(&mut self, ctx: &mut TxCtx) {
+        ctx.init_region();
+        let nb = self.mask + 1;
+        self.buckets = ctx.alloc(nb * 8);
+        ctx.store(self.root + NBUCKETS, nb);
+        ctx.store(self.root + BUCKETS, self.buckets);
+        ctx.store(self.root + NKEYS, 0);
+        ctx.store(self.root + GVN, 0);
+        for _ in 0..self.a.initial_items {
+            let key = random_key(&mut self.rng, self.a.key_space);
+            self.put(ctx, key, 0);
+        }
+    }
+
+    fn run_tx(&mut self, ctx: &mut TxCtx) {
+        self.commit_batch(ctx);
+    }
+}
+
+/// Visit every key: `f(key, newest version, versions kept)`. Validates
+/// the buckets, entries and version lists.
+pub(crate) fn walk(
+    img: &dyn MemRead,
+    region_base: Addr,
+    item_bytes: u64,
+    mut f: impl FnMut(u64, u64, u64),
+) -> Result<u64, String> {
+    let ib = item_bytes_or(item_bytes, DEFAULT_ITEM_BYTES);
+    let bounds = heap_bounds(img, region_base)?;
+    let root = region_base + ROOT_OFFSET;
+    let nb = img.read_u64(root + NBUCKETS);
+    let buckets = img.read_u64(root + BUCKETS);
+    let nkeys = img.read_u64(root + NKEYS);
+    let gvn = img.read_u64(root + GVN);
+    if !nb.is_power_of_two() {
+        return Err(format!("echo: bucket count {nb} is not a power of two"));
+    }
+    check_ptr(buckets, nb.saturating_mul(8), bounds, "echo buckets")?;
+    let max_objects = (bounds.1 - bounds.0) / 64;
+    if nkeys > max_objects {
+        return Err(format!("echo: key count {nkeys} exceeds heap capacity"));
+    }
+    let (mut seen, mut objects) = (0u64, 0u64);
+    let mut keys = Vec::with_capacity(nkeys.min(1 << 16) as usize);
+    for b in 0..nb {
+        let mut e = img.read_u64(buckets + b * 8);
+        while e != 0 {
+            seen += 1;
+            if seen > nkeys {
+                return Err(format!("echo: more entries than the key count {nkeys}"));
+            }
+            check_ptr(e, ENTRY_BYTES, bounds, "echo entry")?;
+            let key = img.read_u64(e + E_KEY);
+            if mix64(key) & (nb - 1) != b {
+                return Err(format!(
+                    "echo: key {key} found in bucket {b}, hashes elsewhere"
+                ));
+            }
+            // Version list: per-key versions count down to 0, GVNs do not
+            // increase (a batch may put a key twice) and none is newer
+            // than the published GVN.
+            let mut v = img.read_u64(e + E_HEAD);
+            let (mut want, mut last_gvn, mut n) = (None::<u64>, gvn, 0u64);
+            let mut newest = 0;
+            while v != 0 {
+                objects += 1;
+                if objects > max_objects {
+                    return Err("echo: version lists exceed the heap (cycle)".into());
+                }
+                check_ptr(v, ib + 16, bounds, "echo version")?;
+                let k = check_item(img, v, ib).map_err(|e| format!("echo key {key}: {e}"))?;
+                if k != key {
+                    return Err(format!("echo: entry {key} holds a version of key {k}"));
+                }
+                let ver = item_version(img, v);
+                if want.is_some_and(|w| w != ver) {
+                    return Err(format!(
+                        "echo key {key}: version {ver} follows version {}",
+                        want.unwrap() + 1
+                    ));
+                }
+                if n == 0 {
+                    newest = ver;
+                }
+                let g = img.read_u64(v + vgvn(ib));
+                if g > last_gvn {
+                    return Err(format!(
+                        "echo key {key}: version {ver} has GVN {g}, above {last_gvn} (published GVN {gvn})"
+                    ));
+                }
+                last_gvn = g;
+                n += 1;
+                want = ver.checked_sub(1);
+                v = img.read_u64(v + volder(ib));
+                if want.is_none() && v != 0 {
+                    return Err(format!("echo key {key}: versions below 0"));
+                }
+            }
+            if n == 0 || want.is_some() {
+                return Err(format!(
+                    "echo key {key}: version list does not end at version 0"
+                ));
+            }
+            keys.push(key);
+            f(key, newest, n);
+            e = img.read_u64(e + E_NEXT);
+        }
+    }
+    if seen != nkeys {
+        return Err(format!("echo: key count {nkeys}, {seen} entries reachable"));
+    }
+    keys.sort_unstable();
+    if let Some(w) = keys.windows(2).find(|w| w[0] == w[1]) {
+        return Err(format!("echo: key {} appears twice", w[0]));
+    }
+    Ok(nkeys)
+}
+
+fn check(img: &dyn MemRead, region_base: Addr, item_bytes: u64) -> Result<u64, String> {
+    walk(img, region_base, item_bytes, |_, _, _| {})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mem::SparseImage;
+    use crate::workloads::testutil::*;
+
+    /// Every committed put is a new version; the GVN counts the batches.
+    #[test]
+    fn versions_count_the_puts() {
+        let a = args(64, 40, 200, 0.5);
+        let mut img = SparseImage::new();
+        let mut e = Echo::new(&a);
+        with_ctx(&mut img, false, |ctx| e.setup(ctx));
+        for _ in 0..200 {
+            with_ctx(&mut img, true, |ctx| e.run_tx(ctx));
+        }
+        let mut versions = 0;
+        let n = walk(&img, BASE, 64, |_, newest, kept| {
+            assert_eq!(newest + 1, kept);
+            versions += kept;
+        })
+        .unwrap();
+        assert_eq!(n, e.keys.len() as u64);
+        assert_eq!(versions, n + 200 * BATCH_PUTS);
+        assert_eq!(img.read_u64(BASE + ROOT_OFFSET + GVN), 200);
+    }
+
+    #[test]
+    fn stores_per_tx_follow_the_code_path() {
+        for ib in [64u64, 4096] {
+            let t = tx_stores(&INFO, &args(ib, 50, 100, 0.5), 100);
+            let want = BATCH_PUTS * (ib / 8 + 4) + 1;
+            assert!(t.iter().all(|&(w, _)| w as u64 == want), "{want}");
+        }
+    }
+
+    #[test]
+    fn checker_passes_and_detects_corruption() {
+        for ib in [64, 1024] {
+            let (img, _) = run_direct(&INFO, &args(ib, 50, 100, 0.5), 100);
+            assert!(check(&img, BASE, ib).unwrap() > 40);
+            let root = BASE + ROOT_OFFSET;
+            let buckets = img.read_u64(root + BUCKETS);
+            let b = (0..).find(|&b| img.read_u64(buckets + b * 8) != 0).unwrap();
+            let e = img.read_u64(buckets + b * 8);
+            let v = img.read_u64(e + E_HEAD);
+            assert_detects(&INFO, &img, v + 16, ib); // torn value
+            assert_detects(&INFO, &img, e + E_KEY, ib); // entry key
+            assert_detects(&INFO, &img, e + E_HEAD, ib); // head pointer
+            assert_detects(&INFO, &img, root + NKEYS, ib);
+            // Versions newer than the published GVN (batches whose GVN
+            // publication was lost).
+            let mut bad = img.clone();
+            crate::mem::MemWrite::write_u64(&mut bad, root + GVN, 0);
+            assert!(check(&bad, BASE, ib).is_err());
+        }
+    }
+
+    #[test]
+    fn engine_equivalence() {
+        engine_check("echo", 2, 200, &[]);
+    }
+}
