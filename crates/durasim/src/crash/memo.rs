@@ -16,7 +16,6 @@
 
 use crate::mem::{MemRead, MemWrite, PersistEvent};
 use crate::types::{Addr, LINE_BYTES, WORD_BYTES};
-use rustc_hash::FxHashMap;
 
 /// The writes of one recovery run, in order, split at 64 B lines (each
 /// piece is one of recovery's own persist points).
@@ -86,18 +85,41 @@ impl Writes {
         h
     }
 
-    /// Apply the first `m` writes to a word map of (value, byte mask).
-    fn apply_words(&self, m: usize, map: &mut FxHashMap<Addr, (u64, u8)>) {
+    /// The first `m` writes as (word, value, byte mask), one per word,
+    /// later writes over earlier ones, sorted by word.
+    fn word_image(&self, m: usize, out: &mut Vec<(Addr, u64, u8)>) {
+        let start = out.len();
         for &(a, off, len) in &self.chunks[..m] {
-            for i in 0..len as u64 {
-                let b = a + i;
-                let e = map.entry(b & !(WORD_BYTES - 1)).or_insert((0, 0));
-                let sh = (b % WORD_BYTES) * 8;
-                let byte = self.arena[off as usize + i as usize] as u64;
-                e.0 = (e.0 & !(0xff << sh)) | (byte << sh);
-                e.1 |= 1 << (b % WORD_BYTES);
+            let bytes = &self.arena[off as usize..off as usize + len as usize];
+            let end = a + len as u64;
+            let mut w = a & !(WORD_BYTES - 1);
+            while w < end {
+                let (lo, hi) = (a.max(w), end.min(w + WORD_BYTES));
+                let mut v = [0u8; 8];
+                let mut mask = 0u8;
+                for b in lo..hi {
+                    v[(b - w) as usize] = bytes[(b - a) as usize];
+                    mask |= 1 << (b - w);
+                }
+                out.push((w, u64::from_le_bytes(v), mask));
+                w += WORD_BYTES;
             }
         }
+        // Stable: equal words stay in write order, folded oldest first.
+        out[start..].sort_by_key(|x| x.0);
+        let mut folded: Vec<(Addr, u64, u8)> = Vec::with_capacity(out.len() - start);
+        for &(w, v, m) in &out[start..] {
+            match folded.last_mut() {
+                Some(l) if l.0 == w => {
+                    let bm = byte_mask(m);
+                    l.1 = (l.1 & !bm) | (v & bm);
+                    l.2 |= m;
+                }
+                _ => folded.push((w, v, m)),
+            }
+        }
+        out.truncate(start);
+        out.extend(folded);
     }
 }
 
@@ -169,8 +191,11 @@ pub struct Memo {
     pub writes: Writes,
     pub bytes_written: u64,
     pub modeled_ns: f64,
-    /// Per recovery crash point: the words to compare again.
-    mixed: Vec<Vec<MixedWord>>,
+    /// Per recovery crash point `m`: the re-run's writes, until the memo
+    /// is first used; then the words to compare again (most memos are
+    /// invalidated by the very next event and never need them).
+    reruns: Vec<(usize, Writes)>,
+    mixed: Option<Vec<Vec<MixedWord>>>,
 }
 
 impl Memo {
@@ -183,41 +208,71 @@ impl Memo {
         writes: Writes,
         bytes_written: u64,
         modeled_ns: f64,
-        reruns: &[(usize, Writes)],
-        home_limit: Addr,
+        reruns: Vec<(usize, Writes)>,
     ) -> Self {
-        let mut first = FxHashMap::default();
-        writes.apply_words(writes.len(), &mut first);
-        let mixed = reruns
-            .iter()
-            .map(|(m, w2)| {
-                let mut second = FxHashMap::default();
-                writes.apply_words(*m, &mut second);
-                w2.apply_words(w2.len(), &mut second);
-                let mut v: Vec<MixedWord> = first
-                    .keys()
-                    .chain(second.keys())
-                    .copied()
-                    .filter(|&a| a < home_limit)
-                    .filter_map(|a| {
-                        let (v1, m1) = first.get(&a).copied().unwrap_or((0, 0));
-                        let (v2, m2) = second.get(&a).copied().unwrap_or((0, 0));
-                        (m1 != 0xff || m2 != 0xff).then_some((a, v1, m1, v2, m2))
-                    })
-                    .collect();
-                v.sort_unstable_by_key(|x| x.0);
-                v.dedup_by_key(|x| x.0);
-                v
-            })
-            .collect();
         Memo {
             checked: point,
             reads,
             writes,
             bytes_written,
             modeled_ns,
-            mixed,
+            reruns,
+            mixed: None,
         }
+    }
+
+    /// Words below `home_limit` where a re-run's image and the
+    /// uninterrupted recovery's are not both fully overwritten.
+    fn mixed_words(&self, home_limit: Addr) -> Vec<Vec<MixedWord>> {
+        let mut first = Vec::new();
+        self.writes.word_image(self.writes.len(), &mut first);
+        self.reruns
+            .iter()
+            .map(|(m, w2)| {
+                let mut second = Vec::new();
+                self.writes.word_image(*m, &mut second);
+                w2.word_image(w2.len(), &mut second);
+                // Re-fold: the re-run's writes land after the prefix.
+                let mut tmp = Writes::default();
+                for &(a, v, mk) in &second {
+                    for b in 0..8u64 {
+                        if mk & (1 << b) != 0 {
+                            tmp.push(a + b, &[(v >> (8 * b)) as u8]);
+                        }
+                    }
+                }
+                let mut second = Vec::new();
+                tmp.word_image(tmp.len(), &mut second);
+                let (mut i, mut j) = (0, 0);
+                let mut out = Vec::new();
+                while i < first.len() || j < second.len() {
+                    let a = match (first.get(i), second.get(j)) {
+                        (Some(x), Some(y)) => x.0.min(y.0),
+                        (Some(x), None) => x.0,
+                        (None, Some(y)) => y.0,
+                        (None, None) => unreachable!(),
+                    };
+                    let (v1, m1) = match first.get(i) {
+                        Some(x) if x.0 == a => {
+                            i += 1;
+                            (x.1, x.2)
+                        }
+                        _ => (0, 0),
+                    };
+                    let (v2, m2) = match second.get(j) {
+                        Some(y) if y.0 == a => {
+                            j += 1;
+                            (y.1, y.2)
+                        }
+                        _ => (0, 0),
+                    };
+                    if a < home_limit && (m1 != 0xff || m2 != 0xff) {
+                        out.push((a, v1, m1, v2, m2));
+                    }
+                }
+                out
+            })
+            .collect()
     }
 
     /// Whether the recoveries at crash point `k` (>= the memo's point) read
@@ -235,13 +290,17 @@ impl Memo {
 
     /// Number of recovery crash points the memo covers.
     pub fn reruns(&self) -> usize {
-        self.mixed.len()
+        self.reruns.len()
     }
 
     /// Every re-run after a crash still matches the uninterrupted recovery
     /// on the crash image `img` (only the mixed words can have changed).
-    pub fn reruns_match(&self, img: &dyn MemRead) -> bool {
-        self.mixed.iter().all(|words| {
+    pub fn reruns_match(&mut self, img: &dyn MemRead, home_limit: Addr) -> bool {
+        if self.mixed.is_none() {
+            self.mixed = Some(self.mixed_words(home_limit));
+        }
+        let mixed = self.mixed.as_ref().expect("just computed");
+        mixed.iter().all(|words| {
             words.iter().all(|&(a, v1, m1, v2, m2)| {
                 let c = img.read_u64(a);
                 let (b1, b2) = (byte_mask(m1), byte_mask(m2));
@@ -275,9 +334,9 @@ mod tests {
         let mut w = Writes::default();
         w.push(8, &[1, 2, 3, 4]);
         w.push(10, &[9]);
-        let mut m = FxHashMap::default();
-        w.apply_words(2, &mut m);
-        assert_eq!(m[&8], (0x0409_0201, 0x0f));
+        let mut m = Vec::new();
+        w.word_image(2, &mut m);
+        assert_eq!(m, vec![(8, 0x0409_0201, 0x0f)]);
         assert_ne!(w.digest(), Writes::default().digest());
     }
 }

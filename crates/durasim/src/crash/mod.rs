@@ -17,7 +17,7 @@ pub mod points;
 
 use crate::engine::{Engine, RunSpec};
 use crate::error::{Error, Result};
-use crate::mem::{MemRead, MemWrite, Overlay};
+use crate::mem::{MemRead, MemWrite, Overlay, SparseImage};
 use crate::schemes::{self, Durability, SchemeInfo};
 use crate::types::Addr;
 use memo::{Memo, ReadSet, Writes};
@@ -49,6 +49,10 @@ pub struct CrashOptions {
     /// Host threads verifying points (0 = rayon's default: every core).
     /// Verdicts, reports and replay lines do not depend on it.
     pub host_threads: usize,
+    /// Differential check of the dedup (tests): at every reused point also
+    /// recover from scratch and count images that differ
+    /// (`CrashReport::dedup_mismatches`, must stay 0).
+    pub verify_dedup: bool,
 }
 
 impl Default for CrashOptions {
@@ -60,6 +64,7 @@ impl Default for CrashOptions {
             memo_invariants: true,
             dedup_recoveries: true,
             host_threads: 0,
+            verify_dedup: false,
         }
     }
 }
@@ -158,6 +163,9 @@ pub struct CrashReport {
     pub deduplicated_points: u64,
     /// Host threads that verified points.
     pub host_threads: usize,
+    /// With `verify_dedup`: reused points whose from-scratch recovery gave
+    /// a different image (a dedup bug; 0).
+    pub dedup_mismatches: u64,
     /// The points tested with their verdicts (true = passed), in order
     /// (clean and torn images, for determinism checks).
     pub verdicts: Vec<(u64, Option<u8>, bool)>,
@@ -341,6 +349,7 @@ struct Tally {
     bg_tested: u64,
     /// Points whose recoveries were reused ([`memo`]).
     dedup_hits: u64,
+    dedup_mismatches: u64,
     verdicts: Vec<(u64, Option<u8>, bool)>,
 }
 
@@ -368,6 +377,7 @@ impl Tally {
         self.torn_tested += o.torn_tested;
         self.bg_tested += o.bg_tested;
         self.dedup_hits += o.dedup_hits;
+        self.dedup_mismatches += o.dedup_mismatches;
         self.verdicts.extend(o.verdicts);
     }
 }
@@ -550,6 +560,7 @@ pub fn crashtest_with(
         recovery_bytes_written_mean: tally.rec_bytes / tally.rec_runs.max(1) as f64,
         recovery_modeled_ns_max: tally.rec_ns_max,
         deduplicated_points: tally.dedup_hits,
+        dedup_mismatches: tally.dedup_mismatches,
         host_threads,
         verdicts: tally.verdicts,
         torn: opts.torn || single_mask.is_some(),
@@ -670,7 +681,7 @@ fn check_image(sh: &Shared, w: &mut Worker, tally: &mut Tally, k: u64, mask: Opt
     // A passing earlier point whose recoveries read nothing that changed
     // since: replay its writes instead of recovering again.
     if let Some(mut memo) = memo_slot.take() {
-        if memo.holds_at(k, sh.events) && memo.reruns_match(&oracle.cur) {
+        if memo.holds_at(k, sh.events) && memo.reruns_match(&oracle.cur, sh.layout.home_limit) {
             let mut img = Overlay::new(&oracle.cur);
             memo.writes.replay_onto(memo.writes.len(), &mut img);
             tally.rec_runs += 1;
@@ -678,7 +689,21 @@ fn check_image(sh: &Shared, w: &mut Worker, tally: &mut Tally, k: u64, mask: Opt
             tally.rec_ns_max = tally.rec_ns_max.max(memo.modeled_ns);
             tally.recovery_crashes += memo.reruns() as u64;
             tally.dedup_hits += 1;
-            let ok = check_recovered(sh, oracle, scratch, tally, k, mask, &img, &memo.writes.words);
+            if sh.opts.verify_dedup
+                && !same_as_from_scratch(sh, &oracle.cur, &img, &memo.writes.words)
+            {
+                tally.dedup_mismatches += 1;
+            }
+            let ok = check_recovered(
+                sh,
+                oracle,
+                scratch,
+                tally,
+                k,
+                mask,
+                &img,
+                &memo.writes.words,
+            );
             drop(img);
             *memo_slot = Some(memo);
             return ok;
@@ -775,11 +800,26 @@ fn check_image(sh: &Shared, w: &mut Worker, tally: &mut Tally, k: u64, mask: Opt
             std::mem::take(&mut rec.writes),
             report.bytes_written,
             report.modeled_ns,
-            &reruns,
-            layout.home_limit,
+            reruns,
         ));
     }
     ok
+}
+
+/// Whether recovering `cur` from scratch gives the image `fast` (whose
+/// writes touched the sorted words `fast_words`), everywhere either wrote.
+fn same_as_from_scratch(
+    sh: &Shared,
+    cur: &SparseImage,
+    fast: &dyn MemRead,
+    fast_words: &[Addr],
+) -> bool {
+    let mut rec = Recorder::new(Overlay::new(cur));
+    if (sh.info.recover)(&mut rec, sh.params, sh.layout).is_err() {
+        return false;
+    }
+    let words = rec.words_sorted().to_vec();
+    first_difference(fast, fast_words, &rec, &words, Addr::MAX).is_none()
 }
 
 /// Check a recovered image `rec` (recovery wrote the sorted words
