@@ -77,7 +77,7 @@ pub fn options(a: &CrashtestArgs) -> Result<CrashOptions> {
         points,
         torn: a.torn,
         recovery_crashes,
-        memo_invariants: true,
+        ..CrashOptions::default()
     })
 }
 

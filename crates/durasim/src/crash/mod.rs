@@ -11,14 +11,16 @@
 //! crash point costs about one recovery plus a check proportional to what
 //! can differ, never a copy of the image.
 
+pub mod memo;
 pub mod oracle;
 pub mod points;
 
 use crate::engine::{Engine, RunSpec};
 use crate::error::{Error, Result};
-use crate::mem::{MemRead, MemWrite, Overlay};
+use crate::mem::{MemRead, MemWrite, Overlay, SparseImage};
 use crate::schemes::{self, Durability, SchemeInfo};
-use crate::types::{Addr, LINE_BYTES, WORD_BYTES};
+use crate::types::Addr;
+use memo::{Memo, ReadSet, Writes};
 use oracle::Oracle;
 pub use points::PointSel;
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -40,6 +42,17 @@ pub struct CrashOptions {
     /// matched prefix) instead of at every point. Exact: a region equal to
     /// a prefix image gives the same checker result.
     pub memo_invariants: bool,
+    /// Reuse a passing point's recoveries at later points whose recovery
+    /// inputs are provably identical ([`memo`]). Exact; off only to check
+    /// that it is (differential tests).
+    pub dedup_recoveries: bool,
+    /// Host threads verifying points (0 = rayon's default: every core).
+    /// Verdicts, reports and replay lines do not depend on it.
+    pub host_threads: usize,
+    /// Differential check of the dedup (tests): at every reused point also
+    /// recover from scratch and count images that differ
+    /// (`CrashReport::dedup_mismatches`, must stay 0).
+    pub verify_dedup: bool,
 }
 
 impl Default for CrashOptions {
@@ -49,6 +62,9 @@ impl Default for CrashOptions {
             torn: false,
             recovery_crashes: DEFAULT_RECOVERY_CRASHES,
             memo_invariants: true,
+            dedup_recoveries: true,
+            host_threads: 0,
+            verify_dedup: false,
         }
     }
 }
@@ -142,6 +158,14 @@ pub struct CrashReport {
     pub sim_host_seconds: f64,
     pub recovery_bytes_written_mean: f64,
     pub recovery_modeled_ns_max: f64,
+    /// Crash images whose recoveries were reused from an earlier point with
+    /// provably identical recovery inputs ([`memo`]).
+    pub deduplicated_points: u64,
+    /// Host threads that verified points.
+    pub host_threads: usize,
+    /// With `verify_dedup`: reused points whose from-scratch recovery gave
+    /// a different image (a dedup bug; 0).
+    pub dedup_mismatches: u64,
     /// The points tested with their verdicts (true = passed), in order
     /// (clean and torn images, for determinism checks).
     pub verdicts: Vec<(u64, Option<u8>, bool)>,
@@ -182,46 +206,33 @@ impl CrashReport {
             "sim_host_seconds": self.sim_host_seconds,
             "recovery_bytes_written_mean": self.recovery_bytes_written_mean,
             "recovery_modeled_ns_max": self.recovery_modeled_ns_max,
+            "deduplicated_points": self.deduplicated_points,
+            "host_threads": self.host_threads,
         })
     }
 }
 
 /// A write-through wrapper around a recovery's image that records every
-/// write, split at 64 B line boundaries (each piece is one of recovery's
-/// own persist points).
+/// write (each 64 B piece is one of recovery's own persist points).
 pub struct Recorder<W: MemWrite> {
     pub inner: W,
-    /// Word addresses written (unsorted until [`Recorder::words_sorted`]).
-    words: Vec<Addr>,
-    chunks: Vec<(Addr, u32, u8)>,
-    arena: Vec<u8>,
+    pub writes: Writes,
 }
 
 impl<W: MemWrite> Recorder<W> {
     pub fn new(inner: W) -> Self {
         Recorder {
             inner,
-            words: Vec::new(),
-            chunks: Vec::new(),
-            arena: Vec::new(),
+            writes: Writes::default(),
         }
     }
 
     pub fn writes(&self) -> usize {
-        self.chunks.len()
-    }
-
-    /// Replay the first `m` recorded writes onto `img`.
-    pub fn replay_onto(&self, m: usize, img: &mut dyn MemWrite) {
-        for &(a, off, len) in &self.chunks[..m] {
-            img.write_bytes(a, &self.arena[off as usize..off as usize + len as usize]);
-        }
+        self.writes.len()
     }
 
     pub fn words_sorted(&mut self) -> &[Addr] {
-        self.words.sort_unstable();
-        self.words.dedup();
-        &self.words
+        self.writes.sort_words()
     }
 }
 
@@ -229,23 +240,54 @@ impl<W: MemWrite> MemRead for Recorder<W> {
     fn read_bytes(&self, addr: Addr, buf: &mut [u8]) {
         self.inner.read_bytes(addr, buf);
     }
+
+    fn zeros_until(&self, addr: Addr, end: Addr) -> Addr {
+        self.inner.zeros_until(addr, end)
+    }
+}
+
+/// A [`Recorder`] that also records the byte ranges read (for [`memo`]).
+/// Reads take `&self`, so the read set sits in a cell.
+pub struct Tracked<W: MemWrite> {
+    rec: Recorder<W>,
+    reads: std::cell::RefCell<ReadSet>,
+}
+
+impl<W: MemWrite> Tracked<W> {
+    fn new(inner: W) -> Self {
+        Tracked {
+            rec: Recorder::new(inner),
+            reads: Default::default(),
+        }
+    }
+
+    fn into_parts(self) -> (Recorder<W>, ReadSet) {
+        (self.rec, self.reads.into_inner())
+    }
+}
+
+impl<W: MemWrite> MemRead for Tracked<W> {
+    fn read_bytes(&self, addr: Addr, buf: &mut [u8]) {
+        self.reads.borrow_mut().push(addr, addr + buf.len() as u64);
+        self.rec.read_bytes(addr, buf);
+    }
+
+    fn zeros_until(&self, addr: Addr, end: Addr) -> Addr {
+        let z = self.rec.zeros_until(addr, end);
+        self.reads.borrow_mut().push(addr, z);
+        z
+    }
+}
+
+impl<W: MemWrite> MemWrite for Tracked<W> {
+    fn write_bytes(&mut self, addr: Addr, data: &[u8]) {
+        self.rec.write_bytes(addr, data);
+    }
 }
 
 impl<W: MemWrite> MemWrite for Recorder<W> {
     fn write_bytes(&mut self, addr: Addr, data: &[u8]) {
-        let mut done = 0usize;
-        while done < data.len() {
-            let a = addr + done as u64;
-            let n = ((LINE_BYTES - a % LINE_BYTES) as usize).min(data.len() - done);
-            self.chunks.push((a, self.arena.len() as u32, n as u8));
-            self.arena.extend_from_slice(&data[done..done + n]);
-            let mut w = a & !(WORD_BYTES - 1);
-            while w < a + n as u64 {
-                self.words.push(w);
-                w += WORD_BYTES;
-            }
-            done += n;
-        }
+        self.writes.push(addr, data);
         self.inner.write_bytes(addr, data);
     }
 }
@@ -291,6 +333,8 @@ fn replay_line(spec: &RunSpec, opts: &CrashOptions, point: u64, mask: Option<u8>
     s
 }
 
+/// Per-worker results, merged in point order.
+#[derive(Default)]
 struct Tally {
     clean: u64,
     torn: u64,
@@ -300,6 +344,13 @@ struct Tally {
     rec_runs: u64,
     rec_ns_max: f64,
     recovery_crashes: u64,
+    tested: u64,
+    torn_tested: u64,
+    bg_tested: u64,
+    /// Points whose recoveries were reused ([`memo`]).
+    dedup_hits: u64,
+    dedup_mismatches: u64,
+    verdicts: Vec<(u64, Option<u8>, bool)>,
 }
 
 impl Tally {
@@ -309,6 +360,59 @@ impl Tally {
             self.first = Some(v);
         }
     }
+
+    /// Append a later chunk's results.
+    fn merge(&mut self, o: Tally) {
+        self.clean += o.clean;
+        self.torn += o.torn;
+        self.recovery_crash += o.recovery_crash;
+        if self.first.is_none() {
+            self.first = o.first;
+        }
+        self.rec_bytes += o.rec_bytes;
+        self.rec_runs += o.rec_runs;
+        self.rec_ns_max = self.rec_ns_max.max(o.rec_ns_max);
+        self.recovery_crashes += o.recovery_crashes;
+        self.tested += o.tested;
+        self.torn_tested += o.torn_tested;
+        self.bg_tested += o.bg_tested;
+        self.dedup_hits += o.dedup_hits;
+        self.dedup_mismatches += o.dedup_mismatches;
+        self.verdicts.extend(o.verdicts);
+    }
+}
+
+/// What every worker reads.
+struct Shared<'a> {
+    info: &'static SchemeInfo,
+    spec: &'a RunSpec,
+    opts: &'a CrashOptions,
+    layout: &'a schemes::Layout,
+    params: &'a crate::config::Params,
+    check: crate::workloads::CheckFn,
+    item_bytes: u64,
+    log: &'a crate::mem::PersistLog,
+    events: &'a [crate::mem::PersistEvent],
+    n: u64,
+    single_mask: Option<u8>,
+    tx_writes: &'a [(Addr, u64)],
+    per_thread: &'a [Vec<crate::engine::TxRecord>],
+    background: &'a [std::ops::Range<u64>],
+}
+
+/// A worker's state across the points of its chunk.
+struct Worker<'a> {
+    oracle: Oracle<'a>,
+    scratch: Scratch,
+    memo: Option<Memo>,
+    undo: Vec<(Addr, u64)>,
+}
+
+#[derive(Default)]
+struct Scratch {
+    extra: FxHashMap<Addr, u64>,
+    /// (thread, prefix) states whose invariant check passed.
+    inv_memo: FxHashSet<(usize, u64)>,
 }
 
 /// Crash-test any scheme entry, registered or not (tests use this to check
@@ -360,93 +464,78 @@ pub fn crashtest_with(
         _ => None,
     };
     let layout = engine.ctx.layout.clone();
-    let params = &engine.params;
-    let item_bytes = params.u64("workload.item_bytes");
-    let check = engine.workload_info.check;
-    let mut oracle = Oracle::new(&layout, &history, info.durability, log.marks());
-    let mut memo: FxHashSet<(usize, u64)> = FxHashSet::default();
-    let mut extra: FxHashMap<Addr, u64> = FxHashMap::default();
-    let mut tally = Tally {
-        clean: 0,
-        torn: 0,
-        recovery_crash: 0,
-        first: None,
-        rec_bytes: 0.0,
-        rec_runs: 0,
-        rec_ns_max: 0.0,
-        recovery_crashes: 0,
+    let sh = Shared {
+        info,
+        spec: &spec,
+        opts,
+        layout: &layout,
+        params: &engine.params,
+        check: engine.workload_info.check,
+        item_bytes: engine.params.u64("workload.item_bytes"),
+        log,
+        events,
+        n,
+        single_mask,
+        tx_writes: &history.writes,
+        per_thread: &history.per_thread,
+        background: &history.background,
     };
-    let background = &history.background;
-    let inside_background = |k: u64, torn: bool| {
-        let i = background.partition_point(|r| r.start < k || (torn && r.start == k));
-        i > 0 && k < background[i - 1].end
+    let pool = match opts.host_threads {
+        0 => None,
+        t => Some(
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(t)
+                .build()
+                .map_err(|e| Error::Internal(format!("thread pool: {e}")))?,
+        ),
     };
-    let mut verdicts = Vec::with_capacity(selected.len());
-    let mut tested = 0u64;
-    let mut torn_tested = 0u64;
-    let mut bg_tested = 0u64;
-    let mut undo = Vec::new();
-    let start = Instant::now();
+    let host_threads = pool
+        .as_ref()
+        .map_or_else(rayon::current_num_threads, |p| p.current_num_threads());
+    // Contiguous chunks, a few per host thread (load balance); a worker
+    // starts cold (oracle advanced from point 0, no memo), which costs time
+    // but never changes a verdict, so results do not depend on chunking.
+    let chunk = selected
+        .len()
+        .div_ceil(host_threads.max(1) * 3)
+        .max(64)
+        .min(selected.len().max(1));
+    // Images are not `Sync`: each chunk gets its own initial image.
+    let jobs: Vec<(&[u64], crate::mem::SparseImage)> = selected
+        .chunks(chunk)
+        .map(|c| (c, history.initial_media.clone()))
+        .collect();
     let total = selected.len() as u64;
-    for (i, &k) in selected.iter().enumerate() {
-        oracle.advance(k, log);
-        let mask = if k < n {
-            single_mask.or_else(|| {
-                opts.torn
-                    .then(|| {
-                        points::tear_mask(spec.seed, k, points::covered_words(&events[k as usize]))
-                    })
-                    .flatten()
-            })
-        } else {
-            None
+    let start = Instant::now();
+    let (tx, rx) = std::sync::mpsc::channel::<u64>();
+    let tallies: Vec<Tally> = std::thread::scope(|s| {
+        let sh = &sh;
+        let work = move || -> Vec<Tally> {
+            use rayon::prelude::*;
+            jobs.into_par_iter()
+                .map_with(tx, |tx, (pts, initial)| check_chunk(sh, pts, initial, tx))
+                .collect()
         };
-        if single_mask.is_none() {
-            tested += 1;
-            bg_tested += u64::from(inside_background(k, false));
-            let ok = check_image(
-                info, &spec, opts, &oracle, &mut extra, &mut memo, &mut tally, params, &layout,
-                check, item_bytes, k, None,
-            );
-            if !ok {
-                tally.clean += 1;
-            }
-            verdicts.push((k, None, ok));
+        let h = s.spawn(move || match &pool {
+            Some(p) => p.install(work),
+            None => work(),
+        });
+        // Progress on the calling thread (the callback need not be Send).
+        let mut done = 0u64;
+        for d in rx {
+            done += d;
+            progress(done, total);
         }
-        if let Some(m) = mask {
-            let ev = &events[k as usize];
-            undo.clear();
-            oracle.persist(ev.addr, log.data(ev), m, &mut undo);
-            tested += 1;
-            torn_tested += 1;
-            bg_tested += u64::from(inside_background(k, true));
-            let ok = check_image(
-                info,
-                &spec,
-                opts,
-                &oracle,
-                &mut extra,
-                &mut memo,
-                &mut tally,
-                params,
-                &layout,
-                check,
-                item_bytes,
-                k,
-                Some(m),
-            );
-            if !ok {
-                tally.torn += 1;
-            }
-            verdicts.push((k, Some(m), ok));
-            oracle.undo(&undo);
-        }
-        // Every point: slow recoveries make 1,024 points take ~20 s, and the
-        // callback is cheap next to one recovery.
-        progress(i as u64, total);
+        h.join()
+    })
+    .map_err(|_| Error::Internal("a crash-test worker panicked".into()))?;
+    let mut tally = Tally::default();
+    for t in tallies {
+        tally.merge(t);
     }
     progress(total, total);
     let check_host_seconds = start.elapsed().as_secs_f64();
+    let background = &history.background;
     Ok(CrashReport {
         scheme: spec.scheme.clone(),
         workload: spec.workload.clone(),
@@ -455,24 +544,106 @@ pub fn crashtest_with(
         tx: spec.tx,
         seed: spec.seed,
         persist_events: n,
-        crash_points_tested: tested,
-        torn_points_tested: torn_tested,
+        crash_points_tested: tally.tested,
+        torn_points_tested: tally.torn_tested,
         recovery_crashes_tested: tally.recovery_crashes,
         background_persist_events: background.iter().map(|r| r.end - r.start).sum(),
-        background_points_tested: bg_tested,
+        background_points_tested: tally.bg_tested,
         violations: tally.clean + tally.torn,
         clean_violations: tally.clean,
         torn_violations: tally.torn,
         recovery_crash_violations: tally.recovery_crash,
         first_violation: tally.first,
-        points_per_second: tested as f64 / check_host_seconds.max(1e-9),
+        points_per_second: tally.tested as f64 / check_host_seconds.max(1e-9),
         check_host_seconds,
         sim_host_seconds,
         recovery_bytes_written_mean: tally.rec_bytes / tally.rec_runs.max(1) as f64,
         recovery_modeled_ns_max: tally.rec_ns_max,
-        verdicts,
+        deduplicated_points: tally.dedup_hits,
+        dedup_mismatches: tally.dedup_mismatches,
+        host_threads,
+        verdicts: tally.verdicts,
         torn: opts.torn || single_mask.is_some(),
     })
+}
+
+/// Check the crash points `pts` (ascending) in order.
+fn check_chunk(
+    sh: &Shared,
+    pts: &[u64],
+    initial: crate::mem::SparseImage,
+    done: &mut std::sync::mpsc::Sender<u64>,
+) -> Tally {
+    let mut w = Worker {
+        oracle: Oracle::from_parts(
+            sh.layout,
+            sh.tx_writes,
+            sh.per_thread,
+            initial,
+            sh.info.durability,
+            sh.log.marks(),
+        ),
+        scratch: Scratch::default(),
+        memo: None,
+        undo: Vec::new(),
+    };
+    let mut tally = Tally {
+        verdicts: Vec::with_capacity(pts.len()),
+        ..Tally::default()
+    };
+    let background = sh.background;
+    let inside_background = |k: u64, torn: bool| {
+        let i = background.partition_point(|r| r.start < k || (torn && r.start == k));
+        i > 0 && k < background[i - 1].end
+    };
+    for &k in pts {
+        w.oracle.advance(k, sh.log);
+        let mask = if k < sh.n {
+            sh.single_mask.or_else(|| {
+                sh.opts
+                    .torn
+                    .then(|| {
+                        points::tear_mask(
+                            sh.spec.seed,
+                            k,
+                            points::covered_words(&sh.events[k as usize]),
+                        )
+                    })
+                    .flatten()
+            })
+        } else {
+            None
+        };
+        if sh.single_mask.is_none() {
+            tally.tested += 1;
+            tally.bg_tested += u64::from(inside_background(k, false));
+            let ok = check_image(sh, &mut w, &mut tally, k, None);
+            if !ok {
+                tally.clean += 1;
+            }
+            tally.verdicts.push((k, None, ok));
+        }
+        if let Some(m) = mask {
+            let ev = &sh.events[k as usize];
+            let mut undo = std::mem::take(&mut w.undo);
+            undo.clear();
+            w.oracle.persist(ev.addr, sh.log.data(ev), m, &mut undo);
+            tally.tested += 1;
+            tally.torn_tested += 1;
+            tally.bg_tested += u64::from(inside_background(k, true));
+            let ok = check_image(sh, &mut w, &mut tally, k, Some(m));
+            if !ok {
+                tally.torn += 1;
+            }
+            tally.verdicts.push((k, Some(m), ok));
+            w.oracle.undo(&undo);
+            w.undo = undo;
+        }
+        // Every point: slow recoveries make 1,024 points take ~20 s, and the
+        // message is cheap next to one recovery.
+        let _ = done.send(1);
+    }
+    tally
 }
 
 /// Run scheme or workload code on crashed bytes; a panic (a bug in that
@@ -493,28 +664,58 @@ fn guarded<T, E: std::fmt::Display>(
     }
 }
 
-/// Recover one crash image and check it; returns whether it passed.
-#[allow(clippy::too_many_arguments)]
-fn check_image(
-    info: &SchemeInfo,
-    spec: &RunSpec,
-    opts: &CrashOptions,
-    oracle: &Oracle,
-    extra: &mut FxHashMap<Addr, u64>,
-    memo: &mut FxHashSet<(usize, u64)>,
-    tally: &mut Tally,
-    params: &crate::config::Params,
-    layout: &schemes::Layout,
-    check: crate::workloads::CheckFn,
-    item_bytes: u64,
-    k: u64,
-    mask: Option<u8>,
-) -> bool {
-    let replay = || replay_line(spec, opts, k, mask);
+/// Recover one crash image (the worker's oracle image, with the write in
+/// flight torn by `mask`) and check it; returns whether it passed.
+fn check_image(sh: &Shared, w: &mut Worker, tally: &mut Tally, k: u64, mask: Option<u8>) -> bool {
+    let memoize = sh.opts.dedup_recoveries && mask.is_none();
+    let Worker {
+        oracle,
+        scratch,
+        memo: memo_slot,
+        ..
+    } = w;
+    let oracle: &Oracle = oracle;
+    if !memoize {
+        *memo_slot = None;
+    }
+    // A passing earlier point whose recoveries read nothing that changed
+    // since: replay its writes instead of recovering again.
+    if let Some(mut memo) = memo_slot.take() {
+        if memo.holds_at(k, sh.events) && memo.reruns_match(&oracle.cur, sh.layout.home_limit) {
+            let mut img = Overlay::new(&oracle.cur);
+            memo.writes.replay_onto(memo.writes.len(), &mut img);
+            tally.rec_runs += 1;
+            tally.rec_bytes += memo.bytes_written as f64;
+            tally.rec_ns_max = tally.rec_ns_max.max(memo.modeled_ns);
+            tally.recovery_crashes += memo.reruns() as u64;
+            tally.dedup_hits += 1;
+            if sh.opts.verify_dedup
+                && !same_as_from_scratch(sh, &oracle.cur, &img, &memo.writes.words)
+            {
+                tally.dedup_mismatches += 1;
+            }
+            let ok = check_recovered(
+                sh,
+                oracle,
+                scratch,
+                tally,
+                k,
+                mask,
+                &img,
+                &memo.writes.words,
+            );
+            drop(img);
+            *memo_slot = Some(memo);
+            return ok;
+        }
+    }
+    let replay = || replay_line(sh.spec, sh.opts, k, mask);
     let torn_note = mask
         .map(|m| format!(" with the write in flight torn (mask {m:#04x})"))
         .unwrap_or_default();
-    let mut rec = Recorder::new(Overlay::new(&oracle.cur));
+    let (info, params, layout) = (sh.info, sh.params, sh.layout);
+    let cur = &oracle.cur;
+    let mut rec = Tracked::new(Overlay::new(cur));
     let report = match guarded(|| (info.recover)(&mut rec, params, layout)) {
         Ok(r) => r,
         Err(e) => {
@@ -533,23 +734,131 @@ fn check_image(
             return false;
         }
     };
+    let (mut rec, mut reads) = rec.into_parts();
     tally.rec_runs += 1;
     tally.rec_bytes += report.bytes_written as f64;
     tally.rec_ns_max = tally.rec_ns_max.max(report.modeled_ns);
-    let mut ok = true;
     rec.words_sorted();
+    let mut ok = check_recovered(sh, oracle, scratch, tally, k, mask, &rec, &rec.writes.words);
+    // Crash recovery itself and recover again: the home image must match.
+    // The crash points inside recovery are seeded by what recovery wrote
+    // (a function of the crash image), so identical recoveries are crashed
+    // identically and can be deduplicated.
+    let key = rec.writes.digest().wrapping_mul(2) + u64::from(mask.is_some());
+    let mut reruns: Vec<(usize, Writes)> = Vec::new();
+    for m in points::recovery_points(sh.spec.seed, key, rec.writes(), sh.opts.recovery_crashes) {
+        tally.recovery_crashes += 1;
+        let mut ov = Overlay::new(cur);
+        rec.writes.replay_onto(m, &mut ov);
+        let mut rec2 = Tracked::new(ov);
+        let res = guarded(|| (info.recover)(&mut rec2, params, layout));
+        let (mut rec2, reads2) = rec2.into_parts();
+        reads.extend(&reads2);
+        let diff = match res {
+            Err(e) => Some((None, format!("the second recovery failed: {e}"))),
+            Ok(_) => {
+                let w2 = rec2.words_sorted().to_vec();
+                first_difference(&rec, &rec.writes.words, &rec2, &w2, layout.home_limit).map(
+                    |(a, want, got)| {
+                        (
+                            Some((a, want, got)),
+                            format!(
+                                "home image differs from the uninterrupted recovery at {a:#x}: expected {want:#018x}, found {got:#018x}"
+                            ),
+                        )
+                    },
+                )
+            }
+        };
+        if let Some((at, msg)) = diff {
+            ok = false;
+            tally.recovery_crash += 1;
+            tally.add(Violation {
+                kind: ViolationKind::RecoveryCrash,
+                point: k,
+                tear_mask: mask,
+                recovery_writes_persisted: Some(m),
+                thread: at.and_then(|(a, _, _)| oracle.thread_of(a)),
+                addr: at.map(|x| x.0),
+                expected: at.map(|x| x.1),
+                found: at.map(|x| x.2),
+                message: format!(
+                    "crash point {k}{torn_note}, then a crash after {m} of recovery's {} writes: {msg}",
+                    rec.writes()
+                ),
+                replay: replay(),
+            });
+            break;
+        }
+        reruns.push((m, std::mem::take(&mut rec2.writes)));
+    }
+    if ok && memoize {
+        reads.seal();
+        *memo_slot = Some(Memo::new(
+            k,
+            reads,
+            std::mem::take(&mut rec.writes),
+            report.bytes_written,
+            report.modeled_ns,
+            reruns,
+        ));
+    }
+    ok
+}
+
+/// Whether recovering `cur` from scratch gives the image `fast` (whose
+/// writes touched the sorted words `fast_words`), everywhere either wrote.
+fn same_as_from_scratch(
+    sh: &Shared,
+    cur: &SparseImage,
+    fast: &dyn MemRead,
+    fast_words: &[Addr],
+) -> bool {
+    let mut rec = Recorder::new(Overlay::new(cur));
+    if (sh.info.recover)(&mut rec, sh.params, sh.layout).is_err() {
+        return false;
+    }
+    let words = rec.words_sorted().to_vec();
+    first_difference(fast, fast_words, &rec, &words, Addr::MAX).is_none()
+}
+
+/// Check a recovered image `rec` (recovery wrote the sorted words
+/// `written`) against the oracle and the workload's invariants.
+#[allow(clippy::too_many_arguments)]
+fn check_recovered(
+    sh: &Shared,
+    oracle: &Oracle,
+    scratch: &mut Scratch,
+    tally: &mut Tally,
+    k: u64,
+    mask: Option<u8>,
+    rec: &dyn MemRead,
+    written: &[Addr],
+) -> bool {
+    let replay = || replay_line(sh.spec, sh.opts, k, mask);
+    let torn_note = mask
+        .map(|m| format!(" with the write in flight torn (mask {m:#04x})"))
+        .unwrap_or_default();
+    let layout = sh.layout;
+    let mut ok = true;
     for t in 0..layout.threads {
-        match oracle.check_thread(t, k, &rec, &rec.words, extra, tally.first.is_none()) {
+        let detail = tally.first.is_none();
+        match oracle.check_thread(t, k, rec, written, &mut scratch.extra, detail) {
             Ok(p) => {
-                if opts.memo_invariants && memo.contains(&(t, p)) {
+                if sh.opts.memo_invariants && scratch.inv_memo.contains(&(t, p)) {
                     continue;
                 }
                 match guarded(|| {
-                    crate::workloads::check_region(check, &rec, layout.thread_base(t), item_bytes)
+                    crate::workloads::check_region(
+                        sh.check,
+                        rec,
+                        layout.thread_base(t),
+                        sh.item_bytes,
+                    )
                 }) {
                     Ok(_) => {
-                        if opts.memo_invariants {
-                            memo.insert((t, p));
+                        if sh.opts.memo_invariants {
+                            scratch.inv_memo.insert((t, p));
                         }
                     }
                     Err(msg) => {
@@ -565,7 +874,7 @@ fn check_image(
                             found: None,
                             message: format!(
                                 "crash point {k}{torn_note}: thread {t} matches its first {p} transactions but the {} invariant fails: {msg}",
-                                spec.workload
+                                sh.spec.workload
                             ),
                             replay: replay(),
                         });
@@ -590,65 +899,27 @@ fn check_image(
                     found: Some(m.found),
                     message: format!(
                         "crash point {k}{torn_note}: thread {t}'s recovered data is no allowed committed prefix ({range} of its transactions; durability {:?}); closest is prefix {} with {} differing words, first at {:#x}: expected {:#018x}, found {:#018x}",
-                        info.durability, m.prefix, m.words_differing, m.addr, m.expected, m.found
+                        sh.info.durability, m.prefix, m.words_differing, m.addr, m.expected, m.found
                     ),
                     replay: replay(),
                 });
             }
         }
     }
-    // Crash recovery itself and recover again: the home image must match.
-    let key = k.wrapping_mul(2) + u64::from(mask.is_some());
-    for m in points::recovery_points(spec.seed, key, rec.writes(), opts.recovery_crashes) {
-        tally.recovery_crashes += 1;
-        let mut ov = Overlay::new(&oracle.cur);
-        rec.replay_onto(m, &mut ov);
-        let mut rec2 = Recorder::new(ov);
-        let res = guarded(|| (info.recover)(&mut rec2, params, layout));
-        let diff = match res {
-            Err(e) => Some((None, format!("the second recovery failed: {e}"))),
-            Ok(_) => first_difference(&rec, &mut rec2, layout.home_limit).map(|(a, want, got)| {
-                (
-                    Some((a, want, got)),
-                    format!(
-                        "home image differs from the uninterrupted recovery at {a:#x}: expected {want:#018x}, found {got:#018x}"
-                    ),
-                )
-            }),
-        };
-        if let Some((at, msg)) = diff {
-            ok = false;
-            tally.recovery_crash += 1;
-            tally.add(Violation {
-                kind: ViolationKind::RecoveryCrash,
-                point: k,
-                tear_mask: mask,
-                recovery_writes_persisted: Some(m),
-                thread: at.and_then(|(a, _, _)| oracle.thread_of(a)),
-                addr: at.map(|x| x.0),
-                expected: at.map(|x| x.1),
-                found: at.map(|x| x.2),
-                message: format!(
-                    "crash point {k}{torn_note}, then a crash after {m} of recovery's {} writes: {msg}",
-                    rec.writes()
-                ),
-                replay: replay(),
-            });
-            break;
-        }
-    }
     ok
 }
 
 /// First word below `limit` where two recovered images differ; only words
-/// either recovery wrote can differ (both start from the same crash image).
-fn first_difference<A: MemWrite, B: MemWrite>(
-    a: &Recorder<A>,
-    b: &mut Recorder<B>,
+/// either recovery wrote (sorted lists) can differ (both start from the
+/// same crash image).
+fn first_difference(
+    a: &dyn MemRead,
+    a_words: &[Addr],
+    b: &dyn MemRead,
+    b_words: &[Addr],
     limit: Addr,
 ) -> Option<(Addr, u64, u64)> {
-    let bw = b.words_sorted().to_vec();
-    let mut all: Vec<Addr> = a.words.iter().chain(bw.iter()).copied().collect();
+    let mut all: Vec<Addr> = a_words.iter().chain(b_words).copied().collect();
     all.sort_unstable();
     all.dedup();
     all.into_iter().filter(|&w| w < limit).find_map(|w| {

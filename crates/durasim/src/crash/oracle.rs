@@ -10,7 +10,7 @@
 //! costs O(|delta| + recovery writes + candidate write sets), never the size
 //! of the image.
 
-use crate::engine::History;
+use crate::engine::{History, TxRecord};
 use crate::mem::{MemRead, MemWrite, PersistLog, SparseImage};
 use crate::schemes::{Durability, Layout};
 use crate::types::{Addr, WORD_BYTES};
@@ -89,8 +89,13 @@ pub struct Mismatch {
 
 pub struct Oracle<'h> {
     layout: Layout,
-    history: &'h History,
-    initial: &'h SparseImage,
+    /// Every transaction's write set (`History::writes`) and, per thread,
+    /// its committed transactions (`History::per_thread`).
+    writes: &'h [(Addr, u64)],
+    per_thread: &'h [Vec<TxRecord>],
+    /// The initial media image (owned: images are not `Sync`, and each
+    /// crash-test worker has its own oracle).
+    initial: SparseImage,
     /// The crashed image: initial + events applied so far.
     pub cur: SparseImage,
     applied: u64,
@@ -107,6 +112,26 @@ impl<'h> Oracle<'h> {
         durability: Durability,
         marks: &[crate::mem::DurableMark],
     ) -> Self {
+        Self::from_parts(
+            layout,
+            &history.writes,
+            &history.per_thread,
+            history.initial_media.clone(),
+            durability,
+            marks,
+        )
+    }
+
+    /// As [`Oracle::new`], from the history's parts (`initial` is the
+    /// initial media image, a copy per worker).
+    pub fn from_parts(
+        layout: &Layout,
+        writes: &'h [(Addr, u64)],
+        per_thread: &'h [Vec<TxRecord>],
+        initial: SparseImage,
+        durability: Durability,
+        marks: &[crate::mem::DurableMark],
+    ) -> Self {
         let threads = layout.threads;
         let mut mk = vec![Vec::new(); threads];
         for m in marks {
@@ -116,17 +141,17 @@ impl<'h> Oracle<'h> {
         }
         Oracle {
             layout: layout.clone(),
-            history,
-            initial: &history.initial_media,
-            cur: history.initial_media.clone(),
+            writes,
+            per_thread,
+            cur: initial.clone(),
+            initial,
             applied: 0,
             expected: FxHashMap::default(),
             base: vec![0; threads],
             delta: vec![FxHashSet::default(); threads],
             guarantee: Guarantee {
                 durability,
-                ack: history
-                    .per_thread
+                ack: per_thread
                     .iter()
                     .map(|v| v.iter().map(|r| r.ack_persist_seq).collect())
                     .collect(),
@@ -203,8 +228,8 @@ impl<'h> Oracle<'h> {
         for t in 0..self.layout.threads {
             let (lo, _) = self.guarantee.bounds(t, k);
             while self.base[t] < lo {
-                let rec = &self.history.per_thread[t][self.base[t] as usize];
-                for &(a, v) in &self.history.writes[rec.writes.clone()] {
+                let rec = &self.per_thread[t][self.base[t] as usize];
+                for &(a, v) in &self.writes[rec.writes.clone()] {
                     if self.thread_of(a) == Some(t) {
                         self.expected.insert(a, v);
                         self.refresh(a);
@@ -243,8 +268,8 @@ impl<'h> Oracle<'h> {
         let mut p = lo;
         loop {
             if p > lo {
-                let r = &self.history.per_thread[t][p as usize - 1];
-                for &(a, v) in &self.history.writes[r.writes.clone()] {
+                let r = &self.per_thread[t][p as usize - 1];
+                for &(a, v) in &self.writes[r.writes.clone()] {
                     if region.contains(&a) {
                         extra.insert(a, v);
                     }

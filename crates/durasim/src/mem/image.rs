@@ -25,6 +25,15 @@ pub trait MemRead {
         self.read_bytes(line_addr, &mut l);
         l
     }
+
+    /// Host-speed hint for scans of large, mostly unwritten areas: an
+    /// address in `[addr, end]` such that every byte of `[addr, result)`
+    /// reads as zero. A scan may jump there and sees exactly the bytes it
+    /// would have read (zeros), so recovery still runs on bytes alone; only
+    /// host time changes. The default knows nothing (returns `addr`).
+    fn zeros_until(&self, addr: Addr, _end: Addr) -> Addr {
+        addr
+    }
 }
 
 /// Write access to a byte image.
@@ -233,6 +242,18 @@ impl SparseImage {
 }
 
 impl MemRead for SparseImage {
+    /// Untouched pages read as zero: skip them (one map probe per page).
+    fn zeros_until(&self, addr: Addr, end: Addr) -> Addr {
+        let mut a = addr;
+        while a < end {
+            if self.page(a / PAGE_BYTES).is_some() {
+                return a;
+            }
+            a = (a / PAGE_BYTES + 1) * PAGE_BYTES;
+        }
+        end
+    }
+
     /// Fast path for a word inside one page (workloads' loads).
     #[inline]
     fn read_u64(&self, addr: Addr) -> u64 {
@@ -314,6 +335,23 @@ impl<'a, B: MemRead + ?Sized> Overlay<'a, B> {
 }
 
 impl<B: MemRead + ?Sized> MemRead for Overlay<'_, B> {
+    fn zeros_until(&self, addr: Addr, end: Addr) -> Addr {
+        let mut a = addr;
+        while a < end {
+            let page_no = a / PAGE_BYTES;
+            if self.top.contains_key(&page_no) {
+                return a;
+            }
+            let page_end = ((page_no + 1) * PAGE_BYTES).min(end);
+            let z = self.base.zeros_until(a, page_end);
+            if z < page_end {
+                return z;
+            }
+            a = page_end;
+        }
+        end
+    }
+
     fn read_bytes(&self, addr: Addr, buf: &mut [u8]) {
         let mut done = 0usize;
         while done < buf.len() {

@@ -106,20 +106,49 @@ pub fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<Re
     let mut bytes_written = 0u64;
     // 1. Block index table (one bit per possibly live block), then the
     //    headers of the flagged blocks.
-    let mut index = vec![0u8; g.index_bytes() as usize];
-    img.read_bytes(g.base, &mut index);
-    bytes_read += g.index_bytes();
+    //    Host time follows the set bits, not the region's block count:
+    //    the index is read a 4 KiB piece at a time, pieces that read as
+    //    zero are skipped (zeros_until), and only nonzero words are
+    //    examined (issue 21 part 7: 4 KiB blocks made this loop the cost).
+    let index_bytes = g.index_bytes();
+    bytes_read += index_bytes;
+    let mut index_words: Vec<(u64, u64)> = Vec::new(); // (word number, bits)
+    let mut piece = [0u8; 4096];
+    let mut off = 0u64;
+    while off < index_bytes {
+        let nz = img.zeros_until(g.base + off, g.base + index_bytes) - g.base;
+        off = nz & !7;
+        if off >= index_bytes {
+            break;
+        }
+        let n = (piece.len() as u64).min(index_bytes - off) as usize;
+        img.read_bytes(g.base + off, &mut piece[..n]);
+        for (i, w) in piece[..n].chunks(8).enumerate() {
+            let mut b = [0u8; 8];
+            b[..w.len()].copy_from_slice(w);
+            let bits = u64::from_le_bytes(b);
+            if bits != 0 {
+                index_words.push((off / 8 + i as u64, bits));
+            }
+        }
+        off += n as u64;
+    }
     let mut live: Vec<(u32, usize)> = Vec::new();
     let mut hb = [0u8; BlockHeader::BYTES];
-    for b in g.first_block as usize..g.blocks as usize {
-        if index[b / 8] & (1 << (b % 8)) == 0 {
-            continue;
-        }
-        img.read_bytes(g.block_addr(b), &mut hb);
-        bytes_read += 64;
-        let h = BlockHeader::decode(&hb);
-        if h.state.is_live() {
-            live.push((h.epoch, b));
+    for &(w, bits) in &index_words {
+        let mut rest = bits;
+        while rest != 0 {
+            let b = (w * 64 + rest.trailing_zeros() as u64) as usize;
+            rest &= rest - 1;
+            if b < g.first_block as usize || b >= g.blocks as usize {
+                continue;
+            }
+            img.read_bytes(g.block_addr(b), &mut hb);
+            bytes_read += 64;
+            let h = BlockHeader::decode(&hb);
+            if h.state.is_live() {
+                live.push((h.epoch, b));
+            }
         }
     }
     live.sort_unstable();
@@ -131,8 +160,16 @@ pub fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<Re
         let first = b as u64 * g.slots_per_block;
         // Probe the kind bytes a page at a time (host speed only).
         let mut slot = first;
+        let block_end = g.slot_addr(first) + g.block_bytes;
         while slot < first + g.slots_per_block {
-            img.read_bytes(g.slot_addr(slot), &mut page);
+            // Skip whole pages that read as zero (no address slice there).
+            let a = g.slot_addr(slot);
+            let skip = (img.zeros_until(a, block_end) - a) / page.len() as u64;
+            if skip > 0 {
+                slot += skip * per_page;
+                continue;
+            }
+            img.read_bytes(a, &mut page);
             for i in 0..per_page {
                 let s = slot + i;
                 if s == first {
@@ -227,11 +264,9 @@ pub fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<Re
     }
     // ... then the index bits (after the headers: the index stays a
     // superset of the live blocks).
-    for (w, chunk) in index.chunks(8).enumerate() {
-        if chunk.iter().any(|&x| x != 0) {
-            img.write_bytes(g.base + w as u64 * 8, &[0u8; 8]);
-            bytes_written += 8;
-        }
+    for &(w, _) in &index_words {
+        img.write_bytes(g.base + w * 8, &[0u8; 8]);
+        bytes_written += 8;
     }
     let model = RecoveryModel::from_params(p);
     let work = RecoveryWork {

@@ -1,0 +1,39 @@
+//! Crash-verification speed: crash points checked per host second, per
+//! shipped scheme, on btree / 2 threads, exhaustive (every persist point,
+//! up to 4 crashes inside each recovery; issue 20 part 5). Each iteration
+//! is one whole `crashtest` (simulation with history + every point); the
+//! throughput is the number of points it checks, so criterion's elements/s
+//! is points/s including the simulation (the CLI's `points_per_second`
+//! excludes it). Run: `cargo bench -p durasim --bench crash_speed`.
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use durasim::crash::{self, CrashOptions};
+use durasim::RunSpec;
+
+const TX: u64 = 200;
+
+fn spec(scheme: &str) -> RunSpec {
+    let mut s = RunSpec::new(scheme, "btree").expect("registered scheme/workload");
+    s.threads = 2;
+    s.tx = TX;
+    s.seed = 1;
+    s
+}
+
+fn crash_speed(c: &mut Criterion) {
+    let mut g = c.benchmark_group("crash_speed");
+    g.sample_size(10);
+    let opts = CrashOptions::default();
+    for scheme in ["ideal", "opt-redo", "opt-undo", "osp", "lsm", "lad", "hoop"] {
+        // The point count is deterministic for a seed: measure it once.
+        let probe = crash::crashtest(spec(scheme), &opts, &mut |_, _| {}).expect("crashtest");
+        g.throughput(Throughput::Elements(probe.crash_points_tested));
+        g.bench_function(format!("btree_{scheme}_2threads_{TX}tx"), |b| {
+            b.iter(|| crash::crashtest(spec(scheme), &opts, &mut |_, _| {}).expect("crashtest"))
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, crash_speed);
+criterion_main!(benches);
