@@ -1045,7 +1045,7 @@ impl Engine {
             .into_iter()
             .map(|(k, v)| (k.to_string(), serde_json::json!(v)))
             .collect();
-        serde_json::json!({
+        let mut doc = serde_json::json!({
             "scheme": self.spec.scheme,
             "workload": self.spec.workload,
             "threads": self.spec.threads,
@@ -1055,7 +1055,13 @@ impl Engine {
             "metrics": self.metrics(),
             "scheme_stats": stats,
             "sim": self.sim_info(),
-        })
+        });
+        if self.ctx.nvm.cells.is_some() {
+            // Data-aware NVM (README "Data-aware NVM"): the measured window.
+            let nvm = self.run_stats.as_ref().map_or(&self.ctx.nvm.stats, |r| &r.0);
+            doc["nvm_media"] = nvm.media.to_json();
+        }
+        doc
     }
 
     /// After [`Engine::finish`]: every byte of program data read through the
