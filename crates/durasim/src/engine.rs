@@ -1058,7 +1058,10 @@ impl Engine {
         });
         if self.ctx.nvm.cells.is_some() {
             // Data-aware NVM (README "Data-aware NVM"): the measured window.
-            let nvm = self.run_stats.as_ref().map_or(&self.ctx.nvm.stats, |r| &r.0);
+            let nvm = self
+                .run_stats
+                .as_ref()
+                .map_or(&self.ctx.nvm.stats, |r| &r.0);
             doc["nvm_media"] = nvm.media.to_json();
         }
         doc

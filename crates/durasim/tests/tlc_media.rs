@@ -59,7 +59,12 @@ fn crashes_without_adr_read_decoded_cells() {
         let mut s = tlc_spec("opt-redo", "hashmap", enc);
         s.params.set_str("mc.adr", "false").unwrap();
         let r = crash::crashtest(s, &CrashOptions::default(), &mut |_, _| {}).unwrap();
-        assert_eq!(r.violations, 0, "{enc}: {:?}", r.first_violation.map(|v| v.message));
+        assert_eq!(
+            r.violations,
+            0,
+            "{enc}: {:?}",
+            r.first_violation.map(|v| v.message)
+        );
     }
 }
 
@@ -75,12 +80,22 @@ fn decoded_cells_equal_the_image() {
         let lines = m.lines();
         assert!(lines.len() > 100, "{enc}: {} lines", lines.len());
         for l in lines {
-            assert_eq!(m.stored(l).unwrap(), e.ctx.nvm.media().read_line(l), "{enc} line {l:#x}");
+            assert_eq!(
+                m.stored(l).unwrap(),
+                e.ctx.nvm.media().read_line(l),
+                "{enc} line {l:#x}"
+            );
         }
         let j = e.report_json();
         let media = &j["nvm_media"];
-        assert!(media["bits_programmed_total"].as_u64().unwrap() > 0, "{enc}");
-        assert!(media["write_energy_pj"]["log"].as_f64().unwrap() > 0.0, "{enc}");
+        assert!(
+            media["bits_programmed_total"].as_u64().unwrap() > 0,
+            "{enc}"
+        );
+        assert!(
+            media["write_energy_pj"]["log"].as_f64().unwrap() > 0.0,
+            "{enc}"
+        );
     }
 }
 

@@ -1447,7 +1447,8 @@ impl MemoryController {
                 // The ADR flush programs the line through the encoder: the
                 // durable bytes are what the read path decodes from it.
                 let rt = m.roundtrip(&self.media.read_line(line), purpose);
-                self.persist_log.record(addr, &rt[off..off + data.len()], accept);
+                self.persist_log
+                    .record(addr, &rt[off..off + data.len()], accept);
                 self.stats.persist_events += 1;
                 return accept;
             }

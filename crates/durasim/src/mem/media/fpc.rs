@@ -141,7 +141,16 @@ mod tests {
     #[test]
     fn sizes_of_patterns() {
         assert_eq!(size_bits(&[0u8; 64]), 6, "one zero run");
-        let l = line_of([5, 0, 0, u64::MAX, 0x1234, 0x0101_0101_0101_0101, 0x1234_5678_9abc_def0, 0]);
+        let l = line_of([
+            5,
+            0,
+            0,
+            u64::MAX,
+            0x1234,
+            0x0101_0101_0101_0101,
+            0x1234_5678_9abc_def0,
+            0,
+        ]);
         // 4-bit, zero run of 2, 4-bit (-1), 16-bit, repeated byte, raw, zero run.
         assert_eq!(size_bits(&l), 7 + 6 + 7 + 19 + 11 + 67 + 6);
         let mut w = BitWriter::default();

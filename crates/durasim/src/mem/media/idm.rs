@@ -52,7 +52,9 @@ fn tables() -> &'static Tables {
         };
         all.sort_by(|x, y| {
             let (kx, ky) = (key(x), key(y));
-            kx.0.total_cmp(&ky.0).then(kx.1.total_cmp(&ky.1)).then(x.cmp(y))
+            kx.0.total_cmp(&ky.0)
+                .then(kx.1.total_cmp(&ky.1))
+                .then(x.cmp(y))
         });
         let pairs: [(u8, u8); 32] = std::array::from_fn(|i| all[i]);
         let mut pair_symbol = [0xffu8; 64];
@@ -70,7 +72,10 @@ fn tables() -> &'static Tables {
 
 /// The sparsest mode whose capacity holds `bits`.
 pub fn sparsest_mode(bits: usize) -> usize {
-    (0..4).rev().find(|&m| CAPACITY_BITS[m] >= bits).unwrap_or(0)
+    (0..4)
+        .rev()
+        .find(|&m| CAPACITY_BITS[m] >= bits)
+        .unwrap_or(0)
 }
 
 /// Write the first `len` stream bits into `cells` with `mode`; cells past

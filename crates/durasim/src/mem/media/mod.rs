@@ -262,7 +262,13 @@ impl Media {
     }
 
     /// Cost of changing `old` into `new`: (latency ns, energy pJ).
-    pub fn cost(&self, old: &Cells, new: &Cells, purpose: Purpose, st: &mut MediaStats) -> (f64, f64) {
+    pub fn cost(
+        &self,
+        old: &Cells,
+        new: &Cells,
+        purpose: Purpose,
+        st: &mut MediaStats,
+    ) -> (f64, f64) {
         let pi = purpose.index();
         let (mut ns, mut pj) = (0.0f64, 0.0f64);
         for (&o, &n) in old.iter().zip(new.iter()) {
@@ -319,7 +325,10 @@ impl Media {
         let raw = |e: &mut Encoded| {
             e.stream.clear();
             for i in 0..8 {
-                e.stream.put(u64::from_le_bytes(data[i * 8..i * 8 + 8].try_into().unwrap()), 64);
+                e.stream.put(
+                    u64::from_le_bytes(data[i * 8..i * 8 + 8].try_into().unwrap()),
+                    64,
+                );
             }
             e.kind = RAW;
         };
@@ -329,7 +338,11 @@ impl Media {
                 let log = self.encoding == Encoding::Slde && purpose == Purpose::Log;
                 e.log_meta = self.encoding == Encoding::Slde && purpose == Purpose::Metadata;
                 let f = fpc::size_bits(data);
-                let d = if log { dldc_line_size(data) } else { usize::MAX };
+                let d = if log {
+                    dldc_line_size(data)
+                } else {
+                    usize::MAX
+                };
                 let n = f.min(d);
                 if n > idm::CAPACITY_BITS[0] {
                     raw(&mut e);

@@ -10,7 +10,8 @@ fn pattern_line() -> impl Strategy<Value = LineData> {
         any::<i16>().prop_map(|v| v as i64 as u64),
         any::<i32>().prop_map(|v| v as i64 as u64),
         any::<u8>().prop_map(|b| u64::from_le_bytes([b; 8])),
-        (any::<i16>(), any::<i16>()).prop_map(|(a, b)| (a as i32 as u32 as u64) | (b as i32 as u32 as u64) << 32),
+        (any::<i16>(), any::<i16>())
+            .prop_map(|(a, b)| (a as i32 as u32 as u64) | (b as i32 as u32 as u64) << 32),
         any::<u32>().prop_map(|v| (v as u64) << 8),
     ];
     prop::array::uniform8(w).prop_map(|ws| {
@@ -33,7 +34,12 @@ fn random_line() -> impl Strategy<Value = LineData> {
     })
 }
 
-const ENCODINGS: [Encoding; 4] = [Encoding::None, Encoding::Fpc, Encoding::Crade, Encoding::Slde];
+const ENCODINGS: [Encoding; 4] = [
+    Encoding::None,
+    Encoding::Fpc,
+    Encoding::Crade,
+    Encoding::Slde,
+];
 
 proptest! {
     /// decode(encode(x)) == x for every encoder and purpose, whatever the
