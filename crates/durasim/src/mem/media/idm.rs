@@ -145,9 +145,8 @@ mod tests {
 
     #[test]
     fn expand_contract_roundtrip() {
-        for mode in 0..4 {
+        for (mode, &n) in CAPACITY_BITS.iter().enumerate() {
             let mut s = BitWriter::default();
-            let n = CAPACITY_BITS[mode];
             for i in 0..n {
                 s.put((i as u64 * 7 + i as u64 / 3) & 1, 1);
             }
