@@ -4,8 +4,8 @@
 //! Enabled by `nvm.write_model = "tlc"` (TLC RRAM, MorLog Table III) or
 //! `nvm.encoding != "none"`; otherwise the controller never builds it and
 //! its write path is unchanged. A 64 B line is stored in 171 data cells of
-//! 3 bits (513 bits) plus 2 tag cells (6 bits: line type, expansion mode,
-//! log-metadata bit). A write encodes the whole line, compares the new cell
+//! 3 bits (513 bits) plus tag cells (6 bits: line type, expansion mode,
+//! log-metadata bit; 3 cells at 2 bits each). A write encodes the whole line, compares the new cell
 //! states with the stored ones (differential write, DCW: Zhou et al., ISCA
 //! 2009) and programs only the changed cells: the write latency is the
 //! slowest programmed state, the energy the sum over programmed cells.
@@ -24,8 +24,10 @@ use rustc_hash::FxHashMap;
 
 /// Data cells of a line (513 bits at 3 bits per cell).
 pub const DATA_CELLS: usize = 171;
-/// Tag cells of a line (6 bits).
-pub const TAG_CELLS: usize = 2;
+/// Tag cells of a line: 6 tag bits at 2 bits per cell in the four
+/// cheapest states (the IDM rule applied to the tags, so a tag change never
+/// programs a slow state).
+pub const TAG_CELLS: usize = 3;
 pub const CELLS: usize = DATA_CELLS + TAG_CELLS;
 pub type Cells = [u8; CELLS];
 
@@ -429,15 +431,16 @@ fn dldc_line_encode(data: &LineData, out: &mut BitWriter) -> u64 {
 /// stream keep their state.
 fn place(e: &Encoded, cells: &mut Cells) {
     let tag = e.kind | (e.mode as u64) << 2 | u64::from(e.log_meta) << 4;
-    cells[DATA_CELLS] = (tag & 7) as u8;
-    cells[DATA_CELLS + 1] = (tag >> 3) as u8;
+    let mut t = BitWriter::default();
+    t.put(tag, 6);
+    idm::expand(&t, 6, 2, &mut cells[DATA_CELLS..]);
     let mode = if e.kind == RAW { 0 } else { e.mode };
     idm::expand(&e.stream, e.stream.len, mode, &mut cells[..DATA_CELLS]);
 }
 
 /// Decode a line from its cells (the DIMM's read path).
 pub fn decode_cells(cells: &Cells) -> LineData {
-    let tag = cells[DATA_CELLS] as u64 | (cells[DATA_CELLS + 1] as u64) << 3;
+    let tag = idm::contract(&cells[DATA_CELLS..], 2).get(0, 6);
     let kind = tag & 3;
     let mode = ((tag >> 2) & 3) as usize;
     let stream = idm::contract(&cells[..DATA_CELLS], if kind == RAW { 0 } else { mode });
