@@ -171,7 +171,10 @@ pub struct Media {
     slc_pj_per_bit: f64,
     slc_write_ns: f64,
     freq_ghz: f64,
-    cells: FxHashMap<Addr, Box<Cells>>,
+    /// Stored cells of every written line: a slab (one growing array, no
+    /// allocation per line) and the line's slot.
+    cells: Vec<Cells>,
+    slot: FxHashMap<Addr, u32>,
 }
 
 impl Media {
@@ -195,7 +198,8 @@ impl Media {
             slc_pj_per_bit: p.f64("nvm.array_write_pj_per_bit"),
             slc_write_ns: p.f64("nvm.array_write_ns"),
             freq_ghz: p.f64("cpu.freq_ghz"),
-            cells: FxHashMap::default(),
+            cells: Vec::new(),
+            slot: FxHashMap::default(),
         }))
     }
 
@@ -209,18 +213,20 @@ impl Media {
             slc_pj_per_bit: 16.82,
             slc_write_ns: 150.0,
             freq_ghz,
-            cells: FxHashMap::default(),
+            cells: Vec::new(),
+            slot: FxHashMap::default(),
         }
     }
 
     /// Make sure `line` has stored cells: a line never programmed holds
     /// `current` (its setup content) encoded as data.
     pub fn ensure(&mut self, line: Addr, current: &LineData) {
-        if !self.cells.contains_key(&line) {
-            let mut c = Box::new([0u8; CELLS]);
+        if !self.slot.contains_key(&line) {
+            let mut c = [0u8; CELLS];
             let e = self.encode(current, Purpose::WriteBack);
             place(&e, &mut c);
-            self.cells.insert(line, c);
+            self.slot.insert(line, self.cells.len() as u32);
+            self.cells.push(c);
         }
     }
 
@@ -234,13 +240,17 @@ impl Media {
         st: &mut MediaStats,
     ) -> (Cycle, f64) {
         let e = self.encode(data, purpose);
-        let cells = self
-            .cells
-            .entry(line)
-            .or_insert_with(|| Box::new([0u8; CELLS]));
-        let old = **cells;
-        place(&e, cells);
-        let new = **cells;
+        let i = match self.slot.get(&line) {
+            Some(&i) => i as usize,
+            None => {
+                // Never ensured (direct use): the line held zeros.
+                self.ensure(line, &[0u8; 64]);
+                self.cells.len() - 1
+            }
+        };
+        let old = self.cells[i];
+        place(&e, &mut self.cells[i]);
+        let new = self.cells[i];
         let (ns, pj) = self.cost(&old, &new, purpose, st);
         let pi = purpose.index();
         st.line_writes[pi] += 1;
@@ -296,14 +306,16 @@ impl Media {
 
     /// Lines with stored cells, sorted.
     pub fn lines(&self) -> Vec<Addr> {
-        let mut v: Vec<Addr> = self.cells.keys().copied().collect();
+        let mut v: Vec<Addr> = self.slot.keys().copied().collect();
         v.sort_unstable();
         v
     }
 
     /// The data stored in `line`'s cells, decoded (`None`: never written).
     pub fn stored(&self, line: Addr) -> Option<LineData> {
-        self.cells.get(&line).map(|c| decode_cells(c))
+        self.slot
+            .get(&line)
+            .map(|&i| decode_cells(&self.cells[i as usize]))
     }
 
     /// `data` as the read path returns it after the write path stored it

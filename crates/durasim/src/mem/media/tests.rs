@@ -149,7 +149,7 @@ fn slde_chooses_dldc_for_log_pairs() {
     meta[0] = 9;
     m.program(128, &meta, Purpose::Metadata, &mut st);
     assert_eq!(st.expansion_modes[3], 1);
-    let c = m.cells.get(&128).unwrap();
+    let c = &m.cells[m.slot[&128] as usize];
     let tag = idm::contract(&c[DATA_CELLS..], 2).get(0, 6);
     assert_eq!(tag >> 4 & 1, 1, "metadata bit");
     // Tags use only the four cheapest states (111, 000, 001, 110).
