@@ -1135,7 +1135,7 @@ impl Engine {
             .into_iter()
             .map(|(k, v)| (k.to_string(), serde_json::json!(v)))
             .collect();
-        serde_json::json!({
+        let mut doc = serde_json::json!({
             "scheme": self.spec.scheme,
             "workload": self.spec.workload,
             "threads": self.spec.threads,
@@ -1150,7 +1150,16 @@ impl Engine {
                 "fence_stall_cycles": self.persist_ops.fence_stall_cycles,
             },
             "sim": self.sim_info(),
-        })
+        });
+        if self.ctx.nvm.cells.is_some() {
+            // Data-aware NVM (README "Data-aware NVM"): the measured window.
+            let nvm = self
+                .run_stats
+                .as_ref()
+                .map_or(&self.ctx.nvm.stats, |r| &r.0);
+            doc["nvm_media"] = nvm.media.to_json();
+        }
+        doc
     }
 
     /// After [`Engine::finish`]: every byte of program data read through the

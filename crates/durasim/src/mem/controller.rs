@@ -16,6 +16,7 @@
 //! controller forwards queued write data to later reads, so values are exact.
 
 use super::image::{MemRead, MemWrite, SparseImage};
+use super::media::{Media, MediaStats};
 use super::persist::PersistLog;
 use crate::config::Params;
 use crate::types::{Addr, Cycle, LineData, Purpose, LINE_BYTES};
@@ -488,6 +489,8 @@ struct PendingWrite {
     loc: Loc,
     /// Bytes of the line written (bit i: byte i); merged writes add bytes.
     mask: u64,
+    /// `Purpose::index` of the first writer (data-aware media statistics).
+    purpose: u8,
     /// Links of the bank's queue, oldest first (`NIL` at the ends).
     prev: u16,
     next: u16,
@@ -635,6 +638,9 @@ pub struct MemStats {
     /// Writes issued while a watermark drain was in progress.
     pub forced_drains: u64,
     pub persist_events: u64,
+    /// Data-aware media counters (zero unless `nvm.write_model = tlc` or
+    /// an encoding is on).
+    pub media: MediaStats,
 }
 
 impl MemStats {
@@ -714,6 +720,9 @@ pub struct MemoryController {
     reads_outstanding: std::collections::BinaryHeap<std::cmp::Reverse<Cycle>>,
     read_capacity: usize,
     pub stats: MemStats,
+    /// Data-aware media (TLC cells, encoders), or `None`: the default
+    /// device, whose write path never touches it.
+    pub cells: Option<Box<Media>>,
     /// Commands issued, when set to `Some` (tests).
     pub trace: Option<Vec<Command>>,
     ch_bits: u32,
@@ -743,6 +752,7 @@ impl MemoryController {
             low,
         );
         mc.set_read_queue_entries(p.usize("mc.read_queue_entries"));
+        mc.cells = Media::from_params(p);
         mc
     }
 
@@ -857,6 +867,7 @@ impl MemoryController {
             reads_outstanding: std::collections::BinaryHeap::new(),
             read_capacity: usize::MAX,
             stats: MemStats::default(),
+            cells: None,
             trace: None,
         }
     }
@@ -1014,7 +1025,8 @@ impl MemoryController {
     }
 
     /// Carry out a planned access; returns its data burst end.
-    fn commit(&mut self, l: Loc, is_write: bool, p: &Plan) -> Cycle {
+    /// `busy`: a write's bank time after its burst.
+    fn commit(&mut self, l: Loc, is_write: bool, p: &Plan, busy: Cycle) -> Cycle {
         let t = self.timing;
         let mut bank = self.banks[l.bank as usize];
         self.mark_stale(l.bank as usize);
@@ -1072,7 +1084,7 @@ impl MemoryController {
         );
         if is_write {
             // Cells are programmed after the burst; the bank is busy meanwhile.
-            let done = data_end + t.write_busy();
+            let done = data_end + busy;
             bank.next_col = done;
             bank.next_pre = bank.next_pre.max(done);
         } else {
@@ -1270,6 +1282,7 @@ impl MemoryController {
             seq: self.wq_seq,
             loc,
             mask,
+            purpose: 0,
             prev,
             next: NIL,
         };
@@ -1315,9 +1328,20 @@ impl MemoryController {
             self.stats.forced_drains += 1;
         }
         let w = self.dequeue(s);
-        let end = self.commit(w.loc, true, p);
+        let busy = match self.cells.as_mut() {
+            None => self.timing.write_busy(),
+            Some(m) => {
+                // The DIMM encodes the line and programs the changed cells.
+                let data = self.media.read_line(w.line);
+                let purpose = Purpose::ALL[w.purpose as usize];
+                let (cycles, pj) = m.program(w.line, &data, purpose, &mut self.stats.media);
+                self.stats.write_energy_pj += pj;
+                self.timing.t_wr.max(cycles)
+            }
+        };
+        let end = self.commit(w.loc, true, p, busy);
         self.stats.writes += 1;
-        let done = end + self.timing.write_busy();
+        let done = end + busy;
         if self.persistent && !self.adr {
             // Without ADR the bytes are durable once programmed. The media
             // holds this write's bytes: every later write to the line
@@ -1326,7 +1350,14 @@ impl MemoryController {
             let last = 63 - w.mask.leading_zeros() as usize;
             let mut buf = [0u8; LINE_BYTES as usize];
             let a = w.line + first as u64;
-            self.media.read_bytes(a, &mut buf[..=last - first]);
+            match self.cells.as_ref() {
+                // The durable bytes are the programmed cells, decoded.
+                Some(m) => {
+                    let stored = m.stored(w.line).expect("line just programmed");
+                    buf[..=last - first].copy_from_slice(&stored[first..=last]);
+                }
+                None => self.media.read_bytes(a, &mut buf[..=last - first]),
+            }
             self.persist_log.record(a, &buf[..=last - first], done);
             self.stats.persist_events += 1;
         }
@@ -1428,7 +1459,7 @@ impl MemoryController {
                 start + self.timing.t_bl
             } else {
                 let p = self.plan(l, false, start);
-                let end = self.commit(l, false, &p);
+                let end = self.commit(l, false, &p, 0);
                 let t = &self.timing;
                 self.stats.read_energy_pj += bits
                     * (t.row_read_pj_per_bit + if p.hit { 0.0 } else { t.array_read_pj_per_bit });
@@ -1486,7 +1517,10 @@ impl MemoryController {
         // first queued write (dcw).
         let t = &self.timing;
         let new_bits = ((mask & !old_mask).count_ones() * 8) as f64;
-        let array_bits = if t.dcw {
+        let array_bits = if self.cells.is_some() {
+            // Charged per programmed cell when the write is issued.
+            0.0
+        } else if t.dcw {
             let mut cur = [0u8; LINE_BYTES as usize];
             self.media.read_bytes(addr, &mut cur[..data.len()]);
             let mut flips: i64 = 0;
@@ -1523,6 +1557,11 @@ impl MemoryController {
                 }
                 self.stats.bytes_written[purpose.index()] += LINE_BYTES;
                 let s = self.enqueue(line, loc, mask, accept);
+                self.wq_slots[s as usize].purpose = purpose.index() as u8;
+                if let Some(m) = self.cells.as_mut() {
+                    // A line first written now holds its setup content.
+                    m.ensure(line, &self.media.read_line(line));
+                }
                 if self.timing.dcw {
                     let mut orig = [0u8; LINE_BYTES as usize];
                     self.media.read_bytes(line, &mut orig);
@@ -1537,6 +1576,15 @@ impl MemoryController {
         }
         if self.adr {
             // A merged write is still a persist event, at its own acceptance.
+            if let Some(m) = self.cells.as_ref() {
+                // The ADR flush programs the line through the encoder: the
+                // durable bytes are what the read path decodes from it.
+                let rt = m.roundtrip(&self.media.read_line(line), purpose);
+                self.persist_log
+                    .record(addr, &rt[off..off + data.len()], accept);
+                self.stats.persist_events += 1;
+                return accept;
+            }
             self.persist_log.record(addr, data, accept);
             self.stats.persist_events += 1;
             accept

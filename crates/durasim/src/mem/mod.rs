@@ -8,3 +8,4 @@ pub mod persist;
 pub use controller::{DeviceTiming, MemStats, MemoryController};
 pub use image::{MemRead, MemWrite, Overlay, SparseImage};
 pub use persist::{DurableMark, PersistEvent, PersistLog};
+pub mod media;

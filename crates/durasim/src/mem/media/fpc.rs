@@ -1,0 +1,160 @@
+//! Frequent pattern compression (Alameldeen & Wood, "Frequent Pattern
+//! Compression: A Significance-Based Compression Scheme for L2 Caches",
+//! UW-Madison TR 1500, 2004), 64-bit variant: the line is eight 64-bit words,
+//! each stored as a 3-bit prefix and its significant bits. The prefixes are
+//! A&W's 32-bit table doubled to 64-bit words (the CompEx paper,
+//! Palangappa & Mohanram, HPCA 2016, uses FPC on 64-bit words; its exact
+//! table was not available to us: modelling choice, docs/MODEL.md):
+//!
+//! | prefix | pattern | data bits |
+//! | --- | --- | --- |
+//! | 000 | run of 1-8 zero words | 3 (run length - 1) |
+//! | 001 | 4-bit sign-extended | 4 |
+//! | 010 | 8-bit sign-extended | 8 |
+//! | 011 | 16-bit sign-extended | 16 |
+//! | 100 | 32-bit sign-extended | 32 |
+//! | 101 | two 32-bit halves, each a 16-bit sign-extended value | 32 |
+//! | 110 | one byte repeated eight times | 8 |
+//! | 111 | uncompressed | 64 |
+
+use super::bits::{fits_signed, sext, BitReader, BitWriter};
+use crate::types::LineData;
+
+pub const WORDS: usize = 8;
+
+#[inline]
+fn word(line: &LineData, i: usize) -> u64 {
+    u64::from_le_bytes(line[i * 8..i * 8 + 8].try_into().unwrap())
+}
+
+/// Prefix and data width of a non-zero word.
+#[inline]
+fn classify(w: u64) -> (u64, usize) {
+    let lo = w as u32 as u64;
+    let hi = w >> 32;
+    if fits_signed(w, 4) {
+        (0b001, 4)
+    } else if fits_signed(w, 8) {
+        (0b010, 8)
+    } else if fits_signed(w, 16) {
+        (0b011, 16)
+    } else if w == u64::from_le_bytes([w as u8; 8]) {
+        (0b110, 8)
+    } else if fits_signed(w, 32) {
+        (0b100, 32)
+    } else if sext(lo, 16) as u32 as u64 == lo && sext(hi, 16) as u32 as u64 == hi {
+        (0b101, 32)
+    } else {
+        (0b111, 64)
+    }
+}
+
+/// Compress `line` into `out` (appended); returns the bits written.
+pub fn encode(line: &LineData, out: &mut BitWriter) -> usize {
+    let start = out.len;
+    let mut i = 0;
+    while i < WORDS {
+        let w = word(line, i);
+        if w == 0 {
+            let mut run = 1;
+            while i + run < WORDS && word(line, i + run) == 0 {
+                run += 1;
+            }
+            out.put(0b000, 3);
+            out.put(run as u64 - 1, 3);
+            i += run;
+            continue;
+        }
+        let (prefix, bits) = classify(w);
+        out.put(prefix, 3);
+        let data = match prefix {
+            0b101 => (w & 0xffff) | ((w >> 32) & 0xffff) << 16,
+            _ => w,
+        };
+        out.put(data, bits);
+        i += 1;
+    }
+    out.len - start
+}
+
+/// Compressed size in bits, without writing.
+pub fn size_bits(line: &LineData) -> usize {
+    let mut n = 0;
+    let mut i = 0;
+    while i < WORDS {
+        let w = word(line, i);
+        if w == 0 {
+            while i < WORDS && word(line, i) == 0 {
+                i += 1;
+            }
+            n += 6;
+            continue;
+        }
+        n += 3 + classify(w).1;
+        i += 1;
+    }
+    n
+}
+
+/// Decompress a line from `r`.
+pub fn decode(r: &mut BitReader) -> LineData {
+    let mut line = [0u8; 64];
+    let mut i = 0;
+    while i < WORDS {
+        let prefix = r.take(3);
+        let w = match prefix {
+            0b000 => {
+                i += r.take(3) as usize + 1;
+                continue;
+            }
+            0b001 => sext(r.take(4), 4),
+            0b010 => sext(r.take(8), 8),
+            0b011 => sext(r.take(16), 16),
+            0b100 => sext(r.take(32), 32),
+            0b101 => {
+                let v = r.take(32);
+                let lo = sext(v & 0xffff, 16) as u32 as u64;
+                let hi = sext(v >> 16, 16) as u32 as u64;
+                lo | hi << 32
+            }
+            0b110 => u64::from_le_bytes([r.take(8) as u8; 8]),
+            _ => r.take(64),
+        };
+        line[i * 8..i * 8 + 8].copy_from_slice(&w.to_le_bytes());
+        i += 1;
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line_of(words: [u64; 8]) -> LineData {
+        let mut l = [0u8; 64];
+        for (i, w) in words.iter().enumerate() {
+            l[i * 8..i * 8 + 8].copy_from_slice(&w.to_le_bytes());
+        }
+        l
+    }
+
+    #[test]
+    fn sizes_of_patterns() {
+        assert_eq!(size_bits(&[0u8; 64]), 6, "one zero run");
+        let l = line_of([
+            5,
+            0,
+            0,
+            u64::MAX,
+            0x1234,
+            0x0101_0101_0101_0101,
+            0x1234_5678_9abc_def0,
+            0,
+        ]);
+        // 4-bit, zero run of 2, 4-bit (-1), 16-bit, repeated byte, raw, zero run.
+        assert_eq!(size_bits(&l), 7 + 6 + 7 + 19 + 11 + 67 + 6);
+        let mut w = BitWriter::default();
+        assert_eq!(encode(&l, &mut w), size_bits(&l));
+        assert_eq!(decode(&mut BitReader::new(&w)), l);
+    }
+}

@@ -1,0 +1,483 @@
+//! Data-aware NVM media: the cells behind the memory controller, the
+//! encoders on the DIMM's write path and the decoders on its read path.
+//!
+//! Enabled by `nvm.write_model = "tlc"` (TLC RRAM, MorLog Table III) or
+//! `nvm.encoding != "none"`; otherwise the controller never builds it and
+//! its write path is unchanged. A 64 B line is stored in 171 data cells of
+//! 3 bits (513 bits) plus tag cells (6 bits: line type, expansion mode,
+//! log-metadata bit; 3 cells at 2 bits each). A write encodes the whole line, compares the new cell
+//! states with the stored ones (differential write, DCW: Zhou et al., ISCA
+//! 2009) and programs only the changed cells: the write latency is the
+//! slowest programmed state, the energy the sum over programmed cells.
+//! Data cells past the end of a compressed stream are not part of the code
+//! and keep their old state (no programming).
+
+pub mod bits;
+pub mod dldc;
+pub mod fpc;
+pub mod idm;
+
+use crate::config::Params;
+use crate::types::{Addr, Cycle, LineData, Purpose};
+use bits::{BitReader, BitWriter};
+use rustc_hash::FxHashMap;
+
+/// Data cells of a line (513 bits at 3 bits per cell).
+pub const DATA_CELLS: usize = 171;
+/// Tag cells of a line: 6 tag bits at 2 bits per cell in the four
+/// cheapest states (the IDM rule applied to the tags, so a tag change never
+/// programs a slow state).
+pub const TAG_CELLS: usize = 3;
+pub const CELLS: usize = DATA_CELLS + TAG_CELLS;
+pub type Cells = [u8; CELLS];
+
+/// Line types (2 tag bits).
+const RAW: u64 = 0;
+const FPC: u64 = 1;
+const DLDC: u64 = 2;
+
+/// Encoder on the write path (`nvm.encoding`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Encoding {
+    None,
+    Fpc,
+    Crade,
+    Slde,
+}
+
+impl Encoding {
+    pub fn parse(s: &str) -> Self {
+        match s {
+            "fpc" => Encoding::Fpc,
+            "crade" => Encoding::Crade,
+            "slde" => Encoding::Slde,
+            _ => Encoding::None,
+        }
+    }
+}
+
+/// MorLog Table III, TLC RRAM write latency (ns) per target state 000..111.
+pub const TABLE3_WRITE_NS: [f64; 8] = [15.2, 46.8, 98.3, 143.0, 150.0, 101.0, 52.7, 12.1];
+/// MorLog Table III, TLC RRAM write energy (pJ per cell) per target state.
+pub const TABLE3_WRITE_PJ: [f64; 8] = [2.0, 6.7, 19.3, 35.1, 35.6, 19.6, 8.5, 1.5];
+
+/// Counters of the data-aware media (all zero when it is off).
+#[derive(Clone, Debug, Default)]
+pub struct MediaStats {
+    /// Line writes programmed, by purpose.
+    pub line_writes: [u64; Purpose::COUNT],
+    /// Stored bits that changed, and cells programmed, by purpose.
+    pub bits_programmed: [u64; Purpose::COUNT],
+    pub cells_programmed: [u64; Purpose::COUNT],
+    /// Programmed cells by target state 000..111.
+    pub cells_by_state: [u64; 8],
+    /// Cell programming energy (pJ) and write latency (ns, the slowest
+    /// programmed cell of each line write, summed) by purpose.
+    pub write_energy_pj: [f64; Purpose::COUNT],
+    pub write_latency_ns: [f64; Purpose::COUNT],
+    /// Line writes that programmed no cell (all cells unchanged).
+    pub silent_writes: u64,
+    /// Log line writes that programmed no cell.
+    pub silent_log_writes: u64,
+    /// Log words whose DLDC dirty flags were all clean (SLDE, log lines
+    /// stored with DLDC).
+    pub clean_log_words: u64,
+    /// Lines stored raw, FPC-compressed, DLDC-compressed.
+    pub lines_by_type: [u64; 3],
+    /// Lines by expansion mode (3 bits/cell, 5 bits/2 cells, 2 bits/cell,
+    /// 1 bit/cell); raw lines not counted.
+    pub expansion_modes: [u64; 4],
+    /// Input and output bits of each compressor when it was chosen:
+    /// [fpc, dldc].
+    pub compress_in_bits: [u64; 2],
+    pub compress_out_bits: [u64; 2],
+}
+
+impl MediaStats {
+    pub fn to_json(&self) -> serde_json::Value {
+        let by_purpose = |v: &[u64; Purpose::COUNT]| {
+            let m: serde_json::Map<String, serde_json::Value> = Purpose::ALL
+                .iter()
+                .map(|p| (p.name().to_string(), serde_json::json!(v[p.index()])))
+                .collect();
+            serde_json::Value::Object(m)
+        };
+        let by_purpose_f = |v: &[f64; Purpose::COUNT]| {
+            let m: serde_json::Map<String, serde_json::Value> = Purpose::ALL
+                .iter()
+                .map(|p| (p.name().to_string(), serde_json::json!(v[p.index()])))
+                .collect();
+            serde_json::Value::Object(m)
+        };
+        let ratio = |i: usize| {
+            if self.compress_out_bits[i] == 0 {
+                0.0
+            } else {
+                self.compress_in_bits[i] as f64 / self.compress_out_bits[i] as f64
+            }
+        };
+        serde_json::json!({
+            "line_writes": by_purpose(&self.line_writes),
+            "bits_programmed": by_purpose(&self.bits_programmed),
+            "bits_programmed_total": self.bits_programmed.iter().sum::<u64>(),
+            "cells_programmed": by_purpose(&self.cells_programmed),
+            "cells_programmed_total": self.cells_programmed.iter().sum::<u64>(),
+            "cells_by_state": (0..8).map(|s| (format!("{s:03b}"), serde_json::json!(self.cells_by_state[s])))
+                .collect::<serde_json::Map<_, _>>(),
+            "write_energy_pj": by_purpose_f(&self.write_energy_pj),
+            "write_energy_pj_total": self.write_energy_pj.iter().sum::<f64>(),
+            "write_latency_ns": by_purpose_f(&self.write_latency_ns),
+            "write_latency_ns_mean": by_purpose_f(&std::array::from_fn(|i| {
+                self.write_latency_ns[i] / self.line_writes[i].max(1) as f64
+            })),
+            "silent_writes": self.silent_writes,
+            "silent_log_writes": self.silent_log_writes,
+            "clean_log_words": self.clean_log_words,
+            "lines_raw": self.lines_by_type[0],
+            "lines_fpc": self.lines_by_type[1],
+            "lines_dldc": self.lines_by_type[2],
+            "expansion_modes": {
+                "3bit_per_cell": self.expansion_modes[0],
+                "5bit_per_2cells": self.expansion_modes[1],
+                "2bit_per_cell": self.expansion_modes[2],
+                "1bit_per_cell": self.expansion_modes[3],
+            },
+            "compression_ratio_fpc": ratio(0),
+            "compression_ratio_dldc": ratio(1),
+        })
+    }
+}
+
+/// One encoded line: the stream and its tag fields.
+struct Encoded {
+    stream: BitWriter,
+    kind: u64,
+    mode: usize,
+    log_meta: bool,
+    /// Compressor used (0 fpc, 1 dldc) and its input/output bits.
+    comp: Option<(usize, u64)>,
+    clean_words: u64,
+}
+
+/// The data-aware media: stored cells of every written line and the cost
+/// model.
+pub struct Media {
+    pub encoding: Encoding,
+    tlc: bool,
+    write_ns: [f64; 8],
+    write_pj: [f64; 8],
+    /// Non-TLC devices (one bit per stored bit, DCW): energy per changed
+    /// bit and the fixed programming time.
+    slc_pj_per_bit: f64,
+    slc_write_ns: f64,
+    freq_ghz: f64,
+    /// Stored cells of every written line: a slab (one growing array, no
+    /// allocation per line) and the line's slot.
+    cells: Vec<Cells>,
+    slot: FxHashMap<Addr, u32>,
+}
+
+impl Media {
+    /// The media of `p`, or `None` when the device is not data-aware (the
+    /// controller's default path).
+    pub fn from_params(p: &Params) -> Option<Box<Media>> {
+        let tlc = p.str("nvm.write_model") == "tlc";
+        let encoding = Encoding::parse(p.str("nvm.encoding"));
+        if !tlc && encoding == Encoding::None {
+            return None;
+        }
+        let states = ["000", "001", "010", "011", "100", "101", "110", "111"];
+        Some(Box::new(Media {
+            encoding,
+            tlc,
+            write_ns: std::array::from_fn(|s| p.f64(TLC_NS_KEYS[s])),
+            write_pj: std::array::from_fn(|s| {
+                debug_assert!(TLC_PJ_KEYS[s].ends_with(states[s]));
+                p.f64(TLC_PJ_KEYS[s])
+            }),
+            slc_pj_per_bit: p.f64("nvm.array_write_pj_per_bit"),
+            slc_write_ns: p.f64("nvm.array_write_ns"),
+            freq_ghz: p.f64("cpu.freq_ghz"),
+            cells: Vec::new(),
+            slot: FxHashMap::default(),
+        }))
+    }
+
+    /// A media with explicit costs (tests).
+    pub fn new(encoding: Encoding, tlc: bool, freq_ghz: f64) -> Self {
+        Media {
+            encoding,
+            tlc,
+            write_ns: TABLE3_WRITE_NS,
+            write_pj: TABLE3_WRITE_PJ,
+            slc_pj_per_bit: 16.82,
+            slc_write_ns: 150.0,
+            freq_ghz,
+            cells: Vec::new(),
+            slot: FxHashMap::default(),
+        }
+    }
+
+    /// Make sure `line` has stored cells: a line never programmed holds
+    /// `current` (its setup content) encoded as data.
+    pub fn ensure(&mut self, line: Addr, current: &LineData) {
+        if !self.slot.contains_key(&line) {
+            let mut c = [0u8; CELLS];
+            let e = self.encode(current, Purpose::WriteBack);
+            place(&e, &mut c);
+            self.slot.insert(line, self.cells.len() as u32);
+            self.cells.push(c);
+        }
+    }
+
+    /// Program `data` into `line`'s cells. Returns the bank's programming
+    /// time (cycles) and the energy (pJ); updates `st`.
+    pub fn program(
+        &mut self,
+        line: Addr,
+        data: &LineData,
+        purpose: Purpose,
+        st: &mut MediaStats,
+    ) -> (Cycle, f64) {
+        let e = self.encode(data, purpose);
+        let i = match self.slot.get(&line) {
+            Some(&i) => i as usize,
+            None => {
+                // Never ensured (direct use): the line held zeros.
+                self.ensure(line, &[0u8; 64]);
+                self.cells.len() - 1
+            }
+        };
+        let old = self.cells[i];
+        place(&e, &mut self.cells[i]);
+        let new = self.cells[i];
+        let (ns, pj) = self.cost(&old, &new, purpose, st);
+        let pi = purpose.index();
+        st.line_writes[pi] += 1;
+        st.lines_by_type[e.kind as usize] += 1;
+        if e.kind != RAW {
+            st.expansion_modes[e.mode] += 1;
+        }
+        if let Some((i, out)) = e.comp {
+            st.compress_in_bits[i] += 512;
+            st.compress_out_bits[i] += out;
+        }
+        st.clean_log_words += e.clean_words;
+        if ns == 0.0 {
+            st.silent_writes += 1;
+            if purpose == Purpose::Log {
+                st.silent_log_writes += 1;
+            }
+        }
+        let cycles = (ns * self.freq_ghz).ceil() as Cycle;
+        (cycles, pj)
+    }
+
+    /// Cost of changing `old` into `new`: (latency ns, energy pJ).
+    pub fn cost(
+        &self,
+        old: &Cells,
+        new: &Cells,
+        purpose: Purpose,
+        st: &mut MediaStats,
+    ) -> (f64, f64) {
+        let pi = purpose.index();
+        let (mut ns, mut pj) = (0.0f64, 0.0f64);
+        for (&o, &n) in old.iter().zip(new.iter()) {
+            if o == n {
+                continue;
+            }
+            let flipped = (o ^ n).count_ones() as u64;
+            st.bits_programmed[pi] += flipped;
+            st.cells_programmed[pi] += 1;
+            st.cells_by_state[n as usize] += 1;
+            if self.tlc {
+                ns = ns.max(self.write_ns[n as usize]);
+                pj += self.write_pj[n as usize];
+            } else {
+                ns = self.slc_write_ns;
+                pj += flipped as f64 * self.slc_pj_per_bit;
+            }
+        }
+        st.write_energy_pj[pi] += pj;
+        st.write_latency_ns[pi] += ns;
+        (ns, pj)
+    }
+
+    /// Lines with stored cells, sorted.
+    pub fn lines(&self) -> Vec<Addr> {
+        let mut v: Vec<Addr> = self.slot.keys().copied().collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// The data stored in `line`'s cells, decoded (`None`: never written).
+    pub fn stored(&self, line: Addr) -> Option<LineData> {
+        self.slot
+            .get(&line)
+            .map(|&i| decode_cells(&self.cells[i as usize]))
+    }
+
+    /// `data` as the read path returns it after the write path stored it
+    /// (encode, place in cells, decode): what a persist event carries.
+    pub fn roundtrip(&self, data: &LineData, purpose: Purpose) -> LineData {
+        let e = self.encode(data, purpose);
+        let mut c = [0u8; CELLS];
+        place(&e, &mut c);
+        decode_cells(&c)
+    }
+
+    fn encode(&self, data: &LineData, purpose: Purpose) -> Encoded {
+        let mut e = Encoded {
+            stream: BitWriter::default(),
+            kind: RAW,
+            mode: 0,
+            log_meta: false,
+            comp: None,
+            clean_words: 0,
+        };
+        let raw = |e: &mut Encoded| {
+            e.stream.clear();
+            for i in 0..8 {
+                e.stream.put(
+                    u64::from_le_bytes(data[i * 8..i * 8 + 8].try_into().unwrap()),
+                    64,
+                );
+            }
+            e.kind = RAW;
+        };
+        match self.encoding {
+            Encoding::None => raw(&mut e),
+            Encoding::Fpc | Encoding::Crade | Encoding::Slde => {
+                let log = self.encoding == Encoding::Slde && purpose == Purpose::Log;
+                e.log_meta = self.encoding == Encoding::Slde && purpose == Purpose::Metadata;
+                let f = fpc::size_bits(data);
+                let d = if log {
+                    dldc_line_size(data)
+                } else {
+                    usize::MAX
+                };
+                let n = f.min(d);
+                if n > idm::CAPACITY_BITS[0] {
+                    raw(&mut e);
+                } else {
+                    if d < f {
+                        e.clean_words = dldc_line_encode(data, &mut e.stream);
+                        e.kind = DLDC;
+                        e.comp = Some((1, d as u64));
+                    } else {
+                        fpc::encode(data, &mut e.stream);
+                        e.kind = FPC;
+                        e.comp = Some((0, f as u64));
+                    }
+                    e.mode = if self.encoding == Encoding::Fpc {
+                        0
+                    } else {
+                        idm::sparsest_mode(n)
+                    };
+                }
+            }
+        }
+        e
+    }
+}
+
+/// Per-state cost parameters (config keys, Table III order 000..111).
+pub const TLC_NS_KEYS: [&str; 8] = [
+    "nvm.tlc_write_ns_000",
+    "nvm.tlc_write_ns_001",
+    "nvm.tlc_write_ns_010",
+    "nvm.tlc_write_ns_011",
+    "nvm.tlc_write_ns_100",
+    "nvm.tlc_write_ns_101",
+    "nvm.tlc_write_ns_110",
+    "nvm.tlc_write_ns_111",
+];
+pub const TLC_PJ_KEYS: [&str; 8] = [
+    "nvm.tlc_write_pj_000",
+    "nvm.tlc_write_pj_001",
+    "nvm.tlc_write_pj_010",
+    "nvm.tlc_write_pj_011",
+    "nvm.tlc_write_pj_100",
+    "nvm.tlc_write_pj_101",
+    "nvm.tlc_write_pj_110",
+    "nvm.tlc_write_pj_111",
+];
+
+#[inline]
+fn word(data: &LineData, i: usize) -> u64 {
+    u64::from_le_bytes(data[i * 8..i * 8 + 8].try_into().unwrap())
+}
+
+/// DLDC on a log line: each 8-byte word is log data whose dirty bytes are
+/// taken against the previous word of the line (the first against zero), so
+/// an undo/redo pair stored side by side keeps only the redo's dirty bytes
+/// (MorLog §V, Fig. 11) and the line decodes on its own. Modelling choice
+/// (the DIMM sees lines, not log entries), docs/MODEL.md.
+fn dldc_line_size(data: &LineData) -> usize {
+    let mut prev = 0;
+    let mut n = 0;
+    for i in 0..8 {
+        let w = word(data, i);
+        n += dldc::size_bits(w, dldc::dirty_flags(prev, w));
+        prev = w;
+    }
+    n
+}
+
+/// Returns the words stored all clean.
+fn dldc_line_encode(data: &LineData, out: &mut BitWriter) -> u64 {
+    let mut prev = 0;
+    let mut clean = 0;
+    for i in 0..8 {
+        let w = word(data, i);
+        let f = dldc::dirty_flags(prev, w);
+        clean += u64::from(f == 0);
+        dldc::encode(w, f, out);
+        prev = w;
+    }
+    clean
+}
+
+/// Write an encoded line's stream and tags into cells; data cells past the
+/// stream keep their state.
+fn place(e: &Encoded, cells: &mut Cells) {
+    let tag = e.kind | (e.mode as u64) << 2 | u64::from(e.log_meta) << 4;
+    let mut t = BitWriter::default();
+    t.put(tag, 6);
+    idm::expand(&t, 6, 2, &mut cells[DATA_CELLS..]);
+    let mode = if e.kind == RAW { 0 } else { e.mode };
+    idm::expand(&e.stream, e.stream.len, mode, &mut cells[..DATA_CELLS]);
+}
+
+/// Decode a line from its cells (the DIMM's read path).
+pub fn decode_cells(cells: &Cells) -> LineData {
+    let tag = idm::contract(&cells[DATA_CELLS..], 2).get(0, 6);
+    let kind = tag & 3;
+    let mode = ((tag >> 2) & 3) as usize;
+    let stream = idm::contract(&cells[..DATA_CELLS], if kind == RAW { 0 } else { mode });
+    let mut r = BitReader::new(&stream);
+    match kind {
+        FPC => fpc::decode(&mut r),
+        DLDC => {
+            let mut line = [0u8; 64];
+            let mut prev = 0;
+            for i in 0..8 {
+                let w = dldc::decode(&mut r, prev);
+                line[i * 8..i * 8 + 8].copy_from_slice(&w.to_le_bytes());
+                prev = w;
+            }
+            line
+        }
+        _ => {
+            let mut line = [0u8; 64];
+            for i in 0..8 {
+                line[i * 8..i * 8 + 8].copy_from_slice(&r.take(64).to_le_bytes());
+            }
+            line
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,158 @@
+use super::*;
+use proptest::prelude::*;
+
+fn pattern_line() -> impl Strategy<Value = LineData> {
+    let w = prop_oneof![
+        any::<u64>(),
+        Just(0u64),
+        (-8i64..8).prop_map(|v| v as u64),
+        any::<i8>().prop_map(|v| v as i64 as u64),
+        any::<i16>().prop_map(|v| v as i64 as u64),
+        any::<i32>().prop_map(|v| v as i64 as u64),
+        any::<u8>().prop_map(|b| u64::from_le_bytes([b; 8])),
+        (any::<i16>(), any::<i16>())
+            .prop_map(|(a, b)| (a as i32 as u32 as u64) | (b as i32 as u32 as u64) << 32),
+        any::<u32>().prop_map(|v| (v as u64) << 8),
+    ];
+    prop::array::uniform8(w).prop_map(|ws| {
+        let mut l = [0u8; 64];
+        for (i, w) in ws.iter().enumerate() {
+            l[i * 8..i * 8 + 8].copy_from_slice(&w.to_le_bytes());
+        }
+        l
+    })
+}
+
+fn random_line() -> impl Strategy<Value = LineData> {
+    prop::array::uniform32(any::<u8>()).prop_flat_map(|a| {
+        prop::array::uniform32(any::<u8>()).prop_map(move |b| {
+            let mut l = [0u8; 64];
+            l[..32].copy_from_slice(&a);
+            l[32..].copy_from_slice(&b);
+            l
+        })
+    })
+}
+
+const ENCODINGS: [Encoding; 4] = [
+    Encoding::None,
+    Encoding::Fpc,
+    Encoding::Crade,
+    Encoding::Slde,
+];
+
+proptest! {
+    /// decode(encode(x)) == x for every encoder and purpose, whatever the
+    /// line's previous cells held (cells past a stream keep old states).
+    #[test]
+    fn roundtrip_pattern_rich(old in pattern_line(), x in pattern_line(), p in 0usize..Purpose::COUNT) {
+        for enc in ENCODINGS {
+            let mut m = Media::new(enc, true, 3.0);
+            let mut st = MediaStats::default();
+            m.ensure(0, &old);
+            prop_assert_eq!(m.stored(0).unwrap(), old);
+            m.program(0, &x, Purpose::ALL[p], &mut st);
+            prop_assert_eq!(m.stored(0).unwrap(), x, "{:?}", enc);
+            prop_assert_eq!(m.roundtrip(&x, Purpose::ALL[p]), x);
+        }
+    }
+
+    #[test]
+    fn roundtrip_random(old in random_line(), x in random_line(), p in 0usize..Purpose::COUNT) {
+        for enc in ENCODINGS {
+            let mut m = Media::new(enc, true, 3.0);
+            let mut st = MediaStats::default();
+            m.ensure(0, &old);
+            m.program(0, &x, Purpose::ALL[p], &mut st);
+            prop_assert_eq!(m.stored(0).unwrap(), x, "{:?}", enc);
+        }
+    }
+
+    /// FPC alone: decode(encode(x)) == x and the size function agrees.
+    #[test]
+    fn fpc_roundtrip(x in pattern_line()) {
+        let mut w = BitWriter::default();
+        let n = fpc::encode(&x, &mut w);
+        prop_assert_eq!(n, fpc::size_bits(&x));
+        prop_assert_eq!(fpc::decode(&mut BitReader::new(&w)), x);
+    }
+}
+
+/// Hand-computed TLC costs (MorLog Table III).
+#[test]
+fn tlc_cost_all_cells_to_111() {
+    let m = Media::new(Encoding::None, true, 3.0);
+    let mut st = MediaStats::default();
+    let old = [0u8; CELLS];
+    let new = [7u8; CELLS];
+    let (ns, pj) = m.cost(&old, &new, Purpose::Log, &mut st);
+    // Every one of the 174 cells goes to 111: 12.1 ns, 174 x 1.5 pJ.
+    assert_eq!(CELLS, 174);
+    assert_eq!(ns, 12.1);
+    assert!((pj - 174.0 * 1.5).abs() < 1e-9);
+    assert_eq!(st.cells_programmed[Purpose::Log.index()], 174);
+    assert_eq!(st.bits_programmed[Purpose::Log.index()], 174 * 3);
+    assert_eq!(st.cells_by_state[7], 174);
+}
+
+#[test]
+fn tlc_cost_one_cell_flips() {
+    let m = Media::new(Encoding::None, true, 3.0);
+    let mut st = MediaStats::default();
+    let old = [7u8; CELLS];
+    let mut new = old;
+    new[40] = 0b100;
+    let (ns, pj) = m.cost(&old, &new, Purpose::WriteBack, &mut st);
+    assert_eq!((ns, pj), (150.0, 35.6));
+    assert_eq!(st.bits_programmed[Purpose::WriteBack.index()], 2);
+    // Nothing changes: a silent write.
+    let (ns, pj) = m.cost(&new, &new, Purpose::WriteBack, &mut st);
+    assert_eq!((ns, pj), (0.0, 0.0));
+}
+
+/// A raw line: word 0 = 1 sets bit 0, i.e. cell 0 goes from 000 to 001
+/// (46.8 ns, 6.7 pJ) and every other cell stays; the bank time is in cycles.
+#[test]
+fn raw_line_one_bit() {
+    let mut m = Media::new(Encoding::None, true, 3.0);
+    let mut st = MediaStats::default();
+    m.ensure(64, &[0u8; 64]);
+    let mut x = [0u8; 64];
+    x[0] = 1;
+    let (cycles, pj) = m.program(64, &x, Purpose::WriteBack, &mut st);
+    assert_eq!(cycles, (46.8f64 * 3.0).ceil() as u64);
+    assert_eq!(pj, 6.7);
+    assert_eq!(st.cells_programmed.iter().sum::<u64>(), 1);
+}
+
+/// SLDE stores an undo/redo pair differing in one byte with DLDC, and its
+/// metadata writes carry the metadata bit.
+#[test]
+fn slde_chooses_dldc_for_log_pairs() {
+    let mut m = Media::new(Encoding::Slde, true, 3.0);
+    let mut st = MediaStats::default();
+    let mut x = [0u8; 64];
+    for i in 0..4 {
+        let undo = 0x1234_5678_9abc_def0u64 ^ (i as u64) << 40;
+        let redo = undo ^ 0x55;
+        x[i * 16..i * 16 + 8].copy_from_slice(&undo.to_le_bytes());
+        x[i * 16 + 8..i * 16 + 16].copy_from_slice(&redo.to_le_bytes());
+    }
+    m.program(0, &x, Purpose::Log, &mut st);
+    assert_eq!(st.lines_by_type[DLDC as usize], 1);
+    assert_eq!(m.stored(0).unwrap(), x);
+    // Not log data: FPC (here raw: incompressible words).
+    m.program(64, &x, Purpose::WriteBack, &mut st);
+    assert_eq!(st.lines_by_type[RAW as usize], 1);
+    // Small metadata: FPC, sparsest expansion, metadata bit stored.
+    let mut meta = [0u8; 64];
+    meta[0] = 9;
+    m.program(128, &meta, Purpose::Metadata, &mut st);
+    assert_eq!(st.expansion_modes[3], 1);
+    let c = &m.cells[m.slot[&128] as usize];
+    let tag = idm::contract(&c[DATA_CELLS..], 2).get(0, 6);
+    assert_eq!(tag >> 4 & 1, 1, "metadata bit");
+    // Tags use only the four cheapest states (111, 000, 001, 110).
+    assert!(c[DATA_CELLS..].iter().all(|s| [7, 0, 1, 6].contains(s)));
+    assert_eq!(m.stored(128).unwrap(), meta);
+}
