@@ -422,6 +422,14 @@ impl Engine {
                 "invalid value '0' for 'tx': expected at least 1",
             ));
         }
+        crate::config::validate_run(
+            &params,
+            &spec.workload,
+            spec.threads,
+            spec.tx,
+            spec.record_history,
+            crate::config::host_memory_available(),
+        )?;
         let low = params.u64("mc.write_drain_low");
         let high = params.u64("mc.write_drain_high");
         let cap = params.u64("mc.write_queue_entries");

@@ -349,9 +349,10 @@ pub fn crashtest_with(
                     )));
                 }
                 let cov = points::covered_words(&events[point as usize]);
-                if m & !cov != 0 || m == 0 {
+                if m & !cov != 0 || m == 0 || m == cov {
                     return Err(Error::input(format!(
-                        "invalid value '{m:#04x}' for '--tear-mask': the write in flight at point {point} covers words {cov:#04x}; the mask must be a non-empty subset"
+                        "invalid value '{m:#04x}' for '--tear-mask': the write in flight at point {point} covers words {cov:#04x}; the mask must be a non-empty proper subset (all of them is crash point {} untorn)",
+                        point + 1
                     )));
                 }
             }

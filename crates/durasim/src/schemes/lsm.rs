@@ -500,12 +500,64 @@ enum GcKind {
     Final,
 }
 
+/// Free log segments, host state sized by what the run used: segments
+/// from `touched` on were never opened and are implicitly free; below it,
+/// the freed ones are listed. The lowest free segment is reused first,
+/// exactly as a set of every free segment would give.
+struct FreeSegs {
+    below: BTreeSet<usize>,
+    touched: usize,
+    total: usize,
+}
+
+impl FreeSegs {
+    fn new(total: usize) -> Self {
+        FreeSegs {
+            below: BTreeSet::new(),
+            touched: 0,
+            total,
+        }
+    }
+    fn len(&self) -> usize {
+        self.below.len() + (self.total - self.touched)
+    }
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    fn pop_first(&mut self) -> Option<usize> {
+        self.below.pop_first().or_else(|| {
+            (self.touched < self.total).then(|| {
+                self.touched += 1;
+                self.touched - 1
+            })
+        })
+    }
+    fn insert(&mut self, s: usize) {
+        debug_assert!(s < self.touched);
+        self.below.insert(s);
+    }
+    fn clear(&mut self) {
+        self.below.clear();
+    }
+}
+
+const FREE_SEG: Seg = Seg {
+    state: SegState::Free,
+    seq: 0,
+    used: 0,
+    live_words: 0,
+    words_written: 0,
+};
+
 pub struct Lsm {
     g: Geometry,
+    /// Segments opened so far (index = segment number); never-opened ones
+    /// have no host state (a 4 KiB segment size over a 512 GiB region
+    /// would be 13 M entries).
     segs: Vec<Seg>,
     /// Free segments; the lowest is reused first, which keeps the
     /// high-water mark (and recovery's header scan) small.
-    free: BTreeSet<usize>,
+    free: FreeSegs,
     high_water: usize,
     active: Option<usize>,
     seq_next: u64,
@@ -554,17 +606,8 @@ impl Lsm {
             ((p.f64("lsm.gc_period_ms") * 1e6 * p.f64("cpu.freq_ghz")).ceil() as Cycle).max(1);
         Ok(Lsm {
             g,
-            segs: vec![
-                Seg {
-                    state: SegState::Free,
-                    seq: 0,
-                    used: 0,
-                    live_words: 0,
-                    words_written: 0,
-                };
-                g.segments as usize
-            ],
-            free: (0..g.segments as usize).collect(),
+            segs: Vec::new(),
+            free: FreeSegs::new(g.segments as usize),
             high_water: 0,
             active: None,
             seq_next: 1,
@@ -727,6 +770,9 @@ impl Lsm {
             .free
             .pop_first()
             .expect("caller ensured a free segment");
+        if s == self.segs.len() {
+            self.segs.push(FREE_SEG);
+        }
         let purpose = if purpose == Purpose::Gc {
             Purpose::Gc
         } else {
