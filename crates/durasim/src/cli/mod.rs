@@ -110,6 +110,16 @@ pub fn build_params(scheme: &str, common: &CommonArgs) -> Result<Params> {
         })?;
         p.set_str(k.trim(), v)?;
     }
+    // Planted bugs are for the mutant suite only (tests/mutants.rs).
+    if let Some((k, v)) = p
+        .overrides()
+        .into_iter()
+        .find(|(k, _)| k.ends_with(".mutant"))
+    {
+        return Err(Error::input(format!(
+            "invalid value '{v}' for '{k}': a test-only mutant (the oracle's mutant suite, tests/mutants.rs); the command line accepts only 'none'"
+        )));
+    }
     Ok(p)
 }
 
@@ -310,7 +320,7 @@ fn cmd_list(what: &str) -> Result<i32> {
                 "{:<34} {:>14} {:<12} source / description",
                 "key", "default", "unit"
             );
-            for s in p.specs() {
+            for s in p.specs().filter(|s| !s.key.ends_with(".mutant")) {
                 println!(
                     "{:<34} {:>14} {:<12} {} — {}",
                     s.key,

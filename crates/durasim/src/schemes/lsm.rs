@@ -84,6 +84,9 @@ pub static PARAMS: &[ParamSpec] = &[
     spec!("lsm.recovery_bandwidth_gbps", DefaultValue::Float(10.0), "GB/s", Check::Range(0.001, 1e6),
         "HOOP §IV experiment (g) (10 to 25 GB/s; lower end), as for HOOP",
         "NVM bandwidth available to recovery in the recovery-time model"),
+    spec!("lsm.mutant", DefaultValue::Str("none"), "", Check::OneOf(&["none", "retire-log-early", "ignore-checksum"]),
+        super::MUTANT_SOURCE,
+        "test-only planted bug (tests/mutants.rs; refused by the CLI): retire-log-early = migrate-home moves the log tail before its home writes; ignore-checksum = recovery accepts entries whose checksum fails"),
 ];
 
 const SEG_MAGIC: u64 = 0x4c53; // "LS"
@@ -219,6 +222,12 @@ enum Entry {
 /// Decode the entry at `off` of a segment image `seg` with sequence `seq`;
 /// `None` marks the end of the segment's valid content.
 fn decode(seg: &[u8], off: usize, seq: u64) -> Option<(Entry, usize)> {
+    decode_with(seg, off, seq, true)
+}
+
+/// [`decode`], with the checksum test switchable (`false` only for the
+/// `ignore-checksum` mutant).
+fn decode_with(seg: &[u8], off: usize, seq: u64, verify: bool) -> Option<(Entry, usize)> {
     let word = |o: usize| u64::from_le_bytes(seg[o..o + 8].try_into().unwrap());
     if off + ENTRY_HDR as usize > seg.len() {
         return None;
@@ -240,7 +249,7 @@ fn decode(seg: &[u8], off: usize, seq: u64) -> Option<(Entry, usize)> {
             for (i, d) in data.iter_mut().enumerate().take(n) {
                 *d = word(off + ENTRY_HDR as usize + 8 * i);
             }
-            if checksum(w0, w1, &data[..n]) != w2 {
+            if verify && checksum(w0, w1, &data[..n]) != w2 {
                 return None;
             }
             Some((
@@ -254,7 +263,7 @@ fn decode(seg: &[u8], off: usize, seq: u64) -> Option<(Entry, usize)> {
             ))
         }
         KIND_COMMIT => {
-            if checksum(w0, w1, &[]) != w2 {
+            if verify && checksum(w0, w1, &[]) != w2 {
                 return None;
             }
             Some((
@@ -593,6 +602,8 @@ pub struct Lsm {
     staging: Vec<u8>,
     changed: Vec<u32>,
     pub stats: Stats,
+    /// Test-only planted bug (`lsm.mutant` = retire-log-early).
+    mutant_retire_early: bool,
 }
 
 fn build(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
@@ -635,6 +646,7 @@ impl Lsm {
             staging: Vec::with_capacity(1 << 16),
             changed: Vec::with_capacity(MAX_LEVEL + 1),
             stats: Stats::default(),
+            mutant_retire_early: p.str("lsm.mutant") == "retire-log-early",
         })
     }
 
@@ -974,6 +986,14 @@ impl Lsm {
     fn migrate_home(&mut self, ctx: &mut MemCtx, now: Cycle) -> Cycle {
         self.stats.gc_migrations_home += 1;
         let mut t = now;
+        if self.mutant_retire_early {
+            ctx.nvm.write(
+                self.g.superblock,
+                &self.seq_next.to_le_bytes(),
+                Purpose::Gc,
+                now,
+            );
+        }
         for node in self.index.in_order() {
             let line = self.index.keys[node as usize];
             let l = self.index.locs[node as usize];
@@ -1532,6 +1552,7 @@ impl Scheme for Lsm {
 /// (newest wins), then retire the log by moving the tail past them.
 /// Idempotent: until the tail moves, a second run replays the same values.
 pub fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<RecoveryReport> {
+    let verify = p.str("lsm.mutant") != "ignore-checksum";
     let g = Geometry::new(p, layout)?;
     let tail = img.read_u64(g.superblock);
     // Segments at or above the high-water mark were never used.
@@ -1569,7 +1590,7 @@ pub fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<Re
                 seg.resize(to, 0);
                 img.read_bytes(base + from as u64, &mut seg[from..to]);
             }
-            let Some((e, next)) = decode(&seg, off, seq) else {
+            let Some((e, next)) = decode_with(&seg, off, seq, verify) else {
                 break;
             };
             entries += 1;

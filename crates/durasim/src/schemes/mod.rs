@@ -123,6 +123,12 @@ pub(crate) fn raise_advice(specs: &[ParamSpec], key: &str, need: u64) -> String 
     }
 }
 
+/// Source of every `<scheme>.mutant` parameter: a planted bug kept as a
+/// permanent test-only switch so the oracle's strength is measured on every
+/// change (tests/mutants.rs). The CLI refuses any value but `none`.
+pub(crate) const MUTANT_SOURCE: &str =
+    "test-only mutant (issue 21 part 6; tests/mutants.rs), never a model setting";
+
 /// What a scheme promises after a crash (the oracle checks it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Durability {
