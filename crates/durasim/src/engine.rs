@@ -65,6 +65,8 @@ pub struct History {
     /// Persist-event ranges written by background work (`Scheme::tick`,
     /// `Scheme::finish`): crash points strictly inside one fell mid-GC.
     pub background: Vec<std::ops::Range<u64>>,
+    /// Kind of each `background` range (`Scheme::background_kind`).
+    pub background_kinds: Vec<&'static str>,
 }
 
 struct Core {
@@ -584,6 +586,7 @@ impl Engine {
                 per_thread: vec![Vec::new(); self.spec.threads],
                 initial_media: self.ctx.nvm.media().clone(),
                 background: Vec::new(),
+                background_kinds: Vec::new(),
             });
         }
         Ok(())
@@ -680,6 +683,7 @@ impl Engine {
         if let Some(h) = self.history.as_mut() {
             if after > before {
                 h.background.push(before..after);
+                h.background_kinds.push(self.scheme.background_kind());
             }
         }
     }

@@ -241,3 +241,68 @@ fn the_cli_refuses_mutants() {
         "{err}"
     );
 }
+
+/// Issue 21 part 5: every scheme's background work (checkpoint, GC,
+/// cleaning, migration, consolidation) happens many times inside a crash
+/// test of these configurations, and crash points fall inside each kind.
+/// A scheme whose crash test has background work with no crash point in
+/// it — or a listed kind that never ran — fails.
+#[test]
+fn crash_points_fall_inside_every_kind_of_background_work() {
+    let lsm_compact: &[(&str, &str)] = &[
+        ("lsm.gc_period_ms", "0.002"),
+        ("lsm.segment_bytes", "4KB"),
+        ("workload.update_ratio", "0.9"),
+        ("lsm.gc_victim_utilization", "0.9"),
+    ];
+    let cases: &[(&str, &[(&str, &str)], &[&str])] = &[
+        ("opt-redo", REDO_CKPT, &["checkpoint"]),
+        ("lsm", LSM_HOME, &["gc-home"]),
+        ("lsm", lsm_compact, &["gc-compact", "gc-home"]),
+        ("hoop", &[("hoop.gc_period_ms", "0.002")], &["gc"]),
+        ("osp", &[], &["consolidation"]),
+        // No background work: everything is on the commit path.
+        ("opt-undo", &[], &[]),
+        ("lad", &[], &[]),
+    ];
+    for info in durasim::schemes::REGISTRY {
+        if info.durability != durasim::schemes::Durability::None {
+            assert!(
+                cases.iter().any(|c| c.0 == info.name),
+                "{}: no background-coverage configuration",
+                info.name
+            );
+        }
+    }
+    for (scheme, sets, kinds) in cases {
+        let r = crashtest(scheme, 200, sets, &opts(1));
+        assert_eq!(r.violations, 0, "{scheme} {sets:?}");
+        if r.background_persist_events > 0 {
+            assert!(r.background_points_tested > 0, "{scheme} {sets:?}");
+        }
+        for kind in *kinds {
+            let (_, events, points) = r
+                .background_by_kind
+                .iter()
+                .find(|k| k.0 == *kind)
+                .copied()
+                .unwrap_or_else(|| {
+                    panic!(
+                        "{scheme} {sets:?}: no {kind} ran: {:?}",
+                        r.background_by_kind
+                    )
+                });
+            // Many times inside the run, and crashed inside.
+            assert!(
+                events >= 20 && points >= 20,
+                "{scheme} {kind}: {events} events, {points} points"
+            );
+        }
+        for (kind, _, points) in &r.background_by_kind {
+            assert!(
+                *points > 0,
+                "{scheme} {sets:?}: background {kind} has no crash point"
+            );
+        }
+    }
+}

@@ -155,6 +155,9 @@ fn summary(r: &CrashReport) -> String {
         r.background_points_tested,
         r.background_persist_events
     );
+    for (kind, events, points) in &r.background_by_kind {
+        line!("    {kind:<24} {points} points ({events} persist events)");
+    }
     line!(
         "  speed                      {:.0} points/host s (check {:.2} s, simulation {:.2} s)",
         r.points_per_second,

@@ -129,6 +129,9 @@ pub struct CrashReport {
     /// images that fell strictly inside such work.
     pub background_persist_events: u64,
     pub background_points_tested: u64,
+    /// Per kind of background work (`Scheme::background_kind`): persist
+    /// events it issued and crash images inside it, by kind name.
+    pub background_by_kind: Vec<(&'static str, u64, u64)>,
     /// Crash images that failed any check (clean + torn).
     pub violations: u64,
     pub clean_violations: u64,
@@ -171,6 +174,7 @@ impl CrashReport {
             "recovery_crashes_tested": self.recovery_crashes_tested,
             "background_persist_events": self.background_persist_events,
             "background_points_tested": self.background_points_tested,
+            "background_by_kind": self.background_by_kind.iter().map(|(k, ev, pts)| (k.to_string(), serde_json::json!({"persist_events": ev, "points_tested": pts}))).collect::<serde_json::Map<_, _>>(),
             "violations": self.violations,
             "clean_violations": self.clean_violations,
             "torn_violations": self.torn_violations,
@@ -378,9 +382,25 @@ pub fn crashtest_with(
         recovery_crashes: 0,
     };
     let background = &history.background;
+    // The background range a crash image falls strictly inside, if any.
     let inside_background = |k: u64, torn: bool| {
         let i = background.partition_point(|r| r.start < k || (torn && r.start == k));
-        i > 0 && k < background[i - 1].end
+        (i > 0 && k < background[i - 1].end).then(|| i - 1)
+    };
+    let kinds = &history.background_kinds;
+    let mut by_kind: std::collections::BTreeMap<&'static str, (u64, u64)> = Default::default();
+    for (r, &kind) in background.iter().zip(kinds) {
+        by_kind.entry(kind).or_default().0 += r.end - r.start;
+    }
+    let mut count_bg = |at: Option<usize>| {
+        if let Some(i) = at {
+            if let Some(&kind) = kinds.get(i) {
+                by_kind.entry(kind).or_default().1 += 1;
+            }
+            1
+        } else {
+            0
+        }
     };
     let mut verdicts = Vec::with_capacity(selected.len());
     let mut tested = 0u64;
@@ -404,7 +424,7 @@ pub fn crashtest_with(
         };
         if single_mask.is_none() {
             tested += 1;
-            bg_tested += u64::from(inside_background(k, false));
+            bg_tested += count_bg(inside_background(k, false));
             let ok = check_image(
                 info, &spec, opts, &oracle, &mut extra, &mut memo, &mut tally, params, &layout,
                 check, item_bytes, k, None,
@@ -420,7 +440,7 @@ pub fn crashtest_with(
             oracle.persist(ev.addr, log.data(ev), m, &mut undo);
             tested += 1;
             torn_tested += 1;
-            bg_tested += u64::from(inside_background(k, true));
+            bg_tested += count_bg(inside_background(k, true));
             let ok = check_image(
                 info,
                 &spec,
@@ -461,6 +481,10 @@ pub fn crashtest_with(
         recovery_crashes_tested: tally.recovery_crashes,
         background_persist_events: background.iter().map(|r| r.end - r.start).sum(),
         background_points_tested: bg_tested,
+        background_by_kind: by_kind
+            .into_iter()
+            .map(|(k, (ev, pts))| (k, ev, pts))
+            .collect(),
         violations: tally.clean + tally.torn,
         clean_violations: tally.clean,
         torn_violations: tally.torn,

@@ -602,6 +602,8 @@ pub struct Lsm {
     staging: Vec<u8>,
     changed: Vec<u32>,
     pub stats: Stats,
+    /// What the last GC did, for crash-point accounting.
+    last_gc_kind: &'static str,
     /// Test-only planted bug (`lsm.mutant` = retire-log-early).
     mutant_retire_early: bool,
 }
@@ -647,6 +649,7 @@ impl Lsm {
             changed: Vec::with_capacity(MAX_LEVEL + 1),
             stats: Stats::default(),
             mutant_retire_early: p.str("lsm.mutant") == "retire-log-early",
+            last_gc_kind: "gc",
         })
     }
 
@@ -985,6 +988,7 @@ impl Lsm {
     /// Crash-safe: until the tail moves, recovery replays the same values.
     fn migrate_home(&mut self, ctx: &mut MemCtx, now: Cycle) -> Cycle {
         self.stats.gc_migrations_home += 1;
+        self.last_gc_kind = "gc-home";
         let mut t = now;
         if self.mutant_retire_early {
             ctx.nvm.write(
@@ -1080,6 +1084,7 @@ impl Lsm {
             return None;
         }
         self.stats.gc_compactions += 1;
+        self.last_gc_kind = "gc-compact";
         let mut t = now;
         let mut seg_buf = vec![0u8; self.g.segment_bytes as usize];
         for &v in &victims {
@@ -1462,6 +1467,10 @@ impl Scheme for Lsm {
 
     fn finish(&mut self, ctx: &mut MemCtx, now: Cycle) -> Cycle {
         self.gc(ctx, now, GcKind::Final)
+    }
+
+    fn background_kind(&self) -> &'static str {
+        self.last_gc_kind
     }
 
     fn read_logical(&self, ctx: &MemCtx, addr: Addr, buf: &mut [u8]) {

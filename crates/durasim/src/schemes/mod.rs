@@ -271,6 +271,12 @@ pub trait Scheme: Send {
         now
     }
 
+    /// Kind of the background work the last `tick`/`finish` did
+    /// (checkpoint, gc-home, ...): `crashtest` counts crash points per kind.
+    fn background_kind(&self) -> &'static str {
+        "background"
+    }
+
     /// The value a program would read at `addr` from memory now (through
     /// the scheme's indirection), without timing. Used by equivalence checks.
     fn read_logical(&self, ctx: &MemCtx, addr: Addr, buf: &mut [u8]) {

@@ -593,6 +593,10 @@ impl Scheme for OptRedo {
         t
     }
 
+    fn background_kind(&self) -> &'static str {
+        "checkpoint"
+    }
+
     fn stats(&self) -> SchemeStats {
         vec![
             ("redo_records", self.st_records as f64),

@@ -997,6 +997,10 @@ impl Scheme for Hoop {
         None
     }
 
+    fn background_kind(&self) -> &'static str {
+        "gc"
+    }
+
     fn finish(&mut self, ctx: &mut MemCtx, now: Cycle) -> Cycle {
         let (ns, live) = self.model_recovery_now();
         self.end_recovery_ns = ns;
