@@ -111,6 +111,15 @@ const MUTANTS: &[Mutant] = &[
         recovery_crashes: 0,
         torn: false,
     },
+    Mutant {
+        scheme: "lad",
+        key: "lad.mutant",
+        value: "release-before-commit",
+        sets: &[],
+        tx: 60,
+        recovery_crashes: 0,
+        torn: false,
+    },
     // Only torn writes expose it: a line holding the end of a data entry
     // and the commit record, persisted in part, leaves a stale data word
     // under a valid commit record.
@@ -255,7 +264,9 @@ fn crash_points_fall_inside_every_kind_of_background_work() {
         ("workload.update_ratio", "0.9"),
         ("lsm.gc_victim_utilization", "0.9"),
     ];
-    let cases: &[(&str, &[(&str, &str)], &[&str])] = &[
+    // (scheme, settings, kinds of background work that must run)
+    type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a [&'a str]);
+    let cases: &[Case] = &[
         ("opt-redo", REDO_CKPT, &["checkpoint"]),
         ("lsm", LSM_HOME, &["gc-home"]),
         ("lsm", lsm_compact, &["gc-compact", "gc-home"]),
