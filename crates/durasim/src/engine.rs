@@ -65,6 +65,8 @@ pub struct History {
     /// Persist-event ranges written by background work (`Scheme::tick`,
     /// `Scheme::finish`): crash points strictly inside one fell mid-GC.
     pub background: Vec<std::ops::Range<u64>>,
+    /// Kind of each `background` range (`Scheme::background_kind`).
+    pub background_kinds: Vec<&'static str>,
 }
 
 struct Core {
@@ -466,6 +468,14 @@ impl Engine {
                 "invalid value '0' for 'tx': expected at least 1",
             ));
         }
+        crate::config::validate_run(
+            &params,
+            &spec.workload,
+            spec.threads,
+            spec.tx,
+            spec.record_history,
+            crate::config::host_memory_available(),
+        )?;
         let low = params.u64("mc.write_drain_low");
         let high = params.u64("mc.write_drain_high");
         let cap = params.u64("mc.write_queue_entries");
@@ -628,6 +638,7 @@ impl Engine {
                 per_thread: vec![Vec::new(); self.spec.threads],
                 initial_media: self.ctx.nvm.media().clone(),
                 background: Vec::new(),
+                background_kinds: Vec::new(),
             });
         }
         Ok(())
@@ -730,6 +741,7 @@ impl Engine {
         if let Some(h) = self.history.as_mut() {
             if after > before {
                 h.background.push(before..after);
+                h.background_kinds.push(self.scheme.background_kind());
             }
         }
     }

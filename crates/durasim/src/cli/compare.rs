@@ -67,6 +67,17 @@ pub fn cmd_compare(a: CompareArgs) -> Result<i32> {
             "compare needs --schemes A,B,.. and --workloads X,Y,..",
         ));
     }
+    for (flag, names) in [("--schemes", &a.schemes), ("--workloads", &a.workloads)] {
+        for (i, n) in names.iter().enumerate() {
+            if names[..i].contains(n) {
+                return Err(Error::input(format!(
+                    "invalid value '{}' for '{flag}': '{n}' is listed twice; expected distinct names",
+                    names.join(",")
+                )));
+            }
+        }
+    }
+    super::check_output_path("--csv", a.csv.as_deref())?;
     let baseline = a.baseline.clone().unwrap_or_else(|| a.schemes[0].clone());
     if !a.schemes.contains(&baseline) {
         return Err(Error::input(format!(

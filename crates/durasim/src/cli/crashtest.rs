@@ -33,8 +33,8 @@ pub struct CrashtestArgs {
     /// Crash points: 'all' (exhaustive) or N seeded samples.
     #[arg(long, default_value = "all")]
     pub points: String,
-    /// Test only crash point K (replay).
-    #[arg(long, value_name = "K")]
+    /// Test only crash point K (replay; excludes --points).
+    #[arg(long, value_name = "K", conflicts_with = "points")]
     pub crash_at: Option<u64>,
     /// With --crash-at: the write in flight persisted only these 8-byte
     /// words (bit i = word i of its 64 B line).
@@ -91,6 +91,7 @@ pub fn cmd_crashtest(a: CrashtestArgs) -> Result<i32> {
         seed: a.seed,
     };
     let spec = spec_for(&a.scheme, &a.workload, &common)?;
+    super::check_output_path("--json", a.json.as_deref())?;
     let mut bar = LazyProgress::new(0, format!("crashtest {}/{}", a.scheme, a.workload));
     let report = crash::crashtest(spec, &opts, &mut |done, total| {
         bar.set_total(total);
@@ -98,18 +99,23 @@ pub fn cmd_crashtest(a: CrashtestArgs) -> Result<i32> {
     })?;
     bar.finish();
     let json = serde_json::to_string_pretty(&report.to_json()).unwrap();
+    let verdict = if report.violations > 0 { 1 } else { 0 };
     match a.json.as_deref() {
         Some("-") => emit(&format!("{json}\n")),
         Some(path) => {
-            std::fs::write(path, json).map_err(|source| Error::Io {
-                path: path.to_string(),
-                source,
-            })?;
+            // The verdict is printed whatever happens to the report file
+            // (checked before the run, but it may still fail, e.g. disk
+            // full): a violation still exits 1; a pass whose report could
+            // not be written exits 2.
             emit(&summary(&report));
+            if let Err(e) = std::fs::write(path, json) {
+                eprintln!("error: cannot write the crashtest report to --json {path}: {e}");
+                return Ok(if verdict == 1 { 1 } else { 2 });
+            }
         }
         None => emit(&summary(&report)),
     }
-    Ok(if report.violations > 0 { 1 } else { 0 })
+    Ok(verdict)
 }
 
 /// Write to stdout; a closed pipe (`| head`) is not an error.
@@ -149,6 +155,9 @@ fn summary(r: &CrashReport) -> String {
         r.background_points_tested,
         r.background_persist_events
     );
+    for (kind, events, points) in &r.background_by_kind {
+        line!("    {kind:<24} {points} points ({events} persist events)");
+    }
     line!(
         "  speed                      {:.0} points/host s (check {:.2} s, simulation {:.2} s)",
         r.points_per_second,

@@ -99,8 +99,7 @@ pub fn build_params(scheme: &str, common: &CommonArgs) -> Result<Params> {
     let mut p = Params::defaults(&schemes::all_params());
     let _ = info;
     if let Some(path) = &common.config {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Error::input(format!("cannot read --config {path}: {e}")))?;
+        let text = crate::config::read_config(path)?;
         p.apply_toml(&text, path)?;
     }
     for kv in &common.set {
@@ -111,7 +110,50 @@ pub fn build_params(scheme: &str, common: &CommonArgs) -> Result<Params> {
         })?;
         p.set_str(k.trim(), v)?;
     }
+    // Planted bugs are for the mutant suite only (tests/mutants.rs).
+    if let Some((k, v)) = p
+        .overrides()
+        .into_iter()
+        .find(|(k, _)| k.ends_with(".mutant"))
+    {
+        return Err(Error::input(format!(
+            "invalid value '{v}' for '{k}': a test-only mutant (the oracle's mutant suite, tests/mutants.rs); the command line accepts only 'none'"
+        )));
+    }
     Ok(p)
+}
+
+/// Check before any work that an output file (`--json`, `--csv`) can be
+/// written: a bad path is an exit-2 input error, not a failure after the
+/// whole run. `-` (stdout) is always fine. A file this check creates is
+/// removed again (the run writes it at the end).
+pub fn check_output_path(flag: &str, path: Option<&str>) -> Result<()> {
+    let Some(path) = path else { return Ok(()) };
+    if path == "-" {
+        return Ok(());
+    }
+    let p = std::path::Path::new(path);
+    if p.is_dir() {
+        return Err(Error::input(format!(
+            "invalid value '{path}' for '{flag}': is a directory; expected a file path (or '-' for stdout)"
+        )));
+    }
+    let existed = p.exists();
+    match std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(p)
+    {
+        Ok(_) => {
+            if !existed {
+                let _ = std::fs::remove_file(p);
+            }
+            Ok(())
+        }
+        Err(e) => Err(Error::input(format!(
+            "invalid value '{path}' for '{flag}': cannot write it ({e}); expected a writable file path (or '-' for stdout)"
+        ))),
+    }
 }
 
 /// An unknown scheme or workload name: the error names the valid choices
@@ -193,6 +235,7 @@ pub fn main_with(cli: Cli) -> Result<i32> {
 
 fn cmd_run(a: RunArgs) -> Result<i32> {
     let spec = spec_for(&a.scheme, &a.workload, &a.common)?;
+    check_output_path("--json", a.json.as_deref())?;
     let mut bar = LazyProgress::new(spec.tx, format!("{}/{}", a.scheme, a.workload));
     let e = engine::run(spec, &mut |d| bar.update(d))?;
     bar.finish();
@@ -200,13 +243,15 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
     match a.json.as_deref() {
         Some("-") => println!("{}", serde_json::to_string_pretty(&report).unwrap()),
         Some(path) => {
+            // The summary first: a report that cannot be written (the path
+            // was checked before the run) does not lose the run's results.
+            print_summary(&e);
             std::fs::write(path, serde_json::to_string_pretty(&report).unwrap()).map_err(
                 |source| Error::Io {
                     path: path.to_string(),
                     source,
                 },
             )?;
-            print_summary(&e);
         }
         None => print_summary(&e),
     }
@@ -275,7 +320,7 @@ fn cmd_list(what: &str) -> Result<i32> {
                 "{:<34} {:>14} {:<12} source / description",
                 "key", "default", "unit"
             );
-            for s in p.specs() {
+            for s in p.specs().filter(|s| !s.key.ends_with(".mutant")) {
                 println!(
                     "{:<34} {:>14} {:<12} {} — {}",
                     s.key,

@@ -145,6 +145,9 @@ pub struct CrashReport {
     /// images that fell strictly inside such work.
     pub background_persist_events: u64,
     pub background_points_tested: u64,
+    /// Per kind of background work (`Scheme::background_kind`): persist
+    /// events it issued and crash images inside it, by kind name.
+    pub background_by_kind: Vec<(&'static str, u64, u64)>,
     /// Crash images that failed any check (clean + torn).
     pub violations: u64,
     pub clean_violations: u64,
@@ -195,6 +198,7 @@ impl CrashReport {
             "recovery_crashes_tested": self.recovery_crashes_tested,
             "background_persist_events": self.background_persist_events,
             "background_points_tested": self.background_points_tested,
+            "background_by_kind": self.background_by_kind.iter().map(|(k, ev, pts)| (k.to_string(), serde_json::json!({"persist_events": ev, "points_tested": pts}))).collect::<serde_json::Map<_, _>>(),
             "violations": self.violations,
             "clean_violations": self.clean_violations,
             "torn_violations": self.torn_violations,
@@ -347,6 +351,8 @@ struct Tally {
     tested: u64,
     torn_tested: u64,
     bg_tested: u64,
+    /// Crash points inside background work, per kind.
+    bg_by_kind: std::collections::BTreeMap<&'static str, u64>,
     /// Points whose recoveries were reused ([`memo`]).
     dedup_hits: u64,
     dedup_mismatches: u64,
@@ -376,6 +382,9 @@ impl Tally {
         self.tested += o.tested;
         self.torn_tested += o.torn_tested;
         self.bg_tested += o.bg_tested;
+        for (k, n) in o.bg_by_kind {
+            *self.bg_by_kind.entry(k).or_default() += n;
+        }
         self.dedup_hits += o.dedup_hits;
         self.dedup_mismatches += o.dedup_mismatches;
         self.verdicts.extend(o.verdicts);
@@ -398,6 +407,7 @@ struct Shared<'a> {
     tx_writes: &'a [(Addr, u64)],
     per_thread: &'a [Vec<crate::engine::TxRecord>],
     background: &'a [std::ops::Range<u64>],
+    background_kinds: &'a [&'static str],
 }
 
 /// A worker's state across the points of its chunk.
@@ -453,9 +463,10 @@ pub fn crashtest_with(
                     )));
                 }
                 let cov = points::covered_words(&events[point as usize]);
-                if m & !cov != 0 || m == 0 {
+                if m & !cov != 0 || m == 0 || m == cov {
                     return Err(Error::input(format!(
-                        "invalid value '{m:#04x}' for '--tear-mask': the write in flight at point {point} covers words {cov:#04x}; the mask must be a non-empty subset"
+                        "invalid value '{m:#04x}' for '--tear-mask': the write in flight at point {point} covers words {cov:#04x}; the mask must be a non-empty proper subset (all of them is crash point {} untorn)",
+                        point + 1
                     )));
                 }
             }
@@ -479,6 +490,7 @@ pub fn crashtest_with(
         tx_writes: &history.writes,
         per_thread: &history.per_thread,
         background: &history.background,
+        background_kinds: &history.background_kinds,
     };
     let pool = match opts.host_threads {
         0 => None,
@@ -549,6 +561,21 @@ pub fn crashtest_with(
         recovery_crashes_tested: tally.recovery_crashes,
         background_persist_events: background.iter().map(|r| r.end - r.start).sum(),
         background_points_tested: tally.bg_tested,
+        background_by_kind: {
+            // Persist events per kind, then the points each kind received.
+            let mut by_kind: std::collections::BTreeMap<&'static str, (u64, u64)> =
+                Default::default();
+            for (r, &kind) in background.iter().zip(&history.background_kinds) {
+                by_kind.entry(kind).or_default().0 += r.end - r.start;
+            }
+            for (&kind, &pts) in &tally.bg_by_kind {
+                by_kind.entry(kind).or_default().1 += pts;
+            }
+            by_kind
+                .into_iter()
+                .map(|(k, (ev, pts))| (k, ev, pts))
+                .collect()
+        },
         violations: tally.clean + tally.torn,
         clean_violations: tally.clean,
         torn_violations: tally.torn,
@@ -592,9 +619,18 @@ fn check_chunk(
         ..Tally::default()
     };
     let background = sh.background;
+    // The background range a crash image falls strictly inside, if any.
     let inside_background = |k: u64, torn: bool| {
         let i = background.partition_point(|r| r.start < k || (torn && r.start == k));
-        i > 0 && k < background[i - 1].end
+        (i > 0 && k < background[i - 1].end).then(|| i - 1)
+    };
+    let count_bg = |tally: &mut Tally, at: Option<usize>| {
+        if let Some(i) = at {
+            tally.bg_tested += 1;
+            if let Some(&kind) = sh.background_kinds.get(i) {
+                *tally.bg_by_kind.entry(kind).or_default() += 1;
+            }
+        }
     };
     for &k in pts {
         w.oracle.advance(k, sh.log);
@@ -616,7 +652,7 @@ fn check_chunk(
         };
         if sh.single_mask.is_none() {
             tally.tested += 1;
-            tally.bg_tested += u64::from(inside_background(k, false));
+            count_bg(&mut tally, inside_background(k, false));
             let ok = check_image(sh, &mut w, &mut tally, k, None);
             if !ok {
                 tally.clean += 1;
@@ -630,7 +666,7 @@ fn check_chunk(
             w.oracle.persist(ev.addr, sh.log.data(ev), m, &mut undo);
             tally.tested += 1;
             tally.torn_tested += 1;
-            tally.bg_tested += u64::from(inside_background(k, true));
+            count_bg(&mut tally, inside_background(k, true));
             let ok = check_image(sh, &mut w, &mut tally, k, Some(m));
             if !ok {
                 tally.torn += 1;

@@ -388,6 +388,7 @@ mod tests {
             }]],
             initial_media: SparseImage::new(),
             background: Vec::new(),
+            background_kinds: Vec::new(),
         };
         history.initial_media.write_u64(64, 7);
         let mut log = PersistLog::new(true);
@@ -440,6 +441,7 @@ mod tests {
                 .collect()],
             initial_media: SparseImage::new(),
             background: Vec::new(),
+            background_kinds: Vec::new(),
         };
         let mut log = PersistLog::new(true);
         for a in words {

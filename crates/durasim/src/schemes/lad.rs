@@ -61,6 +61,14 @@ pub static PARAMS: &[ParamSpec] = &[
         source: "modelling choice, see docs/MODEL.md (same as opt-undo.log_bytes_per_core)",
         doc: "per-core undo log in NVM for the staging-overflow fallback",
     },
+    ParamSpec {
+        key: "lad.mutant",
+        default: DefaultValue::Str("none"),
+        unit: "",
+        check: Check::OneOf(&["none", "release-before-commit"]),
+        source: super::MUTANT_SOURCE,
+        doc: "test-only planted bug (tests/mutants.rs; refused by the CLI): release-before-commit = staged lines are released to NVM before the commit header persists",
+    },
 ];
 
 pub static INFO: SchemeInfo = SchemeInfo {
@@ -149,6 +157,8 @@ struct CoreState {
 }
 
 struct Lad {
+    /// Test-only planted bug (`lad.mutant`).
+    mutant_release_first: bool,
     st: Staging,
     log: UndoLog,
     cores: Vec<CoreState>,
@@ -170,6 +180,7 @@ struct Lad {
 
 fn build(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
     Ok(Box::new(Lad {
+        mutant_release_first: p.str("lad.mutant") == "release-before-commit",
         st: Staging::new(p, layout),
         log: UndoLog::new(
             layout.reserved_base,
@@ -465,17 +476,27 @@ impl Scheme for Lad {
                 ctx.input_error(msg);
             }
         }
-        ctx.nvm.persist_adr_structure(
-            st.header_addr(core),
-            &Staging::header(c.txid as u64, COMMITTED, c.staged as u64),
-            done,
-        );
+        let release_first = self.mutant_release_first;
+        if !release_first {
+            ctx.nvm.persist_adr_structure(
+                st.header_addr(core),
+                &Staging::header(c.txid as u64, COMMITTED, c.staged as u64),
+                done,
+            );
+        }
         // Release staged lines to NVM, one line at a time.
         for tl in &c.lines {
             if let Where::Staged(_) = tl.at {
                 ctx.nvm.write(tl.addr, &tl.data, Purpose::WriteBack, done);
                 self.s_released += 1;
             }
+        }
+        if release_first {
+            ctx.nvm.persist_adr_structure(
+                st.header_addr(core),
+                &Staging::header(c.txid as u64, COMMITTED, c.staged as u64),
+                done,
+            );
         }
         if c.undo_records > 0 {
             self.log.resolve(ctx, core, c.txid, done);

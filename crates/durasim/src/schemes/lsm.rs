@@ -84,6 +84,9 @@ pub static PARAMS: &[ParamSpec] = &[
     spec!("lsm.recovery_bandwidth_gbps", DefaultValue::Float(10.0), "GB/s", Check::Range(0.001, 1e6),
         "HOOP §IV experiment (g) (10 to 25 GB/s; lower end), as for HOOP",
         "NVM bandwidth available to recovery in the recovery-time model"),
+    spec!("lsm.mutant", DefaultValue::Str("none"), "", Check::OneOf(&["none", "retire-log-early", "ignore-checksum"]),
+        super::MUTANT_SOURCE,
+        "test-only planted bug (tests/mutants.rs; refused by the CLI): retire-log-early = migrate-home moves the log tail before its home writes; ignore-checksum = recovery accepts entries whose checksum fails"),
 ];
 
 const SEG_MAGIC: u64 = 0x4c53; // "LS"
@@ -219,6 +222,12 @@ enum Entry {
 /// Decode the entry at `off` of a segment image `seg` with sequence `seq`;
 /// `None` marks the end of the segment's valid content.
 fn decode(seg: &[u8], off: usize, seq: u64) -> Option<(Entry, usize)> {
+    decode_with(seg, off, seq, true)
+}
+
+/// [`decode`], with the checksum test switchable (`false` only for the
+/// `ignore-checksum` mutant).
+fn decode_with(seg: &[u8], off: usize, seq: u64, verify: bool) -> Option<(Entry, usize)> {
     let word = |o: usize| u64::from_le_bytes(seg[o..o + 8].try_into().unwrap());
     if off + ENTRY_HDR as usize > seg.len() {
         return None;
@@ -240,7 +249,7 @@ fn decode(seg: &[u8], off: usize, seq: u64) -> Option<(Entry, usize)> {
             for (i, d) in data.iter_mut().enumerate().take(n) {
                 *d = word(off + ENTRY_HDR as usize + 8 * i);
             }
-            if checksum(w0, w1, &data[..n]) != w2 {
+            if verify && checksum(w0, w1, &data[..n]) != w2 {
                 return None;
             }
             Some((
@@ -254,7 +263,7 @@ fn decode(seg: &[u8], off: usize, seq: u64) -> Option<(Entry, usize)> {
             ))
         }
         KIND_COMMIT => {
-            if checksum(w0, w1, &[]) != w2 {
+            if verify && checksum(w0, w1, &[]) != w2 {
                 return None;
             }
             Some((
@@ -500,12 +509,64 @@ enum GcKind {
     Final,
 }
 
+/// Free log segments, host state sized by what the run used: segments
+/// from `touched` on were never opened and are implicitly free; below it,
+/// the freed ones are listed. The lowest free segment is reused first,
+/// exactly as a set of every free segment would give.
+struct FreeSegs {
+    below: BTreeSet<usize>,
+    touched: usize,
+    total: usize,
+}
+
+impl FreeSegs {
+    fn new(total: usize) -> Self {
+        FreeSegs {
+            below: BTreeSet::new(),
+            touched: 0,
+            total,
+        }
+    }
+    fn len(&self) -> usize {
+        self.below.len() + (self.total - self.touched)
+    }
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    fn pop_first(&mut self) -> Option<usize> {
+        self.below.pop_first().or_else(|| {
+            (self.touched < self.total).then(|| {
+                self.touched += 1;
+                self.touched - 1
+            })
+        })
+    }
+    fn insert(&mut self, s: usize) {
+        debug_assert!(s < self.touched);
+        self.below.insert(s);
+    }
+    fn clear(&mut self) {
+        self.below.clear();
+    }
+}
+
+const FREE_SEG: Seg = Seg {
+    state: SegState::Free,
+    seq: 0,
+    used: 0,
+    live_words: 0,
+    words_written: 0,
+};
+
 pub struct Lsm {
     g: Geometry,
+    /// Segments opened so far (index = segment number); never-opened ones
+    /// have no host state (a 4 KiB segment size over a 512 GiB region
+    /// would be 13 M entries).
     segs: Vec<Seg>,
     /// Free segments; the lowest is reused first, which keeps the
     /// high-water mark (and recovery's header scan) small.
-    free: BTreeSet<usize>,
+    free: FreeSegs,
     high_water: usize,
     active: Option<usize>,
     seq_next: u64,
@@ -541,6 +602,10 @@ pub struct Lsm {
     staging: Vec<u8>,
     changed: Vec<u32>,
     pub stats: Stats,
+    /// What the last GC did, for crash-point accounting.
+    last_gc_kind: &'static str,
+    /// Test-only planted bug (`lsm.mutant` = retire-log-early).
+    mutant_retire_early: bool,
 }
 
 fn build(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
@@ -554,17 +619,8 @@ impl Lsm {
             ((p.f64("lsm.gc_period_ms") * 1e6 * p.f64("cpu.freq_ghz")).ceil() as Cycle).max(1);
         Ok(Lsm {
             g,
-            segs: vec![
-                Seg {
-                    state: SegState::Free,
-                    seq: 0,
-                    used: 0,
-                    live_words: 0,
-                    words_written: 0,
-                };
-                g.segments as usize
-            ],
-            free: (0..g.segments as usize).collect(),
+            segs: Vec::new(),
+            free: FreeSegs::new(g.segments as usize),
             high_water: 0,
             active: None,
             seq_next: 1,
@@ -592,6 +648,8 @@ impl Lsm {
             staging: Vec::with_capacity(1 << 16),
             changed: Vec::with_capacity(MAX_LEVEL + 1),
             stats: Stats::default(),
+            mutant_retire_early: p.str("lsm.mutant") == "retire-log-early",
+            last_gc_kind: "gc",
         })
     }
 
@@ -727,6 +785,9 @@ impl Lsm {
             .free
             .pop_first()
             .expect("caller ensured a free segment");
+        if s == self.segs.len() {
+            self.segs.push(FREE_SEG);
+        }
         let purpose = if purpose == Purpose::Gc {
             Purpose::Gc
         } else {
@@ -927,7 +988,16 @@ impl Lsm {
     /// Crash-safe: until the tail moves, recovery replays the same values.
     fn migrate_home(&mut self, ctx: &mut MemCtx, now: Cycle) -> Cycle {
         self.stats.gc_migrations_home += 1;
+        self.last_gc_kind = "gc-home";
         let mut t = now;
+        if self.mutant_retire_early {
+            ctx.nvm.write(
+                self.g.superblock,
+                &self.seq_next.to_le_bytes(),
+                Purpose::Gc,
+                now,
+            );
+        }
         for node in self.index.in_order() {
             let line = self.index.keys[node as usize];
             let l = self.index.locs[node as usize];
@@ -1014,6 +1084,7 @@ impl Lsm {
             return None;
         }
         self.stats.gc_compactions += 1;
+        self.last_gc_kind = "gc-compact";
         let mut t = now;
         let mut seg_buf = vec![0u8; self.g.segment_bytes as usize];
         for &v in &victims {
@@ -1398,6 +1469,10 @@ impl Scheme for Lsm {
         self.gc(ctx, now, GcKind::Final)
     }
 
+    fn background_kind(&self) -> &'static str {
+        self.last_gc_kind
+    }
+
     fn read_logical(&self, ctx: &MemCtx, addr: Addr, buf: &mut [u8]) {
         let mut line = line_of(addr);
         let end = addr + buf.len() as u64;
@@ -1486,6 +1561,7 @@ impl Scheme for Lsm {
 /// (newest wins), then retire the log by moving the tail past them.
 /// Idempotent: until the tail moves, a second run replays the same values.
 pub fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<RecoveryReport> {
+    let verify = p.str("lsm.mutant") != "ignore-checksum";
     let g = Geometry::new(p, layout)?;
     let tail = img.read_u64(g.superblock);
     // Segments at or above the high-water mark were never used.
@@ -1523,7 +1599,7 @@ pub fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<Re
                 seg.resize(to, 0);
                 img.read_bytes(base + from as u64, &mut seg[from..to]);
             }
-            let Some((e, next)) = decode(&seg, off, seq) else {
+            let Some((e, next)) = decode_with(&seg, off, seq, verify) else {
                 break;
             };
             entries += 1;

@@ -124,6 +124,12 @@ pub(crate) fn raise_advice(specs: &[ParamSpec], key: &str, need: u64) -> String 
     }
 }
 
+/// Source of every `<scheme>.mutant` parameter: a planted bug kept as a
+/// permanent test-only switch so the oracle's strength is measured on every
+/// change (tests/mutants.rs). The CLI refuses any value but `none`.
+pub(crate) const MUTANT_SOURCE: &str =
+    "test-only mutant (issue 21 part 6; tests/mutants.rs), never a model setting";
+
 /// What a scheme promises after a crash (the oracle checks it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Durability {
@@ -264,6 +270,12 @@ pub trait Scheme: Send {
     /// so that home locations hold the committed data. Returns the time.
     fn finish(&mut self, _ctx: &mut MemCtx, now: Cycle) -> Cycle {
         now
+    }
+
+    /// Kind of the background work the last `tick`/`finish` did
+    /// (checkpoint, gc-home, ...): `crashtest` counts crash points per kind.
+    fn background_kind(&self) -> &'static str {
+        "background"
     }
 
     /// The value a program would read at `addr` from memory now (through

@@ -58,6 +58,14 @@ pub static PARAMS: &[ParamSpec] = &[
         source: "HOOP's GC period (HOOP paper §III-H), used for every background scheme for a fair comparison (§IV-A)",
         doc: "period of asynchronous checkpointing (combine, write home, truncate)",
     },
+    ParamSpec {
+        key: "opt-redo.mutant",
+        default: DefaultValue::Str("none"),
+        unit: "",
+        check: Check::OneOf(&["none", "truncate-before-checkpoint"]),
+        source: super::MUTANT_SOURCE,
+        doc: "test-only planted bug (tests/mutants.rs; refused by the CLI): truncate-before-checkpoint = the checkpoint persists the log header (truncation) before its home writes",
+    },
 ];
 
 pub static INFO: SchemeInfo = SchemeInfo {
@@ -182,6 +190,8 @@ struct OptRedo {
     st_evict_home: u64,
     st_dropped_clean: u64,
     st_buffer_flushes: u64,
+    /// Test-only planted bug (`opt-redo.mutant`).
+    mutant_truncate_first: bool,
 }
 
 fn build(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
@@ -207,6 +217,7 @@ fn build(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
         st_evict_home: 0,
         st_dropped_clean: 0,
         st_buffer_flushes: 0,
+        mutant_truncate_first: p.str("opt-redo.mutant") == "truncate-before-checkpoint",
     }))
 }
 
@@ -347,6 +358,14 @@ impl OptRedo {
         self.scratch.extend(c.pending.keys().copied());
         self.scratch.sort_unstable();
         let mut done = now;
+        if self.mutant_truncate_first {
+            ctx.nvm.write(
+                ring.header_addr(core),
+                &Ring::header(c.committed_tail),
+                Purpose::Metadata,
+                now,
+            );
+        }
         let mut buf = [0u8; 64];
         for &line in &self.scratch {
             let seq = c.pending[&line];
@@ -572,6 +591,10 @@ impl Scheme for OptRedo {
             t = t.max(self.checkpoint_core(ctx, core, now));
         }
         t
+    }
+
+    fn background_kind(&self) -> &'static str {
+        "checkpoint"
     }
 
     fn stats(&self) -> SchemeStats {

@@ -929,6 +929,10 @@ impl Scheme for Osp {
         t
     }
 
+    fn background_kind(&self) -> &'static str {
+        "consolidation"
+    }
+
     fn stats(&self) -> SchemeStats {
         vec![
             ("l1_tlb_misses", self.s_l1_misses as f64),

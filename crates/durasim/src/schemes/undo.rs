@@ -45,6 +45,13 @@ pub static PARAMS: &[ParamSpec] = &[ParamSpec {
     check: Check::PowerOfTwo(1 << 16, 1 << 30),
     source: "modelling choice, see docs/MODEL.md (ATOM sizes its log per transaction; 1 MiB holds 8191 line records, far above any workload's write set)",
     doc: "per-core undo log region in NVM (64 B header + 128 B per record)",
+}, ParamSpec {
+    key: "opt-undo.mutant",
+    default: DefaultValue::Str("none"),
+    unit: "",
+    check: Check::OneOf(&["none", "skip-record", "data-before-record", "truncate-before-rollback"]),
+    source: super::MUTANT_SOURCE,
+    doc: "test-only planted bug (tests/mutants.rs; refused by the CLI): skip-record = the first line of each transaction gets no undo record; data-before-record = write-backs and forced lines do not wait for their undo record; truncate-before-rollback = recovery resolves the log header before rolling back",
 }];
 
 pub static INFO: SchemeInfo = SchemeInfo {
@@ -393,7 +400,12 @@ impl RingLog {
     /// Recover one core's log from bytes: roll back the records of the
     /// unresolved transaction, then resolve it in the other header.
     /// Returns (records rolled back, lines read, lines written).
-    pub fn recover_core(&self, img: &mut dyn MemWrite, core: usize) -> (u64, u64, u64) {
+    pub fn recover_core(
+        &self,
+        img: &mut dyn MemWrite,
+        core: usize,
+        mutant_truncate_first: bool,
+    ) -> (u64, u64, u64) {
         let hdrs = [0, 1].map(|w| Self::parse_header(&img.read_line(self.header_addr(core, w))));
         let newest = (0..2)
             .filter_map(|w| hdrs[w].map(|h| (h, w as u64)))
@@ -408,14 +420,22 @@ impl RingLog {
         let Some(t) = txid else {
             return (0, read, 0);
         };
+        let n = recs.len() as u64;
+        if mutant_truncate_first {
+            img.write_bytes(
+                self.header_addr(core, which + 1),
+                &Self::header(t, head + n),
+            );
+        }
         for (home, old) in recs.iter().rev() {
             img.write_bytes(*home, old);
         }
-        let n = recs.len() as u64;
-        img.write_bytes(
-            self.header_addr(core, which + 1),
-            &Self::header(t, head + n),
-        );
+        if !mutant_truncate_first {
+            img.write_bytes(
+                self.header_addr(core, which + 1),
+                &Self::header(t, head + n),
+            );
+        }
         (n, read, n + 1)
     }
 }
@@ -468,6 +488,9 @@ struct OptUndo {
     stat_dropped_clean: u64,
     stat_commits: u64,
     stat_ordering_delay_cycles: u64,
+    /// Test-only planted bugs (`opt-undo.mutant`).
+    mutant_skip_record: bool,
+    mutant_data_first: bool,
 }
 
 fn build(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
@@ -486,6 +509,8 @@ fn build(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
         stat_dropped_clean: 0,
         stat_commits: 0,
         stat_ordering_delay_cycles: 0,
+        mutant_skip_record: p.str("opt-undo.mutant") == "skip-record",
+        mutant_data_first: p.str("opt-undo.mutant") == "data-before-record",
     }))
 }
 
@@ -496,8 +521,9 @@ fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<Recove
         p,
     );
     let (mut rolled, mut read, mut written) = (0, 0, 0);
+    let mutant = p.str("opt-undo.mutant");
     for c in 0..layout.threads {
-        let (r, rd, wr) = log.recover_core(img, c);
+        let (r, rd, wr) = log.recover_core(img, c, mutant == "truncate-before-rollback");
         rolled += r;
         read += rd;
         written += wr;
@@ -550,7 +576,10 @@ impl Scheme for OptUndo {
                 let mut old = [0u8; 64];
                 ctx.nvm.peek(line, &mut old);
                 let n = c.lines.len() as u64;
-                let undo_at = if n < self.log.slots() {
+                let undo_at = if self.mutant_skip_record && n == 0 {
+                    c.tail_seq = c.start_seq;
+                    now
+                } else if n < self.log.slots() {
                     let seq = c.start_seq + n;
                     c.tail_seq = seq + 1;
                     self.log.append(ctx, core, seq, c.txid, line, &old, now)
@@ -598,7 +627,11 @@ impl Scheme for OptUndo {
             // undo record is durable (the controller holds it until then).
             let i = c.index[&line_addr];
             let tl = &mut c.lines[i];
-            let t = now.max(tl.undo_at);
+            let t = if self.mutant_data_first {
+                now
+            } else {
+                now.max(tl.undo_at)
+            };
             self.stat_ordering_delay_cycles += t - now;
             tl.at_home = true;
             self.stat_steal_writebacks += 1;
@@ -635,7 +668,11 @@ impl Scheme for OptUndo {
             if tl.at_home {
                 continue;
             }
-            let t = (arrive + k as Cycle).max(tl.undo_at);
+            let t = if self.mutant_data_first {
+                arrive + k as Cycle
+            } else {
+                (arrive + k as Cycle).max(tl.undo_at)
+            };
             done = done.max(ctx.nvm.write(tl.addr, &tl.data, Purpose::WriteBack, t));
             self.stat_forced_lines += 1;
         }

@@ -348,8 +348,23 @@ impl Hoop {
     pub fn new(p: &Params, layout: &Layout) -> Result<Self> {
         let g = Geometry::new(p, layout)?;
         let freq = p.f64("cpu.freq_ghz");
-        let mapping_capacity =
-            p.u64("hoop.mapping_table_bytes") / p.u64("hoop.mapping_entry_bytes");
+        let (table, entry) = (
+            p.u64("hoop.mapping_table_bytes"),
+            p.u64("hoop.mapping_entry_bytes"),
+        );
+        let mapping_capacity = table / entry;
+        if mapping_capacity == 0 {
+            return Err(Error::input(format!(
+                "invalid value '{table}' for 'hoop.mapping_table_bytes': it holds no entry of hoop.mapping_entry_bytes={entry}; expected at least {entry}"
+            )));
+        }
+        let buf = p.u64("hoop.oop_buffer_bytes_per_core");
+        if !buf.is_multiple_of(SLICE_BYTES) {
+            return Err(Error::input(format!(
+                "invalid value '{buf}' for 'hoop.oop_buffer_bytes_per_core': expected a multiple of the {SLICE_BYTES} B OOP slice (e.g. {})",
+                (buf / SLICE_BYTES).max(1) * SLICE_BYTES
+            )));
+        }
         Ok(Hoop {
             g,
             txid_next: 1,
@@ -980,6 +995,10 @@ impl Scheme for Hoop {
             self.next_gc_at = now + self.gc_period;
         }
         None
+    }
+
+    fn background_kind(&self) -> &'static str {
+        "gc"
     }
 
     fn finish(&mut self, ctx: &mut MemCtx, now: Cycle) -> Cycle {
