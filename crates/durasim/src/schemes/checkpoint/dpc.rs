@@ -57,6 +57,9 @@ pub static PARAMS: &[ParamSpec] = &[
     crate::config::spec!("dpc.metadata", DefaultValue::Str("optimized"), "", Check::OneOf(&["optimized", "controller", "cached", "dram"]),
         "dual-page checkpointing paper §4.3 and §5.5 (metadata placements compared)",
         "optimized: BPI + valid in the controller, bit vectors in DRAM with one entry's vectors cached in the controller; controller: the whole DPT in the controller; cached: dpc.cached_entries whole entries cached in the controller (direct-mapped), the rest in DRAM; dram: every DPT access reads DRAM"),
+    crate::config::spec!("dpc.drain_at_end", DefaultValue::Bool(true), "", Check::Any,
+        "modelling choice, docs/MODEL.md",
+        "after the final checkpoint, reclaim every derivative page (checkpoint lines home, entries invalidated) so home holds the final image; not in the measured window"),
     crate::config::spec!("dpc.cached_entries", DefaultValue::Int(10240), "entries", Check::Range(1.0, 1e9),
         "dual-page checkpointing paper §5.5 (10K/20K/40K cached entries)",
         "DPT entries cached in the controller with dpc.metadata = cached"),
@@ -227,15 +230,14 @@ pub(crate) struct Dpc {
     stats: DpcStats,
     stats_since: Option<Cycle>,
     last_end: Cycle,
+    drain_at_end: bool,
+    /// Entries ever allocated (the free list hands them out in order):
+    /// the backup's scanned prefix.
+    high_water: u64,
 }
 
 impl Dpc {
     pub(crate) fn new(p: &Params, layout: &Layout, mutant: Mutant) -> Result<Self> {
-        if p.u64("hybrid.dram_cache_bytes") == 0 {
-            return Err(Error::input(
-                "scheme 'dpc' runs on the hybrid memory: set hybrid.dram_cache_bytes > 0 (e.g. --config configs/dpc.toml)",
-            ));
-        }
         if !p.u64("dpc.pool_bytes").is_multiple_of(PAGE_BYTES) {
             return Err(Error::input(format!(
                 "invalid value '{}' for 'dpc.pool_bytes': expected a multiple of 4096",
@@ -276,6 +278,8 @@ impl Dpc {
             stats: DpcStats::default(),
             stats_since: None,
             last_end: 0,
+            drain_at_end: p.bool("dpc.drain_at_end"),
+            high_water: 0,
         })
     }
 
@@ -364,7 +368,10 @@ impl Dpc {
     /// None = allocation failure (a checkpoint is forced).
     fn allocate(&mut self, ctx: &mut MemCtx, page: u64, t: Cycle) -> Option<u32> {
         let i = match self.free.pop() {
-            Some(i) => i,
+            Some(i) => {
+                self.high_water = self.high_water.max(u64::from(i) + 1);
+                i
+            }
             None => {
                 let i = self.find_clean()?;
                 self.reclaim(ctx, i, t);
@@ -413,19 +420,21 @@ impl Dpc {
 
     /// Reclaim entry `i`: its checkpoint lines go home, then the entry is
     /// invalidated in the valid recovery context (after those writes).
-    fn reclaim(&mut self, ctx: &mut MemCtx, i: u32, t: Cycle) {
+    fn reclaim(&mut self, ctx: &mut MemCtx, i: u32, t: Cycle) -> Cycle {
         let e = self.entries[i as usize];
-        let invalidate = |s: &mut Self, ctx: &mut MemCtx| {
+        let invalidate = |s: &mut Self, ctx: &mut MemCtx, t: Cycle| {
             if let Some(vs) = s.valid_slot {
                 if s.slot_image[vs][i as usize].0 & VALID != 0 {
                     let a = s.g.dpt(vs) + u64::from(i) * ENTRY_BYTES;
-                    ctx.nvm.write(a, &0u64.to_le_bytes(), Purpose::Metadata, t);
                     s.slot_image[vs][i as usize].0 = 0;
+                    return ctx.nvm.write(a, &0u64.to_le_bytes(), Purpose::Metadata, t);
                 }
             }
+            t
         };
+        let mut done = t;
         if self.mutant == Mutant::ReclaimInvalidateFirst {
-            invalidate(self, ctx);
+            done = invalidate(self, ctx, t);
         }
         let mut m = e.cpbv;
         while m != 0 {
@@ -435,15 +444,21 @@ impl Dpc {
             let r = ctx
                 .nvm
                 .read(self.g.deriv(i) + k * LINE_BYTES, &mut line, Purpose::Gc, t);
-            ctx.nvm
-                .write(e.page * PAGE_BYTES + k * LINE_BYTES, &line, Purpose::Gc, r);
+            done = done.max(ctx.nvm.write(
+                e.page * PAGE_BYTES + k * LINE_BYTES,
+                &line,
+                Purpose::Gc,
+                r,
+            ));
             self.stats.reclaim_lines_written += 1;
         }
         if self.mutant != Mutant::ReclaimInvalidateFirst {
-            invalidate(self, ctx);
+            // Only after the copies persisted (ADR: once accepted).
+            done = invalidate(self, ctx, done);
         }
         self.by_page.remove(&e.page);
         self.entries[i as usize].valid = false;
+        done
     }
 
     /// Log a line of a page without a derivative page into the fallback
@@ -515,11 +530,60 @@ impl Dpc {
         hdr[8..16].copy_from_slice(&self.g.pool_pages.to_le_bytes());
         hdr[16..24].copy_from_slice(&(self.fallback_order.len() as u64).to_le_bytes());
         hdr[24..32].copy_from_slice(&self.epoch.to_le_bytes());
+        hdr[32..40].copy_from_slice(&self.high_water.to_le_bytes());
         self.stats.backup_lines_written += 1;
         done.max(
             ctx.nvm
                 .write(self.g.meta_hdr(s), &hdr, Purpose::Metadata, now),
         )
+    }
+}
+
+impl Dpc {
+    /// Read the lines `want` of a page from where P points (fallback
+    /// entries first); returns when line `first` arrived.
+    #[allow(clippy::too_many_arguments)]
+    fn fill_lines(
+        &mut self,
+        ctx: &mut MemCtx,
+        _core: CoreId,
+        page_addr: Addr,
+        first: usize,
+        want: u64,
+        out: &mut [u8],
+        now: Cycle,
+    ) -> Cycle {
+        self.note_time(now);
+        let (i, mut t) = self.lookup_page(ctx, page_addr / PAGE_BYTES, now);
+        let p = match i {
+            Some(i) => {
+                t = self.meta_access(ctx, i, false, t);
+                let e = &self.entries[i as usize];
+                e.dbv ^ e.cpbv
+            }
+            None => 0,
+        };
+        let lines = out.len() / LINE_BYTES as usize;
+        let mut first_at = t;
+        for k in
+            std::iter::once(first).chain((0..lines).filter(|&k| k != first && want >> k & 1 == 1))
+        {
+            let la = page_addr + k as u64 * LINE_BYTES;
+            let src = if let Some(&f) = self.fallback.get(&la) {
+                self.g.fallback(self.standby()) + f * FALLBACK_ENTRY_BYTES + 8
+            } else if p >> k & 1 == 1 {
+                self.g.deriv(i.expect("P set only with an entry")) + k as u64 * LINE_BYTES
+            } else {
+                la
+            };
+            let r = k * LINE_BYTES as usize..(k + 1) * LINE_BYTES as usize;
+            let done = ctx.nvm.read(src, &mut out[r], Purpose::Demand, t);
+            self.stats.fill_lines_read += 1;
+            if k == first {
+                first_at = done;
+            }
+        }
+        first_at
     }
 }
 
@@ -537,37 +601,13 @@ impl Scheme for Dpc {
         out: &mut [u8],
         now: Cycle,
     ) -> Cycle {
-        self.note_time(now);
-        let page = page_addr / PAGE_BYTES;
-        self.cached.insert(page);
-        let (i, mut t) = self.lookup_page(ctx, page, now);
-        let p = match i {
-            Some(i) => {
-                t = self.meta_access(ctx, i, false, t);
-                let e = &self.entries[i as usize];
-                e.dbv ^ e.cpbv
-            }
-            None => 0,
+        self.cached.insert(page_addr / PAGE_BYTES);
+        let all = if out.len() >= 64 * LINE_BYTES as usize {
+            u64::MAX
+        } else {
+            (1u64 << (out.len() / LINE_BYTES as usize)) - 1
         };
-        let lines = out.len() / LINE_BYTES as usize;
-        let mut first_at = t;
-        for k in std::iter::once(first).chain((0..lines).filter(|&k| k != first)) {
-            let la = page_addr + k as u64 * LINE_BYTES;
-            let src = if let Some(&f) = self.fallback.get(&la) {
-                self.g.fallback(self.standby()) + f * FALLBACK_ENTRY_BYTES + 8
-            } else if p >> k & 1 == 1 {
-                self.g.deriv(i.expect("P set only with an entry")) + k as u64 * LINE_BYTES
-            } else {
-                la
-            };
-            let r = k * LINE_BYTES as usize..(k + 1) * LINE_BYTES as usize;
-            let done = ctx.nvm.read(src, &mut out[r], Purpose::Demand, t);
-            self.stats.fill_lines_read += 1;
-            if k == first {
-                first_at = done;
-            }
-        }
-        first_at
+        self.fill_lines(ctx, _core, page_addr, first, all, out, now)
     }
 
     fn page_dirtied(&mut self, ctx: &mut MemCtx, page_addr: Addr, now: Cycle) {
@@ -657,6 +697,65 @@ impl Scheme for Dpc {
             self.stats.data_lines_written += 1;
         }
         done
+    }
+
+    /// Without a DRAM cache the LLC talks to the controller line by line:
+    /// the same translation, one line at a time.
+    fn read_miss(
+        &mut self,
+        ctx: &mut MemCtx,
+        core: CoreId,
+        line_addr: Addr,
+        now: Cycle,
+        out: &mut LineData,
+        _ext: &mut crate::cache::LineExt,
+    ) -> (Cycle, bool) {
+        let page_addr = line_addr - line_addr % PAGE_BYTES;
+        let k = ((line_addr % PAGE_BYTES) / LINE_BYTES) as usize;
+        let mut page = [0u8; PAGE_BYTES as usize];
+        // Only line k is read: a one-line "page" starting at it.
+        let t = self.fill_lines(ctx, core, page_addr, k, 1 << k, &mut page, now);
+        out.copy_from_slice(&page[k * LINE_BYTES as usize..(k + 1) * LINE_BYTES as usize]);
+        self.cached.remove(&(page_addr / PAGE_BYTES));
+        (t, false)
+    }
+
+    fn writeback(
+        &mut self,
+        ctx: &mut MemCtx,
+        _core: CoreId,
+        line_addr: Addr,
+        data: &LineData,
+        _ext: &crate::cache::LineExt,
+        _cause: crate::cache::hierarchy::WritebackCause,
+        now: Cycle,
+    ) -> Cycle {
+        let page_addr = line_addr - line_addr % PAGE_BYTES;
+        let k = ((line_addr % PAGE_BYTES) / LINE_BYTES) as usize;
+        let page = page_addr / PAGE_BYTES;
+        let dirty_now = self.by_page.get(&page).is_some_and(|&i| {
+            self.entries[i as usize].dbv != 0 || self.entries[i as usize].pending
+        }) || self.no_deriv.contains(&page);
+        if !dirty_now {
+            self.page_dirtied(ctx, page_addr, now);
+        }
+        let mut buf = [0u8; PAGE_BYTES as usize];
+        buf[k * LINE_BYTES as usize..(k + 1) * LINE_BYTES as usize].copy_from_slice(data);
+        self.page_writeback(ctx, page_addr, 1 << k, &buf, now)
+    }
+
+    fn finish(&mut self, ctx: &mut MemCtx, now: Cycle) -> Cycle {
+        if !self.drain_at_end {
+            return now;
+        }
+        // Reclaim every entry (all are clean after the final checkpoint).
+        let mut t = now;
+        for i in 0..self.entries.len() as u32 {
+            if self.entries[i as usize].valid {
+                t = t.max(self.reclaim(ctx, i, now));
+            }
+        }
+        t
     }
 
     fn page_evicted(&mut self, page_addr: Addr) {
@@ -837,11 +936,17 @@ fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<Recove
     if fallback_n > g.fallback_lines {
         return Err(internal(format!("fallback count {fallback_n} is garbled")));
     }
-    rep.bytes_read += 64 + 64 + g.pool_pages * ENTRY_BYTES;
+    rep.bytes_read += 64 + 64;
     let mut entries = 0u64;
     let mut copied = 0u64;
     let mut line = [0u8; LINE_BYTES as usize];
-    for i in 0..g.pool_pages {
+    let high_water = img.read_u64(hdr + 32);
+    if high_water > g.pool_pages {
+        return Err(internal(format!(
+            "DPT high-water mark {high_water} is garbled"
+        )));
+    }
+    for i in 0..high_water {
         let a = g.dpt(s) + i * ENTRY_BYTES;
         let w0 = img.read_u64(a);
         if w0 & VALID == 0 {
@@ -873,10 +978,327 @@ fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<Recove
         img.write_bytes(la, &line);
         copied += 1;
     }
-    rep.bytes_read += (copied + fallback_n) * LINE_BYTES;
+    rep.bytes_read += high_water * ENTRY_BYTES + (copied + fallback_n) * LINE_BYTES;
     rep.bytes_written += copied * LINE_BYTES;
     rep.details.push(("epoch", epoch as f64));
     rep.details.push(("dpt_entries", entries as f64));
     rep.details.push(("lines_copied_home", copied as f64));
     Ok(rep)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crash::{epochs::crashtest_checkpoints, CrashOptions};
+    use crate::engine::RunSpec;
+    use crate::mem::MemoryController;
+
+    fn params(pool_pages: u64) -> Params {
+        let mut p = Params::defaults(&[PARAMS]);
+        p.set_str("hybrid.dram_cache_bytes", "65536").unwrap();
+        p.set_str("hybrid.dram_cache_ways", "4").unwrap();
+        p.set_str("nvm.capacity_bytes", "268435456").unwrap();
+        p.set_str("dpc.pool_bytes", &(pool_pages * 4096).to_string())
+            .unwrap();
+        p
+    }
+
+    fn machine(pool_pages: u64) -> (Dpc, MemCtx, Params) {
+        let p = params(pool_pages);
+        let layout = Layout::new(p.u64("nvm.capacity_bytes"), reserved_bytes(&p), 1).unwrap();
+        let ctx = MemCtx {
+            nvm: MemoryController::nvm(&p, true),
+            dram: MemoryController::dram(&p),
+            hybrid: None,
+            layout: layout.clone(),
+            cores: 1,
+            freq_ghz: 2.5,
+            pending_error: None,
+        };
+        (Dpc::new(&p, &layout, Mutant::None).unwrap(), ctx, p)
+    }
+
+    fn page_of(v: u8) -> Vec<u8> {
+        vec![v; PAGE_BYTES as usize]
+    }
+
+    fn nvm_line(ctx: &MemCtx, a: Addr) -> u8 {
+        let mut b = [0u8; 64];
+        ctx.nvm.peek(a, &mut b);
+        b[0]
+    }
+
+    /// Dirty a page in DRAM and write `mask` back with bytes `v`.
+    fn write(d: &mut Dpc, ctx: &mut MemCtx, page: Addr, mask: u64, v: u8) {
+        d.page_dirtied(ctx, page, 0);
+        d.page_writeback(ctx, page, mask, &page_of(v), 0);
+    }
+
+    fn state(d: &Dpc, page: Addr, line: u32) -> (u64, u64) {
+        let e = d.entries[d.by_page[&(page / PAGE_BYTES)] as usize];
+        (e.cpbv >> line & 1, e.dbv >> line & 1)
+    }
+
+    #[test]
+    fn every_transition_of_fig2_and_p_on_writes() {
+        let (mut d, mut ctx, _) = machine(4);
+        let page = 0x10_0000;
+        let deriv = d.g.deriv(0);
+        // (0,0) -write-> (0,1): the new value goes to the derivative page,
+        // the checkpoint (base) is untouched.
+        write(&mut d, &mut ctx, page, 0b1, 7);
+        assert_eq!(state(&d, page, 0), (0, 1));
+        assert_eq!((nvm_line(&ctx, deriv), nvm_line(&ctx, page)), (7, 0));
+        // Written twice in one epoch: same state, same place.
+        write(&mut d, &mut ctx, page, 0b1, 8);
+        assert_eq!(state(&d, page, 0), (0, 1));
+        assert_eq!((nvm_line(&ctx, deriv), nvm_line(&ctx, page)), (8, 0));
+        // (0,1) -checkpoint-> (1,0).
+        d.checkpoint(&mut ctx, &[], 0, 0);
+        assert_eq!(state(&d, page, 0), (1, 0));
+        // (1,0) -write-> (1,1): P = 0, the base page takes it.
+        write(&mut d, &mut ctx, page, 0b1, 9);
+        assert_eq!(state(&d, page, 0), (1, 1));
+        assert_eq!((nvm_line(&ctx, deriv), nvm_line(&ctx, page)), (8, 9));
+        write(&mut d, &mut ctx, page, 0b1, 10);
+        assert_eq!(state(&d, page, 0), (1, 1));
+        assert_eq!(nvm_line(&ctx, deriv), 8, "checkpoint copy protected");
+        // (1,1) -checkpoint-> (0,0); (1,0) stays (1,0) without writes.
+        write(&mut d, &mut ctx, page, 0b10, 3);
+        d.checkpoint(&mut ctx, &[], 0, 0);
+        assert_eq!(state(&d, page, 0), (0, 0));
+        assert_eq!(state(&d, page, 1), (1, 0));
+        d.checkpoint(&mut ctx, &[], 0, 0);
+        assert_eq!(state(&d, page, 1), (1, 0));
+    }
+
+    #[test]
+    fn reads_follow_p() {
+        let (mut d, mut ctx, _) = machine(4);
+        let page = 0x20_0000;
+        ctx.nvm.preload(page, &page_of(1));
+        // Line 0 -> derivative (0,1); line 1 untouched (0,0) stays in base.
+        write(&mut d, &mut ctx, page, 0b01, 5);
+        let mut out = page_of(0);
+        d.page_fill(&mut ctx, 0, page, 0, &mut out, 0);
+        assert_eq!((out[0], out[64]), (5, 1));
+        // After a checkpoint line 0 is (1,0): read from the derivative.
+        d.checkpoint(&mut ctx, &[], 0, 0);
+        d.page_fill(&mut ctx, 0, page, 0, &mut out, 0);
+        assert_eq!(out[0], 5);
+        // (1,1): the base copy is the working one.
+        write(&mut d, &mut ctx, page, 0b01, 6);
+        d.page_fill(&mut ctx, 0, page, 0, &mut out, 0);
+        assert_eq!((out[0], out[64]), (6, 1));
+        let mut b = [0u8; 8];
+        d.read_logical(&ctx, page, &mut b);
+        assert_eq!(b[0], 6);
+    }
+
+    #[test]
+    fn pool_allocates_in_order_reclaims_clean_uncached_first_and_fails() {
+        let (mut d, mut ctx, _) = machine(2);
+        let (a, b, c) = (0x30_0000, 0x31_0000, 0x32_0000);
+        write(&mut d, &mut ctx, a, 0b1, 1);
+        write(&mut d, &mut ctx, b, 0b1, 2);
+        assert_eq!((d.by_page[&(a / 4096)], d.by_page[&(b / 4096)]), (0, 1));
+        // Both dirty this epoch: no clean page, allocation fails, a
+        // checkpoint is forced.
+        write(&mut d, &mut ctx, c, 0b1, 3);
+        assert!(d.checkpoint_forced());
+        assert_eq!(d.stats.allocation_failures, 1);
+        d.checkpoint(&mut ctx, &[], 0, 0);
+        assert!(!d.checkpoint_forced());
+        // Now both are clean; b is cached in DRAM, a is not: a is reclaimed.
+        d.cached.insert(b / 4096);
+        write(&mut d, &mut ctx, c, 0b1, 4);
+        assert!(!d.by_page.contains_key(&(a / 4096)), "a reclaimed");
+        assert_eq!(d.by_page[&(c / 4096)], 0);
+        assert_eq!(d.stats.reclaims_uncached, 1);
+        // a's checkpoint line went home before the entry was reused.
+        assert_eq!(nvm_line(&ctx, a), 1);
+        // Then the cached clean page b (c is dirty now).
+        let e = 0x33_0000;
+        write(&mut d, &mut ctx, e, 0b1, 5);
+        assert_eq!(d.stats.reclaims_cached, 1);
+        assert_eq!(nvm_line(&ctx, b), 2);
+    }
+
+    #[test]
+    fn fallback_buffer_holds_lines_until_the_checkpoint_moves_them_home() {
+        let (mut d, mut ctx, _) = machine(1);
+        let (a, b) = (0x40_0000, 0x41_0000);
+        write(&mut d, &mut ctx, a, 0b1, 1);
+        // Pre-allocation of b fails: its write-back is logged, not placed.
+        write(&mut d, &mut ctx, b, 0b110, 2);
+        assert_eq!(d.stats.preallocation_failures, 1);
+        assert_eq!(d.stats.fallback_lines_written, 2);
+        assert_eq!(
+            nvm_line(&ctx, b + 64),
+            0,
+            "home untouched before the checkpoint"
+        );
+        let mut out = page_of(0);
+        d.page_fill(&mut ctx, 0, b, 1, &mut out, 0);
+        assert_eq!((out[0], out[64], out[128]), (0, 2, 2));
+        d.checkpoint(&mut ctx, &[], 0, 0);
+        assert_eq!((nvm_line(&ctx, b + 64), nvm_line(&ctx, b + 128)), (2, 2));
+        assert!(d.fallback.is_empty());
+        // A full buffer is an input error naming the parameter.
+        let (mut d, mut ctx, _) = machine(1);
+        write(&mut d, &mut ctx, a, 0b1, 1);
+        write(&mut d, &mut ctx, b, (1 << 11) - 1, 2);
+        let e = ctx
+            .pending_error
+            .take()
+            .expect("overflow reported")
+            .to_string();
+        assert!(e.contains("dpc.fallback_buffer_lines"), "{e}");
+    }
+
+    fn small_spec(scheme: &str, workload: &str, tx: u64) -> RunSpec {
+        let mut s = RunSpec::new("ideal", workload).unwrap();
+        s.scheme = scheme.to_string();
+        s.params = Params::defaults(&[PARAMS]);
+        s.threads = 2;
+        s.tx = tx;
+        for (k, v) in [
+            ("hybrid.dram_cache_bytes", "65536"),
+            ("hybrid.dram_cache_ways", "4"),
+            ("checkpoint.epoch_cycles", "5000"),
+            ("dpc.pool_bytes", "16384"),
+            ("dpc.fallback_buffer_lines", "1024"),
+            ("nvm.capacity_bytes", "268435456"),
+            ("cache.llc_size_bytes", "16384"),
+            ("cache.llc_ways", "4"),
+            ("cache.l2_size_bytes", "8192"),
+            ("cache.l2_ways", "4"),
+            ("cache.l1_size_bytes", "4096"),
+            ("cache.l1_ways", "4"),
+            ("workload.initial_items", "256"),
+        ] {
+            s.params.set_str(k, v).unwrap();
+        }
+        s
+    }
+
+    fn opts() -> CrashOptions {
+        CrashOptions {
+            recovery_crashes: 2,
+            ..CrashOptions::default()
+        }
+    }
+
+    #[test]
+    fn exhaustive_crashes_recover_the_last_checkpoint_on_every_workload() {
+        for w in crate::workloads::names() {
+            let tx = if w == "tpcc" { 60 } else { 200 };
+            let r = crashtest_checkpoints(&INFO, small_spec("dpc", w, tx), &opts(), &mut |_, _| {})
+                .unwrap();
+            assert_eq!(r.violations, 0, "{w}: {:?}", r.first_violation);
+            assert!(
+                r.crash_points_tested > 100,
+                "{w}: {}",
+                r.crash_points_tested
+            );
+        }
+    }
+
+    #[test]
+    fn forced_checkpoints_reclaims_and_fallbacks_are_exercised_and_survive_torn_writes() {
+        let spec = small_spec("dpc", "btree", 300);
+        let e = crate::engine::run(spec.clone(), &mut |_| {}).unwrap();
+        let st: FxHashMap<_, _> = e.scheme.stats().into_iter().collect();
+        for k in [
+            "forced_checkpoints",
+            "reclaims_uncached",
+            "reclaims_cached",
+            "fallback_lines_written",
+        ] {
+            assert!(st[k] > 0.0, "{k} = {}", st[k]);
+        }
+        let o = CrashOptions {
+            torn: true,
+            ..opts()
+        };
+        let r = crashtest_checkpoints(&INFO, spec, &o, &mut |_, _| {}).unwrap();
+        assert_eq!(r.violations, 0, "{:?}", r.first_violation);
+        assert!(r.torn_points_tested > 0);
+    }
+
+    type BuildFn = fn(&Params, &Layout) -> Result<Box<dyn Scheme>>;
+
+    fn mutant_info(name: &'static str, build: BuildFn) -> &'static SchemeInfo {
+        Box::leak(Box::new(SchemeInfo {
+            name,
+            build,
+            ..INFO
+        }))
+    }
+
+    #[test]
+    fn mutants_and_the_native_system_fail_the_checkpoint_oracle() {
+        fn b1(p: &Params, l: &Layout) -> Result<Box<dyn Scheme>> {
+            Ok(Box::new(Dpc::new(p, l, Mutant::SwitchBeforeBackup)?))
+        }
+        fn b2(p: &Params, l: &Layout) -> Result<Box<dyn Scheme>> {
+            Ok(Box::new(Dpc::new(p, l, Mutant::WriteByCpbv)?))
+        }
+        fn b3(p: &Params, l: &Layout) -> Result<Box<dyn Scheme>> {
+            Ok(Box::new(Dpc::new(p, l, Mutant::ReclaimInvalidateFirst)?))
+        }
+        for (name, b) in [
+            ("dpc-switch-before-backup", b1 as BuildFn),
+            ("dpc-write-by-cpbv", b2),
+            ("dpc-reclaim-invalidate-first", b3),
+        ] {
+            let info = mutant_info(name, b);
+            let r = crashtest_checkpoints(
+                info,
+                small_spec(name, "btree", 300),
+                &opts(),
+                &mut |_, _| {},
+            )
+            .unwrap();
+            assert!(r.violations > 0, "{name} passed the oracle");
+        }
+        // `ideal` on the hybrid memory: no checkpoints, write-backs land
+        // in place.
+        let r = crashtest_checkpoints(
+            &crate::schemes::ideal::INFO,
+            small_spec("ideal", "btree", 300),
+            &opts(),
+            &mut |_, _| {},
+        )
+        .unwrap();
+        assert!(r.violations > 0, "ideal on the hybrid memory passed");
+    }
+
+    #[test]
+    fn after_the_final_checkpoint_home_through_the_dpt_equals_the_architectural_image() {
+        for scheme in ["dpc", "ideal"] {
+            let mut s = small_spec(scheme, "rbtree", 300);
+            // Keep the DPT: read home through it.
+            s.params.set_str("dpc.drain_at_end", "false").unwrap();
+            let e = crate::engine::run(s, &mut |_| {}).unwrap();
+            e.check_equivalence().unwrap();
+            if scheme == "dpc" {
+                assert!(e
+                    .scheme
+                    .stats()
+                    .iter()
+                    .any(|&(k, v)| k == "dpt_entries_in_use" && v > 0.0));
+            }
+        }
+        // Draining the pool at the end leaves the final image at home.
+        let e = crate::engine::run(small_spec("dpc", "rbtree", 300), &mut |_| {}).unwrap();
+        e.check_invariants(e.ctx.nvm.media()).unwrap();
+        e.check_equivalence().unwrap();
+        // Programs without transactions run too, and report IPC.
+        let mut s = small_spec("dpc", "hashmap", 300);
+        s.params.set_str("run.transactions", "false").unwrap();
+        let e = crate::engine::run(s, &mut |_| {}).unwrap();
+        e.check_equivalence().unwrap();
+        assert!(e.metrics().ipc > 0.0);
+    }
 }
