@@ -256,6 +256,11 @@ pub static ENGINE_PARAMS: &[ParamSpec] = &[
     p!("run.warmup_tx_share", float 0.25, "fraction", Check::Range(0.0, 0.95), MC, "share of each thread's transactions run as warm-up before the measured window (caches, scheme tables and logs fill; excluded from the metrics)"),
     p!("run.warmup_tx_per_thread", int 0, "tx/thread", Check::Range(0.0, 1e12), MC, "if > 0: warm-up transactions per thread instead of run.warmup_tx_share (capped below each thread's total)"),
     p!("run.check_reads", bool false, "", MC, "verify every load against the architectural value (test mode; slower)"),
+    // Hybrid memory (issue 15): a page-granularity DRAM cache between the LLC and NVM.
+    p!("run.transactions", bool true, "", "dual-page checkpointing paper §3.1/§5.1.3 (checkpointing runs ordinary programs)", "false: programs without transactions: each workload operation runs as plain code (no TxBegin/TxEnd reach the scheme, no serialisation between operations); headline metrics are execution_time_ns and ipc"),
+    p!("hybrid.dram_cache_bytes", int 0, "bytes", Check::Range(0.0, 1.1e12), "dual-page checkpointing paper §5.1.1 (256 MB DDR3 DRAM cache; configs/dpc.toml); 0 here so the default machine is unchanged", "DRAM cache between the LLC and NVM, managed by the memory controller at 4 KiB pages (0 = no DRAM cache); a multiple of hybrid.dram_cache_ways x 4 KiB"),
+    p!("hybrid.dram_cache_ways", int 64, "ways", Check::PowerOfTwo(1, 1 << 20), "modelling choice, docs/MODEL.md (the paper gives LRU only; HybridSim-style set-associative page cache)", "DRAM cache associativity in pages (LRU within a set); as large as the cache = fully associative"),
+    p!("hybrid.cpt_lookup_cycles", int 16, "cycles", Check::Range(0.0, 10000.0), "dual-page checkpointing paper §5.1.1 (DPT/CPT lookup 16 cycles)", "cache page table (CPT) lookup on every LLC miss and write-back that reaches the DRAM cache"),
 ];
 
 /// A validated set of parameters.

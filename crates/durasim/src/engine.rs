@@ -345,6 +345,17 @@ impl MemSide for Below<'_> {
         out: &mut LineData,
         ext: &mut LineExt,
     ) -> (Cycle, bool) {
+        if self.ctx.hybrid.is_some() {
+            return crate::mem::dram_cache::read_miss(
+                self.scheme,
+                self.ctx,
+                core,
+                line_addr,
+                now,
+                out,
+                ext,
+            );
+        }
         self.scheme
             .read_miss(self.ctx, core, line_addr, now, out, ext)
     }
@@ -358,6 +369,17 @@ impl MemSide for Below<'_> {
         cause: WritebackCause,
         now: Cycle,
     ) -> Cycle {
+        if self.ctx.hybrid.is_some() {
+            return crate::mem::dram_cache::writeback(
+                self.scheme,
+                self.ctx,
+                core,
+                line_addr,
+                data,
+                cause,
+                now,
+            );
+        }
         self.scheme
             .writeback(self.ctx, core, line_addr, data, ext, cause, now)
     }
@@ -438,6 +460,17 @@ pub struct Engine {
     /// Controller stats, LLC miss ratio and dirty cached lines at the last
     /// commit (before `finish` drains).
     run_stats: Option<(crate::mem::MemStats, crate::mem::MemStats, f64, u64)>,
+    /// `run.transactions`: false = programs without transactions (no
+    /// TxBegin/TxEnd reach the scheme).
+    tx_mode: bool,
+    /// Non-memory instructions executed (compute ops), for IPC.
+    compute_instrs: u64,
+    /// Whole-system checkpointing (schemes/checkpoint/): the epoch length,
+    /// when the next checkpoint is due, and every checkpoint taken (the
+    /// crash oracle's per-epoch record).
+    epoch: Option<Cycle>,
+    next_checkpoint: Cycle,
+    pub checkpoints: Vec<crate::schemes::checkpoint::CheckpointRecord>,
 }
 
 impl Engine {
@@ -506,6 +539,7 @@ impl Engine {
         let ctx = MemCtx {
             nvm: MemoryController::nvm(&params, spec.record_history),
             dram: MemoryController::dram(&params),
+            hybrid: crate::mem::dram_cache::DramCache::from_params(&params)?,
             layout: layout.clone(),
             cores: spec.threads,
             freq_ghz: params.f64("cpu.freq_ghz"),
@@ -603,7 +637,15 @@ impl Engine {
             finished_writes: 0,
             committed_tx: 0,
             run_stats: None,
+            tx_mode: true,
+            compute_instrs: 0,
+            epoch: None,
+            next_checkpoint: 0,
+            checkpoints: Vec::new(),
         };
+        e.tx_mode = e.params.bool("run.transactions");
+        e.epoch = e.scheme.epoch_cycles();
+        e.next_checkpoint = e.epoch.unwrap_or(0);
         e.setup()?;
         Ok(e)
     }
@@ -672,6 +714,27 @@ impl Engine {
             // controllers may issue queued writes up to it, no further.
             self.ctx.nvm.set_time_bound(now);
             self.ctx.dram.set_time_bound(now);
+            if let Some(epoch) = self.epoch {
+                let due = if self.scheme.checkpoint_forced() {
+                    now
+                } else {
+                    self.next_checkpoint
+                };
+                if due <= now {
+                    let end = self.checkpoint(now);
+                    self.check_pending_error()?;
+                    self.next_checkpoint = end + epoch;
+                    for (core, r) in self.cores.iter().zip(ready.iter_mut()) {
+                        *r = core.ready_time();
+                    }
+                    continue;
+                }
+                // A forced checkpoint (allocation failure) starts within a
+                // scheduling quantum, also when one core runs alone.
+                second = second
+                    .min(due)
+                    .min(now + crate::schemes::checkpoint::FORCED_CHECKPOINT_QUANTUM_CYCLES);
+            }
             if let Some(ev) = self.scheme.next_event_at() {
                 if ev <= now {
                     let before = self.ctx.nvm.persist_log.count();
@@ -714,16 +777,55 @@ impl Engine {
     /// that home locations hold every committed update.
     pub fn finish(&mut self) {
         let before = self.ctx.nvm.stats.total_written();
-        let mut below = Below {
-            scheme: &mut *self.scheme,
-            ctx: &mut self.ctx,
+        let t = if self.epoch.is_some() {
+            // Checkpointing schemes end with a final checkpoint.
+            self.checkpoint(self.run_end)
+        } else {
+            let mut below = Below {
+                scheme: &mut *self.scheme,
+                ctx: &mut self.ctx,
+            };
+            let t = self.hier.drain(self.run_end, &mut below);
+            crate::mem::dram_cache::flush_dirty(&mut *self.scheme, &mut self.ctx, t)
         };
-        let t = self.hier.drain(self.run_end, &mut below);
         let bg = self.ctx.nvm.persist_log.count();
         let t = self.scheme.finish(&mut self.ctx, t);
         self.note_background(bg);
         self.ctx.nvm.drain(t);
         self.finished_writes = self.ctx.nvm.stats.total_written() - before;
+    }
+
+    /// A whole-system checkpoint starting at `t` (every core stalls): the
+    /// four steps of the dual-page checkpointing paper §4.5.2. Returns when
+    /// the cores resume.
+    fn checkpoint(&mut self, t: Cycle) -> Cycle {
+        use crate::schemes::checkpoint::{encode_contexts, CheckpointRecord, CoreContext};
+        let before = self.ctx.nvm.persist_log.count();
+        let contexts: Vec<CoreContext> = self
+            .cores
+            .iter()
+            .map(|c| CoreContext::capture(c.done_tx, c.in_tx, &c.ops[..c.pos]))
+            .collect();
+        let state = encode_contexts(&contexts);
+        // 1. Dirty CPU cache lines to the DRAM cache (or the scheme).
+        let mut below = Below {
+            scheme: &mut *self.scheme,
+            ctx: &mut self.ctx,
+        };
+        let t1 = self.hier.drain(t, &mut below);
+        // 2. Dirty DRAM pages to NVM.
+        let t2 = crate::mem::dram_cache::flush_dirty(&mut *self.scheme, &mut self.ctx, t1);
+        // 3. + 4. Back up CPU state and metadata, switch atomically.
+        let (end, committed_seq) = self.scheme.checkpoint(&mut self.ctx, &state, t, t2);
+        self.note_background(before);
+        self.checkpoints.push(CheckpointRecord {
+            committed_seq,
+            contexts,
+        });
+        for core in &mut self.cores {
+            core.time = core.time.max(end);
+        }
+        end
     }
 
     /// End the run with the bad input a scheme found mid-run, if any.
@@ -760,12 +862,20 @@ impl Engine {
             let core = &mut self.cores[c];
             if core.in_tx {
                 // TxEnd is serialising: every earlier op has completed.
-                let t = core.quiesce_time();
-                let end = self.scheme.tx_end(&mut self.ctx, c, t);
-                self.check_pending_error()?;
+                let end = if self.tx_mode {
+                    let t = core.quiesce_time();
+                    let end = self.scheme.tx_end(&mut self.ctx, c, t);
+                    self.check_pending_error()?;
+                    let core = &mut self.cores[c];
+                    self.latencies.push(end - core.tx_begin_at);
+                    core.ooo_restart(end);
+                    end
+                } else {
+                    // A program without transactions: the next operation's
+                    // ops follow in the same window, nothing serialises.
+                    core.time
+                };
                 let core = &mut self.cores[c];
-                self.latencies.push(end - core.tx_begin_at);
-                core.ooo_restart(end);
                 core.in_tx = false;
                 core.done_tx += 1;
                 self.committed_tx += 1;
@@ -840,6 +950,7 @@ impl Engine {
                     core.time = t + 1;
                 }
                 Op::Compute { n } => {
+                    self.compute_instrs += u64::from(n);
                     core.time += match self.compute_cpi_whole {
                         Some(cpi) => Cycle::from(n) * cpi,
                         None => (n as f64 * self.compute_cpi).ceil() as Cycle,
@@ -949,6 +1060,7 @@ impl Engine {
                     // n independent one-cycle instructions, n ROB entries
                     // (a block larger than the ROB is capped: it streams).
                     let n = n.max(1);
+                    self.compute_instrs += u64::from(n);
                     let k = n.min(rob);
                     core.rob_make_room(k, rob);
                     let (first, _) = core.dispatch(n, w, 0);
@@ -1036,6 +1148,10 @@ impl Engine {
         self.loads = 0;
         self.stores = 0;
         self.persist_ops = PersistOpStats::default();
+        self.compute_instrs = 0;
+        if let Some(h) = self.ctx.hybrid.as_mut() {
+            h.stats = Default::default();
+        }
         self.ctx.nvm.reset_stats();
         self.ctx.dram.reset_stats();
         self.hier.reset_stats();
@@ -1075,7 +1191,9 @@ impl Engine {
         core.pos = 0;
         core.in_tx = true;
         core.tx_begin_at = core.time;
-        core.time = self.scheme.tx_begin(&mut self.ctx, c, core.time);
+        if self.tx_mode {
+            core.time = self.scheme.tx_begin(&mut self.ctx, c, core.time);
+        }
         Ok(())
     }
 
@@ -1126,6 +1244,20 @@ impl Engine {
             dram_bytes_written: dram.total_written(),
             loads: self.loads,
             stores: self.stores,
+            instructions: self.loads + self.stores + self.compute_instrs,
+            ipc: (self.loads + self.stores + self.compute_instrs) as f64 / cycles as f64,
+            execution_time_ns: cycles as f64 / self.ctx.freq_ghz,
+            dram_cache_hit_ratio: self
+                .ctx
+                .hybrid
+                .as_ref()
+                .map_or(0.0, |h| h.stats.hit_ratio()),
+            dram_cache_page_fills: self.ctx.hybrid.as_ref().map_or(0, |h| h.stats.page_fills),
+            dram_cache_dirty_evictions: self
+                .ctx
+                .hybrid
+                .as_ref()
+                .map_or(0, |h| h.stats.dirty_evictions),
         }
     }
 

@@ -61,6 +61,17 @@ pub struct Metrics {
     pub dram_bytes_written: u64,
     pub loads: u64,
     pub stores: u64,
+    /// Instructions in the window: loads + stores + compute instructions.
+    pub instructions: u64,
+    /// `instructions` / `window_cycles` (all cores together): the headline
+    /// rate of programs without transactions (`run.transactions=false`).
+    pub ipc: f64,
+    /// `window_cycles` in nanoseconds: the headline of checkpointing runs.
+    pub execution_time_ns: f64,
+    /// Hybrid memory (`hybrid.dram_cache_bytes` > 0; zero without it).
+    pub dram_cache_hit_ratio: f64,
+    pub dram_cache_page_fills: u64,
+    pub dram_cache_dirty_evictions: u64,
 }
 
 /// Simulator speed.

@@ -11,6 +11,7 @@
 //! crash point costs about one recovery plus a check proportional to what
 //! can differ, never a copy of the image.
 
+pub mod epochs;
 pub mod memo;
 pub mod oracle;
 pub mod points;
@@ -433,6 +434,10 @@ pub fn crashtest_with(
     opts: &CrashOptions,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<CrashReport> {
+    if crate::schemes::checkpoint::contexts_reader(info.name).is_some() {
+        // Whole-system checkpointing: checkpoint semantics (crash/epochs.rs).
+        return epochs::crashtest_checkpoints(info, spec, opts, progress);
+    }
     spec.record_history = true;
     let sim_start = Instant::now();
     let mut engine = Engine::with_scheme(spec.clone(), info)?;

@@ -2,6 +2,7 @@
 //! device models (NVM and DRAM).
 
 pub mod controller;
+pub mod dram_cache;
 pub mod image;
 pub mod persist;
 

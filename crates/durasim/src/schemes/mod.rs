@@ -1,6 +1,7 @@
 //! Crash-consistency schemes: one module per scheme behind [`Scheme`], and a
 //! registry by name. Adding a scheme = its module + one line in [`REGISTRY`].
 
+pub mod checkpoint;
 pub mod hoop;
 pub mod ideal;
 pub mod lad;
@@ -87,6 +88,9 @@ pub struct MemCtx {
     pub nvm: MemoryController,
     /// A volatile DRAM device for hybrid schemes (DRAM caches, tables).
     pub dram: MemoryController,
+    /// The hybrid memory's DRAM cache (`hybrid.dram_cache_bytes` > 0),
+    /// between the LLC and the scheme (mem/dram_cache.rs).
+    pub hybrid: Option<Box<crate::mem::dram_cache::DramCache>>,
     pub layout: Layout,
     pub cores: usize,
     pub freq_ghz: f64,
@@ -284,6 +288,108 @@ pub trait Scheme: Send {
         ctx.nvm.peek(addr, buf);
     }
 
+    // --- Hybrid memory (mem/dram_cache.rs): the DRAM cache calls these at
+    // page granularity. The defaults go through the line-level hooks, so
+    // every scheme runs on the hybrid memory (`ideal` = the paper's Baseline).
+
+    /// A DRAM-cache miss: fill the 4 KiB page at `page_addr` into `out`
+    /// (line `first` is needed first). Returns when line `first` arrives.
+    fn page_fill(
+        &mut self,
+        ctx: &mut MemCtx,
+        core: CoreId,
+        page_addr: Addr,
+        first: usize,
+        out: &mut [u8],
+        now: Cycle,
+    ) -> Cycle {
+        let mut done = now;
+        for i in std::iter::once(first).chain((0..out.len() / 64).filter(|&i| i != first)) {
+            let mut line = [0u8; 64];
+            let mut ext = LineExt::default();
+            let (t, _) = self.read_miss(
+                ctx,
+                core,
+                page_addr + i as u64 * 64,
+                now,
+                &mut line,
+                &mut ext,
+            );
+            out[i * 64..i * 64 + 64].copy_from_slice(&line);
+            if i == first {
+                done = t;
+            }
+        }
+        done
+    }
+
+    /// Dirty lines (bit i = line i) of a DRAM page leave the DRAM cache
+    /// (eviction, checkpoint or end of run). Returns when the last persists.
+    fn page_writeback(
+        &mut self,
+        ctx: &mut MemCtx,
+        page_addr: Addr,
+        dirty: u64,
+        data: &[u8],
+        now: Cycle,
+    ) -> Cycle {
+        let mut done = now;
+        let mut m = dirty;
+        while m != 0 {
+            let i = m.trailing_zeros() as usize;
+            m &= m - 1;
+            let line: &LineData = data[i * 64..i * 64 + 64].try_into().expect("64 B");
+            done = done.max(self.writeback(
+                ctx,
+                0,
+                page_addr + i as u64 * 64,
+                line,
+                &LineExt::default(),
+                WritebackCause::Eviction,
+                now,
+            ));
+        }
+        done
+    }
+
+    /// A cached DRAM page became dirty (its first dirty line).
+    fn page_dirtied(&mut self, _ctx: &mut MemCtx, _page_addr: Addr, _now: Cycle) {}
+
+    /// A page left the DRAM cache (after its write-back, if dirty).
+    fn page_evicted(&mut self, _page_addr: Addr) {}
+
+    // --- Whole-system checkpointing (schemes/checkpoint/).
+
+    /// The epoch length if this scheme checkpoints the whole machine
+    /// (asked once when the engine is built).
+    fn epoch_cycles(&self) -> Option<Cycle> {
+        None
+    }
+
+    /// A checkpoint is due now even though the epoch has not ended
+    /// (e.g. a derivative page allocation failed).
+    fn checkpoint_forced(&self) -> bool {
+        false
+    }
+
+    /// Steps 3 and 4 of a checkpoint, after the CPU caches and the DRAM
+    /// cache were written back: back up `cpu_state` (every core's context,
+    /// encoded) and the scheme's metadata to the standby location, switch
+    /// to it atomically, start the next epoch. `started` is when the
+    /// checkpoint began. Returns when the cores may resume.
+    /// Returns when the cores may resume and the persist-log length right
+    /// after the switch write (from then on a crash recovers this
+    /// checkpoint).
+    fn checkpoint(
+        &mut self,
+        ctx: &mut MemCtx,
+        _cpu_state: &[u8],
+        _started: Cycle,
+        now: Cycle,
+    ) -> (Cycle, u64) {
+        (now, ctx.nvm.persist_log.count())
+    }
+
     fn stats(&self) -> SchemeStats {
         Vec::new()
     }
@@ -322,6 +428,7 @@ pub static REGISTRY: &[&SchemeInfo] = &[
     &lsm::INFO,
     &software::pmdk_undo::INFO,
     &software::dudetm::INFO,
+    &checkpoint::dpc::INFO,
 ];
 
 pub fn names() -> Vec<&'static str> {
