@@ -390,10 +390,7 @@ fn every_registered_scheme_survives_every_crash_point() {
             // dedup differential check); the later workloads at 60, which
             // still crosses every structure's growth paths at 2 threads,
             // to keep the suite inside its time budget.
-            let hoop_paper = [
-                "vector", "hashmap", "queue", "rbtree", "btree", "ycsb", "tpcc",
-            ]
-            .contains(&w.name);
+            let hoop_paper = durasim::workloads::HOOP_PAPER.contains(&w.name);
             s.tx = if hoop_paper { 150 } else { 60 };
             if w.name == "tpcc" {
                 s.tx = 30;

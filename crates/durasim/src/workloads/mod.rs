@@ -309,6 +309,11 @@ pub static REGISTRY: &[&WorkloadInfo] = &[
     &hashtable::INFO,
 ];
 
+/// The HOOP paper's seven workloads (its Table III), the default grid.
+pub const HOOP_PAPER: [&str; 7] = [
+    "vector", "hashmap", "queue", "rbtree", "btree", "ycsb", "tpcc",
+];
+
 pub fn names() -> Vec<&'static str> {
     REGISTRY.iter().map(|w| w.name).collect()
 }

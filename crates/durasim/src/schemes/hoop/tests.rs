@@ -256,10 +256,15 @@ fn end_of_run_equivalence_every_workload() {
         let e = engine::run(spec(w, 4, 600), &mut |_| {}).unwrap_or_else(|m| panic!("{w}: {m}"));
         e.check_equivalence().unwrap_or_else(|m| panic!("{w}: {m}"));
         e.check_invariants(e.ctx.nvm.media()).unwrap();
-        assert!(
-            stat(&e, "parallel_read_misses") > 0.0,
-            "{w}: load path exercised"
-        );
+        // Later workloads (e.g. sps: every line is read before it is
+        // written in a transaction) need not miss on out-of-place data in
+        // a 600-tx run; the HOOP paper's seven must.
+        if crate::workloads::HOOP_PAPER.contains(&w) {
+            assert!(
+                stat(&e, "parallel_read_misses") > 0.0,
+                "{w}: load path exercised"
+            );
+        }
         assert!(
             stat(&e, "gc_runs_periodic") + stat(&e, "gc_runs_on_demand") > 0.0,
             "{w}"
@@ -317,7 +322,12 @@ fn recovery_from_persist_log_prefixes() {
 
 fn crash_prefixes(workload: &str) {
     // TPC-C transactions are ~30x larger: fewer of them.
-    let tx = if workload == "tpcc" { 12 } else { 120 };
+    // TATP is 80% read-only: more transactions so GC frees blocks.
+    let tx = match workload {
+        "tpcc" => 12,
+        "tatp" => 600,
+        _ => 120,
+    };
     let mut s = spec(workload, 3, tx);
     // GC often enough that short runs cross several periods.
     s.params.set_str("hoop.gc_period_ms", "0.002").unwrap();
