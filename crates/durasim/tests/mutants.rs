@@ -128,7 +128,7 @@ const MUTANTS: &[Mutant] = &[
         key: "lsm.mutant",
         value: "ignore-checksum",
         sets: LSM_HOME,
-        tx: 120,
+        tx: 400,
         recovery_crashes: 0,
         torn: true,
     },
@@ -275,6 +275,11 @@ fn crash_points_fall_inside_every_kind_of_background_work() {
         // No background work: everything is on the commit path.
         ("opt-undo", &[], &[]),
         ("lad", &[], &[]),
+        ("pmdk-undo", &[], &[]),
+        // Group commit and reproduce run in `tick` (untagged kinds yet).
+        ("dudetm", &[("dudetm.group_commit_ms", "0.002")], &[]),
+        // Checkpoints are checked by the epoch oracle (crash/epochs.rs).
+        ("dpc", &[], &[]),
     ];
     for info in durasim::schemes::REGISTRY {
         if info.durability != durasim::schemes::Durability::None {
