@@ -259,10 +259,7 @@ pub fn crashtest_checkpoints(
         background_persist_events: background.iter().map(|r| r.end - r.start).sum(),
         background_points_tested: selected
             .iter()
-            .filter(|&&k| {
-                let i = background.partition_point(|r| r.start < k);
-                i > 0 && k < background[i - 1].end
-            })
+            .filter(|&&k| super::background_range_of(background, k, false).is_some())
             .count() as u64,
         // Per-kind counts and deduplication are the transactional driver's;
         // this oracle checks every point serially on one host thread.

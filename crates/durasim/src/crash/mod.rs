@@ -217,6 +217,14 @@ impl CrashReport {
     }
 }
 
+/// The background range (index into `background`, sorted by start) a crash
+/// image at point `k` falls strictly inside, if any; a torn image at `k`
+/// also holds part of event `k` itself.
+fn background_range_of(background: &[std::ops::Range<u64>], k: u64, torn: bool) -> Option<usize> {
+    let i = background.partition_point(|r| r.start < k || (torn && r.start == k));
+    (i > 0 && k < background[i - 1].end).then(|| i - 1)
+}
+
 /// A write-through wrapper around a recovery's image that records every
 /// write (each 64 B piece is one of recovery's own persist points).
 pub struct Recorder<W: MemWrite> {
@@ -624,11 +632,7 @@ fn check_chunk(
         ..Tally::default()
     };
     let background = sh.background;
-    // The background range a crash image falls strictly inside, if any.
-    let inside_background = |k: u64, torn: bool| {
-        let i = background.partition_point(|r| r.start < k || (torn && r.start == k));
-        (i > 0 && k < background[i - 1].end).then(|| i - 1)
-    };
+    let inside_background = |k: u64, torn: bool| background_range_of(background, k, torn);
     let count_bg = |tally: &mut Tally, at: Option<usize>| {
         if let Some(i) = at {
             tally.bg_tested += 1;

@@ -19,8 +19,8 @@
 //! head, next } (64 B); version = { item (item_bytes) | gvn | older }.
 
 use super::{
-    check_item, check_ptr, heap_bounds, item_bytes_or, item_version, mix64, random_key, rng,
-    write_item, KeyChooser, KeyDist, TxCtx, Workload, WorkloadArgs, WorkloadInfo,
+    check_item, check_ptr, heap_bounds, item_bytes_or, item_version, keys_unique, mix64,
+    random_key, rng, write_item, KeyChooser, KeyDist, TxCtx, Workload, WorkloadArgs, WorkloadInfo,
     DEFAULT_ITEM_BYTES, ITEM_SEAL, ROOT_OFFSET,
 };
 use crate::mem::MemRead;
@@ -244,10 +244,7 @@ pub(crate) fn walk(
     if seen != nkeys {
         return Err(format!("echo: key count {nkeys}, {seen} entries reachable"));
     }
-    keys.sort_unstable();
-    if let Some(w) = keys.windows(2).find(|w| w[0] == w[1]) {
-        return Err(format!("echo: key {} appears twice", w[0]));
-    }
+    keys_unique("echo", &mut keys)?;
     Ok(nkeys)
 }
 

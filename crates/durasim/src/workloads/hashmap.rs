@@ -10,9 +10,9 @@
 //! line-aligned and an update touches only the item's lines.
 
 use super::{
-    check_item, check_ptr, heap_bounds, item_bytes_or, item_payload_words, item_version, mix64,
-    random_key, rng, update_field, write_item, TxCtx, Workload, WorkloadArgs, WorkloadInfo,
-    DEFAULT_ITEM_BYTES, ROOT_OFFSET,
+    check_item, check_ptr, heap_bounds, item_bytes_or, item_payload_words, item_version,
+    keys_unique, mix64, random_key, rng, update_field, write_item, TxCtx, Workload, WorkloadArgs,
+    WorkloadInfo, DEFAULT_ITEM_BYTES, ROOT_OFFSET,
 };
 use crate::mem::MemRead;
 use crate::types::Addr;
@@ -204,10 +204,7 @@ pub(crate) fn walk(
             keys.len()
         ));
     }
-    keys.sort_unstable();
-    if let Some(w) = keys.windows(2).find(|w| w[0] == w[1]) {
-        return Err(format!("hashmap: key {} appears twice", w[0]));
-    }
+    keys_unique("hashmap", &mut keys)?;
     Ok(count)
 }
 

@@ -12,7 +12,7 @@
 //! (load factor at most 1/2).
 
 use super::{
-    check_item, check_ptr, heap_bounds, item_bytes_or, item_payload_words, mix64, rng,
+    check_item, check_ptr, heap_bounds, item_bytes_or, item_payload_words, keys_unique, mix64, rng,
     update_field, write_item, KeyChooser, KeyDist, TxCtx, Workload, WorkloadArgs, WorkloadInfo,
     DEFAULT_ITEM_BYTES, ROOT_OFFSET,
 };
@@ -172,10 +172,7 @@ pub(crate) fn walk(
             keys.len()
         ));
     }
-    keys.sort_unstable();
-    if let Some(w) = keys.windows(2).find(|w| w[0] == w[1]) {
-        return Err(format!("hashtable: key {} appears twice", w[0]));
-    }
+    keys_unique("hashtable", &mut keys)?;
     Ok(count)
 }
 

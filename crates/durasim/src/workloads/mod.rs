@@ -309,6 +309,15 @@ pub static REGISTRY: &[&WorkloadInfo] = &[
     &hashtable::INFO,
 ];
 
+/// Checker helper: `keys` (sorted in place) must hold no key twice.
+pub(crate) fn keys_unique(workload: &str, keys: &mut [u64]) -> std::result::Result<(), String> {
+    keys.sort_unstable();
+    match keys.windows(2).find(|w| w[0] == w[1]) {
+        Some(w) => Err(format!("{workload}: key {} appears twice", w[0])),
+        None => Ok(()),
+    }
+}
+
 /// The HOOP paper's seven workloads (its Table III), the default grid.
 pub const HOOP_PAPER: [&str; 7] = [
     "vector", "hashmap", "queue", "rbtree", "btree", "ycsb", "tpcc",
