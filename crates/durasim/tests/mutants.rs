@@ -276,8 +276,12 @@ fn crash_points_fall_inside_every_kind_of_background_work() {
         ("opt-undo", &[], &[]),
         ("lad", &[], &[]),
         ("pmdk-undo", &[], &[]),
-        // Group commit and reproduce run in `tick` (untagged kinds yet).
-        ("dudetm", &[("dudetm.group_commit_ms", "0.002")], &[]),
+        // Group commit and reproduce run in `tick`.
+        (
+            "dudetm",
+            &[("dudetm.group_commit_ms", "0.002")],
+            &["group-commit"],
+        ),
         // Checkpoints are checked by the epoch oracle (crash/epochs.rs).
         ("dpc", &[], &[]),
     ];

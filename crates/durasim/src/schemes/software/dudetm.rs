@@ -625,6 +625,11 @@ impl Scheme for DudeTm {
         None
     }
 
+    /// The periodic group commit and the reproduce that follows it.
+    fn background_kind(&self) -> &'static str {
+        "group-commit"
+    }
+
     fn finish(&mut self, ctx: &mut MemCtx, now: Cycle) -> Cycle {
         let (_, t) = self.group_commit(ctx, now);
         t
