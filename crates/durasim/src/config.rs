@@ -577,6 +577,10 @@ pub fn footprint(p: &Params, workload: &str, threads: usize, tx: u64, history: b
                 p.u64("workload.tpcc_customers_per_district")
                     .saturating_mul(640),
             )
+    } else if crate::workloads::PROGRAMS.contains(&workload)
+        && p.u64("workload.footprint_bytes") > 0
+    {
+        p.u64("workload.footprint_bytes")
     } else {
         p.u64("workload.initial_items").saturating_mul(item)
     };
@@ -672,6 +676,8 @@ pub fn validate_run(
     if f.sim_bytes_per_thread > region {
         let key = if workload == "tpcc" {
             "workload.tpcc_items / workload.tpcc_customers_per_district"
+        } else if crate::workloads::PROGRAMS.contains(&workload) {
+            "workload.footprint_bytes (or workload.initial_items / workload.item_bytes)"
         } else {
             "workload.initial_items / workload.item_bytes"
         };
@@ -684,7 +690,7 @@ pub fn validate_run(
         let budget = (avail as f64 * HOST_MEMORY_SHARE) as u64;
         if f.host_bytes() > budget {
             return Err(Error::input(format!(
-                "this configuration needs about {} of host memory (caches {}, simulated data {}, per-transaction records {}), more than the {} this host can give (80% of {} available); lower cache.llc_size_bytes, workload.initial_items, workload.item_bytes, --tx or --threads",
+                "this configuration needs about {} of host memory (caches {}, simulated data {}, per-transaction records {}), more than the {} this host can give (80% of {} available); lower cache.llc_size_bytes, workload.initial_items, workload.item_bytes, workload.footprint_bytes, --tx or --threads",
                 gib(f.host_bytes()),
                 gib(f.host_cache_bytes),
                 gib(f.host_data_bytes),

@@ -216,7 +216,7 @@ impl Workload for Ann {
         let (v, qs) = generate(n, q, self.seed);
         self.nodes = ctx.alloc(n * NODE_WORDS * 8);
         self.queries = ctx.alloc(q * D as u64 * 8);
-        self.results = ctx.alloc(q * RESULT_WORDS * 8);
+        self.results = super::program::alloc_zeroed(ctx, q * RESULT_WORDS);
         for i in 0..n {
             for j in 0..D {
                 store_f64(ctx, self.node(i) + j as u64 * 8, v[i as usize * D + j]);

@@ -191,7 +191,7 @@ impl Workload for KdTree {
         let (p, qs) = generate(n, q, self.seed);
         self.nodes = ctx.alloc(n * NODE_WORDS * 8);
         self.queries = ctx.alloc(q * D * 8);
-        self.results = ctx.alloc(q * 16);
+        self.results = super::program::alloc_zeroed(ctx, q * 2);
         for i in 0..n {
             for j in 0..D {
                 store_f64(ctx, self.node(i) + j * 8, p[(i * D + j) as usize]);

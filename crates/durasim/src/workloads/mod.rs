@@ -344,6 +344,10 @@ pub(crate) fn keys_unique(workload: &str, keys: &mut [u64]) -> std::result::Resu
     }
 }
 
+/// Programs without transactions (issue 13 part 3; the dual-page
+/// checkpointing paper's Table 5): sized by `workload.footprint_bytes`.
+pub const PROGRAMS: [&str; 7] = ["pagerank", "cc", "cd", "ann", "kdtree", "stencil3d", "lbm"];
+
 /// The HOOP paper's seven workloads (its Table III), the default grid.
 pub const HOOP_PAPER: [&str; 7] = [
     "vector", "hashmap", "queue", "rbtree", "btree", "ycsb", "tpcc",

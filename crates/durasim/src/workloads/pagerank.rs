@@ -94,7 +94,7 @@ impl Workload for PageRank {
         self.outdeg = super::program::alloc_words(ctx, n);
         self.rank = [
             super::program::alloc_words(ctx, n),
-            super::program::alloc_words(ctx, n),
+            super::program::alloc_zeroed(ctx, n),
         ];
         let r0 = 1.0 / n as f64;
         let mut dangling = 0.0;

@@ -61,9 +61,21 @@ pub fn unit_value(seed: u64, i: u64) -> f64 {
         * (1.0 / (1u64 << 53) as f64)
 }
 
-/// Allocate `words` 8-byte words (setup), zero-filled by the image.
+/// Allocate `words` 8-byte words (setup). The caller fills them; see
+/// [`alloc_zeroed`] for arrays that start as zeros.
 pub fn alloc_words(ctx: &mut TxCtx, words: u64) -> Addr {
     ctx.alloc(words.max(1) * 8)
+}
+
+/// Allocate and zero-fill `words` words (setup): the program initialises
+/// the array, as `calloc` or `std::vector<double>(n)` would, so its pages
+/// are part of the footprint from the start.
+pub fn alloc_zeroed(ctx: &mut TxCtx, words: u64) -> Addr {
+    let p = alloc_words(ctx, words);
+    for i in 0..words {
+        ctx.store(p + i * 8, 0);
+    }
+    p
 }
 
 /// Check that an array of `words` words at `p` lies in the allocated heap.
@@ -531,7 +543,7 @@ impl Sweep {
         let cells = self.n.pow(3);
         self.grid = [
             alloc_words(ctx, cells * W as u64),
-            alloc_words(ctx, cells * W as u64),
+            alloc_zeroed(ctx, cells * W as u64),
         ];
         let mut total = 0.0;
         for c in 0..cells {
