@@ -328,6 +328,13 @@ fn cmd_list(what: &str) -> Result<i32> {
             for w in workloads::REGISTRY {
                 println!("{:<12} {}", w.name, w.description);
             }
+            // Issue 13 part 4: the programs' characteristics.
+            println!(
+                "\nprograms without transactions ({}): sized per thread by workload.footprint_bytes; \
+                 `durasim run --workload W --scheme ideal --config configs/dpc.toml --threads 4 --set run.transactions=false` \
+                 prints their footprint, read/write ratio and DRAM-cache miss rate (README \"Programs without transactions\": measured values beside the paper's Table 5)",
+                workloads::PROGRAMS.join(", ")
+            );
         }
         "params" => {
             let p = Params::defaults(&schemes::all_params());

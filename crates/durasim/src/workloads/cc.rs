@@ -23,7 +23,7 @@ use crate::types::Addr;
 
 pub static INFO: WorkloadInfo = WorkloadInfo {
     name: "cc",
-    description: "connected components by min-label propagation on an undirected R-MAT graph in CSR; no transactions (DPC Table 5 CC)",
+    description: "connected components by min-label propagation on an undirected R-MAT graph in CSR; no transactions (DPC Table 5 CC); 272 B/vertex, 100-260 loads/store",
     build,
     check,
 };

@@ -23,7 +23,7 @@ use crate::types::Addr;
 
 pub static INFO: WorkloadInfo = WorkloadInfo {
     name: "cd",
-    description: "community detection by label propagation on an undirected R-MAT graph in CSR; no transactions (DPC Table 5 CD)",
+    description: "community detection by label propagation on an undirected R-MAT graph in CSR; no transactions (DPC Table 5 CD); 272 B/vertex, ~100 loads/store",
     build,
     check,
 };

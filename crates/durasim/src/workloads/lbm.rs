@@ -19,7 +19,7 @@ use crate::types::Addr;
 
 pub static INFO: WorkloadInfo = WorkloadInfo {
     name: "lbm",
-    description: "D3Q19 lattice-Boltzmann (BGK, pull streaming, periodic); stand-in for SPEC CPU2006 470.lbm in DPC Table 5's SPEC2; no transactions",
+    description: "D3Q19 lattice-Boltzmann (BGK, pull streaming, periodic); stand-in for SPEC CPU2006 470.lbm in DPC Table 5's SPEC2; no transactions; 304 B/cell, 1.0 loads/store",
     build,
     check,
 };

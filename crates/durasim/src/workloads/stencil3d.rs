@@ -20,7 +20,7 @@ use crate::types::Addr;
 
 pub static INFO: WorkloadInfo = WorkloadInfo {
     name: "stencil3d",
-    description: "7-point 3D Jacobi stencil sweeps over a periodic f64 grid; stand-in for DPC Table 5's SPEC CPU2006 grid solvers; no transactions",
+    description: "7-point 3D Jacobi stencil sweeps over a periodic f64 grid; stand-in for DPC Table 5's SPEC CPU2006 grid solvers; no transactions; 16 B/cell, 6.9 loads/store",
     build,
     check,
 };
