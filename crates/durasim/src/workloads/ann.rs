@@ -111,6 +111,7 @@ struct Ann {
     visited: FxHashSet<u64>,
     cand: BinaryHeap<Reverse<(u64, u64)>>,
     best: BinaryHeap<(u64, u64)>,
+    found: Vec<(u64, u64)>,
 }
 
 fn build(a: &WorkloadArgs) -> Box<dyn Workload> {
@@ -128,6 +129,7 @@ fn build(a: &WorkloadArgs) -> Box<dyn Workload> {
         visited: FxHashSet::default(),
         cand: BinaryHeap::new(),
         best: BinaryHeap::new(),
+        found: Vec::new(),
     })
 }
 
@@ -248,7 +250,9 @@ impl Workload for Ann {
             let i = inserted;
             let v = Self::load_vec(ctx, self.node(i));
             self.search(ctx, &v, EF_CONSTRUCTION);
-            let mut found: Vec<(u64, u64)> = self.best.drain().collect();
+            let mut found = std::mem::take(&mut self.found);
+            found.clear();
+            found.extend(self.best.drain());
             found.sort_unstable();
             found.truncate(M);
             let node = self.node(i);
@@ -260,13 +264,16 @@ impl Workload for Ann {
                 self.link(ctx, u, i, f64::from_bits(d));
             }
             ctx.store(r + INSERTED, i + 1);
+            self.found = found;
             return;
         }
         let done = ctx.load(r + QDONE);
         let slot = done % self.q;
         let qv = Self::load_vec(ctx, self.queries + slot * D as u64 * 8);
         self.search(ctx, &qv, EF_SEARCH);
-        let mut found: Vec<(u64, u64)> = self.best.drain().collect();
+        let mut found = std::mem::take(&mut self.found);
+        found.clear();
+        found.extend(self.best.drain());
         found.sort_unstable();
         found.truncate(K);
         let res = self.results + slot * RESULT_WORDS * 8;
@@ -275,6 +282,7 @@ impl Workload for Ann {
             ctx.store(res + (K + j) as u64 * 8, d);
         }
         ctx.store(r + QDONE, done + 1);
+        self.found = found;
     }
 }
 
