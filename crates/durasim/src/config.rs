@@ -253,6 +253,10 @@ pub static ENGINE_PARAMS: &[ParamSpec] = &[
     // Issue 13: key distribution and copies, honoured by every keyed workload.
     p!("workload.key_dist", str "default", &["default", "uniform", "zipfian"], "YCSB ScrambledZipfianGenerator (Zipfian constant 0.99, 10^10 items hashed onto the key range); EHOU and SSP run B-tree and RB-tree with Zipfian keys", "default: each workload's own (uniform for vector/hashmap/rbtree/btree/array/sps/hashtable/echo, Zipfian for ycsb, TATP's NURand for tatp); uniform or zipfian override it for every keyed workload (queue, sdg and tpcc draw no keys: FIFO order, generated edges, TPC-C's NURand)"),
     p!("workload.copies", int 1, "copies/thread", Check::Range(1.0, 64.0), "EHOU §IV: \"all workloads run four copies at the same time\" (that is --threads 4: every thread owns an independent instance)", "independent instances of the workload per thread, each in its own slice of the thread's region with its own seed; the thread's transactions rotate over them (1 = one instance per thread)"),
+    // Issue 13 part 3: programs without transactions (pagerank, cc, cd, ann, kdtree, stencil3d, lbm).
+    p!("workload.footprint_bytes", int 0, "bytes", Check::Range(0.0, 1.1e12), "dual-page checkpointing paper Table 5 (footprints 576 MB to 1,548 MB per program); 0 keeps tests small", "simulated data per thread: each thread's program (pagerank, cc, cd, ann, kdtree, stencil3d, lbm) builds: graph/vector/grid sizes are derived from it; 0 = workload.initial_items x item size (64 B unless workload.item_bytes is set), e.g. 1 MiB per thread by default; the paper's 0.6-1.5 GB at --threads 4 is 150M-384M per thread"),
+    p!("workload.graph_vertices", int 0, "vertices", Check::Range(0.0, 1e9), MC, "pagerank/cc/cd: vertices of the generated R-MAT graph (0 = as many as workload.footprint_bytes holds at workload.graph_edge_factor)"),
+    p!("workload.graph_edge_factor", int 16, "edges/vertex", Check::Range(1.0, 1024.0), "Graph500 specification v3 (edgefactor 16)", "pagerank/cc/cd: generated edges per vertex"),
     p!("run.warmup_tx_share", float 0.25, "fraction", Check::Range(0.0, 0.95), MC, "share of each thread's transactions run as warm-up before the measured window (caches, scheme tables and logs fill; excluded from the metrics)"),
     p!("run.warmup_tx_per_thread", int 0, "tx/thread", Check::Range(0.0, 1e12), MC, "if > 0: warm-up transactions per thread instead of run.warmup_tx_share (capped below each thread's total)"),
     p!("run.check_reads", bool false, "", MC, "verify every load against the architectural value (test mode; slower)"),
@@ -573,6 +577,10 @@ pub fn footprint(p: &Params, workload: &str, threads: usize, tx: u64, history: b
                 p.u64("workload.tpcc_customers_per_district")
                     .saturating_mul(640),
             )
+    } else if crate::workloads::PROGRAMS.contains(&workload)
+        && p.u64("workload.footprint_bytes") > 0
+    {
+        p.u64("workload.footprint_bytes")
     } else {
         p.u64("workload.initial_items").saturating_mul(item)
     };
@@ -675,6 +683,8 @@ pub fn validate_run(
     if f.sim_bytes_per_thread > region {
         let key = if workload == "tpcc" {
             "workload.tpcc_items / workload.tpcc_customers_per_district"
+        } else if crate::workloads::PROGRAMS.contains(&workload) {
+            "workload.footprint_bytes (or workload.initial_items / workload.item_bytes)"
         } else {
             "workload.initial_items / workload.item_bytes"
         };
@@ -687,7 +697,7 @@ pub fn validate_run(
         let budget = (avail as f64 * HOST_MEMORY_SHARE) as u64;
         if f.host_bytes() > budget {
             return Err(Error::input(format!(
-                "this configuration needs about {} of host memory (caches {}, simulated data {}, per-transaction records {}), more than the {} this host can give (80% of {} available); lower cache.llc_size_bytes, workload.initial_items, workload.item_bytes, --tx or --threads",
+                "this configuration needs about {} of host memory (caches {}, simulated data {}, per-transaction records {}), more than the {} this host can give (80% of {} available); lower cache.llc_size_bytes, workload.initial_items, workload.item_bytes, workload.footprint_bytes, --tx or --threads",
                 gib(f.host_bytes()),
                 gib(f.host_cache_bytes),
                 gib(f.host_data_bytes),

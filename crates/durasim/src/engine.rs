@@ -1258,6 +1258,20 @@ impl Engine {
                 .hybrid
                 .as_ref()
                 .map_or(0, |h| h.stats.dirty_evictions),
+            footprint_bytes: self.arch.touched_pages() as u64 * crate::mem::image::PAGE_BYTES,
+            read_write_ratio: self.loads as f64 / self.stores.max(1) as f64,
+            dram_cache_miss_ratio: self.ctx.hybrid.as_ref().map_or(0.0, |h| {
+                let s = &h.stats;
+                if s.read_hits + s.read_misses + s.write_hits + s.write_misses == 0 {
+                    0.0
+                } else {
+                    1.0 - s.hit_ratio()
+                }
+            }),
+            memory_read_write_ratio: self.ctx.hybrid.as_ref().map_or(0.0, |h| {
+                let s = &h.stats;
+                (s.read_hits + s.read_misses) as f64 / (s.write_hits + s.write_misses).max(1) as f64
+            }),
         }
     }
 

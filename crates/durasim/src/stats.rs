@@ -72,6 +72,16 @@ pub struct Metrics {
     pub dram_cache_hit_ratio: f64,
     pub dram_cache_page_fills: u64,
     pub dram_cache_dirty_evictions: u64,
+    /// Workload characteristics (issue 13 part 4, beside the dual-page
+    /// checkpointing paper's Table 5): simulated memory the run touched
+    /// (4 KiB pages of the architectural image, all threads, setup
+    /// included), loads per store in the window, the DRAM cache's miss
+    /// ratio (1 - `dram_cache_hit_ratio`; zero without it) and its reads
+    /// (LLC misses) per write (LLC write-backs) in the window.
+    pub footprint_bytes: u64,
+    pub read_write_ratio: f64,
+    pub dram_cache_miss_ratio: f64,
+    pub memory_read_write_ratio: f64,
 }
 
 /// Simulator speed.

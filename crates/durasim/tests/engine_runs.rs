@@ -51,6 +51,11 @@ fn same_seed_gives_identical_metrics_and_different_seed_differs() {
             a.report_json()["scheme_stats"],
             b.report_json()["scheme_stats"]
         );
+        // Dense grid sweeps access the same addresses whatever the seed
+        // (it changes only the values, which their checkers verify).
+        if ["stencil3d", "lbm"].contains(&wl.name) {
+            continue;
+        }
         let c = run(small_spec("ideal", wl.name, 4), &mut |_| {}).unwrap();
         assert_ne!(
             a.metrics().sim_cycles,

@@ -287,6 +287,21 @@ fn print_summary(e: &engine::Engine) {
     println!("  NVM read                   {} B", m.nvm_bytes_read);
     println!("  NVM energy                 {:.1} nJ", m.energy_nj);
     println!("  LLC miss ratio             {:.4}", m.llc_miss_ratio);
+    // Workload characteristics (README "Programs without transactions").
+    println!(
+        "  footprint                  {:.1} MiB",
+        m.footprint_bytes as f64 / (1u64 << 20) as f64
+    );
+    println!(
+        "  read/write ratio           {:.2} (loads per store)",
+        m.read_write_ratio
+    );
+    if m.dram_cache_page_fills > 0 || m.dram_cache_hit_ratio > 0.0 {
+        println!(
+            "  DRAM cache miss rate       {:.4} ({:.2} reads per write-back)",
+            m.dram_cache_miss_ratio, m.memory_read_write_ratio
+        );
+    }
     let ss = e.scheme.stats();
     if !ss.is_empty() {
         println!("  scheme statistics:");
@@ -313,6 +328,13 @@ fn cmd_list(what: &str) -> Result<i32> {
             for w in workloads::REGISTRY {
                 println!("{:<12} {}", w.name, w.description);
             }
+            // Issue 13 part 4: the programs' characteristics.
+            println!(
+                "\nprograms without transactions ({}): sized per thread by workload.footprint_bytes; \
+                 `durasim run --workload W --scheme ideal --config configs/dpc.toml --threads 4 --set run.transactions=false` \
+                 prints their footprint, read/write ratio and DRAM-cache miss rate (README \"Programs without transactions\": measured values beside the paper's Table 5)",
+                workloads::PROGRAMS.join(", ")
+            );
         }
         "params" => {
             let p = Params::defaults(&schemes::all_params());

@@ -4,15 +4,23 @@
 //! [`Workload`]; each has an invariant checker that validates its structure
 //! from a memory image alone (crash verification uses it).
 
+pub mod ann;
 pub mod array;
 pub mod btree;
+pub mod cc;
+pub mod cd;
 pub mod echo;
 pub mod hashmap;
 pub mod hashtable;
+pub mod kdtree;
+pub mod lbm;
+pub mod pagerank;
+pub mod program;
 pub mod queue;
 pub mod rbtree;
 pub mod sdg;
 pub mod sps;
+pub mod stencil3d;
 pub mod tatp;
 pub mod tpcc;
 pub mod vector;
@@ -253,6 +261,13 @@ pub struct WorkloadArgs {
     pub tpcc_customers: u64,
     /// `workload.key_dist`: how keyed workloads pick keys.
     pub key_dist: KeyDist,
+    /// `workload.footprint_bytes` (programs without transactions; 0 =
+    /// initial_items x item size).
+    pub footprint_bytes: u64,
+    /// `workload.graph_vertices` (0 = from the footprint).
+    pub graph_vertices: u64,
+    /// `workload.graph_edge_factor`.
+    pub graph_edge_factor: u64,
 }
 
 impl WorkloadArgs {
@@ -275,6 +290,9 @@ impl WorkloadArgs {
             tpcc_items: p.u64("workload.tpcc_items"),
             tpcc_customers: p.u64("workload.tpcc_customers_per_district"),
             key_dist: KeyDist::parse(p.str("workload.key_dist")),
+            footprint_bytes: p.u64("workload.footprint_bytes"),
+            graph_vertices: p.u64("workload.graph_vertices"),
+            graph_edge_factor: p.u64("workload.graph_edge_factor"),
         }
     }
 }
@@ -307,6 +325,14 @@ pub static REGISTRY: &[&WorkloadInfo] = &[
     &sdg::INFO,
     &array::INFO,
     &hashtable::INFO,
+    // Issue 13 part 3: programs without transactions (DPC paper Table 5).
+    &pagerank::INFO,
+    &cc::INFO,
+    &cd::INFO,
+    &ann::INFO,
+    &kdtree::INFO,
+    &stencil3d::INFO,
+    &lbm::INFO,
 ];
 
 /// Checker helper: `keys` (sorted in place) must hold no key twice.
@@ -317,6 +343,10 @@ pub(crate) fn keys_unique(workload: &str, keys: &mut [u64]) -> std::result::Resu
         None => Ok(()),
     }
 }
+
+/// Programs without transactions (issue 13 part 3; the dual-page
+/// checkpointing paper's Table 5): sized by `workload.footprint_bytes`.
+pub const PROGRAMS: [&str; 7] = ["pagerank", "cc", "cd", "ann", "kdtree", "stencil3d", "lbm"];
 
 /// The HOOP paper's seven workloads (its Table III), the default grid.
 pub const HOOP_PAPER: [&str; 7] = [
@@ -827,6 +857,9 @@ pub(crate) mod testutil {
             tpcc_items: 2000,
             tpcc_customers: 300,
             key_dist: KeyDist::Default,
+            footprint_bytes: 0,
+            graph_vertices: 0,
+            graph_edge_factor: 16,
         }
     }
 
