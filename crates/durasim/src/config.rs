@@ -592,6 +592,7 @@ pub fn footprint(p: &Params, workload: &str, threads: usize, tx: u64, history: b
     let per_tx = match workload {
         "tpcc" => 1344,
         "ycsb" | "array" | "sps" | "hashtable" => 0,
+        w if crate::workloads::PROGRAMS.contains(&w) => 0,
         _ => item,
     };
     let grown = sim_bytes_per_thread
