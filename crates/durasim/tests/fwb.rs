@@ -214,7 +214,12 @@ fn fwb_recovery_survives_crashes_inside_it() {
         ..CrashOptions::default()
     };
     for w in ["btree", "queue"] {
-        let r = crashtest(spec("fwb", w, 120, &[("fwb.period_cycles", "3000")]), &opts);
+        // A short period keeps the live log, and so recovery, short.
+        let sets = [
+            ("fwb.period_cycles", "1000"),
+            ("workload.initial_items", "64"),
+        ];
+        let r = crashtest(spec("fwb", w, 60, &sets), &opts);
         assert!(r.recovery_crashes_tested > 100, "{w}");
         assert!(r.background_points_tested > 0, "{w}");
         assert_eq!(r.violations, 0, "{w}: {:?}", r.first_violation);

@@ -341,6 +341,12 @@ pub struct Fwb {
     tail: u64,
     header_flip: u64,
     passes: u64,
+    /// When the newest store entered the buffer. The FIFO's insertion
+    /// times are monotone (TSO: a store performs after the older ones);
+    /// durasim hands the hook each store's own completion time, which is
+    /// earlier for a hit behind a miss, so a store counts as performed at
+    /// the later of the two.
+    last_perform: Cycle,
     /// Latest time a log write was persisted (without ADR a data write-back
     /// is stamped no earlier: the controller may reorder queued writes).
     log_durable_at: Cycle,
@@ -381,6 +387,7 @@ impl Fwb {
             tail: 0,
             header_flip: 0,
             passes: 0,
+            last_perform: 0,
             log_durable_at: 0,
             cores: (0..layout.threads).map(|_| CoreState::default()).collect(),
             st: Stats::default(),
@@ -550,7 +557,9 @@ impl Scheme for Fwb {
         if !in_tx {
             return now;
         }
-        self.drain_due(ctx, now);
+        let perform = now.max(self.last_perform);
+        self.last_perform = perform;
+        self.drain_due(ctx, perform);
         let w = addr & !7;
         let txid = self.cores[core].txid;
         self.cores[core].logged = true;
@@ -561,7 +570,7 @@ impl Scheme for Fwb {
             .find(|e| e.addr == w && e.core == core && e.txid == txid)
         {
             e.redo = new;
-            e.last_store = now;
+            e.last_store = perform;
             self.st.coalesced += 1;
             return now;
         }
@@ -570,7 +579,7 @@ impl Scheme for Fwb {
             // Full: the oldest entry leaves early to make room (the store
             // waits only if the controller's write queue is full).
             self.st.early_evictions += 1;
-            done = self.pop_front(ctx, now);
+            done = now.max(self.pop_front(ctx, perform));
         }
         self.buffer.push_back(Entry {
             core,
@@ -578,8 +587,8 @@ impl Scheme for Fwb {
             addr: w,
             undo: old,
             redo: new,
-            added: now,
-            last_store: now,
+            added: perform,
+            last_store: perform,
         });
         self.st.entries += 1;
         done
