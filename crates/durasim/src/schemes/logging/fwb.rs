@@ -389,7 +389,14 @@ impl Fwb {
             passes: 0,
             last_perform: 0,
             log_durable_at: 0,
-            cores: (0..layout.threads).map(|_| CoreState::default()).collect(),
+            // Room for two periods of commits without growing on the
+            // commit path (it grows, amortised, beyond).
+            cores: (0..layout.threads)
+                .map(|_| CoreState {
+                    committed: VecDeque::with_capacity(4096),
+                    ..CoreState::default()
+                })
+                .collect(),
             st: Stats::default(),
         })
     }
