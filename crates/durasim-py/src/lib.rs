@@ -162,6 +162,17 @@ fn schemes_json() -> String {
                 "params": s.params.iter().map(|p| p.key).collect::<Vec<_>>(),
             })
         })
+        // Named designs (schemes::PRESETS): a scheme with fixed settings.
+        .chain(schemes::presets().map(|p| {
+            let base = schemes::find(p.scheme).expect("active presets name registered schemes");
+            serde_json::json!({
+                "name": p.name,
+                "description": p.description,
+                "durability": format!("{:?}", base.durability),
+                "params": base.params.iter().map(|q| q.key).collect::<Vec<_>>(),
+                "preset": {"scheme": p.scheme, "set": p.set.iter().map(|(k, v)| (k.to_string(), serde_json::json!(v))).collect::<serde_json::Map<_, _>>()},
+            })
+        }))
         .collect();
     serde_json::Value::Array(v).to_string()
 }

@@ -32,13 +32,15 @@ impl RunSpec {
     pub fn new(scheme: &str, workload: &str) -> Result<Self> {
         let info = schemes::find(scheme)?;
         workloads::find(workload)?;
+        let mut params = Params::defaults(&[info.params]);
+        schemes::apply_preset(scheme, &mut params)?;
         Ok(RunSpec {
             scheme: scheme.to_string(),
             workload: workload.to_string(),
             threads: 8,
             tx: 10_000,
             seed: 1,
-            params: Params::defaults(&[info.params]),
+            params,
             record_history: false,
         })
     }
@@ -471,6 +473,26 @@ pub struct Engine {
     epoch: Option<Cycle>,
     next_checkpoint: Cycle,
     pub checkpoints: Vec<crate::schemes::checkpoint::CheckpointRecord>,
+    /// Force-write-back scan (`Scheme::force_write_back_cycles`): its
+    /// period, when the next pass is due, and its counters.
+    fwb_period: Option<Cycle>,
+    next_fwb: Cycle,
+    pub fwb: FwbStats,
+}
+
+/// Background kind of the force-write-back passes' persist events (crash
+/// tests count points inside them per kind).
+pub const FWB_KIND: &str = "force-write-back";
+
+/// Force-write-back counters (README "FWB"): passes run, lines written back
+/// by them and lines flagged, in the measured window; `passes_total` counts
+/// every pass of the run (the schemes' pass numbers).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FwbStats {
+    pub passes: u64,
+    pub lines_written: u64,
+    pub lines_flagged: u64,
+    pub passes_total: u64,
 }
 
 impl Engine {
@@ -642,10 +664,18 @@ impl Engine {
             epoch: None,
             next_checkpoint: 0,
             checkpoints: Vec::new(),
+            fwb_period: None,
+            next_fwb: 0,
+            fwb: FwbStats::default(),
         };
         e.tx_mode = e.params.bool("run.transactions");
         e.epoch = e.scheme.epoch_cycles();
         e.next_checkpoint = e.epoch.unwrap_or(0);
+        e.fwb_period = e.scheme.force_write_back_cycles();
+        if let Some(p) = e.fwb_period {
+            e.hier.enable_force_write_back();
+            e.next_fwb = p;
+        }
         e.setup()?;
         Ok(e)
     }
@@ -734,6 +764,14 @@ impl Engine {
                 second = second
                     .min(due)
                     .min(now + crate::schemes::checkpoint::FORCED_CHECKPOINT_QUANTUM_CYCLES);
+            }
+            if let Some(period) = self.fwb_period {
+                if self.next_fwb <= now {
+                    self.force_write_back(now)?;
+                    self.next_fwb = now + period;
+                    continue;
+                }
+                second = second.min(self.next_fwb);
             }
             if let Some(ev) = self.scheme.next_event_at() {
                 if ev <= now {
@@ -839,13 +877,40 @@ impl Engine {
 
     /// Record the persist events background work issued since `before`.
     fn note_background(&mut self, before: u64) {
+        let kind = self.scheme.background_kind();
+        self.note_background_as(before, kind);
+    }
+
+    fn note_background_as(&mut self, before: u64, kind: &'static str) {
         let after = self.ctx.nvm.persist_log.count();
         if let Some(h) = self.history.as_mut() {
             if after > before {
                 h.background.push(before..after);
-                h.background_kinds.push(self.scheme.background_kind());
+                h.background_kinds.push(kind);
             }
         }
+    }
+
+    /// One force-write-back pass at `now` (event-driven: one event per
+    /// period): the caches write back the lines dirty since the previous
+    /// pass, then the scheme may retire log space. The cores do not stall;
+    /// the pass's write-backs compete with their requests in the memory
+    /// controller (docs/MODEL.md "FWB and force write-back").
+    fn force_write_back(&mut self, now: Cycle) -> Result<()> {
+        let before = self.ctx.nvm.persist_log.count();
+        let mut below = Below {
+            scheme: &mut *self.scheme,
+            ctx: &mut self.ctx,
+        };
+        let pass = self.hier.force_write_back_pass(now, &mut below);
+        self.fwb.passes_total += 1;
+        self.fwb.passes += 1;
+        self.fwb.lines_written += pass.written;
+        self.fwb.lines_flagged += pass.flagged;
+        self.scheme
+            .force_write_back_done(&mut self.ctx, self.fwb.passes_total, pass.done);
+        self.note_background_as(before, FWB_KIND);
+        self.check_pending_error()
     }
 
     fn step_core(&mut self, c: usize, until: Cycle) -> Result<()> {
@@ -1149,6 +1214,10 @@ impl Engine {
         self.stores = 0;
         self.persist_ops = PersistOpStats::default();
         self.compute_instrs = 0;
+        self.fwb = FwbStats {
+            passes_total: self.fwb.passes_total,
+            ..FwbStats::default()
+        };
         if let Some(h) = self.ctx.hybrid.as_mut() {
             h.stats = Default::default();
         }
@@ -1309,6 +1378,13 @@ impl Engine {
             },
             "sim": self.sim_info(),
         });
+        if self.fwb_period.is_some() {
+            doc["force_write_back"] = serde_json::json!({
+                "passes": self.fwb.passes,
+                "lines_written": self.fwb.lines_written,
+                "lines_flagged": self.fwb.lines_flagged,
+            });
+        }
         if self.ctx.nvm.cells.is_some() {
             // Data-aware NVM (README "Data-aware NVM"): the measured window.
             let nvm = self

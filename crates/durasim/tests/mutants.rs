@@ -272,6 +272,11 @@ fn crash_points_fall_inside_every_kind_of_background_work() {
         ("lsm", lsm_compact, &["gc-compact", "gc-home"]),
         ("hoop", &[("hoop.gc_period_ms", "0.002")], &["gc"]),
         ("osp", &[], &["consolidation"]),
+        (
+            "fwb",
+            &[("fwb.period_cycles", "2000")],
+            &["force-write-back"],
+        ),
         // No background work: everything is on the commit path.
         ("opt-undo", &[], &[]),
         ("lad", &[], &[]),

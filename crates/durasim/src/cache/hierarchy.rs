@@ -25,6 +25,21 @@ pub enum WritebackCause {
     Flush,
     /// End-of-run drain of every dirty line.
     Drain,
+    /// A periodic force-write-back pass (FWB, Ogleari et al. HPCA 2018):
+    /// a line dirty at two consecutive passes; it stays cached, clean.
+    ForceWriteBack,
+}
+
+/// One force-write-back pass over the caches
+/// ([`Hierarchy::force_write_back_pass`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FwbPass {
+    /// Dirty lines flagged by the previous pass and written back now.
+    pub written: u64,
+    /// Dirty lines flagged now (written back at the next pass if still dirty).
+    pub flagged: u64,
+    /// When the scan and its last write-back were done.
+    pub done: Cycle,
 }
 
 /// What lies below the LLC: the scheme and the memory controllers.
@@ -80,6 +95,12 @@ pub struct Hierarchy {
     /// LLC write-back buffer: when each entry is free again (its victim
     /// accepted by the memory controller).
     wb_free_at: Vec<Cycle>,
+    /// Force-write-back flag per LLC slot (empty unless the scheme uses the
+    /// scan, [`Hierarchy::enable_force_write_back`]): the line was dirty at
+    /// the previous pass and has not been written back since. One flag per
+    /// line of the inclusive hierarchy (its LLC slot): the newest copy of a
+    /// line is the one written back, whichever level holds it.
+    fwb_flag: Vec<bool>,
 }
 
 impl Hierarchy {
@@ -101,7 +122,76 @@ impl Hierarchy {
             l2: (0..cores).map(|_| mk("l2", true)).collect(),
             llc: mk("llc", false),
             wb_free_at: vec![0; p.usize("cache.llc_writeback_buffer_entries").max(1)],
+            fwb_flag: Vec::new(),
         }
+    }
+
+    /// Give every LLC line a force-write-back flag (cleared).
+    pub fn enable_force_write_back(&mut self) {
+        self.fwb_flag = vec![false; self.llc.slot_count()];
+    }
+
+    /// The line in LLC slot `s` is dirty at some level (the LLC includes
+    /// every private copy; only the owner's private caches may hold it).
+    fn dirty_anywhere(&self, s: usize) -> bool {
+        self.llc.is_dirty(s) || {
+            let (core, addr) = (self.llc.owner(s) as usize, self.llc.line_addr(s));
+            self.l2[core].find(addr).is_some_and(|s2| {
+                self.l2[core].is_dirty(s2)
+                    || self.l1[core]
+                        .find(addr)
+                        .is_some_and(|s1| self.l1[core].is_dirty(s1))
+            })
+        }
+    }
+
+    /// One force-write-back pass starting at `now` (FWB, Ogleari et al.
+    /// HPCA 2018 §IV; MorLog §III-F "Log management"): the cache controller
+    /// walks the tags; a dirty line whose flag is set (dirty at the previous
+    /// pass too, not written back since) is written back through the normal
+    /// path ([`WritebackCause::ForceWriteBack`]) and stays cached clean, a
+    /// dirty line without the flag gets it, a clean line loses it. The walk
+    /// reads one LLC set per cycle (modelling choice, docs/MODEL.md "FWB and
+    /// force write-back"): set `i`'s write-backs leave at `now + i`, so they
+    /// reach the controller as a stream over the walk instead of one burst,
+    /// competing with the cores' requests there. The tag walk itself does
+    /// not stall the cores (background work of the cache controller).
+    pub fn force_write_back_pass(&mut self, now: Cycle, mem: &mut dyn MemSide) -> FwbPass {
+        debug_assert!(!self.fwb_flag.is_empty(), "enable_force_write_back first");
+        let mut pass = FwbPass {
+            done: now,
+            ..FwbPass::default()
+        };
+        let ways = self.llc.ways();
+        for set in 0..self.llc.sets() {
+            let t = now + set as Cycle;
+            for way in 0..ways {
+                let s = self.llc.slot_of(set, way);
+                let Some(addr) = self.llc.valid_addr(s) else {
+                    continue;
+                };
+                if !self.dirty_anywhere(s) {
+                    self.fwb_flag[s] = false;
+                } else if self.fwb_flag[s] {
+                    let core = self.llc.owner(s) as usize;
+                    let done = self.flush_cause(core, addr, t, mem, WritebackCause::ForceWriteBack);
+                    pass.done = pass.done.max(done);
+                    pass.written += 1;
+                } else {
+                    self.fwb_flag[s] = true;
+                    pass.flagged += 1;
+                }
+            }
+        }
+        pass.done = pass.done.max(now + self.llc.sets() as Cycle);
+        pass
+    }
+
+    /// The force-write-back flag of `line_addr` (tests).
+    pub fn fwb_flagged(&self, line_addr: Addr) -> bool {
+        self.llc
+            .find(line_addr)
+            .is_some_and(|s| self.fwb_flag.get(s).copied().unwrap_or(false))
     }
 
     /// Bytes of the line in `core`'s L1 slot `l1_slot`.
@@ -203,6 +293,9 @@ impl Hierarchy {
             }
             self.llc
                 .install(slot, line_addr, &buf, fill_ext, fill_dirty, core as u16);
+            if let Some(f) = self.fwb_flag.get_mut(slot) {
+                *f = false;
+            }
             (slot, HitLevel::Memory)
         };
         // Fill L2; its victim goes down into the LLC: dirty there if it was
@@ -270,6 +363,18 @@ impl Hierarchy {
         now: Cycle,
         mem: &mut dyn MemSide,
     ) -> Cycle {
+        self.flush_cause(core, line_addr, now, mem, WritebackCause::Flush)
+    }
+
+    /// [`Hierarchy::flush`] with the cause the scheme sees.
+    fn flush_cause(
+        &mut self,
+        core: CoreId,
+        line_addr: Addr,
+        now: Cycle,
+        mem: &mut dyn MemSide,
+        cause: WritebackCause,
+    ) -> Cycle {
         // By inclusion a line cached anywhere is in the LLC, which holds
         // its only copy; its bytes are read only if some level is dirty.
         let Some(s3) = self.llc.find(line_addr) else {
@@ -287,6 +392,10 @@ impl Hierarchy {
                 }
             }
         }
+        if let Some(f) = self.fwb_flag.get_mut(s3) {
+            // Written back (or found clean): no longer dirty since a pass.
+            *f = false;
+        }
         if !dirty {
             return now;
         }
@@ -295,7 +404,7 @@ impl Hierarchy {
             line_addr,
             self.llc.data(s3),
             self.llc.ext(s3),
-            WritebackCause::Flush,
+            cause,
             now + self.llc.latency,
         )
     }

@@ -157,6 +157,15 @@ impl Cache {
     pub fn ways(&self) -> usize {
         self.ways
     }
+    /// Number of slot indices (`slot < slot_count()`; with non-power-of-two
+    /// ways some are never valid).
+    pub fn slot_count(&self) -> usize {
+        self.sets << self.way_bits
+    }
+    /// The slot of `way` in `set`.
+    pub fn slot_of(&self, set: usize, way: usize) -> usize {
+        (set << self.way_bits) + way
+    }
 
     #[inline]
     fn set_of(&self, line_addr: Addr) -> usize {

@@ -102,12 +102,16 @@ pub fn build_params(scheme: &str, common: &CommonArgs) -> Result<Params> {
         let text = crate::config::read_config(path)?;
         p.apply_toml(&text, path)?;
     }
+    // A preset's settings win over --config (a paper preset may name the
+    // encoding another way); a contradicting --set is an error.
+    schemes::apply_preset(scheme, &mut p)?;
     for kv in &common.set {
         let (k, v) = kv.split_once('=').ok_or_else(|| {
             Error::input(format!(
                 "invalid --set '{kv}': expected KEY=VALUE, e.g. --set hoop.gc_period_ms=2"
             ))
         })?;
+        schemes::check_preset_override(scheme, k.trim(), v, &p)?;
         p.set_str(k.trim(), v)?;
     }
     // Planted bugs are for the mutant suite only (tests/mutants.rs).
@@ -302,6 +306,12 @@ fn print_summary(e: &engine::Engine) {
             m.dram_cache_miss_ratio, m.memory_read_write_ratio
         );
     }
+    if e.fwb.passes_total > 0 {
+        println!(
+            "  force write-back           {} passes, {} lines written back, {} flagged",
+            e.fwb.passes, e.fwb.lines_written, e.fwb.lines_flagged
+        );
+    }
     let ss = e.scheme.stats();
     if !ss.is_empty() {
         println!("  scheme statistics:");
@@ -322,6 +332,16 @@ fn cmd_list(what: &str) -> Result<i32> {
         "schemes" => {
             for s in schemes::REGISTRY {
                 println!("{:<12} {}", s.name, s.description);
+            }
+            for p in schemes::presets() {
+                let set: Vec<String> = p.set.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                println!(
+                    "{:<12} preset: {} + {} — {}",
+                    p.name,
+                    p.scheme,
+                    set.join(", "),
+                    p.description
+                );
             }
         }
         "workloads" => {

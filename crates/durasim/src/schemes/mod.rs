@@ -5,6 +5,7 @@ pub mod checkpoint;
 pub mod hoop;
 pub mod ideal;
 pub mod lad;
+pub mod logging;
 pub mod lsm;
 pub mod redo;
 pub mod software;
@@ -282,6 +283,20 @@ pub trait Scheme: Send {
         "background"
     }
 
+    /// Period of the force-write-back scan (FWB, Ogleari et al. HPCA 2018;
+    /// MorLog §III-D): every period the engine writes back dirty cache
+    /// lines flagged by the previous pass and flags the rest. None = off.
+    fn force_write_back_cycles(&self) -> Option<Cycle> {
+        None
+    }
+
+    /// A force-write-back pass finished (`pass` counts from 1): the scheme
+    /// may retire log space of transactions that committed before the
+    /// previous pass. Returns when the scheme is done.
+    fn force_write_back_done(&mut self, _ctx: &mut MemCtx, _pass: u64, now: Cycle) -> Cycle {
+        now
+    }
+
     /// The value a program would read at `addr` from memory now (through
     /// the scheme's indirection), without timing. Used by equivalence checks.
     fn read_logical(&self, ctx: &MemCtx, addr: Addr, buf: &mut [u8]) {
@@ -429,23 +444,103 @@ pub static REGISTRY: &[&SchemeInfo] = &[
     &software::pmdk_undo::INFO,
     &software::dudetm::INFO,
     &checkpoint::dpc::INFO,
+    &logging::fwb::INFO,
+    &logging::fwb::UNSAFE_INFO,
 ];
 
-pub fn names() -> Vec<&'static str> {
-    REGISTRY.iter().map(|s| s.name).collect()
+/// A named design: a registered scheme with fixed parameter settings (e.g.
+/// MorLog's FWB-CRADE = `fwb` with `nvm.encoding=crade`). Accepted wherever
+/// a scheme name is (run, compare, crashtest, the Python front) and listed
+/// by `durasim list schemes`. Adding one = one line in [`PRESETS`].
+pub struct Preset {
+    pub name: &'static str,
+    /// The registered scheme it runs.
+    pub scheme: &'static str,
+    /// Settings applied over the defaults and `--config`; a `--set` of the
+    /// same key to another value is an input error.
+    pub set: &'static [(&'static str, &'static str)],
+    pub description: &'static str,
 }
 
+/// Named designs. A preset whose scheme is not in [`REGISTRY`] is inactive
+/// (hidden everywhere), so the MorLog presets can be listed before `morlog`
+/// is merged.
+pub static PRESETS: &[Preset] = &[
+    Preset { name: "fwb-crade", scheme: "fwb", set: &[("nvm.encoding", "crade")], description: "MorLog's FWB-CRADE (§VI-A): fwb on CRADE-encoded NVM" },
+    Preset { name: "fwb-unsafe-crade", scheme: "fwb-unsafe", set: &[("nvm.encoding", "crade")], description: "MorLog's FWB-Unsafe (§VI-A): fwb-unsafe on CRADE-encoded NVM (not crash-consistent)" },
+    Preset { name: "fwb-slde", scheme: "fwb", set: &[("nvm.encoding", "slde")], description: "MorLog's FWB-SLDE (§VI-A): fwb on SLDE (each entry's redo kept only where it differs from its undo)" },
+    Preset { name: "morlog-crade", scheme: "morlog", set: &[("nvm.encoding", "crade")], description: "MorLog-CRADE (§VI-A): morlog on CRADE-encoded NVM" },
+    Preset { name: "morlog-slde", scheme: "morlog", set: &[("nvm.encoding", "slde")], description: "MorLog-SLDE (§VI-A): morlog on SLDE" },
+    Preset { name: "morlog-dp-slde", scheme: "morlog-dp", set: &[("nvm.encoding", "slde")], description: "MorLog-DP (§VI-A): morlog-dp on SLDE" },
+];
+
+/// The active presets (their scheme is registered).
+pub fn presets() -> impl Iterator<Item = &'static Preset> {
+    PRESETS
+        .iter()
+        .filter(|p| REGISTRY.iter().any(|s| s.name == p.scheme))
+}
+
+/// The active preset called `name`, if any.
+pub fn preset(name: &str) -> Option<&'static Preset> {
+    presets().find(|p| p.name == name)
+}
+
+/// Every name `--scheme` accepts: the registered schemes, then the presets.
+pub fn names() -> Vec<&'static str> {
+    REGISTRY
+        .iter()
+        .map(|s| s.name)
+        .chain(presets().map(|p| p.name))
+        .collect()
+}
+
+/// The registry entry of a scheme or of a preset's scheme.
 pub fn find(name: &str) -> Result<&'static SchemeInfo> {
+    let base = preset(name).map_or(name, |p| p.scheme);
     REGISTRY
         .iter()
         .copied()
-        .find(|s| s.name == name)
+        .find(|s| s.name == base)
         .ok_or_else(|| {
+            let valid = names();
             Error::input(format!(
-                "unknown scheme '{name}'; valid schemes: {}",
-                names().join(", ")
+                "unknown scheme '{name}'{}; valid schemes: {}",
+                crate::config::did_you_mean(name, &valid),
+                valid.join(", ")
             ))
         })
+}
+
+/// Apply the settings of preset `name` (nothing for a plain scheme).
+pub fn apply_preset(name: &str, p: &mut Params) -> Result<()> {
+    if let Some(pr) = preset(name) {
+        for (k, v) in pr.set {
+            p.set_str(k, v)?;
+        }
+    }
+    Ok(())
+}
+
+/// A `--set key=value` that contradicts preset `name` is an input error:
+/// the preset names a fixed design.
+pub fn check_preset_override(name: &str, key: &str, raw: &str, p: &Params) -> Result<()> {
+    let Some(pr) = preset(name) else {
+        return Ok(());
+    };
+    if let Some((k, v)) = pr.set.iter().find(|(k, _)| *k == key) {
+        let mut want = p.clone();
+        want.set_str(k, v)?;
+        let mut got = p.clone();
+        got.set_str(k, raw)?;
+        if want.get(k) != got.get(k) {
+            return Err(Error::input(format!(
+                "invalid --set '{key}={raw}': preset '{name}' fixes {k}={v}; run its scheme '{}' with --set {key}={raw} instead",
+                pr.scheme
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Parameter lists of every scheme (for `list params` and validation).

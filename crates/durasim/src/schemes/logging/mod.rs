@@ -1,0 +1,2 @@
+//! Hardware undo+redo logging designs of the MorLog paper and its baselines.
+pub mod fwb;
