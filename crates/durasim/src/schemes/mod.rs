@@ -5,6 +5,7 @@ pub mod checkpoint;
 pub mod hoop;
 pub mod ideal;
 pub mod lad;
+pub mod logging;
 pub mod lsm;
 pub mod redo;
 pub mod software;
@@ -133,6 +134,12 @@ pub(crate) fn raise_advice(specs: &[ParamSpec], key: &str, need: u64) -> String 
 /// change (tests/mutants.rs). The CLI refuses any value but `none`.
 pub(crate) const MUTANT_SOURCE: &str =
     "test-only mutant (issue 21 part 6; tests/mutants.rs), never a model setting";
+
+/// Whether a parameter is listed to users (`durasim list params`, the
+/// Python `params()`): the hidden test-only `<scheme>.mutant` keys are not.
+pub fn is_public_param(key: &str) -> bool {
+    !key.ends_with(".mutant")
+}
 
 /// What a scheme promises after a crash (the oracle checks it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -429,6 +436,7 @@ pub static REGISTRY: &[&SchemeInfo] = &[
     &software::pmdk_undo::INFO,
     &software::dudetm::INFO,
     &checkpoint::dpc::INFO,
+    &logging::redu::INFO,
 ];
 
 pub fn names() -> Vec<&'static str> {

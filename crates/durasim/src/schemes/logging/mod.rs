@@ -1,0 +1,2 @@
+//! Hardware logging schemes of the MorLog and EHOU papers' comparisons.
+pub mod redu;
