@@ -522,7 +522,7 @@ impl Redu {
                         .spec = s;
                 }
                 None => ctx.input_error(format!(
-                    "redu.dram_cache_bytes={} is too small: running transactions hold all of its {} lines; {}",
+                    "redu.dram_cache_bytes={} is too small: the running transactions' logged lines fill all of its {} lines; {} (or more: every core's running transaction must fit)",
                     u64::from(self.slot_count) * 64,
                     self.slot_count,
                     crate::schemes::raise_advice(
