@@ -99,6 +99,8 @@ def test_catalogue():
     assert p["nvm.array_read_ns"]["default"] == 50.0
     assert p["nvm.array_read_ns"]["unit"] == "ns"
     assert all(v["source"] for v in p.values())
+    # The test-only mutant switches stay hidden, as in `durasim list params`.
+    assert not [k for k in p if k.endswith(".mutant")]
     d = durasim.describe()
     assert {s["name"] for s in d["schemes"]} == set(durasim.schemes())
     assert durasim.__version__ == durasim.version()

@@ -188,12 +188,14 @@ fn workloads_json() -> String {
 }
 
 /// Every parameter (engine + all schemes) as JSON:
-/// `[{key, default, unit, check, source, doc}]`, sorted by key.
+/// `[{key, default, unit, check, source, doc}]`, sorted by key; the hidden
+/// test-only `<scheme>.mutant` keys are left out, as in `durasim list params`.
 #[pyfunction]
 fn params_json() -> String {
     let p = Params::defaults(&schemes::all_params());
     let v: Vec<serde_json::Value> = p
         .specs()
+        .filter(|s| schemes::is_public_param(s.key))
         .map(|s| {
             serde_json::json!({
                 "key": s.key,

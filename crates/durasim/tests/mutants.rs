@@ -68,6 +68,7 @@ struct Mutant {
 }
 
 const REDO_CKPT: &[(&str, &str)] = &[("opt-redo.checkpoint_period_ms", "0.002")];
+const HOOP_GC: &[(&str, &str)] = &[("hoop.gc_period_ms", "0.002")];
 const LSM_HOME: &[(&str, &str)] = &[
     ("lsm.gc_mode", "home"),
     ("lsm.gc_period_ms", "0.002"),
@@ -117,6 +118,51 @@ const MUTANTS: &[Mutant] = &[
         value: "release-before-commit",
         sets: &[],
         tx: 60,
+        recovery_crashes: 0,
+        torn: false,
+    },
+    Mutant {
+        scheme: "hoop",
+        key: "hoop.mutant",
+        value: "commit-before-last-slice",
+        sets: &[],
+        tx: 60,
+        recovery_crashes: 0,
+        torn: false,
+    },
+    Mutant {
+        scheme: "hoop",
+        key: "hoop.mutant",
+        value: "gc-frees-before-home-writes",
+        sets: HOOP_GC,
+        tx: 120,
+        recovery_crashes: 0,
+        torn: false,
+    },
+    Mutant {
+        scheme: "hoop",
+        key: "hoop.mutant",
+        value: "recovery-skips-newest",
+        sets: &[],
+        tx: 60,
+        recovery_crashes: 0,
+        torn: false,
+    },
+    Mutant {
+        scheme: "osp",
+        key: "osp.mutant",
+        value: "journal-before-flush",
+        sets: &[],
+        tx: 60,
+        recovery_crashes: 0,
+        torn: false,
+    },
+    Mutant {
+        scheme: "redu",
+        key: "redu.mutant",
+        value: "truncate-before-apply",
+        sets: &[],
+        tx: 120,
         recovery_crashes: 0,
         torn: false,
     },
@@ -191,6 +237,15 @@ fn every_mutant_fails_the_oracle() {
         );
         if r.violations == 0 {
             passed.push(format!("{}={}", m.key, m.value));
+        } else {
+            // The failure comes with the line that replays it.
+            let v = r.first_violation.as_ref().unwrap();
+            eprintln!("  replay: {}", v.replay);
+            assert!(
+                v.replay.contains("--crash-at") && v.replay.contains(m.key),
+                "{}",
+                v.replay
+            );
         }
     }
     assert!(passed.is_empty(), "mutants not caught: {passed:?}");
@@ -277,6 +332,7 @@ fn crash_points_fall_inside_every_kind_of_background_work() {
             &[("fwb.period_cycles", "2000")],
             &["force-write-back"],
         ),
+        ("redu", &[], &["apply"]),
         // No background work: everything is on the commit path.
         ("opt-undo", &[], &[]),
         ("lad", &[], &[]),
@@ -330,4 +386,29 @@ fn crash_points_fall_inside_every_kind_of_background_work() {
             );
         }
     }
+}
+
+/// The hidden mutant switches are not listed to users: neither by `durasim
+/// list params` nor by the Python bindings' `params()` (both filter with
+/// `schemes::is_public_param`), while every scheme with planted bugs has one.
+#[test]
+fn mutant_keys_are_hidden_from_parameter_listings() {
+    let p = Params::defaults(&durasim::schemes::all_params());
+    let mutants: Vec<&str> = p
+        .specs()
+        .map(|s| s.key)
+        .filter(|k| !durasim::schemes::is_public_param(k))
+        .collect();
+    for m in MUTANTS.iter().chain(SURVIVORS) {
+        assert!(mutants.contains(&m.key), "{} is listed", m.key);
+    }
+    assert!(mutants.iter().all(|k| k.ends_with(".mutant")));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_durasim"))
+        .args(["list", "params"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("redu.apply_period_us"), "{text}");
+    assert!(!text.contains(".mutant"), "{text}");
 }

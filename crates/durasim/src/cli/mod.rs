@@ -362,7 +362,7 @@ fn cmd_list(what: &str) -> Result<i32> {
                 "{:<34} {:>14} {:<12} source / description",
                 "key", "default", "unit"
             );
-            for s in p.specs().filter(|s| !s.key.ends_with(".mutant")) {
+            for s in p.specs().filter(|s| schemes::is_public_param(s.key)) {
                 println!(
                     "{:<34} {:>14} {:<12} {} — {}",
                     s.key,

@@ -135,6 +135,12 @@ pub(crate) fn raise_advice(specs: &[ParamSpec], key: &str, need: u64) -> String 
 pub(crate) const MUTANT_SOURCE: &str =
     "test-only mutant (issue 21 part 6; tests/mutants.rs), never a model setting";
 
+/// Whether a parameter is listed to users (`durasim list params`, the
+/// Python `params()`): the hidden test-only `<scheme>.mutant` keys are not.
+pub fn is_public_param(key: &str) -> bool {
+    !key.ends_with(".mutant")
+}
+
 /// What a scheme promises after a crash (the oracle checks it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Durability {
@@ -446,6 +452,7 @@ pub static REGISTRY: &[&SchemeInfo] = &[
     &checkpoint::dpc::INFO,
     &logging::fwb::INFO,
     &logging::fwb::UNSAFE_INFO,
+    &logging::redu::INFO,
 ];
 
 /// A named design: a registered scheme with fixed parameter settings (e.g.

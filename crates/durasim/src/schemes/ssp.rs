@@ -115,6 +115,14 @@ pub static PARAMS: &[ParamSpec] = &[
         source: "modelling choice, see docs/MODEL.md (inter-processor-interrupt TLB shootdowns take microseconds; 2 us at 2.5 GHz)",
         doc: "stall of the core whose TLB eviction remaps a page, when more than one core runs",
     },
+    ParamSpec {
+        key: "osp.mutant",
+        default: DefaultValue::Str("none"),
+        unit: "",
+        check: Check::OneOf(&["none", "journal-before-flush"]),
+        source: super::MUTANT_SOURCE,
+        doc: "test-only planted bug (tests/mutants.rs; refused by the CLI): journal-before-flush = TxEnd persists the journal record before the eager flush of the transaction's lines",
+    },
 ];
 
 pub static INFO: SchemeInfo = SchemeInfo {
@@ -336,6 +344,8 @@ struct Osp {
     s_cache_misses: u64,
     s_evict_writebacks: u64,
     s_reuse_writebacks: u64,
+    /// Test-only planted bug (`osp.mutant`).
+    mutant_journal_first: bool,
 }
 
 fn build(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
@@ -382,6 +392,7 @@ fn build(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
         s_cache_misses: 0,
         s_evict_writebacks: 0,
         s_reuse_writebacks: 0,
+        mutant_journal_first: p.str("osp.mutant") == "journal-before-flush",
     }))
 }
 
@@ -554,6 +565,27 @@ impl Osp {
         self.cache_len += 1;
         self.lru_push_front(slot);
         false
+    }
+
+    /// Write the transaction's lines not yet written back to their working
+    /// copies; returns when the last is persisted.
+    fn eager_flush(&mut self, ctx: &mut MemCtx, core: CoreId, now: Cycle) -> Cycle {
+        let arrive = now + self.flush_latency;
+        let mut done = now;
+        let n = self.cores[core].lines.len();
+        for k in 0..n {
+            let tl = &self.cores[core].lines[k];
+            if tl.flushed {
+                continue;
+            }
+            let (a, d) = (self.phys(tl.addr, self.bit(tl.addr, true)), tl.data);
+            done = done.max(
+                ctx.nvm
+                    .write(a, &d, Purpose::WriteBack, arrive + k as Cycle),
+            );
+            self.s_flushed += 1;
+        }
+        done
     }
 
     /// Copy a page's committed shadow lines home and reset its bitmap.
@@ -800,22 +832,13 @@ impl Scheme for Osp {
         if self.cores[core].lines.is_empty() {
             return now;
         }
-        // Eager flush of the written lines to their working copies.
-        let arrive = now + self.flush_latency;
-        let mut done = now;
-        let n = self.cores[core].lines.len();
-        for k in 0..n {
-            let tl = &self.cores[core].lines[k];
-            if tl.flushed {
-                continue;
-            }
-            let (a, d) = (self.phys(tl.addr, self.bit(tl.addr, true)), tl.data);
-            done = done.max(
-                ctx.nvm
-                    .write(a, &d, Purpose::WriteBack, arrive + k as Cycle),
-            );
-            self.s_flushed += 1;
-        }
+        // Eager flush of the written lines to their working copies (the
+        // mutant flushes only after the journal record).
+        let done = if self.mutant_journal_first {
+            now
+        } else {
+            self.eager_flush(ctx, core, now)
+        };
         // Commit: one journal record with every touched page's new bitmap.
         let c = &mut self.cores[core];
         if c.pages.len() > self.g.max_journal_pages() {
@@ -892,6 +915,9 @@ impl Scheme for Osp {
             .write(ja + 64, &self.journal_buf, Purpose::Metadata, start);
         t = t.max(ctx.nvm.write(ja, &hdr, Purpose::Metadata, start));
         self.s_journal_bytes += 64 + self.journal_buf.len() as u64;
+        if self.mutant_journal_first {
+            t = t.max(self.eager_flush(ctx, core, t));
+        }
         let commit_at = t;
         // The new bitmaps live in the SSP cache, durable in this record
         // until written back.
@@ -953,6 +979,18 @@ impl Scheme for Osp {
                 self.s_evict_writebacks as f64,
             ),
             ("journal_reuse_writebacks", self.s_reuse_writebacks as f64),
+            // EHOU §IV-B: PM writes not issued by the CPU = TLB
+            // consolidations + metadata journaling (journal records and
+            // in-place metadata lines).
+            (
+                "consolidation_bytes",
+                (self.s_consolidated_lines * 64) as f64,
+            ),
+            (
+                "pm_write_overhead_bytes",
+                (self.s_consolidated_lines * 64 + self.s_journal_bytes + self.s_meta_writes * 64)
+                    as f64,
+            ),
         ]
     }
 

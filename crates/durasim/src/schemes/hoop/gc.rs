@@ -354,6 +354,15 @@ impl Hoop {
             }
         }
         self.stats.gc_tx_migrated += sc.commits.len() as u64;
+        if self.mutant_gc_free_first {
+            // Planted bug: the migrated transactions stop being replayable
+            // before any of their home writes.
+            for &(s, b) in &sc.aslices {
+                let hdr = layout::address_slice_header(self.blocks[b].epoch, true);
+                let a = self.g.slot_addr(s) + layout::ADDR_HEADER_OFFSET as u64;
+                ctx.nvm.write(a, &hdr, Purpose::Gc, now);
+            }
+        }
         sc.versions.sort();
         sc.lanes.clear();
         sc.lanes.resize(

@@ -81,6 +81,10 @@ pub static PARAMS: &[ParamSpec] = &[
         "rate at which one recovery thread parses slices and fills its hash map"),
     spec!("hoop.recovery_merge_ns", DefaultValue::Float(5.0), "ns/entry", Check::Range(0.0, 1e6), MC,
         "cost for one recovery thread to merge one local hash-map entry into the global map; the merge is partitioned by home address over the recovery threads"),
+    spec!("hoop.mutant", DefaultValue::Str("none"), "",
+        Check::OneOf(&["none", "commit-before-last-slice", "gc-frees-before-home-writes", "recovery-skips-newest"]),
+        super::MUTANT_SOURCE,
+        "test-only planted bug (tests/mutants.rs; refused by the CLI): commit-before-last-slice = TxEnd persists the commit entry before the transaction's last data slice; gc-frees-before-home-writes = GC retires the migrated transactions' address slices before its home writes; recovery-skips-newest = recovery does not replay the newest committed transaction"),
 ];
 
 fn reserved_bytes(p: &Params) -> u64 {
@@ -295,6 +299,9 @@ pub struct Stats {
 
 pub struct Hoop {
     g: Geometry,
+    /// Test-only planted bugs (`hoop.mutant`).
+    mutant_commit_first: bool,
+    mutant_gc_free_first: bool,
     txid_next: u32,
     cores: Vec<CoreState>,
     blocks: Vec<Block>,
@@ -367,6 +374,8 @@ impl Hoop {
         }
         Ok(Hoop {
             g,
+            mutant_commit_first: p.str("hoop.mutant") == "commit-before-last-slice",
+            mutant_gc_free_first: p.str("hoop.mutant") == "gc-frees-before-home-writes",
             txid_next: 1,
             cores: (0..layout.threads).map(|_| CoreState::default()).collect(),
             blocks: (0..g.blocks)
@@ -786,7 +795,12 @@ impl Scheme for Hoop {
             return now; // read-only transaction: nothing to commit
         };
         let txid = self.cores[core].txid;
-        let mut t = self.flush_open(ctx, core, None, now).max(now);
+        // The mutant writes the last slice only after the commit entry.
+        let mut t = if self.mutant_commit_first {
+            now
+        } else {
+            self.flush_open(ctx, core, None, now).max(now)
+        };
         while let Some(p) = self.cores[core].pending.pop_front() {
             t = t.max(p);
         }
@@ -843,6 +857,9 @@ impl Scheme for Hoop {
         if used + 1 == layout::ADDR_ENTRIES {
             self.flush_addr_slice(ctx, done);
             self.addr_slice = None;
+        }
+        if self.mutant_commit_first {
+            t = t.max(self.flush_open(ctx, core, None, done));
         }
         self.stats.commit_entries_written += 1;
         self.stats.tx_committed += 1;

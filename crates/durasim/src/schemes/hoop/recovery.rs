@@ -191,6 +191,9 @@ pub fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<Re
     // 3. Committed transactions newest first; the first version of a word
     //    seen is the newest (TxIDs order each thread's transactions).
     commits.sort_unstable_by_key(|c| std::cmp::Reverse(c.txid));
+    if p.str("hoop.mutant") == "recovery-skips-newest" && !commits.is_empty() {
+        commits.remove(0); // planted bug (tests/mutants.rs)
+    }
     let mut sb = [0u8; SLICE_BYTES as usize];
     let mut h: FxHashMap<Addr, u64> = FxHashMap::default();
     let mut chain: Vec<DataSlice> = Vec::new();

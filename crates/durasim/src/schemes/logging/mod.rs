@@ -1,2 +1,3 @@
-//! Hardware undo+redo logging designs of the MorLog paper and its baselines.
+//! Hardware logging schemes: MorLog and its FWB baselines (MorLog paper), REDU (EHOU paper).
 pub mod fwb;
+pub mod redu;

@@ -1,0 +1,984 @@
+//! REDU: hardware-assisted redo logging with asynchronous, direct update
+//! from a DRAM write cache (Jeong et al., "Efficient Hardware-assisted
+//! Logging with Asynchronous and Direct-Update for Persistent Memory",
+//! MICRO 2018), as the EHOU paper's baseline (EHOU §IV-A, ref. [5];
+//! BASELINES.md). docs/MODEL.md "REDU" records what is from the paper and
+//! what is a modelling choice.
+//!
+//! - Stores inside a transaction reach a per-core log buffer in the memory
+//!   controller, coalesced per line. When the buffer is full, and at TxEnd,
+//!   each buffered line becomes a redo record {header line, data line} in a
+//!   per-core circular log in PM, and the same line goes into the DRAM
+//!   cache (a small region of the DRAM device, `MemCtx::dram`) as the
+//!   transaction's speculative copy.
+//! - TxEnd writes the remaining records and a commit record and returns when
+//!   both are persisted; the transaction's DRAM-cache copies become its
+//!   committed copies (replacing older committed copies of those lines).
+//! - LLC write-backs of lines a transaction modified never go home: their
+//!   bytes are in the log buffer, the DRAM cache or already home. Every
+//!   LLC miss looks the DRAM cache up first (its DRAM access latency is paid
+//!   on every PM read, EHOU §IV-A); logged-but-not-yet-applied lines are
+//!   served from it.
+//! - Asynchronous direct update (background kind `apply`, every
+//!   `redu.apply_period_us`): committed copies are read from DRAM and
+//!   written home (no log reads), then the log is truncated by persisting
+//!   the log header (two alternating header lines, so a torn header write
+//!   leaves the other). A full log or DRAM cache forces an application.
+//! - Recovery (bytes only): per core, from the newest valid header's head,
+//!   replay the data records of every transaction followed by its commit
+//!   record, in log order (valid checksums, consecutive sequence numbers),
+//!   then persist the new head. Idempotent, so a crash inside recovery is
+//!   repaired by running it again.
+
+use crate::cache::hierarchy::WritebackCause;
+use crate::cache::LineExt;
+use crate::config::{Check, DefaultValue, ParamSpec, Params};
+use crate::error::Result;
+use crate::mem::MemWrite;
+use crate::schemes::undo::MAX_CORES;
+use crate::schemes::undo::{csum, header_line, line_word, log_stride, owner_of, recovery_ns};
+use crate::schemes::{Durability, Layout, MemCtx, RecoveryReport, Scheme, SchemeInfo, SchemeStats};
+use crate::types::{line_of, word_index, write_word, Addr, CoreId, Cycle, LineData, Purpose};
+use rustc_hash::FxHashMap;
+
+pub static PARAMS: &[ParamSpec] = &[
+    ParamSpec {
+        key: "redu.log_bytes_per_core",
+        default: DefaultValue::Int(4 << 20),
+        unit: "bytes",
+        check: Check::PowerOfTwo(1 << 16, 1 << 30),
+        source: "modelling choice, see docs/MODEL.md (same per-core redo log as opt-redo; a full log forces an application)",
+        doc: "per-core circular redo log in PM (two 64 B headers + 128 B per record)",
+    },
+    ParamSpec {
+        key: "redu.log_buffer_bytes_per_core",
+        default: DefaultValue::Int(1024),
+        unit: "bytes",
+        check: Check::Range(64.0, 1048576.0),
+        source: "modelling choice, see docs/MODEL.md (the same 1 KB per-core on-chip budget as opt-redo and HOOP's OOP buffer, HOOP paper §III-C)",
+        doc: "controller log buffer coalescing a transaction's updated lines before they are written as records",
+    },
+    ParamSpec {
+        key: "redu.dram_cache_bytes",
+        default: DefaultValue::Int(8 << 20),
+        unit: "bytes",
+        check: Check::PowerOfTwo(4096, 1 << 34),
+        source: "modelling choice, see docs/MODEL.md (REDU uses 'a small region of DRAM as a write-cache' (Jeong et al. 2018, abstract), size not in the EHOU paper; 8 MiB = EHOU Table I's LLC; a full cache forces an application)",
+        doc: "DRAM write cache holding logged lines until they are applied home (64 B entries)",
+    },
+    ParamSpec {
+        key: "redu.apply_period_us",
+        default: DefaultValue::Float(1.0),
+        unit: "us",
+        check: Check::Range(0.001, 1e7),
+        source: "modelling choice, see docs/MODEL.md (REDU updates home asynchronously soon after commit; the event-driven engine batches the starts every 1 us)",
+        doc: "period of the background application of committed DRAM-cache lines home (and log truncation)",
+    },
+    ParamSpec {
+        key: "redu.mutant",
+        default: DefaultValue::Str("none"),
+        unit: "",
+        check: Check::OneOf(&["none", "truncate-before-apply"]),
+        source: crate::schemes::MUTANT_SOURCE,
+        doc: "test-only planted bug (tests/mutants.rs; refused by the CLI): truncate-before-apply = the application persists the log header (truncation) before its home writes",
+    },
+];
+
+pub static INFO: SchemeInfo = SchemeInfo {
+    name: "redu",
+    description: "REDU: hardware redo logging with a DRAM write cache, asynchronous direct update of home from DRAM (EHOU's baseline)",
+    durability: Durability::AtCommit,
+    params: PARAMS,
+    reserved_bytes,
+    build,
+    recover,
+};
+
+fn reserved_bytes(p: &Params) -> u64 {
+    MAX_CORES * log_stride(p, p.u64("redu.log_bytes_per_core"))
+}
+
+// ---- Log format ---------------------------------------------------------
+
+const HDR_MAGIC: u64 = 0x5245_4455_4844_5231; // "REDUHDR1"
+const REC_MAGIC: u64 = 0x5245_4455_5245_4331; // "REDUREC1"
+const KIND_DATA: u64 = 1;
+const KIND_COMMIT: u64 = 2;
+/// A data record: header line + data line.
+pub const REC_BYTES: u64 = 128;
+/// Two header lines (A, B) precede the record slots.
+const HEADERS_BYTES: u64 = 128;
+
+/// A decoded log record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Record {
+    Data { seq: u64, txid: u64, home: Addr },
+    Commit { seq: u64, txid: u64, count: u64 },
+}
+
+/// The bytes of a data record: {magic, seq, txid, kind, home, checksum}
+/// and the new line value.
+pub fn encode_data(seq: u64, txid: u64, home: Addr, data: &LineData) -> [u8; REC_BYTES as usize] {
+    let w = [REC_MAGIC, seq, txid, KIND_DATA, home];
+    let mut r = [0u8; REC_BYTES as usize];
+    r[..64].copy_from_slice(&header_line(&[
+        w[0],
+        w[1],
+        w[2],
+        w[3],
+        w[4],
+        csum(&w, data),
+    ]));
+    r[64..].copy_from_slice(data);
+    r
+}
+
+/// The bytes of a commit record: {magic, seq, txid, kind, records, checksum}.
+pub fn encode_commit(seq: u64, txid: u64, count: u64) -> LineData {
+    let w = [REC_MAGIC, seq, txid, KIND_COMMIT, count];
+    header_line(&[w[0], w[1], w[2], w[3], w[4], csum(&w, &[])])
+}
+
+/// Decode the record whose header line is `meta` and that must carry
+/// sequence number `seq`; `data` gives its data line (read only for data
+/// records). None for a stale (other `seq`), torn or foreign line.
+pub fn decode(
+    meta: &LineData,
+    seq: u64,
+    data: impl FnOnce() -> LineData,
+) -> Option<(Record, Option<LineData>)> {
+    let w = [
+        line_word(meta, 0),
+        line_word(meta, 1),
+        line_word(meta, 2),
+        line_word(meta, 3),
+        line_word(meta, 4),
+    ];
+    if w[0] != REC_MAGIC || w[1] != seq {
+        return None;
+    }
+    match w[3] {
+        KIND_DATA => {
+            let d = data();
+            (line_word(meta, 5) == csum(&w, &d)).then_some((
+                Record::Data {
+                    seq,
+                    txid: w[2],
+                    home: w[4],
+                },
+                Some(d),
+            ))
+        }
+        KIND_COMMIT => (line_word(meta, 5) == csum(&w, &[])).then_some((
+            Record::Commit {
+                seq,
+                txid: w[2],
+                count: w[4],
+            },
+            None,
+        )),
+        _ => None,
+    }
+}
+
+/// A log header line {magic, head, checksum}.
+pub fn encode_header(head: u64) -> LineData {
+    let w = [HDR_MAGIC, head];
+    header_line(&[w[0], w[1], csum(&w, &[])])
+}
+
+/// The head a header line holds, if it is valid.
+pub fn decode_header(l: &LineData) -> Option<u64> {
+    let w = [line_word(l, 0), line_word(l, 1)];
+    (w[0] == HDR_MAGIC && line_word(l, 2) == csum(&w, &[])).then_some(w[1])
+}
+
+/// Geometry of the per-core circular logs.
+#[derive(Clone, Copy, Debug)]
+struct Ring {
+    base: Addr,
+    stride: u64,
+    slots: u64,
+    per_core_bytes: u64,
+}
+
+impl Ring {
+    fn new(p: &Params, layout: &Layout) -> Self {
+        let per_core = p.u64("redu.log_bytes_per_core");
+        Ring {
+            base: layout.reserved_base,
+            stride: log_stride(p, per_core),
+            slots: (per_core - HEADERS_BYTES) / REC_BYTES,
+            per_core_bytes: per_core,
+        }
+    }
+    fn header_addr(&self, core: usize, which: u64) -> Addr {
+        self.base + core as u64 * self.stride + (which & 1) * 64
+    }
+    fn slot_addr(&self, core: usize, seq: u64) -> Addr {
+        self.base + core as u64 * self.stride + HEADERS_BYTES + (seq % self.slots) * REC_BYTES
+    }
+}
+
+/// The newest valid head of `core`'s log and the header slot holding it.
+fn read_head(img: &mut dyn MemWrite, ring: &Ring, core: usize) -> (u64, Option<u64>) {
+    let mut best = (0, None);
+    for which in 0..2 {
+        let l = img.read_line(ring.header_addr(core, which));
+        if let Some(h) = decode_header(&l) {
+            if best.1.is_none() || h > best.0 {
+                best = (h, Some(which));
+            }
+        }
+    }
+    best
+}
+
+fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<RecoveryReport> {
+    let ring = Ring::new(p, layout);
+    let (mut read, mut written, mut replayed_tx, mut discarded) = (0u64, 0u64, 0u64, 0u64);
+    let mut cur: Vec<(Addr, LineData)> = Vec::new();
+    for c in 0..layout.threads {
+        let (head, which) = read_head(img, &ring, c);
+        read += 2;
+        cur.clear();
+        let mut cur_tx = None;
+        let mut new_head = head;
+        let mut seq = head;
+        while seq < head + ring.slots {
+            let a = ring.slot_addr(c, seq);
+            let meta = img.read_line(a);
+            read += 1;
+            let mut data_read = false;
+            let rec = decode(&meta, seq, || {
+                data_read = true;
+                img.read_line(a + 64)
+            });
+            read += u64::from(data_read);
+            let Some((rec, data)) = rec else { break };
+            match rec {
+                Record::Data { txid, home, .. } => {
+                    if cur_tx != Some(txid) {
+                        discarded += cur.len() as u64;
+                        cur.clear();
+                        cur_tx = Some(txid);
+                    }
+                    cur.push((home, data.expect("data record")));
+                }
+                Record::Commit { txid, count, .. } => {
+                    if cur_tx == Some(txid) && count == cur.len() as u64 {
+                        // In log order: a later transaction's line wins.
+                        for (home, d) in &cur {
+                            if home % 64 == 0 && home + 64 <= layout.home_limit {
+                                img.write_bytes(*home, d);
+                                written += 1;
+                            }
+                        }
+                        replayed_tx += 1;
+                    }
+                    cur.clear();
+                    cur_tx = None;
+                    new_head = seq + 1;
+                }
+            }
+            seq += 1;
+        }
+        discarded += cur.len() as u64;
+        if new_head != head || which.is_none() {
+            // Truncate over the older header: a torn write keeps the other.
+            let slot = which.map_or(0, |w| w ^ 1);
+            img.write_bytes(ring.header_addr(c, slot), &encode_header(new_head));
+            written += 1;
+        }
+    }
+    Ok(RecoveryReport {
+        bytes_read: read * 64,
+        bytes_written: written * 64,
+        modeled_ns: recovery_ns(p, read, written),
+        details: vec![
+            ("transactions_replayed", replayed_tx as f64),
+            ("uncommitted_records_discarded", discarded as f64),
+        ],
+    })
+}
+
+// ---- The scheme -----------------------------------------------------------
+
+/// DRAM-cache slots live from here in the DRAM device's address space
+/// (apart from the hybrid memory's pages and dpc's table).
+const DRAM_BASE: Addr = 1 << 45;
+const NIL: u32 = u32::MAX;
+
+/// A line's copies in the DRAM cache.
+#[derive(Clone, Copy)]
+struct Copies {
+    /// The newest committed, not yet applied copy.
+    committed: u32,
+    /// The running transaction's logged copy (its owner core's).
+    spec: u32,
+}
+
+struct TxLine {
+    addr: Addr,
+    data: LineData,
+    /// Changed since its last record (still in the log buffer).
+    dirty: bool,
+}
+
+#[derive(Default)]
+struct CoreState {
+    txid: u32,
+    in_tx: bool,
+    lines: Vec<TxLine>,
+    index: FxHashMap<Addr, usize>,
+    buffered: usize,
+    tx_records: u64,
+    /// Next sequence number; oldest live record; after the last commit.
+    tail: u64,
+    head: u64,
+    committed_tail: u64,
+    /// Header slot the next truncation writes (alternates).
+    next_header: u64,
+    /// Lines with a committed copy waiting for application (may repeat).
+    pending: Vec<Addr>,
+    overflow: bool,
+}
+
+struct Redu {
+    ring: Ring,
+    cores: Vec<CoreState>,
+    next_txid: u32,
+    buffer_lines: usize,
+    copies: FxHashMap<Addr, Copies>,
+    free_slots: Vec<u32>,
+    fresh_slot: u32,
+    slot_count: u32,
+    used_slots: u32,
+    period: Cycle,
+    next_apply: Cycle,
+    urgent: bool,
+    scratch: Vec<Addr>,
+    mutant_truncate_first: bool,
+    st_records: u64,
+    st_commit_records: u64,
+    st_header_writes: u64,
+    st_buffer_flushes: u64,
+    st_dram_hits: u64,
+    st_dram_misses: u64,
+    st_buffer_hits: u64,
+    st_dram_writes: u64,
+    st_dram_max_lines: u64,
+    st_applied_lines: u64,
+    st_applies: u64,
+    st_forced_applies: u64,
+    st_dropped_writebacks: u64,
+    st_home_writebacks: u64,
+}
+
+fn build(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
+    let period = (p.f64("redu.apply_period_us") * 1e3 * p.f64("cpu.freq_ghz")).ceil() as Cycle;
+    let slots = (p.u64("redu.dram_cache_bytes") / 64).min(u64::from(u32::MAX - 1)) as u32;
+    Ok(Box::new(Redu {
+        ring: Ring::new(p, layout),
+        cores: (0..layout.threads).map(|_| CoreState::default()).collect(),
+        next_txid: 1,
+        buffer_lines: (p.u64("redu.log_buffer_bytes_per_core") / 64).max(1) as usize,
+        copies: FxHashMap::default(),
+        free_slots: Vec::new(),
+        fresh_slot: 0,
+        slot_count: slots,
+        used_slots: 0,
+        period: period.max(1),
+        next_apply: period.max(1),
+        urgent: false,
+        scratch: Vec::new(),
+        mutant_truncate_first: p.str("redu.mutant") == "truncate-before-apply",
+        st_records: 0,
+        st_commit_records: 0,
+        st_header_writes: 0,
+        st_buffer_flushes: 0,
+        st_dram_hits: 0,
+        st_dram_misses: 0,
+        st_buffer_hits: 0,
+        st_dram_writes: 0,
+        st_dram_max_lines: 0,
+        st_applied_lines: 0,
+        st_applies: 0,
+        st_forced_applies: 0,
+        st_dropped_writebacks: 0,
+        st_home_writebacks: 0,
+    }))
+}
+
+fn slot_addr(slot: u32) -> Addr {
+    DRAM_BASE + u64::from(slot) * 64
+}
+
+impl Redu {
+    /// Where a miss probes the DRAM cache (its tag/data location): a hashed
+    /// slot, so probes spread over the DRAM banks like a direct-mapped cache.
+    fn probe_addr(&self, line: Addr) -> Addr {
+        let h = (line / 64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 20;
+        slot_addr((h % u64::from(self.slot_count.max(1))) as u32)
+    }
+
+    fn pending_total(&self) -> bool {
+        self.cores.iter().any(|c| !c.pending.is_empty())
+    }
+
+    /// A free DRAM-cache slot, applying committed copies if the cache is
+    /// full. Returns (slot, time) or None if running transactions fill it.
+    fn alloc_slot(&mut self, ctx: &mut MemCtx, now: Cycle) -> (Option<u32>, Cycle) {
+        let mut t = now;
+        if self.free_slots.is_empty() && self.fresh_slot == self.slot_count {
+            self.st_forced_applies += 1;
+            for core in 0..self.cores.len() {
+                t = t.max(self.apply_core(ctx, core, now));
+            }
+        }
+        let slot = self.free_slots.pop().or_else(|| {
+            (self.fresh_slot < self.slot_count).then(|| {
+                self.fresh_slot += 1;
+                self.fresh_slot - 1
+            })
+        });
+        if slot.is_some() {
+            self.used_slots += 1;
+            self.st_dram_max_lines = self.st_dram_max_lines.max(u64::from(self.used_slots));
+            if u64::from(self.used_slots) * 4 > u64::from(self.slot_count) * 3 {
+                self.urgent = true;
+            }
+        }
+        (slot, t)
+    }
+
+    fn free_slot(&mut self, slot: u32) {
+        self.free_slots.push(slot);
+        self.used_slots -= 1;
+    }
+
+    /// Make room for `need` records in `core`'s log, applying its committed
+    /// copies (and truncating) if necessary; returns when room is available.
+    fn reserve(&mut self, ctx: &mut MemCtx, core: usize, need: u64, now: Cycle) -> Cycle {
+        let c = &self.cores[core];
+        if c.tail + need - c.head <= self.ring.slots {
+            return now;
+        }
+        self.st_forced_applies += 1;
+        let t = self.apply_core(ctx, core, now);
+        let c = &mut self.cores[core];
+        if c.tail + need - c.head > self.ring.slots {
+            // One transaction outgrew the log: reported at TxEnd.
+            c.overflow = true;
+        }
+        t
+    }
+
+    /// Write a record (and the DRAM-cache copy) for every line changed
+    /// since its last record.
+    fn flush_buffer(&mut self, ctx: &mut MemCtx, core: usize, now: Cycle) -> Cycle {
+        let need = self.cores[core].buffered as u64;
+        if need == 0 {
+            return now;
+        }
+        let mut t = self.reserve(ctx, core, need + 1, now);
+        let ring = self.ring;
+        let mut done = t;
+        for i in 0..self.cores[core].lines.len() {
+            if !self.cores[core].lines[i].dirty {
+                continue;
+            }
+            let c = &mut self.cores[core];
+            let tl = &mut c.lines[i];
+            let (line, data) = (tl.addr, tl.data);
+            tl.dirty = false;
+            let rec = encode_data(c.tail, u64::from(c.txid), line, &data);
+            done = done.max(
+                ctx.nvm
+                    .write(ring.slot_addr(core, c.tail), &rec, Purpose::Log, t),
+            );
+            c.tail += 1;
+            c.tx_records += 1;
+            self.st_records += 1;
+            // The same bytes go to the DRAM cache as the speculative copy.
+            let spec = self.copies.get(&line).map_or(NIL, |x| x.spec);
+            let slot = if spec != NIL {
+                Some(spec)
+            } else {
+                let (s, ta) = self.alloc_slot(ctx, t);
+                t = t.max(ta);
+                s
+            };
+            match slot {
+                Some(s) => {
+                    ctx.dram.write(slot_addr(s), &data, Purpose::Log, t);
+                    self.st_dram_writes += 1;
+                    self.copies
+                        .entry(line)
+                        .or_insert(Copies {
+                            committed: NIL,
+                            spec: NIL,
+                        })
+                        .spec = s;
+                }
+                None => ctx.input_error(format!(
+                    "redu.dram_cache_bytes={} is too small: the running transactions' logged lines fill all of its {} lines; {} (or more: every core's running transaction must fit)",
+                    u64::from(self.slot_count) * 64,
+                    self.slot_count,
+                    crate::schemes::raise_advice(
+                        PARAMS,
+                        "redu.dram_cache_bytes",
+                        2 * u64::from(self.slot_count) * 64
+                    )
+                )),
+            }
+        }
+        self.cores[core].buffered = 0;
+        self.st_buffer_flushes += 1;
+        done.max(t)
+    }
+
+    /// Apply `core`'s committed copies home from the DRAM cache, then
+    /// truncate its log. Returns when the header is persisted.
+    fn apply_core(&mut self, ctx: &mut MemCtx, core: usize, now: Cycle) -> Cycle {
+        let ring = self.ring;
+        let c = &mut self.cores[core];
+        if c.committed_tail == c.head && c.pending.is_empty() {
+            return now;
+        }
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.clear();
+        scratch.append(&mut c.pending);
+        scratch.sort_unstable();
+        scratch.dedup();
+        let head = c.committed_tail;
+        let which = c.next_header;
+        let mut done = now;
+        if self.mutant_truncate_first {
+            ctx.nvm.write(
+                ring.header_addr(core, which),
+                &encode_header(head),
+                Purpose::Metadata,
+                now,
+            );
+        }
+        let mut buf = [0u8; 64];
+        for &line in &scratch {
+            let Some(x) = self.copies.get_mut(&line) else {
+                continue;
+            };
+            let slot = x.committed;
+            if slot == NIL {
+                continue;
+            }
+            x.committed = NIL;
+            if x.spec == NIL {
+                self.copies.remove(&line);
+            }
+            let r = ctx.dram.read(slot_addr(slot), &mut buf, Purpose::Gc, now);
+            done = done.max(ctx.nvm.write(line, &buf, Purpose::Gc, r));
+            self.free_slot(slot);
+            self.st_applied_lines += 1;
+        }
+        self.scratch = scratch;
+        let c = &mut self.cores[core];
+        if head != c.head {
+            done = ctx.nvm.write(
+                ring.header_addr(core, which),
+                &encode_header(head),
+                Purpose::Metadata,
+                done,
+            );
+            self.st_header_writes += 1;
+            c.head = head;
+            c.next_header ^= 1;
+        }
+        self.st_applies += 1;
+        done
+    }
+}
+
+impl Scheme for Redu {
+    fn tx_begin(&mut self, _ctx: &mut MemCtx, core: CoreId, now: Cycle) -> Cycle {
+        let c = &mut self.cores[core];
+        c.txid = self.next_txid;
+        self.next_txid += 1;
+        c.in_tx = true;
+        c.lines.clear();
+        c.index.clear();
+        c.buffered = 0;
+        c.tx_records = 0;
+        c.overflow = false;
+        now
+    }
+
+    fn store(
+        &mut self,
+        ctx: &mut MemCtx,
+        core: CoreId,
+        addr: Addr,
+        _old: u64,
+        new: u64,
+        in_tx: bool,
+        ext: &mut LineExt,
+        now: Cycle,
+    ) -> Cycle {
+        if !in_tx {
+            return now;
+        }
+        let line = line_of(addr);
+        let c = &mut self.cores[core];
+        ext.tx = true;
+        ext.txid = c.txid;
+        let i = match c.index.get(&line) {
+            Some(&i) => i,
+            None => {
+                // The newest committed value: its DRAM-cache copy if it
+                // is not applied yet, else home.
+                let mut base = [0u8; 64];
+                match self.copies.get(&line).map_or(NIL, |x| x.committed) {
+                    NIL => ctx.nvm.peek(line, &mut base),
+                    s => ctx.dram.peek(slot_addr(s), &mut base),
+                }
+                c.index.insert(line, c.lines.len());
+                c.lines.push(TxLine {
+                    addr: line,
+                    data: base,
+                    dirty: false,
+                });
+                c.lines.len() - 1
+            }
+        };
+        let tl = &mut c.lines[i];
+        write_word(&mut tl.data, word_index(addr), new);
+        if !tl.dirty {
+            tl.dirty = true;
+            c.buffered += 1;
+        }
+        if c.buffered >= self.buffer_lines {
+            // The controller drains its full buffer; the store waits only
+            // if the log or the DRAM cache had to be applied to make room.
+            let before = self.st_forced_applies;
+            let t = self.flush_buffer(ctx, core, now);
+            if self.st_forced_applies > before {
+                return t;
+            }
+        }
+        now
+    }
+
+    fn read_miss(
+        &mut self,
+        ctx: &mut MemCtx,
+        _core: CoreId,
+        line_addr: Addr,
+        now: Cycle,
+        out: &mut LineData,
+        _ext: &mut LineExt,
+    ) -> (Cycle, bool) {
+        let owner = owner_of(&ctx.layout, line_addr);
+        let c = &self.cores[owner];
+        if let Some(&i) = c.index.get(&line_addr) {
+            if c.lines[i].dirty {
+                // Still in the controller's log buffer (newer than any
+                // copy): served from there after the DRAM-cache lookup.
+                *out = c.lines[i].data;
+                self.st_buffer_hits += 1;
+                let mut tag = [0u8; 64];
+                let probe = self.probe_addr(line_addr);
+                return (ctx.dram.read(probe, &mut tag, Purpose::Demand, now), false);
+            }
+        }
+        let slot = self.copies.get(&line_addr).map_or(NIL, |x| {
+            // The running transaction's copy is newer than the committed one.
+            if x.spec != NIL && c.in_tx {
+                x.spec
+            } else {
+                x.committed
+            }
+        });
+        if slot != NIL {
+            self.st_dram_hits += 1;
+            return (
+                ctx.dram.read(slot_addr(slot), out, Purpose::Demand, now),
+                false,
+            );
+        }
+        self.st_dram_misses += 1;
+        let mut tag = [0u8; 64];
+        let t = ctx
+            .dram
+            .read(self.probe_addr(line_addr), &mut tag, Purpose::Demand, now);
+        (ctx.nvm.read(line_addr, out, Purpose::Demand, t), false)
+    }
+
+    fn writeback(
+        &mut self,
+        ctx: &mut MemCtx,
+        _core: CoreId,
+        line_addr: Addr,
+        data: &LineData,
+        ext: &LineExt,
+        _cause: WritebackCause,
+        now: Cycle,
+    ) -> Cycle {
+        if ext.txid != 0 {
+            // Its bytes are in the log buffer, the DRAM cache or home.
+            self.st_dropped_writebacks += 1;
+            return now;
+        }
+        self.st_home_writebacks += 1;
+        ctx.nvm.write(line_addr, data, Purpose::WriteBack, now)
+    }
+
+    fn tx_end(&mut self, ctx: &mut MemCtx, core: CoreId, now: Cycle) -> Cycle {
+        self.cores[core].in_tx = false;
+        if self.cores[core].lines.is_empty() {
+            return now;
+        }
+        let t = self.flush_buffer(ctx, core, now);
+        let t = self.reserve(ctx, core, 1, t);
+        let ring = self.ring;
+        let c = &mut self.cores[core];
+        let rec = encode_commit(c.tail, u64::from(c.txid), c.tx_records);
+        let done = ctx
+            .nvm
+            .write(ring.slot_addr(core, c.tail), &rec, Purpose::Metadata, t);
+        self.st_commit_records += 1;
+        if c.overflow {
+            let records = c.tx_records + 1;
+            ctx.input_error(format!(
+                "redu.log_bytes_per_core={} holds {} redo records per core, but a transaction on core {core} needed {records} ({} modified lines, coalesced in the {}-line log buffer, plus a commit record); {}",
+                ring.per_core_bytes,
+                ring.slots,
+                c.lines.len(),
+                self.buffer_lines,
+                crate::schemes::raise_advice(PARAMS, "redu.log_bytes_per_core", HEADERS_BYTES + records * REC_BYTES)
+            ));
+        }
+        c.tail += 1;
+        c.committed_tail = c.tail;
+        // The speculative copies become the committed ones.
+        for i in 0..self.cores[core].lines.len() {
+            let line = self.cores[core].lines[i].addr;
+            let Some(x) = self.copies.get_mut(&line) else {
+                continue;
+            };
+            if x.spec == NIL {
+                continue;
+            }
+            let old = x.committed;
+            x.committed = x.spec;
+            x.spec = NIL;
+            if old != NIL {
+                self.free_slot(old);
+            }
+            self.cores[core].pending.push(line);
+        }
+        done
+    }
+
+    fn next_event_at(&self) -> Option<Cycle> {
+        if self.urgent {
+            Some(0)
+        } else if self.pending_total() {
+            Some(self.next_apply)
+        } else {
+            None
+        }
+    }
+
+    fn tick(&mut self, ctx: &mut MemCtx, now: Cycle) -> Option<Cycle> {
+        for core in 0..self.cores.len() {
+            self.apply_core(ctx, core, now);
+        }
+        if !self.urgent || now >= self.next_apply {
+            self.next_apply = now + self.period;
+        }
+        self.urgent = false;
+        None
+    }
+
+    fn finish(&mut self, ctx: &mut MemCtx, now: Cycle) -> Cycle {
+        let mut t = now;
+        for core in 0..self.cores.len() {
+            t = t.max(self.apply_core(ctx, core, now));
+        }
+        t
+    }
+
+    fn background_kind(&self) -> &'static str {
+        "apply"
+    }
+
+    fn read_logical(&self, ctx: &MemCtx, addr: Addr, buf: &mut [u8]) {
+        let line = line_of(addr);
+        match self.copies.get(&line).map_or(NIL, |x| x.committed) {
+            NIL => ctx.nvm.peek(addr, buf),
+            s if (addr % 64) as usize + buf.len() <= 64 => {
+                ctx.dram.peek(slot_addr(s) + addr % 64, buf)
+            }
+            _ => ctx.nvm.peek(addr, buf),
+        }
+    }
+
+    fn stats(&self) -> SchemeStats {
+        let log_bytes = self.st_records * REC_BYTES + self.st_commit_records * 64;
+        let applied_bytes = self.st_applied_lines * 64;
+        vec![
+            ("redo_records", self.st_records as f64),
+            ("commit_records", self.st_commit_records as f64),
+            ("log_bytes", log_bytes as f64),
+            ("log_header_writes", self.st_header_writes as f64),
+            ("log_buffer_flushes", self.st_buffer_flushes as f64),
+            ("dram_cache_read_hits", self.st_dram_hits as f64),
+            ("dram_cache_read_misses", self.st_dram_misses as f64),
+            ("log_buffer_read_hits", self.st_buffer_hits as f64),
+            ("dram_cache_line_writes", self.st_dram_writes as f64),
+            ("dram_cache_max_lines", self.st_dram_max_lines as f64),
+            ("applied_lines", self.st_applied_lines as f64),
+            ("applications", self.st_applies as f64),
+            ("forced_applications", self.st_forced_applies as f64),
+            ("dropped_writebacks", self.st_dropped_writebacks as f64),
+            ("home_writebacks", self.st_home_writebacks as f64),
+            (
+                "pm_write_overhead_bytes",
+                (log_bytes + self.st_header_writes * 64 + applied_bytes) as f64,
+            ),
+        ]
+    }
+
+    fn reset_stats(&mut self) {
+        self.st_records = 0;
+        self.st_commit_records = 0;
+        self.st_header_writes = 0;
+        self.st_buffer_flushes = 0;
+        self.st_dram_hits = 0;
+        self.st_dram_misses = 0;
+        self.st_buffer_hits = 0;
+        self.st_dram_writes = 0;
+        self.st_dram_max_lines = u64::from(self.used_slots);
+        self.st_applied_lines = 0;
+        self.st_applies = 0;
+        self.st_forced_applies = 0;
+        self.st_dropped_writebacks = 0;
+        self.st_home_writebacks = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(seed: u8) -> LineData {
+        let mut l = [0u8; 64];
+        for (i, b) in l.iter_mut().enumerate() {
+            *b = seed.wrapping_mul(31).wrapping_add(i as u8);
+        }
+        l
+    }
+
+    fn meta_of(r: &[u8]) -> LineData {
+        r[..64].try_into().unwrap()
+    }
+
+    #[test]
+    fn data_record_round_trips() {
+        let d = line(7);
+        let r = encode_data(42, 9, 0x1_0040, &d);
+        let data: LineData = r[64..].try_into().unwrap();
+        let got = decode(&meta_of(&r), 42, || data).unwrap();
+        assert_eq!(
+            got,
+            (
+                Record::Data {
+                    seq: 42,
+                    txid: 9,
+                    home: 0x1_0040
+                },
+                Some(d)
+            )
+        );
+    }
+
+    #[test]
+    fn commit_record_round_trips_and_reads_no_data() {
+        let c = encode_commit(5, 3, 17);
+        let got = decode(&c, 5, || panic!("a commit record has no data line"));
+        assert_eq!(
+            got,
+            Some((
+                Record::Commit {
+                    seq: 5,
+                    txid: 3,
+                    count: 17
+                },
+                None
+            ))
+        );
+    }
+
+    /// A stale record (previous lap of the ring), a torn data line, a torn
+    /// header word and a foreign line are all rejected.
+    #[test]
+    fn stale_torn_and_foreign_records_are_rejected() {
+        let d = line(1);
+        let r = encode_data(100, 2, 0x40, &d);
+        let meta = meta_of(&r);
+        assert!(decode(&meta, 100 + 1024, || d).is_none(), "stale lap");
+        let mut torn = d;
+        torn[9] ^= 1;
+        assert!(decode(&meta, 100, || torn).is_none(), "torn data");
+        for w in 2..6 {
+            let mut m = meta;
+            m[w * 8] ^= 0x10;
+            assert!(decode(&m, 100, || d).is_none(), "torn word {w}");
+        }
+        assert!(decode(&[0u8; 64], 0, || d).is_none());
+        let mut c = encode_commit(3, 2, 1);
+        c[32] ^= 1;
+        assert!(decode(&c, 3, || d).is_none(), "torn commit count");
+    }
+
+    #[test]
+    fn headers_round_trip_and_torn_ones_are_invalid() {
+        assert_eq!(decode_header(&encode_header(77)), Some(77));
+        let mut h = encode_header(77);
+        h[8] ^= 4;
+        assert_eq!(decode_header(&h), None);
+        assert_eq!(decode_header(&[0u8; 64]), None);
+    }
+
+    /// Recovery takes the newer of the two headers, replays only committed
+    /// transactions in log order and is idempotent.
+    #[test]
+    fn recovery_replays_committed_records_in_order() {
+        use crate::mem::{MemRead, SparseImage};
+        let mut p = Params::defaults(&crate::schemes::all_params());
+        p.set_str("redu.log_bytes_per_core", "65536").unwrap();
+        let layout = Layout::new(1 << 30, reserved_bytes(&p), 1).unwrap();
+        let ring = Ring::new(&p, &layout);
+        let mut img = SparseImage::default();
+        // Old header (head 0) in A, newer (head 2) in B.
+        img.write_bytes(ring.header_addr(0, 0), &encode_header(0));
+        img.write_bytes(ring.header_addr(0, 1), &encode_header(2));
+        let (a, b) = (line(1), line(2));
+        // seq 0..1: an applied transaction (before head: must be skipped).
+        img.write_bytes(ring.slot_addr(0, 0), &encode_data(0, 1, 0, &line(9)));
+        img.write_bytes(ring.slot_addr(0, 1), &encode_commit(1, 1, 1));
+        // seq 2..4: tx 2 writes line 0 twice (a then b) and commits.
+        img.write_bytes(ring.slot_addr(0, 2), &encode_data(2, 2, 0, &a));
+        img.write_bytes(ring.slot_addr(0, 3), &encode_data(3, 2, 0, &b));
+        img.write_bytes(ring.slot_addr(0, 4), &encode_commit(4, 2, 2));
+        // seq 5: tx 3 has no commit record.
+        img.write_bytes(ring.slot_addr(0, 5), &encode_data(5, 3, 64, &a));
+        for _ in 0..2 {
+            let r = recover(&mut img, &p, &layout).unwrap();
+            assert_eq!(img.read_line(0), b);
+            assert_eq!(img.read_line(64), [0u8; 64]);
+            let replayed = r.details.iter().find(|d| d.0 == "transactions_replayed");
+            assert!(replayed.unwrap().1 <= 1.0);
+        }
+        assert_eq!(read_head(&mut img, &ring, 0).0, 5);
+    }
+}
