@@ -6,6 +6,7 @@ pub mod hoop;
 pub mod ideal;
 pub mod lad;
 pub mod lsm;
+pub mod oop;
 pub mod redo;
 pub mod software;
 pub mod ssp;
@@ -429,6 +430,7 @@ pub static REGISTRY: &[&SchemeInfo] = &[
     &software::pmdk_undo::INFO,
     &software::dudetm::INFO,
     &checkpoint::dpc::INFO,
+    &oop::ehou::INFO,
 ];
 
 pub fn names() -> Vec<&'static str> {
