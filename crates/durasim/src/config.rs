@@ -267,8 +267,8 @@ pub static ENGINE_PARAMS: &[ParamSpec] = &[
     p!("dimm.ait_cache_sets", int 8192, "sets", Check::PowerOfTwo(1, 1 << 24), "EHOU paper Table I (AIT cache: 8192 sets, 16 ways, 100 cycles, 64 MB)", "AIT cache sets (on-DIMM DRAM, inside the persistence domain)"),
     p!("dimm.ait_cache_ways", int 16, "ways", Check::Range(1.0, 256.0), "EHOU paper Table I (AIT cache: 8192 sets, 16 ways, 100 cycles, 64 MB)", "AIT cache ways (LRU within a set)"),
     p!("dimm.ait_cache_latency_cycles", int 100, "cycles", Check::Range(0.0, 100000.0), "EHOU paper Table I (AIT cache: 100 cycles)", "AIT cache lookup on every access (core cycles); a miss adds a media read of the AIT entry"),
-    p!("dimm.media_block_bytes", int 256, "bytes", Check::PowerOfTwo(64, 4096), "Izraelevitz et al. 2019 (arXiv:1903.05714, \u{a7}2: 3D XPoint is accessed in 256 B units) and Yang et al., FAST 2020 (\u{a7}3.2: 256 B XPLine)", "internal access granularity of the media: a write covering part of a block is a read-modify-write of the block"),
-    p!("dimm.wcb_blocks", int 64, "blocks", Check::Range(1.0, 65536.0), "Yang et al., FAST 2020 (\u{a7}3.2: the XPBuffer write-combining buffer is about 16 KB = 64 x 256 B)", "on-DIMM write-combining buffer in media blocks (LRU): writes to a buffered block combine; an evicted block is programmed, with a read first if it was partly written"),
+    p!("dimm.media_block_bytes", int 256, "bytes", Check::PowerOfTwo(64, 4096), "Izraelevitz et al. 2019 (arXiv:1903.05714: Optane DIMMs access the media in 256 B units) and Yang et al., FAST 2020 (\u{a7}3: the 256 B XPLine)", "internal access granularity of the media: a write covering part of a block is a read-modify-write of the block"),
+    p!("dimm.wcb_blocks", int 64, "blocks", Check::Range(1.0, 65536.0), "Yang et al., FAST 2020 (\u{a7}3: the XPBuffer write-combining buffer, estimated at 16 KB = 64 x 256 B XPLines)", "on-DIMM write-combining buffer in media blocks (LRU): writes to a buffered block combine; an evicted block is programmed, with a read first if it was partly written"),
 ];
 
 /// A validated set of parameters.
