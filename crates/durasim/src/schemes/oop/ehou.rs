@@ -355,6 +355,10 @@ struct Ehou {
 }
 
 fn build(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
+    Ok(Box::new(new_ehou(p, layout)?))
+}
+
+fn new_ehou(p: &Params, layout: &Layout) -> Result<Ehou> {
     let g = Geometry::new(p, layout);
     if layout.threads as u64 >= 1 << (64 - TXSEQ_BITS) {
         return Err(Error::input("ehou supports at most 65535 threads"));
@@ -363,7 +367,7 @@ fn build(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
         p.usize("dimm.ait_cache_sets"),
         p.usize("dimm.ait_cache_ways"),
     );
-    Ok(Box::new(Ehou {
+    Ok(Ehou {
         g,
         eager: p.str("ehou.persist") == "eager",
         mutant: p.str("ehou.mutant") == "evict-speculative-to-ait",
@@ -397,7 +401,7 @@ fn build(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
         claimed: false,
         scratch: Vec::new(),
         s: Stats::default(),
-    }))
+    })
 }
 
 impl Ehou {
@@ -1065,6 +1069,119 @@ fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<Recove
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mem::{MemRead, MemoryController, Overlay};
+
+    /// One core, a 1-set x 2-way AIT cache, a small NVM.
+    fn setup() -> (Ehou, MemCtx, Params) {
+        let mut p = Params::defaults(&[PARAMS]);
+        for (k, v) in [
+            ("nvm.capacity_bytes", "64MiB"),
+            ("dimm.ait_cache_sets", "1"),
+            ("dimm.ait_cache_ways", "2"),
+            ("ehou.pool_lines", "64"),
+            ("ehou.log_entries_per_core", "64"),
+        ] {
+            p.set_str(k, v).unwrap();
+        }
+        let layout = Layout::new(p.u64("nvm.capacity_bytes"), reserved_bytes(&p), 1).unwrap();
+        let ctx = MemCtx {
+            nvm: MemoryController::nvm(&p, true),
+            dram: MemoryController::dram(&p),
+            hybrid: None,
+            layout: layout.clone(),
+            cores: 1,
+            freq_ghz: 2.5,
+            pending_error: None,
+        };
+        (new_ehou(&p, &layout).unwrap(), ctx, p)
+    }
+
+    /// Store `v` into word 0 of `line` in the running transaction and
+    /// write the line back (it reaches the controller before commit).
+    fn store_and_write_back(e: &mut Ehou, ctx: &mut MemCtx, line: Addr, v: u64) {
+        let mut ext = LineExt::default();
+        e.store(ctx, 0, line, 0, v, true, &mut ext, 0);
+        let mut data = [0u8; 64];
+        data[..8].copy_from_slice(&v.to_le_bytes());
+        e.writeback(ctx, 0, line, &data, &ext, WritebackCause::Eviction, 0);
+    }
+
+    /// Recover a copy of the durable image; returns (word 0 of each line,
+    /// recovery details).
+    fn crash(ctx: &MemCtx, p: &Params, lines: &[Addr]) -> (Vec<u64>, Vec<(&'static str, f64)>) {
+        let mut ov = Overlay::new(ctx.nvm.media());
+        let r = recover(&mut ov, p, &ctx.layout).unwrap();
+        (lines.iter().map(|&l| ov.read_u64(l)).collect(), r.details)
+    }
+
+    fn detail(d: &[(&'static str, f64)], k: &str) -> f64 {
+        d.iter().find(|x| x.0 == k).unwrap().1
+    }
+
+    #[test]
+    fn entries_go_speculative_then_committed_and_a_crash_reclaims_speculative_lines() {
+        let (mut e, mut ctx, p) = setup();
+        let (a, b) = (0x1000, 0x2040);
+        e.tx_begin(&mut ctx, 0, 0);
+        store_and_write_back(&mut e, &mut ctx, a, 11);
+        store_and_write_back(&mut e, &mut ctx, b, 22);
+        for l in [a, b] {
+            let s = e.cache.find(l / 64).unwrap();
+            assert_eq!(e.cache.entry(s).state, EntryState::Speculative);
+            assert_ne!(e.cache.entry(s).dev, 0, "out of place: a pool line");
+        }
+        // Crash before commit: nothing of the transaction, both lines reclaimed.
+        let (v, d) = crash(&ctx, &p, &[a, b]);
+        assert_eq!(v, vec![0, 0]);
+        assert_eq!(detail(&d, "reclaimed_lines"), 2.0);
+        assert_eq!(detail(&d, "speculative_cache_entries_dropped"), 2.0);
+        e.tx_end(&mut ctx, 0, 10);
+        for l in [a, b] {
+            let s = e.cache.find(l / 64).unwrap();
+            assert_eq!(e.cache.entry(s).state, EntryState::Committed, "lazy: dirty");
+        }
+        // After commit: both, from the AIT-cache images (supercapacitor).
+        let (v, d) = crash(&ctx, &p, &[a, b]);
+        assert_eq!(v, vec![11, 22]);
+        assert_eq!(detail(&d, "committed_cache_entries"), 2.0);
+        assert_eq!(detail(&d, "reclaimed_lines"), 0.0);
+        // The next transaction overwrites a: its committed entry goes to
+        // the AIT first and the line goes back home.
+        e.tx_begin(&mut ctx, 0, 20);
+        store_and_write_back(&mut e, &mut ctx, a, 33);
+        assert_eq!(e.s.flush_overwrite, 1);
+        let s = e.cache.find(a / 64).unwrap();
+        assert_eq!(e.cache.entry(s).dev, 0, "back home");
+        let (v, _) = crash(&ctx, &p, &[a, b]);
+        assert_eq!(v, vec![11, 22]);
+        e.tx_end(&mut ctx, 0, 30);
+        assert_eq!(crash(&ctx, &p, &[a, b]).0, vec![33, 22]);
+        assert_eq!(e.s.released, 1, "a's pool line is free again");
+    }
+
+    #[test]
+    fn overflowed_speculative_entries_are_logged_and_replayed_after_commit() {
+        let (mut e, mut ctx, p) = setup();
+        let lines = [0x1000, 0x2040, 0x3080];
+        e.tx_begin(&mut ctx, 0, 0);
+        for (i, &l) in lines.iter().enumerate() {
+            store_and_write_back(&mut e, &mut ctx, l, 100 + i as u64);
+        }
+        // Three speculative entries in two ways: one overflowed.
+        assert_eq!(e.s.log_entries, 1);
+        assert!(e.cores[0].bloom.may_contain(lines[0]));
+        e.tx_end(&mut ctx, 0, 10);
+        assert_eq!(e.s.log_applied, 1);
+        // A crash after the commit word but before the log reached the
+        // AIT: the committed log is replayed from its bytes.
+        let mut img = ctx.nvm.media().clone();
+        img.write_u64(e.g.ait_addr(lines[0]), 0);
+        let mut ov = Overlay::new(&img);
+        let r = recover(&mut ov, &p, &ctx.layout).unwrap();
+        assert_eq!(detail(&r.details, "overflow_log_replayed"), 1.0);
+        let v: Vec<u64> = lines.iter().map(|&l| ov.read_u64(l)).collect();
+        assert_eq!(v, vec![100, 101, 102]);
+    }
 
     #[test]
     fn bloom_filter_has_no_false_negatives() {
