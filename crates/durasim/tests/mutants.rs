@@ -74,10 +74,11 @@ const LSM_HOME: &[(&str, &str)] = &[
     ("lsm.segment_bytes", "4KB"),
 ];
 
-/// A 4-set x 2-way AIT cache: EHOU's speculative entries overflow.
+/// A one-entry AIT cache: a vector transaction's second line evicts the
+/// first one's speculative entry (EHOU Fig. 5).
 const EHOU_SMALL_AIT: &[(&str, &str)] = &[
-    ("dimm.ait_cache_sets", "4"),
-    ("dimm.ait_cache_ways", "2"),
+    ("dimm.ait_cache_sets", "1"),
+    ("dimm.ait_cache_ways", "1"),
     ("ehou.pool_lines", "4096"),
 ];
 
