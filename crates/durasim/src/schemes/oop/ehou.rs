@@ -853,6 +853,42 @@ impl Scheme for Ehou {
         }
     }
 
+    /// End of run: write the committed-dirty AIT-cache entries to the AIT,
+    /// then bring every remapped line home (copy, then reset its AIT
+    /// entry), so home locations hold the committed data. Each step keeps
+    /// a durable mapping to bytes that are still there.
+    fn finish(&mut self, ctx: &mut MemCtx, now: Cycle) -> Cycle {
+        let mut t = now;
+        for slot in 0..self.cache.capacity() {
+            let e = *self.cache.entry(slot);
+            if e.state == EntryState::Committed {
+                t = t.max(self.write_ait(ctx, e.tag * 64, e.dev, now));
+                self.cache.entry_mut(slot).state = EntryState::Clean;
+                self.set_image(ctx, slot, None, t);
+            }
+        }
+        let mut away: Vec<(Addr, u64)> = self.committed.iter().map(|(&l, &e)| (l, e)).collect();
+        away.sort_unstable();
+        let mut buf = [0u8; 64];
+        for (line, enc) in away {
+            let r = ctx
+                .nvm
+                .read(self.g.dev_addr(line, enc), &mut buf, Purpose::Gc, now);
+            t = t.max(ctx.nvm.write(line, &buf, Purpose::Gc, r));
+            t = t.max(self.write_ait(ctx, line, 0, t));
+            if let Some(s) = self.cache.find(line / 64) {
+                self.cache.entry_mut(s).dev = 0;
+            }
+            self.free.push(enc);
+        }
+        self.committed.clear();
+        t
+    }
+
+    fn background_kind(&self) -> &'static str {
+        "ehou-home"
+    }
+
     fn read_logical(&self, ctx: &MemCtx, addr: Addr, buf: &mut [u8]) {
         let mut done = 0usize;
         while done < buf.len() {
