@@ -1393,6 +1393,14 @@ impl Engine {
                 .map_or(&self.ctx.nvm.stats, |r| &r.0);
             doc["nvm_media"] = nvm.media.to_json();
         }
+        if self.ctx.nvm.dimm.is_some() {
+            // Optane-like DIMM (mem/optane.rs): the measured window.
+            let nvm = self
+                .run_stats
+                .as_ref()
+                .map_or(&self.ctx.nvm.stats, |r| &r.0);
+            doc["nvm_dimm"] = nvm.dimm.to_json();
+        }
         doc
     }
 

@@ -75,7 +75,25 @@ const LSM_HOME: &[(&str, &str)] = &[
     ("lsm.segment_bytes", "4KB"),
 ];
 
+/// A one-entry AIT cache: a vector transaction's second line evicts the
+/// first one's speculative entry (EHOU Fig. 5).
+const EHOU_SMALL_AIT: &[(&str, &str)] = &[
+    ("dimm.ait_cache_sets", "1"),
+    ("dimm.ait_cache_ways", "1"),
+    ("ehou.pool_lines", "4096"),
+];
+
 const MUTANTS: &[Mutant] = &[
+    // EHOU Fig. 5: an evicted speculative entry written to the AIT.
+    Mutant {
+        scheme: "ehou",
+        key: "ehou.mutant",
+        value: "evict-speculative-to-ait",
+        sets: EHOU_SMALL_AIT,
+        tx: 120,
+        recovery_crashes: 0,
+        torn: false,
+    },
     Mutant {
         scheme: "opt-redo",
         key: "opt-redo.mutant",
@@ -345,6 +363,9 @@ fn crash_points_fall_inside_every_kind_of_background_work() {
         ),
         // Checkpoints are checked by the epoch oracle (crash/epochs.rs).
         ("dpc", &[], &[]),
+        // Lazy AIT flushes and overflow-log application happen on the
+        // commit and eviction paths, not in background work.
+        ("ehou", EHOU_SMALL_AIT, &[]),
     ];
     for info in durasim::schemes::REGISTRY {
         if info.durability != durasim::schemes::Durability::None {

@@ -17,6 +17,7 @@
 
 use super::image::{MemRead, MemWrite, SparseImage};
 use super::media::{Media, MediaStats};
+use super::optane::{Dimm, DimmStats};
 use super::persist::PersistLog;
 use crate::config::Params;
 use crate::types::{Addr, Cycle, LineData, Purpose, LINE_BYTES};
@@ -641,6 +642,8 @@ pub struct MemStats {
     /// Data-aware media counters (zero unless `nvm.write_model = tlc` or
     /// an encoding is on).
     pub media: MediaStats,
+    /// Optane-like DIMM counters (zero unless `dimm.model = optane`).
+    pub dimm: DimmStats,
 }
 
 impl MemStats {
@@ -723,6 +726,9 @@ pub struct MemoryController {
     /// Data-aware media (TLC cells, encoders), or `None`: the default
     /// device, whose write path never touches it.
     pub cells: Option<Box<Media>>,
+    /// Optane-like DIMM (`dimm.model = optane`, mem/optane.rs), or `None`:
+    /// the default device, whose paths never touch it.
+    pub dimm: Option<Box<Dimm>>,
     /// Commands issued, when set to `Some` (tests).
     pub trace: Option<Vec<Command>>,
     ch_bits: u32,
@@ -753,6 +759,7 @@ impl MemoryController {
         );
         mc.set_read_queue_entries(p.usize("mc.read_queue_entries"));
         mc.cells = Media::from_params(p);
+        mc.dimm = Dimm::from_params(p);
         mc
     }
 
@@ -868,6 +875,7 @@ impl MemoryController {
             read_capacity: usize::MAX,
             stats: MemStats::default(),
             cells: None,
+            dimm: None,
             trace: None,
         }
     }
@@ -1339,6 +1347,30 @@ impl MemoryController {
                 self.timing.t_wr.max(cycles)
             }
         };
+        let busy = match self.dimm.as_mut() {
+            None => busy,
+            Some(d) => {
+                // The on-DIMM controller translates the address (a miss
+                // reads the AIT entry from the media first), then the
+                // write-combining buffer decides what is programmed.
+                let t = &self.timing;
+                let media_read = t.act_to_col() + t.t_cl + t.t_bl;
+                let mut extra = 0;
+                if d.translates() {
+                    extra += d.ait_cycles;
+                    if d.lookup(w.line, &mut self.stats.dimm).is_some() {
+                        extra += media_read;
+                    }
+                }
+                let o = d.wcb_write(w.line, &mut self.stats.dimm);
+                extra
+                    + match o.programmed {
+                        None => t.t_wr,
+                        Some(false) => busy,
+                        Some(true) => busy + media_read,
+                    }
+            }
+        };
         let end = self.commit(w.loc, true, p, busy);
         self.stats.writes += 1;
         let done = end + busy;
@@ -1449,7 +1481,18 @@ impl MemoryController {
             self.stats.bytes_read[purpose.index()] += LINE_BYTES;
             self.stats.reads += 1;
             let l = self.decode(line);
-            let start = self.read_queue_slot(earliest);
+            let mut start = self.read_queue_slot(earliest);
+            if let Some(d) = self.dimm.as_mut().filter(|d| d.translates()) {
+                // On-DIMM translation: the AIT cache, and on a miss a read
+                // of the AIT entry from the media before the data.
+                let lat = d.ait_cycles;
+                if let Some(ait) = d.lookup(line, &mut self.stats.dimm) {
+                    let al = self.decode(ait - ait % LINE_BYTES);
+                    let p = self.plan(al, false, start);
+                    start = self.commit(al, false, &p, 0);
+                }
+                start += lat;
+            }
             let end = if self
                 .find_queued(line, l.bank)
                 .is_some_and(|s| self.wq_slots[s as usize].mask == u64::MAX)

@@ -10,3 +10,4 @@ pub use controller::{DeviceTiming, MemStats, MemoryController};
 pub use image::{MemRead, MemWrite, Overlay, SparseImage};
 pub use persist::{DurableMark, PersistEvent, PersistLog};
 pub mod media;
+pub mod optane;

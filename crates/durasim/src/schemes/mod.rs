@@ -7,6 +7,7 @@ pub mod ideal;
 pub mod lad;
 pub mod logging;
 pub mod lsm;
+pub mod oop;
 pub mod redo;
 pub mod software;
 pub mod ssp;
@@ -453,6 +454,7 @@ pub static REGISTRY: &[&SchemeInfo] = &[
     &logging::fwb::INFO,
     &logging::fwb::UNSAFE_INFO,
     &logging::redu::INFO,
+    &oop::ehou::INFO,
 ];
 
 /// A named design: a registered scheme with fixed parameter settings (e.g.
