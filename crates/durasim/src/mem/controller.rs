@@ -897,6 +897,12 @@ impl MemoryController {
         &self.media
     }
 
+    /// The functional content, writable outside of simulated time (trace
+    /// replay releases pages that hold only zeros).
+    pub fn media_mut(&mut self) -> &mut SparseImage {
+        &mut self.media
+    }
+
     /// Initialise content outside of simulated time (workload setup): no
     /// traffic, no persist events; this is part of the crash base image.
     pub fn preload(&mut self, addr: Addr, data: &[u8]) {
