@@ -358,7 +358,11 @@ fn stream(n: usize, seed: u64) -> Vec<(Req, u64)> {
             x ^= x >> 7;
             x ^= x << 17;
             let r = Req {
-                op: if x.is_multiple_of(3) { Op::Write } else { Op::Read },
+                op: if x.is_multiple_of(3) {
+                    Op::Write
+                } else {
+                    Op::Read
+                },
                 addr: (x >> 8) % (1 << 24) * 64,
                 ..Req::default()
             };
