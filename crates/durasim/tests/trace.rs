@@ -187,7 +187,7 @@ proptest! {
     #[test]
     fn random_valid_lines_parse(
         addr in 0u64..(1 << 48),
-        cycle in 0u64..u64::MAX / 2,
+        cycle in 0u64..=formats::MAX_TIME,
         w in any::<bool>(),
         pad in "[ \t]{0,3}",
         gap in proptest::option::of(0u64..100_000),
@@ -214,6 +214,21 @@ proptest! {
                 prop_assert_eq!(r.addr, addr);
             }
         }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Arbitrary bytes are a parse result or an error in every format and
+    /// in detection, never a panic.
+    #[test]
+    fn arbitrary_lines_never_panic(line in proptest::collection::vec(any::<u8>(), 0..200)) {
+        let mut r = Req::default();
+        for fmt in Format::ALL {
+            let _ = formats::parse_line(fmt, &line, true, &mut r);
+        }
+        let _ = formats::detect(&[(1, &line[..])]);
     }
 }
 

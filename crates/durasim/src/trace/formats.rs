@@ -98,9 +98,17 @@ fn bad_addr(t: &[u8], how: &str) -> LineError {
     format!("invalid address '{}': expected {how}", show(t))
 }
 
+/// Largest cycle or gap accepted: simulated times stay far from overflow
+/// (10^15 cycles = 4.6 simulated days at 2.5 GHz).
+pub const MAX_TIME: u64 = 1_000_000_000_000_000;
+
+fn parse_time(t: &[u8]) -> Option<u64> {
+    parse_dec(t).filter(|&v| v <= MAX_TIME)
+}
+
 fn bad_cycle(t: &[u8]) -> LineError {
     format!(
-        "invalid cycle '{}': expected a decimal cycle number",
+        "invalid cycle '{}': expected a decimal cycle number up to 10^15",
         show(t)
     )
 }
@@ -172,7 +180,7 @@ pub fn parse_line(
                     ))
                 }
             };
-            req.cycle = Some(parse_dec(t[2]).ok_or_else(|| bad_cycle(t[2]))?);
+            req.cycle = Some(parse_time(t[2]).ok_or_else(|| bad_cycle(t[2]))?);
             Ok(Record::Req)
         }
         Format::Ramulator2 => {
@@ -217,12 +225,15 @@ pub fn parse_line(
                 }
             };
             if !rest.is_empty() {
-                let g = rest.strip_prefix(b":").and_then(parse_dec).ok_or_else(|| {
-                    format!(
+                let g = rest
+                    .strip_prefix(b":")
+                    .and_then(parse_time)
+                    .ok_or_else(|| {
+                        format!(
                         "invalid idle gap '{}': expected ':' and a decimal clock count, e.g. R:998",
                         show(rest)
                     )
-                })?;
+                    })?;
                 req.gap = Some(g);
             }
             Ok(Record::Req)
@@ -237,7 +248,7 @@ pub fn parse_line(
                     tk.n
                 ));
             }
-            req.cycle = Some(parse_dec(t[0]).ok_or_else(|| bad_cycle(t[0]))?);
+            req.cycle = Some(parse_time(t[0]).ok_or_else(|| bad_cycle(t[0]))?);
             req.op = match t[1] {
                 b"R" => Op::Read,
                 b"W" => Op::Write,
@@ -295,7 +306,7 @@ fn parse_durasim(tk: &Tokens<'_>, req: &mut Req) -> Result<Record, LineError> {
                 show(t[1])
             )
         })?;
-        let cycle = parse_dec(t[2]).ok_or_else(|| bad_cycle(t[2]))?;
+        let cycle = parse_time(t[2]).ok_or_else(|| bad_cycle(t[2]))?;
         return Ok(if t[0] == b"TXB" {
             Record::TxBegin { core, cycle }
         } else {
@@ -321,7 +332,7 @@ fn parse_durasim(tk: &Tokens<'_>, req: &mut Req) -> Result<Record, LineError> {
     };
     req.addr = parse_addr_any(t[1]).ok_or_else(|| bad_addr(t[1], "0x-prefixed hex or decimal"))?;
     if tk.n >= 3 {
-        req.cycle = Some(parse_dec(t[2]).ok_or_else(|| bad_cycle(t[2]))?);
+        req.cycle = Some(parse_time(t[2]).ok_or_else(|| bad_cycle(t[2]))?);
     }
     if tk.n >= 4 {
         req.purpose = Some(purpose_of(t[3]).ok_or_else(|| {

@@ -223,12 +223,15 @@ impl TimeUnit {
             per: (cycle_ns > 0.0).then_some(cycle_ns * freq_ghz),
         }
     }
+    /// Trace time `c` in core cycles, at most 2^60 (far from overflow in
+    /// the controller's sums; `as` saturates a huge product).
     #[inline]
     pub fn to_core(self, c: u64) -> Cycle {
-        match self.per {
+        let v = match self.per {
             None => c,
             Some(f) => (c as f64 * f).round() as Cycle,
-        }
+        };
+        v.min(1 << 60)
     }
     #[inline]
     pub fn from_core(self, c: Cycle) -> u64 {

@@ -314,7 +314,7 @@ impl State {
         self.last_accept = self.last_accept.max(accept);
         let mut next = accept + self.cfg.offer_interval;
         if let Some(g) = req.gap {
-            next = next.max(accept + self.cfg.unit.to_core(g + 2));
+            next = next.max(accept + self.cfg.unit.to_core(g.saturating_add(2)));
         }
         self.next_offer = self.next_offer.max(next);
     }
