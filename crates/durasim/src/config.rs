@@ -224,6 +224,8 @@ pub static ENGINE_PARAMS: &[ParamSpec] = &[
     p!("mc.write_drain_high", int 40, "entries", Check::Range(1.0, 4096.0), "USIMM (Chatterjee et al., 2012) defaults", "write queue occupancy that starts a forced drain"),
     p!("mc.write_drain_low", int 20, "entries", Check::Range(0.0, 4096.0), "USIMM (Chatterjee et al., 2012) defaults", "occupancy at which a forced drain stops"),
     p!("mc.adr", bool true, "", "Intel ADR (EHOU paper §II-B)", "write queue is in the persistence domain: a write persists when the controller accepts it"),
+    p!("trace.cycle_ns", float 0.0, "ns", Check::Range(0.0, 1e6), "modelling choice: durasim's own traces are stamped in core cycles (0 = one core cycle); set it to a peer's clock period to replay or write its traces in its time (DRAMsim3/Ramulator 2: tCK, NVMain: 1/CPUFreq, VANS: tCK 0.75 ns; shared/peers README §2)", "time unit of a trace's cycle field (trace replay, run --trace-out); 0 = core cycles"),
+    p!("trace.offer_interval_ns", float 0.4, "ns", Check::Range(0.0, 1e6), "modelling choice: one request per controller clock, as DRAMsim3 and Ramulator 2 replay traces (shared/peers README §2); durasim's controller runs on the core clock (2.5 GHz = 0.4 ns)", "trace replay: least time between the acceptance of a request and the offer of the next"),
     p!("dram.t_rcd_ns", float 13.75, "ns", Check::Range(0.0, 1e6), "DDR4-2400 (JEDEC 17-17-17)", "DRAM device used by hybrid schemes"),
     p!("dram.t_cl_ns", float 13.75, "ns", Check::Range(0.0, 1e6), "DDR4-2400 (JEDEC 17-17-17)", "DRAM column latency"),
     p!("dram.t_rp_ns", float 13.75, "ns", Check::Range(0.0, 1e6), "DDR4-2400 (JEDEC 17-17-17)", "DRAM precharge"),

@@ -930,6 +930,9 @@ impl Engine {
                 let end = if self.tx_mode {
                     let t = core.quiesce_time();
                     let end = self.scheme.tx_end(&mut self.ctx, c, t);
+                    if let Some(tap) = self.ctx.nvm.request_tap.as_mut() {
+                        tap.tx_end(c, end);
+                    }
                     self.check_pending_error()?;
                     let core = &mut self.cores[c];
                     self.latencies.push(end - core.tx_begin_at);
@@ -1261,6 +1264,9 @@ impl Engine {
         core.in_tx = true;
         core.tx_begin_at = core.time;
         if self.tx_mode {
+            if let Some(tap) = self.ctx.nvm.request_tap.as_mut() {
+                tap.tx_begin(c, core.time);
+            }
             core.time = self.scheme.tx_begin(&mut self.ctx, c, core.time);
         }
         Ok(())
@@ -1572,7 +1578,18 @@ fn footprint_error(layout: &Layout) -> Error {
 
 /// Run a spec end to end (run + finish) and return the engine.
 pub fn run(spec: RunSpec, progress: &mut dyn FnMut(u64)) -> Result<Engine> {
+    run_tapped(spec, None, progress)
+}
+
+/// [`run`] with the NVM controller's request tap installed (`run
+/// --trace-out`): the run writes the stream it sends to memory.
+pub fn run_tapped(
+    spec: RunSpec,
+    tap: Option<Box<crate::trace::Recorder>>,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Engine> {
     let mut e = Engine::new(spec)?;
+    e.ctx.nvm.request_tap = tap;
     e.run(progress)?;
     e.finish();
     e.check_pending_error()?;

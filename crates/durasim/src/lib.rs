@@ -10,6 +10,7 @@ pub mod error;
 pub mod mem;
 pub mod schemes;
 pub mod stats;
+pub mod trace;
 pub mod types;
 pub mod workloads;
 

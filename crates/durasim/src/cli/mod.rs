@@ -2,6 +2,7 @@
 
 pub mod compare;
 pub mod crashtest;
+pub mod trace;
 
 use crate::config::Params;
 use crate::engine::{self, RunSpec};
@@ -53,6 +54,9 @@ pub enum Command {
     /// Crash a run at its persist points, recover, and check the
     /// atomic-durability oracle (exit 1 on any violation).
     Crashtest(crashtest::CrashtestArgs),
+    /// Memory-request traces: `trace replay FILE` (src/trace/).
+    #[command(subcommand)]
+    Trace(trace::TraceCommand),
     /// List schemes, workloads or parameters.
     List {
         /// schemes | workloads | params
@@ -91,27 +95,48 @@ pub struct RunArgs {
     /// Write the JSON report to PATH ('-' for stdout).
     #[arg(long)]
     pub json: Option<String>,
+    /// Write the request stream the run sends to the NVM controller to
+    /// FILE (`.gz`/`.xz`: compressed), for `trace replay` or the peers.
+    #[arg(long, value_name = "FILE")]
+    pub trace_out: Option<String>,
+    /// Format of --trace-out: durasim (purposes, values, TxBegin/TxEnd),
+    /// dramsim3, ramulator2, vans, nvmain.
+    #[arg(long, default_value = "durasim")]
+    pub trace_format: String,
 }
 
 /// Build the parameter set for a scheme from defaults, preset, overrides.
 pub fn build_params(scheme: &str, common: &CommonArgs) -> Result<Params> {
-    let info = schemes::find(scheme)?;
+    schemes::find(scheme)?;
+    build_base_params(Some(scheme), common.config.as_deref(), &common.set)
+}
+
+/// Parameters from defaults, a preset and `--set` overrides, for any
+/// scheme (`trace replay` has none).
+pub fn build_base_params(
+    scheme: Option<&str>,
+    config: Option<&str>,
+    set: &[String],
+) -> Result<Params> {
     let mut p = Params::defaults(&schemes::all_params());
-    let _ = info;
-    if let Some(path) = &common.config {
+    if let Some(path) = config {
         let text = crate::config::read_config(path)?;
         p.apply_toml(&text, path)?;
     }
     // A preset's settings win over --config (a paper preset may name the
     // encoding another way); a contradicting --set is an error.
-    schemes::apply_preset(scheme, &mut p)?;
-    for kv in &common.set {
+    if let Some(scheme) = scheme {
+        schemes::apply_preset(scheme, &mut p)?;
+    }
+    for kv in set {
         let (k, v) = kv.split_once('=').ok_or_else(|| {
             Error::input(format!(
                 "invalid --set '{kv}': expected KEY=VALUE, e.g. --set hoop.gc_period_ms=2"
             ))
         })?;
-        schemes::check_preset_override(scheme, k.trim(), v, &p)?;
+        if let Some(scheme) = scheme {
+            schemes::check_preset_override(scheme, k.trim(), v, &p)?;
+        }
         p.set_str(k.trim(), v)?;
     }
     // Planted bugs are for the mutant suite only (tests/mutants.rs).
@@ -233,6 +258,7 @@ pub fn main_with(cli: Cli) -> Result<i32> {
         Command::Run(a) => cmd_run(a),
         Command::Compare(a) => compare::cmd_compare(a),
         Command::Crashtest(a) => crashtest::cmd_crashtest(a),
+        Command::Trace(c) => trace::cmd_trace(c),
         Command::List { what } => cmd_list(&what),
     }
 }
@@ -240,9 +266,26 @@ pub fn main_with(cli: Cli) -> Result<i32> {
 fn cmd_run(a: RunArgs) -> Result<i32> {
     let spec = spec_for(&a.scheme, &a.workload, &a.common)?;
     check_output_path("--json", a.json.as_deref())?;
+    let tap = match a.trace_out.as_deref() {
+        None => None,
+        Some(path) => {
+            let fmt = crate::trace::Format::parse(&a.trace_format, "--trace-format", false)?
+                .expect("no auto");
+            let unit = crate::trace::TimeUnit::new(
+                spec.params.f64("trace.cycle_ns"),
+                spec.params.f64("cpu.freq_ghz"),
+            );
+            let w = crate::trace::TraceWriter::create(path, fmt, unit)?;
+            Some(Box::new(crate::trace::Recorder::new(w)))
+        }
+    };
     let mut bar = LazyProgress::new(spec.tx, format!("{}/{}", a.scheme, a.workload));
-    let e = engine::run(spec, &mut |d| bar.update(d))?;
+    let mut e = engine::run_tapped(spec, tap, &mut |d| bar.update(d))?;
     bar.finish();
+    if let (Some(path), Some(tap)) = (a.trace_out.as_deref(), e.ctx.nvm.request_tap.take()) {
+        let n = tap.w.finish()?;
+        eprintln!("trace: {n} requests written to {path} ({})", a.trace_format);
+    }
     let report = e.report_json();
     match a.json.as_deref() {
         Some("-") => println!("{}", serde_json::to_string_pretty(&report).unwrap()),

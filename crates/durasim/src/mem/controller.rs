@@ -731,6 +731,8 @@ pub struct MemoryController {
     pub dimm: Option<Box<Dimm>>,
     /// Commands issued, when set to `Some` (tests).
     pub trace: Option<Vec<Command>>,
+    /// Every read and write request received, when set (`run --trace-out`).
+    pub request_tap: Option<Box<crate::trace::Recorder>>,
     ch_bits: u32,
     bank_bits: u32,
     rank_bits: u32,
@@ -877,6 +879,7 @@ impl MemoryController {
             cells: None,
             dimm: None,
             trace: None,
+            request_tap: None,
         }
     }
 
@@ -900,6 +903,12 @@ impl MemoryController {
     /// The functional content of the device (includes queued writes).
     pub fn media(&self) -> &SparseImage {
         &self.media
+    }
+
+    /// The functional content, writable outside of simulated time (trace
+    /// replay releases pages that hold only zeros).
+    pub fn media_mut(&mut self) -> &mut SparseImage {
+        &mut self.media
     }
 
     /// Initialise content outside of simulated time (workload setup): no
@@ -1462,6 +1471,9 @@ impl MemoryController {
     /// watermark drain is in progress; a line wholly covered by a queued
     /// write is forwarded from the queue.
     pub fn read(&mut self, addr: Addr, buf: &mut [u8], purpose: Purpose, now: Cycle) -> Cycle {
+        if let Some(tap) = self.request_tap.as_mut() {
+            tap.read(addr, buf.len(), purpose, now);
+        }
         // A read is stamped at its own issue; bounding its advance as well
         // changed every metric by under 0.5% (tpcc, 5k tx, issue 12).
         self.advance(now);
@@ -1535,6 +1547,9 @@ impl MemoryController {
     /// media without ADR (the write is then issued at once). Every burst is
     /// one persist event. For a volatile device: the time it was accepted.
     pub fn write(&mut self, addr: Addr, data: &[u8], purpose: Purpose, now: Cycle) -> Cycle {
+        if let Some(tap) = self.request_tap.as_mut() {
+            tap.write(addr, data, purpose, now);
+        }
         self.advance(now.min(self.time_bound));
         let mut persisted = now;
         let mut done = 0usize;
