@@ -390,6 +390,22 @@ pub trait Scheme: Send {
         (now, ctx.nvm.persist_log.count())
     }
 
+    /// The checkpoint overlaps the next epoch's execution (ThyNVM): the
+    /// cores resume once the CPU caches are flushed (step 1); the scheme
+    /// finishes the checkpoint in the background ([`Scheme::tick`]) and
+    /// `checkpoint` may return `u64::MAX` as the commit position, reported
+    /// later by [`Scheme::take_committed_checkpoint`]. Asked once.
+    fn overlapped_checkpoint(&self) -> bool {
+        false
+    }
+
+    /// The persist-log position right after the switch write of the
+    /// oldest overlapped checkpoint that completed since the last call
+    /// (checkpoints complete in order).
+    fn take_committed_checkpoint(&mut self) -> Option<u64> {
+        None
+    }
+
     fn stats(&self) -> SchemeStats {
         Vec::new()
     }
@@ -429,6 +445,8 @@ pub static REGISTRY: &[&SchemeInfo] = &[
     &software::pmdk_undo::INFO,
     &software::dudetm::INFO,
     &checkpoint::dpc::INFO,
+    &checkpoint::thynvm::INFO,
+    &checkpoint::overlay::INFO,
 ];
 
 pub fn names() -> Vec<&'static str> {
