@@ -658,3 +658,88 @@ fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<Recove
         .push(("overlay_lines_copied_home", copied as f64));
     Ok(rep)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mem::MemoryController;
+
+    fn machine() -> (PageOverlay, MemCtx) {
+        let mut p = Params::defaults(&[PARAMS]);
+        p.set_str("nvm.capacity_bytes", "268435456").unwrap();
+        p.set_str("overlay.oms_bytes", "1048576").unwrap();
+        let layout = Layout::new(p.u64("nvm.capacity_bytes"), reserved_bytes(&p), 1).unwrap();
+        let ctx = MemCtx {
+            nvm: MemoryController::nvm(&p, true),
+            dram: MemoryController::dram(&p),
+            hybrid: None,
+            layout: layout.clone(),
+            cores: 1,
+            freq_ghz: 2.5,
+            pending_error: None,
+        };
+        (PageOverlay::new(&p, &layout), ctx)
+    }
+
+    fn logical(o: &PageOverlay, ctx: &MemCtx, a: Addr) -> u8 {
+        let mut b = [0u8; 1];
+        o.read_logical(ctx, a, &mut b);
+        b[0]
+    }
+
+    #[test]
+    fn a_full_segment_migrates_to_the_next_class_keeping_its_lines() {
+        let (mut o, mut ctx) = machine();
+        let page = 0x10_0000u64;
+        let data: Vec<u8> = (0..PAGE_BYTES).map(|i| (i / 64) as u8 + 1).collect();
+        // Three lines: a 256 B segment (4 slots); home untouched.
+        o.page_writeback(&mut ctx, page, 0b111, &data, 0);
+        let ov = o.omt[&(page / PAGE_BYTES)];
+        assert_eq!((ov.class, ov.used), (0, 3));
+        // Two more new lines (5 > 4 slots) and one rewrite: migrates to
+        // 512 B, copying the three lines it held.
+        o.page_writeback(&mut ctx, page, 0b1_1001, &data, 0);
+        let ov = o.omt[&(page / PAGE_BYTES)];
+        assert_eq!((ov.class, ov.used, ov.obv), (1, 5, 0b1_1111));
+        assert_eq!(o.stats.segment_migrations, 1);
+        assert_eq!(o.stats.migration_lines_copied, 3);
+        for k in 0..5 {
+            assert_eq!(logical(&o, &ctx, page + k * 64), k as u8 + 1);
+        }
+        let mut b = [0u8; 1];
+        ctx.nvm.peek(page, &mut b);
+        assert_eq!(b[0], 0, "home holds the checkpoint until the merge");
+        // 40 lines: past 32 slots the overlay is a direct-mapped page.
+        o.page_writeback(&mut ctx, page, (1u64 << 40) - 1, &data, 0);
+        assert_eq!(o.omt[&(page / PAGE_BYTES)].class, FULL);
+        assert_eq!(logical(&o, &ctx, page + 39 * 64), 40);
+        // The checkpoint merges the overlay into the page and empties the store.
+        o.checkpoint(&mut ctx, &[], 0, 0);
+        ctx.nvm.peek(page + 39 * 64, &mut b);
+        assert_eq!(b[0], 40);
+        assert!(o.omt.is_empty());
+        assert_eq!(o.stats.merge_lines_written, 40);
+    }
+
+    #[test]
+    fn slot_pointers_round_trip_through_the_backup_line() {
+        let (mut o, mut ctx) = machine();
+        let page = 0x20_0000u64;
+        let data: Vec<u8> = (0..PAGE_BYTES).map(|i| (i / 64) as u8).collect();
+        // Lines written in reverse order get slots 0, 1, ... from the top.
+        for k in (40..64).rev() {
+            o.page_writeback(&mut ctx, page, 1 << k, &data, 0);
+        }
+        let ov = o.omt[&(page / PAGE_BYTES)];
+        o.order = vec![page / PAGE_BYTES];
+        o.write_backup(&mut ctx, 0, 0);
+        let a = o.g.area.meta(0) + 64;
+        for k in 40..64 {
+            assert_eq!(
+                read_ptr(ctx.nvm.media(), a, k),
+                u64::from(ov.ptr[k]),
+                "line {k}"
+            );
+        }
+    }
+}

@@ -1052,3 +1052,101 @@ fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<Recove
     rep.details.push(("pages_copied_home", pages as f64));
     Ok(rep)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mem::MemoryController;
+
+    fn machine() -> (ThyNvm, MemCtx) {
+        let mut p = Params::defaults(&[PARAMS]);
+        p.set_str("nvm.capacity_bytes", "268435456").unwrap();
+        p.set_str("thynvm.btt_entries", "64").unwrap();
+        p.set_str("thynvm.ptt_entries", "8").unwrap();
+        let layout = Layout::new(p.u64("nvm.capacity_bytes"), reserved_bytes(&p), 1).unwrap();
+        let ctx = MemCtx {
+            nvm: MemoryController::nvm(&p, true),
+            dram: MemoryController::dram(&p),
+            hybrid: None,
+            layout: layout.clone(),
+            cores: 1,
+            freq_ghz: 2.5,
+            pending_error: None,
+        };
+        (ThyNvm::new(&p, &layout), ctx)
+    }
+
+    fn page_of(v: u8) -> Vec<u8> {
+        vec![v; PAGE_BYTES as usize]
+    }
+
+    fn logical(t: &ThyNvm, ctx: &MemCtx, a: Addr) -> u8 {
+        let mut b = [0u8; 1];
+        t.read_logical(ctx, a, &mut b);
+        b[0]
+    }
+
+    /// A checkpoint and its background completion.
+    fn checkpoint(t: &mut ThyNvm, ctx: &mut MemCtx) {
+        t.checkpoint(ctx, &[], 0, 0);
+        t.drain(ctx, 0);
+    }
+
+    #[test]
+    fn a_page_switches_to_page_writeback_at_22_lines_and_back_below_16() {
+        let (mut t, mut ctx) = machine();
+        let (sparse, dense) = (0x10_0000u64, 0x20_0000u64);
+        // 21 dirty lines: stays in block remapping; 22: switches.
+        t.page_writeback(&mut ctx, sparse, (1 << 21) - 1, &page_of(1), 0);
+        t.page_writeback(&mut ctx, dense, (1 << 22) - 1, &page_of(2), 0);
+        assert_eq!(t.btt.by_key.len(), 43, "one BTT entry per dirty line");
+        checkpoint(&mut t, &mut ctx);
+        assert!(!t.page_mode.contains(&(sparse / PAGE_BYTES)));
+        assert!(t.page_mode.contains(&(dense / PAGE_BYTES)));
+        assert_eq!(t.stats.switches_to_page, 1);
+        // The dense page's BTT entries retired into one PTT entry.
+        assert_eq!(t.btt.by_key.len(), 21);
+        assert_eq!(t.ptt.by_key.len(), 1);
+        assert_eq!(logical(&t, &ctx, dense), 2);
+        // Page mode: one dirty line writes the whole page (63 clean lines
+        // copied) to a place apart from both checkpoints.
+        t.page_writeback(&mut ctx, dense, 1, &page_of(3), 0);
+        assert_eq!(t.stats.page_lines_written, 64);
+        assert_eq!(t.stats.clean_lines_copied, 63);
+        assert_eq!(
+            (logical(&t, &ctx, dense), logical(&t, &ctx, dense + 64)),
+            (3, 2)
+        );
+        // Fewer than 16 dirty lines in the epoch: back to block remapping,
+        // the page copied home.
+        checkpoint(&mut t, &mut ctx);
+        assert!(!t.page_mode.contains(&(dense / PAGE_BYTES)));
+        assert_eq!(t.stats.switches_to_block, 1);
+        assert_eq!(t.ptt.by_key.len(), 0);
+        let mut b = [0u8; 1];
+        ctx.nvm.peek(dense, &mut b);
+        assert_eq!(b[0], 3, "home holds the page");
+    }
+
+    #[test]
+    fn a_working_copy_never_overwrites_either_checkpoint_during_the_overlap() {
+        let (mut t, mut ctx) = machine();
+        let line = 0x30_0000u64;
+        t.page_writeback(&mut ctx, line, 1, &page_of(1), 0);
+        checkpoint(&mut t, &mut ctx); // C_last = 1 (slot 1)
+        t.page_writeback(&mut ctx, line, 1, &page_of(2), 0);
+        t.checkpoint(&mut ctx, &[], 0, 0); // 2 in flight
+        assert!(t.pending.is_some());
+        t.page_writeback(&mut ctx, line, 1, &page_of(3), 0);
+        let (i, u) = t.btt.get(line).unwrap();
+        let places = [u.c, u.p, u.w];
+        assert!(places.iter().all(|&l| l != NONE));
+        assert!(places[0] != places[1] && places[1] != places[2] && places[0] != places[2]);
+        let at = |l| {
+            let mut b = [0u8; 1];
+            ctx.nvm.peek(t.g.line_loc(line, i, l), &mut b);
+            b[0]
+        };
+        assert_eq!((at(u.c), at(u.p), at(u.w)), (1, 2, 3));
+    }
+}
