@@ -85,7 +85,6 @@ fn thynvm_switches_modes_overlaps_and_migrates() {
         "block_lines_written",
         "clean_lines_copied",
         "migration_lines_written",
-        "consolidation_lines_written",
         "overlapped_checkpoint_cycles",
         "forced_checkpoints",
     ] {

@@ -238,7 +238,6 @@ struct Stats {
     page_lines_written: u64,
     clean_lines_copied: u64,
     migration_lines_written: u64,
-    consolidation_lines_written: u64,
     backup_lines_written: u64,
     switches_to_page: u64,
     switches_to_block: u64,
@@ -324,14 +323,24 @@ impl ThyNvm {
     fn src_of_line(&self, line: Addr) -> Addr {
         let page = line / PAGE_BYTES;
         let off = line % PAGE_BYTES;
-        if !self.page_mode.contains(&page) {
-            if let Some((i, u)) = self.btt.get(line) {
-                return self.g.line_loc(line, i, u.newest());
-            }
-        }
-        match self.ptt.get(page) {
-            Some((j, u)) => self.g.page_loc(page, j, u.newest()) + off,
+        let by_line = || match self.btt.get(line) {
+            Some((i, u)) => self.g.line_loc(line, i, u.newest()),
             None => line,
+        };
+        match self.ptt.get(page) {
+            // A page-mode page not written since it switched: its lines
+            // are home or in its (dead) BTT entries.
+            Some((_, u))
+                if self.page_mode.contains(&page) && u.w == NONE && u.p == NONE && u.c == HOME =>
+            {
+                by_line()
+            }
+            Some((j, u))
+                if self.page_mode.contains(&page) || !self.btt.by_key.contains_key(&line) =>
+            {
+                self.g.page_loc(page, j, u.newest()) + off
+            }
+            _ => by_line(),
         }
     }
 
@@ -722,7 +731,17 @@ impl Scheme for ThyNvm {
         // Working copies become the checkpoint in flight; idle units not
         // at home are copied home so they can leave the BTT.
         for i in self.btt.live().collect::<Vec<_>>() {
-            let u = *self.btt.unit(i);
+            let mut u = *self.btt.unit(i);
+            let page_written = self
+                .ptt
+                .get(u.key / PAGE_BYTES)
+                .is_some_and(|(_, pu)| pu.w != NONE);
+            if u.dead && !page_written {
+                // Its page went to page mode but was never written: the
+                // page goes back to block mode, the entry lives on.
+                self.btt.unit(i).dead = false;
+                u.dead = false;
+            }
             if u.dead {
                 let v = self.btt.unit(i);
                 if v.w != NONE {
@@ -772,8 +791,11 @@ impl Scheme for ThyNvm {
                 self.ptt.unit(j).retiring = true;
             }
         }
-        // Dense block-mode pages switch to page writeback: the current
-        // page is consolidated into the page slot, its BTT entries retire.
+        // Dense block-mode pages switch to page writeback. The page's
+        // BTT entries still hold this checkpoint; they retire at the
+        // checkpoint after the page's first page-mode write-back, which
+        // gathers its lines (ThyNVM §3.4 copies the page into DRAM; here
+        // it is cached there already).
         let mut dense: Vec<u64> = self
             .counts
             .iter()
@@ -787,29 +809,14 @@ impl Scheme for ThyNvm {
                 self.stats.page_switches_denied += 1;
                 continue;
             }
-            let Some(j) = self.ptt.alloc(page) else {
+            if self.ptt.alloc(page).is_none() {
                 self.stats.page_switches_denied += 1;
                 continue;
-            };
-            self.stats.ptt_peak = self.stats.ptt_peak.max(self.ptt.by_key.len() as u64);
-            let mut buf = std::mem::take(&mut self.page_buf);
-            for k in 0..lines {
-                let src = self.src_of_line(page * PAGE_BYTES + k * LINE_BYTES);
-                let r = (k * LINE_BYTES) as usize..((k + 1) * LINE_BYTES) as usize;
-                let rt = ctx.nvm.read(src, &mut buf[r], Purpose::Gc, t);
-                done = done.max(rt);
             }
-            let p = self.choose(HOME, NONE);
-            done = done.max(
-                ctx.nvm
-                    .write(g.page_loc(page, j, p), &buf, Purpose::Gc, done),
-            );
-            self.page_buf = buf;
-            self.stats.consolidation_lines_written += lines;
-            self.ptt.unit(j).p = p;
+            self.stats.ptt_peak = self.stats.ptt_peak.max(self.ptt.by_key.len() as u64);
             for k in 0..lines {
                 if let Some((i, _)) = self.btt.get(page * PAGE_BYTES + k * LINE_BYTES) {
-                    self.btt.unit(i).retiring = true;
+                    self.btt.unit(i).dead = true;
                 }
             }
             self.page_mode.insert(page);
@@ -922,10 +929,6 @@ impl Scheme for ThyNvm {
             ("page_lines_written", s.page_lines_written as f64),
             ("clean_lines_copied", s.clean_lines_copied as f64),
             ("migration_lines_written", s.migration_lines_written as f64),
-            (
-                "consolidation_lines_written",
-                s.consolidation_lines_written as f64,
-            ),
             (
                 "metadata_backup_lines_written",
                 s.backup_lines_written as f64,
@@ -1104,28 +1107,33 @@ mod tests {
         assert!(!t.page_mode.contains(&(sparse / PAGE_BYTES)));
         assert!(t.page_mode.contains(&(dense / PAGE_BYTES)));
         assert_eq!(t.stats.switches_to_page, 1);
-        // The dense page's BTT entries retired into one PTT entry.
-        assert_eq!(t.btt.by_key.len(), 21);
         assert_eq!(t.ptt.by_key.len(), 1);
+        // Its lines are still read through their BTT entries.
         assert_eq!(logical(&t, &ctx, dense), 2);
         // Page mode: one dirty line writes the whole page (63 clean lines
-        // copied) to a place apart from both checkpoints.
+        // gathered from the BTT entries and home).
         t.page_writeback(&mut ctx, dense, 1, &page_of(3), 0);
         assert_eq!(t.stats.page_lines_written, 64);
         assert_eq!(t.stats.clean_lines_copied, 63);
-        assert_eq!(
-            (logical(&t, &ctx, dense), logical(&t, &ctx, dense + 64)),
-            (3, 2)
-        );
-        // Fewer than 16 dirty lines in the epoch: back to block remapping,
-        // the page copied home.
+        let l = |t: &ThyNvm, ctx: &MemCtx, k: u64| logical(t, ctx, dense + k * 64);
+        assert_eq!((l(&t, &ctx, 0), l(&t, &ctx, 1), l(&t, &ctx, 30)), (3, 2, 0));
+        // The page's BTT entries retire with that checkpoint; the idle
+        // sparse lines are copied home and leave the BTT.
+        checkpoint(&mut t, &mut ctx);
+        assert_eq!(t.btt.by_key.len(), 0);
+        assert_eq!((l(&t, &ctx, 0), l(&t, &ctx, 1), l(&t, &ctx, 30)), (3, 2, 0));
+        // Fewer than 16 dirty lines in that epoch, but home still held the
+        // last completed checkpoint: the switch back waits one epoch, then
+        // the page is copied home.
+        assert!(t.page_mode.contains(&(dense / PAGE_BYTES)));
+        assert_eq!(t.stats.deferred_block_switches, 1);
         checkpoint(&mut t, &mut ctx);
         assert!(!t.page_mode.contains(&(dense / PAGE_BYTES)));
         assert_eq!(t.stats.switches_to_block, 1);
         assert_eq!(t.ptt.by_key.len(), 0);
-        let mut b = [0u8; 1];
+        let mut b = [0u8; 128];
         ctx.nvm.peek(dense, &mut b);
-        assert_eq!(b[0], 3, "home holds the page");
+        assert_eq!((b[0], b[64]), (3, 2), "home holds the page");
     }
 
     #[test]
