@@ -472,6 +472,8 @@ pub struct Engine {
     /// crash oracle's per-epoch record).
     epoch: Option<Cycle>,
     next_checkpoint: Cycle,
+    /// The scheme overlaps its checkpoints with execution (ThyNVM).
+    overlapped: bool,
     pub checkpoints: Vec<crate::schemes::checkpoint::CheckpointRecord>,
     /// Force-write-back scan (`Scheme::force_write_back_cycles`): its
     /// period, when the next pass is due, and its counters.
@@ -663,6 +665,7 @@ impl Engine {
             compute_instrs: 0,
             epoch: None,
             next_checkpoint: 0,
+            overlapped: false,
             checkpoints: Vec::new(),
             fwb_period: None,
             next_fwb: 0,
@@ -676,6 +679,7 @@ impl Engine {
             e.hier.enable_force_write_back();
             e.next_fwb = p;
         }
+        e.overlapped = e.scheme.overlapped_checkpoint();
         e.setup()?;
         Ok(e)
     }
@@ -778,6 +782,7 @@ impl Engine {
                     let before = self.ctx.nvm.persist_log.count();
                     let stall = self.scheme.tick(&mut self.ctx, ev.max(now));
                     self.note_background(before);
+                    self.note_overlapped_commits();
                     self.check_pending_error()?;
                     if let Some(stall) = stall {
                         for (core, r) in self.cores.iter_mut().zip(ready.iter_mut()) {
@@ -829,6 +834,7 @@ impl Engine {
         let bg = self.ctx.nvm.persist_log.count();
         let t = self.scheme.finish(&mut self.ctx, t);
         self.note_background(bg);
+        self.note_overlapped_commits();
         self.ctx.nvm.drain(t);
         self.finished_writes = self.ctx.nvm.stats.total_written() - before;
     }
@@ -856,14 +862,35 @@ impl Engine {
         // 3. + 4. Back up CPU state and metadata, switch atomically.
         let (end, committed_seq) = self.scheme.checkpoint(&mut self.ctx, &state, t, t2);
         self.note_background(before);
+        // An overlapped scheme may have completed the previous checkpoint
+        // first; this one may still be pending (`u64::MAX`).
+        self.note_overlapped_commits();
         self.checkpoints.push(CheckpointRecord {
             committed_seq,
             contexts,
         });
+        // Overlapped: the cores resume after step 1, or when the scheme
+        // says (it returns `t` unless an earlier checkpoint held it up);
+        // its writes of steps 2-4 queue in the controllers behind them.
+        let end = if self.overlapped { t1.max(end) } else { end };
         for core in &mut self.cores {
             core.time = core.time.max(end);
         }
         end
+    }
+
+    /// Record the commit positions of overlapped checkpoints that the
+    /// scheme completed in the background (oldest pending record first).
+    fn note_overlapped_commits(&mut self) {
+        while let Some(seq) = self.scheme.take_committed_checkpoint() {
+            if let Some(r) = self
+                .checkpoints
+                .iter_mut()
+                .find(|r| r.committed_seq == u64::MAX)
+            {
+                r.committed_seq = seq;
+            }
+        }
     }
 
     /// End the run with the bad input a scheme found mid-run, if any.

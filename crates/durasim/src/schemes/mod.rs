@@ -412,6 +412,22 @@ pub trait Scheme: Send {
         (now, ctx.nvm.persist_log.count())
     }
 
+    /// The checkpoint overlaps the next epoch's execution (ThyNVM): the
+    /// cores resume once the CPU caches are flushed (step 1); the scheme
+    /// finishes the checkpoint in the background ([`Scheme::tick`]) and
+    /// `checkpoint` may return `u64::MAX` as the commit position, reported
+    /// later by [`Scheme::take_committed_checkpoint`]. Asked once.
+    fn overlapped_checkpoint(&self) -> bool {
+        false
+    }
+
+    /// The persist-log position right after the switch write of the
+    /// oldest overlapped checkpoint that completed since the last call
+    /// (checkpoints complete in order).
+    fn take_committed_checkpoint(&mut self) -> Option<u64> {
+        None
+    }
+
     fn stats(&self) -> SchemeStats {
         Vec::new()
     }
@@ -455,6 +471,8 @@ pub static REGISTRY: &[&SchemeInfo] = &[
     &logging::fwb::UNSAFE_INFO,
     &logging::redu::INFO,
     &oop::ehou::INFO,
+    &checkpoint::thynvm::INFO,
+    &checkpoint::overlay::INFO,
 ];
 
 /// A named design: a registered scheme with fixed parameter settings (e.g.

@@ -19,6 +19,8 @@
 //! [`CONTEXT_BYTES`] record per core, and the scheme's metadata.
 
 pub mod dpc;
+pub mod overlay;
+pub mod thynvm;
 
 use crate::config::{DefaultValue, ParamSpec};
 use crate::mem::{MemRead, MemoryController};
@@ -259,6 +261,12 @@ pub type ReadContextsFn = fn(
 pub fn contexts_reader(scheme: &str) -> Option<ReadContextsFn> {
     if scheme == "dpc" || scheme.starts_with("dpc-") {
         return Some(dpc::recovered_contexts);
+    }
+    if scheme == "thynvm" || scheme.starts_with("thynvm-") {
+        return Some(thynvm::recovered_contexts);
+    }
+    if scheme == "page-overlay" || scheme.starts_with("page-overlay-") {
+        return Some(overlay::recovered_contexts);
     }
     None
 }
