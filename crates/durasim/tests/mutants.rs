@@ -280,6 +280,8 @@ fn crash_points_fall_inside_every_kind_of_background_work() {
         ("dudetm", &[("dudetm.group_commit_ms", "0.002")], &[]),
         // Checkpoints are checked by the epoch oracle (crash/epochs.rs).
         ("dpc", &[], &[]),
+        ("ckpt-logging", &[], &[]),
+        ("ckpt-cow", &[], &[]),
     ];
     for info in durasim::schemes::REGISTRY {
         if info.durability != durasim::schemes::Durability::None {

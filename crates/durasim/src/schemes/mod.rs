@@ -429,6 +429,8 @@ pub static REGISTRY: &[&SchemeInfo] = &[
     &software::pmdk_undo::INFO,
     &software::dudetm::INFO,
     &checkpoint::dpc::INFO,
+    &checkpoint::logging::INFO,
+    &checkpoint::cow::INFO,
 ];
 
 pub fn names() -> Vec<&'static str> {

@@ -18,7 +18,9 @@
 //! line), then two recovery-context slots, each a header line, one
 //! [`CONTEXT_BYTES`] record per core, and the scheme's metadata.
 
+pub mod cow;
 pub mod dpc;
+pub mod logging;
 
 use crate::config::{DefaultValue, ParamSpec};
 use crate::mem::{MemRead, MemoryController};
@@ -259,6 +261,12 @@ pub type ReadContextsFn = fn(
 pub fn contexts_reader(scheme: &str) -> Option<ReadContextsFn> {
     if scheme == "dpc" || scheme.starts_with("dpc-") {
         return Some(dpc::recovered_contexts);
+    }
+    if scheme == "ckpt-logging" {
+        return Some(logging::recovered_contexts);
+    }
+    if scheme == "ckpt-cow" {
+        return Some(cow::recovered_contexts);
     }
     None
 }
