@@ -366,6 +366,8 @@ fn crash_points_fall_inside_every_kind_of_background_work() {
         // Lazy AIT flushes and overflow-log application happen on the
         // commit and eviction paths, not in background work.
         ("ehou", EHOU_SMALL_AIT, &[]),
+        ("ckpt-logging", &[], &[]),
+        ("ckpt-cow", &[], &[]),
     ];
     for info in durasim::schemes::REGISTRY {
         if info.durability != durasim::schemes::Durability::None {

@@ -473,6 +473,8 @@ pub static REGISTRY: &[&SchemeInfo] = &[
     &oop::ehou::INFO,
     &checkpoint::thynvm::INFO,
     &checkpoint::overlay::INFO,
+    &checkpoint::logging::INFO,
+    &checkpoint::cow::INFO,
 ];
 
 /// A named design: a registered scheme with fixed parameter settings (e.g.

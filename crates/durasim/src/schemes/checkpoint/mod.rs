@@ -18,9 +18,11 @@
 //! line), then two recovery-context slots, each a header line, one
 //! [`CONTEXT_BYTES`] record per core, and the scheme's metadata.
 
+pub mod cow;
 pub mod dpc;
 pub mod overlay;
 pub mod thynvm;
+pub mod logging;
 
 use crate::config::{DefaultValue, ParamSpec};
 use crate::mem::{MemRead, MemoryController};
@@ -267,6 +269,12 @@ pub fn contexts_reader(scheme: &str) -> Option<ReadContextsFn> {
     }
     if scheme == "page-overlay" || scheme.starts_with("page-overlay-") {
         return Some(overlay::recovered_contexts);
+    }
+    if scheme == "ckpt-logging" {
+        return Some(logging::recovered_contexts);
+    }
+    if scheme == "ckpt-cow" {
+        return Some(cow::recovered_contexts);
     }
     None
 }

@@ -1,0 +1,141 @@
+//! Hardware checkpointing baselines of the dual-page checkpointing paper
+//! (issue 16 parts 1, 2, 5): `ckpt-logging` and `ckpt-cow`, crash-verified
+//! with checkpoint semantics (crash/epochs.rs) on small runs of every
+//! workload, with planted bugs the oracle must catch.
+
+use durasim::config::Params;
+use durasim::crash::{self, CrashOptions, CrashReport};
+use durasim::engine::RunSpec;
+
+const SCHEMES: [&str; 2] = ["ckpt-logging", "ckpt-cow"];
+
+/// The dpc tests' small machine: a 64 KB DRAM cache, 5000-cycle epochs,
+/// tiny CPU caches, so evictions, write-backs and checkpoints are frequent.
+fn small_spec(scheme: &str, workload: &str, tx: u64, extra: &[(&str, &str)]) -> RunSpec {
+    let mut s = RunSpec::new(scheme, workload).unwrap();
+    s.params = Params::defaults(&durasim::schemes::all_params());
+    s.threads = 2;
+    s.tx = tx;
+    for (k, v) in [
+        ("hybrid.dram_cache_bytes", "65536"),
+        ("hybrid.dram_cache_ways", "4"),
+        ("checkpoint.epoch_cycles", "5000"),
+        ("nvm.capacity_bytes", "268435456"),
+        ("ckpt-logging.log_bytes", "16777216"),
+        ("cache.llc_size_bytes", "16384"),
+        ("cache.llc_ways", "4"),
+        ("cache.l2_size_bytes", "8192"),
+        ("cache.l2_ways", "4"),
+        ("cache.l1_size_bytes", "4096"),
+        ("cache.l1_ways", "4"),
+        ("workload.initial_items", "256"),
+    ]
+    .iter()
+    .chain(extra)
+    {
+        s.params
+            .set_str(k, v)
+            .unwrap_or_else(|e| panic!("{scheme}: {e}"));
+    }
+    s
+}
+
+fn crashtest(spec: RunSpec, torn: bool) -> CrashReport {
+    let o = CrashOptions {
+        recovery_crashes: 2,
+        torn,
+        ..CrashOptions::default()
+    };
+    let name = format!("{} {}", spec.scheme, spec.workload);
+    crash::crashtest(spec, &o, &mut |_, _| {}).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+fn stat(e: &durasim::engine::Engine, key: &str) -> f64 {
+    e.scheme
+        .stats()
+        .into_iter()
+        .find(|s| s.0 == key)
+        .unwrap_or_else(|| panic!("no statistic {key}"))
+        .1
+}
+
+/// Every crash point (during execution, during each step of every
+/// checkpoint, during recovery) recovers exactly the last checkpoint's
+/// memory image and CPU contexts, on every workload.
+#[test]
+fn exhaustive_epoch_oracle_on_every_workload() {
+    for scheme in SCHEMES {
+        for w in durasim::workloads::names() {
+            let tx = if w == "tpcc" { 60 } else { 150 };
+            let r = crashtest(small_spec(scheme, w, tx, &[]), false);
+            assert_eq!(r.violations, 0, "{scheme} {w}: {:?}", r.first_violation);
+            assert!(
+                r.crash_points_tested > 100,
+                "{scheme} {w}: {}",
+                r.crash_points_tested
+            );
+            // Checkpoints' own writes were crashed inside.
+            assert!(r.background_points_tested > 0, "{scheme} {w}");
+        }
+    }
+}
+
+/// Programs without transactions, torn writes, and (logging) checkpoints
+/// forced by a nearly full log.
+#[test]
+fn programs_without_transactions_torn_writes_and_forced_checkpoints() {
+    for scheme in SCHEMES {
+        for w in ["hashmap", "btree"] {
+            let s = small_spec(scheme, w, 150, &[("run.transactions", "false")]);
+            let r = crashtest(s, true);
+            assert_eq!(r.violations, 0, "{scheme} {w}: {:?}", r.first_violation);
+            assert!(r.torn_points_tested > 0);
+        }
+    }
+    // A log that holds barely two flushes and long epochs: the log forces
+    // checkpoints.
+    let sets = [
+        ("ckpt-logging.log_bytes", "262144"),
+        ("checkpoint.epoch_cycles", "1000000"),
+    ];
+    let spec = small_spec("ckpt-logging", "vector", 300, &sets);
+    let e = durasim::engine::run(spec.clone(), &mut |_| {}).unwrap();
+    assert!(stat(&e, "forced_checkpoints") > 0.0);
+    let r = crashtest(spec, false);
+    assert_eq!(r.violations, 0, "{:?}", r.first_violation);
+}
+
+/// The statistics that explain the extra writes, and the metadata figure.
+#[test]
+fn extra_writes_and_metadata_are_reported_and_the_final_image_is_right() {
+    let e =
+        durasim::engine::run(small_spec("ckpt-logging", "rbtree", 300, &[]), &mut |_| {}).unwrap();
+    e.check_equivalence().unwrap();
+    e.check_invariants(e.ctx.nvm.media()).unwrap();
+    // One entry per distinct line per epoch: never more than write-backs.
+    let (logged, written) = (stat(&e, "log_entries"), stat(&e, "data_lines_written"));
+    assert!(logged > 0.0 && logged <= written, "{logged} {written}");
+    assert_eq!(logged + stat(&e, "coalesced_writebacks"), written);
+    assert_eq!(stat(&e, "mapping_bits_per_line"), 42.0);
+    let e = durasim::engine::run(small_spec("ckpt-cow", "rbtree", 300, &[]), &mut |_| {}).unwrap();
+    e.check_equivalence().unwrap();
+    // Each page copy writes the page's 64 lines: copied clean + dirty.
+    let copies = stat(&e, "page_copies");
+    assert!(copies > 0.0);
+    assert!(stat(&e, "copied_clean_lines") + stat(&e, "data_lines_written") >= 64.0 * copies);
+    let bits = stat(&e, "mapping_bits_per_page");
+    assert!((37.0..=70.0).contains(&bits), "{bits}");
+}
+
+/// Planted bugs: logging writes home before its undo entry; CoW copies a
+/// page's clean lines only after the switch committed its new mapping.
+#[test]
+fn mutants_fail_the_epoch_oracle() {
+    for (scheme, key, value) in [
+        ("ckpt-logging", "ckpt-logging.mutant", "data-before-log"),
+        ("ckpt-cow", "ckpt-cow.mutant", "copy-after-switch"),
+    ] {
+        let r = crashtest(small_spec(scheme, "btree", 150, &[(key, value)]), false);
+        assert!(r.violations > 0, "{scheme} {value} passed the oracle");
+    }
+}
