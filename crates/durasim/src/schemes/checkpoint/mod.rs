@@ -20,9 +20,9 @@
 
 pub mod cow;
 pub mod dpc;
+pub mod logging;
 pub mod overlay;
 pub mod thynvm;
-pub mod logging;
 
 use crate::config::{DefaultValue, ParamSpec};
 use crate::mem::{MemRead, MemoryController};
