@@ -366,8 +366,11 @@ fn crash_points_fall_inside_every_kind_of_background_work() {
         // Lazy AIT flushes and overflow-log application happen on the
         // commit and eviction paths, not in background work.
         ("ehou", EHOU_SMALL_AIT, &[]),
+        // Checkpointing baselines: also checked by the epoch oracle.
         ("ckpt-logging", &[], &[]),
         ("ckpt-cow", &[], &[]),
+        ("thynvm", &[], &[]),
+        ("page-overlay", &[], &[]),
     ];
     for info in durasim::schemes::REGISTRY {
         if info.durability != durasim::schemes::Durability::None {
