@@ -2,6 +2,7 @@
 
 pub mod compare;
 pub mod crashtest;
+pub mod device;
 pub mod trace;
 
 use crate::config::Params;
@@ -57,6 +58,10 @@ pub enum Command {
     /// Memory-request traces: `trace replay FILE` (src/trace/).
     #[command(subcommand)]
     Trace(trace::TraceCommand),
+    /// The NVM device alone: `device validate` against published
+    /// measurements (src/trace/validate.rs).
+    #[command(subcommand)]
+    Device(device::DeviceCommand),
     /// List schemes, workloads or parameters.
     List {
         /// schemes | workloads | params
@@ -259,6 +264,7 @@ pub fn main_with(cli: Cli) -> Result<i32> {
         Command::Compare(a) => compare::cmd_compare(a),
         Command::Crashtest(a) => crashtest::cmd_crashtest(a),
         Command::Trace(c) => trace::cmd_trace(c),
+        Command::Device(c) => device::cmd_device(c),
         Command::List { what } => cmd_list(&what),
     }
 }

@@ -13,6 +13,7 @@
 
 pub mod formats;
 pub mod replay;
+pub mod validate;
 
 use crate::error::{Error, Result};
 use crate::types::{Addr, Cycle, Purpose, LINE_BYTES};
