@@ -1,6 +1,9 @@
-"""The HOOP paper report: every experiment's figure (PNG + SVG), its data as
-CSV, the exact configuration and durasim version, and the command that
-regenerates it, in one ``index.html``."""
+"""A paper's report (HOOP, EHOU, ...): every experiment's figure (PNG +
+SVG), its data as CSV, the exact configuration and durasim version, and the
+command that regenerates it, in one ``index.html``. A paper module
+(``durasim.experiments.PAPERS``) provides ``EXPERIMENTS``,
+``scale_settings`` and optionally ``FIGURES``, ``REPORT_TITLE`` and
+``REPORT_INTRO``."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ import platform
 import shlex
 import subprocess
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pandas as pd
@@ -92,6 +96,17 @@ def _previous(out: Path) -> dict[str, Any] | None:
 def write_hoop_report(
     frames: dict[str, pd.DataFrame], out: Path | str, *, scale: str, command: str
 ) -> Path:
+    return write_report(frames, out, scale=scale, command=command, paper=hoop)
+
+
+def write_report(
+    frames: dict[str, pd.DataFrame],
+    out: Path | str,
+    *,
+    scale: str,
+    command: str,
+    paper: ModuleType = hoop,
+) -> Path:
     """Write figures, CSVs, ``config.json`` and ``index.html`` into ``out``.
 
     A report already in ``out`` is merged, never dropped: experiments not in
@@ -107,7 +122,7 @@ def write_hoop_report(
         "durasim_version": _core.version(),
         "git_commit": _git_commit(),
         "scale": scale,
-        "scale_settings": hoop.scale_settings(scale),
+        "scale_settings": paper.scale_settings(scale),
         "available": {"schemes": _core.schemes(), "workloads": _core.workloads()},
         "parameter_defaults": {k: v["default"] for k, v in params.items()},
         "parameter_sources": {k: v["source"] for k, v in params.items()},
@@ -117,9 +132,9 @@ def write_hoop_report(
     }
     sections: dict[str, str] = {}
     for eid, df in frames.items():
-        e = hoop.EXPERIMENTS[eid]
+        e = paper.EXPERIMENTS[eid]
         stem = f"{e.item}_{eid}"
-        fig = FIGURES[eid](df)
+        fig = getattr(paper, "FIGURES", FIGURES)[eid](df)
         pngs = save(fig, out / stem)
         csv = out / f"{stem}.csv"
         df.to_csv(csv, index=False)
@@ -144,9 +159,9 @@ def write_hoop_report(
     kept = []
     if prev is not None:
         for eid, entry in prev["experiments"].items():
-            if eid in frames or eid not in hoop.EXPERIMENTS or not isinstance(entry, dict):
+            if eid in frames or eid not in paper.EXPERIMENTS or not isinstance(entry, dict):
                 continue
-            e = hoop.EXPERIMENTS[eid]
+            e = paper.EXPERIMENTS[eid]
             stem = f"{e.item}_{eid}"
             csv = out / f"{stem}.csv"
             figs = [out / f"{stem}.png", out / f"{stem}.svg"]
@@ -159,7 +174,7 @@ def write_hoop_report(
             rows = sum(1 for _ in csv.open()) - 1
             sections[eid] = _section(e, entry, rows, stem, figs, csv)
             kept.append(eid)
-    order = [eid for eid in hoop.EXPERIMENTS if eid in sections]
+    order = [eid for eid in paper.EXPERIMENTS if eid in sections]
     config["experiments"] = {eid: config["experiments"][eid] for eid in order}
     scales = sorted({str(config["experiments"][eid].get("scale")) for eid in order})
     config["scale"] = scale if scales == [scale] else "mixed: " + ", ".join(scales)
@@ -167,7 +182,7 @@ def write_hoop_report(
     cfg_path = out / "config.json"
     cfg_path.write_text(json.dumps(_jsonable(config), indent=2, sort_keys=False) + "\n")
     index = out / "index.html"
-    index.write_text(_page(config, [sections[eid] for eid in order]))
+    index.write_text(_page(config, [sections[eid] for eid in order], paper))
     return index
 
 
@@ -176,7 +191,7 @@ def _li(items: list[str]) -> str:
 
 
 def _section(
-    e: hoop.Experiment, attrs: dict[str, Any], rows: int, stem: str, figs: list[Path], csv: Path
+    e: Any, attrs: dict[str, Any], rows: int, stem: str, figs: list[Path], csv: Path
 ) -> str:
     esc = html.escape
     png = next(p for p in figs if p.suffix == ".png").name
@@ -192,7 +207,8 @@ def _section(
         )
     parts = [
         f'<section id="{esc(e.id)}"><h2>({esc(e.item)}) {esc(e.title)}</h2>',
-        f"<p>Paper: HOOP §IV ({esc(e.item)}). Normalization: "
+        f"<p>Paper: {esc(str(attrs.get('paper_item') or f'HOOP §IV ({e.item})'))}. "
+        "Normalization: "
         f"{esc(str(attrs.get('normalization') or 'none'))}. "
         f"Runs: {rows}.{origin}</p>",
         f'<p><img src="{esc(png)}" alt="{esc(e.title)}" style="max-width:100%"></p>',
@@ -216,10 +232,17 @@ def _section(
     return "\n".join(parts)
 
 
-def _page(config: dict[str, Any], sections: list[str]) -> str:
+def _page(config: dict[str, Any], sections: list[str], paper: ModuleType = hoop) -> str:
     esc = html.escape
     now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     sc = json.dumps(config["scale_settings"], indent=1)
+    title = getattr(paper, "REPORT_TITLE", "HOOP paper reproduction")
+    intro = getattr(
+        paper,
+        "REPORT_INTRO",
+        "Experiments of the HOOP paper's evaluation (§IV, items a–j), run on durasim. "
+        "Results are this simulator's, not the paper's; each figure states its normalization.",
+    )
     pre = config.get("preset")
     preset = (
         f"<li>parameter preset: <code>{esc(str(pre['path']))}</code> "
@@ -230,13 +253,12 @@ def _page(config: dict[str, Any], sections: list[str]) -> str:
     )
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
-<title>durasim — HOOP paper reproduction ({esc(config["scale"])} scale)</title>
+<title>durasim — {esc(title)} ({esc(config["scale"])} scale)</title>
 <style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto;line-height:1.4}}
 code,pre{{background:#f4f4f4;padding:2px 4px}} section{{margin-top:2.5em}}</style>
 </head><body>
-<h1>HOOP paper reproduction — {esc(config["scale"])} scale</h1>
-<p>Experiments of the HOOP paper's evaluation (§IV, items a–j), run on durasim.
-Results are this simulator's, not the paper's; each figure states its normalization.</p>
+<h1>{esc(title)} — {esc(config["scale"])} scale</h1>
+<p>{esc(intro)}</p>
 <ul>
 <li>durasim version: <code>{esc(config["durasim_version"])}</code></li>
 <li>git commit: <code>{esc(str(config["git_commit"]))}</code></li>

@@ -1,0 +1,459 @@
+"""The EHOU paper's evaluation (papers/ehou.md §IV) as DataFrames.
+
+Same shape as :mod:`durasim.experiments.hoop`: each experiment is a
+function ``f(scale="small", *, client=None, scheduler=None, progress=None)
+-> pandas.DataFrame`` whose ``attrs`` carry the title, paper item,
+normalization, what was skipped and notes; ``run_experiments`` runs several
+as one sweep (shared runs once). Every run uses ``configs/ehou.toml`` (the
+paper's Table I) unless another preset is given.
+
+Experiments:
+
+- ``overhead``: PM write overhead (every PM write not issued by the CPU:
+  AIT flushes and overflow log for EHOU, consolidations and journaling for
+  SSP, log and application for REDU; ``pm_write_overhead_bytes``) per
+  measured transaction, EHOU relative to SSP (``osp``).
+- ``throughput``: throughput of SSP and EHOU relative to REDU per workload.
+- ``persist``: EHOU with eager vs lazy persisting of committed AIT entries.
+- ``ait_cache``: EHOU throughput vs AIT-cache size (sets x 16 ways).
+
+Workloads (§IV-A): Array, Hash Table, Hash Map, B+Tree (``btree``), B-tree
+and RB-tree with Zipfian keys (``workload.key_dist=zipfian``), TATP, TPC-C;
+four cores (``threads``), each running its own copy (``workload.copies``
+is the per-thread count: the paper's "four copies at the same time" on
+four cores is one copy per thread, docs/MODEL.md).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..sweep import sweep
+from .hoop import Plan, _Avail, _missing
+
+SCHEMES = ["redu", "osp", "ehou"]
+#: (label, workload, extra parameters): §IV-A's workload list.
+WORKLOADS: list[tuple[str, str, dict[str, Any]]] = [
+    ("array", "array", {}),
+    ("hashtable", "hashtable", {}),
+    ("hashmap", "hashmap", {}),
+    ("btree", "btree", {}),
+    ("btree-zipf", "btree", {"workload.key_dist": "zipfian"}),
+    ("rbtree-zipf", "rbtree", {"workload.key_dist": "zipfian"}),
+    ("tatp", "tatp", {}),
+    ("tpcc", "tpcc", {}),
+]
+P_PERSIST = "ehou.persist"
+P_SETS = "dimm.ait_cache_sets"
+P_COPIES = "workload.copies"
+#: EHOU Table I: the AIT cache has 8192 sets x 16 ways.
+TABLE_I_SETS = 8192
+STAT_OVERHEAD = "stat.pm_write_overhead_bytes"
+STATS_PERSIST = [
+    "stat.ait_flushes_eager",
+    "stat.ait_flushes_lazy_evict",
+    "stat.ait_flushes_lazy_overwrite",
+    "stat.overflow_log_entries",
+]
+#: configs/ehou.toml in the source tree (python/durasim/experiments/ -> root).
+DEFAULT_PRESET = Path(__file__).resolve().parents[3] / "configs" / "ehou.toml"
+
+#: Run sizes. ``small``: minutes on 2 cores; ``paper``: long runs for a
+#: cluster (the paper states no run length); ``tiny``: smoke tests.
+SCALES: dict[str, dict[str, Any]] = {
+    "tiny": {
+        "threads": 4,
+        "tx": 40,
+        "seed": 1,
+        "copies": 1,
+        "workloads": ["array", "hashtable", "btree-zipf", "tatp"],
+        "ait_sets": [1024, 8192],
+        "ait_workloads": ["hashtable"],
+    },
+    "small": {
+        "threads": 4,
+        "tx": 2000,
+        "seed": 1,
+        "copies": 1,
+        "workloads": [w[0] for w in WORKLOADS],
+        "ait_sets": [256, 1024, 4096, 8192],
+        "ait_workloads": ["hashtable", "btree-zipf", "tpcc"],
+    },
+    "paper": {
+        "threads": 4,
+        "tx": 100_000,
+        "seed": 1,
+        "copies": 1,
+        "workloads": [w[0] for w in WORKLOADS],
+        "ait_sets": [128, 256, 512, 1024, 2048, 4096, 8192, 16384],
+        "ait_workloads": [w[0] for w in WORKLOADS],
+    },
+}
+
+REPORT_TITLE = "EHOU paper reproduction"
+REPORT_INTRO = (
+    "Experiments of the EHOU paper's evaluation (§IV: PM write overhead, throughput of SSP "
+    "and EHOU relative to REDU, eager vs lazy persisting, AIT-cache size), run on durasim "
+    "with configs/ehou.toml (Table I). Results are this simulator's, not the paper's; each "
+    "figure states its normalization."
+)
+
+
+def scale_settings(scale: str) -> dict[str, Any]:
+    if scale not in SCALES:
+        raise ValueError(
+            f"invalid value {scale!r} for 'scale': valid choices: " + ", ".join(SCALES)
+        )
+    return SCALES[scale]
+
+
+def _workloads(sc: dict[str, Any], names: Sequence[str], av: _Avail, plan: Plan):
+    table = {w[0]: w for w in WORKLOADS}
+    wanted = [table[n] for n in names]
+    _, ok_w, _ = av.filter(plan, [], sorted({w[1] for w in wanted}))
+    return [w for w in wanted if w[1] in ok_w]
+
+
+def _spec(sc: dict[str, Any], scheme: str, w: tuple[str, str, dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "scheme": scheme,
+        "workload": w[1],
+        "threads": sc["threads"],
+        "tx": sc["tx"],
+        "seed": sc["seed"],
+        P_COPIES: sc["copies"],
+        **w[2],
+    }
+
+
+def plan_grid(sc: dict[str, Any], av: _Avail) -> Plan:
+    plan = Plan()
+    schemes, _, _ = av.filter(plan, SCHEMES, [])
+    for w in _workloads(sc, sc["workloads"], av, plan):
+        for s in schemes:
+            plan.specs.append(_spec(sc, s, w))
+    return plan
+
+
+def plan_persist(sc: dict[str, Any], av: _Avail) -> Plan:
+    plan = Plan()
+    schemes, _, ok = av.filter(plan, ["ehou"], [], [P_PERSIST])
+    if not ok:
+        return plan
+    for w in _workloads(sc, sc["workloads"], av, plan):
+        for s in schemes:
+            for mode in ("lazy", "eager"):
+                plan.specs.append({**_spec(sc, s, w), P_PERSIST: mode})
+    return plan
+
+
+def plan_ait(sc: dict[str, Any], av: _Avail) -> Plan:
+    plan = Plan()
+    schemes, _, ok = av.filter(plan, ["ehou"], [], [P_SETS])
+    if not ok:
+        return plan
+    for w in _workloads(sc, sc["ait_workloads"], av, plan):
+        for s in schemes:
+            for sets in sc["ait_sets"]:
+                plan.specs.append({**_spec(sc, s, w), P_SETS: sets})
+    return plan
+
+
+# ---------------------------------------------------------------------------
+# Analyses.
+
+
+def _labels(raw: pd.DataFrame) -> pd.DataFrame:
+    df = raw.copy()
+    dist = df.get("workload.key_dist")
+    labels = []
+    for i, r in df.iterrows():
+        zipf = dist is not None and not _missing(dist[i]) and dist[i] == "zipfian"
+        labels.append(f"{r['workload']}-zipf" if zipf else str(r["workload"]))
+    df["config_label"] = labels
+    return df
+
+
+def _per_tx(df: pd.DataFrame, col: str) -> pd.Series:
+    tx = df["measured_tx"] if "measured_tx" in df else df["committed_tx"]
+    return df[col] / tx.clip(lower=1)
+
+
+def _relative(df: pd.DataFrame, col: str, base: str, out: str, group: Sequence[str]) -> None:
+    """``out`` = ``col`` / the ``base`` scheme's value in the same group."""
+    ref = df[df["scheme"] == base].set_index(list(group))[col]
+    keys = list(zip(*(df[g] for g in group))) if len(group) > 1 else list(df[group[0]])
+    vals = []
+    for v, k in zip(df[col], keys):
+        r = ref.get(k, float("nan"))
+        vals.append(v / r if not _missing(r) and r else float("nan"))
+    df[out] = vals
+
+
+def _relative_to(df: pd.DataFrame, mask: pd.Series, out: str) -> None:
+    """``out`` = throughput / the throughput of the ``mask`` row with the
+    same ``config_label``."""
+    col = "throughput_tx_per_mcycle"
+    ref = df[mask].set_index("config_label")[col]
+    df[out] = [v / ref.get(k, float("nan")) for v, k in zip(df[col], df["config_label"])]
+
+
+def an_overhead(raw: pd.DataFrame) -> pd.DataFrame:
+    df = _labels(raw)
+    if len(df) and STAT_OVERHEAD in df.columns:
+        df["overhead_bytes_per_tx"] = _per_tx(df, STAT_OVERHEAD)
+        _relative(df, "overhead_bytes_per_tx", "osp", "norm_overhead", ["config_label"])
+    else:
+        df["overhead_bytes_per_tx"] = float("nan")
+        df["norm_overhead"] = float("nan")
+    df.attrs["normalization"] = "PM write overhead bytes per tx / SSP (osp), same workload"
+    df.attrs["stat_keys"] = {"overhead_bytes_per_tx": STAT_OVERHEAD + " / measured_tx"}
+    return df
+
+
+def an_throughput(raw: pd.DataFrame) -> pd.DataFrame:
+    df = _labels(raw)
+    if len(df):
+        _relative(df, "throughput_tx_per_mcycle", "redu", "norm_throughput", ["config_label"])
+    else:
+        df["norm_throughput"] = []
+    df.attrs["normalization"] = "throughput / REDU throughput, same workload"
+    return df
+
+
+def an_persist(raw: pd.DataFrame) -> pd.DataFrame:
+    df = _labels(raw)
+    if len(df):
+        df["variant"] = "ehou-" + df[P_PERSIST].astype(str)
+        _relative_to(df, df[P_PERSIST] == "lazy", "norm_throughput")
+        for c in [*STATS_PERSIST, STAT_OVERHEAD]:
+            if c in df.columns:
+                df[c.replace("stat.", "") + "_per_tx"] = _per_tx(df, c)
+    else:
+        df["variant"], df["norm_throughput"] = [], []
+    df.attrs["normalization"] = "throughput / lazy persisting (EHOU) throughput, same workload"
+    return df
+
+
+def an_ait(raw: pd.DataFrame) -> pd.DataFrame:
+    df = _labels(raw)
+    if len(df):
+        df["ait_cache_entries"] = df[P_SETS] * 16
+        # Table I's 8192 sets when swept, else the largest cache.
+        ref_sets = TABLE_I_SETS if TABLE_I_SETS in set(df[P_SETS]) else max(df[P_SETS])
+        _relative_to(df, df[P_SETS] == ref_sets, "norm_throughput")
+        for c in ("stat.ait_cache_misses", "stat.overflow_log_entries"):
+            if c in df.columns:
+                df[c.replace("stat.", "") + "_per_tx"] = _per_tx(df, c)
+        df.attrs["normalization"] = (
+            f"throughput / throughput at {P_SETS}={ref_sets} (x 16 ways), same workload"
+        )
+    else:
+        df["norm_throughput"] = []
+        df.attrs["normalization"] = "throughput / throughput at Table I's AIT cache"
+    return df
+
+
+# ---------------------------------------------------------------------------
+# Figures (object API, as durasim.figures).
+
+
+def _bar_fig(df: pd.DataFrame, y: str, ylabel: str, series_col: str, order: Sequence[str]):
+    from ..figures import _empty, _footnote, _legend_outside, _new
+
+    fig, axes = _new(df, df.attrs.get("title", ""), width=9.0)
+    ax = axes[0]
+    if not len(df) or df[y].isna().all():
+        return _empty(fig, axes, df)
+    labels = list(dict.fromkeys(df["config_label"]))
+    present = [s for s in order if s in set(df[series_col])]
+    width = 0.8 / max(len(present), 1)
+    for j, s in enumerate(present):
+        part = df[df[series_col] == s].set_index("config_label")[y]
+        xs = [i + (j - (len(present) - 1) / 2) * width for i in range(len(labels))]
+        ax.bar(xs, [part.get(lab, float("nan")) for lab in labels], width, label=s)
+    ax.axhline(1.0, color="#444", lw=0.8, ls="--")
+    ax.set_xticks(range(len(labels)))
+    ax.set_xticklabels(labels, rotation=20, ha="right", fontsize=8)
+    ax.set_xlabel("workload (four threads, configs/ehou.toml)")
+    ax.set_ylabel(ylabel)
+    _legend_outside(ax)
+    _footnote(fig, df)
+    return fig
+
+
+def fig_overhead(df: pd.DataFrame):
+    return _bar_fig(
+        df[df["scheme"].isin(["osp", "ehou"])] if len(df) else df,
+        "norm_overhead",
+        "PM write overhead / SSP (ratio)",
+        "scheme",
+        ["osp", "ehou"],
+    )
+
+
+def fig_throughput(df: pd.DataFrame):
+    return _bar_fig(df, "norm_throughput", "throughput / REDU (ratio)", "scheme", SCHEMES)
+
+
+def fig_persist(df: pd.DataFrame):
+    return _bar_fig(
+        df, "norm_throughput", "throughput / lazy (ratio)", "variant", ["ehou-lazy", "ehou-eager"]
+    )
+
+
+def fig_ait(df: pd.DataFrame):
+    from ..figures import _empty, _footnote, _legend_outside, _new
+
+    fig, axes = _new(df, df.attrs.get("title", ""), width=9.0)
+    ax = axes[0]
+    if not len(df):
+        return _empty(fig, axes, df)
+    for lab in dict.fromkeys(df["config_label"]):
+        part = df[df["config_label"] == lab].sort_values("ait_cache_entries")
+        ax.plot(part["ait_cache_entries"], part["norm_throughput"], marker="o", label=lab)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("AIT-cache entries (sets x 16 ways)")
+    ax.set_ylabel("throughput / Table I AIT cache (ratio)")
+    ax.axhline(1.0, color="#444", lw=0.8, ls="--")
+    _legend_outside(ax)
+    _footnote(fig, df)
+    return fig
+
+
+@dataclass(frozen=True)
+class Experiment:
+    id: str
+    item: str
+    title: str
+    plan: Callable[[dict[str, Any], _Avail], Plan]
+    analyze: Callable[[pd.DataFrame], pd.DataFrame]
+    figure: Callable[[pd.DataFrame], Any]
+
+
+EXPERIMENTS: dict[str, Experiment] = {
+    e.id: e
+    for e in [
+        Experiment(
+            "overhead", "a", "PM write overhead, EHOU vs SSP", plan_grid, an_overhead, fig_overhead
+        ),
+        Experiment(
+            "throughput",
+            "b",
+            "Throughput of SSP and EHOU relative to REDU",
+            plan_grid,
+            an_throughput,
+            fig_throughput,
+        ),
+        Experiment(
+            "persist", "c", "EHOU eager vs lazy persisting", plan_persist, an_persist, fig_persist
+        ),
+        Experiment(
+            "ait_cache", "d", "EHOU throughput vs AIT-cache size", plan_ait, an_ait, fig_ait
+        ),
+    ]
+}
+FIGURES = {eid: e.figure for eid, e in EXPERIMENTS.items()}
+
+
+def _spec_key(spec: dict[str, Any]) -> tuple:
+    return tuple(sorted((k, repr(v)) for k, v in spec.items()))
+
+
+def run_experiments(
+    ids: Sequence[str] | None = None,
+    scale: str = "small",
+    *,
+    client: Any = None,
+    scheduler: str | None = None,
+    progress: bool | None = None,
+    preset: str | os.PathLike[str] | None = None,
+) -> dict[str, pd.DataFrame]:
+    """Run several experiments as ONE sweep and return ``{id: DataFrame}``.
+    ``preset`` defaults to configs/ehou.toml (its values become explicit
+    overrides of every run, as in :func:`durasim.experiments.hoop.run_experiments`)."""
+    from .. import _core
+
+    sc = scale_settings(scale)
+    path = preset if preset is not None else DEFAULT_PRESET
+    if preset is None and not Path(path).exists():
+        raise ValueError(
+            f"configs/ehou.toml not found at {path}; pass --config PATH (the EHOU preset)"
+        )
+    base = _core.load_preset(path)
+    ids = list(ids) if ids is not None else list(EXPERIMENTS)
+    for i in ids:
+        if i not in EXPERIMENTS:
+            raise ValueError(f"unknown experiment '{i}'; valid choices: {', '.join(EXPERIMENTS)}")
+    av = _Avail()
+    plans = {i: EXPERIMENTS[i].plan(sc, av) for i in ids}
+    unique: dict[tuple, dict[str, Any]] = {}
+    for p in plans.values():
+        p.specs = [{**base, **s} for s in p.specs]
+        for s in p.specs:
+            unique.setdefault(_spec_key(s), s)
+    specs = list(unique.values())
+    raw = (
+        sweep(specs, client=client, scheduler=scheduler, progress=progress, desc=f"ehou/{scale}")
+        if specs
+        else pd.DataFrame()
+    )
+    index = {_spec_key(s): n for n, s in enumerate(specs)}
+    out = {}
+    for i in ids:
+        e, p = EXPERIMENTS[i], plans[i]
+        rows = [index[_spec_key(s)] for s in p.specs]
+        part = (
+            raw.iloc[rows].reset_index(drop=True)
+            if rows
+            else pd.DataFrame(
+                {c: pd.Series(dtype="object") for c in ("scheme", "workload", "config_label")}
+            )
+        )
+        df = e.analyze(part)
+        df.attrs.update(
+            {
+                "experiment": e.id,
+                "paper_item": f"EHOU §IV ({e.item})",
+                "title": e.title,
+                "scale": scale,
+                "scale_settings": dict(sc),
+                "runs": len(p.specs),
+                "sweep_runs": len(specs),
+                "skipped": list(p.skipped),
+                "preset": {"path": str(path), "values": base},
+            }
+        )
+        df.attrs.setdefault("notes", [])
+        out[i] = df
+    return out
+
+
+def _one(eid: str) -> Callable[..., pd.DataFrame]:
+    def f(
+        scale: str = "small",
+        *,
+        client: Any = None,
+        scheduler: str | None = None,
+        progress: bool | None = None,
+    ) -> pd.DataFrame:
+        return run_experiments([eid], scale, client=client, scheduler=scheduler, progress=progress)[
+            eid
+        ]
+
+    e = EXPERIMENTS[eid]
+    f.__name__ = eid
+    f.__doc__ = f"EHOU §IV ({e.item}): {e.title}. Returns a DataFrame (see module doc)."
+    return f
+
+
+overhead = _one("overhead")
+throughput = _one("throughput")
+persist = _one("persist")
+ait_cache = _one("ait_cache")
