@@ -78,12 +78,12 @@ SCALES: dict[str, dict[str, Any]] = {
     },
     "small": {
         "threads": 4,
-        "tx": 2000,
+        "tx": 10_000,
         "seed": 1,
         "copies": 1,
         "workloads": [w[0] for w in WORKLOADS],
         "ait_sets": [256, 1024, 4096, 8192],
-        "ait_workloads": ["hashtable", "btree-zipf", "tpcc"],
+        "ait_workloads": [w[0] for w in WORKLOADS],
     },
     "paper": {
         "threads": 4,
@@ -214,7 +214,22 @@ def an_overhead(raw: pd.DataFrame) -> pd.DataFrame:
         df["norm_overhead"] = float("nan")
     df.attrs["normalization"] = "PM write overhead bytes per tx / SSP (osp), same workload"
     df.attrs["stat_keys"] = {"overhead_bytes_per_tx": STAT_OVERHEAD + " / measured_tx"}
+    if len(df) and df["overhead_bytes_per_tx"].notna().any():
+        df.attrs.setdefault("notes", []).append(
+            "PM write overhead B/tx: "
+            + _ranges(df, "overhead_bytes_per_tx", "scheme")
+            + " (REDU's is in the CSV; the paper compares EHOU with SSP only)"
+        )
     return df
+
+
+def _ranges(df: pd.DataFrame, col: str, by: str) -> str:
+    """'a 1–2, b 3–4' over the groups of ``by`` (the notes under a figure)."""
+    parts = []
+    for k, part in df.groupby(by, sort=False):
+        lo, hi = part[col].min(), part[col].max()
+        parts.append(f"{k} {lo:.3g}" if lo == hi else f"{k} {lo:.3g}–{hi:.3g}")
+    return ", ".join(parts)
 
 
 def an_throughput(raw: pd.DataFrame) -> pd.DataFrame:
@@ -224,6 +239,11 @@ def an_throughput(raw: pd.DataFrame) -> pd.DataFrame:
     else:
         df["norm_throughput"] = []
     df.attrs["normalization"] = "throughput / REDU throughput, same workload"
+    if len(df) and "threads" in df.columns:
+        df.attrs.setdefault("notes", []).append(
+            f"{int(df['threads'].iloc[0])} threads, one workload copy each (the paper's four "
+            "copies on four cores); throughput in tx per million cycles is in the CSV"
+        )
     return df
 
 
@@ -235,6 +255,11 @@ def an_persist(raw: pd.DataFrame) -> pd.DataFrame:
         for c in [*STATS_PERSIST, STAT_OVERHEAD]:
             if c in df.columns:
                 df[c.replace("stat.", "") + "_per_tx"] = _per_tx(df, c)
+        if "pm_write_overhead_bytes_per_tx" in df.columns:
+            df.attrs.setdefault("notes", []).append(
+                "PM write overhead B/tx: "
+                + _ranges(df, "pm_write_overhead_bytes_per_tx", "variant")
+            )
     else:
         df["variant"], df["norm_throughput"] = [], []
     df.attrs["normalization"] = "throughput / lazy persisting (EHOU) throughput, same workload"
@@ -251,6 +276,13 @@ def an_ait(raw: pd.DataFrame) -> pd.DataFrame:
         for c in ("stat.ait_cache_misses", "stat.overflow_log_entries"):
             if c in df.columns:
                 df[c.replace("stat.", "") + "_per_tx"] = _per_tx(df, c)
+        if "ait_cache_misses_per_tx" in df.columns:
+            df.attrs.setdefault("notes", []).append(
+                "AIT-cache misses per tx: "
+                + _ranges(df, "ait_cache_misses_per_tx", "ait_cache_entries")
+                + " (by entries); overflow-log entries per tx: "
+                + _ranges(df, "overflow_log_entries_per_tx", "ait_cache_entries")
+            )
         df.attrs["normalization"] = (
             f"throughput / throughput at {P_SETS}={ref_sets} (x 16 ways), same workload"
         )
