@@ -155,7 +155,8 @@ def write_report(
                 "command": command,
             }
         )
-        sections[eid] = _section(e, df.attrs, len(df), stem, pngs, csv)
+        attrs = {**df.attrs, "scale": scale, "command": command}
+        sections[eid] = _section(e, attrs, len(df), stem, pngs, csv)
     kept = []
     if prev is not None:
         for eid, entry in prev["experiments"].items():

@@ -70,7 +70,7 @@ SCALES: dict[str, dict[str, Any]] = {
     "tiny": {
         "threads": 4,
         "tx": 40,
-        "seed": 1,
+        "seeds": [1],
         "copies": 1,
         "workloads": ["array", "hashtable", "btree-zipf", "tatp"],
         "ait_sets": [1024, 8192],
@@ -79,7 +79,7 @@ SCALES: dict[str, dict[str, Any]] = {
     "small": {
         "threads": 4,
         "tx": 10_000,
-        "seed": 1,
+        "seeds": [1, 2, 3],
         "copies": 1,
         "workloads": [w[0] for w in WORKLOADS],
         "ait_sets": [256, 1024, 4096, 8192],
@@ -88,7 +88,7 @@ SCALES: dict[str, dict[str, Any]] = {
     "paper": {
         "threads": 4,
         "tx": 100_000,
-        "seed": 1,
+        "seeds": [1, 2, 3, 4, 5],
         "copies": 1,
         "workloads": [w[0] for w in WORKLOADS],
         "ait_sets": [128, 256, 512, 1024, 2048, 4096, 8192, 16384],
@@ -120,13 +120,15 @@ def _workloads(sc: dict[str, Any], names: Sequence[str], av: _Avail, plan: Plan)
     return [w for w in wanted if w[1] in ok_w]
 
 
-def _spec(sc: dict[str, Any], scheme: str, w: tuple[str, str, dict[str, Any]]) -> dict[str, Any]:
+def _spec(
+    sc: dict[str, Any], scheme: str, w: tuple[str, str, dict[str, Any]], seed: int
+) -> dict[str, Any]:
     return {
         "scheme": scheme,
         "workload": w[1],
         "threads": sc["threads"],
         "tx": sc["tx"],
-        "seed": sc["seed"],
+        "seed": seed,
         P_COPIES: sc["copies"],
         **w[2],
     }
@@ -136,8 +138,9 @@ def plan_grid(sc: dict[str, Any], av: _Avail) -> Plan:
     plan = Plan()
     schemes, _, _ = av.filter(plan, SCHEMES, [])
     for w in _workloads(sc, sc["workloads"], av, plan):
-        for s in schemes:
-            plan.specs.append(_spec(sc, s, w))
+        for seed in sc["seeds"]:
+            for s in schemes:
+                plan.specs.append(_spec(sc, s, w, seed))
     return plan
 
 
@@ -147,9 +150,10 @@ def plan_persist(sc: dict[str, Any], av: _Avail) -> Plan:
     if not ok:
         return plan
     for w in _workloads(sc, sc["workloads"], av, plan):
-        for s in schemes:
-            for mode in ("lazy", "eager"):
-                plan.specs.append({**_spec(sc, s, w), P_PERSIST: mode})
+        for seed in sc["seeds"]:
+            for s in schemes:
+                for mode in ("lazy", "eager"):
+                    plan.specs.append({**_spec(sc, s, w, seed), P_PERSIST: mode})
     return plan
 
 
@@ -159,9 +163,10 @@ def plan_ait(sc: dict[str, Any], av: _Avail) -> Plan:
     if not ok:
         return plan
     for w in _workloads(sc, sc["ait_workloads"], av, plan):
-        for s in schemes:
-            for sets in sc["ait_sets"]:
-                plan.specs.append({**_spec(sc, s, w), P_SETS: sets})
+        for seed in sc["seeds"]:
+            for s in schemes:
+                for sets in sc["ait_sets"]:
+                    plan.specs.append({**_spec(sc, s, w, seed), P_SETS: sets})
     return plan
 
 
@@ -198,17 +203,18 @@ def _relative(df: pd.DataFrame, col: str, base: str, out: str, group: Sequence[s
 
 def _relative_to(df: pd.DataFrame, mask: pd.Series, out: str) -> None:
     """``out`` = throughput / the throughput of the ``mask`` row with the
-    same ``config_label``."""
+    same ``config_label`` and seed (paired runs)."""
     col = "throughput_tx_per_mcycle"
-    ref = df[mask].set_index("config_label")[col]
-    df[out] = [v / ref.get(k, float("nan")) for v, k in zip(df[col], df["config_label"])]
+    ref = df[mask].set_index(["config_label", "seed"])[col]
+    keys = zip(df["config_label"], df["seed"])
+    df[out] = [v / ref.get(k, float("nan")) for v, k in zip(df[col], keys)]
 
 
 def an_overhead(raw: pd.DataFrame) -> pd.DataFrame:
     df = _labels(raw)
     if len(df) and STAT_OVERHEAD in df.columns:
         df["overhead_bytes_per_tx"] = _per_tx(df, STAT_OVERHEAD)
-        _relative(df, "overhead_bytes_per_tx", "osp", "norm_overhead", ["config_label"])
+        _relative(df, "overhead_bytes_per_tx", "osp", "norm_overhead", ["config_label", "seed"])
     else:
         df["overhead_bytes_per_tx"] = float("nan")
         df["norm_overhead"] = float("nan")
@@ -235,7 +241,9 @@ def _ranges(df: pd.DataFrame, col: str, by: str) -> str:
 def an_throughput(raw: pd.DataFrame) -> pd.DataFrame:
     df = _labels(raw)
     if len(df):
-        _relative(df, "throughput_tx_per_mcycle", "redu", "norm_throughput", ["config_label"])
+        _relative(
+            df, "throughput_tx_per_mcycle", "redu", "norm_throughput", ["config_label", "seed"]
+        )
     else:
         df["norm_throughput"] = []
     df.attrs["normalization"] = "throughput / REDU throughput, same workload"
@@ -273,14 +281,20 @@ def an_ait(raw: pd.DataFrame) -> pd.DataFrame:
         # Table I's 8192 sets when swept, else the largest cache.
         ref_sets = TABLE_I_SETS if TABLE_I_SETS in set(df[P_SETS]) else max(df[P_SETS])
         _relative_to(df, df[P_SETS] == ref_sets, "norm_throughput")
-        for c in ("stat.ait_cache_misses", "stat.overflow_log_entries"):
+        for c in (
+            "stat.ait_cache_misses",
+            "stat.overflow_log_entries",
+            "stat.ait_flushes_lazy_evict",
+        ):
             if c in df.columns:
                 df[c.replace("stat.", "") + "_per_tx"] = _per_tx(df, c)
         if "ait_cache_misses_per_tx" in df.columns:
             df.attrs.setdefault("notes", []).append(
                 "AIT-cache misses per tx: "
                 + _ranges(df, "ait_cache_misses_per_tx", "ait_cache_entries")
-                + " (by entries); overflow-log entries per tx: "
+                + " (by entries); committed entries flushed on eviction per tx: "
+                + _ranges(df, "ait_flushes_lazy_evict_per_tx", "ait_cache_entries")
+                + "; overflow-log entries per tx: "
                 + _ranges(df, "overflow_log_entries_per_tx", "ait_cache_entries")
             )
         df.attrs["normalization"] = (
@@ -306,14 +320,25 @@ def _bar_fig(df: pd.DataFrame, y: str, ylabel: str, series_col: str, order: Sequ
     labels = list(dict.fromkeys(df["config_label"]))
     present = [s for s in order if s in set(df[series_col])]
     width = 0.8 / max(len(present), 1)
+    seeds = df["seed"].nunique() if "seed" in df.columns else 1
     for j, s in enumerate(present):
-        part = df[df[series_col] == s].set_index("config_label")[y]
+        # Mean over seeds; the bar's whisker spans the seeds' min..max.
+        g = df[df[series_col] == s].groupby("config_label")[y]
+        mean, lo, hi = g.mean(), g.min(), g.max()
         xs = [i + (j - (len(present) - 1) / 2) * width for i in range(len(labels))]
-        ax.bar(xs, [part.get(lab, float("nan")) for lab in labels], width, label=s)
+        m = [mean.get(lab, float("nan")) for lab in labels]
+        err = [
+            [v - lo.get(lab, v) for v, lab in zip(m, labels)],
+            [hi.get(lab, v) - v for v, lab in zip(m, labels)],
+        ]
+        ax.bar(xs, m, width, label=s, yerr=err if seeds > 1 else None, capsize=2)
     ax.axhline(1.0, color="#444", lw=0.8, ls="--")
     ax.set_xticks(range(len(labels)))
     ax.set_xticklabels(labels, rotation=20, ha="right", fontsize=8)
-    ax.set_xlabel("workload (four threads, configs/ehou.toml)")
+    ax.set_xlabel(
+        f"workload (four threads, configs/ehou.toml; mean of {seeds} seed"
+        + ("s, whiskers min–max)" if seeds > 1 else ")")
+    )
     ax.set_ylabel(ylabel)
     _legend_outside(ax)
     _footnote(fig, df)
@@ -348,10 +373,19 @@ def fig_ait(df: pd.DataFrame):
     if not len(df):
         return _empty(fig, axes, df)
     for lab in dict.fromkeys(df["config_label"]):
-        part = df[df["config_label"] == lab].sort_values("ait_cache_entries")
-        ax.plot(part["ait_cache_entries"], part["norm_throughput"], marker="o", label=lab)
+        g = df[df["config_label"] == lab].groupby("ait_cache_entries")["norm_throughput"]
+        mean = g.mean()
+        ax.errorbar(
+            mean.index,
+            mean.values,
+            yerr=[mean - g.min(), g.max() - mean],
+            marker="o",
+            capsize=2,
+            label=lab,
+        )
     ax.set_xscale("log", base=2)
-    ax.set_xlabel("AIT-cache entries (sets x 16 ways)")
+    seeds = df["seed"].nunique() if "seed" in df.columns else 1
+    ax.set_xlabel(f"AIT-cache entries (sets x 16 ways; mean of {seeds} seed(s), whiskers min–max)")
     ax.set_ylabel("throughput / Table I AIT cache (ratio)")
     ax.axhline(1.0, color="#444", lw=0.8, ls="--")
     _legend_outside(ax)
