@@ -326,6 +326,9 @@ struct Stats {
     released: u64,
     overhead_writes: u64,
     overhead_bytes: u64,
+    /// Of `overhead_bytes`, those written by `finish` (end of run): lazy
+    /// persisting defers AIT flushes to it, so the rest is the steady state.
+    overhead_bytes_end_of_run: u64,
 }
 
 struct Ehou {
@@ -413,6 +416,35 @@ impl Ehou {
                 d.claim_ait();
             }
         }
+    }
+
+    /// `finish`'s work (see there).
+    fn finish_inner(&mut self, ctx: &mut MemCtx, now: Cycle) -> Cycle {
+        let mut t = now;
+        for slot in 0..self.cache.capacity() {
+            let e = *self.cache.entry(slot);
+            if e.state == EntryState::Committed {
+                t = t.max(self.write_ait(ctx, e.tag * 64, e.dev, now));
+                self.cache.entry_mut(slot).state = EntryState::Clean;
+                self.set_image(ctx, slot, None, t);
+            }
+        }
+        let mut away: Vec<(Addr, u64)> = self.committed.iter().map(|(&l, &e)| (l, e)).collect();
+        away.sort_unstable();
+        let mut buf = [0u8; 64];
+        for (line, enc) in away {
+            let r = ctx
+                .nvm
+                .read(self.g.dev_addr(line, enc), &mut buf, Purpose::Gc, now);
+            t = t.max(ctx.nvm.write(line, &buf, Purpose::Gc, r));
+            t = t.max(self.write_ait(ctx, line, 0, t));
+            if let Some(s) = self.cache.find(line / 64) {
+                self.cache.entry_mut(s).dev = 0;
+            }
+            self.free.push(enc);
+        }
+        self.committed.clear();
+        t
     }
 
     /// A PM write that the CPU did not issue (AIT flush, overflow log).
@@ -858,30 +890,9 @@ impl Scheme for Ehou {
     /// entry), so home locations hold the committed data. Each step keeps
     /// a durable mapping to bytes that are still there.
     fn finish(&mut self, ctx: &mut MemCtx, now: Cycle) -> Cycle {
-        let mut t = now;
-        for slot in 0..self.cache.capacity() {
-            let e = *self.cache.entry(slot);
-            if e.state == EntryState::Committed {
-                t = t.max(self.write_ait(ctx, e.tag * 64, e.dev, now));
-                self.cache.entry_mut(slot).state = EntryState::Clean;
-                self.set_image(ctx, slot, None, t);
-            }
-        }
-        let mut away: Vec<(Addr, u64)> = self.committed.iter().map(|(&l, &e)| (l, e)).collect();
-        away.sort_unstable();
-        let mut buf = [0u8; 64];
-        for (line, enc) in away {
-            let r = ctx
-                .nvm
-                .read(self.g.dev_addr(line, enc), &mut buf, Purpose::Gc, now);
-            t = t.max(ctx.nvm.write(line, &buf, Purpose::Gc, r));
-            t = t.max(self.write_ait(ctx, line, 0, t));
-            if let Some(s) = self.cache.find(line / 64) {
-                self.cache.entry_mut(s).dev = 0;
-            }
-            self.free.push(enc);
-        }
-        self.committed.clear();
+        let before = self.s.overhead_bytes;
+        let t = self.finish_inner(ctx, now);
+        self.s.overhead_bytes_end_of_run += self.s.overhead_bytes - before;
         t
     }
 
@@ -920,6 +931,10 @@ impl Scheme for Ehou {
             ("released_device_lines", s.released as f64),
             ("pm_write_overhead_writes", s.overhead_writes as f64),
             ("pm_write_overhead_bytes", s.overhead_bytes as f64),
+            (
+                "pm_write_overhead_bytes_end_of_run",
+                s.overhead_bytes_end_of_run as f64,
+            ),
             (
                 "cached_speculative",
                 self.cache.count(EntryState::Speculative) as f64,
