@@ -1,6 +1,6 @@
 """``durasim-lab``: regenerate a paper's report, list what this build has.
 
-    durasim-lab reproduce hoop [--scale small|paper|tiny] [--out DIR]
+    durasim-lab reproduce hoop|dpc [--scale small|paper|tiny] [--out DIR]
                                [--scheduler tcp://HOST:PORT | --scheduler serial]
                                [--workers N] [--slurm-jobs N]
     durasim-lab list [schemes|workloads|params]
@@ -22,7 +22,9 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="durasim-lab", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("reproduce", help="run a paper's experiments and write its report")
-    r.add_argument("paper", choices=["hoop"])
+    from .experiments import PAPERS
+
+    r.add_argument("paper", choices=list(PAPERS))
     r.add_argument(
         "--scale",
         default="small",
@@ -70,7 +72,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _reproduce(a: argparse.Namespace) -> int:
     from .experiments import PAPERS
-    from .report import regenerate_command, write_hoop_report
+    from .report import regenerate_command, write_report
 
     paper = PAPERS[a.paper]
     out = a.out or f"report/{a.paper}"
@@ -104,11 +106,12 @@ def _reproduce(a: argparse.Namespace) -> int:
     finally:
         for o in owned:
             o.close()
-    index = write_hoop_report(
+    index = write_report(
         frames,
         out,
         scale=a.scale,
         command=regenerate_command(a.paper, a.scale, out, a.scheduler, a.config, only),
+        paper=paper,
     )
     distinct = max((df.attrs.get("sweep_runs", 0) for df in frames.values()), default=0)
     print(

@@ -1,6 +1,11 @@
-"""The HOOP paper report: every experiment's figure (PNG + SVG), its data as
-CSV, the exact configuration and durasim version, and the command that
-regenerates it, in one ``index.html``."""
+"""A paper's report (HOOP, dual-page checkpointing, ...): every experiment's
+figure (PNG + SVG), its data as CSV, the exact configuration and durasim
+version, and the command that regenerates it, in one ``index.html``.
+
+A paper is a module of :mod:`durasim.experiments` with ``EXPERIMENTS``
+(id -> item, title), ``scale_settings(scale)`` and optionally ``figures()``
+(id -> figure function; default :data:`durasim.figures.FIGURES`),
+``REPORT_TITLE``, ``REPORT_INTRO`` and ``PAPER_REF``."""
 
 from __future__ import annotations
 
@@ -19,6 +24,15 @@ import pandas as pd
 from . import _core
 from .experiments import hoop
 from .figures import FIGURES, save
+
+_HOOP_INTRO = (
+    "Experiments of the HOOP paper's evaluation (§IV, items a–j), run on durasim. "
+    "Results are this simulator's, not the paper's; each figure states its normalization."
+)
+
+
+def _figures(paper: Any) -> dict[str, Any]:
+    return paper.figures() if hasattr(paper, "figures") else FIGURES
 
 
 def _git_commit() -> str | None:
@@ -92,6 +106,17 @@ def _previous(out: Path) -> dict[str, Any] | None:
 def write_hoop_report(
     frames: dict[str, pd.DataFrame], out: Path | str, *, scale: str, command: str
 ) -> Path:
+    return write_report(frames, out, scale=scale, command=command, paper=hoop)
+
+
+def write_report(
+    frames: dict[str, pd.DataFrame],
+    out: Path | str,
+    *,
+    scale: str,
+    command: str,
+    paper: Any = hoop,
+) -> Path:
     """Write figures, CSVs, ``config.json`` and ``index.html`` into ``out``.
 
     A report already in ``out`` is merged, never dropped: experiments not in
@@ -107,7 +132,7 @@ def write_hoop_report(
         "durasim_version": _core.version(),
         "git_commit": _git_commit(),
         "scale": scale,
-        "scale_settings": hoop.scale_settings(scale),
+        "scale_settings": paper.scale_settings(scale),
         "available": {"schemes": _core.schemes(), "workloads": _core.workloads()},
         "parameter_defaults": {k: v["default"] for k, v in params.items()},
         "parameter_sources": {k: v["source"] for k, v in params.items()},
@@ -116,10 +141,13 @@ def write_hoop_report(
         "preset": preset,
     }
     sections: dict[str, str] = {}
+    exps = paper.EXPERIMENTS
+    figs = _figures(paper)
+    ref = getattr(paper, "PAPER_REF", "HOOP §IV")
     for eid, df in frames.items():
-        e = hoop.EXPERIMENTS[eid]
+        e = exps[eid]
         stem = f"{e.item}_{eid}"
-        fig = FIGURES[eid](df)
+        fig = figs[eid](df)
         pngs = save(fig, out / stem)
         csv = out / f"{stem}.csv"
         df.to_csv(csv, index=False)
@@ -140,26 +168,26 @@ def write_hoop_report(
                 "command": command,
             }
         )
-        sections[eid] = _section(e, df.attrs, len(df), stem, pngs, csv)
+        sections[eid] = _section(e, df.attrs, len(df), stem, pngs, csv, ref)
     kept = []
     if prev is not None:
         for eid, entry in prev["experiments"].items():
-            if eid in frames or eid not in hoop.EXPERIMENTS or not isinstance(entry, dict):
+            if eid in frames or eid not in exps or not isinstance(entry, dict):
                 continue
-            e = hoop.EXPERIMENTS[eid]
+            e = exps[eid]
             stem = f"{e.item}_{eid}"
             csv = out / f"{stem}.csv"
-            figs = [out / f"{stem}.png", out / f"{stem}.svg"]
-            if not csv.exists() or not all(f.exists() for f in figs):
+            kept_figs = [out / f"{stem}.png", out / f"{stem}.svg"]
+            if not csv.exists() or not all(f.exists() for f in kept_figs):
                 continue  # its files are gone: nothing left to link
             # Entries written before per-experiment provenance existed.
             for k in ("scale", "durasim_version", "git_commit", "preset", "command"):
                 entry.setdefault(k, prev.get(k))
             config["experiments"][eid] = entry
             rows = sum(1 for _ in csv.open()) - 1
-            sections[eid] = _section(e, entry, rows, stem, figs, csv)
+            sections[eid] = _section(e, entry, rows, stem, kept_figs, csv, ref)
             kept.append(eid)
-    order = [eid for eid in hoop.EXPERIMENTS if eid in sections]
+    order = [eid for eid in exps if eid in sections]
     config["experiments"] = {eid: config["experiments"][eid] for eid in order}
     scales = sorted({str(config["experiments"][eid].get("scale")) for eid in order})
     config["scale"] = scale if scales == [scale] else "mixed: " + ", ".join(scales)
@@ -167,7 +195,9 @@ def write_hoop_report(
     cfg_path = out / "config.json"
     cfg_path.write_text(json.dumps(_jsonable(config), indent=2, sort_keys=False) + "\n")
     index = out / "index.html"
-    index.write_text(_page(config, [sections[eid] for eid in order]))
+    title = getattr(paper, "REPORT_TITLE", "HOOP paper reproduction")
+    intro = getattr(paper, "REPORT_INTRO", _HOOP_INTRO)
+    index.write_text(_page(config, [sections[eid] for eid in order], title, intro))
     return index
 
 
@@ -176,7 +206,13 @@ def _li(items: list[str]) -> str:
 
 
 def _section(
-    e: hoop.Experiment, attrs: dict[str, Any], rows: int, stem: str, figs: list[Path], csv: Path
+    e: Any,
+    attrs: dict[str, Any],
+    rows: int,
+    stem: str,
+    figs: list[Path],
+    csv: Path,
+    ref: str = "HOOP §IV",
 ) -> str:
     esc = html.escape
     png = next(p for p in figs if p.suffix == ".png").name
@@ -192,7 +228,7 @@ def _section(
         )
     parts = [
         f'<section id="{esc(e.id)}"><h2>({esc(e.item)}) {esc(e.title)}</h2>',
-        f"<p>Paper: HOOP §IV ({esc(e.item)}). Normalization: "
+        f"<p>Paper: {esc(str(attrs.get('paper_item') or f'{ref} ({e.item})'))}. Normalization: "
         f"{esc(str(attrs.get('normalization') or 'none'))}. "
         f"Runs: {rows}.{origin}</p>",
         f'<p><img src="{esc(png)}" alt="{esc(e.title)}" style="max-width:100%"></p>',
@@ -216,7 +252,12 @@ def _section(
     return "\n".join(parts)
 
 
-def _page(config: dict[str, Any], sections: list[str]) -> str:
+def _page(
+    config: dict[str, Any],
+    sections: list[str],
+    title: str = "HOOP paper reproduction",
+    intro: str = _HOOP_INTRO,
+) -> str:
     esc = html.escape
     now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     sc = json.dumps(config["scale_settings"], indent=1)
@@ -230,13 +271,12 @@ def _page(config: dict[str, Any], sections: list[str]) -> str:
     )
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
-<title>durasim — HOOP paper reproduction ({esc(config["scale"])} scale)</title>
+<title>durasim — {esc(title)} ({esc(config["scale"])} scale)</title>
 <style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto;line-height:1.4}}
 code,pre{{background:#f4f4f4;padding:2px 4px}} section{{margin-top:2.5em}}</style>
 </head><body>
-<h1>HOOP paper reproduction — {esc(config["scale"])} scale</h1>
-<p>Experiments of the HOOP paper's evaluation (§IV, items a–j), run on durasim.
-Results are this simulator's, not the paper's; each figure states its normalization.</p>
+<h1>{esc(title)} — {esc(config["scale"])} scale</h1>
+<p>{esc(intro)}</p>
 <ul>
 <li>durasim version: <code>{esc(config["durasim_version"])}</code></li>
 <li>git commit: <code>{esc(str(config["git_commit"]))}</code></li>
