@@ -121,6 +121,36 @@ PLACEMENTS = [
 ]
 
 
+#: Sizes of the transactional workloads (their footprints are set by rows,
+#: not by workload.footprint_bytes), per scale: about 2x the DRAM cache in
+#: all (small, tiny; as the programs) or Table 5's footprints (paper), from
+#: the footprints measured at the defaults (4 threads, 16,384 items/thread:
+#: tatp 93 MB, ycsb 69 MB, echo 15 MB, tpcc 63 MB), linear in the rows.
+TX_SIZES: dict[str, dict[str, dict[str, int]]] = {
+    "tiny": {
+        "tatp": {"workload.initial_items": 180},
+        "ycsb": {"workload.initial_items": 256},
+        "echo": {"workload.initial_items": 1024},
+        "tpcc": {"workload.tpcc_items": 1600, "workload.tpcc_customers_per_district": 48},
+    },
+    "small": {
+        "tatp": {"workload.initial_items": 1400},
+        "ycsb": {"workload.initial_items": 2048},
+        "echo": {"workload.initial_items": 8192},
+        "tpcc": {"workload.tpcc_items": 12500, "workload.tpcc_customers_per_district": 375},
+    },
+    "paper": {
+        # Table 5: TATP 1,247 MB, N-Store 1,090 MB, Echo 818 MB over 4 threads.
+        "tatp": {"workload.initial_items": 218_000},
+        "ycsb": {"workload.initial_items": 258_000},
+        "echo": {"workload.initial_items": 884_000},
+        # TPC-C keeps the specification's cardinalities (one warehouse per
+        # thread, 63 MB; Table 5: 864 MB).
+        "tpcc": {},
+    },
+}
+
+
 def _scaled(div: int, threads: int, footprint: dict[str, int], ops: dict[str, int]) -> dict:
     pool = PAPER_POOL // div // PAGE * PAGE
     return {
@@ -185,10 +215,12 @@ SCALES: dict[str, dict[str, Any]] = {
         "btt_entries": 4096,
         "ptt_entries": 8192,
         "sweep_workloads": ["pagerank"],
+        "tx_sizes": TX_SIZES["tiny"],
     },
     "small": {
         **_scaled(64, 4, {w: 2 * MB for w in PROGRAMS}, SMALL_OPS),
         "dram_cache_ways": 64,
+        "tx_sizes": TX_SIZES["small"],
     },
     "paper": {
         **_scaled(
@@ -199,6 +231,7 @@ SCALES: dict[str, dict[str, Any]] = {
         ),
         "dram_cache_ways": 64,
         "sweep_workloads": ["pagerank", "lbm", "tpcc"],
+        "tx_sizes": TX_SIZES["paper"],
     },
 }
 
@@ -255,6 +288,7 @@ def _spec(sc: dict[str, Any], scheme: str, workload: str, **extra: Any) -> dict[
     if workload in PROGRAMS:
         s[P_TX] = False
         s[P_FOOT] = sc["footprint_bytes"][workload]
+    s.update(sc["tx_sizes"].get(workload, {}))
     s.update(extra)
     return s
 
