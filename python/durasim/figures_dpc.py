@@ -12,11 +12,11 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from .experiments.dpc import EXPERIMENTS, HW_SCHEMES, LABELS, SOFTWARE, WORKLOADS
+from .experiments.dpc import DIRECT, EXPERIMENTS, HW_SCHEMES, LABELS, SOFTWARE, WORKLOADS
 from .figures import _empty, _footnote, _legend_outside, _log_ticks
 from .figures import _new as _new_base
 
-ORDER = {s: i for i, s in enumerate([*HW_SCHEMES, *SOFTWARE])}
+ORDER = {s: i for i, s in enumerate([*HW_SCHEMES, *SOFTWARE, DIRECT])}
 #: One colour per system in every figure (a panel without the Baseline
 #: keeps DPC orange).
 COLORS = {s: f"C{i}" for s, i in ORDER.items()}
@@ -40,14 +40,16 @@ def _workloads(df: pd.DataFrame) -> list[str]:
     return sorted(df["workload"].unique(), key=lambda w: (W_ORDER.get(w, 99), w))
 
 
-def _grouped(ax, df: pd.DataFrame, y: str, ylabel: str, schemes=None, ref_line=None) -> None:
-    """Bars: one group per workload, one bar per system."""
+def _grouped(
+    ax, df: pd.DataFrame, y: str, ylabel: str, schemes=None, ref_line=None, key="scheme"
+) -> None:
+    """Bars: one group per workload, one bar per system (``key`` column)."""
     labels = _workloads(df)
-    schemes = schemes or _schemes(df)
+    schemes = schemes or sorted(df[key].unique(), key=lambda s: (ORDER.get(s, 99), s))
     width = 0.8 / max(len(schemes), 1)
     x = np.arange(len(labels))
     for i, s in enumerate(schemes):
-        part = df[df["scheme"] == s].set_index("workload")[y]
+        part = df[df[key] == s].set_index("workload")[y]
         vals = [float(part.get(w, np.nan)) for w in labels]
         ax.bar(
             x + (i - (len(schemes) - 1) / 2) * width,
@@ -99,8 +101,10 @@ def fig_software(df: pd.DataFrame) -> Figure:
     fig, axes = _new(df, "Software systems", ncols=2, width=9.0)
     if not len(df):
         return _empty(fig, axes, df)
-    _grouped(axes[0], df, "throughput_vs_dpc", "throughput (× DPC)", ref_line=1.0)
-    _grouped(axes[1], df, "nvm_bytes_per_tx_incl_drain", "NVM bytes written per tx (B)")
+    _grouped(axes[0], df, "throughput_vs_dpc", "throughput (× DPC)", ref_line=1.0, key="series")
+    _grouped(
+        axes[1], df, "nvm_bytes_per_tx_incl_drain", "NVM bytes written per tx (B)", key="series"
+    )
     axes[1].set_title("whole run incl. final drain / committed tx", fontsize=8)
     axes[0].get_legend().remove()
     for ax in axes:
@@ -215,7 +219,8 @@ def fig_metadata_space(df: pd.DataFrame) -> Figure:
     ax.set_xscale("log")
     ax.set_xlabel("metadata (bytes, log scale; at this scale's table sizes or peaks)")
     ax.set_ylabel("structure (system)")
-    ax.margins(x=0.6)
+    # Room right of the longest bar for its annotation (log axis).
+    ax.set_xlim(right=float(b.max()) * 300 if b.max() > 0 else 10)
     ax.grid(axis="x", alpha=0.3)
     _footnote(fig, df)
     return fig

@@ -86,8 +86,9 @@ def test_tiny_runs_end_to_end(frames):
     assert (b["checkpoints"] > 0).all(), b[["scheme", "workload", "checkpoints"]]
     assert b["checkpoint_time_pct"].between(0, 100).all()
     c = frames["software"]
-    assert set(c["scheme"]) == {"ideal", "dpc", "dudetm", "pmdk-undo"}
+    assert set(c["series"]) == {"ideal", dpc.DIRECT, "dpc", "dudetm", "pmdk-undo"}
     assert (c[c["scheme"].isin(dpc.SOFTWARE)][dpc.P_DRAM] == 0).all()
+    assert (c[c["series"] == "ideal"][dpc.P_DRAM] > 0).all()
     assert (c["nvm_bytes_per_tx_incl_drain"] > 0).all()
     d = frames["pool_size"]
     assert sorted(set(d["paper_pool_mb"])) == [100, 200, 300, 400, 500]

@@ -53,6 +53,8 @@ REPORT_INTRO = (
 )
 
 BASELINE = "ideal"
+#: Series name of the Baseline run without the DRAM cache (software figure).
+DIRECT = "ideal (no DRAM cache)"
 DPC = "dpc"
 #: The hardware checkpointing systems of §5.1.2, as durasim names them.
 CHECKPOINTING = ["dpc", "ckpt-logging", "ckpt-cow", "thynvm", "page-overlay"]
@@ -68,6 +70,7 @@ LABELS = {
     "page-overlay": "PageOverlay",
     "dudetm": "DudeTM",
     "pmdk-undo": "NVML (PMDK undo)",
+    DIRECT: "Baseline, no DRAM cache",
 }
 #: Table 5's programs (without transactions) and transactional workloads.
 PROGRAMS = ["pagerank", "cc", "cd", "ann", "kdtree", "stencil3d", "lbm"]
@@ -313,6 +316,10 @@ def plan_software(sc: dict[str, Any], av: _Avail) -> Plan:
                 plan.specs.append(_spec(sc, s, w, **{P_DRAM: 0}))
             else:
                 plan.specs.append(_spec(sc, s, w))
+                if s == BASELINE:
+                    # The same machine without the DRAM cache: separates the
+                    # memory's cost from the software schemes' own.
+                    plan.specs.append(_spec(sc, s, w, **{P_DRAM: 0}))
     return plan
 
 
@@ -496,6 +503,9 @@ def an_software(raw: pd.DataFrame) -> pd.DataFrame:
     """§5.4: throughput and NVM writes against DudeTM and PMDK undo logging."""
     df = _labels(raw)
     if len(df):
+        direct = (df["scheme"] == BASELINE) & (_f(df, P_DRAM) == 0)
+        df["series"] = df["scheme"].where(~direct, DIRECT)
+        df["system"] = [LABELS.get(x, x) for x in df["series"]]
         tx = _f(df, "measured_tx").where(lambda s: s > 0, _f(df, "committed_tx")).clip(lower=1)
         df["throughput_ktx_per_s"] = _f(df, "throughput_tx_per_sec") / 1e3
         # NVM bytes per transaction over the whole run (DudeTM's group
@@ -506,7 +516,7 @@ def an_software(raw: pd.DataFrame) -> pd.DataFrame:
         df["nvm_bytes_per_tx_incl_drain"] = total / _f(df, "committed_tx").clip(lower=1)
         _norm_to(df, "throughput_tx_per_sec", DPC, "workload", "throughput_vs_dpc")
     else:
-        df["throughput_vs_dpc"] = []
+        df["throughput_vs_dpc"], df["series"] = [], []
     df.attrs["normalization"] = "throughput / dpc's, same workload; NVM bytes per transaction"
     df.attrs["notes"] = [
         "durability differs: PMDK per transaction, DudeTM per 16 ms group commit (scaled "
