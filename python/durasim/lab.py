@@ -1,6 +1,6 @@
 """``durasim-lab``: regenerate a paper's report, list what this build has.
 
-    durasim-lab reproduce hoop|ehou [--scale small|paper|tiny] [--out DIR]
+    durasim-lab reproduce hoop|dpc|ehou [--scale small|paper|tiny] [--out DIR]
                                [--scheduler tcp://HOST:PORT | --scheduler serial]
                                [--workers N] [--slurm-jobs N]
     durasim-lab list [schemes|workloads|params]
@@ -24,7 +24,7 @@ def _parser() -> argparse.ArgumentParser:
     r = sub.add_parser("reproduce", help="run a paper's experiments and write its report")
     from .experiments import PAPERS
 
-    r.add_argument("paper", choices=sorted(PAPERS))
+    r.add_argument("paper", choices=list(PAPERS))
     r.add_argument(
         "--scale",
         default="small",
@@ -109,9 +109,9 @@ def _reproduce(a: argparse.Namespace) -> int:
     index = write_report(
         frames,
         out,
-        paper=paper,
         scale=a.scale,
         command=regenerate_command(a.paper, a.scale, out, a.scheduler, a.config, only),
+        paper=paper,
     )
     distinct = max((df.attrs.get("sweep_runs", 0) for df in frames.values()), default=0)
     print(

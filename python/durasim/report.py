@@ -1,9 +1,11 @@
-"""A paper's report (HOOP, EHOU, ...): every experiment's figure (PNG +
-SVG), its data as CSV, the exact configuration and durasim version, and the
-command that regenerates it, in one ``index.html``. A paper module
-(``durasim.experiments.PAPERS``) provides ``EXPERIMENTS``,
-``scale_settings`` and optionally ``FIGURES``, ``REPORT_TITLE`` and
-``REPORT_INTRO``."""
+"""A paper's report (HOOP, dual-page checkpointing, ...): every experiment's
+figure (PNG + SVG), its data as CSV, the exact configuration and durasim
+version, and the command that regenerates it, in one ``index.html``.
+
+A paper is a module of :mod:`durasim.experiments` with ``EXPERIMENTS``
+(id -> item, title), ``scale_settings(scale)`` and optionally ``figures()``
+(id -> figure function) or ``FIGURES`` (default :data:`durasim.figures.FIGURES`),
+``REPORT_TITLE``, ``REPORT_INTRO`` and ``PAPER_REF``."""
 
 from __future__ import annotations
 
@@ -15,7 +17,6 @@ import platform
 import shlex
 import subprocess
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pandas as pd
@@ -23,6 +24,18 @@ import pandas as pd
 from . import _core
 from .experiments import hoop
 from .figures import FIGURES, save
+
+_HOOP_INTRO = (
+    "Experiments of the HOOP paper's evaluation (§IV, items a–j), run on durasim. "
+    "Results are this simulator's, not the paper's; each figure states its normalization."
+)
+
+
+def _figures(paper: Any) -> dict[str, Any]:
+    """A paper's figure functions: ``figures()``, else ``FIGURES``, else HOOP's."""
+    if hasattr(paper, "figures"):
+        return paper.figures()
+    return getattr(paper, "FIGURES", FIGURES)
 
 
 def _git_commit() -> str | None:
@@ -105,7 +118,7 @@ def write_report(
     *,
     scale: str,
     command: str,
-    paper: ModuleType = hoop,
+    paper: Any = hoop,
 ) -> Path:
     """Write figures, CSVs, ``config.json`` and ``index.html`` into ``out``.
 
@@ -131,10 +144,13 @@ def write_report(
         "preset": preset,
     }
     sections: dict[str, str] = {}
+    exps = paper.EXPERIMENTS
+    figs = _figures(paper)
+    ref = getattr(paper, "PAPER_REF", "HOOP §IV")
     for eid, df in frames.items():
-        e = paper.EXPERIMENTS[eid]
+        e = exps[eid]
         stem = f"{e.item}_{eid}"
-        fig = getattr(paper, "FIGURES", FIGURES)[eid](df)
+        fig = figs[eid](df)
         pngs = save(fig, out / stem)
         csv = out / f"{stem}.csv"
         df.to_csv(csv, index=False)
@@ -155,27 +171,28 @@ def write_report(
                 "command": command,
             }
         )
+        # A freshly run experiment names its scale and command like a kept one.
         attrs = {**df.attrs, "scale": scale, "command": command}
-        sections[eid] = _section(e, attrs, len(df), stem, pngs, csv)
+        sections[eid] = _section(e, attrs, len(df), stem, pngs, csv, ref)
     kept = []
     if prev is not None:
         for eid, entry in prev["experiments"].items():
-            if eid in frames or eid not in paper.EXPERIMENTS or not isinstance(entry, dict):
+            if eid in frames or eid not in exps or not isinstance(entry, dict):
                 continue
-            e = paper.EXPERIMENTS[eid]
+            e = exps[eid]
             stem = f"{e.item}_{eid}"
             csv = out / f"{stem}.csv"
-            figs = [out / f"{stem}.png", out / f"{stem}.svg"]
-            if not csv.exists() or not all(f.exists() for f in figs):
+            kept_figs = [out / f"{stem}.png", out / f"{stem}.svg"]
+            if not csv.exists() or not all(f.exists() for f in kept_figs):
                 continue  # its files are gone: nothing left to link
             # Entries written before per-experiment provenance existed.
             for k in ("scale", "durasim_version", "git_commit", "preset", "command"):
                 entry.setdefault(k, prev.get(k))
             config["experiments"][eid] = entry
             rows = sum(1 for _ in csv.open()) - 1
-            sections[eid] = _section(e, entry, rows, stem, figs, csv)
+            sections[eid] = _section(e, entry, rows, stem, kept_figs, csv, ref)
             kept.append(eid)
-    order = [eid for eid in paper.EXPERIMENTS if eid in sections]
+    order = [eid for eid in exps if eid in sections]
     config["experiments"] = {eid: config["experiments"][eid] for eid in order}
     scales = sorted({str(config["experiments"][eid].get("scale")) for eid in order})
     config["scale"] = scale if scales == [scale] else "mixed: " + ", ".join(scales)
@@ -183,7 +200,9 @@ def write_report(
     cfg_path = out / "config.json"
     cfg_path.write_text(json.dumps(_jsonable(config), indent=2, sort_keys=False) + "\n")
     index = out / "index.html"
-    index.write_text(_page(config, [sections[eid] for eid in order], paper))
+    title = getattr(paper, "REPORT_TITLE", "HOOP paper reproduction")
+    intro = getattr(paper, "REPORT_INTRO", _HOOP_INTRO)
+    index.write_text(_page(config, [sections[eid] for eid in order], title, intro))
     return index
 
 
@@ -192,7 +211,13 @@ def _li(items: list[str]) -> str:
 
 
 def _section(
-    e: Any, attrs: dict[str, Any], rows: int, stem: str, figs: list[Path], csv: Path
+    e: Any,
+    attrs: dict[str, Any],
+    rows: int,
+    stem: str,
+    figs: list[Path],
+    csv: Path,
+    ref: str = "HOOP §IV",
 ) -> str:
     esc = html.escape
     png = next(p for p in figs if p.suffix == ".png").name
@@ -208,8 +233,7 @@ def _section(
         )
     parts = [
         f'<section id="{esc(e.id)}"><h2>({esc(e.item)}) {esc(e.title)}</h2>',
-        f"<p>Paper: {esc(str(attrs.get('paper_item') or f'HOOP §IV ({e.item})'))}. "
-        "Normalization: "
+        f"<p>Paper: {esc(str(attrs.get('paper_item') or f'{ref} ({e.item})'))}. Normalization: "
         f"{esc(str(attrs.get('normalization') or 'none'))}. "
         f"Runs: {rows}.{origin}</p>",
         f'<p><img src="{esc(png)}" alt="{esc(e.title)}" style="max-width:100%"></p>',
@@ -233,17 +257,15 @@ def _section(
     return "\n".join(parts)
 
 
-def _page(config: dict[str, Any], sections: list[str], paper: ModuleType = hoop) -> str:
+def _page(
+    config: dict[str, Any],
+    sections: list[str],
+    title: str = "HOOP paper reproduction",
+    intro: str = _HOOP_INTRO,
+) -> str:
     esc = html.escape
     now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     sc = json.dumps(config["scale_settings"], indent=1)
-    title = getattr(paper, "REPORT_TITLE", "HOOP paper reproduction")
-    intro = getattr(
-        paper,
-        "REPORT_INTRO",
-        "Experiments of the HOOP paper's evaluation (§IV, items a–j), run on durasim. "
-        "Results are this simulator's, not the paper's; each figure states its normalization.",
-    )
     pre = config.get("preset")
     preset = (
         f"<li>parameter preset: <code>{esc(str(pre['path']))}</code> "

@@ -1,13 +1,14 @@
-"""Paper experiments. ``durasim.experiments.hoop`` reproduces the HOOP
-paper's evaluation (§IV, items a–j); ``durasim.experiments.ehou`` the EHOU
-paper's (§IV). ``PAPERS`` is the registry ``durasim-lab reproduce`` reads:
-one line per paper."""
+"""Paper experiments: ``durasim.experiments.hoop`` reproduces the HOOP
+paper's evaluation (§IV, items a–j), ``dpc`` the dual-page checkpointing
+paper's (§5.2–§5.6), ``ehou`` the EHOU paper's (§IV). ``PAPERS`` is the
+registry ``durasim-lab reproduce`` reads: one line per paper."""
 
-from . import ehou, hoop
+from . import dpc, ehou, hoop
 
 PAPERS = {
     "hoop": hoop,
+    "dpc": dpc,
     "ehou": ehou,
 }
 
-__all__ = ["PAPERS", "ehou", "hoop"]
+__all__ = ["PAPERS", "dpc", "ehou", "hoop"]
