@@ -413,6 +413,30 @@ fn bad_files_and_choices_exit_2() {
     assert!(!err.contains("panicked"), "{err}");
 }
 
+/// NVMain drops line 1 whatever it holds; durasim replays a headerless
+/// file's first request and says that NVMain would not.
+#[test]
+fn headerless_nvmain_file_is_replayed_with_a_warning() {
+    let data = "00".repeat(64);
+    let body = format!("0 R 0x40 {data} 0\n5 W 0x80 {data} 0\n");
+    let p = tmp("headerless.nvt");
+    std::fs::write(&p, &body).unwrap();
+    let (code, out, err) = durasim(&["trace", "replay", p.to_str().unwrap(), "--json"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("line 1 of") && err.contains("NVMain itself would drop it"),
+        "{err}"
+    );
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["requests"], 2);
+    assert_eq!(v["format"], "nvmain");
+    // With the header: no warning.
+    std::fs::write(&p, format!("NVMV0\n{body}")).unwrap();
+    let (code, _, err) = durasim(&["trace", "replay", p.to_str().unwrap(), "--json"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("warning"), "{err}");
+}
+
 /// A seeded stream like gen_trace.py's: random lines over 1 GiB, 2:1 R:W.
 fn stream(n: usize, seed: u64) -> Vec<(Req, u64)> {
     let mut x = seed;
