@@ -18,8 +18,12 @@ idle latency), chase (the rdlow reads as dependent loads, VANS 'C').
 
 A peer whose binary is absent under PEERS_WORK/src (build.sh's layout) is not
 run: its row shows the numbers the recipe measured (results/*.csv, same
-traces, same seed), marked "(recipe)". Prints one Markdown table; writes
-WORK/crosscheck.csv.
+traces, same seed), marked "(recipe)". Prints one Markdown table and the
+host's load average over the timed runs (the host is shared: only CPU
+seconds are comparable); writes WORK/crosscheck.csv. --skip "" runs VANS on
+the random trace too (~70-150 CPU-s); --reuse keeps each peer's earlier run
+(WORK/<sim>_<trace>/result.json: timing and CPU seconds) so a peer built
+later can be added without rerunning the others.
 """
 import argparse
 import csv
