@@ -18,8 +18,12 @@ idle latency), chase (the rdlow reads as dependent loads, VANS 'C').
 
 A peer whose binary is absent under PEERS_WORK/src (build.sh's layout) is not
 run: its row shows the numbers the recipe measured (results/*.csv, same
-traces, same seed), marked "(recipe)". Prints one Markdown table; writes
-WORK/crosscheck.csv.
+traces, same seed), marked "(recipe)". Prints one Markdown table and the
+host's load average over the timed runs (the host is shared: only CPU
+seconds are comparable); writes WORK/crosscheck.csv. --skip "" runs VANS on
+the random trace too (~70-150 CPU-s); --reuse keeps each peer's earlier run
+(WORK/<sim>_<trace>/result.json: timing and CPU seconds) so a peer built
+later can be added without rerunning the others.
 """
 import argparse
 import csv
@@ -35,6 +39,9 @@ DURASIM_MATCH = ["--set", "nvm.channels=1", "--set", "nvm.address_mapping=line-i
                  "--set", "trace.cycle_ns=2", "--set", "trace.offer_interval_ns=2"]
 
 
+LOADS = []  # 1-minute load average after every timed run (the host is shared)
+
+
 def run_timed(cmd, cwd, stdout_path):
     """Run cmd; return (exit code, CPU seconds of the child, wall seconds)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -44,6 +51,7 @@ def run_timed(cmd, cwd, stdout_path):
     wall = time.time() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    LOADS.append(os.getloadavg()[0])
     return rc, cpu, wall
 
 
@@ -65,7 +73,7 @@ def durasim_row(durasim, trace, work):
     n = r["requests"]
     return dict(lat=r["read_latency_mean_ns"], bw=r["bandwidth_gb_per_s"],
                 req_cpu=n / cpu if cpu > 0 else None, sim_ns=r["sim_ns"],
-                row_hits=r["row_hit_ratio"])
+                row_hits=r["row_hit_ratio"], cpu=cpu, wall=wall)
 
 
 def peer_cmds(recipe, src, traces, t):
@@ -132,6 +140,9 @@ def main():
                     help="runs to take from the recipe's results instead: SIM or SIM:KIND "
                          "(kind idle, random, seq), comma list; default vans:random (about "
                          "150 CPU-s for 20k requests)")
+    ap.add_argument("--reuse", action="store_true",
+                    help="keep a peer's earlier run in WORK (its result.json) instead of "
+                         "running it again (durasim always runs)")
     a = ap.parse_args()
     recipe = os.path.abspath(a.recipe)
     sys.path.insert(0, recipe)
@@ -161,8 +172,9 @@ def main():
         d["src"] = "run"
         d["trace"] = t
         results[("durasim", kind)] = d
-        print("[durasim] %s: %.1f ns, %.2f GB/s, %.0f req/CPU-s" % (
-            t, d["lat"], d["bw"], d["req_cpu"] or 0), file=sys.stderr)
+        print("[durasim] %s: %.1f ns, %.2f GB/s, %.0f req/CPU-s (%.2fs CPU, %.2fs wall, load %.1f)"
+              % (t, d["lat"], d["bw"], d["req_cpu"] or 0, d["cpu"], d["wall"], LOADS[-1]),
+              file=sys.stderr)
         for sim, binary, tr, cmd, meta in peer_cmds(recipe, src, traces, t):
             chase = meta.get("chase") == "1"
             tt = t
@@ -182,14 +194,26 @@ def main():
                 continue
             rd = os.path.join(work, "%s_%s" % (sim, tt + ("_chase" if chase else "")))
             os.makedirs(rd, exist_ok=True)
+            done = os.path.join(rd, "result.json")
+            if a.reuse and os.path.exists(done):
+                # A run made earlier with the same binary and trace (the
+                # peers are deterministic): keep its timing and its CPU time.
+                results[key] = json.load(open(done))
+                LOADS.append(results[key].get("load", 0.0))
+                print("[%s] %s: reused %s" % (sim, tt, done), file=sys.stderr)
+                continue
             rc, cpu, wall = run_timed(cmd, rd, os.path.join(rd, "stdout"))
             m = dict(meta, requests=str(nreq(tr)))
             p = parse_results.PARSERS[sim](rd, m)
             n = float(m["requests"])
             results[key] = dict(lat=p["lat_ns"], bw=p["bw"], req_cpu=n / cpu if cpu else None,
                                 src="run" if rc == 0 else "rc=%d" % rc, trace=tt,
-                                lat_kind=p.get("lat_kind", "R"))
-            print("[%s] %s: rc %d, %.1fs CPU" % (sim, tt, rc, cpu), file=sys.stderr)
+                                lat_kind=p.get("lat_kind", "R"), cpu=cpu, wall=wall,
+                                load=LOADS[-1], sim_ns=p.get("sim_ns"))
+            if rc == 0:
+                json.dump(results[key], open(done, "w"))
+            print("[%s] %s: rc %d, %.1fs CPU, %.1fs wall, load %.1f: %s ns, %s GB/s" % (
+                sim, tt, rc, cpu, wall, LOADS[-1], p["lat_ns"], p["bw"]), file=sys.stderr)
 
     sims = ["durasim", "dramsim3", "ramulator2", "nvmain", "vans"]
     f = lambda x, s="%.1f": "-" if x is None else s % x
@@ -215,6 +239,10 @@ def main():
             s, f(row["idle_ns"]), f(row["rnd_lat"]), f(row["seq_lat"]),
             f(row["rnd_bw"], "%.2f"), f(row["seq_bw"], "%.2f"),
             f(row["rnd_req_cpu"], "%.0f"), f(row["seq_req_cpu"], "%.0f"), row["source"], note))
+    if LOADS:
+        print("\nHost load average (1 min) after the timed runs: min %.1f, max %.1f "
+              "(%d CPUs); requests per CPU-s use the child's user+sys time." % (
+                  min(LOADS), max(LOADS), os.cpu_count()))
     with open(os.path.join(work, "crosscheck.csv"), "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0].keys()))
         w.writeheader()

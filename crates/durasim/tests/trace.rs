@@ -314,6 +314,55 @@ const MALFORMED: &[(&str, &str, usize, &str)] = &[
         "expected 3 fields 'TXB CORE CYCLE'",
     ),
     ("durasim", "R 0x40 0\nX 0x80\n", 2, "invalid operation 'X'"),
+    // The remaining field classes of each format (every error parse_line
+    // can give has a row).
+    (
+        "dramsim3",
+        "0x40 READ 0\n0x80 READ 1000000000000000001\n",
+        2,
+        "up to 10^15",
+    ),
+    ("vans", "0x40 R\n0x80 R W\n", 2, "expected 2 fields"),
+    ("vans", "0x40 R\n0x80 R:\n", 2, "invalid idle gap"),
+    (
+        "nvmain",
+        "NVMV0\n0 R 0x40 00 0\n5 W 0xq0 00 0\n",
+        3,
+        "invalid address '0xq0'",
+    ),
+    (
+        "nvmain",
+        "NVMV1\n0 R 0x40 00 00 0\n5 W 0x80 00 0g 1\n",
+        3,
+        "invalid old data '0g'",
+    ),
+    (
+        "nvmain",
+        "NVMV0\n0 R 0x40 00 0\n5 W 0x80 00 x\n",
+        3,
+        "invalid thread id 'x'",
+    ),
+    (
+        "durasim",
+        "R 0x40 0\nW 0x8g 1\n",
+        2,
+        "invalid address '0x8g'",
+    ),
+    ("durasim", "R 0x40 0\nW 0x80 1x\n", 2, "invalid cycle '1x'"),
+    ("durasim", "R 0x40 0\nTXB c0 5\n", 2, "invalid core 'c0'"),
+    ("durasim", "R 0x40 0\nTXE 0 -1\n", 2, "invalid cycle '-1'"),
+    (
+        "durasim",
+        "R 0x40 0\nW 0x80 1 log 0g\n",
+        2,
+        "invalid data '0g'",
+    ),
+    (
+        "durasim",
+        "R 0x40 0\nW 0x80 1 log 00 extra\n",
+        2,
+        "found 6 fields",
+    ),
 ];
 
 #[test]
@@ -362,6 +411,30 @@ fn bad_files_and_choices_exit_2() {
     let (code, _, err) = durasim(&["trace", "replay", g.to_str().unwrap()]);
     assert_eq!(code, 2, "{err}");
     assert!(!err.contains("panicked"), "{err}");
+}
+
+/// NVMain drops line 1 whatever it holds; durasim replays a headerless
+/// file's first request and says that NVMain would not.
+#[test]
+fn headerless_nvmain_file_is_replayed_with_a_warning() {
+    let data = "00".repeat(64);
+    let body = format!("0 R 0x40 {data} 0\n5 W 0x80 {data} 0\n");
+    let p = tmp("headerless.nvt");
+    std::fs::write(&p, &body).unwrap();
+    let (code, out, err) = durasim(&["trace", "replay", p.to_str().unwrap(), "--json"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("line 1 of") && err.contains("NVMain itself would drop it"),
+        "{err}"
+    );
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["requests"], 2);
+    assert_eq!(v["format"], "nvmain");
+    // With the header: no warning.
+    std::fs::write(&p, format!("NVMV0\n{body}")).unwrap();
+    let (code, _, err) = durasim(&["trace", "replay", p.to_str().unwrap(), "--json"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("warning"), "{err}");
 }
 
 /// A seeded stream like gen_trace.py's: random lines over 1 GiB, 2:1 R:W.
@@ -535,7 +608,7 @@ fn exported_run_replays_to_its_own_memory_timing() {
         "replay {sim_ns} ns vs run {run_ns} ns"
     );
     assert!(
-        (lat / run_lat - 1.0).abs() < 0.15,
+        (lat / run_lat - 1.0).abs() < 0.08,
         "replay {lat} ns vs run {run_lat} ns"
     );
 }

@@ -188,17 +188,37 @@ pub fn replay<R: BufRead>(
     for (no, l) in &head {
         let rec = formats::parse_line(fmt, l, *no == 1, &mut req)
             .map_err(|e| super::line_error(path, *no, &e))?;
+        if *no == 1 {
+            warn_headerless_nvmain(fmt, rec, path);
+        }
         st.step(rec, &req, mc);
     }
     while let Some((no, l)) = lines.next_line()? {
         match formats::parse_line(fmt, l, no == 1, &mut req) {
-            Ok(rec) => st.step(rec, &req, mc),
+            Ok(rec) => {
+                if no == 1 {
+                    warn_headerless_nvmain(fmt, rec, path);
+                }
+                st.step(rec, &req, mc)
+            }
             Err(e) => return Err(super::line_error(path, no, &e)),
         }
     }
     let end = mc.drain(st.last_accept).max(st.last_data);
     let (cpu1, rss) = host_usage();
     Ok(st.report(mc, end, start.elapsed().as_secs_f64(), cpu1 - cpu0, rss))
+}
+
+/// NVMain always consumes line 1 as a header (shared/peers README §2): a
+/// file without `NVMV0`/`NVMV1` loses its first request there but not here,
+/// so say so rather than differ silently.
+#[cold]
+fn warn_headerless_nvmain(fmt: Format, rec: Record, path: &str) {
+    if fmt == Format::Nvmain && rec == Record::Req {
+        eprintln!(
+            "warning: line 1 of '{path}' is a request, not an NVMain header (NVMV0 or NVMV1): durasim replays it, NVMain itself would drop it"
+        );
+    }
 }
 
 /// The replay's in-order offer state.
