@@ -527,6 +527,14 @@ impl Cand {
 /// Key of a bank without queued writes in the pick tree.
 const NO_CAND: u128 = u128::MAX;
 
+/// A node of the FR-FCFS pick tree: the smallest [`Cand::packed`] key of
+/// its subtree and the bank it belongs to.
+#[derive(Clone, Copy, Debug)]
+struct PickNode {
+    key: u128,
+    bank: u32,
+}
+
 /// Queued writes of one bank, oldest first, and the oldest of them in row
 /// `hit_row` (`hit`; `NIL` if none), kept up to date as writes enter and
 /// leave so the FR-FCFS row-hit search does not walk a long queue: a
@@ -699,8 +707,9 @@ pub struct MemoryController {
     /// leaf of bank b at `nbanks + b`): each node holds the smallest
     /// packed key of its subtree and that bank. A pick recomputes only the
     /// stale banks and reads the root, instead of scanning every bank.
-    pick_key: Vec<u128>,
-    pick_bank: Vec<u32>,
+    /// Stored as sibling pairs (node i at `pick[i / 2][i % 2]`; the root
+    /// is `pick[0][1]`): a match reads one pair, one host cache line.
+    pick: Vec<[PickNode; 2]>,
     /// Commits per channel: a plan depends only on its request and its
     /// channel's banks, ranks and bus, which change only by commits there.
     chan_commits: Vec<u64>,
@@ -859,12 +868,16 @@ impl MemoryController {
                 nbanks
             ],
             cand_stale: vec![0; nbanks.div_ceil(64)],
-            pick_key: vec![NO_CAND; 2 * nbanks],
+            pick: (0..nbanks as u32)
+                .map(|p| {
+                    [2 * p, 2 * p + 1].map(|i| PickNode {
+                        key: NO_CAND,
+                        bank: i.saturating_sub(nbanks as u32),
+                    })
+                })
+                .collect(),
             chan_commits: vec![0; timing.channels as usize],
             write_plan: None,
-            pick_bank: (0..2 * nbanks as u32)
-                .map(|i| i.saturating_sub(nbanks as u32))
-                .collect(),
             wq_len: 0,
             wq_seq: 0,
             wq_orig: vec![[0u8; LINE_BYTES as usize]; if timing.dcw { wq_capacity } else { 0 }],
@@ -1228,28 +1241,28 @@ impl MemoryController {
     }
 
     /// Set bank `b`'s leaf of the pick tree to `key` and replay the
-    /// matches up to the root (stopping where a winner is unchanged).
+    /// matches up to the root (stopping where a winner's key is unchanged:
+    /// keys are unique, as `seq` is, except `NO_CAND`, whose bank is never
+    /// read).
     #[inline]
     fn pick_tree_update(&mut self, b: usize, key: u128) {
-        let mut i = self.bank_queues.len() + b;
-        if self.pick_key[i] == key {
+        let i = self.bank_queues.len() + b;
+        let leaf = &mut self.pick[i / 2][i % 2];
+        if leaf.key == key {
             return; // a leaf's bank is fixed: nothing changes
         }
-        self.pick_key[i] = key;
-        while i > 1 {
-            let (l, r) = (i & !1, i | 1);
-            i /= 2;
-            let w = if self.pick_key[r] < self.pick_key[l] {
-                r
-            } else {
-                l
-            };
-            let (k, wb) = (self.pick_key[w], self.pick_bank[w]);
-            if self.pick_key[i] == k && self.pick_bank[i] == wb {
+        leaf.key = key;
+        // `p`: the parent of the pair just changed.
+        let mut p = i / 2;
+        while p >= 1 {
+            let [l, r] = self.pick[p];
+            let w = if r.key < l.key { r } else { l };
+            let node = &mut self.pick[p / 2][p % 2];
+            if node.key == w.key {
                 break;
             }
-            self.pick_key[i] = k;
-            self.pick_bank[i] = wb;
+            *node = w;
+            p /= 2;
         }
     }
 
@@ -1273,7 +1286,8 @@ impl MemoryController {
                 self.pick_tree_update(b, key);
             }
         }
-        (self.pick_key[1] != NO_CAND).then(|| self.cands[self.pick_bank[1] as usize])
+        let root = self.pick[0][1];
+        (root.key != NO_CAND).then(|| self.cands[root.bank as usize])
     }
 
     /// Queue a write of `mask` bytes of `line` at `arrival` (a free slot
