@@ -515,25 +515,22 @@ impl Cand {
         (self.est, self.miss, self.seq)
     }
 
-    /// [`Cand::key`] packed into one integer with the same order (`seq`
-    /// stays below 2^63), so the pick compares one word pair.
+    /// [`Cand::key`] packed into one integer with the same order, with
+    /// the bank in the lowest `bank_bits` bits (`seq` is unique, so the
+    /// bank below it never decides an order): the pick tree's nodes are
+    /// one integer each, compared and copied as a word pair.
     #[inline]
-    fn packed(&self) -> u128 {
-        debug_assert!(self.seq < 1 << 63);
-        (u128::from(self.est) << 64) | (u128::from(self.miss) << 63) | u128::from(self.seq)
+    fn packed(&self, bank: usize, bank_bits: u32) -> u128 {
+        debug_assert!(self.seq < 1 << (63 - bank_bits));
+        (u128::from(self.est) << 64)
+            | (u128::from(self.miss) << 63)
+            | (u128::from(self.seq) << bank_bits)
+            | bank as u128
     }
 }
 
 /// Key of a bank without queued writes in the pick tree.
 const NO_CAND: u128 = u128::MAX;
-
-/// A node of the FR-FCFS pick tree: the smallest [`Cand::packed`] key of
-/// its subtree and the bank it belongs to.
-#[derive(Clone, Copy, Debug)]
-struct PickNode {
-    key: u128,
-    bank: u32,
-}
 
 /// Queued writes of one bank, oldest first, and the oldest of them in row
 /// `hit_row` (`hit`; `NIL` if none), kept up to date as writes enter and
@@ -705,11 +702,12 @@ pub struct MemoryController {
     cand_stale: Vec<u64>,
     /// Tournament tree over the banks' candidates (heap order, root 1,
     /// leaf of bank b at `nbanks + b`): each node holds the smallest
-    /// packed key of its subtree and that bank. A pick recomputes only the
-    /// stale banks and reads the root, instead of scanning every bank.
-    /// Stored as sibling pairs (node i at `pick[i / 2][i % 2]`; the root
-    /// is `pick[0][1]`): a match reads one pair, one host cache line.
-    pick: Vec<[PickNode; 2]>,
+    /// packed key of its subtree. A pick recomputes only the stale banks
+    /// and reads the root, instead of scanning every bank.
+    /// Each key carries its bank in its low bits ([`Cand::packed`]).
+    pick: Vec<u128>,
+    /// Width of the bank index (`nbanks.trailing_zeros()`).
+    bank_index_bits: u32,
     /// Commits per channel: a plan depends only on its request and its
     /// channel's banks, ranks and bus, which change only by commits there.
     chan_commits: Vec<u64>,
@@ -818,6 +816,8 @@ impl MemoryController {
             assert!(v.is_power_of_two(), "device {name} must be a power of two");
         }
         let nbanks = (timing.channels * timing.ranks * timing.banks) as usize;
+        // The pick keys hold the bank below a write's sequence number.
+        assert!(nbanks <= 1 << 20, "device has more than 2^20 banks");
         let nranks = (timing.channels * timing.ranks) as usize;
         let wq_capacity = wq_capacity.clamp(1, NIL as usize - 1);
         let ch_bits = timing.channels.trailing_zeros();
@@ -868,14 +868,8 @@ impl MemoryController {
                 nbanks
             ],
             cand_stale: vec![0; nbanks.div_ceil(64)],
-            pick: (0..nbanks as u32)
-                .map(|p| {
-                    [2 * p, 2 * p + 1].map(|i| PickNode {
-                        key: NO_CAND,
-                        bank: i.saturating_sub(nbanks as u32),
-                    })
-                })
-                .collect(),
+            pick: vec![NO_CAND; 2 * nbanks],
+            bank_index_bits: nbanks.trailing_zeros(),
             chan_commits: vec![0; timing.channels as usize],
             write_plan: None,
             wq_len: 0,
@@ -1241,28 +1235,22 @@ impl MemoryController {
     }
 
     /// Set bank `b`'s leaf of the pick tree to `key` and replay the
-    /// matches up to the root (stopping where a winner's key is unchanged:
-    /// keys are unique, as `seq` is, except `NO_CAND`, whose bank is never
-    /// read).
+    /// matches up to the root (stopping where a winner is unchanged).
     #[inline]
     fn pick_tree_update(&mut self, b: usize, key: u128) {
-        let i = self.bank_queues.len() + b;
-        let leaf = &mut self.pick[i / 2][i % 2];
-        if leaf.key == key {
-            return; // a leaf's bank is fixed: nothing changes
+        let mut i = self.bank_queues.len() + b;
+        if self.pick[i] == key {
+            return;
         }
-        leaf.key = key;
-        // `p`: the parent of the pair just changed.
-        let mut p = i / 2;
-        while p >= 1 {
-            let [l, r] = self.pick[p];
-            let w = if r.key < l.key { r } else { l };
-            let node = &mut self.pick[p / 2][p % 2];
-            if node.key == w.key {
+        self.pick[i] = key;
+        while i > 1 {
+            // Siblings are adjacent: one pair of a host cache line.
+            let w = self.pick[i & !1].min(self.pick[i | 1]);
+            i /= 2;
+            if self.pick[i] == w {
                 break;
             }
-            *node = w;
-            p /= 2;
+            self.pick[i] = w;
         }
     }
 
@@ -1281,13 +1269,14 @@ impl MemoryController {
                 } else {
                     let c = self.bank_candidate(b);
                     self.cands[b] = c;
-                    c.packed()
+                    c.packed(b, self.bank_index_bits)
                 };
                 self.pick_tree_update(b, key);
             }
         }
-        let root = self.pick[0][1];
-        (root.key != NO_CAND).then(|| self.cands[root.bank as usize])
+        let root = self.pick[1];
+        let bank = (root & ((1 << self.bank_index_bits) - 1)) as usize;
+        (root != NO_CAND).then(|| self.cands[bank])
     }
 
     /// Queue a write of `mask` bytes of `line` at `arrival` (a free slot
