@@ -119,8 +119,11 @@ struct Window {
     retire_used: u32,
     /// ROB: per in-flight op, its entries and its retire time (FIFO ring,
     /// at most `rob_entries` ops since each holds at least one entry).
+    /// (Both rings have a power-of-two length, at least `rob_entries`, so
+    /// an index wraps by `rob_mask` instead of a compare and branch.)
     rob_k: Vec<u32>,
     rob_r: Vec<Cycle>,
+    rob_mask: usize,
     rob_head: usize,
     rob_len: usize,
     rob_occ: u32,
@@ -169,8 +172,9 @@ impl Window {
             disp_used: 0,
             retire_t: 0,
             retire_used: 0,
-            rob_k: vec![0; rob],
-            rob_r: vec![0; rob],
+            rob_k: vec![0; rob.next_power_of_two()],
+            rob_r: vec![0; rob.next_power_of_two()],
+            rob_mask: rob.next_power_of_two() - 1,
             rob_head: 0,
             rob_len: 0,
             rob_occ: 0,
@@ -264,10 +268,7 @@ impl Core {
         while o.rob_occ + k > rob {
             let r = o.rob_r[o.rob_head];
             o.rob_occ -= o.rob_k[o.rob_head];
-            o.rob_head += 1;
-            if o.rob_head == o.rob_r.len() {
-                o.rob_head = 0;
-            }
+            o.rob_head = (o.rob_head + 1) & o.rob_mask;
             o.rob_len -= 1;
             if r > self.time {
                 self.time = r;
@@ -279,10 +280,7 @@ impl Core {
     #[inline]
     fn rob_push(&mut self, k: u32, retire: Cycle) {
         let o = &mut self.ooo;
-        let mut i = o.rob_head + o.rob_len;
-        if i >= o.rob_r.len() {
-            i -= o.rob_r.len();
-        }
+        let i = (o.rob_head + o.rob_len) & o.rob_mask;
         o.rob_k[i] = k;
         o.rob_r[i] = retire;
         o.rob_len += 1;

@@ -515,12 +515,17 @@ impl Cand {
         (self.est, self.miss, self.seq)
     }
 
-    /// [`Cand::key`] packed into one integer with the same order (`seq`
-    /// stays below 2^63), so the pick compares one word pair.
+    /// [`Cand::key`] packed into one integer with the same order, with
+    /// the bank in the lowest `bank_bits` bits (`seq` is unique, so the
+    /// bank below it never decides an order): the pick tree's nodes are
+    /// one integer each, compared and copied as a word pair.
     #[inline]
-    fn packed(&self) -> u128 {
-        debug_assert!(self.seq < 1 << 63);
-        (u128::from(self.est) << 64) | (u128::from(self.miss) << 63) | u128::from(self.seq)
+    fn packed(&self, bank: usize, bank_bits: u32) -> u128 {
+        debug_assert!(self.seq < 1 << (63 - bank_bits));
+        (u128::from(self.est) << 64)
+            | (u128::from(self.miss) << 63)
+            | (u128::from(self.seq) << bank_bits)
+            | bank as u128
     }
 }
 
@@ -697,10 +702,12 @@ pub struct MemoryController {
     cand_stale: Vec<u64>,
     /// Tournament tree over the banks' candidates (heap order, root 1,
     /// leaf of bank b at `nbanks + b`): each node holds the smallest
-    /// packed key of its subtree and that bank. A pick recomputes only the
-    /// stale banks and reads the root, instead of scanning every bank.
-    pick_key: Vec<u128>,
-    pick_bank: Vec<u32>,
+    /// packed key of its subtree. A pick recomputes only the stale banks
+    /// and reads the root, instead of scanning every bank.
+    /// Each key carries its bank in its low bits ([`Cand::packed`]).
+    pick: Vec<u128>,
+    /// Width of the bank index (`nbanks.trailing_zeros()`).
+    bank_index_bits: u32,
     /// Commits per channel: a plan depends only on its request and its
     /// channel's banks, ranks and bus, which change only by commits there.
     chan_commits: Vec<u64>,
@@ -809,6 +816,8 @@ impl MemoryController {
             assert!(v.is_power_of_two(), "device {name} must be a power of two");
         }
         let nbanks = (timing.channels * timing.ranks * timing.banks) as usize;
+        // The pick keys hold the bank below a write's sequence number.
+        assert!(nbanks <= 1 << 20, "device has more than 2^20 banks");
         let nranks = (timing.channels * timing.ranks) as usize;
         let wq_capacity = wq_capacity.clamp(1, NIL as usize - 1);
         let ch_bits = timing.channels.trailing_zeros();
@@ -859,12 +868,10 @@ impl MemoryController {
                 nbanks
             ],
             cand_stale: vec![0; nbanks.div_ceil(64)],
-            pick_key: vec![NO_CAND; 2 * nbanks],
+            pick: vec![NO_CAND; 2 * nbanks],
+            bank_index_bits: nbanks.trailing_zeros(),
             chan_commits: vec![0; timing.channels as usize],
             write_plan: None,
-            pick_bank: (0..2 * nbanks as u32)
-                .map(|i| i.saturating_sub(nbanks as u32))
-                .collect(),
             wq_len: 0,
             wq_seq: 0,
             wq_orig: vec![[0u8; LINE_BYTES as usize]; if timing.dcw { wq_capacity } else { 0 }],
@@ -1232,24 +1239,18 @@ impl MemoryController {
     #[inline]
     fn pick_tree_update(&mut self, b: usize, key: u128) {
         let mut i = self.bank_queues.len() + b;
-        if self.pick_key[i] == key {
-            return; // a leaf's bank is fixed: nothing changes
+        if self.pick[i] == key {
+            return;
         }
-        self.pick_key[i] = key;
+        self.pick[i] = key;
         while i > 1 {
-            let (l, r) = (i & !1, i | 1);
+            // Siblings are adjacent: one pair of a host cache line.
+            let w = self.pick[i & !1].min(self.pick[i | 1]);
             i /= 2;
-            let w = if self.pick_key[r] < self.pick_key[l] {
-                r
-            } else {
-                l
-            };
-            let (k, wb) = (self.pick_key[w], self.pick_bank[w]);
-            if self.pick_key[i] == k && self.pick_bank[i] == wb {
+            if self.pick[i] == w {
                 break;
             }
-            self.pick_key[i] = k;
-            self.pick_bank[i] = wb;
+            self.pick[i] = w;
         }
     }
 
@@ -1268,12 +1269,14 @@ impl MemoryController {
                 } else {
                     let c = self.bank_candidate(b);
                     self.cands[b] = c;
-                    c.packed()
+                    c.packed(b, self.bank_index_bits)
                 };
                 self.pick_tree_update(b, key);
             }
         }
-        (self.pick_key[1] != NO_CAND).then(|| self.cands[self.pick_bank[1] as usize])
+        let root = self.pick[1];
+        let bank = (root & ((1 << self.bank_index_bits) - 1)) as usize;
+        (root != NO_CAND).then(|| self.cands[bank])
     }
 
     /// Queue a write of `mask` bytes of `line` at `arrival` (a free slot
