@@ -1,6 +1,6 @@
 """``durasim-lab``: regenerate a paper's report, list what this build has.
 
-    durasim-lab reproduce hoop [--scale small|paper|tiny] [--out DIR]
+    durasim-lab reproduce hoop|morlog [--scale small|paper|tiny] [--out DIR]
                                [--scheduler tcp://HOST:PORT | --scheduler serial]
                                [--workers N] [--slurm-jobs N]
     durasim-lab list [schemes|workloads|params]
@@ -22,7 +22,9 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="durasim-lab", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("reproduce", help="run a paper's experiments and write its report")
-    r.add_argument("paper", choices=["hoop"])
+    from .experiments import PAPERS
+
+    r.add_argument("paper", choices=sorted(PAPERS))
     r.add_argument(
         "--scale",
         default="small",
@@ -51,7 +53,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument(
         "--config",
         default=None,
-        help="TOML parameter preset applied to every run (e.g. configs/hoop.toml)",
+        help="TOML parameter preset applied to every run (e.g. configs/hoop.toml; "
+        "morlog's default: configs/morlog.toml)",
     )
     r.add_argument("--only", default=None, help="comma-separated experiment ids (default: all)")
     r.add_argument(
@@ -70,7 +73,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _reproduce(a: argparse.Namespace) -> int:
     from .experiments import PAPERS
-    from .report import regenerate_command, write_hoop_report
+    from .report import regenerate_command, write_report
 
     paper = PAPERS[a.paper]
     out = a.out or f"report/{a.paper}"
@@ -104,7 +107,8 @@ def _reproduce(a: argparse.Namespace) -> int:
     finally:
         for o in owned:
             o.close()
-    index = write_hoop_report(
+    index = write_report(
+        paper,
         frames,
         out,
         scale=a.scale,

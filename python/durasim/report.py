@@ -1,6 +1,8 @@
-"""The HOOP paper report: every experiment's figure (PNG + SVG), its data as
+"""A paper's report: every experiment's figure (PNG + SVG), its data as
 CSV, the exact configuration and durasim version, and the command that
-regenerates it, in one ``index.html``."""
+regenerates it, in one ``index.html``. A paper is a module of
+:mod:`durasim.experiments` (``EXPERIMENTS``, ``scale_settings``; optional
+``NAME``, ``SECTION``, ``INTRO`` and ``figures()``; HOOP's are the defaults)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import platform
 import shlex
 import subprocess
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pandas as pd
@@ -89,8 +92,29 @@ def _previous(out: Path) -> dict[str, Any] | None:
     return cfg if isinstance(cfg, dict) and isinstance(cfg.get("experiments"), dict) else None
 
 
+def _paper_name(paper: ModuleType) -> str:
+    return getattr(paper, "NAME", "HOOP")
+
+
+def _figures(paper: ModuleType) -> dict[str, Any]:
+    f = getattr(paper, "figures", None)
+    return f() if callable(f) else FIGURES
+
+
 def write_hoop_report(
     frames: dict[str, pd.DataFrame], out: Path | str, *, scale: str, command: str
+) -> Path:
+    """The HOOP report (see :func:`write_report`)."""
+    return write_report(hoop, frames, out, scale=scale, command=command)
+
+
+def write_report(
+    paper: ModuleType,
+    frames: dict[str, pd.DataFrame],
+    out: Path | str,
+    *,
+    scale: str,
+    command: str,
 ) -> Path:
     """Write figures, CSVs, ``config.json`` and ``index.html`` into ``out``.
 
@@ -107,7 +131,7 @@ def write_hoop_report(
         "durasim_version": _core.version(),
         "git_commit": _git_commit(),
         "scale": scale,
-        "scale_settings": hoop.scale_settings(scale),
+        "scale_settings": paper.scale_settings(scale),
         "available": {"schemes": _core.schemes(), "workloads": _core.workloads()},
         "parameter_defaults": {k: v["default"] for k, v in params.items()},
         "parameter_sources": {k: v["source"] for k, v in params.items()},
@@ -116,10 +140,12 @@ def write_hoop_report(
         "preset": preset,
     }
     sections: dict[str, str] = {}
+    figs_of = _figures(paper)
+    name = _paper_name(paper)
     for eid, df in frames.items():
-        e = hoop.EXPERIMENTS[eid]
+        e = paper.EXPERIMENTS[eid]
         stem = f"{e.item}_{eid}"
-        fig = FIGURES[eid](df)
+        fig = figs_of[eid](df)
         pngs = save(fig, out / stem)
         csv = out / f"{stem}.csv"
         df.to_csv(csv, index=False)
@@ -140,13 +166,13 @@ def write_hoop_report(
                 "command": command,
             }
         )
-        sections[eid] = _section(e, df.attrs, len(df), stem, pngs, csv)
+        sections[eid] = _section(e, df.attrs, len(df), stem, pngs, csv, name)
     kept = []
     if prev is not None:
         for eid, entry in prev["experiments"].items():
-            if eid in frames or eid not in hoop.EXPERIMENTS or not isinstance(entry, dict):
+            if eid in frames or eid not in paper.EXPERIMENTS or not isinstance(entry, dict):
                 continue
-            e = hoop.EXPERIMENTS[eid]
+            e = paper.EXPERIMENTS[eid]
             stem = f"{e.item}_{eid}"
             csv = out / f"{stem}.csv"
             figs = [out / f"{stem}.png", out / f"{stem}.svg"]
@@ -157,9 +183,9 @@ def write_hoop_report(
                 entry.setdefault(k, prev.get(k))
             config["experiments"][eid] = entry
             rows = sum(1 for _ in csv.open()) - 1
-            sections[eid] = _section(e, entry, rows, stem, figs, csv)
+            sections[eid] = _section(e, entry, rows, stem, figs, csv, name)
             kept.append(eid)
-    order = [eid for eid in hoop.EXPERIMENTS if eid in sections]
+    order = [eid for eid in paper.EXPERIMENTS if eid in sections]
     config["experiments"] = {eid: config["experiments"][eid] for eid in order}
     scales = sorted({str(config["experiments"][eid].get("scale")) for eid in order})
     config["scale"] = scale if scales == [scale] else "mixed: " + ", ".join(scales)
@@ -167,7 +193,7 @@ def write_hoop_report(
     cfg_path = out / "config.json"
     cfg_path.write_text(json.dumps(_jsonable(config), indent=2, sort_keys=False) + "\n")
     index = out / "index.html"
-    index.write_text(_page(config, [sections[eid] for eid in order]))
+    index.write_text(_page(config, [sections[eid] for eid in order], paper))
     return index
 
 
@@ -176,7 +202,13 @@ def _li(items: list[str]) -> str:
 
 
 def _section(
-    e: hoop.Experiment, attrs: dict[str, Any], rows: int, stem: str, figs: list[Path], csv: Path
+    e: hoop.Experiment,
+    attrs: dict[str, Any],
+    rows: int,
+    stem: str,
+    figs: list[Path],
+    csv: Path,
+    paper: str = "HOOP",
 ) -> str:
     esc = html.escape
     png = next(p for p in figs if p.suffix == ".png").name
@@ -192,7 +224,7 @@ def _section(
         )
     parts = [
         f'<section id="{esc(e.id)}"><h2>({esc(e.item)}) {esc(e.title)}</h2>',
-        f"<p>Paper: HOOP §IV ({esc(e.item)}). Normalization: "
+        f"<p>Paper: {esc(str(attrs.get('paper_item') or f'{paper} ({e.item})'))}. Normalization: "
         f"{esc(str(attrs.get('normalization') or 'none'))}. "
         f"Runs: {rows}.{origin}</p>",
         f'<p><img src="{esc(png)}" alt="{esc(e.title)}" style="max-width:100%"></p>',
@@ -216,8 +248,15 @@ def _section(
     return "\n".join(parts)
 
 
-def _page(config: dict[str, Any], sections: list[str]) -> str:
+def _page(config: dict[str, Any], sections: list[str], paper: ModuleType = hoop) -> str:
     esc = html.escape
+    name = _paper_name(paper)
+    intro = getattr(
+        paper,
+        "INTRO",
+        "Experiments of the HOOP paper's evaluation (§IV, items a–j), run on durasim.\n"
+        "Results are this simulator's, not the paper's; each figure states its normalization.",
+    )
     now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     sc = json.dumps(config["scale_settings"], indent=1)
     pre = config.get("preset")
@@ -230,13 +269,12 @@ def _page(config: dict[str, Any], sections: list[str]) -> str:
     )
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
-<title>durasim — HOOP paper reproduction ({esc(config["scale"])} scale)</title>
+<title>durasim — {esc(name)} paper reproduction ({esc(config["scale"])} scale)</title>
 <style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto;line-height:1.4}}
 code,pre{{background:#f4f4f4;padding:2px 4px}} section{{margin-top:2.5em}}</style>
 </head><body>
-<h1>HOOP paper reproduction — {esc(config["scale"])} scale</h1>
-<p>Experiments of the HOOP paper's evaluation (§IV, items a–j), run on durasim.
-Results are this simulator's, not the paper's; each figure states its normalization.</p>
+<h1>{esc(name)} paper reproduction — {esc(config["scale"])} scale</h1>
+<p>{esc(intro)}</p>
 <ul>
 <li>durasim version: <code>{esc(config["durasim_version"])}</code></li>
 <li>git commit: <code>{esc(str(config["git_commit"]))}</code></li>

@@ -1,8 +1,10 @@
 """Paper experiments. ``durasim.experiments.hoop`` reproduces the HOOP
-paper's evaluation (§IV, items a–j)."""
+paper's evaluation (§IV, items a–j); ``durasim.experiments.morlog`` the
+MorLog paper's (§VI). ``PAPERS`` is the registry ``durasim-lab reproduce``
+offers."""
 
-from . import hoop
+from . import hoop, morlog
 
-PAPERS = {"hoop": hoop}
+PAPERS = {"hoop": hoop, "morlog": morlog}
 
-__all__ = ["PAPERS", "hoop"]
+__all__ = ["PAPERS", "hoop", "morlog"]
