@@ -78,6 +78,19 @@ def fig_lines(eid: str, df: pd.DataFrame) -> Figure:
         ax.set_xlabel(xlabel, fontsize=8)
         ax.set_ylabel(f"normalized throughput (× {base})", fontsize=8)
         ax.grid(alpha=0.3)
+        if not any(len(line.get_xdata()) > 2 for line in ax.get_lines()) and not any(
+            part[x].notna()
+        ):
+            ax.text(
+                0.5,
+                0.5,
+                f"no design of this build has a {xlabel.split(' (')[0]}",
+                ha="center",
+                va="center",
+                fontsize=8,
+                color="#a00",
+                transform=ax.transAxes,
+            )
     for ax in axes[len(labels) :]:
         ax.set_axis_off()
     if len(labels) == 1:

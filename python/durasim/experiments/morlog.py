@@ -381,6 +381,12 @@ def an_log_bits(raw: pd.DataFrame) -> pd.DataFrame:
         "norm_log_bits",
         "log bits written per tx (expansion coding disabled)",
     )
+    # A baseline that ran but reports no such statistic is not "no run".
+    bad = df.attrs.get("not_normalizable") or {}
+    ran = set(df.loc[df["scheme"] == BASELINE, "config_label"]) if len(df) else set()
+    for k in list(bad):
+        if k in ran:
+            bad[k] = f"{BASELINE} reports no log-bits statistic"
     df.attrs["stat_keys"] = {"log_bits_per_tx": key}
     return df
 
