@@ -39,7 +39,17 @@ def fig_bars(eid: str, df: pd.DataFrame) -> Figure:
     if not len(df):
         return _empty(fig, axes, df)
     base = df.attrs.get("baseline") or "baseline"
-    _bars(axes[0], df.copy(), col, f"{what} (× {base})")
+    if df.attrs.get("plot"):
+        # An analysis that could not normalize plots absolute values.
+        col, ylabel = df.attrs["plot"]
+        _bars(axes[0], df.copy(), col, ylabel, baseline_line=False)
+    else:
+        _bars(axes[0], df.copy(), col, f"{what} (× {base})")
+    # One colour per design in every figure, whichever designs ran.
+    for bars in axes[0].containers:
+        for patch in bars:
+            patch.set_color(f"C{ORDER.get(bars.get_label(), 9)}")
+    _legend_outside(axes[0])
     _footnote(fig, df)
     return fig
 
@@ -60,7 +70,9 @@ def fig_lines(eid: str, df: pd.DataFrame) -> Figure:
         for d in sorted(part["scheme"].unique(), key=lambda s: (ORDER.get(s, 99), s)):
             p = part[(part["scheme"] == d) & part[x].notna()].sort_values(x)
             if len(p):
-                ax.plot(p[x], p["norm_throughput"], marker="o", label=d)
+                ax.plot(
+                    p[x], p["norm_throughput"], marker="o", label=d, color=f"C{ORDER.get(d, 9)}"
+                )
             elif eid == "redo_buffer":
                 # The reference design (no redo buffer): one level, drawn as a line.
                 ref = part[part["scheme"] == d]["norm_throughput"]

@@ -178,6 +178,20 @@ def test_every_experiment_runs_end_to_end(real):
     ur = real["undo_redo_buffer"]
     fwb = ur[ur["scheme"] == "fwb-crade"]
     assert sorted(fwb["fwb.log_buffer_entries"]) == sorted(fwb["undo_redo_entries"]) == [4, 16]
+    if "morlog-slde" in have:
+        ml = ur[ur["scheme"] == "morlog-slde"]
+        assert sorted(ml["morlog.undo_redo_buffer_entries"]) == [4, 16]
+        g = real["redo_buffer"]
+        dp = g[g["scheme"] == "morlog-dp-slde"]
+        assert sorted(dp["morlog-dp.redo_buffer_entries"]) == sorted(dp["redo_entries"]) == [2, 32]
+        lb = real["log_bits"]
+        ours = lb[lb["scheme"].str.startswith("morlog")]
+        assert (ours["log_bits_per_tx"] > 0).all()
+        if lb[lb["scheme"] == "fwb-crade"]["log_bits_per_tx"].isna().all():
+            # FWB reports no log bits: the figure shows bits, not ratios.
+            assert lb.attrs["plot"][0] == "log_bits_per_tx"
+            fig = figures_morlog.figure(lb)
+            assert "bits" in fig.axes[0].get_ylabel()
 
 
 @pytest.mark.parametrize("eid", list(morlog.EXPERIMENTS))

@@ -387,6 +387,14 @@ def an_log_bits(raw: pd.DataFrame) -> pd.DataFrame:
     for k in list(bad):
         if k in ran:
             bad[k] = f"{BASELINE} reports no log-bits statistic"
+    if len(df) and df["norm_log_bits"].isna().all() and df["log_bits_per_tx"].notna().any():
+        # Nothing to normalize to: show the designs that report the bits,
+        # in bits, rather than an empty figure.
+        df.attrs["normalization"] = (
+            f"none (log bits written per tx; {BASELINE} reports no log-bits statistic)"
+        )
+        df.attrs.pop("not_normalizable", None)
+        df.attrs["plot"] = ["log_bits_per_tx", "log bits written per tx (bits)"]
     df.attrs["stat_keys"] = {"log_bits_per_tx": key}
     return df
 
