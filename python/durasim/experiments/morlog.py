@@ -521,6 +521,13 @@ def figures() -> dict[str, Callable[[pd.DataFrame], Any]]:
     return {eid: figures_morlog.figure for eid in EXPERIMENTS}
 
 
+def _shown_path(path: str | os.PathLike[str]) -> str:
+    """The default preset as ``configs/morlog.toml`` (not this host's path)."""
+    p = Path(path).resolve()
+    root = DEFAULT_PRESET.parents[1]
+    return p.relative_to(root).as_posix() if p.is_relative_to(root) else os.fspath(path)
+
+
 def _preset_settings() -> dict[str, dict[str, Any]]:
     """``{design: settings it fixes}`` for the named presets of this build."""
     return {
@@ -605,7 +612,7 @@ def run_experiments(
                 "runs": len(p.specs),
                 "sweep_runs": len(specs),
                 "skipped": list(p.skipped),
-                "preset": {"path": os.fspath(preset), "values": base},
+                "preset": {"path": _shown_path(preset), "values": base},
                 "scheme_order": list(DESIGNS),
             }
         )
