@@ -310,6 +310,7 @@ struct Shadow {
 
 #[derive(Clone, Copy, Debug)]
 struct Committed {
+    txid: u32,
     first_seq: u64,
     pass: u64,
 }
@@ -318,7 +319,9 @@ struct Committed {
 #[derive(Clone, Copy, Debug)]
 struct Pending {
     txid: u32,
-    /// Its commit record and redo entries still to be written.
+    /// Its redo entries still to be written once its commit record is
+    /// (`UNKNOWN` until then: the record's counter is taken when it leaves
+    /// the undo+redo buffer).
     remaining: u64,
     /// The core's transactions committed up to and including it.
     count: u64,
@@ -330,10 +333,6 @@ struct CoreState {
     in_tx: bool,
     open_first: Option<u64>,
     logged: bool,
-    /// Redo entries of the running transaction created (minus discarded)
-    /// and written so far.
-    redo_created: u64,
-    redo_written: u64,
     committed: VecDeque<Committed>,
     /// Transactions committed (with or without stores).
     tx_count: u64,
@@ -390,8 +389,13 @@ pub struct MorLog {
     /// morlog-dp: committed transactions (core) in commit order, not yet
     /// reported durable.
     order: VecDeque<CoreId>,
+    /// The counter of the commit record being written.
+    counter_at_record: u64,
     st: Stats,
 }
+
+/// A pending transaction's remaining count before its record is written.
+const UNKNOWN: u64 = u64::MAX;
 
 fn build(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
     Ok(Box::new(MorLog::new(p, layout, false)?))
@@ -458,6 +462,7 @@ impl MorLog {
                 })
                 .collect(),
             order: VecDeque::with_capacity(if dp { 4096 } else { 0 }),
+            counter_at_record: 0,
             st: Stats::default(),
         })
     }
@@ -509,27 +514,44 @@ impl MorLog {
             TYPE_REDO => {
                 self.st.redo_written += 1;
                 self.st.log_bits += REDO_ENTRY_BITS;
-                if running {
-                    c.redo_written += 1;
-                } else if self.dp {
-                    self.persisted_one(ctx, core, r.txid);
+                if !running && self.dp {
+                    self.persisted_one(ctx, core, r.txid, false);
                 }
             }
             _ => {
                 self.st.commit_records += 1;
                 self.st.log_bits += COMMIT_BITS + if self.dp { DP_COUNTER_BITS } else { 0 };
                 if self.dp {
-                    self.persisted_one(ctx, core, r.txid);
+                    self.persisted_one(ctx, core, r.txid, true);
                 }
             }
         }
         t
     }
 
-    /// morlog-dp: one more record of committed transaction (`core`,
-    /// `txid`) is in the log; report the transactions now persisted, in
-    /// commit order.
-    fn persisted_one(&mut self, ctx: &mut MemCtx, core: CoreId, txid: u32) {
+    /// The ulog counter of (`core`, `txid`) as its commit record leaves
+    /// the undo+redo buffer: its redo entries not yet written (buffered, or
+    /// to come from its ULog words in the L1s). Recovery counts its redo
+    /// entries after the record.
+    fn ulog_counter(&self, core: CoreId, txid: u32) -> u64 {
+        let buffered = self
+            .redo
+            .iter()
+            .filter(|e| e.core == core && e.txid == txid)
+            .count() as u64;
+        let in_l1: u64 = self.cores[core]
+            .shadow
+            .values()
+            .filter(|s| s.txid == txid)
+            .map(|s| u64::from(s.mask.count_ones()))
+            .sum();
+        buffered + in_l1
+    }
+
+    /// morlog-dp: the commit record (`record`, carrying `counter`) or one
+    /// more redo entry of committed transaction (`core`, `txid`) is in the
+    /// log; report the transactions now persisted, in commit order.
+    fn persisted_one(&mut self, ctx: &mut MemCtx, core: CoreId, txid: u32, record: bool) {
         let c = &mut self.cores[core];
         let Some(front) = c.pending.front() else {
             return;
@@ -537,7 +559,11 @@ impl MorLog {
         let i = txid.wrapping_sub(front.txid) as usize;
         if let Some(p) = c.pending.get_mut(i) {
             debug_assert_eq!(p.txid, txid);
-            p.remaining = p.remaining.saturating_sub(1);
+            if record {
+                p.remaining = self.counter_at_record;
+            } else if p.remaining != UNKNOWN {
+                p.remaining -= 1;
+            }
         }
         self.report(ctx);
     }
@@ -557,7 +583,11 @@ impl MorLog {
     }
 
     fn pop_ur(&mut self, ctx: &mut MemCtx, now: Cycle) -> Cycle {
-        let e = self.ur.pop_front().expect("a buffered entry");
+        let mut e = self.ur.pop_front().expect("a buffered entry");
+        if e.kind == TYPE_COMMIT {
+            e.redo = self.ulog_counter(e.core, e.txid);
+            self.counter_at_record = e.redo;
+        }
         let r = Record {
             kind: e.kind,
             core: e.core as u64,
@@ -627,10 +657,6 @@ impl MorLog {
     /// A new redo entry (the oldest leaves early if the FIFO is full).
     /// Returns when a forced write finished (`now` if none).
     fn push_redo(&mut self, ctx: &mut MemCtx, e: RedoEntry, now: Cycle) -> Cycle {
-        let c = &mut self.cores[e.core];
-        if c.txid == e.txid && c.in_tx {
-            c.redo_created += 1;
-        }
         if let Some(x) = self
             .redo
             .iter_mut()
@@ -640,10 +666,6 @@ impl MorLog {
             // Same word, same transaction: the newer redo replaces it.
             x.redo = e.redo;
             self.st.redo_coalesced += 1;
-            let c = &mut self.cores[e.core];
-            if c.txid == e.txid && c.in_tx {
-                c.redo_created -= 1;
-            }
             return now;
         }
         self.st.redo_created += 1;
@@ -686,7 +708,13 @@ impl MorLog {
     fn truncate(&mut self, ctx: &mut MemCtx, pass: u64, now: Cycle) -> Cycle {
         let mut head = self.tail;
         for c in &mut self.cores {
-            while c.committed.front().is_some_and(|x| x.pass + 2 <= pass) {
+            // morlog-dp: a transaction not yet persisted (its redo entries
+            // still to come) is never retired, so the head never cuts one
+            // that recovery may have to undo.
+            let pending = c.pending.front().map(|p| p.txid);
+            while c.committed.front().is_some_and(|x| {
+                x.pass + 2 <= pass && pending.is_none_or(|t| (x.txid.wrapping_sub(t) as i32) < 0)
+            }) {
                 c.committed.pop_front();
                 self.st.retired_tx += 1;
             }
@@ -751,24 +779,19 @@ impl MorLog {
             return now;
         }
         let txid = c.txid;
-        let ulog: u64 = c
-            .shadow
-            .values()
-            .filter(|s| s.txid == txid)
-            .map(|s| u64::from(s.mask.count_ones()))
-            .sum();
-        // Every redo entry of the transaction: created so far (written or
-        // buffered) and to come from its L1 lines.
-        let counter = c.redo_created + ulog;
         c.pending.push_back(Pending {
             txid,
-            remaining: counter - c.redo_written + 1,
+            remaining: UNKNOWN,
             count,
         });
         self.order.push_back(core);
         let first_seq = c.open_first.take().unwrap_or(self.tail);
         let pass = self.passes;
-        c.committed.push_back(Committed { first_seq, pass });
+        c.committed.push_back(Committed {
+            txid,
+            first_seq,
+            pass,
+        });
         c.logged = false;
         // The commit record queues behind the transaction's entries.
         let mut done = now;
@@ -784,7 +807,7 @@ impl MorLog {
             txid,
             addr: 0,
             undo: 0,
-            redo: counter,
+            redo: 0,
             added: perform,
             last_store: perform,
         });
@@ -801,8 +824,6 @@ impl Scheme for MorLog {
         c.in_tx = true;
         c.open_first = None;
         c.logged = false;
-        c.redo_created = 0;
-        c.redo_written = 0;
         now
     }
 
@@ -845,7 +866,12 @@ impl Scheme for MorLog {
         let tail = self.tail;
         let c = &mut self.cores[core];
         let first_seq = c.open_first.take().unwrap_or(tail);
-        c.committed.push_back(Committed { first_seq, pass });
+        let txid = c.txid;
+        c.committed.push_back(Committed {
+            txid,
+            first_seq,
+            pass,
+        });
         c.logged = false;
         c.in_tx = false;
         c.tx_count += 1;
@@ -927,7 +953,6 @@ impl Scheme for MorLog {
                 }
             });
             self.st.redo_discarded += discarded;
-            self.cores[core].redo_created -= discarded;
         }
         self.settle(ext, line);
         self.cores[core].logged = true;
@@ -1049,14 +1074,7 @@ impl Scheme for MorLog {
         if self.redo.iter().any(|e| line_of(e.addr) == line_addr) {
             if self.discard_on_writeback {
                 let before = self.redo.len();
-                let cores = &mut self.cores;
-                self.redo.retain(|e| {
-                    let keep = line_of(e.addr) != line_addr;
-                    if !keep && cores[e.core].txid == e.txid && cores[e.core].in_tx {
-                        cores[e.core].redo_created -= 1;
-                    }
-                    keep
-                });
+                self.redo.retain(|e| line_of(e.addr) != line_addr);
                 self.st.redo_discarded += (before - self.redo.len()) as u64;
             } else {
                 self.st.redo_kept_on_writeback += 1;
@@ -1183,7 +1201,10 @@ fn recover_with(
                 }
             }
             TYPE_REDO => {
-                t.redo_entries += 1;
+                // The counter covers the redo entries after the record.
+                if t.commit_at.is_some() {
+                    t.redo_entries += 1;
+                }
                 t.recs.push(i);
             }
             _ => t.recs.push(i),
