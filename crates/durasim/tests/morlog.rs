@@ -158,12 +158,45 @@ fn morlog_recovery_survives_crashes_inside_it() {
     };
     for scheme in ["morlog", "morlog-dp"] {
         let key = period(scheme);
-        for w in ["btree", "echo"] {
+        for w in ["btree", "queue"] {
             let sets = [(key.as_str(), "1000"), ("workload.initial_items", "64")];
             let r = crashtest(spec(scheme, w, 40, &sets), &opts);
             assert!(r.recovery_crashes_tested > 100, "{scheme} {w}");
             assert!(r.background_points_tested > 0, "{scheme} {w}");
             assert_eq!(r.violations, 0, "{scheme} {w}: {:?}", r.first_violation);
         }
+    }
+}
+
+/// The planted bugs fail the oracle with a replay line: the paper's literal
+/// redo-discard-on-write-back rule, data overtaking their undo entries, and
+/// a recovery that ignores morlog-dp's ulog counters.
+#[test]
+fn morlog_mutants_fail_with_a_replay_line() {
+    for (scheme, mutant, workload, threads, tx) in [
+        ("morlog", "discard-on-writeback", "echo", 2, 150),
+        ("morlog", "no-order", "btree", 1, 300),
+        ("morlog-dp", "no-order", "btree", 1, 300),
+        ("morlog-dp", "ignore-counter", "echo", 1, 60),
+    ] {
+        let (key, mkey) = (period(scheme), format!("{scheme}.mutant"));
+        let mut s = spec(
+            scheme,
+            workload,
+            tx,
+            &[(key.as_str(), "1000"), (mkey.as_str(), mutant)],
+        );
+        s.threads = threads;
+        s.seed = 1;
+        let r = crashtest(s, &CrashOptions::default());
+        assert!(r.violations > 0, "{scheme} mutant {mutant} passed");
+        let v = r.first_violation.expect("a first violation");
+        assert!(
+            v.replay.contains(&format!("--scheme {scheme}"))
+                && v.replay.contains("--crash-at")
+                && v.replay.contains(&format!("{mkey}={mutant}")),
+            "{}",
+            v.replay
+        );
     }
 }

@@ -1321,4 +1321,84 @@ mod tests {
             + p.u64("cache.llc_latency_cycles");
         assert_eq!(n + 1, trav);
     }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(32))]
+
+        /// The ordering rule over random store sequences: a word's value
+        /// reaches its home only after the undo+redo entry of the
+        /// transaction that stored it is in the log (tiny caches and a
+        /// short scan period force steals and force write-backs).
+        #[test]
+        fn no_home_write_before_its_undo_is_persisted(
+            txs in prop::collection::vec(prop::collection::vec(0u64..96, 1..16), 1..30),
+            dp in any::<bool>(),
+        ) {
+            let scheme = if dp { "morlog-dp" } else { "morlog" };
+            let mut s = crate::engine::RunSpec::new(scheme, "vector").unwrap();
+            s.threads = 1;
+            s.record_history = true;
+            for (k, v) in [
+                ("cache.l1_size_bytes", "1KB"),
+                ("cache.l1_ways", "2"),
+                ("cache.l2_size_bytes", "2KB"),
+                ("cache.l2_ways", "2"),
+                ("cache.llc_size_bytes", "4KB"),
+                ("cache.llc_ways", "2"),
+            ] {
+                s.params.set_str(k, v).unwrap();
+            }
+            s.params.set_str(&format!("{scheme}.period_cycles"), "1000").unwrap();
+            let mut e = crate::engine::Engine::new(s).unwrap();
+            // 12 lines one L1-set stride apart (conflicts), 8 words each.
+            let base = e.ctx.layout.thread_base(0) + (32 << 20);
+            let word = |w: u64| base + (w / 8) * 512 + (w % 8) * 8;
+            let mut origin = FxHashMap::default();
+            let mut v = 1u64 << 40;
+            for (t, words) in txs.iter().enumerate() {
+                let ops: Vec<crate::workloads::Op> = words
+                    .iter()
+                    .map(|&w| {
+                        v += 1;
+                        origin.insert(v, t as u32 + 1);
+                        crate::workloads::Op::Store { addr: word(w), value: v }
+                    })
+                    .collect();
+                e.run_ops(0, &ops).unwrap();
+            }
+            let layout = e.ctx.layout.clone();
+            let log_bytes = e.spec.params.u64(&format!("{scheme}.log_bytes"));
+            let ring = Ring::new(&layout, log_bytes);
+            let log = &e.ctx.nvm.persist_log;
+            let mut undo_persisted = rustc_hash::FxHashSet::default();
+            let mut home_writes = 0;
+            for ev in log.events() {
+                let data = log.data(ev);
+                let slots = ring.base + HEADER_BYTES;
+                if ev.addr >= slots && ev.addr < slots + ring.slots * ENTRY_BYTES {
+                    let seq = (ev.addr - slots) / ENTRY_BYTES;
+                    if let Some(r) = decode(&ring, seq, data.try_into().unwrap()) {
+                        if r.kind == TYPE_DATA {
+                            undo_persisted.insert((r.addr, r.txid));
+                        }
+                    }
+                } else if ev.addr < layout.home_limit {
+                    for (i, b) in data.chunks_exact(8).enumerate() {
+                        let val = u64::from_le_bytes(b.try_into().unwrap());
+                        if let Some(&tx) = origin.get(&val) {
+                            home_writes += 1;
+                            let a = ev.addr + 8 * i as u64;
+                            prop_assert!(
+                                undo_persisted.contains(&(a, tx)),
+                                "{scheme}: {a:#x} = {val:#x} of tx {tx} home before its undo"
+                            );
+                        }
+                    }
+                }
+            }
+            prop_assert!(home_writes > 0 || txs.len() < 3);
+        }
+    }
 }
