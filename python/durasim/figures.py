@@ -97,7 +97,9 @@ def _empty(fig: Figure, axes: list, df: pd.DataFrame) -> Figure:
 
 
 def _ordered_schemes(df: pd.DataFrame) -> list[str]:
-    return sorted(df["scheme"].unique(), key=lambda s: (SCHEME_ORDER.get(s, 99), s))
+    # A paper's frames may give their own design order (attrs["scheme_order"]).
+    order = {s: i for i, s in enumerate(df.attrs.get("scheme_order") or [])} or SCHEME_ORDER
+    return sorted(df["scheme"].unique(), key=lambda s: (order.get(s, 99), s))
 
 
 def _bars(ax, df: pd.DataFrame, y: str, ylabel: str, baseline_line: bool = True) -> None:

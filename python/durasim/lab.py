@@ -1,6 +1,6 @@
 """``durasim-lab``: regenerate a paper's report, list what this build has.
 
-    durasim-lab reproduce hoop|dpc|ehou [--scale small|paper|tiny] [--out DIR]
+    durasim-lab reproduce hoop|dpc|morlog|ehou [--scale small|paper|tiny] [--out DIR]
                                [--scheduler tcp://HOST:PORT | --scheduler serial]
                                [--workers N] [--slurm-jobs N]
     durasim-lab list [schemes|workloads|params]

@@ -111,6 +111,9 @@ def result_row(
         _flatten("", report.get("metrics", {}), row)
         for k, v in report.get("scheme_stats", {}).items():
             row[f"stat.{k}"] = v
+        # The data-aware device's block (README "Data-aware NVM"), when built.
+        if "nvm_media" in report:
+            _flatten("nvm_media", report["nvm_media"], row)
         _flatten("sim", report.get("sim", {}), row)
     row["error"] = error
     return row

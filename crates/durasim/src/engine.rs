@@ -389,7 +389,7 @@ impl MemSide for Below<'_> {
         core: CoreId,
         line_addr: Addr,
         data: &LineData,
-        ext: &LineExt,
+        ext: &mut LineExt,
         now: Cycle,
     ) {
         self.scheme

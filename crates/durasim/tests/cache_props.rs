@@ -47,7 +47,7 @@ impl MemSide for Backing {
         self.writebacks += 1;
         now + 10
     }
-    fn l1_evict(&mut self, _: CoreId, _: Addr, _: &LineData, _: &LineExt, _: Cycle) {
+    fn l1_evict(&mut self, _: CoreId, _: Addr, _: &LineData, _: &mut LineExt, _: Cycle) {
         self.l1_evictions += 1;
     }
 }

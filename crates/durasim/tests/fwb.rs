@@ -41,7 +41,7 @@ impl MemSide for Recorder {
         self.writebacks.push((line, cause));
         now
     }
-    fn l1_evict(&mut self, _: CoreId, _: Addr, _: &LineData, _: &LineExt, _: Cycle) {}
+    fn l1_evict(&mut self, _: CoreId, _: Addr, _: &LineData, _: &mut LineExt, _: Cycle) {}
 }
 
 fn store(h: &mut Hierarchy, m: &mut Recorder, line: Addr, t: Cycle) {

@@ -351,6 +351,16 @@ fn crash_points_fall_inside_every_kind_of_background_work() {
             &["force-write-back"],
         ),
         ("redu", &[], &["apply"]),
+        (
+            "morlog",
+            &[("morlog.period_cycles", "2000")],
+            &["force-write-back"],
+        ),
+        (
+            "morlog-dp",
+            &[("morlog-dp.period_cycles", "2000")],
+            &["force-write-back"],
+        ),
         // No background work: everything is on the commit path.
         ("opt-undo", &[], &[]),
         ("lad", &[], &[]),

@@ -69,12 +69,14 @@ pub trait MemSide {
         now: Cycle,
     ) -> Cycle;
     /// A dirty line leaves a private L1 (MorLog observes this).
+    /// The line's extension is mutable: MorLog's L1 state leaves with the
+    /// line.
     fn l1_evict(
         &mut self,
         core: CoreId,
         line_addr: Addr,
         data: &LineData,
-        ext: &LineExt,
+        ext: &mut LineExt,
         now: Cycle,
     );
 }
@@ -232,7 +234,8 @@ impl Hierarchy {
         if let Some(vaddr) = self.l1[core].valid_addr(slot) {
             if self.l1[core].is_dirty(slot) {
                 let s3 = self.l1[core].link(slot);
-                mem.l1_evict(core, vaddr, self.llc.data(s3), self.llc.ext(s3), t);
+                let (d, x) = self.llc.line_mut(s3);
+                mem.l1_evict(core, vaddr, d, x, t);
                 let l2 = &mut self.l2[core];
                 let v2 = l2.find(vaddr).expect("L2 must include every L1 line");
                 l2.set_dirty(v2, true);
@@ -307,7 +310,8 @@ impl Hierarchy {
             if let Some(s1) = self.l1[core].find(vaddr) {
                 if self.l1[core].is_dirty(s1) {
                     let v3 = self.l1[core].link(s1);
-                    mem.l1_evict(core, vaddr, self.llc.data(v3), self.llc.ext(v3), *t);
+                    let (d, x) = self.llc.line_mut(v3);
+                    mem.l1_evict(core, vaddr, d, x, *t);
                     dirty = true;
                 }
                 self.l1[core].invalidate(s1);
@@ -341,7 +345,8 @@ impl Hierarchy {
             self.l2[core].invalidate(s2);
             if let Some(s1) = self.l1[core].find(vaddr) {
                 if self.l1[core].is_dirty(s1) {
-                    mem.l1_evict(core, vaddr, self.llc.data(slot), self.llc.ext(slot), t);
+                    let (d, x) = self.llc.line_mut(slot);
+                    mem.l1_evict(core, vaddr, d, x, t);
                     dirty = true;
                 }
                 self.l1[core].invalidate(s1);

@@ -26,6 +26,9 @@ pub struct LineExt {
     pub word_mask: u8,
     /// A second per-word bitmask for schemes that need two (e.g. logged words).
     pub word_mask2: u8,
+    /// Thread id of the transaction in `txid` (MorLog's 8-bit TID, Fig. 7).
+    /// Fits the struct's padding: `LineExt` stays 8 bytes.
+    pub tid: u8,
 }
 
 /// Tag bit 0: the slot is dirty. Line addresses are 64 B aligned, so the

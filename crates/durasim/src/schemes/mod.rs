@@ -231,14 +231,15 @@ pub trait Scheme: Send {
         ctx.nvm.write(line_addr, data, Purpose::WriteBack, now)
     }
 
-    /// A dirty line leaves a private L1.
+    /// A dirty line leaves a private L1 (the scheme may reset the line's
+    /// L1-only state in `ext`).
     fn l1_evict(
         &mut self,
         _ctx: &mut MemCtx,
         _core: CoreId,
         _line_addr: Addr,
         _data: &LineData,
-        _ext: &LineExt,
+        _ext: &mut LineExt,
         _now: Cycle,
     ) {
     }
@@ -470,6 +471,8 @@ pub static REGISTRY: &[&SchemeInfo] = &[
     &logging::fwb::INFO,
     &logging::fwb::UNSAFE_INFO,
     &logging::redu::INFO,
+    &logging::morlog::INFO,
+    &logging::morlog::DP_INFO,
     &oop::ehou::INFO,
     &checkpoint::thynvm::INFO,
     &checkpoint::overlay::INFO,

@@ -164,11 +164,13 @@ const UNSAFE: Keys = Keys {
 };
 
 /// Two header lines before the entry slots.
-const HEADER_BYTES: u64 = 128;
+pub(crate) const HEADER_BYTES: u64 = 128;
 pub const ENTRY_BYTES: u64 = 32;
-const HDR_MAGIC: u64 = 0x4657_4248_4541_4431; // "FWBHEAD1"
-const TYPE_DATA: u64 = 1;
-const TYPE_COMMIT: u64 = 2;
+pub(crate) const HDR_MAGIC: u64 = 0x4657_4248_4541_4431; // "FWBHEAD1"
+pub(crate) const TYPE_DATA: u64 = 1;
+pub(crate) const TYPE_COMMIT: u64 = 2;
+/// A redo-only entry (MorLog's redo buffer; never in fwb's log).
+pub(crate) const TYPE_REDO: u64 = 3;
 const ADDR_MASK: u64 = (1 << 48) - 1;
 
 fn reserved_bytes(p: &Params) -> u64 {
@@ -183,38 +185,38 @@ fn reserved_bytes_unsafe(p: &Params) -> u64 {
 /// its torn bit is the parity of the pass over the region (`seq / slots`),
 /// inverted so that the zeroed region never looks valid.
 #[derive(Clone, Copy, Debug)]
-struct Ring {
-    base: Addr,
-    slots: u64,
+pub(crate) struct Ring {
+    pub(crate) base: Addr,
+    pub(crate) slots: u64,
 }
 
 impl Ring {
-    fn new(layout: &Layout, log_bytes: u64) -> Self {
+    pub(crate) fn new(layout: &Layout, log_bytes: u64) -> Self {
         Ring {
             base: layout.reserved_base,
             slots: log_bytes / ENTRY_BYTES,
         }
     }
-    fn slot_addr(&self, seq: u64) -> Addr {
+    pub(crate) fn slot_addr(&self, seq: u64) -> Addr {
         self.base + HEADER_BYTES + (seq % self.slots) * ENTRY_BYTES
     }
-    fn torn_bit(&self, seq: u64) -> u64 {
+    pub(crate) fn torn_bit(&self, seq: u64) -> u64 {
         ((seq / self.slots) & 1) ^ 1
     }
-    fn header_addr(&self, which: u64) -> Addr {
+    pub(crate) fn header_addr(&self, which: u64) -> Addr {
         self.base + 64 * (which & 1)
     }
 }
 
 /// One log record as stored.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Record {
-    kind: u64,
-    core: u64,
-    txid: u32,
-    addr: Addr,
-    undo: u64,
-    redo: u64,
+pub(crate) struct Record {
+    pub(crate) kind: u64,
+    pub(crate) core: u64,
+    pub(crate) txid: u32,
+    pub(crate) addr: Addr,
+    pub(crate) undo: u64,
+    pub(crate) redo: u64,
 }
 
 /// 32-bit checksum of a record at `seq` (the sequence number is covered, so
@@ -223,7 +225,7 @@ fn rec_csum(w0: u64, txid: u32, undo: u64, redo: u64, seq: u64) -> u64 {
     csum(&[w0, u64::from(txid), undo, redo, seq], &[]) & 0xffff_ffff
 }
 
-fn encode(ring: &Ring, seq: u64, r: &Record) -> [u8; ENTRY_BYTES as usize] {
+pub(crate) fn encode(ring: &Ring, seq: u64, r: &Record) -> [u8; ENTRY_BYTES as usize] {
     let w0 = (r.addr & ADDR_MASK)
         | (r.core & 0xff) << 48
         | (r.kind & 3) << 56
@@ -238,13 +240,13 @@ fn encode(ring: &Ring, seq: u64, r: &Record) -> [u8; ENTRY_BYTES as usize] {
     b
 }
 
-fn decode(ring: &Ring, seq: u64, b: &[u8; ENTRY_BYTES as usize]) -> Option<Record> {
+pub(crate) fn decode(ring: &Ring, seq: u64, b: &[u8; ENTRY_BYTES as usize]) -> Option<Record> {
     let w = |i: usize| u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().unwrap());
     let (w0, w1, undo, redo) = (w(0), w(1), w(2), w(3));
     let txid = w1 as u32;
     let kind = (w0 >> 56) & 3;
     if w0 >> 63 != ring.torn_bit(seq)
-        || !(kind == TYPE_DATA || kind == TYPE_COMMIT)
+        || kind == 0
         || w1 >> 32 != rec_csum(w0, txid, undo, redo, seq)
     {
         return None;
@@ -259,7 +261,7 @@ fn decode(ring: &Ring, seq: u64, b: &[u8; ENTRY_BYTES as usize]) -> Option<Recor
     })
 }
 
-fn header_bytes(head: u64) -> LineData {
+pub(crate) fn header_bytes(head: u64) -> LineData {
     let mut l = [0u8; 64];
     l[..8].copy_from_slice(&HDR_MAGIC.to_le_bytes());
     l[8..16].copy_from_slice(&head.to_le_bytes());
@@ -268,7 +270,7 @@ fn header_bytes(head: u64) -> LineData {
 }
 
 /// The head from the valid header with the larger head (0 if none).
-fn read_head(img: &dyn MemWrite, ring: &Ring) -> u64 {
+pub(crate) fn read_head(img: &dyn MemWrite, ring: &Ring) -> u64 {
     (0..2)
         .filter_map(|i| {
             let a = ring.header_addr(i);

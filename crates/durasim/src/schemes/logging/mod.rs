@@ -1,3 +1,4 @@
 //! Hardware logging schemes: MorLog and its FWB baselines (MorLog paper), REDU (EHOU paper).
 pub mod fwb;
+pub mod morlog;
 pub mod redu;

@@ -1,0 +1,1404 @@
+//! MorLog's morphable logging (Wei et al., "MorLog: Morphable Hardware
+//! Logging for Atomic Persistence in Non-Volatile Main Memory", ISCA 2020,
+//! §III) — `morlog` — and its delay-persistence commit (§III-C) —
+//! `morlog-dp`. The log format, ring, headers and truncation are FWB's
+//! (`fwb.rs`), shared.
+//!
+//! - Eager undo, lazy redo (§III-B). The first store of a transaction to a
+//!   word (L1 state Clean) creates an undo+redo entry (undo = the word in
+//!   the L1, redo = the store) in a 16-entry undo+redo FIFO that writes it
+//!   to the log `N` cycles later, `N` = L1 + L2 + LLC latency − 1, below
+//!   the minimum traversal of the hierarchy, so the undo precedes its data
+//!   (checked, as in fwb: `order_waits`). Later stores by the same
+//!   transaction coalesce while the entry is buffered (Dirty); once it is
+//!   persisted (URLog) the next store keeps its redo in place in the L1
+//!   line (ULog). A redo entry (redo word only) is created for each ULog
+//!   word when the line leaves the L1 (`l1_evict`), is updated by a newer
+//!   transaction, or (morlog) at commit, into a 32-entry redo FIFO that
+//!   writes lazily (when full, or at commit). A buffered redo entry is
+//!   discarded when its transaction updates the line again: the word is
+//!   back in the L1 in ULog state (the paper's rule).
+//! - Deviation (docs/MODEL.md "MorLog"): the paper also discards a buffered
+//!   redo entry when the LLC writes its line back. That loses the newest
+//!   redo of a word whose older redo is in the log: after commit, recovery
+//!   redoes the older value over the newer home data. `morlog` writes such
+//!   entries; the paper's rule is the test-only mutant
+//!   `discard-on-writeback`, which the crash oracle rejects.
+//! - L1 extension (Fig. 7) in [`LineExt`]: `tid`, `txid`, `tx` (owned by a
+//!   transaction) and a 2-bit state per word (`word_mask` = low bit,
+//!   `word_mask2` = high bit). The L1-resident redo values of ULog words
+//!   are the line's bytes; the scheme keeps a copy per line
+//!   ([`Shadow`]) because the store hook does not pass the line.
+//! - Commit. `morlog`: waits for both buffers and the L1-resident redo data
+//!   of the transaction (its ULog words become redo entries), then writes a
+//!   commit record. `morlog-dp`: instant; the commit record (with the ulog
+//!   counter) enters the undo+redo FIFO behind the transaction's entries.
+//! - Log management (§III-F): the engine's force-write-back scan every
+//!   `period_cycles`; the head moves past transactions that committed
+//!   before the previous pass (fwb.rs).
+//! - Recovery (§III-E) from the log's bytes: committed transactions (commit
+//!   record) are redone in commit order, each in log order; the others
+//!   undone in reverse log order. `morlog-dp`: a committed transaction is
+//!   persisted only if its counter equals its redo entries in the log, and
+//!   everything after the first non-persisted one in commit order is
+//!   undone.
+
+use crate::cache::hierarchy::WritebackCause;
+use crate::cache::LineExt;
+use crate::config::{Check, DefaultValue, ParamSpec, Params};
+use crate::error::{Error, Result};
+use crate::mem::MemWrite;
+use crate::schemes::logging::fwb::{
+    decode, encode, header_bytes, read_head, Record, Ring, ENTRY_BYTES, HDR_MAGIC, TYPE_COMMIT,
+    TYPE_DATA, TYPE_REDO,
+};
+use crate::schemes::undo::csum;
+use crate::schemes::{
+    raise_advice, Durability, Layout, MemCtx, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
+};
+use crate::types::{line_of, Addr, CoreId, Cycle, LineData, Purpose};
+use rustc_hash::FxHashMap;
+use std::collections::VecDeque;
+
+const UR_SOURCE: &str = "MorLog §III-D, Table I: a 16-entry undo+redo buffer";
+const REDO_SOURCE: &str = "MorLog §III-D, Table I: a 32-entry redo buffer";
+const PERIOD_SOURCE: &str = "MorLog §III-F / §VI-A: force-write-back every three million cycles (FWB, Ogleari et al. HPCA 2018)";
+const LOG_SOURCE: &str = "modelling choice, docs/MODEL.md \"MorLog\" (MorLog §III-A: a large-enough log region prevents overflow); as fwb.log_bytes";
+
+macro_rules! params {
+    ($name:ident, $p:literal, $mutants:expr, $mutdoc:literal) => {
+        pub static $name: &[ParamSpec] = &[
+            ParamSpec {
+                key: concat!($p, ".undo_redo_buffer_entries"),
+                default: DefaultValue::Int(16),
+                unit: "entries",
+                check: Check::Range(1.0, 4096.0),
+                source: UR_SOURCE,
+                doc: "volatile undo+redo FIFO; an entry is written to the log N = L1+L2+LLC latency - 1 cycles after its creation, or earlier when the FIFO is full",
+            },
+            ParamSpec {
+                key: concat!($p, ".redo_buffer_entries"),
+                default: DefaultValue::Int(32),
+                unit: "entries",
+                check: Check::Range(1.0, 4096.0),
+                source: REDO_SOURCE,
+                doc: "volatile redo FIFO, written lazily (when full, or at commit for morlog)",
+            },
+            ParamSpec {
+                key: concat!($p, ".period_cycles"),
+                default: DefaultValue::Int(3_000_000),
+                unit: "cycles",
+                check: Check::Range(1000.0, 1e12),
+                source: PERIOD_SOURCE,
+                doc: "period of the force-write-back scan that bounds the log (truncation after two passes)",
+            },
+            ParamSpec {
+                key: concat!($p, ".log_bytes"),
+                default: DefaultValue::Int(128 << 20),
+                unit: "bytes",
+                check: Check::PowerOfTwo(1 << 12, 1 << 36),
+                source: LOG_SOURCE,
+                doc: "centralized circular log in NVM (32 B per entry or commit record)",
+            },
+            ParamSpec {
+                key: concat!($p, ".mutant"),
+                default: DefaultValue::Str("none"),
+                unit: "",
+                check: Check::OneOf($mutants),
+                source: crate::schemes::MUTANT_SOURCE,
+                doc: $mutdoc,
+            },
+        ];
+    };
+}
+
+params!(
+    PARAMS,
+    "morlog",
+    &["none", "discard-on-writeback", "no-order"],
+    "test-only planted bug (tests/morlog.rs; refused by the CLI): discard-on-writeback = the paper's literal rule, a buffered redo entry is dropped when its line is written back; no-order = a data write-back does not wait for its line's buffered undo+redo entries"
+);
+params!(
+    DP_PARAMS,
+    "morlog-dp",
+    &["none", "ignore-counter", "no-order"],
+    "test-only planted bug (tests/morlog.rs; refused by the CLI): ignore-counter = recovery treats every committed transaction as persisted; no-order = as morlog.mutant"
+);
+
+pub static INFO: SchemeInfo = SchemeInfo {
+    name: "morlog",
+    description: "MorLog morphable undo+redo logging: eager undo (16-entry FIFO), lazy redo (L1 + 32-entry FIFO), commit waits for the redo data",
+    durability: Durability::AtCommit,
+    params: PARAMS,
+    reserved_bytes,
+    build,
+    recover,
+};
+
+pub static DP_INFO: SchemeInfo = SchemeInfo {
+    name: "morlog-dp",
+    description: "MorLog with delay-persistence commit: instant commit, ulog counters in commit records, durability delayed",
+    durability: Durability::Delayed,
+    params: DP_PARAMS,
+    reserved_bytes: reserved_bytes_dp,
+    build: build_dp,
+    recover: recover_dp,
+};
+
+/// The parameter keys of one of the two variants.
+struct Keys {
+    ur: &'static str,
+    redo: &'static str,
+    period: &'static str,
+    log_bytes: &'static str,
+    mutant: &'static str,
+    specs: &'static [ParamSpec],
+}
+
+const K: Keys = Keys {
+    ur: "morlog.undo_redo_buffer_entries",
+    redo: "morlog.redo_buffer_entries",
+    period: "morlog.period_cycles",
+    log_bytes: "morlog.log_bytes",
+    mutant: "morlog.mutant",
+    specs: PARAMS,
+};
+const DP: Keys = Keys {
+    ur: "morlog-dp.undo_redo_buffer_entries",
+    redo: "morlog-dp.redo_buffer_entries",
+    period: "morlog-dp.period_cycles",
+    log_bytes: "morlog-dp.log_bytes",
+    mutant: "morlog-dp.mutant",
+    specs: DP_PARAMS,
+};
+
+const HEADER_BYTES: u64 = crate::schemes::logging::fwb::HEADER_BYTES;
+
+fn reserved_bytes(p: &Params) -> u64 {
+    p.u64(K.log_bytes) + HEADER_BYTES
+}
+fn reserved_bytes_dp(p: &Params) -> u64 {
+    p.u64(DP.log_bytes) + HEADER_BYTES
+}
+
+/// Bits of each log record in Fig. 7's format (type 2, TID 8, TxID 16,
+/// address 48, torn bit 1, data words 64 each): what the paper counts as
+/// log bits before encoding. A commit record has no address or data; a
+/// delay-persistence one adds its 10-bit ulog counter.
+pub const UR_ENTRY_BITS: u64 = 2 + 8 + 16 + 48 + 1 + 128;
+pub const REDO_ENTRY_BITS: u64 = 2 + 8 + 16 + 48 + 1 + 64;
+pub const COMMIT_BITS: u64 = 2 + 8 + 16 + 1;
+pub const DP_COUNTER_BITS: u64 = 10;
+
+// ---------------------------------------------------------------------------
+// Fig. 8: the L1 word states.
+
+/// The 2-bit log state of one word of an L1 line (MorLog Fig. 8).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WordState {
+    /// Not updated by the line's transaction.
+    Clean,
+    /// Updated; its undo+redo entry is still in the undo+redo buffer.
+    Dirty,
+    /// Its undo+redo entry is persisted (undo and newest redo in the log).
+    URLog,
+    /// Oldest undo persisted, newest redo only in the L1 line.
+    ULog,
+}
+
+/// Events that move a word between states.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// A store by the line's transaction (the one that made it Dirty).
+    Store,
+    /// The word's undo+redo entry left the buffer for the log.
+    UrPersisted,
+    /// The line leaves the L1, or a newer transaction updates it, or
+    /// (morlog) the transaction commits: the L1 state is dropped.
+    Leave,
+    /// A buffered redo entry of the word was discarded because the
+    /// transaction updates the line again: its redo is back in the L1.
+    RedoDiscarded,
+}
+
+/// What a transition asks of the buffers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    None,
+    /// Create an undo+redo entry.
+    CreateUr,
+    /// Coalesce the store into the buffered undo+redo entry.
+    Coalesce,
+    /// Keep the redo in place in the L1 line.
+    KeepInL1,
+    /// Create a redo entry from the L1 line.
+    CreateRedo,
+}
+
+/// Fig. 8's transition function.
+pub fn transition(s: WordState, ev: Event) -> (WordState, Action) {
+    use Action as A;
+    use WordState::*;
+    match (s, ev) {
+        (Clean, Event::Store) => (Dirty, A::CreateUr),
+        (Dirty, Event::Store) => (Dirty, A::Coalesce),
+        (URLog, Event::Store) | (ULog, Event::Store) => (ULog, A::KeepInL1),
+        (Dirty, Event::UrPersisted) => (URLog, A::None),
+        (s, Event::UrPersisted) => (s, A::None),
+        (ULog, Event::Leave) => (Clean, A::CreateRedo),
+        (_, Event::Leave) => (Clean, A::None),
+        (Clean, Event::RedoDiscarded) => (ULog, A::None),
+        (s, Event::RedoDiscarded) => (s, A::None),
+    }
+}
+
+pub fn word_state(ext: &LineExt, w: usize) -> WordState {
+    match ((ext.word_mask2 >> w) & 1, (ext.word_mask >> w) & 1) {
+        (0, 0) => WordState::Clean,
+        (0, _) => WordState::Dirty,
+        (_, 0) => WordState::URLog,
+        _ => WordState::ULog,
+    }
+}
+
+pub fn set_word_state(ext: &mut LineExt, w: usize, s: WordState) {
+    let (hi, lo) = match s {
+        WordState::Clean => (0, 0),
+        WordState::Dirty => (0, 1),
+        WordState::URLog => (1, 0),
+        WordState::ULog => (1, 1),
+    };
+    let m = !(1u8 << w);
+    ext.word_mask = (ext.word_mask & m) | (lo << w);
+    ext.word_mask2 = (ext.word_mask2 & m) | (hi << w);
+}
+
+// ---------------------------------------------------------------------------
+
+/// A buffered undo+redo entry, or (morlog-dp) a commit record queued behind
+/// its transaction's entries.
+#[derive(Clone, Copy, Debug)]
+struct UrEntry {
+    kind: u64,
+    core: CoreId,
+    txid: u32,
+    addr: Addr,
+    undo: u64,
+    /// Redo word; the ulog counter in a commit record.
+    redo: u64,
+    added: Cycle,
+    last_store: Cycle,
+}
+
+/// A buffered redo entry.
+#[derive(Clone, Copy, Debug)]
+struct RedoEntry {
+    core: CoreId,
+    txid: u32,
+    addr: Addr,
+    redo: u64,
+}
+
+/// The L1-resident redo data of a line's ULog words (the line's bytes,
+/// which the store hook does not pass).
+#[derive(Clone, Copy, Debug)]
+struct Shadow {
+    txid: u32,
+    mask: u8,
+    vals: [u64; 8],
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Committed {
+    txid: u32,
+    first_seq: u64,
+    pass: u64,
+}
+
+/// A committed morlog-dp transaction not yet known persisted.
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    txid: u32,
+    /// Its redo entries still to be written once its commit record is
+    /// (`UNKNOWN` until then: the record's counter is taken when it leaves
+    /// the undo+redo buffer).
+    remaining: u64,
+    /// The core's transactions committed up to and including it.
+    count: u64,
+}
+
+#[derive(Default)]
+struct CoreState {
+    txid: u32,
+    in_tx: bool,
+    open_first: Option<u64>,
+    logged: bool,
+    committed: VecDeque<Committed>,
+    /// Transactions committed (with or without stores).
+    tx_count: u64,
+    /// Lines with ULog words, by line address.
+    shadow: FxHashMap<Addr, Shadow>,
+    pending: VecDeque<Pending>,
+}
+
+#[derive(Default, Clone, Copy)]
+struct Stats {
+    ur_created: u64,
+    ur_coalesced: u64,
+    redo_created: u64,
+    redo_coalesced: u64,
+    redo_discarded: u64,
+    redo_on_l1_evict: u64,
+    redo_on_newer_tx: u64,
+    redo_at_commit: u64,
+    silent_dropped: u64,
+    ur_written: u64,
+    redo_written: u64,
+    ur_early: u64,
+    redo_early: u64,
+    commit_records: u64,
+    log_bits: u64,
+    order_waits: u64,
+    kept_in_l1: u64,
+    retired_tx: u64,
+    head_advances: u64,
+    commit_stall_cycles: u64,
+    redo_kept_on_writeback: u64,
+}
+
+pub struct MorLog {
+    dp: bool,
+    ring: Ring,
+    ur_cap: usize,
+    redo_cap: usize,
+    ur: VecDeque<UrEntry>,
+    redo: VecDeque<RedoEntry>,
+    /// N: cycles an undo+redo entry stays buffered.
+    delay: Cycle,
+    traversal_cycles: Cycle,
+    period: Cycle,
+    discard_on_writeback: bool,
+    no_order: bool,
+    head: u64,
+    tail: u64,
+    header_flip: u64,
+    passes: u64,
+    last_perform: Cycle,
+    log_durable_at: Cycle,
+    cores: Vec<CoreState>,
+    /// morlog-dp: committed transactions (core) in commit order, not yet
+    /// reported durable.
+    order: VecDeque<CoreId>,
+    /// The counter of the commit record being written.
+    counter_at_record: u64,
+    st: Stats,
+}
+
+/// A pending transaction's remaining count before its record is written.
+const UNKNOWN: u64 = u64::MAX;
+
+fn build(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
+    Ok(Box::new(MorLog::new(p, layout, false)?))
+}
+fn build_dp(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
+    Ok(Box::new(MorLog::new(p, layout, true)?))
+}
+
+/// N = the minimum traversal of the hierarchy (L1 + L2 + LLC hit
+/// latencies) minus one: the largest delay that keeps every undo ahead of
+/// its data (MorLog §II-B, §III-B).
+pub fn ur_delay_cycles(p: &Params) -> Cycle {
+    (p.u64("cache.l1_latency_cycles")
+        + p.u64("cache.l2_latency_cycles")
+        + p.u64("cache.llc_latency_cycles"))
+    .saturating_sub(1)
+    .max(1)
+}
+
+impl MorLog {
+    fn new(p: &Params, layout: &Layout, dp: bool) -> Result<Self> {
+        let k = if dp { &DP } else { &K };
+        if p.u64("hybrid.dram_cache_bytes") > 0 {
+            return Err(Error::input(
+                "morlog needs hybrid.dram_cache_bytes = 0: its force write-back must reach NVM",
+            ));
+        }
+        if layout.threads > 256 {
+            return Err(Error::input(
+                "morlog's entries carry an 8-bit TID: at most 256 threads",
+            ));
+        }
+        let mutant = p.str(k.mutant);
+        let (ur_cap, redo_cap) = (p.usize(k.ur), p.usize(k.redo));
+        let delay = ur_delay_cycles(p);
+        Ok(MorLog {
+            dp,
+            ring: Ring::new(layout, p.u64(k.log_bytes)),
+            ur_cap,
+            redo_cap,
+            ur: VecDeque::with_capacity(ur_cap + 1),
+            redo: VecDeque::with_capacity(redo_cap + 1),
+            delay,
+            traversal_cycles: delay + 1,
+            period: p.u64(k.period),
+            discard_on_writeback: mutant == "discard-on-writeback",
+            no_order: mutant == "no-order",
+            head: 0,
+            tail: 0,
+            header_flip: 0,
+            passes: 0,
+            last_perform: 0,
+            log_durable_at: 0,
+            cores: (0..layout.threads)
+                .map(|_| {
+                    let mut shadow = FxHashMap::default();
+                    shadow.reserve(1024);
+                    CoreState {
+                        committed: VecDeque::with_capacity(4096),
+                        pending: VecDeque::with_capacity(if dp { 1024 } else { 0 }),
+                        shadow,
+                        ..CoreState::default()
+                    }
+                })
+                .collect(),
+            order: VecDeque::with_capacity(if dp { 4096 } else { 0 }),
+            counter_at_record: 0,
+            st: Stats::default(),
+        })
+    }
+
+    fn keys(&self) -> &'static Keys {
+        if self.dp {
+            &DP
+        } else {
+            &K
+        }
+    }
+
+    /// Append a record to the log at `now`; returns when it is persisted.
+    fn append(&mut self, ctx: &mut MemCtx, r: &Record, now: Cycle) -> Cycle {
+        if self.tail - self.head >= self.ring.slots {
+            let k = self.keys();
+            let need = (self.tail - self.head + 1) * ENTRY_BYTES * 2;
+            ctx.input_error(format!(
+                "the {} log is full: {} entries are not yet retired by the force write-back; {}",
+                if self.dp { "morlog-dp" } else { "morlog" },
+                self.tail - self.head,
+                raise_advice(k.specs, k.log_bytes, need)
+            ));
+            return now;
+        }
+        let seq = self.tail;
+        self.tail += 1;
+        let bytes = encode(&self.ring, seq, r);
+        let purpose = if r.kind == TYPE_COMMIT {
+            Purpose::Metadata
+        } else {
+            Purpose::Log
+        };
+        let t = ctx
+            .nvm
+            .write(self.ring.slot_addr(seq), &bytes, purpose, now);
+        self.log_durable_at = self.log_durable_at.max(t);
+        let core = r.core as usize;
+        let c = &mut self.cores[core];
+        let running = c.in_tx && c.txid == r.txid;
+        if running && r.kind != TYPE_COMMIT {
+            c.open_first.get_or_insert(seq);
+        }
+        match r.kind {
+            TYPE_DATA => {
+                self.st.ur_written += 1;
+                self.st.log_bits += UR_ENTRY_BITS;
+            }
+            TYPE_REDO => {
+                self.st.redo_written += 1;
+                self.st.log_bits += REDO_ENTRY_BITS;
+                if !running && self.dp {
+                    self.persisted_one(ctx, core, r.txid, false);
+                }
+            }
+            _ => {
+                self.st.commit_records += 1;
+                self.st.log_bits += COMMIT_BITS + if self.dp { DP_COUNTER_BITS } else { 0 };
+                if self.dp {
+                    self.persisted_one(ctx, core, r.txid, true);
+                }
+            }
+        }
+        t
+    }
+
+    /// The ulog counter of (`core`, `txid`) as its commit record leaves
+    /// the undo+redo buffer: its redo entries not yet written (buffered, or
+    /// to come from its ULog words in the L1s). Recovery counts its redo
+    /// entries after the record.
+    fn ulog_counter(&self, core: CoreId, txid: u32) -> u64 {
+        let buffered = self
+            .redo
+            .iter()
+            .filter(|e| e.core == core && e.txid == txid)
+            .count() as u64;
+        let in_l1: u64 = self.cores[core]
+            .shadow
+            .values()
+            .filter(|s| s.txid == txid)
+            .map(|s| u64::from(s.mask.count_ones()))
+            .sum();
+        buffered + in_l1
+    }
+
+    /// morlog-dp: the commit record (`record`, carrying `counter`) or one
+    /// more redo entry of committed transaction (`core`, `txid`) is in the
+    /// log; report the transactions now persisted, in commit order.
+    fn persisted_one(&mut self, ctx: &mut MemCtx, core: CoreId, txid: u32, record: bool) {
+        let c = &mut self.cores[core];
+        let Some(front) = c.pending.front() else {
+            return;
+        };
+        let i = txid.wrapping_sub(front.txid) as usize;
+        if let Some(p) = c.pending.get_mut(i) {
+            debug_assert_eq!(p.txid, txid);
+            if record {
+                p.remaining = self.counter_at_record;
+            } else if p.remaining != UNKNOWN {
+                p.remaining -= 1;
+            }
+        }
+        self.report(ctx);
+    }
+
+    fn report(&mut self, ctx: &mut MemCtx) {
+        while let Some(&core) = self.order.front() {
+            let c = &mut self.cores[core];
+            match c.pending.front() {
+                Some(p) if p.remaining == 0 => {
+                    ctx.nvm.persist_log.report_durable(core, p.count);
+                    c.pending.pop_front();
+                    self.order.pop_front();
+                }
+                _ => break,
+            }
+        }
+    }
+
+    fn pop_ur(&mut self, ctx: &mut MemCtx, now: Cycle) -> Cycle {
+        let mut e = self.ur.pop_front().expect("a buffered entry");
+        if e.kind == TYPE_COMMIT {
+            e.redo = self.ulog_counter(e.core, e.txid);
+            self.counter_at_record = e.redo;
+        }
+        let r = Record {
+            kind: e.kind,
+            core: e.core as u64,
+            txid: e.txid,
+            addr: e.addr,
+            undo: e.undo,
+            redo: e.redo,
+        };
+        self.append(ctx, &r, now)
+    }
+
+    fn pop_redo(&mut self, ctx: &mut MemCtx, now: Cycle) -> Cycle {
+        let e = self.redo.pop_front().expect("a buffered redo entry");
+        let r = Record {
+            kind: TYPE_REDO,
+            core: e.core as u64,
+            txid: e.txid,
+            addr: e.addr,
+            undo: 0,
+            redo: e.redo,
+        };
+        self.append(ctx, &r, now)
+    }
+
+    /// Undo+redo entries whose delay is up by `t` leave, each at its due
+    /// time (event-driven).
+    fn drain_due(&mut self, ctx: &mut MemCtx, t: Cycle) {
+        while let Some(e) = self.ur.front() {
+            let due = e.added + self.delay;
+            if due > t {
+                break;
+            }
+            self.pop_ur(ctx, due);
+        }
+    }
+
+    fn flush_ur_through(
+        &mut self,
+        ctx: &mut MemCtx,
+        now: Cycle,
+        pick: impl Fn(&UrEntry) -> bool,
+    ) -> Cycle {
+        let mut t = now;
+        if let Some(i) = self.ur.iter().rposition(pick) {
+            for _ in 0..=i {
+                t = t.max(self.pop_ur(ctx, now));
+            }
+        }
+        t
+    }
+
+    fn flush_redo_through(
+        &mut self,
+        ctx: &mut MemCtx,
+        now: Cycle,
+        pick: impl Fn(&RedoEntry) -> bool,
+    ) -> Cycle {
+        let mut t = now;
+        if let Some(i) = self.redo.iter().rposition(pick) {
+            for _ in 0..=i {
+                t = t.max(self.pop_redo(ctx, now));
+            }
+        }
+        t
+    }
+
+    /// A new redo entry (the oldest leaves early if the FIFO is full).
+    /// Returns when a forced write finished (`now` if none).
+    fn push_redo(&mut self, ctx: &mut MemCtx, e: RedoEntry, now: Cycle) -> Cycle {
+        if let Some(x) = self
+            .redo
+            .iter_mut()
+            .rev()
+            .find(|x| x.addr == e.addr && x.core == e.core && x.txid == e.txid)
+        {
+            // Same word, same transaction: the newer redo replaces it.
+            x.redo = e.redo;
+            self.st.redo_coalesced += 1;
+            return now;
+        }
+        self.st.redo_created += 1;
+        let mut t = now;
+        if self.redo.len() >= self.redo_cap {
+            self.st.redo_early += 1;
+            t = self.pop_redo(ctx, now);
+        }
+        self.redo.push_back(e);
+        t
+    }
+
+    /// The ULog words of `core`'s shadowed line become redo entries.
+    fn shadow_to_redo(
+        &mut self,
+        ctx: &mut MemCtx,
+        core: CoreId,
+        line: Addr,
+        sh: Shadow,
+        now: Cycle,
+    ) -> (u64, Cycle) {
+        let mut m = sh.mask;
+        let mut n = 0;
+        let mut t = now;
+        while m != 0 {
+            let w = m.trailing_zeros() as usize;
+            m &= m - 1;
+            let e = RedoEntry {
+                core,
+                txid: sh.txid,
+                addr: line + 8 * w as u64,
+                redo: sh.vals[w],
+            };
+            t = t.max(self.push_redo(ctx, e, now));
+            n += 1;
+        }
+        (n, t)
+    }
+
+    fn truncate(&mut self, ctx: &mut MemCtx, pass: u64, now: Cycle) -> Cycle {
+        let mut head = self.tail;
+        for c in &mut self.cores {
+            // morlog-dp: a transaction not yet persisted (its redo entries
+            // still to come) is never retired, so the head never cuts one
+            // that recovery may have to undo.
+            let pending = c.pending.front().map(|p| p.txid);
+            while c.committed.front().is_some_and(|x| {
+                x.pass + 2 <= pass && pending.is_none_or(|t| (x.txid.wrapping_sub(t) as i32) < 0)
+            }) {
+                c.committed.pop_front();
+                self.st.retired_tx += 1;
+            }
+            if let Some(x) = c.committed.front() {
+                head = head.min(x.first_seq);
+            }
+            if let Some(f) = c.open_first {
+                head = head.min(f);
+            }
+        }
+        if head <= self.head {
+            return now;
+        }
+        self.head = head;
+        self.st.head_advances += 1;
+        self.header_flip ^= 1;
+        let a = self.ring.header_addr(self.header_flip);
+        let t = ctx.nvm.write(
+            a,
+            &header_bytes(head),
+            Purpose::Metadata,
+            now.max(self.log_durable_at),
+        );
+        self.log_durable_at = self.log_durable_at.max(t);
+        t
+    }
+
+    /// Words of the line whose undo+redo entry left the buffer: Dirty →
+    /// URLog (the hardware transition happens when the entry leaves; the
+    /// state is only observed at the line's next event, so it is applied
+    /// then).
+    fn settle(&self, ext: &mut LineExt, line: Addr) {
+        let mut dirty = ext.word_mask & !ext.word_mask2;
+        while dirty != 0 {
+            let w = dirty.trailing_zeros() as usize;
+            dirty &= dirty - 1;
+            let a = line + 8 * w as u64;
+            let core = ext.tid as usize;
+            let buffered = self.ur.iter().any(|e| {
+                e.kind == TYPE_DATA && e.addr == a && e.core == core && e.txid == ext.txid
+            });
+            if !buffered {
+                let (s, _) = transition(WordState::Dirty, Event::UrPersisted);
+                set_word_state(ext, w, s);
+            }
+        }
+    }
+
+    fn tx_end_dp(&mut self, ctx: &mut MemCtx, core: CoreId, now: Cycle) -> Cycle {
+        let c = &mut self.cores[core];
+        c.in_tx = false;
+        c.tx_count += 1;
+        let count = c.tx_count;
+        if !c.logged {
+            c.pending.push_back(Pending {
+                txid: c.txid,
+                remaining: 0,
+                count,
+            });
+            self.order.push_back(core);
+            self.report(ctx);
+            return now;
+        }
+        let txid = c.txid;
+        c.pending.push_back(Pending {
+            txid,
+            remaining: UNKNOWN,
+            count,
+        });
+        self.order.push_back(core);
+        let first_seq = c.open_first.take().unwrap_or(self.tail);
+        let pass = self.passes;
+        c.committed.push_back(Committed {
+            txid,
+            first_seq,
+            pass,
+        });
+        c.logged = false;
+        // The commit record queues behind the transaction's entries.
+        let mut done = now;
+        if self.ur.len() >= self.ur_cap {
+            self.st.ur_early += 1;
+            done = self.pop_ur(ctx, now);
+        }
+        let perform = now.max(self.last_perform);
+        self.last_perform = perform;
+        self.ur.push_back(UrEntry {
+            kind: TYPE_COMMIT,
+            core,
+            txid,
+            addr: 0,
+            undo: 0,
+            redo: 0,
+            added: perform,
+            last_store: perform,
+        });
+        // The core continues at once (a full FIFO stalls only the insert).
+        self.st.commit_stall_cycles += done - now;
+        done
+    }
+}
+
+impl Scheme for MorLog {
+    fn tx_begin(&mut self, _ctx: &mut MemCtx, core: CoreId, now: Cycle) -> Cycle {
+        let c = &mut self.cores[core];
+        c.txid = c.txid.wrapping_add(1);
+        c.in_tx = true;
+        c.open_first = None;
+        c.logged = false;
+        now
+    }
+
+    fn tx_end(&mut self, ctx: &mut MemCtx, core: CoreId, now: Cycle) -> Cycle {
+        self.drain_due(ctx, now);
+        if self.dp {
+            return self.tx_end_dp(ctx, core, now);
+        }
+        if !self.cores[core].logged {
+            let c = &mut self.cores[core];
+            c.in_tx = false;
+            c.tx_count += 1;
+            return now;
+        }
+        // Commit waits for the undo+redo buffer up to the transaction's
+        // last entry, its L1-resident redo data (now redo entries) and the
+        // redo buffer up to its last entry; then the commit record.
+        let t1 = self.flush_ur_through(ctx, now, |e| e.core == core);
+        let mut shadow = std::mem::take(&mut self.cores[core].shadow);
+        let mut t2 = now;
+        for (line, sh) in shadow.drain() {
+            let (n, t) = self.shadow_to_redo(ctx, core, line, sh, now);
+            self.st.redo_at_commit += n;
+            t2 = t2.max(t);
+        }
+        self.cores[core].shadow = shadow;
+        t2 = t2.max(self.flush_redo_through(ctx, now, |e| e.core == core));
+        let c = &self.cores[core];
+        let r = Record {
+            kind: TYPE_COMMIT,
+            core: core as u64,
+            txid: c.txid,
+            addr: 0,
+            undo: 0,
+            redo: 0,
+        };
+        let t = self.append(ctx, &r, t1.max(t2));
+        self.st.commit_stall_cycles += t - now;
+        let pass = self.passes;
+        let tail = self.tail;
+        let c = &mut self.cores[core];
+        let first_seq = c.open_first.take().unwrap_or(tail);
+        let txid = c.txid;
+        c.committed.push_back(Committed {
+            txid,
+            first_seq,
+            pass,
+        });
+        c.logged = false;
+        c.in_tx = false;
+        c.tx_count += 1;
+        t
+    }
+
+    fn store(
+        &mut self,
+        ctx: &mut MemCtx,
+        core: CoreId,
+        addr: Addr,
+        old: u64,
+        new: u64,
+        in_tx: bool,
+        ext: &mut LineExt,
+        now: Cycle,
+    ) -> Cycle {
+        if !in_tx {
+            return now;
+        }
+        let perform = now.max(self.last_perform);
+        self.last_perform = perform;
+        self.drain_due(ctx, perform);
+        let line = line_of(addr);
+        let w = ((addr & 63) / 8) as usize;
+        let waddr = addr & !7;
+        let txid = self.cores[core].txid;
+        let mut done = now;
+        // A line last updated by another transaction: its L1 state is
+        // dropped, its ULog words become redo entries.
+        if !ext.tx || ext.tid as usize != core || ext.txid != txid {
+            // The ULog words of whichever transaction last owned the line
+            // (by its extension, or by the shadow when the extension was
+            // lost: a clean line that left the caches comes back without
+            // one, and durasim calls `l1_evict` only for dirty lines).
+            for owner in 0..self.cores.len() {
+                if let Some(sh) = self.cores[owner].shadow.remove(&line) {
+                    let (n, t) = self.shadow_to_redo(ctx, owner, line, sh, perform);
+                    if owner == core && sh.txid == txid {
+                        self.st.redo_on_l1_evict += n;
+                    } else {
+                        self.st.redo_on_newer_tx += n;
+                    }
+                    done = done.max(t);
+                }
+            }
+            *ext = LineExt {
+                tx: true,
+                tid: core as u8,
+                txid,
+                word_mask: 0,
+                word_mask2: 0,
+            };
+        }
+        // Buffered redo entries of this transaction for this line are
+        // discarded: their words are back in the L1 (ULog).
+        if self
+            .redo
+            .iter()
+            .any(|e| e.core == core && e.txid == txid && line_of(e.addr) == line)
+        {
+            let sh = self.cores[core].shadow.entry(line).or_insert(Shadow {
+                txid,
+                mask: 0,
+                vals: [0; 8],
+            });
+            let mut discarded = 0;
+            self.redo.retain(|e| {
+                if e.core == core && e.txid == txid && line_of(e.addr) == line {
+                    let v = ((e.addr & 63) / 8) as usize;
+                    let (s, _) = transition(word_state(ext, v), Event::RedoDiscarded);
+                    set_word_state(ext, v, s);
+                    sh.mask |= 1 << v;
+                    sh.vals[v] = e.redo;
+                    discarded += 1;
+                    false
+                } else {
+                    true
+                }
+            });
+            self.st.redo_discarded += discarded;
+        }
+        self.settle(ext, line);
+        self.cores[core].logged = true;
+        let s = word_state(ext, w);
+        if s == WordState::Clean && old == new {
+            // A silent store changes nothing to log.
+            self.st.silent_dropped += 1;
+            return done;
+        }
+        let (next, action) = transition(s, Event::Store);
+        set_word_state(ext, w, next);
+        // A word Clean in the L1 may still have an entry buffered (its line
+        // left the L1 and came back): the store coalesces into it.
+        let buffered =
+            self.ur.iter_mut().rev().find(|e| {
+                e.kind == TYPE_DATA && e.addr == waddr && e.core == core && e.txid == txid
+            });
+        match (action, buffered) {
+            (Action::CreateUr | Action::Coalesce, Some(e)) => {
+                e.redo = new;
+                e.last_store = perform;
+                self.st.ur_coalesced += 1;
+            }
+            (Action::CreateUr | Action::Coalesce, None) => {
+                debug_assert_eq!(action, Action::CreateUr);
+                if self.ur.len() >= self.ur_cap {
+                    // Full: the oldest leaves early to make room.
+                    self.st.ur_early += 1;
+                    done = done.max(self.pop_ur(ctx, perform));
+                }
+                self.ur.push_back(UrEntry {
+                    kind: TYPE_DATA,
+                    core,
+                    txid,
+                    addr: waddr,
+                    undo: old,
+                    redo: new,
+                    added: perform,
+                    last_store: perform,
+                });
+                self.st.ur_created += 1;
+            }
+            (Action::KeepInL1, _) => {
+                let sh = self.cores[core].shadow.entry(line).or_insert(Shadow {
+                    txid,
+                    mask: 0,
+                    vals: [0; 8],
+                });
+                sh.mask |= 1 << w;
+                sh.vals[w] = new;
+                self.st.kept_in_l1 += 1;
+            }
+            _ => unreachable!("a store never asks for {action:?}"),
+        }
+        done
+    }
+
+    fn l1_evict(
+        &mut self,
+        ctx: &mut MemCtx,
+        _core: CoreId,
+        line_addr: Addr,
+        data: &LineData,
+        ext: &mut LineExt,
+        now: Cycle,
+    ) {
+        if !ext.tx {
+            return;
+        }
+        self.drain_due(ctx, now.max(self.last_perform));
+        let owner = (ext.tid as usize).min(self.cores.len() - 1);
+        if let Some(sh) = self.cores[owner].shadow.remove(&line_addr) {
+            debug_assert!((0..8).all(|w| sh.mask >> w & 1 == 0
+                || u64::from_le_bytes(data[w * 8..w * 8 + 8].try_into().unwrap()) == sh.vals[w]));
+            let (n, _) = self.shadow_to_redo(ctx, owner, line_addr, sh, now);
+            self.st.redo_on_l1_evict += n;
+        }
+        // The L1 extension leaves with the line (every word → Clean).
+        for w in 0..8 {
+            let (s, _) = transition(word_state(ext, w), Event::Leave);
+            set_word_state(ext, w, s);
+        }
+    }
+
+    fn writeback(
+        &mut self,
+        ctx: &mut MemCtx,
+        _core: CoreId,
+        line_addr: Addr,
+        data: &LineData,
+        _ext: &LineExt,
+        _cause: WritebackCause,
+        now: Cycle,
+    ) -> Cycle {
+        let mut t = now;
+        if !self.no_order {
+            if let Some(s) = self
+                .ur
+                .iter()
+                .filter(|e| e.kind == TYPE_DATA && line_of(e.addr) == line_addr)
+                .map(|e| e.last_store)
+                .max()
+            {
+                t = t.max(s + self.traversal_cycles);
+            }
+        }
+        self.drain_due(ctx, t);
+        if !self.no_order
+            && self
+                .ur
+                .iter()
+                .any(|e| e.kind == TYPE_DATA && line_of(e.addr) == line_addr)
+        {
+            self.st.order_waits += 1;
+            t = self.flush_ur_through(ctx, t, |e| {
+                e.kind == TYPE_DATA && line_of(e.addr) == line_addr
+            });
+        }
+        if self.redo.iter().any(|e| line_of(e.addr) == line_addr) {
+            if self.discard_on_writeback {
+                let before = self.redo.len();
+                self.redo.retain(|e| line_of(e.addr) != line_addr);
+                self.st.redo_discarded += (before - self.redo.len()) as u64;
+            } else {
+                self.st.redo_kept_on_writeback += 1;
+            }
+        }
+        if !ctx.nvm.is_adr() && !self.no_order {
+            t = t.max(self.log_durable_at);
+        }
+        ctx.nvm.write(line_addr, data, Purpose::WriteBack, t)
+    }
+
+    fn force_write_back_cycles(&self) -> Option<Cycle> {
+        Some(self.period)
+    }
+
+    fn force_write_back_done(&mut self, ctx: &mut MemCtx, pass: u64, now: Cycle) -> Cycle {
+        self.passes = pass;
+        self.truncate(ctx, pass, now)
+    }
+
+    fn background_kind(&self) -> &'static str {
+        crate::engine::FWB_KIND
+    }
+
+    fn finish(&mut self, ctx: &mut MemCtx, now: Cycle) -> Cycle {
+        // morlog-dp: the L1-resident redo data and both buffers persist.
+        let mut t = now;
+        for core in 0..self.cores.len() {
+            let mut shadow = std::mem::take(&mut self.cores[core].shadow);
+            for (line, sh) in shadow.drain() {
+                t = t.max(self.shadow_to_redo(ctx, core, line, sh, now).1);
+            }
+            self.cores[core].shadow = shadow;
+        }
+        t = t.max(self.flush_ur_through(ctx, now, |_| true));
+        t.max(self.flush_redo_through(ctx, now, |_| true))
+    }
+
+    fn stats(&self) -> SchemeStats {
+        let s = &self.st;
+        vec![
+            (
+                "log_entries_created",
+                (s.ur_created + s.redo_created) as f64,
+            ),
+            ("undo_redo_entries_created", s.ur_created as f64),
+            ("redo_entries_created", s.redo_created as f64),
+            ("undo_redo_buffer_coalesced", s.ur_coalesced as f64),
+            ("redo_buffer_coalesced", s.redo_coalesced as f64),
+            ("redo_buffer_discarded", s.redo_discarded as f64),
+            ("redo_entries_on_l1_evict", s.redo_on_l1_evict as f64),
+            ("redo_entries_on_newer_tx", s.redo_on_newer_tx as f64),
+            ("redo_entries_at_commit", s.redo_at_commit as f64),
+            ("redo_kept_in_l1", s.kept_in_l1 as f64),
+            ("redo_kept_on_writeback", s.redo_kept_on_writeback as f64),
+            ("silent_log_writes_dropped", s.silent_dropped as f64),
+            ("undo_redo_entries_written", s.ur_written as f64),
+            ("redo_entries_written", s.redo_written as f64),
+            ("undo_redo_buffer_early_evictions", s.ur_early as f64),
+            ("redo_buffer_early_evictions", s.redo_early as f64),
+            ("commit_records", s.commit_records as f64),
+            ("log_bits_written", s.log_bits as f64),
+            ("commit_stall_cycles", s.commit_stall_cycles as f64),
+            ("order_waits", s.order_waits as f64),
+            ("retired_tx", s.retired_tx as f64),
+            ("log_head_advances", s.head_advances as f64),
+            ("log_live_entries", (self.tail - self.head) as f64),
+            ("undo_redo_delay_cycles", self.delay as f64),
+        ]
+    }
+
+    fn reset_stats(&mut self) {
+        self.st = Stats::default();
+    }
+}
+
+fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<RecoveryReport> {
+    recover_with(img, p, layout, &K, false)
+}
+fn recover_dp(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<RecoveryReport> {
+    recover_with(img, p, layout, &DP, true)
+}
+
+#[derive(Default)]
+struct TxLog {
+    commit_at: Option<usize>,
+    counter: u64,
+    redo_entries: u64,
+    recs: Vec<usize>,
+}
+
+/// Recovery from the log's bytes (§III-E).
+fn recover_with(
+    img: &mut dyn MemWrite,
+    p: &Params,
+    layout: &Layout,
+    k: &Keys,
+    dp: bool,
+) -> Result<RecoveryReport> {
+    let ignore_counter = p.str(k.mutant) == "ignore-counter";
+    let ring = Ring::new(layout, p.u64(k.log_bytes));
+    let head = read_head(img, &ring);
+    let mut recs = Vec::new();
+    let mut seq = head;
+    let mut buf = [0u8; ENTRY_BYTES as usize];
+    while seq < head + ring.slots {
+        img.read_bytes(ring.slot_addr(seq), &mut buf);
+        match decode(&ring, seq, &buf) {
+            Some(r) => recs.push(r),
+            None => break,
+        }
+        seq += 1;
+    }
+    let mut txs: FxHashMap<(u64, u32), TxLog> = FxHashMap::default();
+    let mut commits = Vec::new();
+    for (i, r) in recs.iter().enumerate() {
+        let t = txs.entry((r.core, r.txid)).or_default();
+        match r.kind {
+            TYPE_COMMIT => {
+                if t.commit_at.is_none() {
+                    t.commit_at = Some(i);
+                    t.counter = r.redo;
+                    commits.push((r.core, r.txid));
+                }
+            }
+            TYPE_REDO => {
+                // The counter covers the redo entries after the record.
+                if t.commit_at.is_some() {
+                    t.redo_entries += 1;
+                }
+                t.recs.push(i);
+            }
+            _ => t.recs.push(i),
+        }
+    }
+    // Persisted transactions, in commit order (the commit records' order).
+    let mut persisted = rustc_hash::FxHashSet::default();
+    let mut mismatches = 0u64;
+    for key in &commits {
+        let t = &txs[key];
+        if dp && !ignore_counter && t.counter != t.redo_entries {
+            // This one and every later one are not persisted.
+            mismatches += 1;
+            break;
+        }
+        persisted.insert(*key);
+    }
+    let (mut redone, mut undone) = (0u64, 0u64);
+    for key in &commits {
+        if !persisted.contains(key) {
+            continue;
+        }
+        for &i in &txs[key].recs {
+            img.write_u64(recs[i].addr, recs[i].redo);
+            redone += 1;
+        }
+    }
+    for r in recs.iter().rev().filter(|r| r.kind == TYPE_DATA) {
+        if !persisted.contains(&(r.core, r.txid)) {
+            img.write_u64(r.addr, r.undo);
+            undone += 1;
+        }
+    }
+    if seq > head {
+        let newest = (0..2u64)
+            .find(|&i| {
+                let a = ring.header_addr(i);
+                img.read_u64(a) == HDR_MAGIC
+                    && img.read_u64(a + 8) == head
+                    && img.read_u64(a + 16) == csum(&[HDR_MAGIC, head], &[])
+            })
+            .unwrap_or(1);
+        img.write_bytes(ring.header_addr(newest ^ 1), &header_bytes(seq));
+    }
+    let lines_read = 2 + (seq - head + 1).div_ceil(2);
+    let lines_written = redone + undone + u64::from(seq > head);
+    Ok(RecoveryReport {
+        bytes_read: lines_read * 64,
+        bytes_written: lines_written * 8,
+        modeled_ns: crate::schemes::undo::recovery_ns(p, lines_read, lines_written),
+        details: vec![
+            ("log_records_scanned", (seq - head) as f64),
+            ("words_redone", redone as f64),
+            ("words_undone", undone as f64),
+            ("committed_tx", commits.len() as f64),
+            ("persisted_tx", persisted.len() as f64),
+            ("ulog_counter_mismatches", mismatches as f64),
+        ],
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use WordState::*;
+
+    /// Every transition of Fig. 8.
+    #[test]
+    fn fig8_transitions() {
+        let cases = [
+            (Clean, Event::Store, Dirty, Action::CreateUr),
+            (Dirty, Event::Store, Dirty, Action::Coalesce),
+            (URLog, Event::Store, ULog, Action::KeepInL1),
+            (ULog, Event::Store, ULog, Action::KeepInL1),
+            (Dirty, Event::UrPersisted, URLog, Action::None),
+            (Clean, Event::UrPersisted, Clean, Action::None),
+            (URLog, Event::UrPersisted, URLog, Action::None),
+            (ULog, Event::UrPersisted, ULog, Action::None),
+            (ULog, Event::Leave, Clean, Action::CreateRedo),
+            (URLog, Event::Leave, Clean, Action::None),
+            (Dirty, Event::Leave, Clean, Action::None),
+            (Clean, Event::Leave, Clean, Action::None),
+            (Clean, Event::RedoDiscarded, ULog, Action::None),
+            (ULog, Event::RedoDiscarded, ULog, Action::None),
+        ];
+        for (s, ev, want, act) in cases {
+            assert_eq!(transition(s, ev), (want, act), "{s:?} on {ev:?}");
+        }
+    }
+
+    /// The 2-bit states live in the two word masks, one word at a time.
+    #[test]
+    fn word_states_round_trip_in_line_ext() {
+        let mut ext = LineExt::default();
+        let states = [Clean, Dirty, URLog, ULog, ULog, URLog, Dirty, Clean];
+        for (w, s) in states.iter().enumerate() {
+            set_word_state(&mut ext, w, *s);
+        }
+        for (w, s) in states.iter().enumerate() {
+            assert_eq!(word_state(&ext, w), *s, "word {w}");
+        }
+        set_word_state(&mut ext, 3, Clean);
+        assert_eq!(word_state(&ext, 3), Clean);
+        assert_eq!(word_state(&ext, 2), URLog);
+        assert_eq!(std::mem::size_of::<LineExt>(), 8);
+    }
+
+    #[test]
+    fn n_is_below_the_traversal() {
+        let p = Params::defaults(&[PARAMS]);
+        let n = ur_delay_cycles(&p);
+        let trav = p.u64("cache.l1_latency_cycles")
+            + p.u64("cache.l2_latency_cycles")
+            + p.u64("cache.llc_latency_cycles");
+        assert_eq!(n + 1, trav);
+    }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(32))]
+
+        /// The ordering rule over random store sequences: a word's value
+        /// reaches its home only after the undo+redo entry of the
+        /// transaction that stored it is in the log (tiny caches and a
+        /// short scan period force steals and force write-backs).
+        #[test]
+        fn no_home_write_before_its_undo_is_persisted(
+            txs in prop::collection::vec(prop::collection::vec(0u64..96, 1..16), 1..30),
+            dp in any::<bool>(),
+        ) {
+            let scheme = if dp { "morlog-dp" } else { "morlog" };
+            let mut s = crate::engine::RunSpec::new(scheme, "vector").unwrap();
+            s.threads = 1;
+            s.record_history = true;
+            for (k, v) in [
+                ("cache.l1_size_bytes", "1KB"),
+                ("cache.l1_ways", "2"),
+                ("cache.l2_size_bytes", "2KB"),
+                ("cache.l2_ways", "2"),
+                ("cache.llc_size_bytes", "4KB"),
+                ("cache.llc_ways", "2"),
+            ] {
+                s.params.set_str(k, v).unwrap();
+            }
+            s.params.set_str(&format!("{scheme}.period_cycles"), "1000").unwrap();
+            let mut e = crate::engine::Engine::new(s).unwrap();
+            // 12 lines one L1-set stride apart (conflicts), 8 words each.
+            let base = e.ctx.layout.thread_base(0) + (32 << 20);
+            let word = |w: u64| base + (w / 8) * 512 + (w % 8) * 8;
+            let mut origin = FxHashMap::default();
+            let mut v = 1u64 << 40;
+            for (t, words) in txs.iter().enumerate() {
+                let ops: Vec<crate::workloads::Op> = words
+                    .iter()
+                    .map(|&w| {
+                        v += 1;
+                        origin.insert(v, t as u32 + 1);
+                        crate::workloads::Op::Store { addr: word(w), value: v }
+                    })
+                    .collect();
+                e.run_ops(0, &ops).unwrap();
+            }
+            let layout = e.ctx.layout.clone();
+            let log_bytes = e.spec.params.u64(&format!("{scheme}.log_bytes"));
+            let ring = Ring::new(&layout, log_bytes);
+            let log = &e.ctx.nvm.persist_log;
+            let mut undo_persisted = rustc_hash::FxHashSet::default();
+            let mut home_writes = 0;
+            for ev in log.events() {
+                let data = log.data(ev);
+                let slots = ring.base + HEADER_BYTES;
+                if ev.addr >= slots && ev.addr < slots + ring.slots * ENTRY_BYTES {
+                    let seq = (ev.addr - slots) / ENTRY_BYTES;
+                    if let Some(r) = decode(&ring, seq, data.try_into().unwrap()) {
+                        if r.kind == TYPE_DATA {
+                            undo_persisted.insert((r.addr, r.txid));
+                        }
+                    }
+                } else if ev.addr < layout.home_limit {
+                    for (i, b) in data.chunks_exact(8).enumerate() {
+                        let val = u64::from_le_bytes(b.try_into().unwrap());
+                        if let Some(&tx) = origin.get(&val) {
+                            home_writes += 1;
+                            let a = ev.addr + 8 * i as u64;
+                            prop_assert!(
+                                undo_persisted.contains(&(a, tx)),
+                                "{scheme}: {a:#x} = {val:#x} of tx {tx} home before its undo"
+                            );
+                        }
+                    }
+                }
+            }
+            prop_assert!(home_writes > 0 || txs.len() < 3);
+        }
+    }
+}

@@ -1,0 +1,665 @@
+"""The MorLog paper's evaluation (papers/morlog.md §VI) as DataFrames.
+
+Each experiment is a function ``f(scale="small", *, client=None,
+scheduler=None, progress=None, preset=None) -> pandas.DataFrame`` and draws
+its figure with :func:`durasim.figures_morlog.figure` (the report does).
+The frame's ``attrs`` carry the title, the paper section, the
+normalization, the statistic keys read and ``skipped``: every design,
+workload or parameter the experiment wanted that this build does not
+provide (as in :mod:`durasim.experiments.hoop`), so a design that is not
+merged yet is named in the report, never silently left out.
+
+The six designs of §VI-A are named presets of durasim (``durasim list
+schemes``); :data:`DESIGNS` is the one list every experiment takes them
+from. Every run uses the paper's system (Table III), ``configs/morlog.toml``,
+unless another preset is given; what an experiment sweeps wins over it.
+
+Scales: ``small`` (minutes on 2 cores; the default), ``paper`` (§VI-A's
+sizes: 100K transactions, eight threads for the micro-benchmarks and four
+for the macro-benchmarks; meant for a cluster) and ``tiny`` (smoke tests).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .. import _core
+from ..sweep import sweep
+from .hoop import (
+    P_ITEM,
+    Experiment,
+    Plan,
+    _Avail,
+    _empty_raw,
+    _normalize,
+    _spec_key,
+    _stat,
+    _with_labels,
+)
+
+#: Shown in the report's title and sections (see durasim.report).
+NAME = "MorLog"
+SECTION = "§VI"
+PAPER_REF = f"{NAME} {SECTION}"
+REPORT_TITLE = f"{NAME} paper reproduction"
+INTRO = (
+    "Experiments of the MorLog paper's evaluation (§VI-B to §VI-E: throughput, NVM write "
+    "traffic and energy, log bits written, macro-benchmarks, sensitivity), run on durasim "
+    "with the system of its Table III (configs/morlog.toml). Results are this simulator's, "
+    "not the paper's; each figure states its normalization."
+)
+REPORT_INTRO = INTRO
+
+#: The paper's six designs (§VI-A) as durasim's presets, in the paper's order.
+#: Every experiment takes its designs from here.
+DESIGNS = [
+    "fwb-crade",
+    "fwb-unsafe-crade",
+    "fwb-slde",
+    "morlog-crade",
+    "morlog-slde",
+    "morlog-dp-slde",
+]
+#: §VI-B normalizes throughput (and we normalize every per-design figure) to FWB-CRADE.
+BASELINE = "fwb-crade"
+#: Table IV.
+MICRO = ["btree", "hashmap", "queue", "rbtree", "sdg", "sps"]
+MACRO = ["echo", "ycsb", "tpcc"]
+#: §VI-A: both datasets for every benchmark except TPC-C (new-order, fixed rows).
+FIXED_ITEM = {"tpcc"}
+
+#: Sensitivity sweeps: the undo+redo and redo buffer sizes (§VI-E) are swept
+#: on Echo, as the paper does for the redo buffer; threads and latency on
+#: the workloads of the scale's ``sens_workloads``.
+P_TLC_WRITE_NS = [f"nvm.tlc_write_ns_{s:03b}" for s in range(8)]
+#: §VI-A: MorLog's buffers hold 16 undo+redo and 32 redo entries; FWB-Unsafe's
+#: one buffer is as large as both together.
+DEFAULT_UNDO_REDO = 16
+DEFAULT_REDO = 32
+
+KB = 1024
+
+#: The paper's system (Table III); found beside the package in a checkout.
+DEFAULT_PRESET = Path(__file__).resolve().parents[3] / "configs" / "morlog.toml"
+
+SCALES: dict[str, dict[str, Any]] = {
+    "tiny": {
+        "seed": 1,
+        "micro_threads": 2,
+        "macro_threads": 2,
+        "tx": 100,
+        "items": [64],
+        "micro": ["btree", "queue"],
+        "macro": ["echo", "tpcc"],
+        "undo_redo_entries": [4, 16],
+        "redo_entries": [2, 32],
+        "sens_threads": [1, 2],
+        "sens_workloads": ["btree"],
+        "sens_item": 64,
+        "latency_scale": [1, 32],
+        "sens_tx": 100,
+    },
+    "small": {
+        "seed": 1,
+        "micro_threads": 8,
+        "macro_threads": 4,
+        "tx": 2000,
+        "items": [64, 4 * KB],
+        "micro": MICRO,
+        "macro": MACRO,
+        "undo_redo_entries": [1, 4, 16, 64],
+        "redo_entries": [2, 8, 32, 64],
+        "sens_threads": [1, 2, 4, 8],
+        "sens_workloads": ["btree", "hashmap"],
+        "sens_item": 64,
+        "latency_scale": [1, 2, 4, 8, 16, 32],
+        "sens_tx": 2000,
+    },
+    "paper": {
+        "seed": 1,
+        "micro_threads": 8,  # §VI-A
+        "macro_threads": 4,  # §VI-A
+        "tx": 100_000,  # §VI-A: every workload executes 100K transactions
+        "items": [64, 4 * KB],  # §VI-A: small (64 B) and large (4 KB) datasets
+        "micro": MICRO,
+        "macro": MACRO,
+        "undo_redo_entries": [1, 2, 4, 8, 16, 32, 64],
+        "redo_entries": [2, 4, 8, 16, 32, 64],  # §VI-E: 2..64 entries
+        "sens_threads": [1, 2, 4, 8],
+        "sens_workloads": MICRO,
+        "sens_item": 64,
+        "latency_scale": [1, 2, 4, 8, 16, 32],  # §VI-E: 1x..32x
+        "sens_tx": 100_000,
+    },
+}
+
+
+def scale_settings(scale: str) -> dict[str, Any]:
+    if scale not in SCALES:
+        raise ValueError(
+            f"invalid value {scale!r} for 'scale': valid choices: " + ", ".join(SCALES)
+        )
+    return SCALES[scale]
+
+
+# ---------------------------------------------------------------------------
+# Which parameter sizes each design's buffers (found in the catalogue, so a
+# design that lands later needs no change here).
+
+
+def _scheme_params() -> dict[str, list[str]]:
+    return {s["name"]: list(s.get("params", [])) for s in _core.describe()["schemes"]}
+
+
+def buffer_param(
+    design: str, which: str, catalogue: dict[str, list[str]] | None = None
+) -> str | None:
+    """The parameter sizing ``design``'s undo+redo (``which="undo_redo"``) or
+    redo (``"redo"``) buffer: MorLog's ``*.undo_redo_buffer_entries`` /
+    ``*.redo_buffer_entries``, FWB's single ``*.log_buffer_entries`` (its
+    undo+redo buffer; FWB has no redo buffer). None if it has none."""
+    keys = (catalogue if catalogue is not None else _scheme_params()).get(design, [])
+    entries = [k for k in keys if k.endswith("_entries") and "buffer" in k]
+    if which == "undo_redo":
+        hit = [k for k in entries if "undo_redo" in k] or [k for k in entries if "log_buffer" in k]
+    elif which == "redo":
+        hit = [k for k in entries if "redo" in k.rsplit(".", 1)[-1] and "undo" not in k]
+    else:
+        raise ValueError(f"invalid buffer {which!r}: valid choices: undo_redo, redo")
+    return hit[0] if hit else None
+
+
+def _is_unsafe(design: str) -> bool:
+    return "unsafe" in design
+
+
+# ---------------------------------------------------------------------------
+# Plans.
+
+
+def _spec(sc: dict[str, Any], design: str, workload: str, threads: int, tx: int) -> dict:
+    return {
+        "scheme": design,
+        "workload": workload,
+        "threads": threads,
+        "tx": tx,
+        "seed": sc["seed"],
+    }
+
+
+def _items(sc: dict[str, Any], workload: str) -> list[int | None]:
+    return [None] if workload in FIXED_ITEM else list(sc["items"])
+
+
+def _grid(sc: dict[str, Any], av: _Avail, workloads: Sequence[str], threads: int) -> Plan:
+    plan = Plan()
+    designs, wls, _ = av.filter(plan, DESIGNS, workloads, [P_ITEM])
+    for w in wls:
+        for item in _items(sc, w):
+            for d in designs:
+                spec = _spec(sc, d, w, threads, sc["tx"])
+                if item is not None:
+                    spec[P_ITEM] = item
+                plan.specs.append(spec)
+    return plan
+
+
+def plan_micro(sc: dict[str, Any], av: _Avail) -> Plan:
+    return _grid(sc, av, sc["micro"], sc["micro_threads"])
+
+
+def plan_macro(sc: dict[str, Any], av: _Avail) -> Plan:
+    return _grid(sc, av, sc["macro"], sc["macro_threads"])
+
+
+def plan_undo_redo_buffer(sc: dict[str, Any], av: _Avail) -> Plan:
+    """Every design with its undo+redo buffer (FWB: its log buffer) at each
+    size; FWB-Unsafe's buffer is that size plus MorLog's redo buffer (§VI-A)."""
+    plan = Plan()
+    designs, wls, _ = av.filter(plan, DESIGNS, ["echo"], [P_ITEM])
+    cat = getattr(av, "scheme_params", None) or _scheme_params()
+    for w in wls:
+        for n in sc["undo_redo_entries"]:
+            for d in designs:
+                key = buffer_param(d, "undo_redo", cat)
+                if key is None:
+                    if n == sc["undo_redo_entries"][0]:
+                        plan.skipped.append(f"scheme '{d}' (no undo+redo buffer parameter)")
+                    continue
+                spec = _spec(sc, d, w, sc["macro_threads"], sc["sens_tx"])
+                spec[P_ITEM] = sc["sens_item"]
+                spec[key] = n + DEFAULT_REDO if _is_unsafe(d) else n
+                spec["undo_redo_entries"] = n
+                plan.specs.append(spec)
+    return plan
+
+
+def plan_redo_buffer(sc: dict[str, Any], av: _Avail) -> Plan:
+    """MorLog's redo buffer at 2..64 entries on Echo (§VI-E); FWB has no redo
+    buffer, so FWB-CRADE at its defaults is the reference."""
+    plan = Plan()
+    designs, wls, _ = av.filter(plan, DESIGNS, ["echo"], [P_ITEM])
+    cat = getattr(av, "scheme_params", None) or _scheme_params()
+    for w in wls:
+        if BASELINE in designs:
+            spec = _spec(sc, BASELINE, w, sc["macro_threads"], sc["sens_tx"])
+            spec[P_ITEM] = sc["sens_item"]
+            plan.specs.append(spec)
+        for d in designs:
+            key = buffer_param(d, "redo", cat)
+            if key is None:
+                if d != BASELINE and not d.startswith("fwb"):
+                    plan.skipped.append(f"scheme '{d}' (no redo buffer parameter)")
+                continue
+            for n in sc["redo_entries"]:
+                spec = _spec(sc, d, w, sc["macro_threads"], sc["sens_tx"])
+                spec[P_ITEM] = sc["sens_item"]
+                spec[key] = n
+                spec["redo_entries"] = n
+                plan.specs.append(spec)
+    if designs and not any("redo_entries" in s for s in plan.specs):
+        plan.meta["note"] = "no design in this build has a redo buffer (MorLog's); FWB has none"
+    return plan
+
+
+def plan_threads(sc: dict[str, Any], av: _Avail) -> Plan:
+    plan = Plan()
+    designs, wls, _ = av.filter(plan, DESIGNS, sc["sens_workloads"], [P_ITEM])
+    for w in wls:
+        for t in sc["sens_threads"]:
+            for d in designs:
+                spec = _spec(sc, d, w, t, sc["sens_tx"])
+                spec[P_ITEM] = sc["sens_item"]
+                plan.specs.append(spec)
+    return plan
+
+
+def plan_write_latency(sc: dict[str, Any], av: _Avail) -> Plan:
+    """Every TLC state's write latency (Table III) times 1..32 (§VI-E)."""
+    plan = Plan()
+    designs, wls, ok = av.filter(plan, DESIGNS, sc["sens_workloads"], [P_ITEM, *P_TLC_WRITE_NS])
+    if not ok:
+        return plan
+    params = _core.params()
+    base = {k: float(params[k]["default"]) for k in P_TLC_WRITE_NS}
+    for w in wls:
+        for k in sc["latency_scale"]:
+            for d in designs:
+                spec = _spec(sc, d, w, sc["micro_threads"], sc["sens_tx"])
+                spec[P_ITEM] = sc["sens_item"]
+                for key, ns in base.items():
+                    spec[key] = round(ns * k, 6)
+                spec["write_latency_scale"] = k
+                plan.specs.append(spec)
+    return plan
+
+
+# ---------------------------------------------------------------------------
+# Analyses.
+
+#: Statistics read by substring (the scheme helpers name them).
+STAT_LOG_BITS = ("log_bits",)
+#: nvm_media block (README "Data-aware NVM"), flattened by durasim.sweep.
+COL_CELL_ENERGY = "nvm_media.write_energy_pj_total"
+
+#: Columns that are bookkeeping of a plan, not parameters of a run.
+PLAN_COLUMNS = ("undo_redo_entries", "redo_entries", "write_latency_scale")
+
+
+def _per_tx(df: pd.DataFrame, col: str) -> pd.Series:
+    tx = df["measured_tx"] if "measured_tx" in df else df["committed_tx"]
+    return pd.to_numeric(df[col], errors="coerce") / tx.clip(lower=1)
+
+
+def _norm(df: pd.DataFrame, col: str, group: Sequence[str], out: str, what: str) -> None:
+    base = _normalize(df, col, [BASELINE], group, out)
+    df.attrs["normalization"] = f"{what} / {base or BASELINE + ' (not run)'}, same workload"
+    df.attrs["baseline"] = base or BASELINE
+
+
+def an_throughput(raw: pd.DataFrame) -> pd.DataFrame:
+    df = _with_labels(raw)
+    _norm(df, "throughput_tx_per_mcycle", ["config_label"], "norm_throughput", "throughput")
+    return df
+
+
+def an_traffic(raw: pd.DataFrame) -> pd.DataFrame:
+    df = _with_labels(raw)
+    # Steady-state NVM bytes written per measured tx (docs/MODEL.md, Metrics).
+    _norm(
+        df, "write_bytes_per_tx", ["config_label"], "norm_write_traffic", "NVM bytes written per tx"
+    )
+    return df
+
+
+def an_energy(raw: pd.DataFrame) -> pd.DataFrame:
+    df = _with_labels(raw)
+    if len(df) and COL_CELL_ENERGY in df.columns:
+        # The TLC cells' programming energy (Table III per-state pJ) in the
+        # measured window: what the paper's "NVMM write energy" counts.
+        df["write_energy_nj_per_tx"] = _per_tx(df, COL_CELL_ENERGY) / 1000.0
+    else:
+        df["write_energy_nj_per_tx"] = float("nan")
+        if len(df):
+            df.attrs.setdefault("notes", []).append(
+                f"no {COL_CELL_ENERGY} in these runs (not on the TLC device?)"
+            )
+    _norm(
+        df,
+        "write_energy_nj_per_tx",
+        ["config_label"],
+        "norm_write_energy",
+        "NVM cell write energy per tx",
+    )
+    df.attrs["stat_keys"] = {"write_energy_nj_per_tx": COL_CELL_ENERGY}
+    return df
+
+
+def an_log_bits(raw: pd.DataFrame) -> pd.DataFrame:
+    df = _with_labels(raw)
+    key = _stat(df, STAT_LOG_BITS)
+    if key is not None:
+        df["log_bits_per_tx"] = _per_tx(df, key)
+        missing = sorted(set(df.loc[df[key].isna(), "scheme"])) if len(df) else []
+        if missing:
+            df.attrs.setdefault("notes", []).append(
+                f"{key} not reported by {', '.join(missing)} in this build: no bars for them"
+            )
+    else:
+        df["log_bits_per_tx"] = float("nan")
+        if len(df):
+            df.attrs.setdefault("notes", []).append(
+                f"no scheme statistic containing {STAT_LOG_BITS} in these runs: "
+                "no design of this build reports log bits written"
+            )
+    _norm(
+        df,
+        "log_bits_per_tx",
+        ["config_label"],
+        "norm_log_bits",
+        "log bits written per tx (expansion coding disabled)",
+    )
+    # A baseline that ran but reports no such statistic is not "no run".
+    bad = df.attrs.get("not_normalizable") or {}
+    ran = set(df.loc[df["scheme"] == BASELINE, "config_label"]) if len(df) else set()
+    for k in list(bad):
+        if k in ran:
+            bad[k] = f"{BASELINE} reports no log-bits statistic"
+    if len(df) and df["norm_log_bits"].isna().all() and df["log_bits_per_tx"].notna().any():
+        # Nothing to normalize to: show the designs that report the bits,
+        # in bits, rather than an empty figure.
+        df.attrs["normalization"] = (
+            f"none (log bits written per tx; {BASELINE} reports no log-bits statistic)"
+        )
+        df.attrs.pop("not_normalizable", None)
+        df.attrs["plot"] = ["log_bits_per_tx", "log bits written per tx (bits)"]
+    df.attrs["stat_keys"] = {"log_bits_per_tx": key}
+    return df
+
+
+def _norm_same(df: pd.DataFrame, x: str, out: str, group: Sequence[str] = ()) -> str | None:
+    """throughput / FWB-CRADE's at the same ``x`` (and group)."""
+    g = [*group, x] if x else list(group)
+    return _normalize(df, "throughput_tx_per_mcycle", [BASELINE], g, out)
+
+
+def _sens(raw: pd.DataFrame, x: str, what: str) -> pd.DataFrame:
+    df = _with_labels(raw)
+    if len(df):
+        df[x] = pd.to_numeric(df[x])
+    base = _norm_same(df, x, "norm_throughput", ["config_label"])
+    df.attrs["normalization"] = f"throughput / {base or BASELINE} throughput at the same {what}"
+    df.attrs["baseline"] = base or BASELINE
+    df.attrs["x"] = x
+    return df
+
+
+def an_undo_redo_buffer(raw: pd.DataFrame) -> pd.DataFrame:
+    df = _sens(raw, "undo_redo_entries", "undo+redo buffer size")
+    if len(df):
+        df.attrs.setdefault("notes", []).append(
+            f"FWB's one log buffer is its undo+redo buffer; FWB-Unsafe's holds the size shown "
+            f"+ {DEFAULT_REDO} entries (MorLog's redo buffer, §VI-A)"
+        )
+    return df
+
+
+def an_redo_buffer(raw: pd.DataFrame) -> pd.DataFrame:
+    df = _with_labels(raw)
+    if len(df):
+        if "redo_entries" not in df.columns:
+            df["redo_entries"] = float("nan")
+        df["redo_entries"] = pd.to_numeric(df["redo_entries"])
+    base = _normalize(
+        df, "throughput_tx_per_mcycle", [BASELINE], ["config_label"], "norm_throughput"
+    )
+    df.attrs["normalization"] = (
+        f"throughput / {base or BASELINE} throughput (its defaults; FWB has no redo buffer)"
+    )
+    df.attrs["baseline"] = base or BASELINE
+    df.attrs["x"] = "redo_entries"
+    return df
+
+
+def an_threads(raw: pd.DataFrame) -> pd.DataFrame:
+    return _sens(raw, "threads", "thread count")
+
+
+def an_write_latency(raw: pd.DataFrame) -> pd.DataFrame:
+    return _sens(raw, "write_latency_scale", "NVM write latency scale")
+
+
+# ---------------------------------------------------------------------------
+# The experiment table (items are the report's order; §VI subsections).
+
+EXPERIMENTS: dict[str, Experiment] = {
+    e.id: e
+    for e in [
+        Experiment(
+            "throughput", "a", "Micro-benchmark throughput", plan_micro, an_throughput, "bars"
+        ),
+        Experiment("traffic", "b", "NVM write traffic", plan_micro, an_traffic, "bars"),
+        Experiment("energy", "c", "NVM write energy", plan_micro, an_energy, "bars"),
+        Experiment(
+            "log_bits",
+            "d",
+            "Log bits written (expansion coding disabled)",
+            plan_micro,
+            an_log_bits,
+            "bars",
+        ),
+        Experiment("macro", "e", "Macro-benchmark throughput", plan_macro, an_throughput, "bars"),
+        Experiment(
+            "undo_redo_buffer",
+            "f",
+            "Throughput vs undo+redo buffer size (Echo)",
+            plan_undo_redo_buffer,
+            an_undo_redo_buffer,
+            "lines",
+        ),
+        Experiment(
+            "redo_buffer",
+            "g",
+            "Throughput vs redo buffer size (Echo)",
+            plan_redo_buffer,
+            an_redo_buffer,
+            "lines",
+        ),
+        Experiment("threads", "h", "Throughput vs thread count", plan_threads, an_threads, "lines"),
+        Experiment(
+            "write_latency",
+            "i",
+            "Throughput vs NVM write latency (TLC write latencies scaled)",
+            plan_write_latency,
+            an_write_latency,
+            "lines",
+        ),
+    ]
+}
+
+#: Where each experiment sits in the paper's §VI (its results are withheld
+#: from our copy: only what was measured is known).
+PAPER_ITEMS = {
+    "throughput": "MorLog §VI-B",
+    "traffic": "MorLog §VI-B",
+    "energy": "MorLog §VI-B",
+    "log_bits": "MorLog §VI-C",
+    "macro": "MorLog §VI-D",
+    "undo_redo_buffer": "MorLog §VI-E",
+    "redo_buffer": "MorLog §VI-E",
+    "threads": "MorLog §VI-E",
+    "write_latency": "MorLog §VI-E",
+}
+
+
+def figures() -> dict[str, Callable[[pd.DataFrame], Any]]:
+    """``{experiment id: figure function}`` (imported lazily: matplotlib)."""
+    from .. import figures_morlog
+
+    return {eid: figures_morlog.figure for eid in EXPERIMENTS}
+
+
+def _shown_path(path: str | os.PathLike[str]) -> str:
+    """The default preset as ``configs/morlog.toml`` (not this host's path)."""
+    p = Path(path).resolve()
+    root = DEFAULT_PRESET.parents[1]
+    return p.relative_to(root).as_posix() if p.is_relative_to(root) else os.fspath(path)
+
+
+def _preset_settings() -> dict[str, dict[str, Any]]:
+    """``{design: settings it fixes}`` for the named presets of this build."""
+    return {
+        s["name"]: dict(s["preset"].get("set", {}))
+        for s in _core.describe()["schemes"]
+        if s.get("preset")
+    }
+
+
+def _run_spec_of(spec: dict[str, Any]) -> dict[str, Any]:
+    """A plan's spec without its bookkeeping columns (what the sweep runs)."""
+    return {k: v for k, v in spec.items() if k not in PLAN_COLUMNS}
+
+
+def run_experiments(
+    ids: Sequence[str] | None = None,
+    scale: str = "small",
+    *,
+    client: Any = None,
+    scheduler: str | None = None,
+    progress: bool | None = None,
+    preset: str | os.PathLike[str] | None = None,
+) -> dict[str, pd.DataFrame]:
+    """Run several experiments as ONE sweep (shared runs execute once) and
+    return ``{id: DataFrame}``. Failed runs raise ``SweepError``.
+
+    ``preset`` is a TOML parameter file (the CLI's ``--config``); default:
+    ``configs/morlog.toml`` (Table III). Its values become explicit
+    overrides of every run; what an experiment sweeps wins over it."""
+    sc = scale_settings(scale)
+    ids = list(ids) if ids is not None else list(EXPERIMENTS)
+    for i in ids:
+        if i not in EXPERIMENTS:
+            raise ValueError(f"unknown experiment '{i}'; valid choices: {', '.join(EXPERIMENTS)}")
+    if preset is None:
+        if not DEFAULT_PRESET.is_file():
+            raise ValueError(
+                f"the MorLog system preset {DEFAULT_PRESET} is not there (installed without the "
+                "repository?): pass preset= / --config configs/morlog.toml"
+            )
+        preset = DEFAULT_PRESET
+    base = _core.load_preset(preset)
+    fixed = _preset_settings()
+    av = _Avail()
+    plans = {i: EXPERIMENTS[i].plan(sc, av) for i in ids}
+    unique: dict[tuple, dict[str, Any]] = {}
+    for p in plans.values():
+        # A design's own settings (its encoding) win over the system preset:
+        # durasim refuses a --set that contradicts a named design.
+        p.specs = [
+            {**{k: v for k, v in base.items() if k not in fixed.get(s["scheme"], {})}, **s}
+            for s in p.specs
+        ]
+        for s in p.specs:
+            unique.setdefault(_spec_key(_run_spec_of(s)), _run_spec_of(s))
+    specs = list(unique.values())
+    raw = (
+        sweep(specs, client=client, scheduler=scheduler, progress=progress, desc=f"morlog/{scale}")
+        if specs
+        else pd.DataFrame()
+    )
+    index = {_spec_key(s): n for n, s in enumerate(specs)}
+    out = {}
+    for i in ids:
+        e, p = EXPERIMENTS[i], plans[i]
+        rows = [index[_spec_key(_run_spec_of(s))] for s in p.specs]
+        if rows:
+            part = raw.iloc[rows].reset_index(drop=True)
+            for col in PLAN_COLUMNS:
+                if any(col in s for s in p.specs):
+                    part[col] = [s.get(col) for s in p.specs]
+        else:
+            part = _empty_raw()
+        df = e.analyze(part)
+        df.attrs.update(
+            {
+                "experiment": e.id,
+                "paper_item": PAPER_ITEMS[e.id],
+                "title": e.title,
+                "scale": scale,
+                "scale_settings": dict(sc),
+                "runs": len(p.specs),
+                "sweep_runs": len(specs),
+                "skipped": list(p.skipped),
+                "preset": {"path": _shown_path(preset), "values": base},
+                "scheme_order": list(DESIGNS),
+            }
+        )
+        notes = df.attrs.setdefault("notes", [])
+        if p.meta.get("note"):
+            notes.append(p.meta["note"])
+        out[i] = df
+    return out
+
+
+def _one(eid: str) -> Callable[..., pd.DataFrame]:
+    def f(
+        scale: str = "small",
+        *,
+        client: Any = None,
+        scheduler: str | None = None,
+        progress: bool | None = None,
+        preset: str | os.PathLike[str] | None = None,
+    ) -> pd.DataFrame:
+        return run_experiments(
+            [eid], scale, client=client, scheduler=scheduler, progress=progress, preset=preset
+        )[eid]
+
+    e = EXPERIMENTS[eid]
+    f.__name__ = eid
+    f.__doc__ = f"{PAPER_ITEMS[eid]}: {e.title}. Returns a DataFrame (see module doc)."
+    return f
+
+
+throughput = _one("throughput")
+traffic = _one("traffic")
+energy = _one("energy")
+log_bits = _one("log_bits")
+macro = _one("macro")
+undo_redo_buffer = _one("undo_redo_buffer")
+redo_buffer = _one("redo_buffer")
+threads = _one("threads")
+write_latency = _one("write_latency")
+
+__all__ = [
+    "BASELINE",
+    "DESIGNS",
+    "EXPERIMENTS",
+    "run_experiments",
+    "scale_settings",
+    *EXPERIMENTS,
+]
