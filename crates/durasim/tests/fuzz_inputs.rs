@@ -1,5 +1,6 @@
 //! Fuzzing the input surface (issue 21 part 4): a proptest generator of
-//! command lines (subcommands, names, flags, `--set` overrides) and TOML
+//! command lines (subcommands including `device validate`, names, flags,
+//! `--set` overrides) and TOML
 //! presets, each run through the real binary. On every generated input the
 //! binary must exit 0, 1 (crashtest violation) or 2 (bad input) — never a
 //! panic, an abort or a signal — and stay within a wall-time and a
