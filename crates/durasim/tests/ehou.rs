@@ -181,3 +181,25 @@ fn existing_schemes_run_on_the_dimm() {
         Durability::AtCommit
     );
 }
+
+/// EHOU, SSP and REDU split their PM write overhead the same way: the
+/// end-of-run share is exactly what `finish` wrote (the total before it is
+/// the steady-state part), so figure (a) compares like for like.
+#[test]
+fn end_of_run_overhead_is_what_finish_wrote() {
+    for scheme in ["ehou", "osp", "redu"] {
+        let mut s = spec(scheme, "hashmap", 300, &[]);
+        s.params.set_str("dimm.ait_cache_sets", "8192").unwrap();
+        s.params.set_str("dimm.ait_cache_ways", "16").unwrap();
+        let mut e = Engine::new(s).unwrap();
+        e.run(&mut |_| {}).unwrap();
+        let before = scheme_stat(&e, "pm_write_overhead_bytes");
+        assert_eq!(scheme_stat(&e, "pm_write_overhead_bytes_end_of_run"), 0.0);
+        e.finish();
+        e.check_equivalence().unwrap();
+        let total = scheme_stat(&e, "pm_write_overhead_bytes");
+        let end = scheme_stat(&e, "pm_write_overhead_bytes_end_of_run");
+        assert!(before > 0.0 && end > 0.0, "{scheme}: {before} {end}");
+        assert_eq!(total - end, before, "{scheme}");
+    }
+}

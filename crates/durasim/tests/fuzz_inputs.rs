@@ -1,5 +1,6 @@
 //! Fuzzing the input surface (issue 21 part 4): a proptest generator of
-//! command lines (subcommands, names, flags, `--set` overrides) and TOML
+//! command lines (subcommands including `device validate`, names, flags,
+//! `--set` overrides) and TOML
 //! presets, each run through the real binary. On every generated input the
 //! binary must exit 0, 1 (crashtest violation) or 2 (bad input) — never a
 //! panic, an abort or a signal — and stay within a wall-time and a
@@ -177,7 +178,7 @@ struct Case {
 }
 
 fn case() -> impl Strategy<Value = Case> {
-    let cmd = prop::sample::select(&["run", "crashtest", "compare", "list"][..]);
+    let cmd = prop::sample::select(&["run", "crashtest", "compare", "list", "device"][..]);
     let tx = prop::sample::select(
         &[
             "1",
@@ -221,9 +222,10 @@ fn case() -> impl Strategy<Value = Case> {
         extra,
         toml_text(),
         prop::sample::select(&["schemes", "workloads", "params", "parms"][..]),
+        device(),
     )
         .prop_map(
-            |(cmd, scheme, workload, tx, threads, sets, extra, config, list)| {
+            |(cmd, scheme, workload, tx, threads, sets, extra, config, list, dev)| {
                 let mut a: Vec<String> = vec![cmd.into(), "-q".into()];
                 if cmd == "list" {
                     a.push(list.into());
@@ -231,6 +233,16 @@ fn case() -> impl Strategy<Value = Case> {
                         args: a,
                         config: None,
                     };
+                }
+                if cmd == "device" {
+                    // `device validate` takes the same --set/--config
+                    // surface as `run`, plus its own flags.
+                    a.extend(dev);
+                    for (k, v) in sets {
+                        a.push("--set".into());
+                        a.push(format!("{k}={v}"));
+                    }
+                    return Case { args: a, config };
                 }
                 if cmd == "compare" {
                     a.extend(["--schemes".into(), scheme, "--workloads".into(), workload]);
@@ -246,6 +258,51 @@ fn case() -> impl Strategy<Value = Case> {
                 Case { args: a, config }
             },
         )
+}
+
+/// `device validate`'s own arguments (after `device`): the subcommand
+/// (or a typo of it), `--lines` (small valid counts keep runs short; out of
+/// range, overflowing and non-numeric ones must be input errors), `--seed`
+/// and `--json`.
+fn device() -> impl Strategy<Value = Vec<String>> {
+    let sub = prop::sample::select(&["validate", "validate", "validate", "valdate", ""][..]);
+    let lines = prop::sample::select(
+        &[
+            "64",
+            "128",
+            "256",
+            "63",
+            "0",
+            "-1",
+            "16777217",
+            "18446744073709551615",
+            "99999999999999999999",
+            "1KB",
+            "x",
+            "",
+        ][..],
+    );
+    let extra = prop::sample::select(
+        &[
+            "",
+            "--seed 7",
+            "--seed -1",
+            "--seed x",
+            "--json -",
+            "--json",
+            "--json /nonexistent-dir/x",
+            "--tx 5",
+        ][..],
+    );
+    (sub, lines, extra).prop_map(|(sub, lines, extra)| {
+        let mut a: Vec<String> = Vec::new();
+        if !sub.is_empty() {
+            a.push(sub.into());
+        }
+        a.extend(["--lines".into(), lines.into()]);
+        a.extend(extra.split_whitespace().map(str::to_string));
+        a
+    })
 }
 
 /// Peak resident set of a running process (KiB), from /proc.
