@@ -3,7 +3,7 @@
 
 use crate::types::{Addr, LineData, LINE_BYTES};
 use rustc_hash::FxHashMap;
-use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::alloc::{alloc, alloc_zeroed, dealloc, Layout};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -87,6 +87,18 @@ fn alloc_block() -> *mut Block {
         (*p).refs = AtomicUsize::new(1);
         p
     }
+}
+
+/// A block held once whose bytes are not initialised: the caller fills
+/// them before any read.
+fn alloc_block_uninit() -> *mut Block {
+    // SAFETY: the layout has a non-zero size; `refs` is initialised by the
+    // caller (as the bytes are).
+    let p = unsafe { alloc(BLOCK_LAYOUT) } as *mut Block;
+    if p.is_null() {
+        std::alloc::handle_alloc_error(BLOCK_LAYOUT);
+    }
+    p
 }
 
 /// The page bytes of a block (no reference taken).
@@ -383,10 +395,19 @@ impl SparseImage {
                 let b = s.block;
                 // SAFETY: a live block of this image.
                 if unsafe { (*b).refs.load(Ordering::Acquire) } > 1 {
-                    // Shared: copy it first (copy-on-write).
-                    let copy = self.alloc_zeroed_page();
-                    // SAFETY: distinct live blocks; the shared one is only read.
-                    unsafe { (*copy).bytes = (*b).bytes };
+                    // Shared: copy it first (copy-on-write), into a block
+                    // not zeroed first (no 4 KiB memset per copy).
+                    let copy = self.free_pages.pop().unwrap_or_else(alloc_block_uninit);
+                    // SAFETY: distinct blocks, `b` live (only read), `copy`
+                    // allocated with the block layout.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(
+                            bytes_of(b) as *const PageBytes,
+                            bytes_of(copy),
+                            1,
+                        );
+                        std::ptr::addr_of_mut!((*copy).refs).write(AtomicUsize::new(1));
+                    }
                     if let Some(last) = release(b) {
                         // Another holder released it meanwhile (other thread).
                         // SAFETY: the last reference.
