@@ -125,6 +125,7 @@ fn logging_forces_a_checkpoint_when_the_log_is_nearly_full() {
     assert_eq!(r.violations, 0, "{:?}", r.first_violation);
     // Crashes inside the forced checkpoint's writes were tested.
     assert!(r.background_points_tested > 0);
+    assert!(r.crash_points_tested > 100, "{}", r.crash_points_tested);
 }
 
 /// The statistics that explain the extra writes, and the metadata figure.
@@ -160,4 +161,68 @@ fn mutants_fail_the_epoch_oracle() {
         let r = crashtest(small_spec(scheme, "btree", 150, &[(key, value)]), false);
         assert!(r.violations > 0, "{scheme} {value} passed the oracle");
     }
+}
+
+/// Host memory (issue 15 part 7): setup stores the footprint once (the NVM
+/// media shares every page of the architectural image, copy-on-write); the
+/// run's writes to either side never reach the other; the dpc run still
+/// ends with the NVM image equal to the architectural one, each checkpoint
+/// shares the home pages equal to their architectural page, and crash
+/// recovery from the shared media is verified at every crash point.
+#[test]
+fn nvm_media_shares_pages_with_the_architectural_image() {
+    let spec = small_spec(
+        "dpc",
+        "btree",
+        300,
+        &[
+            ("dpc.pool_bytes", "262144"),
+            ("workload.initial_items", "4096"),
+        ],
+    );
+    let e = durasim::engine::Engine::new(spec.clone()).unwrap();
+    let pages = e.arch.page_numbers();
+    assert!(pages.len() > 10);
+    for &p in &pages {
+        assert!(
+            e.ctx.nvm.media().shares_page_with(p, &e.arch, p),
+            "page {p}"
+        );
+    }
+    assert_eq!(e.ctx.nvm.media().shared_pages(), pages.len());
+    // Before the final checkpoint and end-of-run drain (which rewrite home
+    // pages), the periodic checkpoints have re-shared some.
+    let mut e = durasim::engine::Engine::new(spec.clone()).unwrap();
+    let initial = e.arch.clone();
+    e.run(&mut |_| {}).unwrap();
+    // Pages neither side wrote since the last checkpoint were compared
+    // then: equal ones must be shared.
+    let mut since: Vec<u64> = e.arch.take_written();
+    since.extend(e.ctx.nvm.media_mut().take_written());
+    use durasim::mem::MemRead;
+    let (media, arch) = (e.ctx.nvm.media(), &e.arch);
+    let (mut shared, mut reshared) = (0, 0);
+    for p in arch.page_numbers() {
+        let (mut a, mut m) = ([0u8; 4096], [0u8; 4096]);
+        arch.read_bytes(p * 4096, &mut a);
+        media.read_bytes(p * 4096, &mut m);
+        if media.shares_page_with(p, arch, p) {
+            shared += 1;
+            // Changed since setup yet shared: shared again by a checkpoint.
+            let mut i = [0u8; 4096];
+            initial.read_bytes(p * 4096, &mut i);
+            reshared += usize::from(i != a);
+            assert_eq!(a, m, "page {p} shared with different bytes");
+        } else if !since.contains(&p) {
+            assert_ne!(a, m, "page {p} equal but not shared after a checkpoint");
+        }
+    }
+    assert!(reshared > 0, "no home page re-shared by the checkpoints");
+    // Fewer pages shared than at setup: the run wrote both sides.
+    assert!(shared < arch.touched_pages());
+    e.finish();
+    e.check_equivalence().unwrap();
+    let r = crashtest(spec, false);
+    assert_eq!(r.violations, 0, "{:?}", r.first_violation);
+    assert!(r.crash_points_tested > 100, "{}", r.crash_points_tested);
 }

@@ -924,6 +924,13 @@ impl MemoryController {
         self.media.write_bytes(addr, data);
     }
 
+    /// [`Self::preload`] of page `page_no` with the bytes of page `page_no`
+    /// of `src`, shared copy-on-write (no copy is stored until either side
+    /// writes the page).
+    pub fn preload_shared(&mut self, page_no: u64, src: &SparseImage) {
+        self.media.share_page(page_no, src, page_no);
+    }
+
     /// Functional read without timing or traffic (checks, debugging).
     pub fn peek(&self, addr: Addr, buf: &mut [u8]) {
         self.media.read_bytes(addr, buf);
