@@ -151,3 +151,63 @@ fn planted_bugs_fail_the_checkpoint_oracle() {
         }
     }
 }
+
+/// STRESS with translation tables too small for one epoch's sparse writes
+/// (they used to stop the run with "the tables are full"): the write that
+/// finds both tables full waits for the checkpoint in flight to commit,
+/// then idle committed entries are evicted home (their slots reserved
+/// until the next commit), and the cores stall meanwhile.
+fn table_full(workload: &str, btt: &'static str, ptt: &'static str) -> RunSpec {
+    let mut s = spec("thynvm", workload, 600, STRESS);
+    s.params.set_str("thynvm.btt_entries", btt).unwrap();
+    s.params.set_str("thynvm.ptt_entries", ptt).unwrap();
+    s
+}
+
+const TABLE_FULL: &[(&str, &str, &str)] = &[("btree", "160", "16"), ("hashmap", "192", "12")];
+
+#[test]
+fn full_tables_stall_the_cores_instead_of_stopping_the_run() {
+    for &(w, btt, ptt) in TABLE_FULL {
+        let st = stats(table_full(w, btt, ptt));
+        for k in [
+            "table_full_events",
+            "table_full_stall_cycles",
+            "table_full_evictions",
+        ] {
+            assert!(st[k] > 0.0, "{w}: {k} = {}", st[k]);
+        }
+        // Every event stalled the cores for a positive time.
+        assert!(
+            st["table_full_stall_cycles"] >= st["table_full_events"],
+            "{w}"
+        );
+    }
+}
+
+#[test]
+fn crashes_during_table_full_stalls_and_evictions_recover_the_last_checkpoint() {
+    let torn = CrashOptions {
+        torn: true,
+        ..opts()
+    };
+    for &(w, btt, ptt) in TABLE_FULL {
+        for o in [opts(), torn.clone()] {
+            let r = crash::crashtest(table_full(w, btt, ptt), &o, &mut |_, _| {}).unwrap();
+            assert_eq!(r.violations, 0, "{w}: {:?}", r.first_violation);
+            assert!(r.crash_points_tested > 100, "{w}");
+            assert!(r.background_points_tested > 0, "{w}");
+        }
+    }
+}
+
+#[test]
+fn tables_that_cannot_hold_one_epoch_stop_with_a_clear_error() {
+    let s = table_full("btree", "32", "2");
+    let e = durasim::engine::run(s, &mut |_| {})
+        .err()
+        .expect("must stop");
+    let msg = e.to_string();
+    assert!(msg.contains("thynvm.btt_entries"), "{msg}");
+    assert!(msg.contains("cannot hold one epoch"), "{msg}");
+}

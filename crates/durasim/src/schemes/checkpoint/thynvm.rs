@@ -35,6 +35,12 @@
 //! epoch never overwrote. A new checkpoint first completes the one in
 //! flight (the cores wait: `checkpoint_stall_cycles`).
 //!
+//! A full table (ThyNVM §4.3: no entry available or replaceable) stalls
+//! the cores: the checkpoint in flight completes, idle committed entries
+//! are replaced (copied home, freed; their slot reserved until the next
+//! commit), and the forced checkpoint follows. Only tables that cannot hold
+//! one epoch's write-backs stop the run.
+//!
 //! Recovery reads the switch pointer and the backup of the valid slot and
 //! copies every listed version home (idempotent: it never writes a slot).
 
@@ -248,6 +254,9 @@ struct Stats {
     forced_checkpoints: u64,
     overlapped_checkpoint_cycles: u64,
     checkpoint_stall_cycles: u64,
+    table_full_events: u64,
+    table_full_stall_cycles: u64,
+    table_full_evictions: u64,
     lookups: u64,
     btt_peak: u64,
     ptt_peak: u64,
@@ -281,6 +290,11 @@ pub(crate) struct ThyNvm {
     spare: Option<Vec<(Addr, [u8; 64])>>,
     /// Page buffer of line-level write-backs (no DRAM cache).
     wb_buf: Vec<u8>,
+    /// Per BTT entry: the slot of a line evicted from it while the valid
+    /// backup still lists it there (NONE: free); cleared at each commit.
+    ghost: Vec<u8>,
+    /// A table-full stall to impose on every core: (from, until).
+    stall: Option<(Cycle, Cycle)>,
 }
 
 impl ThyNvm {
@@ -308,6 +322,8 @@ impl ThyNvm {
             page_buf: vec![0; PAGE_BYTES as usize],
             spare: None,
             wb_buf: vec![0; PAGE_BYTES as usize],
+            ghost: vec![NONE; g.btt as usize],
+            stall: None,
         }
     }
 
@@ -317,6 +333,13 @@ impl ThyNvm {
         (0..3u8)
             .find(|&l| l != p && (self.drop_penultimate || l != c))
             .expect("three places, two taken")
+    }
+
+    /// As [`Self::choose`], also apart from `ghost` (NONE if none fits).
+    fn choose_avoiding(&self, c: u8, p: u8, ghost: u8) -> u8 {
+        (0..3u8)
+            .find(|&l| l != p && l != ghost && (self.drop_penultimate || l != c))
+            .unwrap_or(NONE)
     }
 
     /// Where the current bytes of a line are.
@@ -350,35 +373,131 @@ impl ThyNvm {
         }
     }
 
+    /// A BTT entry for `line`, allocated if needed. A full table first
+    /// waits for the checkpoint in flight to commit (its retiring and
+    /// migrated entries free), then evicts idle committed entries; the
+    /// cores stall meanwhile. Returns the entry and when the write may issue.
+    fn btt_entry(&mut self, ctx: &mut MemCtx, line: Addr, t: Cycle) -> Option<(u32, Cycle)> {
+        if let Some((i, _)) = self.btt.get(line) {
+            return Some((i, t));
+        }
+        let mut t = t;
+        let i = match self.btt.alloc(line) {
+            Some(i) => i,
+            None => {
+                self.stats.table_full_events += 1;
+                let d = self.drain(ctx, t);
+                self.stall_cores(t, d);
+                t = d;
+                if self.btt.free.is_empty() {
+                    t = self.evict_idle(ctx, t);
+                }
+                self.btt.alloc(line)?
+            }
+        };
+        let used = self.btt.by_key.len() as u64;
+        self.stats.btt_peak = self.stats.btt_peak.max(used);
+        // Keep an eighth free for the writes until the forced
+        // checkpoint starts (entries free only when one commits).
+        if used * 8 >= self.g.btt * 7 {
+            self.forced = true;
+        }
+        Some((i, t))
+    }
+
+    /// BTT pressure: a block-mode page whose dirty lines do not fit in the
+    /// BTT switches to page writeback now if the PTT has room (its BTT
+    /// entries retire). False if it cannot.
+    fn pressure_switch(&mut self, page: u64) -> bool {
+        if self.ptt.get(page).is_some() || self.ptt.alloc(page).is_none() {
+            return false;
+        }
+        for k in 0..PAGE_BYTES / LINE_BYTES {
+            if let Some((i, _)) = self.btt.get(page * PAGE_BYTES + k * LINE_BYTES) {
+                self.btt.unit(i).dead = true;
+            }
+        }
+        self.page_mode.insert(page);
+        self.stats.pressure_switches += 1;
+        self.stats.ptt_peak = self.stats.ptt_peak.max(self.ptt.by_key.len() as u64);
+        self.forced = true;
+        true
+    }
+
+    /// The cores wait from `from` to `until` (a full translation table).
+    fn stall_cores(&mut self, from: Cycle, until: Cycle) {
+        if until <= from {
+            return;
+        }
+        self.stats.table_full_stall_cycles += until - from;
+        self.stall = Some(match self.stall {
+            Some((a, b)) => (a.min(from), b.max(until)),
+            None => (from, until),
+        });
+    }
+
+    /// No checkpoint in flight and the BTT still full: entries whose
+    /// committed version is in a slot and that are idle this epoch are
+    /// copied home and freed (what the next checkpoint would do). The
+    /// valid backup still lists them at their slot, so the slot stays
+    /// reserved (`ghost`) until the next checkpoint commits.
+    fn evict_idle(&mut self, ctx: &mut MemCtx, t: Cycle) -> Cycle {
+        debug_assert!(self.pending.is_none());
+        let mut ids: Vec<u32> = self.btt.live().collect();
+        ids.sort_unstable();
+        let mut done = t;
+        // Free an eighth of the table at once (fewer stalls).
+        let want = (self.g.btt / 8).max(1) as usize;
+        let mut freed = 0usize;
+        for i in ids {
+            let u = *self.btt.unit(i);
+            let page = u.key / PAGE_BYTES;
+            if u.w != NONE
+                || u.p != NONE
+                || u.c == HOME
+                || u.dead
+                || u.retiring
+                || self.ptt.get(page).is_some()
+            {
+                continue;
+            }
+            done = done.max(Self::copy(ctx, self.g.line_loc(u.key, i, u.c), u.key, 1, t));
+            self.stats.migration_lines_written += 1;
+            self.stats.table_full_evictions += 1;
+            self.ghost[i as usize] = u.c;
+            self.btt.remove(i);
+            freed += 1;
+            if freed >= want {
+                break;
+            }
+        }
+        self.stall_cores(t, done);
+        done
+    }
+
     /// A dirty line of a block-mode page: to its BTT entry's working copy.
     fn write_line(&mut self, ctx: &mut MemCtx, line: Addr, data: &[u8], t: Cycle) -> Cycle {
-        let i = match self.btt.get(line) {
-            Some((i, _)) => i,
-            None => match self.btt.alloc(line) {
-                Some(i) => {
-                    let used = self.btt.by_key.len() as u64;
-                    self.stats.btt_peak = self.stats.btt_peak.max(used);
-                    // Keep an eighth free for the writes until the forced
-                    // checkpoint starts (entries free only when one commits).
-                    if used * 8 >= self.g.btt * 7 {
-                        self.forced = true;
-                    }
-                    i
-                }
-                None => {
-                    ctx.input_error(format!(
-                        "thynvm: the block and page translation tables are full ({} + {} entries in use before the forced checkpoint could free any); {}",
-                        self.g.btt,
-                        self.g.ptt,
-                        crate::schemes::raise_advice(PARAMS, "thynvm.btt_entries", self.g.btt * 2)
-                    ));
-                    return t;
-                }
-            },
+        let Some((i, mut t)) = self.btt_entry(ctx, line, t) else {
+            ctx.input_error(format!(
+                "thynvm: the block translation table is full ({} entries) and none can be freed (each holds a line written in this epoch, or a line of a page in the page table, whose {} entries are full too): the tables cannot hold one epoch's write-backs; {}",
+                self.g.btt,
+                self.g.ptt,
+                crate::schemes::raise_advice(PARAMS, "thynvm.btt_entries", self.g.btt * 2)
+            ));
+            return t;
         };
         let u = *self.btt.unit(i);
         if u.w == NONE {
-            let w = self.choose(u.c, u.p);
+            let mut w = self.choose_avoiding(u.c, u.p, self.ghost[i as usize]);
+            if w == NONE {
+                // The entry's third place is a freed line's committed
+                // version: wait for the checkpoint in flight to commit.
+                let d = self.drain(ctx, t);
+                self.stall_cores(t, d);
+                t = d;
+                let v = *self.btt.unit(i);
+                w = self.choose_avoiding(v.c, v.p, self.ghost[i as usize]);
+            }
             self.btt.unit(i).w = w;
         }
         let w = self.btt.unit(i).w;
@@ -492,6 +611,8 @@ impl ThyNvm {
         let t = area.switch(&mut ctx.nvm, pd.slot, self.epoch, now);
         self.committed.push(ctx.nvm.persist_log.count());
         self.valid_slot = Some(pd.slot);
+        // The new backup no longer lists lines evicted before it started.
+        self.ghost.fill(NONE);
         self.stats.overlapped_checkpoint_cycles += t.saturating_sub(pd.started);
         self.last_end = self.last_end.max(t);
         for (table, pages) in [(&mut self.btt, false), (&mut self.ptt, true)] {
@@ -568,7 +689,7 @@ impl Scheme for ThyNvm {
     ) -> Cycle {
         self.note_time(now);
         self.stats.lookups += 1;
-        let t = now + self.lookup;
+        let mut t = now + self.lookup;
         let page = page_addr / PAGE_BYTES;
         *self.counts.entry(page).or_insert(0) += u64::from(dirty.count_ones());
         if !self.page_mode.contains(&page) {
@@ -581,19 +702,20 @@ impl Scheme for ThyNvm {
                 m &= m - 1;
                 need += usize::from(!self.btt.by_key.contains_key(&(page_addr + k * LINE_BYTES)));
             }
-            if need > self.btt.free.len()
-                && self.ptt.get(page).is_none()
-                && self.ptt.alloc(page).is_some()
-            {
-                for k in 0..PAGE_BYTES / LINE_BYTES {
-                    if let Some((i, _)) = self.btt.get(page_addr + k * LINE_BYTES) {
-                        self.btt.unit(i).dead = true;
-                    }
+            if need > self.btt.free.len() && !self.pressure_switch(page) {
+                // Neither table has room: the write waits for the
+                // checkpoint in flight to commit (entries free), then for
+                // idle entries to be evicted; then it tries again.
+                self.stats.table_full_events += 1;
+                let d = self.drain(ctx, t);
+                self.stall_cores(t, d);
+                t = d;
+                if need > self.btt.free.len() {
+                    t = self.evict_idle(ctx, t);
                 }
-                self.page_mode.insert(page);
-                self.stats.pressure_switches += 1;
-                self.stats.ptt_peak = self.stats.ptt_peak.max(self.ptt.by_key.len() as u64);
-                self.forced = true;
+                if need > self.btt.free.len() {
+                    self.pressure_switch(page);
+                }
             }
         }
         if self.page_mode.contains(&page) {
@@ -649,10 +771,16 @@ impl Scheme for ThyNvm {
     }
 
     fn next_event_at(&self) -> Option<Cycle> {
-        self.pending.as_ref().map(|p| p.at)
+        match (self.stall, &self.pending) {
+            (Some((from, _)), _) => Some(from),
+            (None, p) => p.as_ref().map(|p| p.at),
+        }
     }
 
     fn tick(&mut self, ctx: &mut MemCtx, now: Cycle) -> Option<Cycle> {
+        if let Some((_, until)) = self.stall.take() {
+            return Some(until);
+        }
         self.step(ctx, now);
         None
     }
@@ -921,6 +1049,9 @@ impl Scheme for ThyNvm {
                 s.overlapped_checkpoint_cycles as f64,
             ),
             ("checkpoint_stall_cycles", s.checkpoint_stall_cycles as f64),
+            ("table_full_events", s.table_full_events as f64),
+            ("table_full_stall_cycles", s.table_full_stall_cycles as f64),
+            ("table_full_evictions", s.table_full_evictions as f64),
             (
                 "checkpoint_stall_share",
                 s.checkpoint_stall_cycles as f64 / span as f64,
