@@ -1322,6 +1322,75 @@ mod tests {
         assert_eq!(n + 1, trav);
     }
 
+    /// The buffers' rules on hand-made transactions (tiny 2-way L1 of 8
+    /// sets: lines 512 B apart conflict).
+    #[test]
+    fn buffers_coalesce_keep_in_l1_and_discard() {
+        use crate::workloads::Op;
+        let run = |scheme: &str, ops: &dyn Fn(u64) -> Vec<Op>| {
+            let mut s = crate::engine::RunSpec::new(scheme, "vector").unwrap();
+            s.threads = 1;
+            for (k, v) in [("cache.l1_size_bytes", "1KB"), ("cache.l1_ways", "2")] {
+                s.params.set_str(k, v).unwrap();
+            }
+            let mut e = crate::engine::Engine::new(s).unwrap();
+            let base = e.ctx.layout.thread_base(0) + (32 << 20);
+            e.run_ops(0, &ops(base)).unwrap();
+            let st = e.scheme.stats();
+            move |k: &str| st.iter().find(|x| x.0 == k).unwrap().1
+        };
+        let st = |a: u64, v: u64| Op::Store { addr: a, value: v };
+        let wait = Op::Compute { n: 5000 };
+        let load = |a: u64| Op::Load {
+            addr: a,
+            value: 0,
+            dep: 0,
+        };
+        // Two stores within N cycles: one entry, coalesced.
+        let s = run("morlog", &|b| vec![st(b, 1), st(b, 2)]);
+        assert_eq!(
+            (
+                s("undo_redo_entries_created"),
+                s("undo_redo_buffer_coalesced")
+            ),
+            (1.0, 1.0)
+        );
+        // The second store after the entry persisted: redo kept in the L1,
+        // logged as a redo entry at commit.
+        let s = run("morlog", &|b| vec![st(b, 1), wait, st(b, 2)]);
+        assert_eq!(s("undo_redo_entries_created"), 1.0);
+        assert_eq!(s("redo_kept_in_l1"), 1.0);
+        assert_eq!(s("redo_entries_at_commit"), 1.0);
+        // The line leaves the L1 (two conflicting lines): a redo entry; the
+        // transaction updates the line again: the entry is discarded and the
+        // word is ULog again (no new undo+redo entry).
+        let s = run("morlog", &|b| {
+            vec![
+                st(b, 1),
+                wait,
+                st(b, 2),
+                load(b + 512),
+                load(b + 1024),
+                wait,
+                st(b + 8, 3),
+                wait,
+                st(b, 4),
+            ]
+        });
+        assert_eq!(s("redo_entries_on_l1_evict"), 1.0);
+        assert_eq!(s("redo_buffer_discarded"), 1.0);
+        assert_eq!(s("undo_redo_entries_created"), 2.0, "b and b+8 only");
+        assert_eq!(
+            s("redo_entries_at_commit"),
+            1.0,
+            "b's newest redo at commit"
+        );
+        // A silent store logs nothing.
+        let s = run("morlog", &|b| vec![st(b, 0)]);
+        assert_eq!(s("silent_log_writes_dropped"), 1.0);
+        assert_eq!(s("log_entries_created"), 0.0);
+    }
+
     use proptest::prelude::*;
 
     proptest! {
