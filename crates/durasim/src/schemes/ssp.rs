@@ -455,6 +455,7 @@ fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<Recove
         max_version = max_version.max(meta.2);
         metas.push((slot, meta));
     }
+    let mut consolidated = Vec::new();
     for (slot, (home, bitmap, _)) in metas {
         if bitmap == 0 {
             continue;
@@ -468,7 +469,13 @@ fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<Recove
                 lines += 1;
             }
         }
-        // Newer than any journal record, so replaying one cannot undo this.
+        consolidated.push((slot, home));
+    }
+    // Newer than any journal record, so replaying one cannot undo this.
+    // Written after every page's lines (same image, same writes): until
+    // then recovery has changed nothing it read, so a crash anywhere in
+    // the consolidation provably re-runs identically (crash/war.rs).
+    for (slot, home) in consolidated {
         img.write_bytes(g.meta_addr(slot), &meta_line(home, 0, max_version + 1));
         written += 1;
     }
