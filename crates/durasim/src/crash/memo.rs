@@ -112,13 +112,39 @@ impl Writes {
     /// The first `m` writes as (word, value, byte mask), one per word,
     /// later writes over earlier ones, sorted by word.
     fn word_image(&self, m: usize, out: &mut Vec<(Addr, u64, u8)>) {
+        word_image_of(self.pieces(m), out);
+    }
+
+    /// The first `m` writes as (address, bytes).
+    fn pieces(&self, m: usize) -> impl Iterator<Item = (Addr, &[u8])> {
+        self.chunks[..m]
+            .iter()
+            .map(|&(a, off, len)| (a, &self.arena[off as usize..off as usize + len as usize]))
+    }
+}
+
+/// Writes `(address, bytes)` in order as (word, value, byte mask), one per
+/// word, later writes over earlier ones, sorted by word.
+fn word_image_of<'a>(
+    pieces: impl Iterator<Item = (Addr, &'a [u8])>,
+    out: &mut Vec<(Addr, u64, u8)>,
+) {
+    {
         let start = out.len();
-        for &(a, off, len) in &self.chunks[..m] {
-            let bytes = &self.arena[off as usize..off as usize + len as usize];
+        for (a, bytes) in pieces {
+            let len = bytes.len();
             let end = a + len as u64;
             let mut w = a & !(WORD_BYTES - 1);
             while w < end {
                 let (lo, hi) = (a.max(w), end.min(w + WORD_BYTES));
+                if lo == w && hi == w + WORD_BYTES {
+                    // A whole word (the common case).
+                    let o = (w - a) as usize;
+                    let v = u64::from_le_bytes(bytes[o..o + 8].try_into().expect("8 bytes"));
+                    out.push((w, v, 0xff));
+                    w += WORD_BYTES;
+                    continue;
+                }
                 let mut v = [0u8; 8];
                 let mut mask = 0u8;
                 for b in lo..hi {
@@ -258,20 +284,12 @@ impl Memo {
         self.reruns
             .iter()
             .map(|(m, w2)| {
+                // The prefix, then the re-run's writes over it.
                 let mut second = Vec::new();
-                self.writes.word_image(*m, &mut second);
-                w2.word_image(w2.len(), &mut second);
-                // Re-fold: the re-run's writes land after the prefix.
-                let mut tmp = Writes::default();
-                for &(a, v, mk) in &second {
-                    for b in 0..8u64 {
-                        if mk & (1 << b) != 0 {
-                            tmp.push(a + b, &[(v >> (8 * b)) as u8]);
-                        }
-                    }
-                }
-                let mut second = Vec::new();
-                tmp.word_image(tmp.len(), &mut second);
+                word_image_of(
+                    self.writes.pieces(*m).chain(w2.pieces(w2.len())),
+                    &mut second,
+                );
                 let (mut i, mut j) = (0, 0);
                 let mut out = Vec::new();
                 while i < first.len() || j < second.len() {
