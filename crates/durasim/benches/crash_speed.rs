@@ -1,19 +1,31 @@
 //! Crash-verification speed: crash points checked per host second, per
-//! shipped scheme, on btree / 2 threads, exhaustive (every persist point,
-//! up to 4 crashes inside each recovery; issue 20 part 5). Each iteration
-//! is one whole `crashtest` (simulation with history + every point); the
-//! throughput is the number of points it checks, so criterion's elements/s
-//! is points/s including the simulation (the CLI's `points_per_second`
-//! excludes it). Run: `cargo bench -p durasim --bench crash_speed`.
+//! shipped durable scheme, on btree / 2 threads, exhaustive (every persist
+//! point, up to 4 crashes inside each recovery; issue 20 part 5). The
+//! checkpoint schemes run on their hybrid-memory preset (configs/dpc.toml)
+//! and are checked by the epoch oracle. Each iteration is one whole
+//! `crashtest` (simulation with history + every point); the throughput is
+//! the number of points it checks, so criterion's elements/s is points/s
+//! including the simulation (the CLI's `points_per_second` excludes it).
+//! Run: `cargo bench -p durasim --bench crash_speed` (one scheme:
+//! `... --bench crash_speed -- osp`).
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use durasim::crash::{self, CrashOptions};
+use durasim::schemes::{Durability, REGISTRY};
 use durasim::RunSpec;
 
 const TX: u64 = 200;
 
+/// The hybrid-memory preset the checkpoint schemes are evaluated on.
+const DPC_TOML: &str = include_str!("../../../configs/dpc.toml");
+
 fn spec(scheme: &str) -> RunSpec {
     let mut s = RunSpec::new(scheme, "btree").expect("registered scheme/workload");
+    if durasim::schemes::checkpoint::contexts_reader(scheme).is_some() {
+        s.params
+            .apply_toml(DPC_TOML, "configs/dpc.toml")
+            .expect("the shipped preset parses");
+    }
     s.threads = 2;
     s.tx = TX;
     s.seed = 1;
@@ -24,7 +36,13 @@ fn crash_speed(c: &mut Criterion) {
     let mut g = c.benchmark_group("crash_speed");
     g.sample_size(10);
     let opts = CrashOptions::default();
-    for scheme in ["ideal", "opt-redo", "opt-undo", "osp", "lsm", "lad", "hoop"] {
+    // Every shipped scheme that promises durability (not `ideal`, not the
+    // deliberately unsafe variants, which fail and stop early).
+    let schemes = REGISTRY
+        .iter()
+        .filter(|i| i.durability != Durability::None && !i.name.contains("unsafe"))
+        .map(|i| i.name);
+    for scheme in schemes {
         // The point count is deterministic for a seed: measure it once.
         let probe = crash::crashtest(spec(scheme), &opts, &mut |_, _| {}).expect("crashtest");
         g.throughput(Throughput::Elements(probe.crash_points_tested));

@@ -37,9 +37,9 @@ struct EpochOracle<'a> {
     cur: SparseImage,
     applied: u64,
     /// Per thread: its program's stores in order.
-    writes: Vec<Vec<(Addr, u64)>>,
+    writes: &'a [Vec<(Addr, u64)>],
     /// Per thread: stores before each operation (`len` = operations + 1).
-    op_start: Vec<Vec<u64>>,
+    op_start: &'a [Vec<u64>],
     /// Stores of each thread applied to `expected`.
     base: Vec<u64>,
     expected: FxHashMap<Addr, u64>,
@@ -156,92 +156,100 @@ pub fn crashtest_checkpoints(
             op_start[t].push(writes[t].len() as u64);
         }
     }
-    let mut o = EpochOracle {
-        layout: layout.clone(),
-        initial: &history.initial_media,
-        cur: history.initial_media.clone(),
-        applied: 0,
-        writes,
-        op_start,
-        base: vec![0; threads],
-        expected: FxHashMap::default(),
-        delta: vec![FxHashSet::default(); threads],
+    let sh = EpochShared {
+        info,
+        spec: &spec,
+        opts,
+        layout: &layout,
+        params: &params,
+        reader,
+        records: &records,
+        log,
+        events,
+        n,
+        writes: &writes,
+        op_start: &op_start,
     };
-    let initial_ctx = vec![CoreContext::initial(); threads];
-    let mut epoch = 0usize;
-    let (mut clean, mut torn_v, mut rec_crash_v, mut rec_crashes) = (0u64, 0u64, 0u64, 0u64);
-    let (mut tested, mut torn_tested) = (0u64, 0u64);
-    let mut first: Option<Violation> = None;
-    let mut verdicts = Vec::new();
-    let mut undo = Vec::new();
-    let (mut rec_bytes, mut rec_runs, mut rec_ns_max) = (0.0, 0u64, 0.0f64);
-    let start = Instant::now();
+    let pool = match opts.host_threads {
+        0 => None,
+        t => Some(
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(t)
+                .build()
+                .map_err(|e| Error::Internal(format!("thread pool: {e}")))?,
+        ),
+    };
+    let host_threads = pool
+        .as_ref()
+        .map_or_else(rayon::current_num_threads, |p| p.current_num_threads());
+    // Contiguous chunks merged in point order, as in the transactional
+    // driver: each starts cold (oracle advanced from point 0), which never
+    // changes a verdict, so results do not depend on the thread count.
+    let chunk = selected
+        .len()
+        .div_ceil(host_threads.max(1) * 3)
+        .max(64)
+        .min(selected.len().max(1));
+    let jobs: Vec<(&[u64], SparseImage)> = selected
+        .chunks(chunk)
+        .map(|c| (c, history.initial_media.clone()))
+        .collect();
     let total = selected.len() as u64;
-    for (idx, &k) in selected.iter().enumerate() {
-        while o.applied < k {
-            let ev = &events[o.applied as usize];
-            undo.clear();
-            o.persist(ev.addr, log.data(ev), 0xff, &mut undo);
-            o.applied += 1;
-        }
-        while epoch < records.len() && records[epoch].committed_seq <= k {
-            o.advance_to(&records[epoch].contexts)?;
-            epoch += 1;
-        }
-        let want_ctx = if epoch == 0 {
-            &initial_ctx
-        } else {
-            &records[epoch - 1].contexts
+    let start = Instant::now();
+    let (tx, rx) = std::sync::mpsc::channel::<u64>();
+    let parts: Vec<Result<EpochTally>> = std::thread::scope(|s| {
+        let sh = &sh;
+        let work = move || -> Vec<Result<EpochTally>> {
+            use rayon::prelude::*;
+            jobs.into_par_iter()
+                .map_with(tx, |tx, (pts, initial)| epoch_chunk(sh, pts, &initial, tx))
+                .collect()
         };
-        let mask = if k < n && opts.torn {
-            points::tear_mask(spec.seed, k, points::covered_words(&events[k as usize]))
-        } else {
-            None
-        };
-        for m in std::iter::once(None).chain(mask.map(Some)) {
-            undo.clear();
-            if let Some(m) = m {
-                let ev = &events[k as usize];
-                o.persist(ev.addr, log.data(ev), m, &mut undo);
-                torn_tested += 1;
-            }
-            tested += 1;
-            let v = check_point(
-                info,
-                &spec,
-                opts,
-                &o,
-                &params,
-                &layout,
-                reader,
-                want_ctx,
-                epoch,
-                k,
-                m,
-                &mut rec_crashes,
-                &mut rec_bytes,
-                &mut rec_runs,
-                &mut rec_ns_max,
-            );
-            let ok = v.is_none();
-            if let Some(v) = v {
-                if v.kind == ViolationKind::RecoveryCrash {
-                    rec_crash_v += 1;
-                }
-                if m.is_some() {
-                    torn_v += 1;
-                } else {
-                    clean += 1;
-                }
-                first.get_or_insert(v);
-            }
-            verdicts.push((k, m, ok));
-            if m.is_some() {
-                o.undo(&undo);
-            }
+        let h = s.spawn(move || match &pool {
+            Some(p) => p.install(work),
+            None => work(),
+        });
+        let mut done = 0u64;
+        for d in rx {
+            done += d;
+            progress(done, total);
         }
-        progress(idx as u64, total);
+        h.join()
+    })
+    .map_err(|_| Error::Internal("a crash-test worker panicked".into()))?;
+    let mut t = EpochTally::default();
+    for p in parts {
+        let p = p?;
+        t.clean += p.clean;
+        t.torn_v += p.torn_v;
+        t.rec_crash_v += p.rec_crash_v;
+        t.rec_crashes += p.rec_crashes;
+        t.tested += p.tested;
+        t.torn_tested += p.torn_tested;
+        if t.first.is_none() {
+            t.first = p.first;
+        }
+        t.verdicts.extend(p.verdicts);
+        t.rec_bytes += p.rec_bytes;
+        t.rec_runs += p.rec_runs;
+        t.rec_ns_max = t.rec_ns_max.max(p.rec_ns_max);
+        t.counts.elided += p.counts.elided;
+        t.counts.mismatches += p.counts.mismatches;
     }
+    let EpochTally {
+        clean,
+        torn_v,
+        rec_crash_v,
+        rec_crashes,
+        tested,
+        torn_tested,
+        first,
+        verdicts,
+        rec_bytes,
+        rec_runs,
+        rec_ns_max,
+        counts,
+    } = t;
     progress(total, total);
     let check_host_seconds = start.elapsed().as_secs_f64();
     let background = &history.background;
@@ -261,12 +269,12 @@ pub fn crashtest_checkpoints(
             .iter()
             .filter(|&&k| super::background_range_of(background, k, false).is_some())
             .count() as u64,
-        // Per-kind counts and deduplication are the transactional driver's;
-        // this oracle checks every point serially on one host thread.
+        // Per-kind counts and deduplication are the transactional driver's.
         background_by_kind: Vec::new(),
         deduplicated_points: 0,
-        dedup_mismatches: 0,
-        host_threads: 1,
+        dedup_mismatches: counts.mismatches,
+        recovery_reruns_elided: counts.elided,
+        host_threads,
         violations: clean + torn_v,
         clean_violations: clean,
         torn_violations: torn_v,
@@ -280,6 +288,140 @@ pub fn crashtest_checkpoints(
         verdicts,
         torn: opts.torn,
     })
+}
+
+/// What every epoch worker reads.
+struct EpochShared<'a> {
+    info: &'static SchemeInfo,
+    spec: &'a RunSpec,
+    opts: &'a CrashOptions,
+    layout: &'a Layout,
+    params: &'a crate::config::Params,
+    reader: Option<crate::schemes::checkpoint::ReadContextsFn>,
+    records: &'a [crate::schemes::checkpoint::CheckpointRecord],
+    log: &'a crate::mem::PersistLog,
+    events: &'a [crate::mem::PersistEvent],
+    n: u64,
+    writes: &'a [Vec<(Addr, u64)>],
+    op_start: &'a [Vec<u64>],
+}
+
+/// One chunk's results, merged in point order.
+#[derive(Default)]
+struct EpochTally {
+    clean: u64,
+    torn_v: u64,
+    rec_crash_v: u64,
+    rec_crashes: u64,
+    tested: u64,
+    torn_tested: u64,
+    first: Option<Violation>,
+    verdicts: Vec<(u64, Option<u8>, bool)>,
+    rec_bytes: f64,
+    rec_runs: u64,
+    rec_ns_max: f64,
+    counts: ElideCounts,
+}
+
+/// Check the crash points `pts` (ascending) in order.
+fn epoch_chunk(
+    sh: &EpochShared,
+    pts: &[u64],
+    initial: &SparseImage,
+    done: &mut std::sync::mpsc::Sender<u64>,
+) -> Result<EpochTally> {
+    let threads = sh.layout.threads;
+    let mut o = EpochOracle {
+        layout: sh.layout.clone(),
+        initial,
+        cur: initial.clone(),
+        applied: 0,
+        writes: sh.writes,
+        op_start: sh.op_start,
+        base: vec![0; threads],
+        expected: FxHashMap::default(),
+        delta: vec![FxHashSet::default(); threads],
+    };
+    let initial_ctx = vec![CoreContext::initial(); threads];
+    let mut epoch = 0usize;
+    let mut undo = Vec::new();
+    let mut t = EpochTally::default();
+    let (records, events, log) = (sh.records, sh.events, sh.log);
+    for &k in pts {
+        while o.applied < k {
+            let ev = &events[o.applied as usize];
+            undo.clear();
+            o.persist(ev.addr, log.data(ev), 0xff, &mut undo);
+            o.applied += 1;
+        }
+        while epoch < records.len() && records[epoch].committed_seq <= k {
+            o.advance_to(&records[epoch].contexts)?;
+            epoch += 1;
+        }
+        let want_ctx = if epoch == 0 {
+            &initial_ctx
+        } else {
+            &records[epoch - 1].contexts
+        };
+        let mask = if k < sh.n && sh.opts.torn {
+            points::tear_mask(sh.spec.seed, k, points::covered_words(&events[k as usize]))
+        } else {
+            None
+        };
+        for m in std::iter::once(None).chain(mask.map(Some)) {
+            undo.clear();
+            if let Some(m) = m {
+                let ev = &events[k as usize];
+                o.persist(ev.addr, log.data(ev), m, &mut undo);
+                t.torn_tested += 1;
+            }
+            t.tested += 1;
+            let v = check_point(
+                sh.info,
+                sh.spec,
+                sh.opts,
+                &o,
+                sh.params,
+                sh.layout,
+                sh.reader,
+                want_ctx,
+                epoch,
+                k,
+                m,
+                &mut t.rec_crashes,
+                &mut t.rec_bytes,
+                &mut t.rec_runs,
+                &mut t.rec_ns_max,
+                &mut t.counts,
+            );
+            let ok = v.is_none();
+            if let Some(v) = v {
+                if v.kind == ViolationKind::RecoveryCrash {
+                    t.rec_crash_v += 1;
+                }
+                if m.is_some() {
+                    t.torn_v += 1;
+                } else {
+                    t.clean += 1;
+                }
+                t.first.get_or_insert(v);
+            }
+            t.verdicts.push((k, m, ok));
+            if m.is_some() {
+                o.undo(&undo);
+            }
+        }
+        let _ = done.send(1);
+    }
+    Ok(t)
+}
+
+/// Recovery re-runs proven identical (crash/war.rs) and, with
+/// `verify_dedup`, how many of them differed when run anyway (a bug; 0).
+#[derive(Default)]
+struct ElideCounts {
+    elided: u64,
+    mismatches: u64,
 }
 
 /// Recover one crash image and compare it (memory and contexts) with
@@ -301,6 +443,7 @@ fn check_point(
     rec_bytes: &mut f64,
     rec_runs: &mut u64,
     rec_ns_max: &mut f64,
+    counts: &mut ElideCounts,
 ) -> Option<Violation> {
     let replay = || replay_line(spec, opts, k, mask);
     let torn_note = mask
@@ -318,8 +461,8 @@ fn check_point(
         message,
         replay: replay(),
     };
-    let mut rec = Recorder::new(Overlay::new(&o.cur));
-    let report = match guarded(|| (info.recover)(&mut rec, params, layout)) {
+    let mut tracked = super::Tracked::new(Overlay::new(&o.cur));
+    let report = match guarded(|| (info.recover)(&mut tracked, params, layout)) {
         Ok(r) => r,
         Err(e) => {
             return Some(violation(
@@ -329,6 +472,14 @@ fn check_point(
                 format!("crash point {k}{torn_note}: recovery failed: {e}"),
             ))
         }
+    };
+    let (mut rec, _, trace) = tracked.into_parts();
+    // Re-runs crashed within this many writes provably repeat the
+    // uninterrupted recovery (crash/war.rs).
+    let proven = if opts.dedup_recoveries {
+        trace.first_conflict()
+    } else {
+        0
     };
     *rec_runs += 1;
     *rec_bytes += report.bytes_written as f64;
@@ -391,10 +542,26 @@ fn check_point(
     let key = k.wrapping_mul(2) + u64::from(mask.is_some());
     for m in points::recovery_points(spec.seed, key, rec.writes(), opts.recovery_crashes) {
         *rec_crashes += 1;
+        if m <= proven {
+            counts.elided += 1;
+            if !opts.verify_dedup {
+                continue;
+            }
+        }
         let mut ov = Overlay::new(&o.cur);
         rec.writes.replay_onto(m, &mut ov);
         let mut rec2 = Recorder::new(ov);
-        let diff = match guarded(|| (info.recover)(&mut rec2, params, layout)) {
+        let res = guarded(|| (info.recover)(&mut rec2, params, layout));
+        if m <= proven {
+            // verify_dedup: the elided re-run must give the same image.
+            let same = res.is_ok() && {
+                let w2 = rec2.words_sorted().to_vec();
+                first_difference(&rec, &written, &rec2, &w2, Addr::MAX).is_none()
+            };
+            counts.mismatches += u64::from(!same);
+            continue;
+        }
+        let diff = match res {
             Err(e) => Some((None, format!("the second recovery failed: {e}"))),
             Ok(_) => {
                 let w2 = rec2.words_sorted().to_vec();

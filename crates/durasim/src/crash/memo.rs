@@ -43,11 +43,6 @@ impl Writes {
             let n = ((LINE_BYTES - a % LINE_BYTES) as usize).min(data.len() - done);
             self.chunks.push((a, self.arena.len() as u32, n as u8));
             self.arena.extend_from_slice(&data[done..done + n]);
-            let mut w = a & !(WORD_BYTES - 1);
-            while w < a + n as u64 {
-                self.words.push(w);
-                w += WORD_BYTES;
-            }
             done += n;
         }
     }
@@ -59,9 +54,38 @@ impl Writes {
         }
     }
 
+    /// The sorted, distinct words written. Sorts one key per 64 B piece
+    /// (line address and word mask), not one per word: 8x fewer keys for
+    /// recoveries that write whole lines.
     pub fn sort_words(&mut self) -> &[Addr] {
-        self.words.sort_unstable();
-        self.words.dedup();
+        let mut keys: Vec<u64> = Vec::with_capacity(self.chunks.len());
+        keys.extend(self.chunks.iter().map(|&(a, _, len)| {
+            let line = a & !(LINE_BYTES - 1);
+            let (w0, w1) = (
+                (a - line) / WORD_BYTES,
+                (a - line + len as u64 - 1) / WORD_BYTES,
+            );
+            let mask = ((1u64 << (w1 + 1)) - 1) & !((1u64 << w0) - 1);
+            // Lines are 64 B aligned: address * 4 leaves the low 8 bits free.
+            (line << 2) | mask
+        }));
+        keys.sort_unstable();
+        self.words.clear();
+        let mut i = 0;
+        while i < keys.len() {
+            let line = keys[i] >> 8;
+            let mut mask = 0u64;
+            while i < keys.len() && keys[i] >> 8 == line {
+                mask |= keys[i] & 0xff;
+                i += 1;
+            }
+            let base = line << 6;
+            for b in 0..8u64 {
+                if mask & (1 << b) != 0 {
+                    self.words.push(base + b * WORD_BYTES);
+                }
+            }
+        }
         &self.words
     }
 
@@ -88,13 +112,39 @@ impl Writes {
     /// The first `m` writes as (word, value, byte mask), one per word,
     /// later writes over earlier ones, sorted by word.
     fn word_image(&self, m: usize, out: &mut Vec<(Addr, u64, u8)>) {
+        word_image_of(self.pieces(m), out);
+    }
+
+    /// The first `m` writes as (address, bytes).
+    fn pieces(&self, m: usize) -> impl Iterator<Item = (Addr, &[u8])> {
+        self.chunks[..m]
+            .iter()
+            .map(|&(a, off, len)| (a, &self.arena[off as usize..off as usize + len as usize]))
+    }
+}
+
+/// Writes `(address, bytes)` in order as (word, value, byte mask), one per
+/// word, later writes over earlier ones, sorted by word.
+fn word_image_of<'a>(
+    pieces: impl Iterator<Item = (Addr, &'a [u8])>,
+    out: &mut Vec<(Addr, u64, u8)>,
+) {
+    {
         let start = out.len();
-        for &(a, off, len) in &self.chunks[..m] {
-            let bytes = &self.arena[off as usize..off as usize + len as usize];
+        for (a, bytes) in pieces {
+            let len = bytes.len();
             let end = a + len as u64;
             let mut w = a & !(WORD_BYTES - 1);
             while w < end {
                 let (lo, hi) = (a.max(w), end.min(w + WORD_BYTES));
+                if lo == w && hi == w + WORD_BYTES {
+                    // A whole word (the common case).
+                    let o = (w - a) as usize;
+                    let v = u64::from_le_bytes(bytes[o..o + 8].try_into().expect("8 bytes"));
+                    out.push((w, v, 0xff));
+                    w += WORD_BYTES;
+                    continue;
+                }
                 let mut v = [0u8; 8];
                 let mut mask = 0u8;
                 for b in lo..hi {
@@ -196,6 +246,9 @@ pub struct Memo {
     /// invalidated by the very next event and never need them).
     reruns: Vec<(usize, Writes)>,
     mixed: Option<Vec<Vec<MixedWord>>>,
+    /// Further recovery crash points whose re-runs were proven identical
+    /// to the uninterrupted recovery ([`super::war`]): no mixed words.
+    pub elided: usize,
 }
 
 impl Memo {
@@ -209,6 +262,7 @@ impl Memo {
         bytes_written: u64,
         modeled_ns: f64,
         reruns: Vec<(usize, Writes)>,
+        elided: usize,
     ) -> Self {
         Memo {
             checked: point,
@@ -218,6 +272,7 @@ impl Memo {
             modeled_ns,
             reruns,
             mixed: None,
+            elided,
         }
     }
 
@@ -229,20 +284,12 @@ impl Memo {
         self.reruns
             .iter()
             .map(|(m, w2)| {
+                // The prefix, then the re-run's writes over it.
                 let mut second = Vec::new();
-                self.writes.word_image(*m, &mut second);
-                w2.word_image(w2.len(), &mut second);
-                // Re-fold: the re-run's writes land after the prefix.
-                let mut tmp = Writes::default();
-                for &(a, v, mk) in &second {
-                    for b in 0..8u64 {
-                        if mk & (1 << b) != 0 {
-                            tmp.push(a + b, &[(v >> (8 * b)) as u8]);
-                        }
-                    }
-                }
-                let mut second = Vec::new();
-                tmp.word_image(tmp.len(), &mut second);
+                word_image_of(
+                    self.writes.pieces(*m).chain(w2.pieces(w2.len())),
+                    &mut second,
+                );
                 let (mut i, mut j) = (0, 0);
                 let mut out = Vec::new();
                 while i < first.len() || j < second.len() {
@@ -290,7 +337,7 @@ impl Memo {
 
     /// Number of recovery crash points the memo covers.
     pub fn reruns(&self) -> usize {
-        self.reruns.len()
+        self.reruns.len() + self.elided
     }
 
     /// Every re-run after a crash still matches the uninterrupted recovery

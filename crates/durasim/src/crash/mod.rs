@@ -15,6 +15,7 @@ pub mod epochs;
 pub mod memo;
 pub mod oracle;
 pub mod points;
+pub mod war;
 
 use crate::engine::{Engine, RunSpec};
 use crate::error::{Error, Result};
@@ -167,6 +168,9 @@ pub struct CrashReport {
     pub deduplicated_points: u64,
     /// Host threads that verified points.
     pub host_threads: usize,
+    /// Recovery crash points verified by the write-after-read argument
+    /// ([`war`]) instead of a re-run (included in `recovery_crashes_tested`).
+    pub recovery_reruns_elided: u64,
     /// With `verify_dedup`: reused points whose from-scratch recovery gave
     /// a different image (a dedup bug; 0).
     pub dedup_mismatches: u64,
@@ -212,6 +216,7 @@ impl CrashReport {
             "recovery_bytes_written_mean": self.recovery_bytes_written_mean,
             "recovery_modeled_ns_max": self.recovery_modeled_ns_max,
             "deduplicated_points": self.deduplicated_points,
+            "recovery_reruns_elided": self.recovery_reruns_elided,
             "host_threads": self.host_threads,
         })
     }
@@ -259,11 +264,13 @@ impl<W: MemWrite> MemRead for Recorder<W> {
     }
 }
 
-/// A [`Recorder`] that also records the byte ranges read (for [`memo`]).
-/// Reads take `&self`, so the read set sits in a cell.
+/// A [`Recorder`] that also records the byte ranges read (for [`memo`])
+/// and what [`war::Trace`] needs to prove crashed re-runs identical.
+/// Reads take `&self`, so the read sets sit in cells.
 pub struct Tracked<W: MemWrite> {
     rec: Recorder<W>,
     reads: std::cell::RefCell<ReadSet>,
+    trace: std::cell::RefCell<war::Trace>,
 }
 
 impl<W: MemWrite> Tracked<W> {
@@ -271,29 +278,55 @@ impl<W: MemWrite> Tracked<W> {
         Tracked {
             rec: Recorder::new(inner),
             reads: Default::default(),
+            trace: Default::default(),
         }
     }
 
-    fn into_parts(self) -> (Recorder<W>, ReadSet) {
-        (self.rec, self.reads.into_inner())
+    fn into_parts(self) -> (Recorder<W>, ReadSet, war::Trace) {
+        (self.rec, self.reads.into_inner(), self.trace.into_inner())
+    }
+
+    #[inline]
+    fn note_read(&self, start: Addr, end: Addr) {
+        self.reads.borrow_mut().push(start, end);
+        self.trace
+            .borrow_mut()
+            .read(start, end, self.rec.writes.len());
     }
 }
 
 impl<W: MemWrite> MemRead for Tracked<W> {
     fn read_bytes(&self, addr: Addr, buf: &mut [u8]) {
-        self.reads.borrow_mut().push(addr, addr + buf.len() as u64);
+        self.note_read(addr, addr + buf.len() as u64);
         self.rec.read_bytes(addr, buf);
     }
 
     fn zeros_until(&self, addr: Addr, end: Addr) -> Addr {
         let z = self.rec.zeros_until(addr, end);
-        self.reads.borrow_mut().push(addr, z);
+        self.note_read(addr, z);
         z
     }
 }
 
 impl<W: MemWrite> MemWrite for Tracked<W> {
     fn write_bytes(&mut self, addr: Addr, data: &[u8]) {
+        // Each 64 B piece is one write of the recorder; note the pieces
+        // that change bytes (a write of the bytes already there is
+        // invisible to any read).
+        let mut done = 0usize;
+        let mut idx = self.rec.writes.len();
+        let mut old = [0u8; crate::types::LINE_BYTES as usize];
+        while done < data.len() {
+            let a = addr + done as u64;
+            let n = ((crate::types::LINE_BYTES - a % crate::types::LINE_BYTES) as usize)
+                .min(data.len() - done);
+            self.rec.inner.read_bytes(a, &mut old[..n]);
+            if old[..n] != data[done..done + n] {
+                self.trace.get_mut().change(idx, a, a + n as u64);
+            }
+            idx += 1;
+            done += n;
+        }
         self.rec.write_bytes(addr, data);
     }
 }
@@ -365,6 +398,8 @@ struct Tally {
     /// Points whose recoveries were reused ([`memo`]).
     dedup_hits: u64,
     dedup_mismatches: u64,
+    /// Recovery crash points proven identical without a re-run ([`war`]).
+    reruns_elided: u64,
     verdicts: Vec<(u64, Option<u8>, bool)>,
 }
 
@@ -396,6 +431,7 @@ impl Tally {
         }
         self.dedup_hits += o.dedup_hits;
         self.dedup_mismatches += o.dedup_mismatches;
+        self.reruns_elided += o.reruns_elided;
         self.verdicts.extend(o.verdicts);
     }
 }
@@ -601,6 +637,7 @@ pub fn crashtest_with(
         recovery_modeled_ns_max: tally.rec_ns_max,
         deduplicated_points: tally.dedup_hits,
         dedup_mismatches: tally.dedup_mismatches,
+        recovery_reruns_elided: tally.reruns_elided,
         host_threads,
         verdicts: tally.verdicts,
         torn: opts.torn || single_mask.is_some(),
@@ -733,6 +770,7 @@ fn check_image(sh: &Shared, w: &mut Worker, tally: &mut Tally, k: u64, mask: Opt
             tally.rec_bytes += memo.bytes_written as f64;
             tally.rec_ns_max = tally.rec_ns_max.max(memo.modeled_ns);
             tally.recovery_crashes += memo.reruns() as u64;
+            tally.reruns_elided += memo.elided as u64;
             tally.dedup_hits += 1;
             if sh.opts.verify_dedup
                 && !same_as_from_scratch(sh, &oracle.cur, &img, &memo.writes.words)
@@ -779,7 +817,14 @@ fn check_image(sh: &Shared, w: &mut Worker, tally: &mut Tally, k: u64, mask: Opt
             return false;
         }
     };
-    let (mut rec, mut reads) = rec.into_parts();
+    let (mut rec, mut reads, trace) = rec.into_parts();
+    // Re-runs crashed after at most this many writes provably repeat the
+    // uninterrupted recovery ([`war`]); exact, so off with the dedup.
+    let proven = if sh.opts.dedup_recoveries {
+        trace.first_conflict()
+    } else {
+        0
+    };
     tally.rec_runs += 1;
     tally.rec_bytes += report.bytes_written as f64;
     tally.rec_ns_max = tally.rec_ns_max.max(report.modeled_ns);
@@ -791,13 +836,33 @@ fn check_image(sh: &Shared, w: &mut Worker, tally: &mut Tally, k: u64, mask: Opt
     // identically and can be deduplicated.
     let key = rec.writes.digest().wrapping_mul(2) + u64::from(mask.is_some());
     let mut reruns: Vec<(usize, Writes)> = Vec::new();
+    let mut elided = 0usize;
     for m in points::recovery_points(sh.spec.seed, key, rec.writes(), sh.opts.recovery_crashes) {
         tally.recovery_crashes += 1;
+        if m <= proven {
+            // Same reads, same writes, same image: nothing to compare, and
+            // the re-run reads nothing the first run did not.
+            elided += 1;
+            tally.reruns_elided += 1;
+            if sh.opts.verify_dedup {
+                let mut ov = Overlay::new(cur);
+                rec.writes.replay_onto(m, &mut ov);
+                let mut rec2 = Recorder::new(ov);
+                let same = (info.recover)(&mut rec2, params, layout).is_ok() && {
+                    let w2 = rec2.words_sorted().to_vec();
+                    first_difference(&rec, &rec.writes.words, &rec2, &w2, Addr::MAX).is_none()
+                };
+                if !same {
+                    tally.dedup_mismatches += 1;
+                }
+            }
+            continue;
+        }
         let mut ov = Overlay::new(cur);
         rec.writes.replay_onto(m, &mut ov);
         let mut rec2 = Tracked::new(ov);
         let res = guarded(|| (info.recover)(&mut rec2, params, layout));
-        let (mut rec2, reads2) = rec2.into_parts();
+        let (mut rec2, reads2, _) = rec2.into_parts();
         reads.extend(&reads2);
         let diff = match res {
             Err(e) => Some((None, format!("the second recovery failed: {e}"))),
@@ -846,6 +911,7 @@ fn check_image(sh: &Shared, w: &mut Worker, tally: &mut Tally, k: u64, mask: Opt
             report.bytes_written,
             report.modeled_ns,
             reruns,
+            elided,
         ));
     }
     ok
@@ -964,11 +1030,23 @@ fn first_difference(
     b_words: &[Addr],
     limit: Addr,
 ) -> Option<(Addr, u64, u64)> {
-    let mut all: Vec<Addr> = a_words.iter().chain(b_words).copied().collect();
-    all.sort_unstable();
-    all.dedup();
-    all.into_iter().filter(|&w| w < limit).find_map(|w| {
+    // Merge the two sorted lists in address order.
+    let (mut i, mut j) = (0, 0);
+    loop {
+        let w = match (a_words.get(i), b_words.get(j)) {
+            (Some(&x), Some(&y)) => x.min(y),
+            (Some(&x), None) => x,
+            (None, Some(&y)) => y,
+            (None, None) => return None,
+        };
+        if w >= limit {
+            return None;
+        }
+        i += usize::from(a_words.get(i) == Some(&w));
+        j += usize::from(b_words.get(j) == Some(&w));
         let (x, y) = (a.read_u64(w), b.read_u64(w));
-        (x != y).then_some((w, x, y))
-    })
+        if x != y {
+            return Some((w, x, y));
+        }
+    }
 }

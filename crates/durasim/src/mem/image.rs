@@ -8,7 +8,6 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 pub const PAGE_BYTES: u64 = 4096;
-type Page = Box<[u8; PAGE_BYTES as usize]>;
 
 /// Read access to a byte image; implemented by plain images and by
 /// copy-on-write overlays used during crash recovery.
@@ -553,22 +552,35 @@ impl MemWrite for SparseImage {
 /// A copy-on-write view over a base image: reads fall through to the base,
 /// writes land in an overlay. Crash recovery runs on one of these so that
 /// checking thousands of crash points never copies the media image.
+///
+/// Copy-on-write is per 64 B line, not per page: a recovery that replays
+/// scattered lines would otherwise copy 4 KiB per line it writes (measured:
+/// a quarter of opt-redo's verification time went to those copies). A
+/// per-page mask of written lines keeps reads of untouched pages at one
+/// lookup.
 pub struct Overlay<'a, B: MemRead + ?Sized> {
     base: &'a B,
-    top: FxHashMap<u64, Page>,
+    /// Page number -> mask of written lines (bit i = line i of the page).
+    pages: FxHashMap<u64, u64>,
+    /// Line number -> the line's bytes (base + writes).
+    lines: FxHashMap<u64, [u8; LINE]>,
 }
+
+const LINE: usize = LINE_BYTES as usize;
+const LINES_PER_PAGE: u64 = PAGE_BYTES / LINE as u64;
 
 impl<'a, B: MemRead + ?Sized> Overlay<'a, B> {
     pub fn new(base: &'a B) -> Self {
         Overlay {
             base,
-            top: FxHashMap::default(),
+            pages: FxHashMap::default(),
+            lines: FxHashMap::default(),
         }
     }
 
     /// Pages written through the overlay.
     pub fn dirty_pages(&self) -> usize {
-        self.top.len()
+        self.pages.len()
     }
 }
 
@@ -577,7 +589,7 @@ impl<B: MemRead + ?Sized> MemRead for Overlay<'_, B> {
         let mut a = addr;
         while a < end {
             let page_no = a / PAGE_BYTES;
-            if self.top.contains_key(&page_no) {
+            if self.pages.contains_key(&page_no) {
                 return a;
             }
             let page_end = ((page_no + 1) * PAGE_BYTES).min(end);
@@ -594,11 +606,28 @@ impl<B: MemRead + ?Sized> MemRead for Overlay<'_, B> {
         let mut done = 0usize;
         while done < buf.len() {
             let a = addr + done as u64;
+            let page_no = a / PAGE_BYTES;
             let off = (a % PAGE_BYTES) as usize;
             let n = (PAGE_BYTES as usize - off).min(buf.len() - done);
-            match self.top.get(&(a / PAGE_BYTES)) {
-                Some(p) => buf[done..done + n].copy_from_slice(&p[off..off + n]),
+            match self.pages.get(&page_no) {
                 None => self.base.read_bytes(a, &mut buf[done..done + n]),
+                Some(&mask) => {
+                    // Line by line within the page.
+                    let mut d = 0usize;
+                    while d < n {
+                        let la = a + d as u64;
+                        let loff = (la % LINE as u64) as usize;
+                        let ln = (LINE - loff).min(n - d);
+                        let line_no = la / LINE as u64;
+                        let out = &mut buf[done + d..done + d + ln];
+                        if mask & (1 << (line_no % LINES_PER_PAGE)) != 0 {
+                            out.copy_from_slice(&self.lines[&line_no][loff..loff + ln]);
+                        } else {
+                            self.base.read_bytes(la, out);
+                        }
+                        d += ln;
+                    }
+                }
             }
             done += n;
         }
@@ -610,16 +639,25 @@ impl<B: MemRead + ?Sized> MemWrite for Overlay<'_, B> {
         let mut done = 0usize;
         while done < data.len() {
             let a = addr + done as u64;
-            let page_no = a / PAGE_BYTES;
-            let off = (a % PAGE_BYTES) as usize;
-            let n = (PAGE_BYTES as usize - off).min(data.len() - done);
+            let line_no = a / LINE as u64;
+            let off = (a % LINE as u64) as usize;
+            let n = (LINE - off).min(data.len() - done);
+            let mask = self.pages.entry(a / PAGE_BYTES).or_insert(0);
+            let bit = 1u64 << (line_no % LINES_PER_PAGE);
             let base = self.base;
-            let page = self.top.entry(page_no).or_insert_with(|| {
-                let mut p = Box::new([0u8; PAGE_BYTES as usize]);
-                base.read_bytes(page_no * PAGE_BYTES, &mut p[..]);
-                p
-            });
-            page[off..off + n].copy_from_slice(&data[done..done + n]);
+            let line = if *mask & bit == 0 {
+                *mask |= bit;
+                let mut l = [0u8; LINE];
+                if n < LINE {
+                    base.read_bytes(line_no * LINE as u64, &mut l);
+                }
+                self.lines.entry(line_no).or_insert(l)
+            } else {
+                self.lines
+                    .get_mut(&line_no)
+                    .expect("masked line is present")
+            };
+            line[off..off + n].copy_from_slice(&data[done..done + n]);
             done += n;
         }
     }

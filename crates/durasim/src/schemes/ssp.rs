@@ -421,6 +421,20 @@ fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<Recove
         }
     }
     records.sort_by_key(|r| r.0);
+    // Meta lines rebuilt from the journal, in application order. They are
+    // kept here and written after the consolidation's home lines (the same
+    // writes, and home lines and meta lines are disjoint, so the same final
+    // image): until then recovery changes no byte it read, so a crash
+    // anywhere in the consolidation provably re-runs identically
+    // (crash/war.rs) and crash verification need not re-run it.
+    let mut rebuilt: Vec<(u32, LineData)> = Vec::new();
+    let mut pending: FxHashMap<u32, LineData> = FxHashMap::default();
+    let meta_of = |img: &dyn MemWrite, pending: &FxHashMap<u32, LineData>, slot: u32| {
+        pending
+            .get(&slot)
+            .copied()
+            .unwrap_or_else(|| img.read_line(g.meta_addr(slot)))
+    };
     for (version, body) in &records {
         let version = *version;
         journals += 1;
@@ -433,12 +447,14 @@ fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<Recove
                     "osp recovery: a journal record (version {version}) names slot {slot}"
                 )));
             }
-            let m = img.read_line(g.meta_addr(slot as u32));
+            let m = meta_of(img, &pending, slot as u32);
             read += 1;
             // A torn in-place update (invalid line) is rebuilt from the journal.
             let v = parse_meta(&m).map_or(0, |x| x.2);
             if v < version {
-                img.write_bytes(g.meta_addr(slot as u32), &meta_line(home, bitmap, version));
+                let l = meta_line(home, bitmap, version);
+                rebuilt.push((slot as u32, l));
+                pending.insert(slot as u32, l);
                 written += 1;
             }
         }
@@ -449,7 +465,7 @@ fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<Recove
     // consolidation write: both leave the committed data at home.
     let mut metas = Vec::new();
     for slot in 0..g.slots as u32 {
-        let m = img.read_line(g.meta_addr(slot));
+        let m = meta_of(img, &pending, slot);
         read += 1;
         if m.iter().all(|&b| b == 0) {
             break;
@@ -458,6 +474,7 @@ fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<Recove
         max_version = max_version.max(meta.2);
         metas.push((slot, meta));
     }
+    let mut consolidated = Vec::new();
     for (slot, (home, bitmap, _)) in metas {
         if bitmap == 0 {
             continue;
@@ -471,7 +488,16 @@ fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<Recove
                 lines += 1;
             }
         }
-        // Newer than any journal record, so replaying one cannot undo this.
+        consolidated.push((slot, home));
+    }
+    // Newer than any journal record, so replaying one cannot undo this.
+    // Written after every page's lines (same image, same writes): until
+    // then recovery has changed nothing it read, so a crash anywhere in
+    // the consolidation provably re-runs identically (crash/war.rs).
+    for (slot, l) in rebuilt {
+        img.write_bytes(g.meta_addr(slot), &l);
+    }
+    for (slot, home) in consolidated {
         img.write_bytes(g.meta_addr(slot), &meta_line(home, 0, max_version + 1));
         written += 1;
     }
