@@ -269,7 +269,7 @@ impl<W: MemWrite> MemRead for Recorder<W> {
 /// Reads take `&self`, so the read sets sit in cells.
 pub struct Tracked<W: MemWrite> {
     rec: Recorder<W>,
-    reads: std::cell::RefCell<ReadSet>,
+    /// The reads, timed (one record serves both the memo and [`war`]).
     trace: std::cell::RefCell<war::Trace>,
 }
 
@@ -277,18 +277,19 @@ impl<W: MemWrite> Tracked<W> {
     fn new(inner: W) -> Self {
         Tracked {
             rec: Recorder::new(inner),
-            reads: Default::default(),
             trace: Default::default(),
         }
     }
 
     fn into_parts(self) -> (Recorder<W>, ReadSet, war::Trace) {
-        (self.rec, self.reads.into_inner(), self.trace.into_inner())
+        let trace = self.trace.into_inner();
+        let mut reads = ReadSet::default();
+        trace.read_ranges(|s, e| reads.push(s, e));
+        (self.rec, reads, trace)
     }
 
     #[inline]
     fn note_read(&self, start: Addr, end: Addr) {
-        self.reads.borrow_mut().push(start, end);
         self.trace
             .borrow_mut()
             .read(start, end, self.rec.writes.len());

@@ -42,6 +42,13 @@ impl Trace {
         self.reads.push((start, end, time));
     }
 
+    /// Every read range, in recording order.
+    pub fn read_ranges(&self, mut f: impl FnMut(Addr, Addr)) {
+        for &(s, e, _) in &self.reads {
+            f(s, e);
+        }
+    }
+
     /// Write number `idx` changed bytes in `[start, end)`.
     #[inline]
     pub fn change(&mut self, idx: usize, start: Addr, end: Addr) {
