@@ -82,29 +82,6 @@ fn morlog_runs_and_exercises_every_path() {
     }
 }
 
-#[test]
-#[ignore]
-fn dump_stats() {
-    for w in [
-        "hashmap", "btree", "queue", "rbtree", "sps", "sdg", "vector", "echo",
-    ] {
-        for scheme in ["morlog", "morlog-dp"] {
-            let key = period(scheme);
-            let s = spec(scheme, w, 300, &[(key.as_str(), "5000")]);
-            let e = engine::run(s, &mut |_| {}).unwrap();
-            e.check_equivalence().unwrap();
-            println!(
-                "{w} {scheme}: {:?}",
-                e.scheme
-                    .stats()
-                    .iter()
-                    .filter(|x| x.1 != 0.0)
-                    .collect::<Vec<_>>()
-            );
-        }
-    }
-}
-
 /// Every crash point (clean and torn) of small runs of every transactional
 /// workload with each encoding, for both variants.
 #[test]

@@ -1437,6 +1437,10 @@ mod tests {
                     .collect();
                 e.run_ops(0, &ops).unwrap();
             }
+            // Drain the caches: every stored word reaches home (through the
+            // scheme's write-back path), so the check is never vacuous even
+            // when a short run sees no eviction or force-write-back pass.
+            e.finish();
             let layout = e.ctx.layout.clone();
             let log_bytes = e.spec.params.u64(&format!("{scheme}.log_bytes"));
             let ring = Ring::new(&layout, log_bytes);
@@ -1467,7 +1471,7 @@ mod tests {
                     }
                 }
             }
-            prop_assert!(home_writes > 0 || txs.len() < 3);
+            prop_assert!(home_writes > 0, "no stored word reached home");
         }
     }
 }
