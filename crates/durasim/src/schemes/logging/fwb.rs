@@ -694,6 +694,23 @@ fn recover_unsafe(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result
     recover_with(img, p, layout, &UNSAFE)
 }
 
+/// Recovery's last write (FWB and MorLog share the log ring): the header
+/// slot other than the newest valid one gets head = end of the log `seq`;
+/// a crash before it repeats the recovery. Nothing to do on an empty log.
+pub(crate) fn truncate_after_recovery(img: &mut dyn MemWrite, ring: &Ring, head: u64, seq: u64) {
+    if seq > head {
+        let newest = (0..2u64)
+            .find(|&i| {
+                let a = ring.header_addr(i);
+                img.read_u64(a) == HDR_MAGIC
+                    && img.read_u64(a + 8) == head
+                    && img.read_u64(a + 16) == csum(&[HDR_MAGIC, head], &[])
+            })
+            .unwrap_or(1);
+        img.write_bytes(ring.header_addr(newest ^ 1), &header_bytes(seq));
+    }
+}
+
 /// Recovery from the log's bytes: redo committed transactions in log order,
 /// undo the others in reverse log order, then move the head to the end.
 fn recover_with(
@@ -732,19 +749,7 @@ fn recover_with(
             undone += 1;
         }
     }
-    // Truncate: the next header slot (the other one than the newest valid)
-    // gets head = end of the log; a crash before it repeats the recovery.
-    if seq > head {
-        let newest = (0..2u64)
-            .find(|&i| {
-                let a = ring.header_addr(i);
-                img.read_u64(a) == HDR_MAGIC
-                    && img.read_u64(a + 8) == head
-                    && img.read_u64(a + 16) == csum(&[HDR_MAGIC, head], &[])
-            })
-            .unwrap_or(1);
-        img.write_bytes(ring.header_addr(newest ^ 1), &header_bytes(seq));
-    }
+    truncate_after_recovery(img, &ring, head, seq);
     let lines_read = 2 + (seq - head + 1).div_ceil(2);
     let lines_written = redone + undone + u64::from(seq > head);
     Ok(RecoveryReport {

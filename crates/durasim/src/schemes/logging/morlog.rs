@@ -49,10 +49,9 @@ use crate::config::{Check, DefaultValue, ParamSpec, Params};
 use crate::error::{Error, Result};
 use crate::mem::MemWrite;
 use crate::schemes::logging::fwb::{
-    decode, encode, header_bytes, read_head, Record, Ring, ENTRY_BYTES, HDR_MAGIC, TYPE_COMMIT,
-    TYPE_DATA, TYPE_REDO,
+    decode, encode, header_bytes, read_head, truncate_after_recovery, Record, Ring, ENTRY_BYTES,
+    TYPE_COMMIT, TYPE_DATA, TYPE_REDO,
 };
-use crate::schemes::undo::csum;
 use crate::schemes::{
     raise_advice, Durability, Layout, MemCtx, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
 };
@@ -1238,17 +1237,7 @@ fn recover_with(
             undone += 1;
         }
     }
-    if seq > head {
-        let newest = (0..2u64)
-            .find(|&i| {
-                let a = ring.header_addr(i);
-                img.read_u64(a) == HDR_MAGIC
-                    && img.read_u64(a + 8) == head
-                    && img.read_u64(a + 16) == csum(&[HDR_MAGIC, head], &[])
-            })
-            .unwrap_or(1);
-        img.write_bytes(ring.header_addr(newest ^ 1), &header_bytes(seq));
-    }
+    truncate_after_recovery(img, &ring, head, seq);
     let lines_read = 2 + (seq - head + 1).div_ceil(2);
     let lines_written = redone + undone + u64::from(seq > head);
     Ok(RecoveryReport {
