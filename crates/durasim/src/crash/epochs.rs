@@ -170,26 +170,10 @@ pub fn crashtest_checkpoints(
         writes: &writes,
         op_start: &op_start,
     };
-    let pool = match opts.host_threads {
-        0 => None,
-        t => Some(
-            rayon::ThreadPoolBuilder::new()
-                .num_threads(t)
-                .build()
-                .map_err(|e| Error::Internal(format!("thread pool: {e}")))?,
-        ),
-    };
-    let host_threads = pool
-        .as_ref()
-        .map_or_else(rayon::current_num_threads, |p| p.current_num_threads());
     // Contiguous chunks merged in point order, as in the transactional
     // driver: each starts cold (oracle advanced from point 0), which never
     // changes a verdict, so results do not depend on the thread count.
-    let chunk = selected
-        .len()
-        .div_ceil(host_threads.max(1) * 3)
-        .max(64)
-        .min(selected.len().max(1));
+    let (pool, host_threads, chunk) = super::parallel_plan(opts.host_threads, selected.len())?;
     let jobs: Vec<(&[u64], SparseImage)> = selected
         .chunks(chunk)
         .map(|c| (c, history.initial_media.clone()))

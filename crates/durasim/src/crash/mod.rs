@@ -542,26 +542,10 @@ pub fn crashtest_with(
         background: &history.background,
         background_kinds: &history.background_kinds,
     };
-    let pool = match opts.host_threads {
-        0 => None,
-        t => Some(
-            rayon::ThreadPoolBuilder::new()
-                .num_threads(t)
-                .build()
-                .map_err(|e| Error::Internal(format!("thread pool: {e}")))?,
-        ),
-    };
-    let host_threads = pool
-        .as_ref()
-        .map_or_else(rayon::current_num_threads, |p| p.current_num_threads());
     // Contiguous chunks, a few per host thread (load balance); a worker
     // starts cold (oracle advanced from point 0, no memo), which costs time
     // but never changes a verdict, so results do not depend on chunking.
-    let chunk = selected
-        .len()
-        .div_ceil(host_threads.max(1) * 3)
-        .max(64)
-        .min(selected.len().max(1));
+    let (pool, host_threads, chunk) = parallel_plan(opts.host_threads, selected.len())?;
     // Images are not `Sync`: each chunk gets its own initial image.
     let jobs: Vec<(&[u64], crate::mem::SparseImage)> = selected
         .chunks(chunk)
@@ -1050,4 +1034,31 @@ fn first_difference(
             return Some((w, x, y));
         }
     }
+}
+
+/// The host threads that verify crash points (`host_threads` 0 = rayon's
+/// global pool) and the chunk of consecutive points each job takes: a few
+/// chunks per thread, at least 64 points each. Shared by the transactional
+/// driver and the epoch oracle, whose chunks are merged in point order.
+pub(crate) fn parallel_plan(
+    host_threads: usize,
+    points: usize,
+) -> Result<(Option<rayon::ThreadPool>, usize, usize)> {
+    let pool = match host_threads {
+        0 => None,
+        t => Some(
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(t)
+                .build()
+                .map_err(|e| Error::Internal(format!("thread pool: {e}")))?,
+        ),
+    };
+    let threads = pool
+        .as_ref()
+        .map_or_else(rayon::current_num_threads, |p| p.current_num_threads());
+    let chunk = points
+        .div_ceil(threads.max(1) * 3)
+        .max(64)
+        .min(points.max(1));
+    Ok((pool, threads, chunk))
 }
