@@ -1245,19 +1245,24 @@ impl MemoryController {
     /// matches up to the root (stopping where a winner is unchanged).
     #[inline]
     fn pick_tree_update(&mut self, b: usize, key: u128) {
-        let mut i = self.bank_queues.len() + b;
-        if self.pick[i] == key {
+        // The tree's length is a power of two (2 * banks): every index is
+        // masked by it, which is the identity on valid indices and lets
+        // the compiler drop the three bounds checks per level.
+        let tree = &mut self.pick[..];
+        let mask = tree.len() - 1;
+        let mut i = (self.bank_queues.len() + b) & mask;
+        if tree[i] == key {
             return;
         }
-        self.pick[i] = key;
+        tree[i] = key;
         while i > 1 {
             // Siblings are adjacent: one pair of a host cache line.
-            let w = self.pick[i & !1].min(self.pick[i | 1]);
+            let w = tree[(i & !1) & mask].min(tree[(i | 1) & mask]);
             i /= 2;
-            if self.pick[i] == w {
+            if tree[i & mask] == w {
                 break;
             }
-            self.pick[i] = w;
+            tree[i & mask] = w;
         }
     }
 
