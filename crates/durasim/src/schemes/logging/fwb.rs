@@ -269,6 +269,29 @@ pub(crate) fn header_bytes(head: u64) -> LineData {
     l
 }
 
+/// Persist `head` in the header line other than the last written one
+/// (`flip` toggles), stamped after every log write so far
+/// (`log_durable_at`, which then covers it too); returns when it is
+/// persisted. The head-advance tail shared by fwb and morlog.
+pub(crate) fn persist_head(
+    ctx: &mut MemCtx,
+    ring: &Ring,
+    flip: &mut u64,
+    log_durable_at: &mut Cycle,
+    head: u64,
+    now: Cycle,
+) -> Cycle {
+    *flip ^= 1;
+    let t = ctx.nvm.write(
+        ring.header_addr(*flip),
+        &header_bytes(head),
+        Purpose::Metadata,
+        now.max(*log_durable_at),
+    );
+    *log_durable_at = (*log_durable_at).max(t);
+    t
+}
+
 /// The head from the valid header with the larger head (0 if none).
 pub(crate) fn read_head(img: &dyn MemWrite, ring: &Ring) -> u64 {
     (0..2)
@@ -501,16 +524,14 @@ impl Fwb {
         }
         self.head = head;
         self.st.head_advances += 1;
-        self.header_flip ^= 1;
-        let a = self.ring.header_addr(self.header_flip);
-        let t = ctx.nvm.write(
-            a,
-            &header_bytes(head),
-            Purpose::Metadata,
-            now.max(self.log_durable_at),
-        );
-        self.log_durable_at = self.log_durable_at.max(t);
-        t
+        persist_head(
+            ctx,
+            &self.ring,
+            &mut self.header_flip,
+            &mut self.log_durable_at,
+            head,
+            now,
+        )
     }
 }
 
