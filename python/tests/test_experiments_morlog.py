@@ -40,9 +40,7 @@ class FullAvail(hoop._Avail):
 def _fake_report(spec: dict) -> dict:
     h = sum(ord(c) for c in repr(sorted(spec.items()))) % 97
     tx = spec.get("tx", 100)
-    stats = {"log_entries_created": 10.0 * tx}
-    if not spec["scheme"].startswith("fwb-unsafe"):
-        stats["log_bits_written"] = 300.0 * tx + h
+    stats = {"log_entries_created": 10.0 * tx, "log_bits_before_encoding": 400.0 * tx}
     return {
         "metrics": {
             "committed_tx": tx,
@@ -53,7 +51,7 @@ def _fake_report(spec: dict) -> dict:
             "energy_nj": 1000.0 + h,
         },
         "scheme_stats": stats,
-        "nvm_media": {"write_energy_pj_total": 5e5 + h},
+        "nvm_media": {"write_energy_pj_total": 5e5 + h, "log_bits_written": 300.0 * tx + h},
     }
 
 
@@ -185,13 +183,10 @@ def test_every_experiment_runs_end_to_end(real):
         dp = g[g["scheme"] == "morlog-dp-slde"]
         assert sorted(dp["morlog-dp.redo_buffer_entries"]) == sorted(dp["redo_entries"]) == [2, 32]
         lb = real["log_bits"]
-        ours = lb[lb["scheme"].str.startswith("morlog")]
-        assert (ours["log_bits_per_tx"] > 0).all()
-        if lb[lb["scheme"] == "fwb-crade"]["log_bits_per_tx"].isna().all():
-            # FWB reports no log bits: the figure shows bits, not ratios.
-            assert lb.attrs["plot"][0] == "log_bits_per_tx"
-            fig = figures_morlog.figure(lb)
-            assert "bits" in fig.axes[0].get_ylabel()
+        # Every design's log bits come from the TLC media (FWB included).
+        assert lb.attrs["stat_keys"]["log_bits_per_tx"] == morlog.COL_LOG_BITS
+        assert (lb["log_bits_per_tx"] > 0).all()
+        assert (lb[lb["scheme"] == "fwb-crade"]["norm_log_bits"] == 1.0).all()
 
 
 @pytest.mark.parametrize("eid", list(morlog.EXPERIMENTS))
@@ -214,11 +209,21 @@ def test_figure_of_every_experiment_shows_every_design(eid):
         assert labels == [d for d in morlog.DESIGNS if d in want]
 
 
-def test_log_bits_missing_stat_is_said():
+def test_log_bits_come_from_the_media_else_the_schemes_count_is_said():
     df = fake_frames()["log_bits"]
-    unsafe = df[df["scheme"] == "fwb-unsafe-crade"]
-    assert unsafe["log_bits_per_tx"].isna().all()
-    assert any("fwb-unsafe-crade" in n for n in df.attrs["notes"])
+    assert df.attrs["stat_keys"]["log_bits_per_tx"] == morlog.COL_LOG_BITS
+    assert df["log_bits_per_tx"].notna().all()
+    # Without the media column: the count before encoding, with a note.
+    sc = morlog.scale_settings("tiny")
+    plan = morlog.EXPERIMENTS["log_bits"].plan(sc, FullAvail())
+    rows = []
+    for spec in plan.specs:
+        rep = _fake_report(spec)
+        rep["nvm_media"].pop("log_bits_written")
+        rows.append(result_row(morlog._run_spec_of(spec), rep))
+    df = morlog.an_log_bits(pd.DataFrame(rows))
+    assert df.attrs["stat_keys"]["log_bits_per_tx"] == "stat.log_bits_before_encoding"
+    assert any("before encoding" in n for n in df.attrs["notes"])
 
 
 def _referenced(index: Path) -> list[str]:

@@ -318,3 +318,28 @@ fn presets_resolve_and_reject_bad_names() {
     ]);
     assert_eq!(code, 0, "{err}");
 }
+
+/// Log bits as MorLog counts them (expansion disabled) come from the TLC
+/// media for every design, FWB included: SLDE's DLDC code words are
+/// shorter than CRADE's FPC ones; the schemes also count the Fig. 7
+/// record bits before encoding.
+#[test]
+fn log_bits_written_by_the_device_for_every_design() {
+    let bits = |design: &str| {
+        let mut s = RunSpec::new(design, "hashmap").unwrap();
+        s.threads = 2;
+        s.tx = 400;
+        let e = engine::run(s, &mut |_| {}).unwrap();
+        let m = &e.report_json()["nvm_media"];
+        let written = m["log_bits_written"].as_u64().unwrap();
+        assert!(m["log_line_writes"].as_u64().unwrap() > 0, "{design}");
+        assert!(m["log_bits_programmed"].as_u64().unwrap() <= written);
+        assert!(stat(&e, "log_bits_before_encoding") > 0.0, "{design}");
+        written
+    };
+    for family in ["fwb", "morlog"] {
+        let crade = bits(&format!("{family}-crade"));
+        let slde = bits(&format!("{family}-slde"));
+        assert!(slde < crade, "{family}: SLDE {slde} vs CRADE {crade}");
+    }
+}

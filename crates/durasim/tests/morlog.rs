@@ -34,7 +34,7 @@ fn morlog_runs_and_exercises_every_path() {
             "undo_redo_buffer_coalesced",
             "retired_tx",
             "log_head_advances",
-            "log_bits_written",
+            "log_bits_before_encoding",
         ] {
             assert!(stat(&e, k) > 0.0, "{scheme}: {k} = 0");
         }

@@ -302,7 +302,11 @@ def plan_write_latency(sc: dict[str, Any], av: _Avail) -> Plan:
 # ---------------------------------------------------------------------------
 # Analyses.
 
-#: Statistics read by substring (the scheme helpers name them).
+#: Log bits as the paper counts them (§VI-C, expansion coding disabled):
+#: the data-aware media's code-word bits of log-region line writes
+#: (docs/MODEL.md "Log bits"), flattened by durasim.sweep.
+COL_LOG_BITS = "nvm_media.log_bits_written"
+#: Fallback: the schemes' count before encoding (Fig. 7 record sizes).
 STAT_LOG_BITS = ("log_bits",)
 #: nvm_media block (README "Data-aware NVM"), flattened by durasim.sweep.
 COL_CELL_ENERGY = "nvm_media.write_energy_pj_total"
@@ -362,7 +366,13 @@ def an_energy(raw: pd.DataFrame) -> pd.DataFrame:
 
 def an_log_bits(raw: pd.DataFrame) -> pd.DataFrame:
     df = _with_labels(raw)
-    key = _stat(df, STAT_LOG_BITS)
+    key = COL_LOG_BITS if COL_LOG_BITS in df.columns else None
+    if key is None:
+        key = _stat(df, STAT_LOG_BITS)
+        if key is not None and len(df):
+            df.attrs.setdefault("notes", []).append(
+                f"no {COL_LOG_BITS} (device not data-aware?): {key}, counted before encoding"
+            )
     if key is not None:
         df["log_bits_per_tx"] = _per_tx(df, key)
         missing = sorted(set(df.loc[df[key].isna(), "scheme"])) if len(df) else []

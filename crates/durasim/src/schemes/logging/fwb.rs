@@ -348,6 +348,7 @@ struct Stats {
     retired_tx: u64,
     head_advances: u64,
     commit_stall_cycles: u64,
+    log_bits_before_encoding: u64,
 }
 
 pub struct Fwb {
@@ -365,6 +366,8 @@ pub struct Fwb {
     head: u64,
     tail: u64,
     header_flip: u64,
+    /// The media knows the log region (log bits are counted there).
+    region_marked: bool,
     passes: u64,
     /// When the newest store entered the buffer. The FIFO's insertion
     /// times are monotone (TSO: a store performs after the older ones);
@@ -411,6 +414,7 @@ impl Fwb {
             head: 0,
             tail: 0,
             header_flip: 0,
+            region_marked: false,
             passes: 0,
             last_perform: 0,
             log_durable_at: 0,
@@ -443,6 +447,11 @@ impl Fwb {
             ));
             return now;
         }
+        if !self.region_marked {
+            self.region_marked = true;
+            ctx.nvm
+                .mark_log_region(self.ring.slot_addr(0), self.ring.slots * ENTRY_BYTES);
+        }
         let seq = self.tail;
         self.tail += 1;
         let bytes = encode(&self.ring, seq, r);
@@ -450,6 +459,11 @@ impl Fwb {
             .nvm
             .write(self.ring.slot_addr(seq), &bytes, purpose, now);
         self.log_durable_at = self.log_durable_at.max(t);
+        self.st.log_bits_before_encoding += if r.kind == TYPE_DATA {
+            crate::schemes::logging::morlog::UR_ENTRY_BITS
+        } else {
+            crate::schemes::logging::morlog::COMMIT_BITS
+        };
         if r.kind == TYPE_DATA {
             self.st.entries_written += 1;
             let c = &mut self.cores[r.core as usize];
@@ -694,6 +708,10 @@ impl Scheme for Fwb {
             ("log_entries_written", s.entries_written as f64),
             ("log_buffer_early_evictions", s.early_evictions as f64),
             ("commit_records", s.commit_records as f64),
+            (
+                "log_bits_before_encoding",
+                s.log_bits_before_encoding as f64,
+            ),
             ("commit_stall_cycles", s.commit_stall_cycles as f64),
             ("order_waits", s.order_waits as f64),
             ("data_before_entry", s.data_before_entry as f64),

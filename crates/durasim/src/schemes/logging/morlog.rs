@@ -206,8 +206,9 @@ fn reserved_bytes_dp(p: &Params) -> u64 {
 }
 
 /// Bits of each log record in Fig. 7's format (type 2, TID 8, TxID 16,
-/// address 48, torn bit 1, data words 64 each): what the paper counts as
-/// log bits before encoding. A commit record has no address or data; a
+/// address 48, torn bit 1, data words 64 each): the log bits before
+/// encoding (`log_bits_before_encoding`; the bits the device writes are
+/// the media's `log_bits_written`). A commit record has no address or data; a
 /// delay-persistence one adds its 10-bit ulog counter.
 pub const UR_ENTRY_BITS: u64 = 2 + 8 + 16 + 48 + 1 + 128;
 pub const REDO_ENTRY_BITS: u64 = 2 + 8 + 16 + 48 + 1 + 64;
@@ -411,6 +412,8 @@ pub struct MorLog {
     head: u64,
     tail: u64,
     header_flip: u64,
+    /// The media knows the log region (log bits are counted there).
+    region_marked: bool,
     /// The head as last written to the header lines (recovery's start).
     persisted_head: u64,
     passes: u64,
@@ -494,6 +497,7 @@ impl MorLog {
             head: 0,
             tail: 0,
             header_flip: 0,
+            region_marked: false,
             persisted_head: 0,
             passes: 0,
             table,
@@ -549,6 +553,11 @@ impl MorLog {
                 raise_advice(k.specs, k.log_bytes, need)
             ));
             return now;
+        }
+        if !self.region_marked {
+            self.region_marked = true;
+            ctx.nvm
+                .mark_log_region(self.ring.slot_addr(0), self.ring.slots * ENTRY_BYTES);
         }
         let seq = self.tail;
         self.tail += 1;
@@ -1357,7 +1366,7 @@ impl Scheme for MorLog {
             ("undo_redo_buffer_early_evictions", s.ur_early as f64),
             ("redo_buffer_early_evictions", s.redo_early as f64),
             ("commit_records", s.commit_records as f64),
-            ("log_bits_written", s.log_bits as f64),
+            ("log_bits_before_encoding", s.log_bits as f64),
             ("commit_stall_cycles", s.commit_stall_cycles as f64),
             ("order_waits", s.order_waits as f64),
             ("retired_tx", s.retired_tx as f64),
