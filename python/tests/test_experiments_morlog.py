@@ -21,9 +21,24 @@ FULL_CATALOGUE = {
     "fwb-crade": ["fwb.log_buffer_entries", "fwb.period_cycles"],
     "fwb-slde": ["fwb.log_buffer_entries", "fwb.period_cycles"],
     "fwb-unsafe-crade": ["fwb-unsafe.log_buffer_entries"],
-    "morlog-crade": ["morlog.undo_redo_buffer_entries", "morlog.redo_buffer_entries"],
-    "morlog-slde": ["morlog.undo_redo_buffer_entries", "morlog.redo_buffer_entries"],
-    "morlog-dp-slde": ["morlog-dp.undo_redo_buffer_entries", "morlog-dp.redo_buffer_entries"],
+    "morlog-crade": [
+        "morlog.undo_redo_buffer_entries",
+        "morlog.redo_buffer_entries",
+        "morlog.log_management",
+        "morlog.tx_table_entries",
+    ],
+    "morlog-slde": [
+        "morlog.undo_redo_buffer_entries",
+        "morlog.redo_buffer_entries",
+        "morlog.log_management",
+        "morlog.tx_table_entries",
+    ],
+    "morlog-dp-slde": [
+        "morlog-dp.undo_redo_buffer_entries",
+        "morlog-dp.redo_buffer_entries",
+        "morlog-dp.log_management",
+        "morlog-dp.tx_table_entries",
+    ],
 }
 
 
@@ -153,7 +168,8 @@ def test_every_experiment_runs_end_to_end(real):
         # A design this build lacks is named, never silently left out.
         for d in set(morlog.DESIGNS) - have:
             assert any(f"'{d}'" in x for x in df.attrs["skipped"]), (eid, d)
-        assert df.attrs["paper_item"].startswith("MorLog §VI")
+        # The paper's §VI measurements, and §III-F's option it did not evaluate.
+        assert df.attrs["paper_item"].startswith(("MorLog §VI", "MorLog §III-F"))
         # The system of Table III applied to every run (not the design's own settings).
         assert (df["cpu.model"] == "in-order").all()
         assert "nvm.encoding" not in df.columns or df["nvm.encoding"].isna().all()
@@ -195,10 +211,13 @@ def test_figure_of_every_experiment_shows_every_design(eid):
     fig = figures_morlog.figure(df)
     labels = [x.split(" (")[0] for x in durasim.figures.series(fig)]
     want = {"morlog-crade", "morlog-slde", "morlog-dp-slde"}
-    if eid != "redo_buffer":
-        want |= {"fwb-crade", "fwb-unsafe-crade", "fwb-slde"}
-    else:
+    if eid == "redo_buffer":
         want |= {"fwb-crade"}
+    elif eid == "log_management":
+        # MorLog's option only; each design's scan run is the 1.0 line.
+        want |= {"force-write-back"}
+    else:
+        want |= {"fwb-crade", "fwb-unsafe-crade", "fwb-slde"}
     assert set(labels) == want, labels
     for ax in fig.axes:
         if ax.axison:
@@ -279,3 +298,20 @@ def test_bad_arguments(capsys):
         lab.main(["reproduce", "morlg"])
     assert e.value.code == 2
     assert "morlog" in capsys.readouterr().err
+
+
+def test_log_management_plan_and_normalization():
+    sc = morlog.scale_settings("tiny")
+    plan = morlog.EXPERIMENTS["log_management"].plan(sc, FullAvail())
+    designs = {s["scheme"] for s in plan.specs}
+    assert designs == {"morlog-crade", "morlog-slde", "morlog-dp-slde"}
+    dp = [s for s in plan.specs if s["scheme"] == "morlog-dp-slde"]
+    assert [s["morlog-dp.log_management"] for s in dp] == ["force-write-back"] + ["tx-table"] * len(
+        sc["tx_table_entries"]
+    )
+    assert [s.get("morlog-dp.tx_table_entries") for s in dp] == [None, *sc["tx_table_entries"]]
+    df = fake_frames()["log_management"]
+    scan = df[df["tx_table_entries"].isna()]
+    assert (scan["norm_throughput"] == 1.0).all()
+    assert df["norm_throughput"].notna().all()
+    assert "force-write-back" in df.attrs["normalization"]
