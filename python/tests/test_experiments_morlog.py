@@ -21,9 +21,24 @@ FULL_CATALOGUE = {
     "fwb-crade": ["fwb.log_buffer_entries", "fwb.period_cycles"],
     "fwb-slde": ["fwb.log_buffer_entries", "fwb.period_cycles"],
     "fwb-unsafe-crade": ["fwb-unsafe.log_buffer_entries"],
-    "morlog-crade": ["morlog.undo_redo_buffer_entries", "morlog.redo_buffer_entries"],
-    "morlog-slde": ["morlog.undo_redo_buffer_entries", "morlog.redo_buffer_entries"],
-    "morlog-dp-slde": ["morlog-dp.undo_redo_buffer_entries", "morlog-dp.redo_buffer_entries"],
+    "morlog-crade": [
+        "morlog.undo_redo_buffer_entries",
+        "morlog.redo_buffer_entries",
+        "morlog.log_management",
+        "morlog.tx_table_entries",
+    ],
+    "morlog-slde": [
+        "morlog.undo_redo_buffer_entries",
+        "morlog.redo_buffer_entries",
+        "morlog.log_management",
+        "morlog.tx_table_entries",
+    ],
+    "morlog-dp-slde": [
+        "morlog-dp.undo_redo_buffer_entries",
+        "morlog-dp.redo_buffer_entries",
+        "morlog-dp.log_management",
+        "morlog-dp.tx_table_entries",
+    ],
 }
 
 
@@ -40,9 +55,7 @@ class FullAvail(hoop._Avail):
 def _fake_report(spec: dict) -> dict:
     h = sum(ord(c) for c in repr(sorted(spec.items()))) % 97
     tx = spec.get("tx", 100)
-    stats = {"log_entries_created": 10.0 * tx}
-    if not spec["scheme"].startswith("fwb-unsafe"):
-        stats["log_bits_written"] = 300.0 * tx + h
+    stats = {"log_entries_created": 10.0 * tx, "log_bits_before_encoding": 400.0 * tx}
     return {
         "metrics": {
             "committed_tx": tx,
@@ -53,7 +66,7 @@ def _fake_report(spec: dict) -> dict:
             "energy_nj": 1000.0 + h,
         },
         "scheme_stats": stats,
-        "nvm_media": {"write_energy_pj_total": 5e5 + h},
+        "nvm_media": {"write_energy_pj_total": 5e5 + h, "log_bits_written": 300.0 * tx + h},
     }
 
 
@@ -155,7 +168,8 @@ def test_every_experiment_runs_end_to_end(real):
         # A design this build lacks is named, never silently left out.
         for d in set(morlog.DESIGNS) - have:
             assert any(f"'{d}'" in x for x in df.attrs["skipped"]), (eid, d)
-        assert df.attrs["paper_item"].startswith("MorLog §VI")
+        # The paper's §VI measurements, and §III-F's option it did not evaluate.
+        assert df.attrs["paper_item"].startswith(("MorLog §VI", "MorLog §III-F"))
         # The system of Table III applied to every run (not the design's own settings).
         assert (df["cpu.model"] == "in-order").all()
         assert "nvm.encoding" not in df.columns or df["nvm.encoding"].isna().all()
@@ -185,13 +199,10 @@ def test_every_experiment_runs_end_to_end(real):
         dp = g[g["scheme"] == "morlog-dp-slde"]
         assert sorted(dp["morlog-dp.redo_buffer_entries"]) == sorted(dp["redo_entries"]) == [2, 32]
         lb = real["log_bits"]
-        ours = lb[lb["scheme"].str.startswith("morlog")]
-        assert (ours["log_bits_per_tx"] > 0).all()
-        if lb[lb["scheme"] == "fwb-crade"]["log_bits_per_tx"].isna().all():
-            # FWB reports no log bits: the figure shows bits, not ratios.
-            assert lb.attrs["plot"][0] == "log_bits_per_tx"
-            fig = figures_morlog.figure(lb)
-            assert "bits" in fig.axes[0].get_ylabel()
+        # Every design's log bits come from the TLC media (FWB included).
+        assert lb.attrs["stat_keys"]["log_bits_per_tx"] == morlog.COL_LOG_BITS
+        assert (lb["log_bits_per_tx"] > 0).all()
+        assert (lb[lb["scheme"] == "fwb-crade"]["norm_log_bits"] == 1.0).all()
 
 
 @pytest.mark.parametrize("eid", list(morlog.EXPERIMENTS))
@@ -200,10 +211,13 @@ def test_figure_of_every_experiment_shows_every_design(eid):
     fig = figures_morlog.figure(df)
     labels = [x.split(" (")[0] for x in durasim.figures.series(fig)]
     want = {"morlog-crade", "morlog-slde", "morlog-dp-slde"}
-    if eid != "redo_buffer":
-        want |= {"fwb-crade", "fwb-unsafe-crade", "fwb-slde"}
-    else:
+    if eid == "redo_buffer":
         want |= {"fwb-crade"}
+    elif eid == "log_management":
+        # MorLog's option only; each design's scan run is the 1.0 line.
+        want |= {"force-write-back"}
+    else:
+        want |= {"fwb-crade", "fwb-unsafe-crade", "fwb-slde"}
     assert set(labels) == want, labels
     for ax in fig.axes:
         if ax.axison:
@@ -214,11 +228,21 @@ def test_figure_of_every_experiment_shows_every_design(eid):
         assert labels == [d for d in morlog.DESIGNS if d in want]
 
 
-def test_log_bits_missing_stat_is_said():
+def test_log_bits_come_from_the_media_else_the_schemes_count_is_said():
     df = fake_frames()["log_bits"]
-    unsafe = df[df["scheme"] == "fwb-unsafe-crade"]
-    assert unsafe["log_bits_per_tx"].isna().all()
-    assert any("fwb-unsafe-crade" in n for n in df.attrs["notes"])
+    assert df.attrs["stat_keys"]["log_bits_per_tx"] == morlog.COL_LOG_BITS
+    assert df["log_bits_per_tx"].notna().all()
+    # Without the media column: the count before encoding, with a note.
+    sc = morlog.scale_settings("tiny")
+    plan = morlog.EXPERIMENTS["log_bits"].plan(sc, FullAvail())
+    rows = []
+    for spec in plan.specs:
+        rep = _fake_report(spec)
+        rep["nvm_media"].pop("log_bits_written")
+        rows.append(result_row(morlog._run_spec_of(spec), rep))
+    df = morlog.an_log_bits(pd.DataFrame(rows))
+    assert df.attrs["stat_keys"]["log_bits_per_tx"] == "stat.log_bits_before_encoding"
+    assert any("before encoding" in n for n in df.attrs["notes"])
 
 
 def _referenced(index: Path) -> list[str]:
@@ -274,3 +298,20 @@ def test_bad_arguments(capsys):
         lab.main(["reproduce", "morlg"])
     assert e.value.code == 2
     assert "morlog" in capsys.readouterr().err
+
+
+def test_log_management_plan_and_normalization():
+    sc = morlog.scale_settings("tiny")
+    plan = morlog.EXPERIMENTS["log_management"].plan(sc, FullAvail())
+    designs = {s["scheme"] for s in plan.specs}
+    assert designs == {"morlog-crade", "morlog-slde", "morlog-dp-slde"}
+    dp = [s for s in plan.specs if s["scheme"] == "morlog-dp-slde"]
+    assert [s["morlog-dp.log_management"] for s in dp] == ["force-write-back"] + ["tx-table"] * len(
+        sc["tx_table_entries"]
+    )
+    assert [s.get("morlog-dp.tx_table_entries") for s in dp] == [None, *sc["tx_table_entries"]]
+    df = fake_frames()["log_management"]
+    scan = df[df["tx_table_entries"].isna()]
+    assert (scan["norm_throughput"] == 1.0).all()
+    assert df["norm_throughput"].notna().all()
+    assert "force-write-back" in df.attrs["normalization"]

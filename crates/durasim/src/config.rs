@@ -332,8 +332,12 @@ impl Params {
             } else {
                 format!(" (= {shown})")
             };
+            let hint = match spec.check {
+                Check::OneOf(choices) => did_you_mean(raw.trim(), choices),
+                _ => String::new(),
+            };
             Error::input(format!(
-                "invalid value '{raw}'{converted} for '{key}': expected {} ({}){forms}",
+                "invalid value '{raw}'{converted} for '{key}'{hint}: expected {} ({}){forms}",
                 spec.default.type_name(),
                 describe_check(spec)
             ))
@@ -366,8 +370,13 @@ impl Params {
                 _ => false,
             };
         if !ok {
+            // A misspelt choice gets a suggestion.
+            let hint = match (spec.check, &v) {
+                (Check::OneOf(choices), Value::Str(s)) => did_you_mean(s, choices),
+                _ => String::new(),
+            };
             return Err(Error::input(format!(
-                "invalid value '{v}' for '{key}': expected {} ({})",
+                "invalid value '{v}' for '{key}'{hint}: expected {} ({})",
                 spec.default.type_name(),
                 describe_check(spec)
             )));

@@ -566,6 +566,7 @@ impl Engine {
             cores: spec.threads,
             freq_ghz: params.f64("cpu.freq_ghz"),
             pending_error: None,
+            write_back_request: Vec::new(),
         };
         let hier = Hierarchy::new(&params, spec.threads);
         let sb_entries = params.usize("cpu.store_buffer_entries");
@@ -1240,6 +1241,7 @@ impl Engine {
         core.pos = 0;
         core.in_tx = true;
         core.time = self.scheme.tx_begin(&mut self.ctx, c, begin);
+        self.service_write_back_request(c);
         let paused = if self.ooo {
             self.replay_ooo(c, Cycle::MAX)?
         } else {
@@ -1317,8 +1319,41 @@ impl Engine {
                 tap.tx_begin(c, core.time);
             }
             core.time = self.scheme.tx_begin(&mut self.ctx, c, core.time);
+            self.service_write_back_request(c);
         }
         Ok(())
+    }
+
+    /// Write back the lines the scheme asked for in `tx_begin` (MorLog's
+    /// full transaction table), one LLC tag lookup per cycle as the scan;
+    /// core `c` waits until the last is persisted.
+    fn service_write_back_request(&mut self, c: usize) {
+        if self.ctx.write_back_request.is_empty() {
+            return;
+        }
+        let mut lines = std::mem::take(&mut self.ctx.write_back_request);
+        let begin = self.cores[c].time;
+        let mut done = begin;
+        {
+            let mut below = Below {
+                scheme: &mut *self.scheme,
+                ctx: &mut self.ctx,
+            };
+            for (i, &line) in lines.iter().enumerate() {
+                let t = begin + i as Cycle;
+                done = done.max(self.hier.flush_owned(
+                    line,
+                    t,
+                    &mut below,
+                    WritebackCause::ForceWriteBack,
+                ));
+            }
+        }
+        lines.clear();
+        self.ctx.write_back_request = lines;
+        self.cores[c].time = done;
+        self.scheme
+            .write_back_request_done(&mut self.ctx, c, begin, done);
     }
 
     /// Metrics of the timed run.

@@ -7,10 +7,12 @@
 use durasim::cache::hierarchy::{MemSide, WritebackCause};
 use durasim::cache::{Hierarchy, LineExt};
 use durasim::config::Params;
-use durasim::crash::{self, CrashOptions, CrashReport, PointSel};
+use durasim::crash::{CrashOptions, PointSel};
 use durasim::engine::{self, RunSpec};
 use durasim::types::{Addr, CoreId, Cycle, LineData};
-use std::process::Command;
+
+mod common;
+use common::{crash_every_workload, crashtest, durasim, spec, stat, SMALL};
 
 /// Records the write-backs the scan issues.
 #[derive(Default)]
@@ -105,42 +107,6 @@ fn scan_writes_back_lines_dirty_across_two_passes() {
     assert!(p3.done >= 400 + h.llc.sets() as Cycle);
 }
 
-/// Small caches: lines of running transactions are evicted (steals) and
-/// a short scan period: many passes and truncations in a small run.
-const SMALL: &[(&str, &str)] = &[
-    ("cache.l1_size_bytes", "1KB"),
-    ("cache.l1_ways", "2"),
-    ("cache.l2_size_bytes", "2KB"),
-    ("cache.l2_ways", "2"),
-    ("cache.llc_size_bytes", "4KB"),
-    ("cache.llc_ways", "2"),
-];
-
-fn spec(scheme: &str, workload: &str, tx: u64, sets: &[(&str, &str)]) -> RunSpec {
-    let mut s = RunSpec::new(scheme, workload).unwrap();
-    s.threads = 2;
-    s.tx = tx;
-    s.seed = 3;
-    for (k, v) in SMALL.iter().chain(sets) {
-        s.params.set_str(k, v).unwrap();
-    }
-    s
-}
-
-fn crashtest(s: RunSpec, opts: &CrashOptions) -> CrashReport {
-    let name = format!("{} x {}", s.scheme, s.workload);
-    crash::crashtest(s, opts, &mut |_, _| {}).unwrap_or_else(|e| panic!("{name}: {e}"))
-}
-
-fn stat(e: &engine::Engine, key: &str) -> f64 {
-    e.scheme
-        .stats()
-        .into_iter()
-        .find(|(k, _)| *k == key)
-        .unwrap_or_else(|| panic!("no stat {key}"))
-        .1
-}
-
 /// The scan runs in `fwb`'s runs: lines are written back by it, the log
 /// head advances, home equals the architectural image at the end, and the
 /// timing rule alone keeps every undo entry ahead of its data.
@@ -166,41 +132,7 @@ fn fwb_truncates_its_log_through_the_scan() {
 #[test]
 fn fwb_survives_every_crash_point_of_every_workload_and_encoding() {
     for enc in ["none", "crade", "slde"] {
-        // Torn writes on the plain device; the encoders change the bytes
-        // (not the write sizes), so clean points there.
-        let opts = CrashOptions {
-            torn: enc == "none",
-            ..CrashOptions::default()
-        };
-        for w in durasim::workloads::REGISTRY {
-            let tx = match w.name {
-                "tpcc" => 12,
-                "echo" | "sps" | "sdg" => 30,
-                _ => 60,
-            };
-            // Small initial structures: setup and checkers stay cheap.
-            let items = if w.name == "tatp" { "32" } else { "64" };
-            let mut sets = vec![
-                ("fwb.period_cycles", "3000"),
-                ("nvm.encoding", enc),
-                ("workload.initial_items", items),
-            ];
-            if w.name == "tpcc" {
-                sets.push(("workload.tpcc_items", "2000"));
-                sets.push(("workload.tpcc_customers_per_district", "300"));
-            }
-            let r = crashtest(spec("fwb", w.name, tx, &sets), &opts);
-            assert!(r.persist_events > 20, "{} {enc}", w.name);
-            assert_eq!(
-                r.violations,
-                0,
-                "fwb x {} ({enc}): {}",
-                w.name,
-                r.first_violation
-                    .map(|v| format!("{}\n  replay: {}", v.message, v.replay))
-                    .unwrap_or_default()
-            );
-        }
+        crash_every_workload("fwb", enc, &[("fwb.period_cycles", "3000")]);
     }
 }
 
@@ -299,18 +231,6 @@ fn fwb_mutants_fail() {
     }
 }
 
-fn durasim(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_durasim"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
 /// Named designs: resolve to their scheme with their settings, listed,
 /// accepted by run; a misspelling gets "did you mean"; a contradicting
 /// --set is refused; MorLog's presets stay hidden until `morlog` exists.
@@ -397,4 +317,29 @@ fn presets_resolve_and_reject_bad_names() {
         "nvm.encoding=crade",
     ]);
     assert_eq!(code, 0, "{err}");
+}
+
+/// Log bits as MorLog counts them (expansion disabled) come from the TLC
+/// media for every design, FWB included: SLDE's DLDC code words are
+/// shorter than CRADE's FPC ones; the schemes also count the Fig. 7
+/// record bits before encoding.
+#[test]
+fn log_bits_written_by_the_device_for_every_design() {
+    let bits = |design: &str| {
+        let mut s = RunSpec::new(design, "hashmap").unwrap();
+        s.threads = 2;
+        s.tx = 400;
+        let e = engine::run(s, &mut |_| {}).unwrap();
+        let m = &e.report_json()["nvm_media"];
+        let written = m["log_bits_written"].as_u64().unwrap();
+        assert!(m["log_line_writes"].as_u64().unwrap() > 0, "{design}");
+        assert!(m["log_bits_programmed"].as_u64().unwrap() <= written);
+        assert!(stat(&e, "log_bits_before_encoding") > 0.0, "{design}");
+        written
+    };
+    for family in ["fwb", "morlog"] {
+        let crade = bits(&format!("{family}-crade"));
+        let slde = bits(&format!("{family}-slde"));
+        assert!(slde < crade, "{family}: SLDE {slde} vs CRADE {crade}");
+    }
 }

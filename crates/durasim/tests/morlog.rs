@@ -5,44 +5,11 @@
 //! (no home write of a word before its undo is persisted) holds over random
 //! store sequences.
 
-use durasim::crash::{self, CrashOptions, CrashReport};
-use durasim::engine::{self, RunSpec};
+use durasim::crash::CrashOptions;
+use durasim::engine;
 
-/// Small caches: L1 evictions, redo entries and steals within a few
-/// transactions.
-const SMALL: &[(&str, &str)] = &[
-    ("cache.l1_size_bytes", "1KB"),
-    ("cache.l1_ways", "2"),
-    ("cache.l2_size_bytes", "2KB"),
-    ("cache.l2_ways", "2"),
-    ("cache.llc_size_bytes", "4KB"),
-    ("cache.llc_ways", "2"),
-];
-
-fn spec(scheme: &str, workload: &str, tx: u64, sets: &[(&str, &str)]) -> RunSpec {
-    let mut s = RunSpec::new(scheme, workload).unwrap();
-    s.threads = 2;
-    s.tx = tx;
-    s.seed = 3;
-    for (k, v) in SMALL.iter().chain(sets) {
-        s.params.set_str(k, v).unwrap();
-    }
-    s
-}
-
-fn crashtest(s: RunSpec, opts: &CrashOptions) -> CrashReport {
-    let name = format!("{} x {}", s.scheme, s.workload);
-    crash::crashtest(s, opts, &mut |_, _| {}).unwrap_or_else(|e| panic!("{name}: {e}"))
-}
-
-fn stat(e: &engine::Engine, key: &str) -> f64 {
-    e.scheme
-        .stats()
-        .into_iter()
-        .find(|(k, _)| *k == key)
-        .unwrap_or_else(|| panic!("no stat {key}"))
-        .1
-}
+mod common;
+use common::{crash_every_workload, crashtest, durasim, spec, stat};
 
 fn period(scheme: &str) -> String {
     format!("{scheme}.period_cycles")
@@ -67,7 +34,7 @@ fn morlog_runs_and_exercises_every_path() {
             "undo_redo_buffer_coalesced",
             "retired_tx",
             "log_head_advances",
-            "log_bits_written",
+            "log_bits_before_encoding",
         ] {
             assert!(stat(&e, k) > 0.0, "{scheme}: {k} = 0");
         }
@@ -89,40 +56,151 @@ fn morlog_survives_every_crash_point_of_every_workload_and_encoding() {
     for scheme in ["morlog", "morlog-dp"] {
         let key = period(scheme);
         for enc in ["none", "crade", "slde"] {
-            let opts = CrashOptions {
-                torn: enc == "none",
-                ..CrashOptions::default()
-            };
-            for w in durasim::workloads::REGISTRY {
-                let tx = match w.name {
-                    "tpcc" => 12,
-                    "echo" | "sps" | "sdg" => 30,
-                    _ => 60,
-                };
-                let items = if w.name == "tatp" { "32" } else { "64" };
-                let mut sets = vec![
-                    (key.as_str(), "3000"),
-                    ("nvm.encoding", enc),
-                    ("workload.initial_items", items),
-                ];
-                if w.name == "tpcc" {
-                    sets.push(("workload.tpcc_items", "2000"));
-                    sets.push(("workload.tpcc_customers_per_district", "300"));
-                }
-                let r = crashtest(spec(scheme, w.name, tx, &sets), &opts);
-                assert!(r.persist_events > 20, "{scheme} {} {enc}", w.name);
-                assert_eq!(
-                    r.violations,
-                    0,
-                    "{scheme} x {} ({enc}): {}",
-                    w.name,
-                    r.first_violation
-                        .map(|v| format!("{}\n  replay: {}", v.message, v.replay))
-                        .unwrap_or_default()
-                );
-            }
+            crash_every_workload(scheme, enc, &[(key.as_str(), "3000")]);
         }
     }
+}
+
+/// The settings of the transaction-table tests: a 4-entry table (full
+/// often with two threads: the fallback write-backs run), a 64 KiB log
+/// (2,048 slots, room for TPC-C's largest transactions: the ring wraps and
+/// the head is persisted in the longer runs).
+fn tx_table_sets(scheme: &str) -> Vec<(String, String)> {
+    vec![
+        (format!("{scheme}.log_management"), "tx-table".into()),
+        (format!("{scheme}.tx_table_entries"), "4".into()),
+        (format!("{scheme}.log_bytes"), "65536".into()),
+    ]
+}
+
+fn as_refs(v: &[(String, String)]) -> Vec<(&str, &str)> {
+    v.iter().map(|(k, x)| (k.as_str(), x.as_str())).collect()
+}
+
+/// tx-table: no scan; the table fills, its fallback writes lines back,
+/// counters release lines, the head moves and is persisted; home equals
+/// the architectural image at the end.
+#[test]
+fn tx_table_runs_and_reclaims_the_log() {
+    for scheme in ["morlog", "morlog-dp"] {
+        let sets = tx_table_sets(scheme);
+        let mut s = spec(scheme, "echo", 300, &as_refs(&sets));
+        s.params.set_str("run.warmup_tx_share", "0").unwrap();
+        let e = engine::run(s, &mut |_| {}).unwrap();
+        e.check_equivalence().unwrap();
+        assert_eq!(e.fwb.passes, 0, "{scheme}: no force-write-back scan");
+        for k in [
+            "tx_table_full_events",
+            "tx_table_full_stall_cycles",
+            "tx_table_lines_released",
+            "log_entries_reclaimed",
+            "log_head_persists",
+            "retired_tx",
+        ] {
+            assert!(stat(&e, k) > 0.0, "{scheme}: {k} = 0");
+        }
+        assert_eq!(stat(&e, "tx_table_entries"), 4.0);
+        // One spare entry: the transaction that found the table full.
+        assert!(stat(&e, "tx_table_occupancy_max") <= 5.0);
+        let mean = stat(&e, "tx_table_occupancy_mean");
+        assert!(mean > 1.0 && mean <= 5.0, "{scheme}: mean {mean}");
+        // Every committed transaction retires by the end of the run.
+        assert_eq!(stat(&e, "retired_tx"), 300.0, "{scheme}");
+        assert_eq!(stat(&e, "log_live_entries"), 0.0, "{scheme}");
+    }
+}
+
+/// tx-table: every crash point of every transactional workload with each
+/// encoding, for both variants.
+#[test]
+fn tx_table_survives_every_crash_point_of_every_workload_and_encoding() {
+    for scheme in ["morlog", "morlog-dp"] {
+        let sets = tx_table_sets(scheme);
+        for enc in ["none", "crade", "slde"] {
+            crash_every_workload(scheme, enc, &as_refs(&sets));
+        }
+    }
+}
+
+/// tx-table: releasing a line too early fails the oracle with a replay
+/// line: at its L1 eviction while it is still dirty below (a counter of L1
+/// lines only), or in its write-back before the data persist. The head is
+/// persisted lazily (once the log behind it is 3/4 full), so the second
+/// needs a small log and table (4 KiB, 2 entries, 1 thread: one of 5,135
+/// points fails).
+#[test]
+fn tx_table_early_release_mutants_fail() {
+    for scheme in ["morlog", "morlog-dp"] {
+        let mkey = format!("{scheme}.mutant");
+        for (mutant, log, entries, threads) in [
+            ("release-on-l1-evict", "16384", "4", 2),
+            ("release-early", "4096", "2", 1),
+        ] {
+            let mut sets = tx_table_sets(scheme);
+            sets.push((format!("{scheme}.log_bytes"), log.into()));
+            sets.push((format!("{scheme}.tx_table_entries"), entries.into()));
+            sets.push((mkey.clone(), mutant.into()));
+            sets.push(("workload.initial_items".into(), "64".into()));
+            let mut s = spec(scheme, "btree", 300, &as_refs(&sets));
+            s.threads = threads;
+            s.seed = 1;
+            let r = crashtest(s, &CrashOptions::default());
+            assert!(r.violations > 0, "{scheme}: {mutant} passed");
+            let v = r.first_violation.expect("a first violation");
+            assert!(
+                v.replay.contains(&format!("{mkey}={mutant}")) && v.replay.contains("--crash-at"),
+                "{}",
+                v.replay
+            );
+        }
+    }
+}
+
+/// Bad log-management input: exit 2 naming the key, the choices and the
+/// likely one; a table smaller than the thread count is refused.
+#[test]
+fn tx_table_bad_input_is_an_exit_2_error() {
+    let run = |set: &str| {
+        durasim(&[
+            "run",
+            "--scheme",
+            "morlog",
+            "--workload",
+            "queue",
+            "--tx",
+            "10",
+            "--set",
+            set,
+        ])
+    };
+    let (code, _, err) = run("morlog.log_management=tx-tabel");
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("morlog.log_management")
+            && err.contains("did you mean 'tx-table'")
+            && err.contains("force-write-back, tx-table"),
+        "{err}"
+    );
+    let (code, _, err) = durasim(&[
+        "run",
+        "--scheme",
+        "morlog-dp",
+        "--workload",
+        "queue",
+        "--tx",
+        "10",
+        "--threads",
+        "4",
+        "--set",
+        "morlog-dp.log_management=tx-table",
+        "--set",
+        "morlog-dp.tx_table_entries=2",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("morlog-dp.tx_table_entries = 2") && err.contains("at least 4"),
+        "{err}"
+    );
 }
 
 /// Crashes inside recovery: every one of recovery's own writes.
@@ -140,6 +218,12 @@ fn morlog_recovery_survives_crashes_inside_it() {
             let r = crashtest(spec(scheme, w, 40, &sets), &opts);
             assert!(r.recovery_crashes_tested > 100, "{scheme} {w}");
             assert!(r.background_points_tested > 0, "{scheme} {w}");
+            assert_eq!(r.violations, 0, "{scheme} {w}: {:?}", r.first_violation);
+            // The same with the transaction table (no scan).
+            let mut sets = tx_table_sets(scheme);
+            sets.push(("workload.initial_items".into(), "64".into()));
+            let r = crashtest(spec(scheme, w, 40, &as_refs(&sets)), &opts);
+            assert!(r.recovery_crashes_tested > 100, "{scheme} {w} tx-table");
             assert_eq!(r.violations, 0, "{scheme} {w}: {:?}", r.first_violation);
         }
     }

@@ -414,6 +414,25 @@ impl Hierarchy {
         )
     }
 
+    /// clwb of `line_addr` by whichever core's private caches hold it
+    /// (its LLC owner), with `cause`; returns when the write is persisted
+    /// (`now` if clean or absent).
+    pub fn flush_owned(
+        &mut self,
+        line_addr: Addr,
+        now: Cycle,
+        mem: &mut dyn MemSide,
+        cause: WritebackCause,
+    ) -> Cycle {
+        match self.llc.find(line_addr) {
+            Some(s) => {
+                let core = self.llc.owner(s) as usize;
+                self.flush_cause(core, line_addr, now, mem, cause)
+            }
+            None => now,
+        }
+    }
+
     /// Write back every dirty line (end of run); returns when the last write
     /// was persisted. Lines stay cached, clean.
     pub fn drain(&mut self, now: Cycle, mem: &mut dyn MemSide) -> Cycle {

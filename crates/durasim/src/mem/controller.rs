@@ -1701,6 +1701,15 @@ impl MemoryController {
     pub fn reset_stats(&mut self) {
         self.stats = MemStats::default();
     }
+
+    /// A logging scheme's log region: the data-aware media counts the
+    /// bits of its line writes (`MediaStats::log_bits_written`); nothing
+    /// otherwise.
+    pub fn mark_log_region(&mut self, base: Addr, bytes: u64) {
+        if let Some(m) = self.cells.as_mut() {
+            m.set_log_region(base, bytes);
+        }
+    }
 }
 
 #[cfg(test)]

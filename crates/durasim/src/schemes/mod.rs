@@ -102,6 +102,12 @@ pub struct MemCtx {
     /// harmlessly; the engine checks it after every TxEnd and background
     /// tick and ends the run with it (exit code 2).
     pub pending_error: Option<Error>,
+    /// Lines a scheme asks the caches to write back (clwb) before the
+    /// core that just began a transaction may go on (MorLog's transaction
+    /// table when full, docs/MODEL.md). The engine services it right
+    /// after `Scheme::tx_begin` and reports the time through
+    /// [`Scheme::write_back_request_done`].
+    pub write_back_request: Vec<Addr>,
 }
 
 impl MemCtx {
@@ -303,6 +309,18 @@ pub trait Scheme: Send {
     /// previous pass. Returns when the scheme is done.
     fn force_write_back_done(&mut self, _ctx: &mut MemCtx, _pass: u64, now: Cycle) -> Cycle {
         now
+    }
+
+    /// The lines `tx_begin` put in `MemCtx::write_back_request` were
+    /// written back from `begin` on; the last persisted at `done` (the
+    /// core waits until then).
+    fn write_back_request_done(
+        &mut self,
+        _ctx: &mut MemCtx,
+        _core: CoreId,
+        _begin: Cycle,
+        _done: Cycle,
+    ) {
     }
 
     /// The value a program would read at `addr` from memory now (through

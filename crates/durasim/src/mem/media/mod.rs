@@ -91,6 +91,17 @@ pub struct MediaStats {
     /// [fpc, dldc].
     pub compress_in_bits: [u64; 2],
     pub compress_out_bits: [u64; 2],
+    /// Writes of lines in a scheme's log region ([`Media::set_log_region`]).
+    pub log_line_writes: u64,
+    /// Log bits as MorLog counts them (§VI-C: "log bits written with
+    /// expansion coding disabled"): the code-word bits of every log line
+    /// write, tags + the design's compressed stream (FPC for CRADE, DLDC
+    /// or FPC for SLDE; the raw 512 bits without an encoder), one stored
+    /// bit per code bit (no expansion).
+    pub log_bits_written: u64,
+    /// Of those, the bits that differ from the code word stored before
+    /// (what a DCW device programs without expansion, Fig. 4).
+    pub log_bits_programmed: u64,
 }
 
 impl MediaStats {
@@ -144,6 +155,9 @@ impl MediaStats {
             },
             "compression_ratio_fpc": ratio(0),
             "compression_ratio_dldc": ratio(1),
+            "log_line_writes": self.log_line_writes,
+            "log_bits_written": self.log_bits_written,
+            "log_bits_programmed": self.log_bits_programmed,
         })
     }
 }
@@ -175,7 +189,17 @@ pub struct Media {
     /// allocation per line) and the line's slot.
     cells: Vec<Cells>,
     slot: FxHashMap<Addr, u32>,
+    /// The log region `[lo, hi)` a logging scheme declared (empty: none).
+    log_lo: Addr,
+    log_hi: Addr,
+    /// The unexpanded code word last stored in each log line, by the
+    /// line's slot in `cells` (`log_bits_programmed` compares against it).
+    flat: FxHashMap<u32, Flat>,
 }
+
+/// A code word laid out one stored bit per code bit: 6 tag bits, then the
+/// stream (at most 513 bits; longer lines are stored raw, 512).
+type Flat = [u64; 9];
 
 impl Media {
     /// The media of `p`, or `None` when the device is not data-aware (the
@@ -200,6 +224,9 @@ impl Media {
             freq_ghz: p.f64("cpu.freq_ghz"),
             cells: Vec::new(),
             slot: FxHashMap::default(),
+            log_lo: 0,
+            log_hi: 0,
+            flat: FxHashMap::default(),
         }))
     }
 
@@ -215,7 +242,22 @@ impl Media {
             freq_ghz,
             cells: Vec::new(),
             slot: FxHashMap::default(),
+            log_lo: 0,
+            log_hi: 0,
+            flat: FxHashMap::default(),
         }
+    }
+
+    /// A logging scheme's log region (`bytes` from `base`): its line
+    /// writes are counted as log bits.
+    pub fn set_log_region(&mut self, base: Addr, bytes: u64) {
+        if self.log_hi == 0 {
+            // Room for the lines a run usually writes; a longer log grows
+            // the map once per new line, as `cells` does.
+            self.flat.reserve(((bytes / 64) as usize).min(1 << 16));
+        }
+        self.log_lo = base;
+        self.log_hi = base + bytes;
     }
 
     /// Make sure `line` has stored cells: a line never programmed holds
@@ -249,6 +291,9 @@ impl Media {
             }
         };
         let old = self.cells[i];
+        if line >= self.log_lo && line < self.log_hi {
+            self.count_log_bits(i as u32, &old, &e, st);
+        }
         place(&e, &mut self.cells[i]);
         let new = self.cells[i];
         let (ns, pj) = self.cost(&old, &new, purpose, st);
@@ -271,6 +316,34 @@ impl Media {
         }
         let cycles = (ns * self.freq_ghz).ceil() as Cycle;
         (cycles, pj)
+    }
+
+    /// Log bits of a log line write: the new code word against the one
+    /// stored (the first time, the one the old cells decode to, as stored
+    /// by a data write).
+    fn count_log_bits(&mut self, slot: u32, old: &Cells, e: &Encoded, st: &mut MediaStats) {
+        let new_len = 6 + e.stream.len;
+        let prev = match self.flat.get(&slot) {
+            Some(f) => *f,
+            None => flat(&self.encode(&decode_cells(old), Purpose::WriteBack)),
+        };
+        let mut cur = flat(e);
+        // Bits past the new code word keep their old state (as the cells).
+        let (w, b) = (new_len / 64, new_len % 64);
+        if w < cur.len() {
+            let keep = !((1u64 << b) - 1);
+            cur[w] = (cur[w] & !keep) | (prev[w] & keep);
+            cur[w + 1..].copy_from_slice(&prev[w + 1..]);
+        }
+        let flipped: u32 = prev
+            .iter()
+            .zip(cur.iter())
+            .map(|(a, b)| (a ^ b).count_ones())
+            .sum();
+        st.log_line_writes += 1;
+        st.log_bits_programmed += u64::from(flipped);
+        st.log_bits_written += new_len as u64;
+        self.flat.insert(slot, cur);
     }
 
     /// Cost of changing `old` into `new`: (latency ns, energy pJ).
@@ -437,6 +510,24 @@ fn dldc_line_encode(data: &LineData, out: &mut BitWriter) -> u64 {
         prev = w;
     }
     clean
+}
+
+/// An encoded line's code word, one bit per code bit: the 6 tag bits,
+/// then the stream (a raw line: its 512 bits).
+fn flat(e: &Encoded) -> Flat {
+    let tag = e.kind | (e.mode as u64) << 2 | u64::from(e.log_meta) << 4;
+    let mut f = [0u64; 9];
+    f[0] = tag;
+    for i in 0..e.stream.len.div_ceil(64) {
+        let n = (e.stream.len - i * 64).min(64);
+        let v = e.stream.get(i * 64, n);
+        // Stream bit j lands at code bit 6 + j.
+        f[i] |= v << 6;
+        if i + 1 < f.len() {
+            f[i + 1] |= v >> 58;
+        }
+    }
+    f
 }
 
 /// Write an encoded line's stream and tags into cells; data cells past the

@@ -156,3 +156,39 @@ fn slde_chooses_dldc_for_log_pairs() {
     assert!(c[DATA_CELLS..].iter().all(|s| [7, 0, 1, 6].contains(s)));
     assert_eq!(m.stored(128).unwrap(), meta);
 }
+
+/// Log bits (MorLog §VI-C, expansion disabled): counted only in the log
+/// region; every write counts its code word, a rewrite with the same bytes
+/// programs nothing; SLDE's DLDC code word is shorter than CRADE's FPC one
+/// for an undo/redo pair that differs in one byte; the plain device's code
+/// word is the raw line.
+#[test]
+fn log_bits_are_code_words_in_the_log_region() {
+    let mut entry = [0u8; 64];
+    let (w0, w1) = (0x8123_0000_0004_1040u64, 0x5eed_0000_0000_0007u64);
+    let (undo, redo) = (0x1234_5678_9abc_def0u64, 0x1234_5678_9abc_de0fu64);
+    for (i, w) in [w0, w1, undo, redo].iter().enumerate() {
+        entry[i * 8..i * 8 + 8].copy_from_slice(&w.to_le_bytes());
+    }
+    let bits = |enc: Encoding| {
+        let mut m = Media::new(enc, true, 3.0);
+        m.set_log_region(4096, 4096);
+        let mut st = MediaStats::default();
+        m.ensure(0, &[0u8; 64]);
+        m.program(0, &entry, Purpose::Log, &mut st);
+        assert_eq!(st.log_line_writes, 0, "outside the region");
+        m.ensure(4096, &[0u8; 64]);
+        m.program(4096, &entry, Purpose::Log, &mut st);
+        let (len, prog) = (st.log_bits_written, st.log_bits_programmed);
+        assert_eq!(st.log_line_writes, 1);
+        assert!(prog > 0 && prog <= len, "{enc:?}: {prog} of {len}");
+        m.program(4096, &entry, Purpose::Log, &mut st);
+        assert_eq!(st.log_bits_programmed, prog, "{enc:?}: same code word");
+        assert_eq!(st.log_bits_written, 2 * len);
+        len
+    };
+    let crade = bits(Encoding::Crade);
+    let slde = bits(Encoding::Slde);
+    assert_eq!(bits(Encoding::None), 6 + 512);
+    assert!(slde < crade, "DLDC {slde} vs FPC {crade} bits");
+}

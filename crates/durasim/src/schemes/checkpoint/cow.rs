@@ -659,6 +659,7 @@ mod tests {
             cores: 1,
             freq_ghz: 2.5,
             pending_error: None,
+            write_back_request: Vec::new(),
         };
         (Cow::new(&p, &layout).unwrap(), ctx)
     }

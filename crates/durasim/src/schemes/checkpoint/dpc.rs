@@ -1014,6 +1014,7 @@ mod tests {
             cores: 1,
             freq_ghz: 2.5,
             pending_error: None,
+            write_back_request: Vec::new(),
         };
         (Dpc::new(&p, &layout, Mutant::None).unwrap(), ctx, p)
     }

@@ -430,6 +430,7 @@ mod tests {
             cores: 1,
             freq_ghz: 2.5,
             pending_error: None,
+            write_back_request: Vec::new(),
         };
         (Logging::new(&p, &layout).unwrap(), ctx)
     }

@@ -1206,6 +1206,7 @@ mod tests {
             cores: 1,
             freq_ghz: 2.5,
             pending_error: None,
+            write_back_request: Vec::new(),
         };
         (ThyNvm::new(&p, &layout), ctx)
     }

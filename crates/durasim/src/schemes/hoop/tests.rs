@@ -22,6 +22,7 @@ fn machine(p: &Params, threads: usize) -> (Hoop, MemCtx) {
         cores: threads,
         freq_ghz: 2.5,
         pending_error: None,
+        write_back_request: Vec::new(),
     };
     (Hoop::new(p, &layout).unwrap(), ctx)
 }

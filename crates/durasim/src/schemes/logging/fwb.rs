@@ -269,6 +269,29 @@ pub(crate) fn header_bytes(head: u64) -> LineData {
     l
 }
 
+/// Persist `head` in the header line other than the last written one
+/// (`flip` toggles), stamped after every log write so far
+/// (`log_durable_at`, which then covers it too); returns when it is
+/// persisted. The head-advance tail shared by fwb and morlog.
+pub(crate) fn persist_head(
+    ctx: &mut MemCtx,
+    ring: &Ring,
+    flip: &mut u64,
+    log_durable_at: &mut Cycle,
+    head: u64,
+    now: Cycle,
+) -> Cycle {
+    *flip ^= 1;
+    let t = ctx.nvm.write(
+        ring.header_addr(*flip),
+        &header_bytes(head),
+        Purpose::Metadata,
+        now.max(*log_durable_at),
+    );
+    *log_durable_at = (*log_durable_at).max(t);
+    t
+}
+
 /// The head from the valid header with the larger head (0 if none).
 pub(crate) fn read_head(img: &dyn MemWrite, ring: &Ring) -> u64 {
     (0..2)
@@ -325,6 +348,7 @@ struct Stats {
     retired_tx: u64,
     head_advances: u64,
     commit_stall_cycles: u64,
+    log_bits_before_encoding: u64,
 }
 
 pub struct Fwb {
@@ -342,6 +366,8 @@ pub struct Fwb {
     head: u64,
     tail: u64,
     header_flip: u64,
+    /// The media knows the log region (log bits are counted there).
+    region_marked: bool,
     passes: u64,
     /// When the newest store entered the buffer. The FIFO's insertion
     /// times are monotone (TSO: a store performs after the older ones);
@@ -388,6 +414,7 @@ impl Fwb {
             head: 0,
             tail: 0,
             header_flip: 0,
+            region_marked: false,
             passes: 0,
             last_perform: 0,
             log_durable_at: 0,
@@ -420,6 +447,11 @@ impl Fwb {
             ));
             return now;
         }
+        if !self.region_marked {
+            self.region_marked = true;
+            ctx.nvm
+                .mark_log_region(self.ring.slot_addr(0), self.ring.slots * ENTRY_BYTES);
+        }
         let seq = self.tail;
         self.tail += 1;
         let bytes = encode(&self.ring, seq, r);
@@ -427,6 +459,11 @@ impl Fwb {
             .nvm
             .write(self.ring.slot_addr(seq), &bytes, purpose, now);
         self.log_durable_at = self.log_durable_at.max(t);
+        self.st.log_bits_before_encoding += if r.kind == TYPE_DATA {
+            crate::schemes::logging::morlog::UR_ENTRY_BITS
+        } else {
+            crate::schemes::logging::morlog::COMMIT_BITS
+        };
         if r.kind == TYPE_DATA {
             self.st.entries_written += 1;
             let c = &mut self.cores[r.core as usize];
@@ -501,16 +538,14 @@ impl Fwb {
         }
         self.head = head;
         self.st.head_advances += 1;
-        self.header_flip ^= 1;
-        let a = self.ring.header_addr(self.header_flip);
-        let t = ctx.nvm.write(
-            a,
-            &header_bytes(head),
-            Purpose::Metadata,
-            now.max(self.log_durable_at),
-        );
-        self.log_durable_at = self.log_durable_at.max(t);
-        t
+        persist_head(
+            ctx,
+            &self.ring,
+            &mut self.header_flip,
+            &mut self.log_durable_at,
+            head,
+            now,
+        )
     }
 }
 
@@ -673,6 +708,10 @@ impl Scheme for Fwb {
             ("log_entries_written", s.entries_written as f64),
             ("log_buffer_early_evictions", s.early_evictions as f64),
             ("commit_records", s.commit_records as f64),
+            (
+                "log_bits_before_encoding",
+                s.log_bits_before_encoding as f64,
+            ),
             ("commit_stall_cycles", s.commit_stall_cycles as f64),
             ("order_waits", s.order_waits as f64),
             ("data_before_entry", s.data_before_entry as f64),

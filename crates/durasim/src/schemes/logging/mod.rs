@@ -2,3 +2,4 @@
 pub mod fwb;
 pub mod morlog;
 pub mod redu;
+pub mod txtable;

@@ -49,9 +49,10 @@ use crate::config::{Check, DefaultValue, ParamSpec, Params};
 use crate::error::{Error, Result};
 use crate::mem::MemWrite;
 use crate::schemes::logging::fwb::{
-    decode, encode, header_bytes, read_head, truncate_after_recovery, Record, Ring, ENTRY_BYTES,
+    decode, encode, persist_head, read_head, truncate_after_recovery, Record, Ring, ENTRY_BYTES,
     TYPE_COMMIT, TYPE_DATA, TYPE_REDO,
 };
+use crate::schemes::logging::txtable::TxTable;
 use crate::schemes::{
     raise_advice, Durability, Layout, MemCtx, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
 };
@@ -62,6 +63,8 @@ use std::collections::VecDeque;
 const UR_SOURCE: &str = "MorLog §III-D, Table I: a 16-entry undo+redo buffer";
 const REDO_SOURCE: &str = "MorLog §III-D, Table I: a 32-entry redo buffer";
 const PERIOD_SOURCE: &str = "MorLog §III-F / §VI-A: force-write-back every three million cycles (FWB, Ogleari et al. HPCA 2018)";
+const MGMT_SOURCE: &str = "MorLog §III-F \"Log management\": two options, force-write-back [43] (evaluated, §VI-A) or a variation of the transaction table [22]";
+const TABLE_SOURCE: &str = "modelling choice, docs/MODEL.md \"MorLog transaction table\" (MorLog §III-F gives no size; 64 = 8 per thread of the paper's eight)";
 const LOG_SOURCE: &str = "modelling choice, docs/MODEL.md \"MorLog\" (MorLog §III-A: a large-enough log region prevents overflow); as fwb.log_bytes";
 
 macro_rules! params {
@@ -92,6 +95,22 @@ macro_rules! params {
                 doc: "period of the force-write-back scan that bounds the log (truncation after two passes)",
             },
             ParamSpec {
+                key: concat!($p, ".log_management"),
+                default: DefaultValue::Str("force-write-back"),
+                unit: "",
+                check: Check::OneOf(&["force-write-back", "tx-table"]),
+                source: MGMT_SOURCE,
+                doc: "how log space is reclaimed (MorLog §III-F): force-write-back = the periodic cache scan, the head moves past transactions committed before the last two passes; tx-table = a transaction table whose per-transaction counter of cache lines holding its data releases the log when it reaches 0",
+            },
+            ParamSpec {
+                key: concat!($p, ".tx_table_entries"),
+                default: DefaultValue::Int(64),
+                unit: "entries",
+                check: Check::Range(1.0, 65536.0),
+                source: TABLE_SOURCE,
+                doc: "transaction-table entries (log_management = tx-table); at least the thread count. When full, a beginning transaction waits while the lines of the oldest committed entry are written back",
+            },
+            ParamSpec {
                 key: concat!($p, ".log_bytes"),
                 default: DefaultValue::Int(128 << 20),
                 unit: "bytes",
@@ -114,14 +133,14 @@ macro_rules! params {
 params!(
     PARAMS,
     "morlog",
-    &["none", "discard-on-writeback", "no-order"],
-    "test-only planted bug (tests/morlog.rs; refused by the CLI): discard-on-writeback = the paper's literal rule, a buffered redo entry is dropped when its line is written back; no-order = a data write-back does not wait for its line's buffered undo+redo entries"
+    &["none", "discard-on-writeback", "no-order", "release-early", "release-on-l1-evict"],
+    "test-only planted bug (tests/morlog.rs; refused by the CLI): discard-on-writeback = the paper's literal rule, a buffered redo entry is dropped when its line is written back; no-order = a data write-back does not wait for its line's buffered undo+redo entries; release-early = tx-table: a line's write-back releases its transaction before the data are persisted; release-on-l1-evict = tx-table: a line is released when it leaves the L1 (a counter of L1 lines only, where the paper's TID/TxID extension lives) though it is still dirty below"
 );
 params!(
     DP_PARAMS,
     "morlog-dp",
-    &["none", "ignore-counter", "no-order"],
-    "test-only planted bug (tests/morlog.rs; refused by the CLI): ignore-counter = recovery treats every committed transaction as persisted; no-order = as morlog.mutant"
+    &["none", "ignore-counter", "no-order", "release-early", "release-on-l1-evict"],
+    "test-only planted bug (tests/morlog.rs; refused by the CLI): ignore-counter = recovery treats every committed transaction as persisted; no-order, release-early, release-on-l1-evict = as morlog.mutant"
 );
 
 pub static INFO: SchemeInfo = SchemeInfo {
@@ -149,6 +168,8 @@ struct Keys {
     ur: &'static str,
     redo: &'static str,
     period: &'static str,
+    mgmt: &'static str,
+    table: &'static str,
     log_bytes: &'static str,
     mutant: &'static str,
     specs: &'static [ParamSpec],
@@ -158,6 +179,8 @@ const K: Keys = Keys {
     ur: "morlog.undo_redo_buffer_entries",
     redo: "morlog.redo_buffer_entries",
     period: "morlog.period_cycles",
+    mgmt: "morlog.log_management",
+    table: "morlog.tx_table_entries",
     log_bytes: "morlog.log_bytes",
     mutant: "morlog.mutant",
     specs: PARAMS,
@@ -166,6 +189,8 @@ const DP: Keys = Keys {
     ur: "morlog-dp.undo_redo_buffer_entries",
     redo: "morlog-dp.redo_buffer_entries",
     period: "morlog-dp.period_cycles",
+    mgmt: "morlog-dp.log_management",
+    table: "morlog-dp.tx_table_entries",
     log_bytes: "morlog-dp.log_bytes",
     mutant: "morlog-dp.mutant",
     specs: DP_PARAMS,
@@ -181,8 +206,9 @@ fn reserved_bytes_dp(p: &Params) -> u64 {
 }
 
 /// Bits of each log record in Fig. 7's format (type 2, TID 8, TxID 16,
-/// address 48, torn bit 1, data words 64 each): what the paper counts as
-/// log bits before encoding. A commit record has no address or data; a
+/// address 48, torn bit 1, data words 64 each): the log bits before
+/// encoding (`log_bits_before_encoding`; the bits the device writes are
+/// the media's `log_bits_written`). A commit record has no address or data; a
 /// delay-persistence one adds its 10-bit ulog counter.
 pub const UR_ENTRY_BITS: u64 = 2 + 8 + 16 + 48 + 1 + 128;
 pub const REDO_ENTRY_BITS: u64 = 2 + 8 + 16 + 48 + 1 + 64;
@@ -338,6 +364,8 @@ struct CoreState {
     /// Lines with ULog words, by line address.
     shadow: FxHashMap<Addr, Shadow>,
     pending: VecDeque<Pending>,
+    /// Transaction-table slot of the running (or last) transaction.
+    slot: u32,
 }
 
 #[derive(Default, Clone, Copy)]
@@ -363,6 +391,9 @@ struct Stats {
     head_advances: u64,
     commit_stall_cycles: u64,
     redo_kept_on_writeback: u64,
+    entries_reclaimed: u64,
+    head_persists: u64,
+    redo_on_table_full: u64,
 }
 
 pub struct MorLog {
@@ -381,7 +412,15 @@ pub struct MorLog {
     head: u64,
     tail: u64,
     header_flip: u64,
+    /// The media knows the log region (log bits are counted there).
+    region_marked: bool,
+    /// The head as last written to the header lines (recovery's start).
+    persisted_head: u64,
     passes: u64,
+    /// `log_management = tx-table` (§III-F, second option).
+    table: Option<TxTable>,
+    release_early: bool,
+    release_on_l1_evict: bool,
     last_perform: Cycle,
     log_durable_at: Cycle,
     cores: Vec<CoreState>,
@@ -429,6 +468,19 @@ impl MorLog {
         }
         let mutant = p.str(k.mutant);
         let (ur_cap, redo_cap) = (p.usize(k.ur), p.usize(k.redo));
+        let table = if p.str(k.mgmt) == "tx-table" {
+            let n = p.usize(k.table);
+            if n < layout.threads {
+                return Err(Error::input(format!(
+                    "{} = {n} is below the {} threads: every running transaction holds an entry; set it to at least {}",
+                    k.table, layout.threads, layout.threads
+                )));
+            }
+            let llc_lines = (p.u64("cache.llc_size_bytes") / 64) as usize;
+            Some(TxTable::new(n, llc_lines))
+        } else {
+            None
+        };
         let delay = ur_delay_cycles(p);
         Ok(MorLog {
             dp,
@@ -445,7 +497,12 @@ impl MorLog {
             head: 0,
             tail: 0,
             header_flip: 0,
+            region_marked: false,
+            persisted_head: 0,
             passes: 0,
+            table,
+            release_early: mutant == "release-early",
+            release_on_l1_evict: mutant == "release-on-l1-evict",
             last_perform: 0,
             log_durable_at: 0,
             cores: (0..layout.threads)
@@ -476,16 +533,31 @@ impl MorLog {
 
     /// Append a record to the log at `now`; returns when it is persisted.
     fn append(&mut self, ctx: &mut MemCtx, r: &Record, now: Cycle) -> Cycle {
-        if self.tail - self.head >= self.ring.slots {
+        if self.tail - self.persisted_head >= self.ring.slots && self.head > self.persisted_head {
+            // tx-table: the head register moved; recovery must see it before
+            // the tail reuses the slots behind it.
+            self.write_head(ctx, now);
+        }
+        if self.tail - self.persisted_head >= self.ring.slots {
             let k = self.keys();
             let need = (self.tail - self.head + 1) * ENTRY_BYTES * 2;
             ctx.input_error(format!(
-                "the {} log is full: {} entries are not yet retired by the force write-back; {}",
+                "the {} log is full: {} entries are not yet retired by the {}; {}",
                 if self.dp { "morlog-dp" } else { "morlog" },
                 self.tail - self.head,
+                if self.table.is_some() {
+                    "transaction table (their lines are still dirty in the caches)"
+                } else {
+                    "force write-back"
+                },
                 raise_advice(k.specs, k.log_bytes, need)
             ));
             return now;
+        }
+        if !self.region_marked {
+            self.region_marked = true;
+            ctx.nvm
+                .mark_log_region(self.ring.slot_addr(0), self.ring.slots * ENTRY_BYTES);
         }
         let seq = self.tail;
         self.tail += 1;
@@ -514,14 +586,14 @@ impl MorLog {
                 self.st.redo_written += 1;
                 self.st.log_bits += REDO_ENTRY_BITS;
                 if !running && self.dp {
-                    self.persisted_one(ctx, core, r.txid, false);
+                    self.persisted_one(ctx, core, r.txid, false, t);
                 }
             }
             _ => {
                 self.st.commit_records += 1;
                 self.st.log_bits += COMMIT_BITS + if self.dp { DP_COUNTER_BITS } else { 0 };
                 if self.dp {
-                    self.persisted_one(ctx, core, r.txid, true);
+                    self.persisted_one(ctx, core, r.txid, true, t);
                 }
             }
         }
@@ -550,7 +622,14 @@ impl MorLog {
     /// morlog-dp: the commit record (`record`, carrying `counter`) or one
     /// more redo entry of committed transaction (`core`, `txid`) is in the
     /// log; report the transactions now persisted, in commit order.
-    fn persisted_one(&mut self, ctx: &mut MemCtx, core: CoreId, txid: u32, record: bool) {
+    fn persisted_one(
+        &mut self,
+        ctx: &mut MemCtx,
+        core: CoreId,
+        txid: u32,
+        record: bool,
+        now: Cycle,
+    ) {
         let c = &mut self.cores[core];
         let Some(front) = c.pending.front() else {
             return;
@@ -564,10 +643,11 @@ impl MorLog {
                 p.remaining -= 1;
             }
         }
-        self.report(ctx);
+        self.report(ctx, now);
     }
 
-    fn report(&mut self, ctx: &mut MemCtx) {
+    fn report(&mut self, ctx: &mut MemCtx, now: Cycle) {
+        let mut any = false;
         while let Some(&core) = self.order.front() {
             let c = &mut self.cores[core];
             match c.pending.front() {
@@ -575,9 +655,123 @@ impl MorLog {
                     ctx.nvm.persist_log.report_durable(core, p.count);
                     c.pending.pop_front();
                     self.order.pop_front();
+                    any = true;
                 }
                 _ => break,
             }
+        }
+        if any && self.table.is_some() {
+            // Persisted transactions whose lines are home may now retire.
+            self.sweep(ctx, now);
+        }
+    }
+
+    /// Persist the head register in the other header line, after every
+    /// log write so far (fwb.rs `persist_head`).
+    fn write_head(&mut self, ctx: &mut MemCtx, now: Cycle) -> Cycle {
+        self.st.head_persists += 1;
+        self.persisted_head = self.head;
+        persist_head(
+            ctx,
+            &self.ring,
+            &mut self.header_flip,
+            &mut self.log_durable_at,
+            self.head,
+            now,
+        )
+    }
+
+    /// tx-table: free the entries that committed, are persisted (morlog-dp)
+    /// and whose counter is 0; move the head past the freed ones in order
+    /// (to the oldest live entry's first log entry, or the tail). The head
+    /// is written to NVM lazily, once the log behind the persisted head is
+    /// three quarters full (recovery from an older head re-applies retired
+    /// transactions in commit order: their data are home, so nothing
+    /// changes), which keeps the header writes rare.
+    fn sweep(&mut self, ctx: &mut MemCtx, now: Cycle) {
+        let Some(tb) = self.table.as_mut() else {
+            return;
+        };
+        for i in 0..tb.entries.len() {
+            let e = tb.entries[i];
+            if !(e.live && e.committed && e.counter == 0) {
+                continue;
+            }
+            if self.dp {
+                // Not yet persisted (its redo entries still to come): kept,
+                // so the head never cuts a transaction recovery may undo.
+                let pending = self.cores[e.core].pending.front().map(|p| p.txid);
+                if pending.is_some_and(|t| (e.txid.wrapping_sub(t) as i32) >= 0) {
+                    continue;
+                }
+            }
+            tb.free(i);
+            self.st.retired_tx += 1;
+        }
+        let head = tb.head_bound().unwrap_or(self.tail);
+        if head > self.head {
+            self.st.entries_reclaimed += head - self.head;
+            self.st.head_advances += 1;
+            self.head = head;
+        }
+        if self.head > self.persisted_head
+            && (self.tail - self.persisted_head) * 4 >= self.ring.slots * 3
+        {
+            self.write_head(ctx, now.max(self.log_durable_at));
+        }
+    }
+
+    /// tx-table full at a TxBegin: make the oldest committed entry
+    /// deletable. morlog-dp first persists every committed transaction
+    /// (its L1-resident redo data become redo entries; both buffers are
+    /// written), then the lines anchored to the victim are handed to the
+    /// engine, which writes them back before the transaction starts.
+    fn make_room(&mut self, ctx: &mut MemCtx, now: Cycle) {
+        if let Some(tb) = self.table.as_mut() {
+            tb.full_events += 1;
+        }
+        if self.dp {
+            for core in 0..self.cores.len() {
+                let mut shadow = std::mem::take(&mut self.cores[core].shadow);
+                let running = self.cores[core].in_tx.then_some(self.cores[core].txid);
+                for (&line, &sh) in shadow.iter() {
+                    if running != Some(sh.txid) {
+                        let (n, _) = self.shadow_to_redo(ctx, core, line, sh, now);
+                        self.st.redo_on_table_full += n;
+                    }
+                }
+                shadow.retain(|_, sh| running == Some(sh.txid));
+                self.cores[core].shadow = shadow;
+            }
+            self.flush_ur_through(ctx, now, |e| e.kind == TYPE_COMMIT);
+            self.flush_redo_through(ctx, now, |_| true);
+        }
+        self.sweep(ctx, now);
+        let tb = self.table.as_mut().expect("tx-table");
+        if tb.is_full() {
+            let victim = tb
+                .oldest_committed()
+                .expect("a committed entry: the table holds at least one per thread");
+            tb.lines_of(victim, &mut ctx.write_back_request);
+        }
+    }
+
+    /// tx-table: `line` was written back, its data persisted at `t`.
+    fn release_line(&mut self, ctx: &mut MemCtx, line: Addr, t: Cycle) {
+        if let Some(tb) = self.table.as_mut() {
+            if tb.release(line) {
+                self.sweep(ctx, t);
+            }
+        }
+    }
+
+    /// tx-table: the transaction of `core` committed (its commit record
+    /// is in the log, or queued behind its entries for morlog-dp).
+    fn table_commit(&mut self, ctx: &mut MemCtx, core: CoreId, now: Cycle) {
+        let slot = self.cores[core].slot as usize;
+        if let Some(tb) = self.table.as_mut() {
+            tb.entries[slot].committed = true;
+            self.sweep(ctx, now);
         }
     }
 
@@ -727,18 +921,10 @@ impl MorLog {
         if head <= self.head {
             return now;
         }
+        self.st.entries_reclaimed += head - self.head;
         self.head = head;
         self.st.head_advances += 1;
-        self.header_flip ^= 1;
-        let a = self.ring.header_addr(self.header_flip);
-        let t = ctx.nvm.write(
-            a,
-            &header_bytes(head),
-            Purpose::Metadata,
-            now.max(self.log_durable_at),
-        );
-        self.log_durable_at = self.log_durable_at.max(t);
-        t
+        self.write_head(ctx, now)
     }
 
     /// Words of the line whose undo+redo entry left the buffer: Dirty →
@@ -774,7 +960,8 @@ impl MorLog {
                 count,
             });
             self.order.push_back(core);
-            self.report(ctx);
+            self.report(ctx, now);
+            self.table_commit(ctx, core, now);
             return now;
         }
         let txid = c.txid;
@@ -786,11 +973,13 @@ impl MorLog {
         self.order.push_back(core);
         let first_seq = c.open_first.take().unwrap_or(self.tail);
         let pass = self.passes;
-        c.committed.push_back(Committed {
-            txid,
-            first_seq,
-            pass,
-        });
+        if self.table.is_none() {
+            c.committed.push_back(Committed {
+                txid,
+                first_seq,
+                pass,
+            });
+        }
         c.logged = false;
         // The commit record queues behind the transaction's entries.
         let mut done = now;
@@ -812,18 +1001,41 @@ impl MorLog {
         });
         // The core continues at once (a full FIFO stalls only the insert).
         self.st.commit_stall_cycles += done - now;
+        self.table_commit(ctx, core, done);
         done
     }
 }
 
 impl Scheme for MorLog {
-    fn tx_begin(&mut self, _ctx: &mut MemCtx, core: CoreId, now: Cycle) -> Cycle {
+    fn tx_begin(&mut self, ctx: &mut MemCtx, core: CoreId, now: Cycle) -> Cycle {
         let c = &mut self.cores[core];
         c.txid = c.txid.wrapping_add(1);
         c.in_tx = true;
         c.open_first = None;
         c.logged = false;
+        let txid = c.txid;
+        if self.table.as_ref().is_some_and(|tb| tb.is_full()) {
+            // The transaction takes the spare entry; the engine writes back
+            // the victim's lines (freeing it) before it runs.
+            self.drain_due(ctx, now);
+            self.make_room(ctx, now);
+        }
+        if let Some(tb) = self.table.as_mut() {
+            self.cores[core].slot = tb.alloc(core, txid, self.tail);
+        }
         now
+    }
+
+    fn write_back_request_done(
+        &mut self,
+        _ctx: &mut MemCtx,
+        _core: CoreId,
+        begin: Cycle,
+        done: Cycle,
+    ) {
+        if let Some(tb) = self.table.as_mut() {
+            tb.full_stall_cycles += done - begin;
+        }
     }
 
     fn tx_end(&mut self, ctx: &mut MemCtx, core: CoreId, now: Cycle) -> Cycle {
@@ -835,6 +1047,7 @@ impl Scheme for MorLog {
             let c = &mut self.cores[core];
             c.in_tx = false;
             c.tx_count += 1;
+            self.table_commit(ctx, core, now);
             return now;
         }
         // Commit waits for the undo+redo buffer up to the transaction's
@@ -866,14 +1079,17 @@ impl Scheme for MorLog {
         let c = &mut self.cores[core];
         let first_seq = c.open_first.take().unwrap_or(tail);
         let txid = c.txid;
-        c.committed.push_back(Committed {
-            txid,
-            first_seq,
-            pass,
-        });
+        if self.table.is_none() {
+            c.committed.push_back(Committed {
+                txid,
+                first_seq,
+                pass,
+            });
+        }
         c.logged = false;
         c.in_tx = false;
         c.tx_count += 1;
+        self.table_commit(ctx, core, t);
         t
     }
 
@@ -891,10 +1107,13 @@ impl Scheme for MorLog {
         if !in_tx {
             return now;
         }
+        let line = line_of(addr);
+        if let Some(tb) = self.table.as_mut() {
+            tb.anchor(line, self.cores[core].slot);
+        }
         let perform = now.max(self.last_perform);
         self.last_perform = perform;
         self.drain_due(ctx, perform);
-        let line = line_of(addr);
         let w = ((addr & 63) / 8) as usize;
         let waddr = addr & !7;
         let txid = self.cores[core].txid;
@@ -1018,6 +1237,9 @@ impl Scheme for MorLog {
         ext: &mut LineExt,
         now: Cycle,
     ) {
+        if self.release_on_l1_evict {
+            self.release_line(ctx, line_addr, now);
+        }
         if !ext.tx {
             return;
         }
@@ -1082,11 +1304,20 @@ impl Scheme for MorLog {
         if !ctx.nvm.is_adr() && !self.no_order {
             t = t.max(self.log_durable_at);
         }
-        ctx.nvm.write(line_addr, data, Purpose::WriteBack, t)
+        if self.release_early {
+            // Mutant: the table releases the line before its data persist.
+            self.release_line(ctx, line_addr, t);
+        }
+        let done = ctx.nvm.write(line_addr, data, Purpose::WriteBack, t);
+        if !self.release_early {
+            self.release_line(ctx, line_addr, done);
+        }
+        done
     }
 
     fn force_write_back_cycles(&self) -> Option<Cycle> {
-        Some(self.period)
+        // The transaction table replaces the periodic scan.
+        self.table.is_none().then_some(self.period)
     }
 
     fn force_write_back_done(&mut self, ctx: &mut MemCtx, pass: u64, now: Cycle) -> Cycle {
@@ -1114,7 +1345,7 @@ impl Scheme for MorLog {
 
     fn stats(&self) -> SchemeStats {
         let s = &self.st;
-        vec![
+        let mut v = vec![
             (
                 "log_entries_created",
                 (s.ur_created + s.redo_created) as f64,
@@ -1135,18 +1366,40 @@ impl Scheme for MorLog {
             ("undo_redo_buffer_early_evictions", s.ur_early as f64),
             ("redo_buffer_early_evictions", s.redo_early as f64),
             ("commit_records", s.commit_records as f64),
-            ("log_bits_written", s.log_bits as f64),
+            ("log_bits_before_encoding", s.log_bits as f64),
             ("commit_stall_cycles", s.commit_stall_cycles as f64),
             ("order_waits", s.order_waits as f64),
             ("retired_tx", s.retired_tx as f64),
             ("log_head_advances", s.head_advances as f64),
+            ("log_head_persists", s.head_persists as f64),
+            ("log_entries_reclaimed", s.entries_reclaimed as f64),
             ("log_live_entries", (self.tail - self.head) as f64),
             ("undo_redo_delay_cycles", self.delay as f64),
-        ]
+        ];
+        if let Some(tb) = &self.table {
+            v.extend([
+                ("tx_table_entries", tb.cap as f64),
+                ("tx_table_occupancy_max", tb.max_occupancy as f64),
+                (
+                    "tx_table_occupancy_mean",
+                    tb.occupancy_sum as f64 / tb.allocations.max(1) as f64,
+                ),
+                ("tx_table_full_events", tb.full_events as f64),
+                ("tx_table_full_stall_cycles", tb.full_stall_cycles as f64),
+                ("tx_table_lines_released", tb.lines_released as f64),
+                ("tx_table_lines_reanchored", tb.reanchored as f64),
+                ("tx_table_anchored_lines", tb.anchored_lines() as f64),
+                ("redo_entries_on_table_full", s.redo_on_table_full as f64),
+            ]);
+        }
+        v
     }
 
     fn reset_stats(&mut self) {
         self.st = Stats::default();
+        if let Some(tb) = self.table.as_mut() {
+            tb.reset_stats();
+        }
     }
 }
 

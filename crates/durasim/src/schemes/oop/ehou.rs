@@ -1143,6 +1143,7 @@ mod tests {
             cores: 1,
             freq_ghz: 2.5,
             pending_error: None,
+            write_back_request: Vec::new(),
         };
         (new_ehou(&p, &layout).unwrap(), ctx, p)
     }

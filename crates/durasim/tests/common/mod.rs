@@ -1,0 +1,94 @@
+//! Test scaffolding shared by the hardware-logging tests (tests/fwb.rs,
+//! tests/morlog.rs): small caches, run specs, crash tests over every
+//! transactional workload, scheme statistics and the CLI.
+#![allow(dead_code)] // each test crate uses its own subset
+
+use durasim::crash::{self, CrashOptions, CrashReport};
+use durasim::engine::{self, RunSpec};
+use std::process::Command;
+
+/// Small caches: L1 evictions, redo entries and steals (lines of running
+/// transactions written back) within a few transactions.
+pub const SMALL: &[(&str, &str)] = &[
+    ("cache.l1_size_bytes", "1KB"),
+    ("cache.l1_ways", "2"),
+    ("cache.l2_size_bytes", "2KB"),
+    ("cache.l2_ways", "2"),
+    ("cache.llc_size_bytes", "4KB"),
+    ("cache.llc_ways", "2"),
+];
+
+/// `scheme` x `workload`, 2 threads, seed 3, small caches plus `sets`.
+pub fn spec(scheme: &str, workload: &str, tx: u64, sets: &[(&str, &str)]) -> RunSpec {
+    let mut s = RunSpec::new(scheme, workload).unwrap();
+    s.threads = 2;
+    s.tx = tx;
+    s.seed = 3;
+    for (k, v) in SMALL.iter().chain(sets) {
+        s.params.set_str(k, v).unwrap();
+    }
+    s
+}
+
+pub fn crashtest(s: RunSpec, opts: &CrashOptions) -> CrashReport {
+    let name = format!("{} x {}", s.scheme, s.workload);
+    crash::crashtest(s, opts, &mut |_, _| {}).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+pub fn stat(e: &engine::Engine, key: &str) -> f64 {
+    e.scheme
+        .stats()
+        .into_iter()
+        .find(|(k, _)| *k == key)
+        .unwrap_or_else(|| panic!("no stat {key}"))
+        .1
+}
+
+/// Every crash point (clean, and torn on the plain device: the encoders
+/// change the bytes, not the write sizes) of a small run of every
+/// transactional workload with encoding `enc` and `sets`; no violation.
+pub fn crash_every_workload(scheme: &str, enc: &str, sets: &[(&str, &str)]) {
+    let opts = CrashOptions {
+        torn: enc == "none",
+        ..CrashOptions::default()
+    };
+    for w in durasim::workloads::REGISTRY {
+        let tx = match w.name {
+            "tpcc" => 12,
+            "echo" | "sps" | "sdg" => 30,
+            _ => 60,
+        };
+        // Small initial structures: setup and checkers stay cheap.
+        let items = if w.name == "tatp" { "32" } else { "64" };
+        let mut all = vec![("nvm.encoding", enc), ("workload.initial_items", items)];
+        all.extend_from_slice(sets);
+        if w.name == "tpcc" {
+            all.push(("workload.tpcc_items", "2000"));
+            all.push(("workload.tpcc_customers_per_district", "300"));
+        }
+        let r = crashtest(spec(scheme, w.name, tx, &all), &opts);
+        assert!(r.persist_events > 20, "{scheme} {} {enc}", w.name);
+        assert_eq!(
+            r.violations,
+            0,
+            "{scheme} x {} ({enc}, {sets:?}): {}",
+            w.name,
+            r.first_violation
+                .map(|v| format!("{}\n  replay: {}", v.message, v.replay))
+                .unwrap_or_default()
+        );
+    }
+}
+
+/// Run the durasim binary: (exit code, stdout, stderr).
+pub fn durasim(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_durasim"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
