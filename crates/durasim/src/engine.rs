@@ -700,13 +700,21 @@ impl Engine {
                 return Err(footprint_error(layout));
             }
         }
-        // The media starts equal to the architectural image: its pages
+        // The media starts equal to the architectural image: instead of
+        // storing the footprint twice, checkpointing schemes' media pages
         // depend on the architectural ones (each line stored once until
-        // either side writes it) instead of storing the footprint twice.
+        // either side writes it; checkpoints re-share equal lines), other
+        // schemes' share the whole blocks copy-on-write (kept in the page
+        // caches: measured, dependent pages cost `ideal` 4% more host
+        // instructions, docs/MODEL.md).
         for page in self.arch.page_numbers() {
-            // SAFETY: both images belong to this engine and are used from
-            // its thread only.
-            unsafe { self.ctx.nvm.preload_linked(page, &mut self.arch) };
+            if self.epoch.is_some() {
+                // SAFETY: both images belong to this engine and are used
+                // from its thread only.
+                unsafe { self.ctx.nvm.preload_linked(page, &mut self.arch) };
+            } else {
+                self.ctx.nvm.preload_shared(page, &self.arch);
+            }
         }
         if self.epoch.is_some() {
             // Checkpointing schemes re-share equal pages at each checkpoint.

@@ -925,6 +925,13 @@ impl MemoryController {
     }
 
     /// [`Self::preload`] of page `page_no` with the bytes of page `page_no`
+    /// of `src`, shared copy-on-write (no copy is stored until either side
+    /// writes the page).
+    pub fn preload_shared(&mut self, page_no: u64, src: &SparseImage) {
+        self.media.share_page(page_no, src, page_no);
+    }
+
+    /// [`Self::preload`] of page `page_no` with the bytes of page `page_no`
     /// of `src`, stored as a page depending on `src`'s (no line is stored
     /// twice until either side writes it; `SparseImage::link_page`).
     ///

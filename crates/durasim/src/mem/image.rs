@@ -452,6 +452,38 @@ impl SparseImage {
         }
     }
 
+    /// Set page `page_no` of `self` to the bytes of page `src_page` of
+    /// `src`, sharing its block copy-on-write instead of copying (setup
+    /// preloads the NVM media this way for schemes that do not checkpoint:
+    /// a shared block stays in the page caches, a dependent page does not).
+    /// Returns false, changing nothing, if `src` has no such page or it is
+    /// a dependent page or a base (a `Dep` links exactly two slots).
+    pub fn share_page(&mut self, page_no: u64, src: &SparseImage, src_page: u64) -> bool {
+        let Some(theirs) = src.pages.get(&src_page) else {
+            return false;
+        };
+        if theirs.block.is_null() || !theirs.dep.is_null() {
+            return false;
+        }
+        let block = theirs.block;
+        // SAFETY: a live block of `src`.
+        unsafe { (*block).refs.fetch_add(1, Ordering::Relaxed) };
+        src.forget_write_cache(src_page);
+        self.forget_cached(page_no);
+        let slot = Slot {
+            block,
+            dep: std::ptr::null_mut(),
+            written: false,
+        };
+        if let Some(old) = self.pages.insert(page_no, slot) {
+            if let Some(b) = release_slot(old) {
+                // SAFETY: the last reference, allocated with this layout.
+                unsafe { dealloc(b as *mut u8, BLOCK_LAYOUT) };
+            }
+        }
+        true
+    }
+
     /// Set page `page_no` of `self` to the bytes of page `page_no` of
     /// `base`, stored as a dependent page sharing all of its lines (setup
     /// preloads the NVM media this way). Returns false, changing nothing,
@@ -913,7 +945,7 @@ impl MemRead for SparseImage {
 
 impl MemWrite for SparseImage {
     /// Fast path for a word inside one page (workloads' stores).
-    #[inline]
+    #[inline(always)]
     fn write_u64(&mut self, addr: Addr, value: u64) {
         let off = (addr % PAGE_BYTES) as usize;
         if off + 8 <= PAGE_BYTES as usize {
@@ -1205,7 +1237,7 @@ mod tests {
 
     /// Two images, each with its byte map, under writes, zeroing, links
     /// of a page to the other image's (forced, or of the equal lines) in
-    /// either direction, and clones: a dependent page never sees its base's
+    /// either direction, block sharing and clones: a dependent page never sees its base's
     /// writes, nor the base its dependent's.
     #[derive(Clone, Debug)]
     enum Op2 {
@@ -1227,6 +1259,10 @@ mod tests {
         },
         LinkEqual {
             dep: usize,
+            page: u64,
+        },
+        Share {
+            dst: usize,
             page: u64,
         },
         CloneSwap {
@@ -1252,7 +1288,8 @@ mod tests {
             1 => (0..2usize, page.clone(), any::<bool>())
                 .prop_map(|(img, page, whole)| Op2::Zero { img, page, whole }),
             2 => (0..2usize, page.clone()).prop_map(|(dep, page)| Op2::Link { dep, page }),
-            3 => (0..2usize, page).prop_map(|(dep, page)| Op2::LinkEqual { dep, page }),
+            3 => (0..2usize, page.clone()).prop_map(|(dep, page)| Op2::LinkEqual { dep, page }),
+            1 => (0..2usize, page).prop_map(|(dst, page)| Op2::Share { dst, page }),
             1 => (0..2usize).prop_map(|img| Op2::CloneSwap { img }),
             1 => (0..2usize).prop_map(|img| Op2::CloneKeep { img }),
         ]
@@ -1320,6 +1357,15 @@ mod tests {
                         if n > 0 {
                             proptest::prop_assert_eq!(n, equal);
                             proptest::prop_assert_eq!(d.lines_shared_with(page, b), Some(n));
+                        }
+                        page
+                    }
+                    Op2::Share { dst, page } => {
+                        let (x, y) = imgs.split_at_mut(1);
+                        let (d, b) = if dst == 0 { (&mut x[0], &y[0]) } else { (&mut y[0], &x[0]) };
+                        if d.share_page(page, b, page) {
+                            let src: Vec<u8> = models[1 - dst][page_range(page)].to_vec();
+                            models[dst][page_range(page)].copy_from_slice(&src);
                         }
                         page
                     }
