@@ -754,8 +754,13 @@ impl SparseImage {
             }
             return;
         }
-        let p = self.page_uncached(page_no).expect("stored block");
-        buf.copy_from_slice(&p[off..off + buf.len()]);
+        // A stored block enters the read cache (one map lookup).
+        let e = cache_entry(page_no);
+        let ptr = bytes_of(s.block);
+        self.cache_tag[e].set(page_no + 1);
+        self.cache_page[e].set(ptr);
+        // SAFETY: `&self` excludes writers while the bytes are copied.
+        buf.copy_from_slice(unsafe { &(&*ptr)[off..off + buf.len()] });
     }
 
     /// Write `data` at `off` of page `page_no` (within the page). Hit path
