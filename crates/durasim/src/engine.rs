@@ -701,10 +701,21 @@ impl Engine {
                 return Err(footprint_error(layout));
             }
         }
-        // The media starts equal to the architectural image: share its
-        // pages (copy-on-write) instead of storing the footprint twice.
+        // The media starts equal to the architectural image: instead of
+        // storing the footprint twice, checkpointing schemes' media pages
+        // depend on the architectural ones (each line stored once until
+        // either side writes it; checkpoints re-share equal lines), other
+        // schemes' share the whole blocks copy-on-write (kept in the page
+        // caches: measured, dependent pages cost `ideal` 4% more host
+        // instructions, docs/MODEL.md).
         for page in self.arch.page_numbers() {
-            self.ctx.nvm.preload_shared(page, &self.arch);
+            if self.epoch.is_some() {
+                // SAFETY: both images belong to this engine and are used
+                // from its thread only.
+                unsafe { self.ctx.nvm.preload_linked(page, &mut self.arch) };
+            } else {
+                self.ctx.nvm.preload_shared(page, &self.arch);
+            }
         }
         if self.epoch.is_some() {
             // Checkpointing schemes re-share equal pages at each checkpoint.
@@ -842,14 +853,13 @@ impl Engine {
         self.finished_writes = self.ctx.nvm.stats.total_written() - before;
     }
 
-    /// Host memory only (issue 15 part 7; no simulated effect): NVM home
-    /// pages that hold the same bytes as the architectural image after a
-    /// checkpoint are stored once (copy-on-write) until either side writes
-    /// them again. Only pages written on either side since the last
-    /// checkpoint are compared (an unwritten pair was compared then).
-    /// DRAM-cache pages are not shared: measured (docs/MODEL.md), almost
-    /// every cached page is written again within the next epoch, so sharing
-    /// them saved ~1% of the peak for a 4 KiB copy per page per epoch.
+    /// Host memory only (issue 15 part 7; no simulated effect): after a
+    /// checkpoint, every line of an NVM home page that holds the same bytes
+    /// as the architectural image is stored once (the home page depends on
+    /// the architectural page, `SparseImage::link_equal_lines`) until
+    /// either side writes it again. Only pages written on either side since
+    /// the last checkpoint are compared (an unwritten pair was compared
+    /// then).
     fn share_equal_pages(&mut self) {
         let mut pages = self.arch.take_written();
         pages.extend(self.ctx.nvm.media_mut().take_written());
@@ -857,7 +867,9 @@ impl Engine {
         pages.dedup();
         let media = self.ctx.nvm.media_mut();
         for p in pages {
-            media.share_if_equal(p, &self.arch, p);
+            // SAFETY: both images belong to this engine and are used from
+            // its thread only.
+            unsafe { media.link_equal_lines(p, &mut self.arch) };
         }
     }
 

@@ -163,14 +163,14 @@ fn mutants_fail_the_epoch_oracle() {
     }
 }
 
-/// Host memory (issue 15 part 7): setup stores the footprint once (the NVM
-/// media shares every page of the architectural image, copy-on-write); the
-/// run's writes to either side never reach the other; the dpc run still
-/// ends with the NVM image equal to the architectural one, each checkpoint
-/// shares the home pages equal to their architectural page, and crash
-/// recovery from the shared media is verified at every crash point.
+/// Host memory (issue 15 part 7): setup stores the footprint once (every
+/// NVM media page depends on its architectural page, sharing all 64
+/// lines); the run's writes to either side never reach the other; the dpc
+/// run still ends with the NVM image equal to the architectural one, each
+/// checkpoint shares every home line equal to its architectural line, and
+/// crash recovery from the linked media is verified at every crash point.
 #[test]
-fn nvm_media_shares_pages_with_the_architectural_image() {
+fn nvm_media_shares_lines_with_the_architectural_image() {
     let spec = small_spec(
         "dpc",
         "btree",
@@ -184,42 +184,67 @@ fn nvm_media_shares_pages_with_the_architectural_image() {
     let pages = e.arch.page_numbers();
     assert!(pages.len() > 10);
     for &p in &pages {
-        assert!(
-            e.ctx.nvm.media().shares_page_with(p, &e.arch, p),
+        assert_eq!(
+            e.ctx.nvm.media().lines_shared_with(p, &e.arch),
+            Some(64),
             "page {p}"
         );
     }
     assert_eq!(e.ctx.nvm.media().shared_pages(), pages.len());
+    // No line stored twice after setup.
+    assert_eq!(e.ctx.nvm.media().stored(), (0.0, 0));
     // Before the final checkpoint and end-of-run drain (which rewrite home
-    // pages), the periodic checkpoints have re-shared some.
+    // pages), the periodic checkpoints have re-shared some lines.
     let mut e = durasim::engine::Engine::new(spec.clone()).unwrap();
     let initial = e.arch.clone();
     e.run(&mut |_| {}).unwrap();
     // Pages neither side wrote since the last checkpoint were compared
-    // then: equal ones must be shared.
+    // then: every equal line must be shared.
     let mut since: Vec<u64> = e.arch.take_written();
     since.extend(e.ctx.nvm.media_mut().take_written());
     use durasim::mem::MemRead;
     let (media, arch) = (e.ctx.nvm.media(), &e.arch);
-    let (mut shared, mut reshared) = (0, 0);
+    let (mut shared, mut reshared, mut partly) = (0, 0, 0);
+    let stored: std::collections::HashSet<u64> = media.page_numbers().into_iter().collect();
     for p in arch.page_numbers() {
         let (mut a, mut m) = ([0u8; 4096], [0u8; 4096]);
         arch.read_bytes(p * 4096, &mut a);
         media.read_bytes(p * 4096, &mut m);
-        if media.shares_page_with(p, arch, p) {
-            shared += 1;
-            // Changed since setup yet shared: shared again by a checkpoint.
-            let mut i = [0u8; 4096];
-            initial.read_bytes(p * 4096, &mut i);
-            reshared += usize::from(i != a);
-            assert_eq!(a, m, "page {p} shared with different bytes");
-        } else if !since.contains(&p) {
-            assert_ne!(a, m, "page {p} equal but not shared after a checkpoint");
+        let equal = a
+            .chunks(64)
+            .zip(m.chunks(64))
+            .filter(|(x, y)| x == y)
+            .count() as u32;
+        match media.lines_shared_with(p, arch) {
+            Some(n) => {
+                shared += 1;
+                partly += usize::from(n < 64);
+                // Changed since setup yet shared: shared again by a
+                // checkpoint.
+                let mut i = [0u8; 4096];
+                initial.read_bytes(p * 4096, &mut i);
+                reshared += usize::from(i != a);
+                assert!(n <= equal, "page {p}: {n} lines shared, {equal} equal");
+                if !since.contains(&p) {
+                    assert_eq!(n, equal, "page {p}: equal lines not shared");
+                }
+            }
+            // (A home page never written holds no data to share.)
+            None => assert!(
+                !stored.contains(&p) || since.contains(&p) || equal < 2,
+                "page {p}: {equal} equal lines, not linked after a checkpoint"
+            ),
         }
     }
     assert!(reshared > 0, "no home page re-shared by the checkpoints");
-    // Fewer pages shared than at setup: the run wrote both sides.
-    assert!(shared < arch.touched_pages());
+    assert!(partly > 0, "no home page shares only some of its lines");
+    // Lines stored on the media side are fewer than a whole copy.
+    let (blocks, lines) = media.stored();
+    assert!(
+        blocks * 64.0 + (lines as f64) < 0.5 * 64.0 * arch.touched_pages() as f64,
+        "media stores {blocks} blocks + {lines} lines"
+    );
+    assert!(shared > 0);
     e.finish();
     e.check_equivalence().unwrap();
     let r = crashtest(spec, false);

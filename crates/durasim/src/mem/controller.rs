@@ -931,6 +931,18 @@ impl MemoryController {
         self.media.share_page(page_no, src, page_no);
     }
 
+    /// [`Self::preload`] of page `page_no` with the bytes of page `page_no`
+    /// of `src`, stored as a page depending on `src`'s (no line is stored
+    /// twice until either side writes it; `SparseImage::link_page`).
+    ///
+    /// # Safety
+    /// As `SparseImage::link_page`: `src` and this controller's media are
+    /// used from one thread at a time while linked.
+    pub unsafe fn preload_linked(&mut self, page_no: u64, src: &mut SparseImage) {
+        // SAFETY: the caller's promise.
+        unsafe { self.media.link_page(page_no, src) };
+    }
+
     /// Functional read without timing or traffic (checks, debugging).
     pub fn peek(&self, addr: Addr, buf: &mut [u8]) {
         self.media.read_bytes(addr, buf);

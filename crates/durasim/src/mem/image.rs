@@ -47,6 +47,7 @@ pub trait MemWrite: MemRead {
 }
 
 type PageBytes = [u8; PAGE_BYTES as usize];
+type Line = [u8; LINE];
 
 /// Entries of [`SparseImage`]'s page cache (direct-mapped by page number).
 /// 256 entries (4 KiB of tags and pointers) keep the hot pages of 8 thread
@@ -60,10 +61,19 @@ fn cache_entry(page_no: u64) -> usize {
     page_no as usize % PAGE_CACHE_ENTRIES
 }
 
+/// Lines of a page touched by `len > 0` bytes at offset `off` (bit i =
+/// line i).
+#[inline(always)]
+fn line_mask(off: usize, len: usize) -> u64 {
+    let first = off / LINE;
+    let last = (off + len - 1) / LINE;
+    // `2 << 63` is 0: the subtraction then sets every bit from `first` up.
+    (2u64 << last).wrapping_sub(1u64 << first)
+}
+
 /// A page's bytes with the number of images holding it: pages are shared
-/// copy-on-write between images (the NVM media preloaded from the
-/// architectural image, a DRAM-cache page equal to its architectural page,
-/// clones), so identical 4 KiB pages are stored once (issue 15 part 7).
+/// copy-on-write between clones, so identical 4 KiB pages are stored once
+/// (issue 15 part 7).
 #[repr(C)]
 struct Block {
     /// Images (map entries) holding this block; atomic because images that
@@ -91,13 +101,16 @@ fn alloc_block() -> *mut Block {
 /// A block held once whose bytes are not initialised: the caller fills
 /// them before any read.
 fn alloc_block_uninit() -> *mut Block {
-    // SAFETY: the layout has a non-zero size; `refs` is initialised by the
-    // caller (as the bytes are).
-    let p = unsafe { alloc(BLOCK_LAYOUT) } as *mut Block;
-    if p.is_null() {
-        std::alloc::handle_alloc_error(BLOCK_LAYOUT);
+    // SAFETY: the layout has a non-zero size; `refs` is initialised here,
+    // the bytes by the caller.
+    unsafe {
+        let p = alloc(BLOCK_LAYOUT) as *mut Block;
+        if p.is_null() {
+            std::alloc::handle_alloc_error(BLOCK_LAYOUT);
+        }
+        std::ptr::addr_of_mut!((*p).refs).write(AtomicUsize::new(1));
+        p
     }
-    p
 }
 
 /// The page bytes of a block (no reference taken).
@@ -122,29 +135,134 @@ fn release(b: *mut Block) -> Option<*mut Block> {
     None
 }
 
-/// One present page of an image.
+/// Line `i` of a page's bytes.
+#[inline(always)]
+fn line_of(page: &PageBytes, i: usize) -> &Line {
+    page[i * LINE..(i + 1) * LINE].try_into().unwrap()
+}
+
+/// A page of a *dependent* image stored as "the base image's page plus the
+/// lines that differ" (issue 15 part 7: the NVM media's home pages differ
+/// from the architectural image in a few lines per page, so storing whole
+/// pages kept the footprint twice). Lines whose bit is set in `shared` read
+/// from the base image's block; the others are stored in `own`, in line
+/// order. Invariant, kept by the base image: before the base changes a
+/// line still shared (or lets go of the block), it copies the old line into
+/// `own` and clears the bit, so the dependent never sees the base's writes.
+///
+/// Held by the dependent's page slot and, while linked, by the base's page
+/// slot (`holders`); the side that leaves last frees it.
+struct Dep {
+    /// The base page's block (held alone by the base image, never shared
+    /// with a clone); null once the base let go (then `shared` is 0).
+    base: *mut Block,
+    /// Lines read from `base` (bit i = line i).
+    shared: u64,
+    /// The lines not shared, in line order (`rank` gives the index).
+    own: Vec<Line>,
+    /// Slots pointing here: 2 while linked, 1 once either side left.
+    holders: u8,
+}
+
+impl Dep {
+    /// Index in `own` of line `i` (not shared).
+    #[inline]
+    fn rank(&self, i: usize) -> usize {
+        (!self.shared & ((1u64 << i) - 1)).count_ones() as usize
+    }
+
+    fn line(&self, i: usize) -> &Line {
+        if self.shared & (1 << i) != 0 {
+            // SAFETY: a linked base block is live and, while this
+            // dependent reads it, not written (the base saves first).
+            line_of(unsafe { &*bytes_of(self.base) }, i)
+        } else {
+            &self.own[self.rank(i)]
+        }
+    }
+
+    /// Store `value` as line `i`, which stops being shared if it was.
+    fn set_line(&mut self, i: usize, value: &Line) {
+        let r = self.rank(i);
+        if self.shared & (1 << i) != 0 {
+            self.shared &= !(1 << i);
+            if self.own.len() == self.own.capacity() {
+                // Grow by a quarter, not double: these vectors are what
+                // the sharing saves memory with.
+                self.own.reserve_exact((self.own.len() / 4).max(2));
+            }
+            self.own.insert(r, *value);
+        } else {
+            self.own[r] = *value;
+        }
+    }
+
+    /// The base leaves: keep a copy of every shared line.
+    fn detach(&mut self) {
+        if self.base.is_null() {
+            return;
+        }
+        let mut own = Vec::with_capacity(LINES_PER_PAGE as usize);
+        for i in 0..LINES_PER_PAGE as usize {
+            own.push(*self.line(i));
+        }
+        self.own = own;
+        self.shared = 0;
+        self.base = std::ptr::null_mut();
+    }
+
+    /// Fill `out` with the page's bytes.
+    fn read_page(&self, out: &mut PageBytes) {
+        for i in 0..LINES_PER_PAGE as usize {
+            out[i * LINE..(i + 1) * LINE].copy_from_slice(self.line(i));
+        }
+    }
+}
+
+/// Drop one holder of a dependent page (`d` from a `Box::into_raw`).
+///
+/// # Safety
+/// `d` is live and held by the caller's slot, which forgets it.
+unsafe fn leave(d: *mut Dep) {
+    if (*d).holders == 1 {
+        drop(Box::from_raw(d));
+    } else {
+        (*d).holders -= 1;
+    }
+}
+
+/// One present page of an image: a stored block (`dep` set if another
+/// image's page depends on it: this image is its base), or a dependent
+/// page (`block` null, `dep` its lines).
 #[derive(Clone, Copy)]
 struct Slot {
     block: *mut Block,
+    dep: *mut Dep,
     /// Written since the last [`SparseImage::take_written`] (when tracking).
     written: bool,
 }
 
 /// A sparse image made of 4 KiB pages allocated on first write.
 ///
-/// Pages are reference-counted blocks shared copy-on-write with other
-/// images ([`Self::share_if_equal`], `clone`, and the engine's NVM preload):
-/// a write to a shared page first copies it, so no image ever sees another's
-/// writes. A page freed by [`Self::zero_range`] is kept zeroed for reuse.
+/// Two ways of not storing bytes twice (issue 15 part 7):
+/// - *Clones* share pages: reference-counted blocks, copy-on-write (a write
+///   to a shared block first copies it), so no image sees another's writes.
+/// - *Dependent pages* ([`Self::link_page`], [`Self::link_equal_lines`]): a
+///   page of this image stored as the lines of the same page of a *base*
+///   image that hold the same bytes plus the lines that differ ([`Dep`]).
+///   The base saves a line into its dependent before overwriting it. The
+///   NVM media's home pages depend on the architectural image this way.
+///
+/// A page freed by [`Self::zero_range`] is kept zeroed for reuse.
 ///
 /// Two small direct-mapped caches of recent (page number, page pointer)
 /// pairs sit in front of the hash map: a workload walking a node or a log
 /// written sequentially hits them instead of probing the map. The read cache
-/// may point to shared pages; the write cache only to pages this image holds
-/// alone, so the write hit path is the same one compare as the read one (no
-/// reference-count check). Sharing a page clears its write-cache entry in
-/// every image holding it (they are interior-mutable `Cell`s, so reads and
-/// sharing stay `&self` on the source; the image is `Send`, not `Sync`).
+/// holds stored blocks (never dependent pages). The write cache holds only
+/// blocks this image holds alone, with the mask of their lines still shared
+/// by a dependent (`wcache_save`): the write hit path is one compare plus
+/// one mask test. Linking clears the base's write-cache entry (the caches
+/// are interior-mutable `Cell`s; the image is `Send`, not `Sync`).
 pub struct SparseImage {
     pages: FxHashMap<u64, Slot>,
     /// Zeroed blocks released by `zero_range`, held by this image alone.
@@ -153,18 +271,24 @@ pub struct SparseImage {
     /// Entries are invalidated whenever a page leaves the map or changes.
     cache_tag: [Cell<u64>; PAGE_CACHE_ENTRIES],
     cache_page: [Cell<*mut PageBytes>; PAGE_CACHE_ENTRIES],
-    /// The same for writes: only pages held by this image alone.
+    /// The same for writes: only blocks held by this image alone, with the
+    /// lines a dependent still shares (a write to them takes the slow path,
+    /// which saves them first).
     wcache_tag: [Cell<u64>; PAGE_CACHE_ENTRIES],
     wcache_page: [Cell<*mut PageBytes>; PAGE_CACHE_ENTRIES],
+    wcache_save: [Cell<u64>; PAGE_CACHE_ENTRIES],
     /// Record written pages for [`Self::take_written`].
     track_written: bool,
     written: Vec<u64>,
 }
 
 // SAFETY: a block is written only by an image that holds it alone (the
-// write cache and `page_mut` check that); shared blocks are read-only and
-// their counts atomic, so images holding common blocks may live on
-// different threads. The caches are `Cell`s, hence not `Sync`.
+// write cache and the write slow path check that); shared blocks are
+// read-only and their counts atomic, so clones holding common blocks may
+// live on different threads. Dependent pages are the exception: a base
+// image and its dependents point to common `Dep`s without atomics, which
+// the `unsafe` linking functions make the caller promise to keep on one
+// thread at a time. The caches are `Cell`s, hence not `Sync`.
 unsafe impl Send for SparseImage {}
 
 impl Default for SparseImage {
@@ -176,16 +300,42 @@ impl Default for SparseImage {
             cache_page: std::array::from_fn(|_| Cell::new(std::ptr::null_mut())),
             wcache_tag: std::array::from_fn(|_| Cell::new(0)),
             wcache_page: std::array::from_fn(|_| Cell::new(std::ptr::null_mut())),
+            wcache_save: std::array::from_fn(|_| Cell::new(0)),
             track_written: false,
             written: Vec::new(),
         }
     }
 }
 
+/// Let go of a slot's page; returns its block if this image held it alone
+/// (the caller reuses or frees it). A base page's dependent first copies
+/// the lines it shared.
+fn release_slot(s: Slot) -> Option<*mut Block> {
+    if !s.dep.is_null() {
+        // SAFETY: a live `Dep` held by this slot.
+        unsafe {
+            if s.block.is_null() {
+                // The dependent leaves: its lines are garbage now (the base
+                // frees the rest when it next touches the page).
+                (*s.dep).own = Vec::new();
+                (*s.dep).shared = 0;
+            } else if (*s.dep).holders == 2 {
+                (*s.dep).detach();
+            }
+            leave(s.dep);
+        }
+    }
+    if s.block.is_null() {
+        None
+    } else {
+        release(s.block)
+    }
+}
+
 impl Drop for SparseImage {
     fn drop(&mut self) {
-        for s in self.pages.values() {
-            if let Some(b) = release(s.block) {
+        for (_, s) in self.pages.drain() {
+            if let Some(b) = release_slot(s) {
                 // SAFETY: the last reference, allocated with this layout.
                 unsafe { dealloc(b as *mut u8, BLOCK_LAYOUT) };
             }
@@ -197,28 +347,46 @@ impl Drop for SparseImage {
     }
 }
 
-/// Clones share every page copy-on-write (a page is copied when either
-/// side writes it).
+/// Clones share every block without a dependent copy-on-write (a block is
+/// copied when either side writes it); dependent pages and blocks with a
+/// dependent are copied (a `Dep` links exactly two images).
 impl Clone for SparseImage {
     fn clone(&self) -> Self {
         let mut copy = SparseImage::default();
         copy.pages.reserve(self.pages.len());
         for (&n, s) in &self.pages {
-            // SAFETY: a live block of `self`.
-            unsafe { (*s.block).refs.fetch_add(1, Ordering::Relaxed) };
+            let block = if s.dep.is_null() {
+                // SAFETY: a live block of `self`.
+                unsafe { (*s.block).refs.fetch_add(1, Ordering::Relaxed) };
+                s.block
+            } else {
+                let b = alloc_block_uninit();
+                // SAFETY: `b` fresh; the source is a live block or `Dep`.
+                unsafe {
+                    if s.block.is_null() {
+                        (*s.dep).read_page(&mut *bytes_of(b));
+                    } else {
+                        std::ptr::copy_nonoverlapping(bytes_of(s.block), bytes_of(b), 1);
+                    }
+                }
+                b
+            };
             copy.pages.insert(
                 n,
                 Slot {
-                    block: s.block,
+                    block,
+                    dep: std::ptr::null_mut(),
                     written: false,
                 },
             );
         }
-        // Every page of `self` is shared now: none may be written in place.
+        // Pages of `self` may be shared now: none may be written in place.
         self.clear_write_cache();
         copy
     }
 }
+
+const ZEROS: PageBytes = [0u8; PAGE_BYTES as usize];
 
 impl SparseImage {
     pub fn new() -> Self {
@@ -230,14 +398,38 @@ impl SparseImage {
         self.pages.len()
     }
 
-    /// Touched pages whose bytes are shared with another image (held more
-    /// than once).
+    /// Touched pages whose bytes are shared with another image: blocks
+    /// held more than once, and dependent pages sharing at least one line.
     pub fn shared_pages(&self) -> usize {
         self.pages
             .values()
-            // SAFETY: live blocks of `self`.
-            .filter(|s| unsafe { (*s.block).refs.load(Ordering::Relaxed) } > 1)
+            // SAFETY: live blocks and `Dep`s of `self`.
+            .filter(|s| unsafe {
+                if s.block.is_null() {
+                    (*s.dep).shared != 0
+                } else {
+                    (*s.block).refs.load(Ordering::Relaxed) > 1
+                }
+            })
             .count()
+    }
+
+    /// Host storage of the page data, for measurements: (stored 4 KiB
+    /// blocks, counting a block held by n images as 1/n each; lines stored
+    /// by dependent pages).
+    pub fn stored(&self) -> (f64, usize) {
+        let (mut blocks, mut lines) = (0.0, 0);
+        for s in self.pages.values() {
+            // SAFETY: live blocks and `Dep`s of `self`.
+            unsafe {
+                if s.block.is_null() {
+                    lines += (*s.dep).own.len();
+                } else {
+                    blocks += 1.0 / (*s.block).refs.load(Ordering::Relaxed) as f64;
+                }
+            }
+        }
+        (blocks, lines)
     }
 
     /// Page numbers that hold data, sorted (deterministic iteration).
@@ -247,58 +439,221 @@ impl SparseImage {
         v
     }
 
-    /// Whether page `page_no` of `self` and page `other_page` of `other`
-    /// are the same stored bytes (tests of the sharing).
-    pub fn shares_page_with(&self, page_no: u64, other: &SparseImage, other_page: u64) -> bool {
-        match (self.pages.get(&page_no), other.pages.get(&other_page)) {
-            (Some(a), Some(b)) => a.block == b.block,
-            _ => false,
+    /// Lines of page `page_no` read from `base`'s page `page_no` (this
+    /// page depends on it), or None if it does not depend on it.
+    pub fn lines_shared_with(&self, page_no: u64, base: &SparseImage) -> Option<u32> {
+        let mine = self.pages.get(&page_no)?;
+        let theirs = base.pages.get(&page_no)?;
+        if mine.block.is_null() && theirs.dep == mine.dep {
+            // SAFETY: a live `Dep` of `self`.
+            Some(unsafe { (*mine.dep).shared.count_ones() })
+        } else {
+            None
         }
-    }
-
-    /// Make page `page_no` of `self` share the stored bytes of page
-    /// `src_page` of `src` if both exist and their bytes are equal (one
-    /// 4 KiB compare); the content of both images is unchanged. Returns
-    /// whether they share now.
-    pub fn share_if_equal(&mut self, page_no: u64, src: &SparseImage, src_page: u64) -> bool {
-        let (Some(mine), Some(theirs)) = (self.pages.get(&page_no), src.pages.get(&src_page))
-        else {
-            return false;
-        };
-        let (mine, theirs) = (mine.block, theirs.block);
-        if mine == theirs {
-            return true;
-        }
-        // SAFETY: live blocks; `&mut self` and `&src` exclude writers of
-        // either (a block held by `self` alone is written only through it).
-        if unsafe { (*mine).bytes != (*theirs).bytes } {
-            return false;
-        }
-        self.share_page(page_no, src, src_page)
     }
 
     /// Set page `page_no` of `self` to the bytes of page `src_page` of
-    /// `src`, sharing them copy-on-write instead of copying (setup preloads
-    /// the NVM media this way). Returns false, changing nothing, if `src`
-    /// has no such page.
+    /// `src`, sharing its block copy-on-write instead of copying (setup
+    /// preloads the NVM media this way for schemes that do not checkpoint:
+    /// a shared block stays in the page caches, a dependent page does not).
+    /// Returns false, changing nothing, if `src` has no such page or it is
+    /// a dependent page or a base (a `Dep` links exactly two slots).
     pub fn share_page(&mut self, page_no: u64, src: &SparseImage, src_page: u64) -> bool {
-        let Some(theirs) = src.pages.get(&src_page).map(|s| s.block) else {
+        let Some(theirs) = src.pages.get(&src_page) else {
             return false;
         };
+        if theirs.block.is_null() || !theirs.dep.is_null() {
+            return false;
+        }
+        let block = theirs.block;
         // SAFETY: a live block of `src`.
-        unsafe { (*theirs).refs.fetch_add(1, Ordering::Relaxed) };
+        unsafe { (*block).refs.fetch_add(1, Ordering::Relaxed) };
         src.forget_write_cache(src_page);
         self.forget_cached(page_no);
         let slot = Slot {
-            block: theirs,
+            block,
+            dep: std::ptr::null_mut(),
             written: false,
         };
         if let Some(old) = self.pages.insert(page_no, slot) {
-            if let Some(b) = release(old.block) {
+            if let Some(b) = release_slot(old) {
                 // SAFETY: the last reference, allocated with this layout.
                 unsafe { dealloc(b as *mut u8, BLOCK_LAYOUT) };
             }
         }
+        true
+    }
+
+    /// Set page `page_no` of `self` to the bytes of page `page_no` of
+    /// `base`, stored as a dependent page sharing all of its lines (setup
+    /// preloads the NVM media this way). Returns false, changing nothing,
+    /// if `base` has no such page, it is itself a dependent page, or
+    /// another image already depends on it.
+    ///
+    /// # Safety
+    /// `self` and `base` are used from one thread at a time for as long as
+    /// either holds the link (they point to common, non-atomic data).
+    pub unsafe fn link_page(&mut self, page_no: u64, base: &mut SparseImage) -> bool {
+        if !base.make_linkable(page_no) {
+            return false;
+        }
+        let b = base.pages.get_mut(&page_no).expect("linkable");
+        let d = Box::into_raw(Box::new(Dep {
+            base: b.block,
+            shared: u64::MAX,
+            own: Vec::new(),
+            holders: 2,
+        }));
+        b.dep = d;
+        self.forget_cached(page_no);
+        let slot = Slot {
+            block: std::ptr::null_mut(),
+            dep: d,
+            written: false,
+        };
+        if let Some(old) = self.pages.insert(page_no, slot) {
+            if let Some(blk) = release_slot(old) {
+                self.free_pages.push(blk);
+                // SAFETY: held by this image alone now.
+                unsafe { (*blk).bytes.fill(0) };
+            }
+        }
+        true
+    }
+
+    /// Store page `page_no` of `self` as a dependent of page `page_no` of
+    /// `base`, sharing every line that holds the same bytes on both sides
+    /// (a line compare for each line not shared yet); the content of both
+    /// images is unchanged. Returns the number of lines shared now (0 if
+    /// not linked: a missing page on either side, `self`'s page a base of
+    /// another image, `base`'s a dependent or depended on by another image,
+    /// or fewer than two equal lines on a page stored whole).
+    ///
+    /// # Safety
+    /// As [`Self::link_page`].
+    pub unsafe fn link_equal_lines(&mut self, page_no: u64, base: &mut SparseImage) -> u32 {
+        let Some(&mine) = self.pages.get(&page_no) else {
+            return 0;
+        };
+        if !base.make_linkable(page_no) {
+            let theirs = base.pages.get(&page_no);
+            // Already our base: refresh the link below.
+            if theirs.is_none_or(|t| t.dep.is_null() || t.dep != mine.dep) {
+                return 0;
+            }
+        }
+        let b = base.pages.get_mut(&page_no).expect("linkable");
+        // SAFETY: `b.block` is a live block held by `base` alone.
+        let bp = unsafe { &*bytes_of(b.block) };
+        if mine.block.is_null() {
+            let d = mine.dep;
+            // SAFETY: a live `Dep` of `self`.
+            let dep = unsafe { &mut *d };
+            if dep.base.is_null() {
+                // Detached (the base let go): link to the current base.
+                if !b.dep.is_null() {
+                    return 0;
+                }
+                dep.base = b.block;
+                dep.holders = 2;
+                b.dep = d;
+            } else if dep.base != b.block {
+                return 0;
+            }
+            // Lines stored here that equal the base's again are shared.
+            let mut own = Vec::new();
+            let mut k = 0;
+            for i in 0..LINES_PER_PAGE as usize {
+                if dep.shared & (1 << i) != 0 {
+                    continue;
+                }
+                if dep.own[k] == *line_of(bp, i) {
+                    dep.shared |= 1 << i;
+                } else {
+                    own.push(dep.own[k]);
+                }
+                k += 1;
+            }
+            if own.len() != dep.own.len() {
+                dep.own = own;
+            }
+            base.forget_write_cache(page_no);
+            return dep.shared.count_ones();
+        }
+        if !mine.dep.is_null() || !b.dep.is_null() {
+            // `self`'s page is a base itself, or `base`'s has a dependent.
+            return 0;
+        }
+        // A stored block: keep only the lines that differ.
+        // SAFETY: a live block of `self` (only read).
+        let mp = unsafe { &*bytes_of(mine.block) };
+        let mut shared = 0u64;
+        for i in 0..LINES_PER_PAGE as usize {
+            if line_of(mp, i) == line_of(bp, i) {
+                shared |= 1 << i;
+            }
+        }
+        if shared.count_ones() < 2 {
+            // A `Dep` costs about a line: not worth it.
+            return 0;
+        }
+        let mut own = Vec::with_capacity((!shared).count_ones() as usize);
+        for i in 0..LINES_PER_PAGE as usize {
+            if shared & (1 << i) == 0 {
+                own.push(*line_of(mp, i));
+            }
+        }
+        let d = Box::into_raw(Box::new(Dep {
+            base: b.block,
+            shared,
+            own,
+            holders: 2,
+        }));
+        b.dep = d;
+        base.forget_write_cache(page_no);
+        self.forget_cached(page_no);
+        let s = self.pages.get_mut(&page_no).expect("present");
+        s.block = std::ptr::null_mut();
+        s.dep = d;
+        if let Some(blk) = release(mine.block) {
+            // SAFETY: the last reference, allocated with this layout.
+            unsafe { dealloc(blk as *mut u8, BLOCK_LAYOUT) };
+        }
+        shared.count_ones()
+    }
+
+    /// Whether page `page_no` can become the base of a new dependent: a
+    /// stored block with no dependent (a dependent that left is dropped),
+    /// held by this image alone (copied first if shared with a clone).
+    fn make_linkable(&mut self, page_no: u64) -> bool {
+        let Some(s) = self.pages.get_mut(&page_no) else {
+            return false;
+        };
+        if s.block.is_null() {
+            return false;
+        }
+        if !s.dep.is_null() {
+            // SAFETY: a live `Dep` held by this slot.
+            if unsafe { (*s.dep).holders } != 1 {
+                return false;
+            }
+            // SAFETY: the dependent left; this slot is the last holder.
+            unsafe { leave(s.dep) };
+            s.dep = std::ptr::null_mut();
+        }
+        // SAFETY: a live block of this image.
+        if unsafe { (*s.block).refs.load(Ordering::Acquire) } > 1 {
+            let copy = self.free_pages.pop().unwrap_or_else(alloc_block_uninit);
+            let b = s.block;
+            // SAFETY: distinct live blocks; `b` only read.
+            unsafe { std::ptr::copy_nonoverlapping(bytes_of(b), bytes_of(copy), 1) };
+            s.block = copy;
+            if let Some(last) = release(b) {
+                // SAFETY: the last reference.
+                unsafe { dealloc(last as *mut u8, BLOCK_LAYOUT) };
+            }
+        }
+        self.forget_cached(page_no);
         true
     }
 
@@ -345,8 +700,10 @@ impl SparseImage {
         self.forget_write_cache(page_no);
     }
 
-    /// A present page, through the page cache. The hit path is inlined
-    /// into every caller; the map lookup stays out of line.
+    /// A page's bytes if stored as one block (None if absent or stored as
+    /// a dependent page: read those with `read_bytes`), through the page
+    /// cache. The hit path is inlined into every caller; the map lookup
+    /// stays out of line.
     #[inline(always)]
     pub fn page(&self, page_no: u64) -> Option<&[u8; PAGE_BYTES as usize]> {
         let e = cache_entry(page_no);
@@ -363,93 +720,152 @@ impl SparseImage {
     #[cold]
     #[inline(never)]
     fn page_uncached(&self, page_no: u64) -> Option<&[u8; PAGE_BYTES as usize]> {
+        let s = self.pages.get(&page_no)?;
+        if s.block.is_null() {
+            return None;
+        }
         let e = cache_entry(page_no);
-        let ptr = bytes_of(self.pages.get(&page_no)?.block);
+        let ptr = bytes_of(s.block);
         self.cache_tag[e].set(page_no + 1);
         self.cache_page[e].set(ptr);
         // SAFETY: `&self` excludes writers for the returned lifetime.
         Some(unsafe { &*ptr })
     }
 
-    /// The page, allocated (zeroed) if absent and copied first if shared.
-    /// Hit path inlined, as in [`Self::page`].
-    #[inline(always)]
-    fn page_mut(&mut self, page_no: u64) -> &mut [u8; PAGE_BYTES as usize] {
-        let e = cache_entry(page_no);
-        if self.wcache_tag[e].get() == page_no + 1 {
-            // SAFETY: the write cache holds only blocks this image holds
-            // alone (sharing clears the entry); `&mut self` makes this the
-            // only borrow.
-            return unsafe { &mut *self.wcache_page[e].get() };
-        }
-        self.page_mut_uncached(page_no)
-    }
-
+    /// Read `buf.len()` bytes at `off` of page `page_no` (within the page)
+    /// when the page cache missed: stored blocks enter the cache, dependent
+    /// pages are read line by line.
     #[cold]
     #[inline(never)]
-    fn page_mut_uncached(&mut self, page_no: u64) -> &mut [u8; PAGE_BYTES as usize] {
-        let e = cache_entry(page_no);
-        let block = match self.pages.get(&page_no) {
-            Some(s) => {
-                let b = s.block;
-                // SAFETY: a live block of this image.
-                if unsafe { (*b).refs.load(Ordering::Acquire) } > 1 {
-                    // Shared: copy it first (copy-on-write), into a block
-                    // not zeroed first (no 4 KiB memset per copy).
-                    let copy = self.free_pages.pop().unwrap_or_else(alloc_block_uninit);
-                    // SAFETY: distinct blocks, `b` live (only read), `copy`
-                    // allocated with the block layout.
-                    unsafe {
-                        std::ptr::copy_nonoverlapping(
-                            bytes_of(b) as *const PageBytes,
-                            bytes_of(copy),
-                            1,
-                        );
-                        std::ptr::addr_of_mut!((*copy).refs).write(AtomicUsize::new(1));
-                    }
-                    if let Some(last) = release(b) {
-                        // Another holder released it meanwhile (other thread).
-                        // SAFETY: the last reference.
-                        unsafe { dealloc(last as *mut u8, BLOCK_LAYOUT) };
-                    }
-                    self.pages.get_mut(&page_no).expect("present").block = copy;
-                    copy
-                } else {
-                    b
-                }
+    fn read_uncached(&self, page_no: u64, off: usize, buf: &mut [u8]) {
+        let Some(s) = self.pages.get(&page_no) else {
+            buf.fill(0);
+            return;
+        };
+        if s.block.is_null() {
+            // SAFETY: a live `Dep` of `self`.
+            let d = unsafe { &*s.dep };
+            let mut k = 0;
+            while k < buf.len() {
+                let o = off + k;
+                let n = (LINE - o % LINE).min(buf.len() - k);
+                buf[k..k + n].copy_from_slice(&d.line(o / LINE)[o % LINE..o % LINE + n]);
+                k += n;
             }
+            return;
+        }
+        // A stored block enters the read cache (one map lookup).
+        let e = cache_entry(page_no);
+        let ptr = bytes_of(s.block);
+        self.cache_tag[e].set(page_no + 1);
+        self.cache_page[e].set(ptr);
+        // SAFETY: `&self` excludes writers while the bytes are copied.
+        buf.copy_from_slice(unsafe { &(&*ptr)[off..off + buf.len()] });
+    }
+
+    /// Write `data` at `off` of page `page_no` (within the page). Hit path
+    /// inlined: one compare plus one mask test.
+    #[inline(always)]
+    fn write_in_page(&mut self, page_no: u64, off: usize, data: &[u8]) {
+        let e = cache_entry(page_no);
+        if self.wcache_tag[e].get() == page_no + 1
+            && self.wcache_save[e].get() & line_mask(off, data.len()) == 0
+        {
+            // SAFETY: the write cache holds only blocks this image holds
+            // alone (sharing clears the entry), and the lines written are
+            // not shared by a dependent; `&mut self` makes this the only
+            // borrow.
+            let page = unsafe { &mut *self.wcache_page[e].get() };
+            page[off..off + data.len()].copy_from_slice(data);
+            return;
+        }
+        self.write_uncached(page_no, off, data);
+    }
+
+    /// The write slow path: allocate a missing page, copy a shared block,
+    /// save lines a dependent still shares, or write into a dependent page.
+    #[cold]
+    #[inline(never)]
+    fn write_uncached(&mut self, page_no: u64, off: usize, data: &[u8]) {
+        let e = cache_entry(page_no);
+        let slot = match self.pages.get(&page_no) {
+            Some(&s) => s,
             None => {
-                let b = self.alloc_zeroed_page();
-                self.pages.insert(
-                    page_no,
-                    Slot {
-                        block: b,
-                        written: false,
-                    },
-                );
-                b
+                let s = Slot {
+                    block: self.free_pages.pop().unwrap_or_else(alloc_block),
+                    dep: std::ptr::null_mut(),
+                    written: false,
+                };
+                self.pages.insert(page_no, s);
+                s
             }
         };
-        if self.track_written {
-            let s = self.pages.get_mut(&page_no).expect("present");
-            if !s.written {
-                s.written = true;
-                self.written.push(page_no);
+        if self.track_written && !slot.written {
+            self.pages.get_mut(&page_no).expect("present").written = true;
+            self.written.push(page_no);
+        }
+        if slot.block.is_null() {
+            // A dependent page: the written lines become its own.
+            // SAFETY: a live `Dep` of `self`; `&mut self` is exclusive.
+            let d = unsafe { &mut *slot.dep };
+            let mut k = 0;
+            while k < data.len() {
+                let o = off + k;
+                let n = (LINE - o % LINE).min(data.len() - k);
+                let mut l = *d.line(o / LINE);
+                l[o % LINE..o % LINE + n].copy_from_slice(&data[k..k + n]);
+                d.set_line(o / LINE, &l);
+                k += n;
             }
+            return;
+        }
+        let mut block = slot.block;
+        // SAFETY: a live block of this image.
+        if unsafe { (*block).refs.load(Ordering::Acquire) } > 1 {
+            // Shared with a clone (never with a dependent): copy it first,
+            // into a block not zeroed first (no 4 KiB memset per copy).
+            let copy = self.free_pages.pop().unwrap_or_else(alloc_block_uninit);
+            // SAFETY: distinct live blocks; `block` only read.
+            unsafe { std::ptr::copy_nonoverlapping(bytes_of(block), bytes_of(copy), 1) };
+            if let Some(last) = release(block) {
+                // Another holder released it meanwhile (other thread).
+                // SAFETY: the last reference.
+                unsafe { dealloc(last as *mut u8, BLOCK_LAYOUT) };
+            }
+            self.pages.get_mut(&page_no).expect("present").block = copy;
+            block = copy;
         }
         let ptr = bytes_of(block);
+        let mut save = 0;
+        if !slot.dep.is_null() {
+            // SAFETY: a live `Dep` held by this slot; the block is this
+            // image's alone and not yet written.
+            let d = unsafe { &mut *slot.dep };
+            if d.holders == 1 {
+                // The dependent left.
+                // SAFETY: this slot is the last holder.
+                unsafe { leave(slot.dep) };
+                self.pages.get_mut(&page_no).expect("present").dep = std::ptr::null_mut();
+            } else {
+                // Save the old lines the dependent still reads.
+                let mut m = d.shared & line_mask(off, data.len());
+                while m != 0 {
+                    let i = m.trailing_zeros() as usize;
+                    // SAFETY: the block is live (only read here).
+                    d.set_line(i, line_of(unsafe { &*ptr }, i));
+                    m &= m - 1;
+                }
+                save = d.shared;
+            }
+        }
         self.cache_tag[e].set(page_no + 1);
         self.cache_page[e].set(ptr);
         self.wcache_tag[e].set(page_no + 1);
         self.wcache_page[e].set(ptr);
+        self.wcache_save[e].set(save);
         // SAFETY: held by this image alone; `&mut self` is exclusive.
-        unsafe { &mut *ptr }
-    }
-
-    /// A zeroed block held by this image alone: a released one, else a new
-    /// one.
-    fn alloc_zeroed_page(&mut self) -> *mut Block {
-        self.free_pages.pop().unwrap_or_else(alloc_block)
+        let page = unsafe { &mut *ptr };
+        page[off..off + data.len()].copy_from_slice(data);
     }
 
     /// Set a byte range back to zero (freeing whole pages when possible).
@@ -463,7 +879,7 @@ impl SparseImage {
             if off == 0 && n == PAGE_BYTES as usize {
                 self.forget_cached(page_no);
                 if let Some(s) = self.pages.remove(&page_no) {
-                    if let Some(b) = release(s.block) {
+                    if let Some(b) = release_slot(s) {
                         // SAFETY: now held by nobody else; `&mut self` is
                         // exclusive.
                         unsafe { (*b).bytes.fill(0) };
@@ -471,7 +887,7 @@ impl SparseImage {
                     }
                 }
             } else if self.pages.contains_key(&page_no) {
-                self.page_mut(page_no)[off..off + n].fill(0);
+                self.write_in_page(page_no, off, &ZEROS[..n]);
             }
             a += n as u64;
         }
@@ -483,7 +899,7 @@ impl MemRead for SparseImage {
     fn zeros_until(&self, addr: Addr, end: Addr) -> Addr {
         let mut a = addr;
         while a < end {
-            if self.page(a / PAGE_BYTES).is_some() {
+            if self.page(a / PAGE_BYTES).is_some() || self.pages.contains_key(&(a / PAGE_BYTES)) {
                 return a;
             }
             a = (a / PAGE_BYTES + 1) * PAGE_BYTES;
@@ -495,14 +911,19 @@ impl MemRead for SparseImage {
     #[inline]
     fn read_u64(&self, addr: Addr) -> u64 {
         let off = (addr % PAGE_BYTES) as usize;
-        if off + 8 <= PAGE_BYTES as usize {
-            return match self.page(addr / PAGE_BYTES) {
-                Some(p) => u64::from_le_bytes(p[off..off + 8].try_into().unwrap()),
-                None => 0,
-            };
-        }
+        let page_no = addr / PAGE_BYTES;
+        let e = cache_entry(page_no);
         let mut b = [0u8; 8];
-        self.read_bytes(addr, &mut b);
+        if off + 8 <= PAGE_BYTES as usize {
+            if self.cache_tag[e].get() == page_no + 1 {
+                // SAFETY: as in `page`.
+                let p = unsafe { &*self.cache_page[e].get() };
+                return u64::from_le_bytes(p[off..off + 8].try_into().unwrap());
+            }
+            self.read_uncached(page_no, off, &mut b);
+        } else {
+            self.read_bytes(addr, &mut b);
+        }
         u64::from_le_bytes(b)
     }
 
@@ -513,9 +934,14 @@ impl MemRead for SparseImage {
             let a = addr + done as u64;
             let off = (a % PAGE_BYTES) as usize;
             let n = (PAGE_BYTES as usize - off).min(buf.len() - done);
-            match self.page(a / PAGE_BYTES) {
-                Some(p) => buf[done..done + n].copy_from_slice(&p[off..off + n]),
-                None => buf[done..done + n].fill(0),
+            let page_no = a / PAGE_BYTES;
+            let e = cache_entry(page_no);
+            if self.cache_tag[e].get() == page_no + 1 {
+                // SAFETY: as in `page`.
+                let p = unsafe { &*self.cache_page[e].get() };
+                buf[done..done + n].copy_from_slice(&p[off..off + n]);
+            } else {
+                self.read_uncached(page_no, off, &mut buf[done..done + n]);
             }
             done += n;
         }
@@ -524,12 +950,11 @@ impl MemRead for SparseImage {
 
 impl MemWrite for SparseImage {
     /// Fast path for a word inside one page (workloads' stores).
-    #[inline]
+    #[inline(always)]
     fn write_u64(&mut self, addr: Addr, value: u64) {
         let off = (addr % PAGE_BYTES) as usize;
         if off + 8 <= PAGE_BYTES as usize {
-            let page = self.page_mut(addr / PAGE_BYTES);
-            page[off..off + 8].copy_from_slice(&value.to_le_bytes());
+            self.write_in_page(addr / PAGE_BYTES, off, &value.to_le_bytes());
         } else {
             self.write_bytes(addr, &value.to_le_bytes());
         }
@@ -542,8 +967,7 @@ impl MemWrite for SparseImage {
             let a = addr + done as u64;
             let off = (a % PAGE_BYTES) as usize;
             let n = (PAGE_BYTES as usize - off).min(data.len() - done);
-            let page = self.page_mut(a / PAGE_BYTES);
-            page[off..off + n].copy_from_slice(&data[done..done + n]);
+            self.write_in_page(a / PAGE_BYTES, off, &data[done..done + n]);
             done += n;
         }
     }
@@ -713,65 +1137,90 @@ mod tests {
     }
 
     #[test]
-    fn shared_pages_are_copied_on_write_on_either_side() {
+    fn dependent_pages_keep_their_bytes_on_either_side() {
         let mut a = SparseImage::new();
         a.write_u64(5 * PAGE_BYTES + 8, 11);
         a.write_u64(6 * PAGE_BYTES, 12);
         let mut b = SparseImage::new();
-        // The write caches of both hold the pages before they are shared.
+        // b's own page 5 and a's write cache entries exist before linking.
         b.write_u64(5 * PAGE_BYTES + 16, 99);
-        assert!(b.share_page(5, &a, 5) && b.share_page(6, &a, 6));
-        assert!(!b.share_page(7, &a, 7));
-        assert!(b.shares_page_with(5, &a, 5) && b.shares_page_with(6, &a, 6));
-        assert_eq!((a.shared_pages(), b.shared_pages()), (2, 2));
-        // The shared page replaced b's own bytes.
+        // SAFETY: one thread.
+        unsafe {
+            assert!(b.link_page(5, &mut a) && b.link_page(6, &mut a));
+            assert!(!b.link_page(7, &mut a));
+            // A base page has one dependent at most.
+            assert!(!SparseImage::new().link_page(5, &mut a));
+        }
+        assert_eq!(b.lines_shared_with(5, &a), Some(64));
+        assert_eq!(b.shared_pages(), 2);
+        assert_eq!(b.stored(), (0.0, 0));
+        // The linked page replaced b's own bytes.
+        let rd = |i: &SparseImage, x| i.read_u64(x);
         assert_eq!(
-            (
-                b.read_u64(5 * PAGE_BYTES + 8),
-                b.read_u64(5 * PAGE_BYTES + 16)
-            ),
+            (rd(&b, 5 * PAGE_BYTES + 8), rd(&b, 5 * PAGE_BYTES + 16)),
             (11, 0)
         );
-        // A write to a (its write cache held page 5) copies first.
+        // A write to the base (its write cache held page 5) saves the old
+        // line into b first: one line stored, 63 still shared.
         a.write_u64(5 * PAGE_BYTES + 8, 21);
         assert_eq!(
-            (
-                a.read_u64(5 * PAGE_BYTES + 8),
-                b.read_u64(5 * PAGE_BYTES + 8)
-            ),
+            (rd(&a, 5 * PAGE_BYTES + 8), rd(&b, 5 * PAGE_BYTES + 8)),
             (21, 11)
         );
-        assert!(!b.shares_page_with(5, &a, 5));
-        // ... and a write to b as well, on the other page.
-        b.write_u64(6 * PAGE_BYTES, 22);
+        assert_eq!(b.lines_shared_with(5, &a), Some(63));
+        // A second write to the same line takes the fast path (line no
+        // longer shared) and b still reads the saved line.
+        a.write_u64(5 * PAGE_BYTES + 16, 22);
+        assert_eq!(rd(&b, 5 * PAGE_BYTES + 16), 0);
+        // A write to b stores the line in b only.
+        b.write_u64(6 * PAGE_BYTES + 64, 23);
         assert_eq!(
-            (a.read_u64(6 * PAGE_BYTES), b.read_u64(6 * PAGE_BYTES)),
-            (12, 22)
+            (rd(&a, 6 * PAGE_BYTES + 64), rd(&b, 6 * PAGE_BYTES + 64)),
+            (0, 23)
         );
-        assert_eq!((a.shared_pages(), b.shared_pages()), (0, 0));
-        // Equal bytes are shared again; unequal ones are not.
-        a.write_u64(6 * PAGE_BYTES, 22);
-        assert!(b.share_if_equal(6, &a, 6));
-        assert!(!b.share_if_equal(5, &a, 5));
-        // Zeroing a shared page in one image leaves the other's bytes.
-        b.zero_range(6 * PAGE_BYTES, PAGE_BYTES);
+        assert_eq!(b.stored(), (0.0, 2));
+        // Equal lines are shared again, differing ones are kept.
+        a.write_u64(6 * PAGE_BYTES + 64, 23);
+        // SAFETY: one thread.
+        assert_eq!(unsafe { b.link_equal_lines(6, &mut a) }, 64);
+        assert_eq!(unsafe { b.link_equal_lines(5, &mut a) }, 63);
+        // A page stored whole becomes a dependent keeping its differing
+        // lines only.
+        let mut c = SparseImage::new();
+        c.write_u64(5 * PAGE_BYTES + 8, 11);
+        c.write_u64(9 * PAGE_BYTES, 1);
+        let mut d = SparseImage::new();
+        d.write_u64(5 * PAGE_BYTES + 8, 12);
+        d.write_u64(9 * PAGE_BYTES, 1);
+        // SAFETY: one thread.
+        unsafe {
+            assert_eq!(d.link_equal_lines(5, &mut c), 63);
+            assert_eq!(d.link_equal_lines(9, &mut c), 64);
+        }
+        assert_eq!(d.stored(), (0.0, 1));
+        assert_eq!(rd(&d, 5 * PAGE_BYTES + 8), 12);
+        // Zeroing the base's page (whole) detaches: b keeps its bytes.
+        a.zero_range(6 * PAGE_BYTES, PAGE_BYTES);
+        assert_eq!((rd(&a, 6 * PAGE_BYTES), rd(&b, 6 * PAGE_BYTES)), (0, 12));
+        assert_eq!(b.lines_shared_with(6, &a), None);
+        // Clones copy dependent pages and bases: independent of the link.
+        let bc = b.clone();
+        let ac = a.clone();
+        a.write_u64(5 * PAGE_BYTES + 24, 5);
         assert_eq!(
-            (a.read_u64(6 * PAGE_BYTES), b.read_u64(6 * PAGE_BYTES)),
-            (22, 0)
+            (rd(&bc, 5 * PAGE_BYTES + 24), rd(&ac, 5 * PAGE_BYTES + 24)),
+            (0, 0)
         );
-        // A partial zero of a shared page copies it first.
-        assert!(b.share_page(6, &a, 6));
-        b.zero_range(6 * PAGE_BYTES, 8);
-        assert_eq!(
-            (a.read_u64(6 * PAGE_BYTES), b.read_u64(6 * PAGE_BYTES)),
-            (22, 0)
-        );
-        // Dropping one holder leaves the other's page intact.
-        assert!(b.share_page(9, &a, 6));
+        assert_eq!(rd(&b, 5 * PAGE_BYTES + 24), 0);
+        // Dropping the base leaves the dependent intact, and vice versa.
         drop(a);
-        assert_eq!(b.read_u64(9 * PAGE_BYTES), 22);
-        b.write_u64(9 * PAGE_BYTES, 23);
-        assert_eq!(b.read_u64(9 * PAGE_BYTES), 23);
+        assert_eq!(
+            (rd(&b, 5 * PAGE_BYTES + 8), rd(&b, 6 * PAGE_BYTES)),
+            (11, 12)
+        );
+        drop(d);
+        c.write_u64(5 * PAGE_BYTES + 8, 3);
+        assert_eq!(rd(&c, 5 * PAGE_BYTES + 8), 3);
     }
 
     #[test]
@@ -791,9 +1240,10 @@ mod tests {
         assert!(a.take_written().is_empty());
     }
 
-    /// Two images, each with its byte map, under writes, zeroing, sharing
-    /// (forced, or only when equal) and clones: sharing never lets one
-    /// image see another's writes.
+    /// Two images, each with its byte map, under writes, zeroing, links
+    /// of a page to the other image's (forced, or of the equal lines) in
+    /// either direction, block sharing and clones: a dependent page never sees its base's
+    /// writes, nor the base its dependent's.
     #[derive(Clone, Debug)]
     enum Op2 {
         Write {
@@ -808,86 +1258,137 @@ mod tests {
             page: u64,
             whole: bool,
         },
-        Share {
-            dst: usize,
+        Link {
+            dep: usize,
             page: u64,
-            src_page: u64,
         },
-        ShareIfEqual {
+        LinkEqual {
+            dep: usize,
+            page: u64,
+        },
+        Share {
             dst: usize,
             page: u64,
         },
         CloneSwap {
             img: usize,
         },
+        CloneKeep {
+            img: usize,
+        },
     }
 
     fn op2() -> impl proptest::strategy::Strategy<Value = Op2> {
         use proptest::prelude::*;
-        // Few pages, two far-apart groups (page-cache aliases).
+        // Few pages, two far-apart groups (page-cache aliases); writes
+        // mostly to few lines, as a program's stores.
         let page = (0..2u64, 0..6u64).prop_map(|(g, p)| g * PAGE_CACHE_ENTRIES as u64 + p);
+        let off = prop_oneof![
+            0..PAGE_BYTES,
+            (0..4u64, 0..64u64).prop_map(|(l, o)| l * 64 + o)
+        ];
         prop_oneof![
-            6 => (0..2usize, page.clone(), 0..PAGE_BYTES, 1..200usize, any::<u8>())
+            8 => (0..2usize, page.clone(), off, prop_oneof![1..9usize, 1..200usize], any::<u8>())
                 .prop_map(|(img, page, off, len, seed)| Op2::Write { img, page, off, len, seed }),
             1 => (0..2usize, page.clone(), any::<bool>())
                 .prop_map(|(img, page, whole)| Op2::Zero { img, page, whole }),
-            3 => (0..2usize, page.clone(), page.clone())
-                .prop_map(|(dst, page, src_page)| Op2::Share { dst, page, src_page }),
-            2 => (0..2usize, page).prop_map(|(dst, page)| Op2::ShareIfEqual { dst, page }),
+            2 => (0..2usize, page.clone()).prop_map(|(dep, page)| Op2::Link { dep, page }),
+            3 => (0..2usize, page.clone()).prop_map(|(dep, page)| Op2::LinkEqual { dep, page }),
+            1 => (0..2usize, page).prop_map(|(dst, page)| Op2::Share { dst, page }),
             1 => (0..2usize).prop_map(|img| Op2::CloneSwap { img }),
+            1 => (0..2usize).prop_map(|img| Op2::CloneKeep { img }),
         ]
     }
 
     proptest::proptest! {
-        /// Copy-on-write images read back exactly what plain byte maps
-        /// say, whatever is shared.
+        /// Images with dependent pages and clones read back exactly what
+        /// plain byte maps say, whatever is shared; re-linking shares every
+        /// equal line.
         #[test]
-        fn shared_images_equal_byte_maps(ops in proptest::collection::vec(op2(), 1..150)) {
+        fn linked_images_equal_byte_maps(ops in proptest::collection::vec(op2(), 1..150)) {
             let mut imgs = [SparseImage::new(), SparseImage::new()];
             let mut models = [vec![0u8; 0], vec![0u8; 0]];
+            let mut kept: Vec<(SparseImage, Vec<u8>)> = Vec::new();
             let span = 2 * PAGE_CACHE_ENTRIES as u64 * PAGE_BYTES;
             let idx = |a: u64| a as usize;
             for m in models.iter_mut() {
                 m.resize(idx(span), 0);
             }
             let page_range = |p: u64| idx(p * PAGE_BYTES)..idx((p + 1) * PAGE_BYTES);
+            let check = |img: &SparseImage, m: &[u8], p: u64| {
+                let mut buf = vec![0u8; PAGE_BYTES as usize];
+                img.read_bytes(p * PAGE_BYTES, &mut buf);
+                assert!(buf[..] == m[page_range(p)], "page {p}");
+            };
             for o in ops {
-                match o {
+                let touched = match o {
                     Op2::Write { img, page, off, len, seed } => {
                         let addr = page * PAGE_BYTES + off;
                         let len = len.min(idx(span - addr));
                         let data: Vec<u8> = (0..len).map(|k| seed.wrapping_add(k as u8)).collect();
-                        imgs[img].write_bytes(addr, &data);
+                        if len == 8 {
+                            imgs[img].write_u64(addr, u64::from_le_bytes(data[..].try_into().unwrap()));
+                        } else {
+                            imgs[img].write_bytes(addr, &data);
+                        }
                         models[img][idx(addr)..idx(addr) + len].copy_from_slice(&data);
+                        page
                     }
                     Op2::Zero { img, page, whole } => {
                         let (a, n) = if whole { (page * PAGE_BYTES, PAGE_BYTES) } else { (page * PAGE_BYTES + 100, 300) };
                         imgs[img].zero_range(a, n);
                         models[img][idx(a)..idx(a + n)].fill(0);
+                        page
                     }
-                    Op2::Share { dst, page, src_page } => {
-                        let (d, s) = if dst == 0 { let (x, y) = imgs.split_at_mut(1); (&mut x[0], &y[0]) } else { let (x, y) = imgs.split_at_mut(1); (&mut y[0], &x[0]) };
-                        if d.share_page(page, s, src_page) {
-                            let src: Vec<u8> = models[1 - dst][page_range(src_page)].to_vec();
+                    Op2::Link { dep, page } => {
+                        let (x, y) = imgs.split_at_mut(1);
+                        let (d, b) = if dep == 0 { (&mut x[0], &mut y[0]) } else { (&mut y[0], &mut x[0]) };
+                        // SAFETY: one thread.
+                        if unsafe { d.link_page(page, b) } {
+                            let src: Vec<u8> = models[1 - dep][page_range(page)].to_vec();
+                            models[dep][page_range(page)].copy_from_slice(&src);
+                            proptest::prop_assert_eq!(d.lines_shared_with(page, b), Some(64));
+                        }
+                        page
+                    }
+                    Op2::LinkEqual { dep, page } => {
+                        let (x, y) = imgs.split_at_mut(1);
+                        let (d, b) = if dep == 0 { (&mut x[0], &mut y[0]) } else { (&mut y[0], &mut x[0]) };
+                        let (md, mb) = (&models[dep][page_range(page)], &models[1 - dep][page_range(page)]);
+                        let equal = md.chunks(LINE).zip(mb.chunks(LINE)).filter(|(l, r)| l == r).count() as u32;
+                        // SAFETY: one thread.
+                        let n = unsafe { d.link_equal_lines(page, b) };
+                        // Linked: exactly the equal lines are shared.
+                        if n > 0 {
+                            proptest::prop_assert_eq!(n, equal);
+                            proptest::prop_assert_eq!(d.lines_shared_with(page, b), Some(n));
+                        }
+                        page
+                    }
+                    Op2::Share { dst, page } => {
+                        let (x, y) = imgs.split_at_mut(1);
+                        let (d, b) = if dst == 0 { (&mut x[0], &y[0]) } else { (&mut y[0], &x[0]) };
+                        if d.share_page(page, b, page) {
+                            let src: Vec<u8> = models[1 - dst][page_range(page)].to_vec();
                             models[dst][page_range(page)].copy_from_slice(&src);
                         }
-                    }
-                    Op2::ShareIfEqual { dst, page } => {
-                        let (d, s) = if dst == 0 { let (x, y) = imgs.split_at_mut(1); (&mut x[0], &y[0]) } else { let (x, y) = imgs.split_at_mut(1); (&mut y[0], &x[0]) };
-                        let equal = models[0][page_range(page)] == models[1][page_range(page)];
-                        let shared = d.share_if_equal(page, s, page);
-                        // Only equal bytes are ever shared.
-                        if shared {
-                            proptest::prop_assert!(equal);
-                        }
+                        page
                     }
                     Op2::CloneSwap { img } => {
                         // The clone replaces the original, which is dropped.
                         imgs[img] = imgs[img].clone();
+                        0
                     }
+                    Op2::CloneKeep { img } => {
+                        kept.push((imgs[img].clone(), models[img].clone()));
+                        0
+                    }
+                };
+                for (img, m) in imgs.iter().zip(&models) {
+                    check(img, m, touched);
                 }
             }
-            for (img, m) in imgs.iter().zip(&models) {
+            for (img, m) in imgs.iter().zip(&models).chain(kept.iter().map(|(i, m)| (i, m))) {
                 let mut buf = vec![0u8; idx(span)];
                 img.read_bytes(0, &mut buf);
                 proptest::prop_assert!(buf == *m);
