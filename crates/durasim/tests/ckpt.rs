@@ -251,3 +251,36 @@ fn nvm_media_shares_lines_with_the_architectural_image() {
     assert_eq!(r.violations, 0, "{:?}", r.first_violation);
     assert!(r.crash_points_tested > 100, "{}", r.crash_points_tested);
 }
+
+/// The epoch oracle's verdicts, first violation and recovery-crash counts
+/// do not depend on the host thread count (dpc, both baselines and a
+/// mutant), and every re-run it proves instead of running gives the image
+/// a run gives (`verify_dedup`: 0 mismatches).
+#[test]
+fn epoch_oracle_verdicts_do_not_depend_on_host_threads() {
+    for (scheme, set) in [
+        ("dpc", ("dpc.pool_bytes", "262144")),
+        ("ckpt-logging", ("ckpt-logging.mutant", "none")),
+        ("ckpt-cow", ("ckpt-cow.mutant", "none")),
+        ("ckpt-logging", ("ckpt-logging.mutant", "data-before-log")),
+    ] {
+        let mutant = set.1 == "data-before-log";
+        let s = small_spec(scheme, "hashmap", 120, &[set]);
+        let go = |host_threads| {
+            let o = CrashOptions {
+                host_threads,
+                torn: true,
+                recovery_crashes: 2,
+                verify_dedup: true,
+                ..CrashOptions::default()
+            };
+            crash::crashtest(s.clone(), &o, &mut |_, _| {}).unwrap()
+        };
+        let (one, two) = (go(1), go(2));
+        assert_eq!(one.dedup_mismatches + two.dedup_mismatches, 0, "{scheme}");
+        assert_eq!(one.verdicts, two.verdicts, "{scheme}");
+        assert_eq!(one.first_violation, two.first_violation, "{scheme}");
+        assert_eq!(one.recovery_crashes_tested, two.recovery_crashes_tested);
+        assert_eq!(one.violations > 0, mutant, "{scheme}");
+    }
+}

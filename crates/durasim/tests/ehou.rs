@@ -203,3 +203,30 @@ fn end_of_run_overhead_is_what_finish_wrote() {
         assert_eq!(total - end, before, "{scheme}");
     }
 }
+
+/// Verdicts, reports and replay lines of ehou (and of its Fig. 5 mutant)
+/// do not depend on the host thread count, and every recovery reused by
+/// the dedup or proven by the write-after-read argument gives the image a
+/// from-scratch recovery gives (`verify_dedup`: 0 mismatches).
+#[test]
+fn ehou_verdicts_do_not_depend_on_host_threads() {
+    for mutant in ["none", "evict-speculative-to-ait"] {
+        let s = spec("ehou", "hashmap", 60, &[("ehou.mutant", mutant)]);
+        let go = |host_threads| {
+            let o = CrashOptions {
+                host_threads,
+                torn: true,
+                verify_dedup: true,
+                ..CrashOptions::default()
+            };
+            crash::crashtest(s.clone(), &o, &mut |_, _| {}).unwrap()
+        };
+        let (one, two) = (go(1), go(2));
+        assert_eq!(one.dedup_mismatches, 0, "{mutant}");
+        assert_eq!(two.dedup_mismatches, 0, "{mutant}");
+        assert_eq!(one.verdicts, two.verdicts, "{mutant}");
+        assert_eq!(one.first_violation, two.first_violation, "{mutant}");
+        assert_eq!(one.recovery_crashes_tested, two.recovery_crashes_tested);
+        assert_eq!(one.violations > 0, mutant != "none");
+    }
+}

@@ -211,3 +211,35 @@ fn tables_that_cannot_hold_one_epoch_stop_with_a_clear_error() {
     assert!(msg.contains("thynvm.btt_entries"), "{msg}");
     assert!(msg.contains("cannot hold one epoch"), "{msg}");
 }
+
+/// Verdicts and the first violation of thynvm and page-overlay (and of
+/// their planted bugs) do not depend on the host thread count; proven
+/// re-runs give the image a run gives (`verify_dedup`).
+#[test]
+fn verdicts_do_not_depend_on_host_threads() {
+    for (scheme, mutant) in [
+        ("thynvm", None),
+        ("page-overlay", None),
+        ("thynvm", Some(("thynvm.mutant", "drop-penultimate"))),
+        (
+            "page-overlay",
+            Some(("overlay.mutant", "merge-before-switch")),
+        ),
+    ] {
+        let s = spec(scheme, "btree", 300, mutant.as_slice());
+        let go = |host_threads| {
+            let o = CrashOptions {
+                host_threads,
+                verify_dedup: true,
+                ..opts()
+            };
+            crash::crashtest(s.clone(), &o, &mut |_, _| {}).unwrap()
+        };
+        let (one, two) = (go(1), go(2));
+        assert_eq!(one.dedup_mismatches + two.dedup_mismatches, 0, "{scheme}");
+        assert_eq!(one.verdicts, two.verdicts, "{scheme}");
+        assert_eq!(one.first_violation, two.first_violation, "{scheme}");
+        assert_eq!(one.recovery_crashes_tested, two.recovery_crashes_tested);
+        assert_eq!(one.violations > 0, mutant.is_some(), "{scheme}");
+    }
+}

@@ -259,6 +259,11 @@ impl<W: MemWrite> MemRead for Recorder<W> {
         self.inner.read_bytes(addr, buf);
     }
 
+    // The inner image's word fast path (oracle checks read word by word).
+    fn read_u64(&self, addr: Addr) -> u64 {
+        self.inner.read_u64(addr)
+    }
+
     fn zeros_until(&self, addr: Addr, end: Addr) -> Addr {
         self.inner.zeros_until(addr, end)
     }
