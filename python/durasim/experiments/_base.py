@@ -59,6 +59,22 @@ class _Avail:
         return s, w, ok
 
 
+@dataclass(frozen=True)
+class Experiment:
+    """One measurement of a paper: ``plan(scale_settings, avail)`` lists its
+    runs, ``analyze(rows)`` makes its frame. ``figure`` is what draws it (a
+    function, or its name in :mod:`durasim.figures`; morlog: the chart
+    kind); ``section`` is where the paper describes it (dpc)."""
+
+    id: str
+    item: str
+    title: str
+    plan: Callable[[dict[str, Any], _Avail], Plan]
+    analyze: Callable[[pd.DataFrame], pd.DataFrame]
+    figure: Any = None
+    section: str = ""
+
+
 def _missing(v: Any) -> bool:
     return v is None or (isinstance(v, float) and math.isnan(v))
 

@@ -28,14 +28,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from .. import _core
-from ._base import Paper, Plan, _Avail, _missing, settings_of
+from ._base import Experiment, Paper, Plan, _Avail, _missing, settings_of
 
 PAPER = "dual-page checkpointing"
 #: How report sections cite the paper.
@@ -752,16 +751,6 @@ def an_metadata_space(raw: pd.DataFrame) -> pd.DataFrame:
 # The experiment table.
 
 
-@dataclass(frozen=True)
-class Experiment:
-    id: str
-    item: str
-    title: str
-    plan: Callable[[dict[str, Any], _Avail], Plan]
-    analyze: Callable[[pd.DataFrame], pd.DataFrame]
-    section: str
-
-
 EXPERIMENTS: dict[str, Experiment] = {
     e.id: e
     for e in [
@@ -771,7 +760,7 @@ EXPERIMENTS: dict[str, Experiment] = {
             "Execution time and NVM writes normalized to DPC; overhead over the Baseline",
             plan_grid,
             an_overall,
-            "§5.2",
+            section="§5.2",
         ),
         Experiment(
             "checkpoints",
@@ -779,7 +768,7 @@ EXPERIMENTS: dict[str, Experiment] = {
             "Checkpoint count and share of time spent checkpointing",
             plan_grid,
             an_checkpoints,
-            "§5.3",
+            section="§5.3",
         ),
         Experiment(
             "software",
@@ -787,7 +776,7 @@ EXPERIMENTS: dict[str, Experiment] = {
             "Throughput and NVM writes against DudeTM and PMDK (TATP, TPC-C)",
             plan_software,
             an_software,
-            "§5.4",
+            section="§5.4",
         ),
         Experiment(
             "pool_size",
@@ -795,7 +784,7 @@ EXPERIMENTS: dict[str, Experiment] = {
             "Derivative page pool size (100–500 MB at paper scale)",
             plan_pool,
             an_pool,
-            "§5.5",
+            section="§5.5",
         ),
         Experiment(
             "metadata",
@@ -803,7 +792,7 @@ EXPERIMENTS: dict[str, Experiment] = {
             "DPT metadata placement",
             plan_metadata,
             an_metadata,
-            "§5.5",
+            section="§5.5",
         ),
         Experiment(
             "interval",
@@ -811,7 +800,7 @@ EXPERIMENTS: dict[str, Experiment] = {
             "Checkpoint interval (10 M cycles and up at paper scale)",
             plan_interval,
             an_interval,
-            "§5.6",
+            section="§5.6",
         ),
         Experiment(
             "metadata_space",
@@ -819,7 +808,7 @@ EXPERIMENTS: dict[str, Experiment] = {
             "Metadata space (Table 3)",
             plan_grid,
             an_metadata_space,
-            "§4/Table 3",
+            section="§4/Table 3",
         ),
     ]
 }

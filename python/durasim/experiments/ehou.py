@@ -29,14 +29,13 @@ four cores is one copy per thread, docs/MODEL.md).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from ._base import Paper, Plan, _Avail, _missing, settings_of
+from ._base import Experiment, Paper, Plan, _Avail, _missing, settings_of
 
 SCHEMES = ["redu", "osp", "ehou"]
 #: (label, workload, extra parameters): §IV-A's workload list.
@@ -431,16 +430,6 @@ def fig_ait(df: pd.DataFrame):
     _legend_outside(ax)
     _footnote(fig, df)
     return fig
-
-
-@dataclass(frozen=True)
-class Experiment:
-    id: str
-    item: str
-    title: str
-    plan: Callable[[dict[str, Any], _Avail], Plan]
-    analyze: Callable[[pd.DataFrame], pd.DataFrame]
-    figure: Callable[[pd.DataFrame], Any]
 
 
 EXPERIMENTS: dict[str, Experiment] = {

@@ -18,14 +18,14 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
 
 from .. import _core, _native
 from ._base import (
+    Experiment,
     Paper,
     Plan,
     _Avail,
@@ -578,16 +578,6 @@ def an_profiling(raw: pd.DataFrame) -> pd.DataFrame:
 
 # ---------------------------------------------------------------------------
 # The experiment table.
-
-
-@dataclass(frozen=True)
-class Experiment:
-    id: str
-    item: str
-    title: str
-    plan: Callable[[dict[str, Any], _Avail], Plan]
-    analyze: Callable[[pd.DataFrame], pd.DataFrame]
-    figure: str  # function name in durasim.figures
 
 
 EXPERIMENTS: dict[str, Experiment] = {

@@ -29,10 +29,9 @@ from typing import Any
 import pandas as pd
 
 from .. import _core
-from ._base import Paper, Plan, _Avail, experiment_ids, settings_of
+from ._base import Experiment, Paper, Plan, _Avail, experiment_ids, settings_of
 from .hoop import (
     P_ITEM,
-    Experiment,
     _empty_raw,
     _normalize,
     _stat,
