@@ -28,15 +28,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from .. import _core
-from ..sweep import sweep
-from .hoop import Plan, _Avail, _missing, _spec_key
+from ._base import Experiment, Paper, Plan, _Avail, _missing, settings_of
 
 PAPER = "dual-page checkpointing"
 #: How report sections cite the paper.
@@ -242,11 +240,7 @@ SCALES: dict[str, dict[str, Any]] = {
 
 
 def scale_settings(scale: str) -> dict[str, Any]:
-    if scale not in SCALES:
-        raise ValueError(
-            f"invalid value {scale!r} for 'scale': valid choices: " + ", ".join(SCALES)
-        )
-    return SCALES[scale]
+    return settings_of(SCALES, scale)
 
 
 def preset_path() -> Path:
@@ -757,16 +751,6 @@ def an_metadata_space(raw: pd.DataFrame) -> pd.DataFrame:
 # The experiment table.
 
 
-@dataclass(frozen=True)
-class Experiment:
-    id: str
-    item: str
-    title: str
-    plan: Callable[[dict[str, Any], _Avail], Plan]
-    analyze: Callable[[pd.DataFrame], pd.DataFrame]
-    section: str
-
-
 EXPERIMENTS: dict[str, Experiment] = {
     e.id: e
     for e in [
@@ -776,7 +760,7 @@ EXPERIMENTS: dict[str, Experiment] = {
             "Execution time and NVM writes normalized to DPC; overhead over the Baseline",
             plan_grid,
             an_overall,
-            "§5.2",
+            section="§5.2",
         ),
         Experiment(
             "checkpoints",
@@ -784,7 +768,7 @@ EXPERIMENTS: dict[str, Experiment] = {
             "Checkpoint count and share of time spent checkpointing",
             plan_grid,
             an_checkpoints,
-            "§5.3",
+            section="§5.3",
         ),
         Experiment(
             "software",
@@ -792,7 +776,7 @@ EXPERIMENTS: dict[str, Experiment] = {
             "Throughput and NVM writes against DudeTM and PMDK (TATP, TPC-C)",
             plan_software,
             an_software,
-            "§5.4",
+            section="§5.4",
         ),
         Experiment(
             "pool_size",
@@ -800,7 +784,7 @@ EXPERIMENTS: dict[str, Experiment] = {
             "Derivative page pool size (100–500 MB at paper scale)",
             plan_pool,
             an_pool,
-            "§5.5",
+            section="§5.5",
         ),
         Experiment(
             "metadata",
@@ -808,7 +792,7 @@ EXPERIMENTS: dict[str, Experiment] = {
             "DPT metadata placement",
             plan_metadata,
             an_metadata,
-            "§5.5",
+            section="§5.5",
         ),
         Experiment(
             "interval",
@@ -816,7 +800,7 @@ EXPERIMENTS: dict[str, Experiment] = {
             "Checkpoint interval (10 M cycles and up at paper scale)",
             plan_interval,
             an_interval,
-            "§5.6",
+            section="§5.6",
         ),
         Experiment(
             "metadata_space",
@@ -824,7 +808,7 @@ EXPERIMENTS: dict[str, Experiment] = {
             "Metadata space (Table 3)",
             plan_grid,
             an_metadata_space,
-            "§4/Table 3",
+            section="§4/Table 3",
         ),
     ]
 }
@@ -853,65 +837,50 @@ def run_experiments(
     base = _preset()
     if preset is not None:
         base.update(_core.load_preset(preset))
-    ids = list(ids) if ids is not None else list(EXPERIMENTS)
-    for i in ids:
-        if i not in EXPERIMENTS:
-            raise ValueError(f"unknown experiment '{i}'; valid choices: {', '.join(EXPERIMENTS)}")
-    av = _Avail()
-    plans = {i: EXPERIMENTS[i].plan(sc, av) for i in ids}
-    unique: dict[tuple, dict[str, Any]] = {}
-    for p in plans.values():
-        p.specs = [{**base, **s} for s in p.specs]
-        for s in p.specs:
-            unique.setdefault(_spec_key(s), s)
-    specs = list(unique.values())
     # A run that stops (a table or buffer too small for the workload, e.g.
-    # the smallest derivative pool) is a result, not a crash: it is listed
-    # on the figure and in the notes instead of failing the whole report.
-    raw = (
-        sweep(
-            specs,
-            client=client,
-            scheduler=scheduler,
-            progress=progress,
-            desc=f"dpc/{scale}",
-            errors="include",
-        )
-        if specs
-        else pd.DataFrame({"scheme": pd.Series(dtype=object), "workload": pd.Series(dtype=object)})
-    )
-    index = {_spec_key(s): n for n, s in enumerate(specs)}
-    out = {}
-    for i in ids:
-        e, p = EXPERIMENTS[i], plans[i]
-        rows = [index[_spec_key(s)] for s in p.specs]
-        part = raw.iloc[rows].reset_index(drop=True) if rows else raw.iloc[0:0]
-        stopped = _stopped(part, sc)
+    # the smallest derivative pool) is a result, not a crash (the sweep runs
+    # with errors="include"): it is listed on the figure and in the notes
+    # instead of failing the whole report.
+
+    def merge(s: dict[str, Any]) -> dict[str, Any]:
+        return {**base, **s}
+
+    def rows(p: Plan, part: pd.DataFrame) -> pd.DataFrame:
+        p.meta["stopped"] = _stopped(part, sc)
         if "error" in part.columns:
             part = part[part["error"].isna()].reset_index(drop=True)
         part.attrs["divisor"] = sc["divisor"]
         part.attrs["scale_settings"] = sc
-        df = e.analyze(part)
-        df.attrs.update(
-            {
-                "experiment": e.id,
-                "paper_item": f"{PAPER_REF} ({e.item}, {e.section})",
-                "title": e.title,
-                "scale": scale,
-                "scale_settings": dict(sc),
-                "divisor": sc["divisor"],
-                "runs": len(p.specs),
-                "sweep_runs": len(specs),
-                "skipped": list(p.skipped),
-                "preset": {"path": str(preset), "values": _core.load_preset(preset)}
-                if preset is not None
-                else None,
-            }
-        )
+        return part
+
+    def attrs(p: Plan, df: pd.DataFrame) -> None:
+        stopped = p.meta["stopped"]
         df.attrs["notes"] = list(df.attrs.get("notes") or []) + _scale_note(df) + stopped
         df.attrs["stopped_runs"] = len(stopped)
-        out[i] = df
-    return out
+
+    shown = {
+        "divisor": sc["divisor"],
+        "preset": {"path": str(preset), "values": _core.load_preset(preset)}
+        if preset is not None
+        else None,
+    }
+    return PAPER.run(
+        ids, scale, client, scheduler, progress, merge=merge, extra=shown, rows=rows, attrs=attrs
+    )
+
+
+def _no_runs() -> pd.DataFrame:
+    return pd.DataFrame({"scheme": pd.Series(dtype=object), "workload": pd.Series(dtype=object)})
+
+
+PAPER = Paper(
+    "dpc",
+    EXPERIMENTS,
+    SCALES,
+    lambda e: f"{PAPER_REF} ({e.item}, {e.section})",
+    no_runs=_no_runs,
+    sweep_kw={"errors": "include"},
+)
 
 
 def _stopped(part: pd.DataFrame, sc: dict[str, Any]) -> list[str]:
@@ -936,28 +905,10 @@ def _stopped(part: pd.DataFrame, sc: dict[str, Any]) -> list[str]:
     return out
 
 
-def _one(eid: str) -> Callable[..., pd.DataFrame]:
-    def f(
-        scale: str = "small",
-        *,
-        client: Any = None,
-        scheduler: str | None = None,
-        progress: bool | None = None,
-    ) -> pd.DataFrame:
-        return run_experiments([eid], scale, client=client, scheduler=scheduler, progress=progress)[
-            eid
-        ]
-
-    e = EXPERIMENTS[eid]
-    f.__name__ = eid
-    f.__doc__ = f"{PAPER_REF} ({e.item}, {e.section}): {e.title}. Returns a DataFrame."
-    return f
-
-
-overall = _one("overall")
-checkpoints = _one("checkpoints")
-software = _one("software")
-pool_size = _one("pool_size")
-metadata = _one("metadata")
-interval = _one("interval")
-metadata_space = _one("metadata_space")
+overall = PAPER.one(run_experiments, "overall")
+checkpoints = PAPER.one(run_experiments, "checkpoints")
+software = PAPER.one(run_experiments, "software")
+pool_size = PAPER.one(run_experiments, "pool_size")
+metadata = PAPER.one(run_experiments, "metadata")
+interval = PAPER.one(run_experiments, "interval")
+metadata_space = PAPER.one(run_experiments, "metadata_space")

@@ -29,15 +29,13 @@ four cores is one copy per thread, docs/MODEL.md).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from ..sweep import sweep
-from .hoop import Plan, _Avail, _missing
+from ._base import Experiment, Paper, Plan, _Avail, _missing, settings_of
 
 SCHEMES = ["redu", "osp", "ehou"]
 #: (label, workload, extra parameters): §IV-A's workload list.
@@ -110,11 +108,7 @@ REPORT_INTRO = (
 
 
 def scale_settings(scale: str) -> dict[str, Any]:
-    if scale not in SCALES:
-        raise ValueError(
-            f"invalid value {scale!r} for 'scale': valid choices: " + ", ".join(SCALES)
-        )
-    return SCALES[scale]
+    return settings_of(SCALES, scale)
 
 
 def _workloads(sc: dict[str, Any], names: Sequence[str], av: _Avail, plan: Plan):
@@ -438,16 +432,6 @@ def fig_ait(df: pd.DataFrame):
     return fig
 
 
-@dataclass(frozen=True)
-class Experiment:
-    id: str
-    item: str
-    title: str
-    plan: Callable[[dict[str, Any], _Avail], Plan]
-    analyze: Callable[[pd.DataFrame], pd.DataFrame]
-    figure: Callable[[pd.DataFrame], Any]
-
-
 EXPERIMENTS: dict[str, Experiment] = {
     e.id: e
     for e in [
@@ -473,10 +457,6 @@ EXPERIMENTS: dict[str, Experiment] = {
 FIGURES = {eid: e.figure for eid, e in EXPERIMENTS.items()}
 
 
-def _spec_key(spec: dict[str, Any]) -> tuple:
-    return tuple(sorted((k, repr(v)) for k, v in spec.items()))
-
-
 def run_experiments(
     ids: Sequence[str] | None = None,
     scale: str = "small",
@@ -491,80 +471,28 @@ def run_experiments(
     overrides of every run, as in :func:`durasim.experiments.hoop.run_experiments`)."""
     from .. import _core
 
-    sc = scale_settings(scale)
+    scale_settings(scale)  # a bad scale is reported before a bad preset
     path = preset if preset is not None else DEFAULT_PRESET
     if preset is None and not Path(path).exists():
         raise ValueError(
             f"configs/ehou.toml not found at {path}; pass --config PATH (the EHOU preset)"
         )
     base = _core.load_preset(path)
-    ids = list(ids) if ids is not None else list(EXPERIMENTS)
-    for i in ids:
-        if i not in EXPERIMENTS:
-            raise ValueError(f"unknown experiment '{i}'; valid choices: {', '.join(EXPERIMENTS)}")
-    av = _Avail()
-    plans = {i: EXPERIMENTS[i].plan(sc, av) for i in ids}
-    unique: dict[tuple, dict[str, Any]] = {}
-    for p in plans.values():
-        p.specs = [{**base, **s} for s in p.specs]
-        for s in p.specs:
-            unique.setdefault(_spec_key(s), s)
-    specs = list(unique.values())
-    raw = (
-        sweep(specs, client=client, scheduler=scheduler, progress=progress, desc=f"ehou/{scale}")
-        if specs
-        else pd.DataFrame()
+    shown = {"preset": {"path": str(path), "values": base}}
+    return PAPER.run(
+        ids, scale, client, scheduler, progress, merge=lambda s: {**base, **s}, extra=shown
     )
-    index = {_spec_key(s): n for n, s in enumerate(specs)}
-    out = {}
-    for i in ids:
-        e, p = EXPERIMENTS[i], plans[i]
-        rows = [index[_spec_key(s)] for s in p.specs]
-        part = (
-            raw.iloc[rows].reset_index(drop=True)
-            if rows
-            else pd.DataFrame(
-                {c: pd.Series(dtype="object") for c in ("scheme", "workload", "config_label")}
-            )
-        )
-        df = e.analyze(part)
-        df.attrs.update(
-            {
-                "experiment": e.id,
-                "paper_item": f"EHOU §IV ({e.item})",
-                "title": e.title,
-                "scale": scale,
-                "scale_settings": dict(sc),
-                "runs": len(p.specs),
-                "sweep_runs": len(specs),
-                "skipped": list(p.skipped),
-                "preset": {"path": str(path), "values": base},
-            }
-        )
-        df.attrs.setdefault("notes", [])
-        out[i] = df
-    return out
 
 
-def _one(eid: str) -> Callable[..., pd.DataFrame]:
-    def f(
-        scale: str = "small",
-        *,
-        client: Any = None,
-        scheduler: str | None = None,
-        progress: bool | None = None,
-    ) -> pd.DataFrame:
-        return run_experiments([eid], scale, client=client, scheduler=scheduler, progress=progress)[
-            eid
-        ]
-
-    e = EXPERIMENTS[eid]
-    f.__name__ = eid
-    f.__doc__ = f"EHOU §IV ({e.item}): {e.title}. Returns a DataFrame (see module doc)."
-    return f
+def _empty_raw() -> pd.DataFrame:
+    return pd.DataFrame(
+        {c: pd.Series(dtype="object") for c in ("scheme", "workload", "config_label")}
+    )
 
 
-overhead = _one("overhead")
-throughput = _one("throughput")
-persist = _one("persist")
-ait_cache = _one("ait_cache")
+PAPER = Paper("ehou", EXPERIMENTS, SCALES, lambda e: f"EHOU §IV ({e.item})", _empty_raw)
+
+overhead = PAPER.one(run_experiments, "overhead")
+throughput = PAPER.one(run_experiments, "throughput")
+persist = PAPER.one(run_experiments, "persist")
+ait_cache = PAPER.one(run_experiments, "ait_cache")

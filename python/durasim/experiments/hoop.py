@@ -18,14 +18,20 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
 
 from .. import _core, _native
-from ..sweep import sweep
+from ._base import (
+    Experiment,
+    Paper,
+    Plan,
+    _Avail,
+    _missing,
+    settings_of,
+)
 
 # Names as the paper uses them (§IV-A) and as durasim registers them.
 SCHEMES = ["ideal", "opt-redo", "opt-undo", "osp", "lsm", "lad", "hoop"]
@@ -134,53 +140,11 @@ SCALES: dict[str, dict[str, Any]] = {
 
 
 def scale_settings(scale: str) -> dict[str, Any]:
-    if scale not in SCALES:
-        raise ValueError(
-            f"invalid value {scale!r} for 'scale': valid choices: " + ", ".join(SCALES)
-        )
-    return SCALES[scale]
+    return settings_of(SCALES, scale)
 
 
 # ---------------------------------------------------------------------------
 # Planning: which runs an experiment needs, filtered to what exists.
-
-
-@dataclass
-class Plan:
-    specs: list[dict[str, Any]] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
-    meta: dict[str, Any] = field(default_factory=dict)
-
-
-class _Avail:
-    """What this build provides; records what an experiment had to skip."""
-
-    def __init__(self) -> None:
-        self.schemes = set(_core.schemes())
-        self.workloads = set(_core.workloads())
-        self.params = set(_core.params())
-
-    def filter(
-        self,
-        plan: Plan,
-        schemes: Sequence[str],
-        workloads: Sequence[str],
-        params: Sequence[str] = (),
-    ) -> tuple[list[str], list[str], bool]:
-        s = [x for x in schemes if x in self.schemes]
-        w = [x for x in workloads if x in self.workloads]
-        for x in schemes:
-            if x not in self.schemes:
-                plan.skipped.append(f"scheme '{x}' (not in durasim.schemes())")
-        for x in workloads:
-            if x not in self.workloads:
-                plan.skipped.append(f"workload '{x}' (not in durasim.workloads())")
-        ok = True
-        for p in params:
-            if p not in self.params:
-                plan.skipped.append(f"parameter '{p}' (not in durasim.params())")
-                ok = False
-        return s, w, ok
 
 
 def _base(sc: dict[str, Any], tx: int | None = None) -> dict[str, Any]:
@@ -559,10 +523,6 @@ def _stat_ranges(df: pd.DataFrame, names: Sequence[str]) -> str:
     return ("; " + ", ".join(parts)) if parts else ""
 
 
-def _missing(v: Any) -> bool:
-    return v is None or (isinstance(v, float) and math.isnan(v))
-
-
 def an_ycsb_latency(raw: pd.DataFrame) -> pd.DataFrame:
     df = raw.copy()
     if len(df):
@@ -618,16 +578,6 @@ def an_profiling(raw: pd.DataFrame) -> pd.DataFrame:
 
 # ---------------------------------------------------------------------------
 # The experiment table.
-
-
-@dataclass(frozen=True)
-class Experiment:
-    id: str
-    item: str
-    title: str
-    plan: Callable[[dict[str, Any], _Avail], Plan]
-    analyze: Callable[[pd.DataFrame], pd.DataFrame]
-    figure: str  # function name in durasim.figures
 
 
 EXPERIMENTS: dict[str, Experiment] = {
@@ -691,10 +641,6 @@ EXPERIMENTS: dict[str, Experiment] = {
 }
 
 
-def _spec_key(spec: dict[str, Any]) -> tuple:
-    return tuple(sorted((k, repr(v)) for k, v in spec.items()))
-
-
 def run_experiments(
     ids: Sequence[str] | None = None,
     scale: str = "small",
@@ -711,48 +657,9 @@ def run_experiments(
     values become explicit overrides of every run (so each spec is
     self-contained on remote workers and visible in the CSVs); what an
     experiment sweeps takes precedence, as ``--set`` does over ``--config``."""
-    sc = scale_settings(scale)
+    scale_settings(scale)  # a bad scale is reported before a bad preset
     base = _core.load_preset(preset) if preset is not None else {}
-    ids = list(ids) if ids is not None else list(EXPERIMENTS)
-    for i in ids:
-        if i not in EXPERIMENTS:
-            raise ValueError(f"unknown experiment '{i}'; valid choices: {', '.join(EXPERIMENTS)}")
-    av = _Avail()
-    plans = {i: EXPERIMENTS[i].plan(sc, av) for i in ids}
-    unique: dict[tuple, dict[str, Any]] = {}
-    for p in plans.values():
-        p.specs = [{**base, **s} for s in p.specs]
-        for s in p.specs:
-            unique.setdefault(_spec_key(s), s)
-    specs = list(unique.values())
-    raw = (
-        sweep(specs, client=client, scheduler=scheduler, progress=progress, desc=f"hoop/{scale}")
-        if specs
-        else pd.DataFrame()
-    )
-    index = {_spec_key(s): n for n, s in enumerate(specs)}
-    out = {}
-    for i in ids:
-        e, p = EXPERIMENTS[i], plans[i]
-        rows = [index[_spec_key(s)] for s in p.specs]
-        part = raw.iloc[rows].reset_index(drop=True) if rows else _empty_raw()
-        df = e.analyze(part)
-        df.attrs.update(
-            {
-                "experiment": e.id,
-                "paper_item": f"HOOP §IV ({e.item})",
-                "title": e.title,
-                "scale": scale,
-                "scale_settings": dict(sc),
-                "runs": len(p.specs),
-                # Distinct runs of the whole sweep (experiments share runs).
-                "sweep_runs": len(specs),
-                "skipped": list(p.skipped),
-            }
-        )
-        df.attrs.setdefault("notes", [])
-        out[i] = df
-    return out
+    return PAPER.run(ids, scale, client, scheduler, progress, merge=lambda s: {**base, **s})
 
 
 def _empty_raw() -> pd.DataFrame:
@@ -785,31 +692,15 @@ def _empty_raw() -> pd.DataFrame:
     return pd.DataFrame({c: pd.Series(dtype="object") for c in cols})
 
 
-def _one(eid: str) -> Callable[..., pd.DataFrame]:
-    def f(
-        scale: str = "small",
-        *,
-        client: Any = None,
-        scheduler: str | None = None,
-        progress: bool | None = None,
-    ) -> pd.DataFrame:
-        return run_experiments([eid], scale, client=client, scheduler=scheduler, progress=progress)[
-            eid
-        ]
+PAPER = Paper("hoop", EXPERIMENTS, SCALES, lambda e: f"HOOP §IV ({e.item})", _empty_raw)
 
-    e = EXPERIMENTS[eid]
-    f.__name__ = eid
-    f.__doc__ = f"HOOP §IV ({e.item}): {e.title}. Returns a DataFrame (see module doc)."
-    return f
-
-
-throughput = _one("throughput")
-latency = _one("latency")
-traffic = _one("traffic")
-energy = _one("energy")
-gc_reduction = _one("gc_reduction")
-gc_period = _one("gc_period")
-recovery = _one("recovery")
-ycsb_latency = _one("ycsb_latency")
-mapping_table = _one("mapping_table")
-profiling = _one("profiling")
+throughput = PAPER.one(run_experiments, "throughput")
+latency = PAPER.one(run_experiments, "latency")
+traffic = PAPER.one(run_experiments, "traffic")
+energy = PAPER.one(run_experiments, "energy")
+gc_reduction = PAPER.one(run_experiments, "gc_reduction")
+gc_period = PAPER.one(run_experiments, "gc_period")
+recovery = PAPER.one(run_experiments, "recovery")
+ycsb_latency = PAPER.one(run_experiments, "ycsb_latency")
+mapping_table = PAPER.one(run_experiments, "mapping_table")
+profiling = PAPER.one(run_experiments, "profiling")

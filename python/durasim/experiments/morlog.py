@@ -29,15 +29,11 @@ from typing import Any
 import pandas as pd
 
 from .. import _core
-from ..sweep import sweep
+from ._base import Experiment, Paper, Plan, _Avail, experiment_ids, settings_of
 from .hoop import (
     P_ITEM,
-    Experiment,
-    Plan,
-    _Avail,
     _empty_raw,
     _normalize,
-    _spec_key,
     _stat,
     _with_labels,
 )
@@ -144,11 +140,7 @@ SCALES: dict[str, dict[str, Any]] = {
 
 
 def scale_settings(scale: str) -> dict[str, Any]:
-    if scale not in SCALES:
-        raise ValueError(
-            f"invalid value {scale!r} for 'scale': valid choices: " + ", ".join(SCALES)
-        )
-    return SCALES[scale]
+    return settings_of(SCALES, scale)
 
 
 # ---------------------------------------------------------------------------
@@ -648,11 +640,9 @@ def run_experiments(
     ``preset`` is a TOML parameter file (the CLI's ``--config``); default:
     ``configs/morlog.toml`` (Table III). Its values become explicit
     overrides of every run; what an experiment sweeps wins over it."""
-    sc = scale_settings(scale)
-    ids = list(ids) if ids is not None else list(EXPERIMENTS)
-    for i in ids:
-        if i not in EXPERIMENTS:
-            raise ValueError(f"unknown experiment '{i}'; valid choices: {', '.join(EXPERIMENTS)}")
+    # A bad scale or experiment is reported before a missing preset.
+    scale_settings(scale)
+    ids = experiment_ids(ids, EXPERIMENTS)
     if preset is None:
         if not DEFAULT_PRESET.is_file():
             raise ValueError(
@@ -662,87 +652,49 @@ def run_experiments(
         preset = DEFAULT_PRESET
     base = _core.load_preset(preset)
     fixed = _preset_settings()
-    av = _Avail()
-    plans = {i: EXPERIMENTS[i].plan(sc, av) for i in ids}
-    unique: dict[tuple, dict[str, Any]] = {}
-    for p in plans.values():
-        # A design's own settings (its encoding) win over the system preset:
-        # durasim refuses a --set that contradicts a named design.
-        p.specs = [
-            {**{k: v for k, v in base.items() if k not in fixed.get(s["scheme"], {})}, **s}
-            for s in p.specs
-        ]
-        for s in p.specs:
-            unique.setdefault(_spec_key(_run_spec_of(s)), _run_spec_of(s))
-    specs = list(unique.values())
-    raw = (
-        sweep(specs, client=client, scheduler=scheduler, progress=progress, desc=f"morlog/{scale}")
-        if specs
-        else pd.DataFrame()
-    )
-    index = {_spec_key(s): n for n, s in enumerate(specs)}
-    out = {}
-    for i in ids:
-        e, p = EXPERIMENTS[i], plans[i]
-        rows = [index[_spec_key(_run_spec_of(s))] for s in p.specs]
-        if rows:
-            part = raw.iloc[rows].reset_index(drop=True)
-            for col in PLAN_COLUMNS:
-                if any(col in s for s in p.specs):
-                    part[col] = [s.get(col) for s in p.specs]
-        else:
-            part = _empty_raw()
-        df = e.analyze(part)
-        df.attrs.update(
-            {
-                "experiment": e.id,
-                "paper_item": PAPER_ITEMS[e.id],
-                "title": e.title,
-                "scale": scale,
-                "scale_settings": dict(sc),
-                "runs": len(p.specs),
-                "sweep_runs": len(specs),
-                "skipped": list(p.skipped),
-                "preset": {"path": _shown_path(preset), "values": base},
-                "scheme_order": list(DESIGNS),
-            }
-        )
-        notes = df.attrs.setdefault("notes", [])
+
+    # A design's own settings (its encoding) win over the system preset:
+    # durasim refuses a --set that contradicts a named design.
+    def merge(s: dict[str, Any]) -> dict[str, Any]:
+        return {**{k: v for k, v in base.items() if k not in fixed.get(s["scheme"], {})}, **s}
+
+    def rows(p: Plan, part: pd.DataFrame) -> pd.DataFrame:
+        # The plan's bookkeeping columns, run by run (the sweep drops them).
+        for col in PLAN_COLUMNS:
+            if any(col in s for s in p.specs):
+                part[col] = [s.get(col) for s in p.specs]
+        return part
+
+    def attrs(p: Plan, df: pd.DataFrame) -> None:
         if p.meta.get("note"):
-            notes.append(p.meta["note"])
-        out[i] = df
-    return out
+            df.attrs["notes"].append(p.meta["note"])
+
+    shown = {"preset": {"path": _shown_path(preset), "values": base}, "scheme_order": list(DESIGNS)}
+    return PAPER.run(
+        ids, scale, client, scheduler, progress, merge=merge, extra=shown, rows=rows, attrs=attrs
+    )
 
 
-def _one(eid: str) -> Callable[..., pd.DataFrame]:
-    def f(
-        scale: str = "small",
-        *,
-        client: Any = None,
-        scheduler: str | None = None,
-        progress: bool | None = None,
-        preset: str | os.PathLike[str] | None = None,
-    ) -> pd.DataFrame:
-        return run_experiments(
-            [eid], scale, client=client, scheduler=scheduler, progress=progress, preset=preset
-        )[eid]
-
-    e = EXPERIMENTS[eid]
-    f.__name__ = eid
-    f.__doc__ = f"{PAPER_ITEMS[eid]}: {e.title}. Returns a DataFrame (see module doc)."
-    return f
+PAPER = Paper(
+    "morlog",
+    EXPERIMENTS,
+    SCALES,
+    lambda e: PAPER_ITEMS[e.id],
+    _empty_raw,
+    run_spec=_run_spec_of,
+)
 
 
-throughput = _one("throughput")
-traffic = _one("traffic")
-energy = _one("energy")
-log_bits = _one("log_bits")
-macro = _one("macro")
-undo_redo_buffer = _one("undo_redo_buffer")
-redo_buffer = _one("redo_buffer")
-threads = _one("threads")
-write_latency = _one("write_latency")
-log_management = _one("log_management")
+throughput = PAPER.one(run_experiments, "throughput")
+traffic = PAPER.one(run_experiments, "traffic")
+energy = PAPER.one(run_experiments, "energy")
+log_bits = PAPER.one(run_experiments, "log_bits")
+macro = PAPER.one(run_experiments, "macro")
+undo_redo_buffer = PAPER.one(run_experiments, "undo_redo_buffer")
+redo_buffer = PAPER.one(run_experiments, "redo_buffer")
+threads = PAPER.one(run_experiments, "threads")
+write_latency = PAPER.one(run_experiments, "write_latency")
+log_management = PAPER.one(run_experiments, "log_management")
 
 __all__ = [
     "BASELINE",

@@ -24,9 +24,8 @@
 //! recomputed exactly; and recall@K of the (up to 64) answered queries
 //! against brute force is at least RECALL_BOUND.
 
-use super::program::{
-    check_array, dist2_ctx, dist2_img, footprint_bytes, load_f64, normal, read_f64, store_f64,
-};
+use super::program::points::{Root, Shape, INSERTED, N, NODES, NQ, QDONE, RESULTS, SEED};
+use super::program::{dist2_ctx, dist2_img, footprint_bytes, load_f64, normal, read_f64};
 use super::{rng, TxCtx, Workload, WorkloadArgs, WorkloadInfo, ROOT_OFFSET};
 use crate::mem::MemRead;
 use crate::types::Addr;
@@ -66,14 +65,14 @@ const RECALL_SAMPLE: u64 = 64;
 const NODE_WORDS: u64 = D as u64 + 1 + MMAX as u64;
 const RESULT_WORDS: u64 = 2 * K as u64;
 
-const N: u64 = 0;
-const NQ: u64 = 8;
-const NODES: u64 = 16;
-const QUERIES: u64 = 24;
-const RESULTS: u64 = 32;
-const INSERTED: u64 = 40;
-const QDONE: u64 = 48;
-const SEED: u64 = 56;
+const SHAPE: Shape = Shape {
+    name: "ann",
+    noun: "vectors",
+    dims: D as u64,
+    node_words: NODE_WORDS,
+    result_words: RESULT_WORDS,
+    query_count,
+};
 
 /// The seed's data: (vectors, queries), row-major.
 fn generate(n: u64, q: u64, seed: u64) -> (Vec<f64>, Vec<f64>) {
@@ -215,32 +214,10 @@ impl Ann {
 impl Workload for Ann {
     fn setup(&mut self, ctx: &mut TxCtx) {
         ctx.init_region();
-        let (n, q) = (self.n, self.q);
-        let (v, qs) = generate(n, q, self.seed);
-        self.nodes = ctx.alloc(n * NODE_WORDS * 8);
-        self.queries = ctx.alloc(q * D as u64 * 8);
-        self.results = super::program::alloc_zeroed(ctx, q * RESULT_WORDS);
-        for i in 0..n {
-            for j in 0..D {
-                store_f64(ctx, self.node(i) + j as u64 * 8, v[i as usize * D + j]);
-            }
-        }
-        for (i, &x) in qs.iter().enumerate() {
-            store_f64(ctx, self.queries + i as u64 * 8, x);
-        }
-        let r = self.root;
-        for (off, x) in [
-            (N, n),
-            (NQ, q),
-            (NODES, self.nodes),
-            (QUERIES, self.queries),
-            (RESULTS, self.results),
-            (INSERTED, 1), // vertex 0 is the entry point
-            (QDONE, 0),
-            (SEED, self.seed),
-        ] {
-            ctx.store(r + off, x);
-        }
+        let (v, qs) = generate(self.n, self.q, self.seed);
+        // Vertex 0 is the entry point.
+        (self.nodes, self.queries, self.results) =
+            SHAPE.setup(ctx, self.root, self.seed, (&v, &qs), |_, _| {});
     }
 
     fn run_tx(&mut self, ctx: &mut TxCtx) {
@@ -287,21 +264,16 @@ impl Workload for Ann {
 }
 
 fn check(img: &dyn MemRead, region_base: Addr, _item_bytes: u64) -> Result<u64, String> {
-    let r = region_base + ROOT_OFFSET;
-    let rd = |off| img.read_u64(r + off);
-    let (n, q, inserted, done, seed) = (rd(N), rd(NQ), rd(INSERTED), rd(QDONE), rd(SEED));
-    if n == 0 || n > 1 << 32 || q != query_count(n) {
-        return Err(format!("ann: implausible sizes ({n} vectors, {q} queries)"));
-    }
-    let (nodes, queries, results) = (rd(NODES), rd(QUERIES), rd(RESULTS));
-    check_array(img, region_base, nodes, n * NODE_WORDS, "ann nodes")?;
-    check_array(img, region_base, queries, q * D as u64, "ann queries")?;
-    check_array(img, region_base, results, q * RESULT_WORDS, "ann results")?;
-    if inserted == 0 || inserted > n || (done > 0 && inserted < n) {
-        return Err(format!(
-            "ann: progress inconsistent ({inserted} of {n} inserted, {done} queries answered)"
-        ));
-    }
+    let Root {
+        n,
+        q,
+        nodes,
+        queries,
+        results,
+        inserted,
+        done,
+        seed,
+    } = SHAPE.check_root(img, region_base)?;
     let (v, qs) = generate(n, q, seed);
     let node = |i: u64| nodes + i * NODE_WORDS * 8;
     for i in 0..n {

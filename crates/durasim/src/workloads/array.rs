@@ -10,8 +10,9 @@
 //! misplaced element is detected.
 
 use super::{
-    check_item, check_ptr, heap_bounds, item_bytes_or, rng, write_item, KeyChooser, KeyDist, TxCtx,
-    Workload, WorkloadArgs, WorkloadInfo, DEFAULT_ITEM_BYTES, ITEM_SEAL, ROOT_OFFSET,
+    check_item, check_ptr, heap_bounds, item_bytes_or, rng, with_item_bytes, write_item,
+    KeyChooser, KeyDist, TxCtx, Workload, WorkloadArgs, WorkloadInfo, DEFAULT_ITEM_BYTES,
+    ITEM_SEAL, ROOT_OFFSET,
 };
 use crate::mem::MemRead;
 use crate::types::Addr;
@@ -36,8 +37,7 @@ struct Array {
 }
 
 fn build(a: &WorkloadArgs) -> Box<dyn Workload> {
-    let mut a = a.clone();
-    a.item_bytes = item_bytes_or(a.item_bytes, DEFAULT_ITEM_BYTES);
+    let a = with_item_bytes(a, DEFAULT_ITEM_BYTES);
     Box::new(Array {
         rng: rng(a.seed),
         keys_dist: KeyChooser::new(a.key_dist.or(KeyDist::Uniform)),

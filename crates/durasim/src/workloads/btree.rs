@@ -12,13 +12,12 @@
 //! nkeys + 1 children, child i holding keys in [keys[i-1], keys[i]).
 
 use super::{
-    check_item, check_ptr, heap_bounds, item_bytes_or, item_payload_words, item_version,
-    random_key, rng, update_field, write_item, TxCtx, Workload, WorkloadArgs, WorkloadInfo,
-    DEFAULT_ITEM_BYTES, ROOT_OFFSET,
+    check_item, check_ptr, heap_bounds, item_bytes_or, item_payload_words, item_version, keyed_tx,
+    random_key, rng, update_field, with_item_bytes, write_item, TxCtx, Workload, WorkloadArgs,
+    WorkloadInfo, DEFAULT_ITEM_BYTES, ROOT_OFFSET,
 };
 use crate::mem::MemRead;
 use crate::types::Addr;
-use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 pub static INFO: WorkloadInfo = WorkloadInfo {
@@ -31,7 +30,7 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
 
 const TREE_ROOT: u64 = 0;
 const COUNT: u64 = 8;
-const HEIGHT: u64 = 16;
+pub(crate) const HEIGHT: u64 = 16;
 
 const MAX_KEYS: usize = 15;
 const NODE_BYTES: u64 = 256;
@@ -80,9 +79,7 @@ fn store_diff(ctx: &mut TxCtx, at: impl Fn(usize) -> Addr, old: &[u64], new: &[u
 
 impl BTree {
     pub(crate) fn new(a: &WorkloadArgs) -> Self {
-        let mut a = a.clone();
-        a.item_bytes = item_bytes_or(a.item_bytes, DEFAULT_ITEM_BYTES);
-        let a = &a;
+        let a = &with_item_bytes(a, DEFAULT_ITEM_BYTES);
         BTree {
             rng: rng(a.seed),
             keys_dist: super::KeyChooser::new(a.key_dist.or(super::KeyDist::Uniform)),
@@ -264,6 +261,8 @@ impl BTree {
     }
 }
 
+super::keyed_map!(BTree);
+
 impl Workload for BTree {
     fn setup(&mut self, ctx: &mut TxCtx) {
         ctx.init_region();
@@ -279,13 +278,7 @@ impl Workload for BTree {
     }
 
     fn run_tx(&mut self, ctx: &mut TxCtx) {
-        if !self.keys.is_empty() && self.rng.gen_bool(self.a.update_ratio) {
-            let key = self.keys[self.keys_dist.index(&mut self.rng, self.keys.len())];
-            self.update(ctx, key);
-        } else {
-            let key = self.keys_dist.key(&mut self.rng, self.a.key_space);
-            self.insert(ctx, key);
-        }
+        keyed_tx(self, ctx);
     }
 }
 
@@ -448,48 +441,7 @@ fn check(img: &dyn MemRead, region_base: Addr, item_bytes: u64) -> Result<u64, S
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mem::SparseImage;
     use crate::workloads::testutil::*;
-    use std::collections::BTreeMap;
-
-    #[test]
-    fn matches_reference_model() {
-        let a = args(64, 40, 2000, 0.5);
-        let mut img = SparseImage::new();
-        let mut t = BTree::new(&a);
-        with_ctx(&mut img, false, |ctx| t.setup(ctx));
-        let mut model = BTreeMap::new();
-        walk(&img, BASE, 64, |k, v| {
-            model.insert(k, v);
-        })
-        .unwrap();
-        let mut r = rng(13);
-        for i in 0..2000u64 {
-            let (key, v) = if r.gen_bool(0.25) {
-                let key = t.keys[r.gen_range(0..t.keys.len())];
-                (key, with_ctx(&mut img, true, |ctx| t.update(ctx, key)).0)
-            } else {
-                let key = match i % 3 {
-                    0 => 1_000_000 + i,        // ascending: right-most splits
-                    1 => 900_000 - i,          // descending: left-most splits
-                    _ => r.gen_range(1..5000), // random, with repeats
-                };
-                (key, with_ctx(&mut img, true, |ctx| t.insert(ctx, key)).0)
-            };
-            assert_eq!(v, model.get(&key).map_or(0, |v| v + 1));
-            model.insert(key, v);
-            if i % 100 == 0 {
-                check(&img, BASE, 64).unwrap();
-            }
-        }
-        let mut got = Vec::new();
-        walk(&img, BASE, 64, |k, v| got.push((k, v))).unwrap();
-        assert!(
-            img.read_u64(BASE + ROOT_OFFSET + HEIGHT) >= 3,
-            "internal splits happened"
-        );
-        assert_eq!(got, model.into_iter().collect::<Vec<_>>());
-    }
 
     #[test]
     fn checker_passes_and_detects_corruption() {

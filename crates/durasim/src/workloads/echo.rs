@@ -20,8 +20,8 @@
 
 use super::{
     check_item, check_ptr, heap_bounds, item_bytes_or, item_version, keys_unique, mix64,
-    random_key, rng, write_item, KeyChooser, KeyDist, TxCtx, Workload, WorkloadArgs, WorkloadInfo,
-    DEFAULT_ITEM_BYTES, ITEM_SEAL, ROOT_OFFSET,
+    random_key, rng, with_item_bytes, write_item, KeyChooser, KeyDist, TxCtx, Workload,
+    WorkloadArgs, WorkloadInfo, DEFAULT_ITEM_BYTES, ITEM_SEAL, ROOT_OFFSET,
 };
 use crate::mem::MemRead;
 use crate::types::Addr;
@@ -72,8 +72,7 @@ fn volder(ib: u64) -> u64 {
 
 impl Echo {
     pub(crate) fn new(a: &WorkloadArgs) -> Self {
-        let mut a = a.clone();
-        a.item_bytes = item_bytes_or(a.item_bytes, DEFAULT_ITEM_BYTES);
+        let a = with_item_bytes(a, DEFAULT_ITEM_BYTES);
         Echo {
             rng: rng(a.seed),
             keys_dist: KeyChooser::new(a.key_dist.or(KeyDist::Uniform)),

@@ -10,13 +10,12 @@
 //! line-aligned and an update touches only the item's lines.
 
 use super::{
-    check_item, check_ptr, heap_bounds, item_bytes_or, item_payload_words, item_version,
-    keys_unique, mix64, random_key, rng, update_field, write_item, TxCtx, Workload, WorkloadArgs,
-    WorkloadInfo, DEFAULT_ITEM_BYTES, ROOT_OFFSET,
+    check_item, check_ptr, heap_bounds, item_bytes_or, item_payload_words, item_version, keyed_tx,
+    keys_match_count, mix64, random_key, rng, update_field, with_item_bytes, write_item, TxCtx,
+    Workload, WorkloadArgs, WorkloadInfo, DEFAULT_ITEM_BYTES, ROOT_OFFSET,
 };
 use crate::mem::MemRead;
 use crate::types::Addr;
-use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 pub static INFO: WorkloadInfo = WorkloadInfo {
@@ -62,9 +61,7 @@ fn bucket_count(a: &WorkloadArgs) -> u64 {
 
 impl Hashmap {
     pub(crate) fn new(a: &WorkloadArgs) -> Self {
-        let mut a = a.clone();
-        a.item_bytes = item_bytes_or(a.item_bytes, DEFAULT_ITEM_BYTES);
-        let a = &a;
+        let a = &with_item_bytes(a, DEFAULT_ITEM_BYTES);
         Hashmap {
             rng: rng(a.seed),
             keys_dist: super::KeyChooser::new(a.key_dist.or(super::KeyDist::Uniform)),
@@ -121,6 +118,8 @@ impl Hashmap {
     }
 }
 
+super::keyed_map!(Hashmap);
+
 impl Workload for Hashmap {
     fn setup(&mut self, ctx: &mut TxCtx) {
         ctx.init_region();
@@ -136,13 +135,7 @@ impl Workload for Hashmap {
     }
 
     fn run_tx(&mut self, ctx: &mut TxCtx) {
-        if !self.keys.is_empty() && self.rng.gen_bool(self.a.update_ratio) {
-            let key = self.keys[self.keys_dist.index(&mut self.rng, self.keys.len())];
-            self.update(ctx, key);
-        } else {
-            let key = self.keys_dist.key(&mut self.rng, self.a.key_space);
-            self.insert(ctx, key);
-        }
+        keyed_tx(self, ctx);
     }
 }
 
@@ -198,14 +191,7 @@ pub(crate) fn walk(
             n = img.read_u64(n + item_bytes);
         }
     }
-    if keys.len() as u64 != count {
-        return Err(format!(
-            "hashmap: count is {count} but {} entries are reachable",
-            keys.len()
-        ));
-    }
-    keys_unique("hashmap", &mut keys)?;
-    Ok(count)
+    keys_match_count("hashmap", count, &mut keys, "entries are reachable")
 }
 
 fn check(img: &dyn MemRead, region_base: Addr, item_bytes: u64) -> Result<u64, String> {
@@ -215,44 +201,7 @@ fn check(img: &dyn MemRead, region_base: Addr, item_bytes: u64) -> Result<u64, S
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mem::SparseImage;
     use crate::workloads::testutil::*;
-    use std::collections::BTreeMap;
-
-    #[test]
-    fn matches_reference_model() {
-        let a = args(64, 100, 400, 0.5);
-        let mut img = SparseImage::new();
-        let mut h = Hashmap::new(&a);
-        with_ctx(&mut img, false, |ctx| h.setup(ctx));
-        let mut model: BTreeMap<u64, u64> = BTreeMap::new();
-        walk(&img, BASE, 64, |k, v| {
-            model.insert(k, v);
-        })
-        .unwrap();
-        assert_eq!(model.len(), 100);
-        let mut r = rng(99);
-        for _ in 0..400 {
-            let (key, v) = if r.gen_bool(0.5) {
-                let key = h.keys[r.gen_range(0..h.keys.len())];
-                (key, with_ctx(&mut img, true, |ctx| h.update(ctx, key)).0)
-            } else {
-                // Small key space so some inserts hit existing keys.
-                let key = r.gen_range(1..2000);
-                (key, with_ctx(&mut img, true, |ctx| h.insert(ctx, key)).0)
-            };
-            let want = model.get(&key).map_or(0, |v| v + 1);
-            assert_eq!(v, want);
-            model.insert(key, v);
-        }
-        let mut got = BTreeMap::new();
-        let n = walk(&img, BASE, 64, |k, v| {
-            got.insert(k, v);
-        })
-        .unwrap();
-        assert_eq!(n as usize, model.len());
-        assert_eq!(got, model);
-    }
 
     #[test]
     fn checker_passes_and_detects_corruption() {

@@ -12,13 +12,12 @@
 //! (load factor at most 1/2).
 
 use super::{
-    check_item, check_ptr, heap_bounds, item_bytes_or, item_payload_words, keys_unique, mix64, rng,
-    update_field, write_item, KeyChooser, KeyDist, TxCtx, Workload, WorkloadArgs, WorkloadInfo,
-    DEFAULT_ITEM_BYTES, ROOT_OFFSET,
+    check_item, check_ptr, heap_bounds, item_bytes_or, item_payload_words, keyed_tx,
+    keys_match_count, mix64, rng, update_field, with_item_bytes, write_item, KeyChooser, KeyDist,
+    TxCtx, Workload, WorkloadArgs, WorkloadInfo, DEFAULT_ITEM_BYTES, ROOT_OFFSET,
 };
 use crate::mem::MemRead;
 use crate::types::Addr;
-use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 pub static INFO: WorkloadInfo = WorkloadInfo {
@@ -51,8 +50,7 @@ fn build(a: &WorkloadArgs) -> Box<dyn Workload> {
 
 impl HashTable {
     pub(crate) fn new(a: &WorkloadArgs) -> Self {
-        let mut a = a.clone();
-        a.item_bytes = item_bytes_or(a.item_bytes, DEFAULT_ITEM_BYTES);
+        let a = with_item_bytes(a, DEFAULT_ITEM_BYTES);
         HashTable {
             rng: rng(a.seed),
             keys_dist: KeyChooser::new(a.key_dist.or(KeyDist::Uniform)),
@@ -103,6 +101,8 @@ impl HashTable {
     }
 }
 
+super::keyed_map!(HashTable);
+
 impl Workload for HashTable {
     fn setup(&mut self, ctx: &mut TxCtx) {
         ctx.init_region();
@@ -118,13 +118,7 @@ impl Workload for HashTable {
     }
 
     fn run_tx(&mut self, ctx: &mut TxCtx) {
-        if !self.keys.is_empty() && self.rng.gen_bool(self.a.update_ratio) {
-            let key = self.keys[self.keys_dist.index(&mut self.rng, self.keys.len())];
-            self.update(ctx, key);
-        } else {
-            let key = self.keys_dist.key(&mut self.rng, self.a.key_space);
-            self.insert(ctx, key);
-        }
+        keyed_tx(self, ctx);
     }
 }
 
@@ -166,14 +160,7 @@ pub(crate) fn walk(
         keys.push(key);
         f(key, super::item_version(img, slot));
     }
-    if keys.len() as u64 != count {
-        return Err(format!(
-            "hashtable: count is {count} but {} slots are in use",
-            keys.len()
-        ));
-    }
-    keys_unique("hashtable", &mut keys)?;
-    Ok(count)
+    keys_match_count("hashtable", count, &mut keys, "slots are in use")
 }
 
 fn check(img: &dyn MemRead, region_base: Addr, item_bytes: u64) -> Result<u64, String> {
@@ -183,40 +170,7 @@ fn check(img: &dyn MemRead, region_base: Addr, item_bytes: u64) -> Result<u64, S
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mem::SparseImage;
     use crate::workloads::testutil::*;
-    use std::collections::BTreeMap;
-
-    #[test]
-    fn matches_reference_model() {
-        let a = args(64, 100, 400, 0.5);
-        let mut img = SparseImage::new();
-        let mut h = HashTable::new(&a);
-        with_ctx(&mut img, false, |ctx| h.setup(ctx));
-        let mut model: BTreeMap<u64, u64> = BTreeMap::new();
-        walk(&img, BASE, 64, |k, v| {
-            model.insert(k, v);
-        })
-        .unwrap();
-        let mut r = rng(5);
-        for _ in 0..400 {
-            let (key, v) = if r.gen_bool(0.5) {
-                let key = h.keys[r.gen_range(0..h.keys.len())];
-                (key, with_ctx(&mut img, true, |ctx| h.update(ctx, key)).0)
-            } else {
-                let key = r.gen_range(1..2000);
-                (key, with_ctx(&mut img, true, |ctx| h.insert(ctx, key)).0)
-            };
-            assert_eq!(v, model.get(&key).map_or(0, |v| v + 1));
-            model.insert(key, v);
-        }
-        let mut got = BTreeMap::new();
-        walk(&img, BASE, 64, |k, v| {
-            got.insert(k, v);
-        })
-        .unwrap();
-        assert_eq!(got, model);
-    }
 
     #[test]
     fn stores_per_tx_follow_the_code_path() {

@@ -24,7 +24,8 @@
 //! its side of every ancestor's plane, and the rest are unlinked; every
 //! answered query's result equals brute force (id and distance).
 
-use super::program::{check_array, footprint_bytes, load_f64_dep, read_f64, store_f64};
+use super::program::points::{Root, Shape, INSERTED, QDONE};
+use super::program::{footprint_bytes, load_f64_dep, read_f64, store_f64};
 use super::{rng, TxCtx, Workload, WorkloadArgs, WorkloadInfo, ROOT_OFFSET};
 use crate::mem::MemRead;
 use crate::types::Addr;
@@ -47,14 +48,14 @@ const QUERIES_PER_OP: u64 = 2;
 /// Answered queries the checker compares with brute force at most.
 const CHECK_SAMPLE: u64 = 256;
 
-const N: u64 = 0;
-const NQ: u64 = 8;
-const NODES: u64 = 16;
-const QUERIES: u64 = 24;
-const RESULTS: u64 = 32;
-const INSERTED: u64 = 40;
-const QDONE: u64 = 48;
-const SEED: u64 = 56;
+const SHAPE: Shape = Shape {
+    name: "kdtree",
+    noun: "points",
+    dims: D,
+    node_words: NODE_WORDS,
+    result_words: 2,
+    query_count,
+};
 
 fn generate(n: u64, q: u64, seed: u64) -> (Vec<f64>, Vec<f64>) {
     let mut r = rng(seed ^ 0x006b_d7ee);
@@ -187,34 +188,13 @@ impl KdTree {
 impl Workload for KdTree {
     fn setup(&mut self, ctx: &mut TxCtx) {
         ctx.init_region();
-        let (n, q) = (self.n, self.q);
-        let (p, qs) = generate(n, q, self.seed);
-        self.nodes = ctx.alloc(n * NODE_WORDS * 8);
-        self.queries = ctx.alloc(q * D * 8);
-        self.results = super::program::alloc_zeroed(ctx, q * 2);
-        for i in 0..n {
-            for j in 0..D {
-                store_f64(ctx, self.node(i) + j * 8, p[(i * D + j) as usize]);
-            }
-            ctx.store(self.node(i) + LEFT, NIL);
-            ctx.store(self.node(i) + RIGHT, NIL);
-        }
-        for (i, &x) in qs.iter().enumerate() {
-            store_f64(ctx, self.queries + i as u64 * 8, x);
-        }
-        let r = self.root;
-        for (off, x) in [
-            (N, n),
-            (NQ, q),
-            (NODES, self.nodes),
-            (QUERIES, self.queries),
-            (RESULTS, self.results),
-            (INSERTED, 1), // node 0 is the root
-            (QDONE, 0),
-            (SEED, self.seed),
-        ] {
-            ctx.store(r + off, x);
-        }
+        let (p, qs) = generate(self.n, self.q, self.seed);
+        // Node 0 is the root; every node starts childless.
+        (self.nodes, self.queries, self.results) =
+            SHAPE.setup(ctx, self.root, self.seed, (&p, &qs), |ctx, node| {
+                ctx.store(node + LEFT, NIL);
+                ctx.store(node + RIGHT, NIL);
+            });
     }
 
     fn run_tx(&mut self, ctx: &mut TxCtx) {
@@ -244,23 +224,16 @@ impl Workload for KdTree {
 }
 
 fn check(img: &dyn MemRead, region_base: Addr, _item_bytes: u64) -> Result<u64, String> {
-    let r = region_base + ROOT_OFFSET;
-    let rd = |off| img.read_u64(r + off);
-    let (n, q, inserted, done, seed) = (rd(N), rd(NQ), rd(INSERTED), rd(QDONE), rd(SEED));
-    if n == 0 || n > 1 << 32 || q != query_count(n) {
-        return Err(format!(
-            "kdtree: implausible sizes ({n} points, {q} queries)"
-        ));
-    }
-    let (nodes, queries, results) = (rd(NODES), rd(QUERIES), rd(RESULTS));
-    check_array(img, region_base, nodes, n * NODE_WORDS, "kdtree nodes")?;
-    check_array(img, region_base, queries, q * D, "kdtree queries")?;
-    check_array(img, region_base, results, q * 2, "kdtree results")?;
-    if inserted == 0 || inserted > n || (done > 0 && inserted < n) {
-        return Err(format!(
-            "kdtree: progress inconsistent ({inserted} of {n} inserted, {done} queries answered)"
-        ));
-    }
+    let Root {
+        n,
+        q,
+        nodes,
+        results,
+        inserted,
+        done,
+        seed,
+        ..
+    } = SHAPE.check_root(img, region_base)?;
     let (p, qs) = generate(n, q, seed);
     let node = |i: u64| nodes + i * NODE_WORDS * 8;
     for i in 0..n {
@@ -342,6 +315,7 @@ fn check(img: &dyn MemRead, region_base: Addr, _item_bytes: u64) -> Result<u64, 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workloads::program::points::{N, NODES, NQ, RESULTS};
     use crate::workloads::testutil::*;
 
     #[test]

@@ -344,6 +344,25 @@ pub(crate) fn keys_unique(workload: &str, keys: &mut [u64]) -> std::result::Resu
     }
 }
 
+/// The end of a map checker (hashmap, hashtable): the count word must equal
+/// the keys reached (`what` names them in the message: "entries are
+/// reachable"), each key once; returns the count.
+pub(crate) fn keys_match_count(
+    workload: &str,
+    count: u64,
+    keys: &mut [u64],
+    what: &str,
+) -> std::result::Result<u64, String> {
+    if keys.len() as u64 != count {
+        return Err(format!(
+            "{workload}: count is {count} but {} {what}",
+            keys.len()
+        ));
+    }
+    keys_unique(workload, keys)?;
+    Ok(count)
+}
+
 /// Programs without transactions (issue 13 part 3; the dual-page
 /// checkpointing paper's Table 5): sized by `workload.footprint_bytes`.
 pub const PROGRAMS: [&str; 7] = ["pagerank", "cc", "cd", "ann", "kdtree", "stencil3d", "lbm"];
@@ -570,6 +589,15 @@ pub fn item_bytes_or(item_bytes: u64, default: u64) -> u64 {
     }
 }
 
+/// `a` with its item size resolved (`workload.item_bytes = 0`: the
+/// workload's `default`), as a workload keeps it.
+pub fn with_item_bytes(a: &WorkloadArgs, default: u64) -> WorkloadArgs {
+    WorkloadArgs {
+        item_bytes: item_bytes_or(a.item_bytes, default),
+        ..a.clone()
+    }
+}
+
 /// Deterministic RNG for a workload instance.
 pub fn rng(seed: u64) -> Xoshiro256PlusPlus {
     use rand::SeedableRng;
@@ -664,6 +692,63 @@ impl KeyChooser {
             None => rng.gen_range(0..n),
             Some(z) => (ycsb::fnvhash64(z.next(rng)) % n as u64) as usize,
         }
+    }
+}
+
+/// A workload keyed like a map (btree, rbtree, hashmap, hashtable): each
+/// transaction updates a known key or inserts one ([`keyed_tx`]).
+/// [`keyed_map!`] implements it from the workload's fields and methods.
+pub(crate) trait KeyedMap {
+    /// Insert `key`, or update it if present: the item's new version.
+    fn insert_key(&mut self, ctx: &mut TxCtx, key: u64) -> u64;
+    /// Update the existing `key`: the item's new version.
+    fn update_key(&mut self, ctx: &mut TxCtx, key: u64) -> u64;
+    /// What a transaction draws from: the workload's RNG, its key chooser,
+    /// the keys inserted so far (the program's volatile knowledge) and its
+    /// arguments.
+    fn draw_from(&mut self) -> (&mut Xoshiro256PlusPlus, &KeyChooser, &[u64], &WorkloadArgs);
+}
+
+/// `impl KeyedMap for $t` from its fields `rng`, `keys_dist`, `keys` and
+/// `a` and its methods `insert` and `update`.
+macro_rules! keyed_map {
+    ($t:ty) => {
+        impl $crate::workloads::KeyedMap for $t {
+            fn insert_key(&mut self, ctx: &mut TxCtx, key: u64) -> u64 {
+                self.insert(ctx, key)
+            }
+            fn update_key(&mut self, ctx: &mut TxCtx, key: u64) -> u64 {
+                self.update(ctx, key)
+            }
+            fn draw_from(
+                &mut self,
+            ) -> (
+                &mut rand_xoshiro::Xoshiro256PlusPlus,
+                &$crate::workloads::KeyChooser,
+                &[u64],
+                &WorkloadArgs,
+            ) {
+                (&mut self.rng, &self.keys_dist, &self.keys, &self.a)
+            }
+        }
+    };
+}
+pub(crate) use keyed_map;
+
+/// One transaction of a [`KeyedMap`]: with probability
+/// `workload.update_ratio` an update of a known key (`workload.key_dist`
+/// picks which), else an insert of a key `workload.key_dist` draws from
+/// `workload.key_space` (an existing key is updated). No key known yet:
+/// an insert, without drawing the coin.
+#[inline]
+pub(crate) fn keyed_tx(w: &mut impl KeyedMap, ctx: &mut TxCtx) {
+    let (rng, dist, keys, a) = w.draw_from();
+    if !keys.is_empty() && rng.gen_bool(a.update_ratio) {
+        let key = keys[dist.index(rng, keys.len())];
+        w.update_key(ctx, key);
+    } else {
+        let key = dist.key(rng, a.key_space);
+        w.insert_key(ctx, key);
     }
 }
 
@@ -1019,6 +1104,148 @@ pub(crate) mod testutil {
         e.check_equivalence().unwrap();
         e.check_invariants(e.ctx.nvm.media()).unwrap();
         e.check_invariants(&e.arch).unwrap();
+    }
+
+    /// A [`KeyedMap`] as [`keyed_model_test`] drives it: also its
+    /// checker's walk ([`impl_keyed!`] implements it from `walk`).
+    pub trait Keyed: KeyedMap + Workload {
+        /// Whether the walk visits the keys in ascending order.
+        const SORTED_WALK: bool;
+        /// The checker's walk over 64-byte items at [`BASE`]: every
+        /// (key, version), then the count.
+        fn walk_items(
+            img: &dyn MemRead,
+            visit: &mut dyn FnMut(u64, u64),
+        ) -> std::result::Result<u64, String>;
+    }
+
+    /// What [`keyed_model_test`] leaves: the image and how many items
+    /// setup made.
+    pub struct KeyedRun {
+        pub img: SparseImage,
+        pub setup_items: usize,
+    }
+
+    /// Set `new(a)` up on a fresh image, then run `a.max_tx` transactions
+    /// (RNG seeded with `seed`), each an update of a known key (share
+    /// `a.update_ratio`) or an insert of `new_key(i, rng)`, against a map
+    /// model: every returned version must be the model's next (0 for a new
+    /// key), the checker must pass every `check_every` transactions (0:
+    /// only at the end), and the final walk must return exactly the model
+    /// (in key order where the walk is sorted) and count it.
+    pub fn keyed_model_test<W: Keyed>(
+        a: &WorkloadArgs,
+        new: fn(&WorkloadArgs) -> W,
+        seed: u64,
+        check_every: u64,
+        mut new_key: impl FnMut(u64, &mut Xoshiro256PlusPlus) -> u64,
+    ) -> KeyedRun {
+        let mut w = new(a);
+        let mut img = SparseImage::new();
+        with_ctx(&mut img, false, |ctx| w.setup(ctx));
+        let mut model = std::collections::BTreeMap::new();
+        W::walk_items(&img, &mut |k, v| {
+            model.insert(k, v);
+        })
+        .unwrap();
+        let setup_items = model.len();
+        let mut r = rng(seed);
+        for i in 0..a.max_tx {
+            let (key, v) = if r.gen_bool(a.update_ratio) {
+                let keys = w.draw_from().2;
+                let key = keys[r.gen_range(0..keys.len())];
+                (
+                    key,
+                    with_ctx(&mut img, true, |ctx| w.update_key(ctx, key)).0,
+                )
+            } else {
+                let key = new_key(i, &mut r);
+                (
+                    key,
+                    with_ctx(&mut img, true, |ctx| w.insert_key(ctx, key)).0,
+                )
+            };
+            assert_eq!(v, model.get(&key).map_or(0, |v| v + 1), "key {key}");
+            model.insert(key, v);
+            if check_every > 0 && i % check_every == 0 {
+                W::walk_items(&img, &mut |_, _| {}).unwrap();
+            }
+        }
+        let mut got = Vec::new();
+        let n = W::walk_items(&img, &mut |k, v| got.push((k, v))).unwrap();
+        if !W::SORTED_WALK {
+            got.sort_unstable();
+        }
+        assert_eq!(n as usize, model.len());
+        assert_eq!(got, model.into_iter().collect::<Vec<_>>());
+        KeyedRun { img, setup_items }
+    }
+}
+
+/// The reference-model test of the keyed workloads ([`KeyedMap`]), each
+/// with the keys that stress it.
+#[cfg(test)]
+mod keyed_tests {
+    use super::testutil::*;
+    use super::*;
+
+    /// `impl Keyed for $t` from the `walk` of its module; `sorted` says
+    /// the walk is in key order.
+    macro_rules! impl_keyed {
+        ($t:ty, $walk:path, sorted: $sorted:expr) => {
+            impl Keyed for $t {
+                const SORTED_WALK: bool = $sorted;
+                fn walk_items(
+                    img: &dyn MemRead,
+                    visit: &mut dyn FnMut(u64, u64),
+                ) -> std::result::Result<u64, String> {
+                    $walk(img, BASE, 64, visit)
+                }
+            }
+        };
+    }
+    impl_keyed!(btree::BTree, btree::walk, sorted: true);
+    impl_keyed!(rbtree::RbTree, rbtree::walk, sorted: true);
+    impl_keyed!(hashmap::Hashmap, hashmap::walk, sorted: false);
+    impl_keyed!(hashtable::HashTable, hashtable::walk, sorted: false);
+
+    #[test]
+    fn btree_matches_reference_model() {
+        let a = args(64, 40, 2000, 0.25);
+        let run = keyed_model_test(&a, btree::BTree::new, 13, 100, |i, r| match i % 3 {
+            0 => 1_000_000 + i,        // ascending: right-most splits
+            1 => 900_000 - i,          // descending: left-most splits
+            _ => r.gen_range(1..5000), // random, with repeats
+        });
+        let height = run.img.read_u64(BASE + ROOT_OFFSET + btree::HEIGHT);
+        assert!(height >= 3, "internal splits happened");
+    }
+
+    /// Ascending runs stress rotations; a small key space gives
+    /// insert-of-existing-key hits.
+    #[test]
+    fn rbtree_matches_reference_model() {
+        let a = args(64, 50, 600, 0.3);
+        keyed_model_test(&a, rbtree::RbTree::new, 11, 50, |i, r| {
+            if i % 3 == 0 {
+                10_000 + i
+            } else {
+                r.gen_range(1..3000)
+            }
+        });
+    }
+
+    /// Small key spaces, so that some inserts hit existing keys.
+    #[test]
+    fn hash_tables_match_reference_model() {
+        let a = args(64, 100, 400, 0.5);
+        let run = keyed_model_test(&a, hashmap::Hashmap::new, 99, 0, |_, r| {
+            r.gen_range(1..2000)
+        });
+        assert_eq!(run.setup_items, 100);
+        keyed_model_test(&a, hashtable::HashTable::new, 5, 0, |_, r| {
+            r.gen_range(1..2000)
+        });
     }
 }
 

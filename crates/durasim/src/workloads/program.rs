@@ -299,6 +299,140 @@ pub fn normal(r: &mut impl Rng) -> f64 {
     (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
 }
 
+// ---- Point programs (ann, kdtree): build an index, then answer queries ---
+
+/// Programs that insert generated points into an index one operation at a
+/// time, then answer generated queries against it (ann, kdtree). Root =
+/// { n, nq, nodes, queries, results, inserted, qdone, seed } (word
+/// offsets below); node i starts with point i's coordinates.
+pub mod points {
+    use super::{alloc_zeroed, check_array, store_f64};
+    use crate::mem::MemRead;
+    use crate::types::Addr;
+    use crate::workloads::{TxCtx, ROOT_OFFSET};
+
+    pub const N: u64 = 0;
+    pub const NQ: u64 = 8;
+    pub const NODES: u64 = 16;
+    pub const QUERIES: u64 = 24;
+    pub const RESULTS: u64 = 32;
+    pub const INSERTED: u64 = 40;
+    pub const QDONE: u64 = 48;
+    pub const SEED: u64 = 56;
+
+    /// One such program's layout and names.
+    pub struct Shape {
+        /// The checker's name for the program and for its points
+        /// ("ann", "vectors").
+        pub name: &'static str,
+        pub noun: &'static str,
+        /// f64 coordinates per point and query.
+        pub dims: u64,
+        pub node_words: u64,
+        pub result_words: u64,
+        /// Queries for `n` points.
+        pub query_count: fn(u64) -> u64,
+    }
+
+    /// What the root of a laid-out program holds.
+    pub struct Root {
+        pub n: u64,
+        pub q: u64,
+        pub nodes: Addr,
+        pub queries: Addr,
+        pub results: Addr,
+        pub inserted: u64,
+        pub done: u64,
+        pub seed: u64,
+    }
+
+    impl Shape {
+        /// Lay out the nodes (each: `points`' coordinates, then whatever
+        /// `init_node(ctx, node)` stores), the `queries` and zeroed
+        /// results, and write the root at `root`: point 0 inserted (the
+        /// index's entry), no query answered. Returns (nodes, queries,
+        /// results).
+        pub fn setup(
+            &self,
+            ctx: &mut TxCtx,
+            root: Addr,
+            seed: u64,
+            (points, queries): (&[f64], &[f64]),
+            mut init_node: impl FnMut(&mut TxCtx, Addr),
+        ) -> (Addr, Addr, Addr) {
+            let (n, q) = (
+                points.len() as u64 / self.dims,
+                queries.len() as u64 / self.dims,
+            );
+            let nodes = ctx.alloc(n * self.node_words * 8);
+            let qs = ctx.alloc(q * self.dims * 8);
+            let results = alloc_zeroed(ctx, q * self.result_words);
+            for i in 0..n {
+                let node = nodes + i * self.node_words * 8;
+                for j in 0..self.dims {
+                    store_f64(ctx, node + j * 8, points[(i * self.dims + j) as usize]);
+                }
+                init_node(ctx, node);
+            }
+            for (i, &x) in queries.iter().enumerate() {
+                store_f64(ctx, qs + i as u64 * 8, x);
+            }
+            for (off, x) in [
+                (N, n),
+                (NQ, q),
+                (NODES, nodes),
+                (QUERIES, qs),
+                (RESULTS, results),
+                (INSERTED, 1),
+                (QDONE, 0),
+                (SEED, seed),
+            ] {
+                ctx.store(root + off, x);
+            }
+            (nodes, qs, results)
+        }
+
+        /// The root of an image, checked as every such checker starts:
+        /// plausible sizes, the arrays inside the heap, and progress that
+        /// answers queries only once every point is inserted.
+        pub fn check_root(&self, img: &dyn MemRead, region_base: Addr) -> Result<Root, String> {
+            let r = region_base + ROOT_OFFSET;
+            let rd = |off| img.read_u64(r + off);
+            let (name, noun) = (self.name, self.noun);
+            let (n, q, inserted, done) = (rd(N), rd(NQ), rd(INSERTED), rd(QDONE));
+            if n == 0 || n > 1 << 32 || q != (self.query_count)(n) {
+                return Err(format!(
+                    "{name}: implausible sizes ({n} {noun}, {q} queries)"
+                ));
+            }
+            let (nodes, queries, results) = (rd(NODES), rd(QUERIES), rd(RESULTS));
+            let arrays = [
+                (nodes, n * self.node_words, "nodes"),
+                (queries, q * self.dims, "queries"),
+                (results, q * self.result_words, "results"),
+            ];
+            for (p, words, what) in arrays {
+                check_array(img, region_base, p, words, &format!("{name} {what}"))?;
+            }
+            if inserted == 0 || inserted > n || (done > 0 && inserted < n) {
+                return Err(format!(
+                    "{name}: progress inconsistent ({inserted} of {n} inserted, {done} queries answered)"
+                ));
+            }
+            Ok(Root {
+                n,
+                q,
+                nodes,
+                queries,
+                results,
+                inserted,
+                done,
+                seed: rd(SEED),
+            })
+        }
+    }
+}
+
 // ---- Label programs (cc, cd): passes over an undirected R-MAT graph ------
 //
 // Root: { n, m, offsets, targets, labels, run, pass, cursor, changes }.

@@ -11,8 +11,8 @@
 
 use super::{
     check_item, check_ptr, heap_bounds, item_bytes_or, item_payload_words, item_version, rng,
-    update_field, write_item, TxCtx, Workload, WorkloadArgs, WorkloadInfo, DEFAULT_ITEM_BYTES,
-    ROOT_OFFSET,
+    update_field, with_item_bytes, write_item, TxCtx, Workload, WorkloadArgs, WorkloadInfo,
+    DEFAULT_ITEM_BYTES, ROOT_OFFSET,
 };
 use crate::mem::MemRead;
 use crate::types::Addr;
@@ -46,9 +46,7 @@ fn build(a: &WorkloadArgs) -> Box<dyn Workload> {
 
 impl Queue {
     pub(crate) fn new(a: &WorkloadArgs) -> Self {
-        let mut a = a.clone();
-        a.item_bytes = item_bytes_or(a.item_bytes, DEFAULT_ITEM_BYTES);
-        let a = &a;
+        let a = &with_item_bytes(a, DEFAULT_ITEM_BYTES);
         Queue {
             rng: rng(a.seed),
             root: a.region_base + ROOT_OFFSET,

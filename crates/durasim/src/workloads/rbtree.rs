@@ -9,13 +9,12 @@
 //! right, parent, color } so the item is line-aligned. Null is 0.
 
 use super::{
-    check_item, check_ptr, heap_bounds, item_bytes_or, item_payload_words, item_version,
-    random_key, rng, update_field, write_item, TxCtx, Workload, WorkloadArgs, WorkloadInfo,
-    DEFAULT_ITEM_BYTES, ROOT_OFFSET,
+    check_item, check_ptr, heap_bounds, item_bytes_or, item_payload_words, item_version, keyed_tx,
+    random_key, rng, update_field, with_item_bytes, write_item, TxCtx, Workload, WorkloadArgs,
+    WorkloadInfo, DEFAULT_ITEM_BYTES, ROOT_OFFSET,
 };
 use crate::mem::MemRead;
 use crate::types::Addr;
-use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 pub static INFO: WorkloadInfo = WorkloadInfo {
@@ -55,9 +54,7 @@ fn build(a: &WorkloadArgs) -> Box<dyn Workload> {
 
 impl RbTree {
     pub(crate) fn new(a: &WorkloadArgs) -> Self {
-        let mut a = a.clone();
-        a.item_bytes = item_bytes_or(a.item_bytes, DEFAULT_ITEM_BYTES);
-        let a = &a;
+        let a = &with_item_bytes(a, DEFAULT_ITEM_BYTES);
         RbTree {
             rng: rng(a.seed),
             keys_dist: super::KeyChooser::new(a.key_dist.or(super::KeyDist::Uniform)),
@@ -193,6 +190,8 @@ impl RbTree {
     }
 }
 
+super::keyed_map!(RbTree);
+
 impl Workload for RbTree {
     fn setup(&mut self, ctx: &mut TxCtx) {
         ctx.init_region();
@@ -205,13 +204,7 @@ impl Workload for RbTree {
     }
 
     fn run_tx(&mut self, ctx: &mut TxCtx) {
-        if !self.keys.is_empty() && self.rng.gen_bool(self.a.update_ratio) {
-            let key = self.keys[self.keys_dist.index(&mut self.rng, self.keys.len())];
-            self.update(ctx, key);
-        } else {
-            let key = self.keys_dist.key(&mut self.rng, self.a.key_space);
-            self.insert(ctx, key);
-        }
+        keyed_tx(self, ctx);
     }
 }
 
@@ -330,46 +323,8 @@ fn check(img: &dyn MemRead, region_base: Addr, item_bytes: u64) -> Result<u64, S
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mem::{MemWrite, SparseImage};
+    use crate::mem::MemWrite;
     use crate::workloads::testutil::*;
-    use std::collections::BTreeMap;
-
-    #[test]
-    fn matches_reference_model() {
-        let a = args(64, 50, 600, 0.5);
-        let mut img = SparseImage::new();
-        let mut t = RbTree::new(&a);
-        with_ctx(&mut img, false, |ctx| t.setup(ctx));
-        let mut model = BTreeMap::new();
-        walk(&img, BASE, 64, |k, v| {
-            model.insert(k, v);
-        })
-        .unwrap();
-        let mut r = rng(11);
-        for i in 0..600u64 {
-            let (key, v) = if r.gen_bool(0.3) {
-                let key = t.keys[r.gen_range(0..t.keys.len())];
-                (key, with_ctx(&mut img, true, |ctx| t.update(ctx, key)).0)
-            } else {
-                // Ascending runs stress rotations; small key space gives
-                // insert-of-existing-key hits.
-                let key = if i % 3 == 0 {
-                    10_000 + i
-                } else {
-                    r.gen_range(1..3000)
-                };
-                (key, with_ctx(&mut img, true, |ctx| t.insert(ctx, key)).0)
-            };
-            assert_eq!(v, model.get(&key).map_or(0, |v| v + 1));
-            model.insert(key, v);
-            if i % 50 == 0 {
-                check(&img, BASE, 64).unwrap();
-            }
-        }
-        let mut got = Vec::new();
-        walk(&img, BASE, 64, |k, v| got.push((k, v))).unwrap();
-        assert_eq!(got, model.into_iter().collect::<Vec<_>>());
-    }
 
     #[test]
     fn checker_passes_and_detects_corruption() {

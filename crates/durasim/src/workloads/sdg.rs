@@ -22,8 +22,8 @@
 //! degree } (16 B); edge node = { item (item_bytes) | next }.
 
 use super::{
-    check_item, check_ptr, heap_bounds, item_bytes_or, rng, write_item, TxCtx, Workload,
-    WorkloadArgs, WorkloadInfo, DEFAULT_ITEM_BYTES, ROOT_OFFSET,
+    check_item, check_ptr, heap_bounds, item_bytes_or, rng, with_item_bytes, write_item, TxCtx,
+    Workload, WorkloadArgs, WorkloadInfo, DEFAULT_ITEM_BYTES, ROOT_OFFSET,
 };
 use crate::mem::MemRead;
 use crate::types::Addr;
@@ -107,8 +107,7 @@ fn node_bytes(ib: u64) -> u64 {
 }
 
 fn build(a: &WorkloadArgs) -> Box<dyn Workload> {
-    let mut a = a.clone();
-    a.item_bytes = item_bytes_or(a.item_bytes, DEFAULT_ITEM_BYTES);
+    let a = with_item_bytes(a, DEFAULT_ITEM_BYTES);
     Box::new(Sdg {
         root: a.region_base + ROOT_OFFSET,
         vertices: 0,

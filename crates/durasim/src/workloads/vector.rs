@@ -5,8 +5,8 @@
 //! Layout: root = { len, capacity, items_ptr }; items are contiguous.
 
 use super::{
-    check_item, item_bytes_or, item_payload_words, random_key, rng, update_field, write_item,
-    TxCtx, Workload, WorkloadArgs, WorkloadInfo, DEFAULT_ITEM_BYTES, ROOT_OFFSET,
+    check_item, item_bytes_or, item_payload_words, random_key, rng, update_field, with_item_bytes,
+    write_item, TxCtx, Workload, WorkloadArgs, WorkloadInfo, DEFAULT_ITEM_BYTES, ROOT_OFFSET,
 };
 use crate::mem::MemRead;
 use crate::types::Addr;
@@ -34,8 +34,7 @@ struct Vector {
 }
 
 fn build(a: &WorkloadArgs) -> Box<dyn Workload> {
-    let mut a = a.clone();
-    a.item_bytes = item_bytes_or(a.item_bytes, DEFAULT_ITEM_BYTES);
+    let a = with_item_bytes(a, DEFAULT_ITEM_BYTES);
     Box::new(Vector {
         rng: rng(a.seed),
         keys_dist: super::KeyChooser::new(a.key_dist.or(super::KeyDist::Uniform)),

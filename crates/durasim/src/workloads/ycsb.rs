@@ -19,7 +19,7 @@
 
 use super::{
     check_item, check_ptr, heap_bounds, item_bytes_or, item_version, mix64, rng, update_field,
-    write_item, KeyDist, TxCtx, Workload, WorkloadArgs, WorkloadInfo, ROOT_OFFSET,
+    with_item_bytes, write_item, KeyDist, TxCtx, Workload, WorkloadArgs, WorkloadInfo, ROOT_OFFSET,
 };
 use crate::mem::MemRead;
 use crate::types::Addr;
@@ -143,9 +143,7 @@ fn build(a: &WorkloadArgs) -> Box<dyn Workload> {
 
 impl Ycsb {
     pub(crate) fn new(a: &WorkloadArgs) -> Self {
-        let mut a = a.clone();
-        a.item_bytes = item_bytes_or(a.item_bytes, DEFAULT_RECORD_BYTES);
-        let a = &a;
+        let a = &with_item_bytes(a, DEFAULT_RECORD_BYTES);
         Ycsb {
             rng: rng(a.seed),
             zipf: Zipfian::new(a.initial_items, ZIPFIAN_CONSTANT),
