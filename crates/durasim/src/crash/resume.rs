@@ -72,6 +72,8 @@ pub type NewScanFn = fn(&Params, &Layout) -> Box<dyn ResumableScan>;
 pub fn for_scheme(name: &str) -> Option<NewScanFn> {
     match name {
         "opt-redo" => Some(crate::schemes::redo::new_scan),
+        "fwb" => Some(crate::schemes::logging::fwb::new_scan),
+        "fwb-unsafe" => Some(crate::schemes::logging::fwb::new_scan_unsafe),
         _ => None,
     }
 }
