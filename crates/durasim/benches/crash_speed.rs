@@ -7,7 +7,8 @@
 //! the number of points it checks, so criterion's elements/s is points/s
 //! including the simulation (the CLI's `points_per_second` excludes it).
 //! Run: `cargo bench -p durasim --bench crash_speed` (one scheme:
-//! `... --bench crash_speed -- osp`).
+//! `... --bench crash_speed -- osp`). `crash_resume` compares resumed
+//! recovery scans with from-scratch recovery at every point.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use durasim::crash::{self, CrashOptions};
@@ -53,5 +54,30 @@ fn crash_speed(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, crash_speed);
+/// Resumed recovery scans (crash/resume.rs) against from-scratch recovery
+/// of every point, on a run whose live log grows (opt-redo, 500 tx): the
+/// gap widens with the run.
+fn crash_resume(c: &mut Criterion) {
+    let mut g = c.benchmark_group("crash_resume");
+    g.sample_size(10);
+    for scheme in ["opt-redo", "fwb"] {
+        let mut s = spec(scheme);
+        s.tx = 500;
+        for resume in [true, false] {
+            let opts = CrashOptions {
+                resume_scans: resume,
+                ..CrashOptions::default()
+            };
+            let probe = crash::crashtest(s.clone(), &opts, &mut |_, _| {}).expect("crashtest");
+            g.throughput(Throughput::Elements(probe.crash_points_tested));
+            let name = if resume { "resumed" } else { "from_scratch" };
+            g.bench_function(format!("btree_{scheme}_2threads_500tx_{name}"), |b| {
+                b.iter(|| crash::crashtest(s.clone(), &opts, &mut |_, _| {}).expect("crashtest"))
+            });
+        }
+    }
+    g.finish();
+}
+
+criterion_group!(benches, crash_speed, crash_resume);
 criterion_main!(benches);

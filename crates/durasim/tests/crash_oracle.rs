@@ -402,12 +402,15 @@ fn every_registered_scheme_survives_every_crash_point() {
             s.seed = 11;
             // Differential check of the dedup: every reused point is also
             // recovered from scratch and the images compared.
+            // ... and every resumed point too (crash/resume.rs).
             let opts = CrashOptions {
                 verify_dedup: hoop_paper,
+                verify_resume: hoop_paper,
                 ..CrashOptions::default()
             };
             let r = crash::crashtest(s, &opts, &mut |_, _| {}).unwrap();
             assert_eq!(r.dedup_mismatches, 0, "{} x {}", info.name, w.name);
+            assert_eq!(r.resume_mismatches, 0, "{} x {}", info.name, w.name);
             assert_eq!(
                 r.violations,
                 0,

@@ -257,6 +257,8 @@ pub fn crashtest_checkpoints(
         background_by_kind: Vec::new(),
         deduplicated_points: 0,
         dedup_mismatches: counts.mismatches,
+        resumed_points: 0,
+        resume_mismatches: 0,
         recovery_reruns_elided: counts.elided,
         host_threads,
         violations: clean + torn_v,

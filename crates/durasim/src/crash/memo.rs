@@ -91,22 +91,28 @@ impl Writes {
 
     /// A hash of the writes' addresses and bytes: a function of the crash
     /// image alone (recovery is deterministic), so it seeds the choice of
-    /// recovery crash points identically for identical recoveries.
+    /// recovery crash points identically for identical recoveries. A sum of
+    /// per-piece hashes (and the count), so a resumed recovery
+    /// (crash/resume.rs) keeps it up to date as writes are added anywhere
+    /// in the sequence without re-hashing the whole recovery.
     pub fn digest(&self) -> u64 {
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        let mut mix = |x: u64| {
-            h = (h ^ x).wrapping_mul(0x0000_0100_0000_01b3).rotate_left(23);
-        };
-        for &(a, _, len) in &self.chunks {
-            mix(a);
-            mix(len as u64);
+        let sum = self
+            .pieces(self.len())
+            .fold(0u64, |acc, (a, d)| acc.wrapping_add(piece_hash(a, d)));
+        digest_of(sum, self.len())
+    }
+
+    pub fn clear(&mut self) {
+        self.chunks.clear();
+        self.arena.clear();
+        self.words.clear();
+    }
+
+    /// Append all of `other`'s writes.
+    pub fn extend_from(&mut self, other: &Writes) {
+        for (a, d) in other.pieces(other.len()) {
+            self.push(a, d);
         }
-        for c in self.arena.chunks(8) {
-            let mut b = [0u8; 8];
-            b[..c.len()].copy_from_slice(c);
-            mix(u64::from_le_bytes(b));
-        }
-        h
     }
 
     /// The first `m` writes as (word, value, byte mask), one per word,
@@ -116,11 +122,32 @@ impl Writes {
     }
 
     /// The first `m` writes as (address, bytes).
-    fn pieces(&self, m: usize) -> impl Iterator<Item = (Addr, &[u8])> {
+    pub(crate) fn pieces(&self, m: usize) -> impl Iterator<Item = (Addr, &[u8])> {
         self.chunks[..m]
             .iter()
             .map(|&(a, off, len)| (a, &self.arena[off as usize..off as usize + len as usize]))
     }
+}
+
+/// The hash of one 64 B (or shorter) piece of a recovery write.
+pub(crate) fn piece_hash(addr: Addr, data: &[u8]) -> u64 {
+    let mut h = addr.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ data.len() as u64;
+    for c in data.chunks(8) {
+        let mut b = [0u8; 8];
+        b[..c.len()].copy_from_slice(c);
+        h = (h ^ u64::from_le_bytes(b))
+            .wrapping_mul(0x0000_0100_0000_01b3)
+            .rotate_left(23);
+    }
+    h ^ (h >> 31)
+}
+
+/// [`Writes::digest`] from the sum of its pieces' hashes and their count.
+pub(crate) fn digest_of(sum: u64, pieces: usize) -> u64 {
+    let mut h = sum ^ (pieces as u64).wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^ (h >> 33)
 }
 
 /// Writes `(address, bytes)` in order as (word, value, byte mask), one per

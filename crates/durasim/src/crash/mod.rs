@@ -15,6 +15,7 @@ pub mod epochs;
 pub mod memo;
 pub mod oracle;
 pub mod points;
+pub mod resume;
 pub mod war;
 
 use crate::engine::{Engine, RunSpec};
@@ -55,6 +56,15 @@ pub struct CrashOptions {
     /// recover from scratch and count images that differ
     /// (`CrashReport::dedup_mismatches`, must stay 0).
     pub verify_dedup: bool,
+    /// Resume the previous point's recovery scan for schemes whose
+    /// recovery is resumable ([`resume`]). Exact; needs `dedup_recoveries`
+    /// (crashes inside the replayed records are proven, not re-run).
+    pub resume_scans: bool,
+    /// Differential check of [`resume`] (tests, CI): every resumed point
+    /// is also recovered and checked from scratch; any difference in the
+    /// image, the write count or digest, or the verdict and report counts
+    /// `CrashReport::resume_mismatches` (must stay 0).
+    pub verify_resume: bool,
 }
 
 impl Default for CrashOptions {
@@ -67,6 +77,8 @@ impl Default for CrashOptions {
             dedup_recoveries: true,
             host_threads: 0,
             verify_dedup: false,
+            resume_scans: true,
+            verify_resume: false,
         }
     }
 }
@@ -174,6 +186,12 @@ pub struct CrashReport {
     /// With `verify_dedup`: reused points whose from-scratch recovery gave
     /// a different image (a dedup bug; 0).
     pub dedup_mismatches: u64,
+    /// Crash images recovered by resuming the previous point's scan
+    /// ([`resume`]) instead of from scratch.
+    pub resumed_points: u64,
+    /// With `verify_resume`: resumed points whose from-scratch recovery or
+    /// check differed (a bug; 0).
+    pub resume_mismatches: u64,
     /// The points tested with their verdicts (true = passed), in order
     /// (clean and torn images, for determinism checks).
     pub verdicts: Vec<(u64, Option<u8>, bool)>,
@@ -217,6 +235,7 @@ impl CrashReport {
             "recovery_modeled_ns_max": self.recovery_modeled_ns_max,
             "deduplicated_points": self.deduplicated_points,
             "recovery_reruns_elided": self.recovery_reruns_elided,
+            "resumed_points": self.resumed_points,
             "host_threads": self.host_threads,
         })
     }
@@ -406,6 +425,8 @@ struct Tally {
     dedup_mismatches: u64,
     /// Recovery crash points proven identical without a re-run ([`war`]).
     reruns_elided: u64,
+    resumed: u64,
+    resume_mismatches: u64,
     verdicts: Vec<(u64, Option<u8>, bool)>,
 }
 
@@ -438,6 +459,8 @@ impl Tally {
         self.dedup_hits += o.dedup_hits;
         self.dedup_mismatches += o.dedup_mismatches;
         self.reruns_elided += o.reruns_elided;
+        self.resumed += o.resumed;
+        self.resume_mismatches += o.resume_mismatches;
         self.verdicts.extend(o.verdicts);
     }
 }
@@ -459,6 +482,8 @@ struct Shared<'a> {
     per_thread: &'a [Vec<crate::engine::TxRecord>],
     background: &'a [std::ops::Range<u64>],
     background_kinds: &'a [&'static str],
+    /// The scheme's resumable recovery, when used ([`resume`]).
+    resume: Option<resume::NewScanFn>,
 }
 
 /// A worker's state across the points of its chunk.
@@ -467,6 +492,29 @@ struct Worker<'a> {
     scratch: Scratch,
     memo: Option<Memo>,
     undo: Vec<(Addr, u64)>,
+    /// The resumed recovery's scan state ([`resume`]); the recovered
+    /// image is the oracle's view.
+    fast: Option<Fast>,
+    /// Resuming was found unusable here (home writes met the scan's
+    /// reads): every later point of the chunk recovers from scratch.
+    fast_off: bool,
+}
+
+/// A worker's resumable scan, valid for the crash image of `at` events.
+struct Fast {
+    scan: Box<dyn resume::ResumableScan>,
+    at: u64,
+    /// Bytes every cursor read before its last mark.
+    stable: resume::RangeSet,
+    /// Per cursor: bytes read after its last mark (where it stopped).
+    frontier: Vec<resume::RangeSet>,
+    /// Cursors whose frontier an event touched since they last ran.
+    dirty: Vec<bool>,
+    /// Bytes recovery's home writes cover (must not meet a read).
+    homes: resume::RangeSet,
+    home_pieces: usize,
+    /// Sum of the home pieces' hashes ([`memo::Writes::digest`]).
+    home_sum: u64,
 }
 
 #[derive(Default)]
@@ -546,6 +594,11 @@ pub fn crashtest_with(
         per_thread: &history.per_thread,
         background: &history.background,
         background_kinds: &history.background_kinds,
+        resume: resume::for_scheme(info.name)
+            .filter(|_| opts.resume_scans && opts.dedup_recoveries)
+            // Only the registered entry: a test-only scheme of the same
+            // name has its own recovery.
+            .filter(|_| schemes::find(info.name).is_ok_and(|r| std::ptr::eq(r, info))),
     };
     // Contiguous chunks, a few per host thread (load balance); a worker
     // starts cold (oracle advanced from point 0, no memo), which costs time
@@ -627,6 +680,8 @@ pub fn crashtest_with(
         recovery_modeled_ns_max: tally.rec_ns_max,
         deduplicated_points: tally.dedup_hits,
         dedup_mismatches: tally.dedup_mismatches,
+        resumed_points: tally.resumed,
+        resume_mismatches: tally.resume_mismatches,
         recovery_reruns_elided: tally.reruns_elided,
         host_threads,
         verdicts: tally.verdicts,
@@ -653,6 +708,8 @@ fn check_chunk(
         scratch: Scratch::default(),
         memo: None,
         undo: Vec::new(),
+        fast: None,
+        fast_off: false,
     };
     let mut tally = Tally {
         verdicts: Vec::with_capacity(pts.len()),
@@ -669,6 +726,29 @@ fn check_chunk(
         }
     };
     for &k in pts {
+        // Events since the scan's point: one that touches what a cursor
+        // read before its mark invalidates the scan; one on a frontier
+        // makes that cursor resume.
+        if let Some(f) = w.fast.as_mut() {
+            let mut keep = true;
+            while f.at < k && keep {
+                let e = &sh.events[f.at as usize];
+                let len = e.len as u64;
+                if f.stable.overlaps(e.addr, len) {
+                    keep = false;
+                }
+                for (c, fr) in f.frontier.iter().enumerate() {
+                    if fr.overlaps(e.addr, len) {
+                        f.dirty[c] = true;
+                    }
+                }
+                f.at += 1;
+            }
+            if !keep {
+                w.fast = None;
+                w.oracle.view_drop();
+            }
+        }
         w.oracle.advance(k, sh.log);
         let mask = if k < sh.n {
             sh.single_mask.or_else(|| {
@@ -739,6 +819,316 @@ fn guarded<T, E: std::fmt::Display>(
 /// Recover one crash image (the worker's oracle image, with the write in
 /// flight torn by `mask`) and check it; returns whether it passed.
 fn check_image(sh: &Shared, w: &mut Worker, tally: &mut Tally, k: u64, mask: Option<u8>) -> bool {
+    if mask.is_none() && sh.resume.is_some() && !w.fast_off {
+        if !sh.opts.verify_resume {
+            if let Some(ok) = check_resumed(sh, w, tally, k) {
+                return ok;
+            }
+        } else {
+            // Both paths on fresh tallies, compared, then merged.
+            let mut fast = Tally::default();
+            if let Some(ok) = check_resumed(sh, w, &mut fast, k) {
+                let mut scratch = Tally::default();
+                let ok2 = check_scratch(sh, w, &mut scratch, k, None);
+                w.memo = None;
+                let same = ok == ok2
+                    && fast.first == scratch.first
+                    && fast.recovery_crashes == scratch.recovery_crashes
+                    && fast.recovery_crash == scratch.recovery_crash
+                    && fast.rec_bytes == scratch.rec_bytes
+                    && fast.rec_ns_max == scratch.rec_ns_max
+                    && same_as_resumed(sh, w);
+                if !same {
+                    tally.resume_mismatches += 1;
+                }
+                // Merging keeps an earlier first violation.
+                tally.merge(fast);
+                return ok;
+            }
+        }
+    }
+    check_scratch(sh, w, tally, k, mask)
+}
+
+/// Whether a from-scratch recovery of the current crash image writes the
+/// image the resumed recovery keeps (with its finish writes), with the
+/// same number of writes and the same digest.
+fn same_as_resumed(sh: &Shared, w: &Worker) -> bool {
+    let (Some(f), Some(view)) = (w.fast.as_ref(), w.oracle.view()) else {
+        return false;
+    };
+    let mut rec = Recorder::new(Overlay::new(&w.oracle.cur));
+    if (sh.info.recover)(&mut rec, sh.params, sh.layout).is_err() {
+        return false;
+    }
+    let mut fin = Writes::default();
+    f.scan.finish(&mut |a, d| fin.push(a, d));
+    let mut img = Overlay::new(&view.img);
+    fin.replay_onto(fin.len(), &mut img);
+    let nw = f.home_pieces + fin.len();
+    let digest = memo::digest_of(
+        fin.pieces(fin.len()).fold(f.home_sum, |acc, (a, d)| {
+            acc.wrapping_add(memo::piece_hash(a, d))
+        }),
+        nw,
+    );
+    if rec.writes() != nw || rec.writes.digest() != digest {
+        return false;
+    }
+    let mut fast_words: Vec<Addr> = view.covered_words().collect();
+    fast_words.extend_from_slice(fin.sort_words());
+    fast_words.sort_unstable();
+    fast_words.dedup();
+    let words = rec.words_sorted().to_vec();
+    first_difference(&img, &fast_words, &rec, &words, Addr::MAX).is_none()
+}
+
+/// Recover crash point `k` (untorn) by resuming the worker's scan
+/// ([`resume`]) and check it. `None`: the scan could not be used (a
+/// recovery error or panic, or home writes that meet the scan's reads);
+/// the state is dropped and the caller recovers from scratch.
+fn check_resumed(sh: &Shared, w: &mut Worker, tally: &mut Tally, k: u64) -> Option<bool> {
+    let new_scan = sh.resume?;
+    if w.fast.is_none() {
+        w.oracle.view_start();
+        let scan = new_scan(sh.params, sh.layout);
+        let n = scan.cursors();
+        w.fast = Some(Fast {
+            scan,
+            at: k,
+            stable: Default::default(),
+            frontier: vec![Default::default(); n],
+            dirty: vec![true; n],
+            homes: Default::default(),
+            home_pieces: 0,
+            home_sum: 0,
+        });
+    }
+    let Worker {
+        oracle,
+        scratch,
+        fast,
+        fast_off,
+        ..
+    } = w;
+    let f = fast.as_mut().expect("just set");
+    debug_assert_eq!(f.at, k);
+    let fail = |fast: &mut Option<Fast>, oracle: &mut Oracle| {
+        *fast = None;
+        oracle.view_drop();
+        None
+    };
+    // Resume the cursors whose frontier changed (all of them when new).
+    for c in 0..f.frontier.len() {
+        if !f.dirty[c] {
+            continue;
+        }
+        f.dirty[c] = false;
+        let mut io = FastIo {
+            img: &oracle.cur,
+            reads: Default::default(),
+            homes: Writes::default(),
+            mark: (0, 0),
+        };
+        let scan = &mut f.scan;
+        if guarded(|| scan.resume(c, &mut io)).is_err() {
+            return fail(fast, oracle);
+        }
+        let reads = io.reads.into_inner();
+        let (mr, mh) = io.mark;
+        f.frontier[c].clear();
+        for &(s, e) in &reads[..mr] {
+            f.stable.insert(s, e);
+        }
+        for &(s, e) in &reads[mr..] {
+            f.frontier[c].insert(s, e);
+        }
+        let mut met = reads.iter().any(|&(s, e)| f.homes.overlaps(s, e - s));
+        for (a, d) in io.homes.pieces(mh) {
+            let len = d.len() as u64;
+            met |= f.stable.overlaps(a, len) || f.frontier.iter().any(|fr| fr.overlaps(a, len));
+            f.homes.insert(a, a + len);
+            f.home_pieces += 1;
+            f.home_sum = f.home_sum.wrapping_add(memo::piece_hash(a, d));
+            oracle.view_home(a, d);
+        }
+        if met {
+            // Home writes that may change bytes a scan read: the crashed
+            // re-runs inside the replay are no longer provably identical.
+            *fast_off = true;
+            return fail(fast, oracle);
+        }
+    }
+    let oracle: &Oracle = oracle;
+    let view = oracle.view().expect("kept with the scan");
+    let (info, params, layout) = (sh.info, sh.params, sh.layout);
+    // The finish writes over the kept image; the first one that changes a
+    // byte some read saw bounds the proven re-runs (all reads come before
+    // every write in the from-scratch recovery).
+    let mut fin = Writes::default();
+    f.scan.finish(&mut |a, d| fin.push(a, d));
+    let report = f.scan.report(params);
+    let mut img = Overlay::new(&view.img);
+    let mut proven = usize::MAX;
+    let mut old = [0u8; crate::types::LINE_BYTES as usize];
+    for (i, (a, d)) in fin.pieces(fin.len()).enumerate() {
+        let len = d.len() as u64;
+        img.read_bytes(a, &mut old[..d.len()]);
+        if proven == usize::MAX
+            && old[..d.len()] != *d
+            && (f.stable.overlaps(a, len) || f.frontier.iter().any(|fr| fr.overlaps(a, len)))
+        {
+            proven = f.home_pieces + i;
+        }
+        img.write_bytes(a, d);
+    }
+    let nw = f.home_pieces + fin.len();
+    let digest = memo::digest_of(
+        fin.pieces(fin.len()).fold(f.home_sum, |acc, (a, d)| {
+            acc.wrapping_add(memo::piece_hash(a, d))
+        }),
+        nw,
+    );
+    fin.sort_words();
+    tally.rec_runs += 1;
+    tally.rec_bytes += report.bytes_written as f64;
+    tally.rec_ns_max = tally.rec_ns_max.max(report.modeled_ns);
+    tally.resumed += 1;
+    let mut ok = check_recovered_with(sh, oracle, scratch, tally, k, None, &img, &fin.words, true);
+    let key = digest.wrapping_mul(2);
+    for m in points::recovery_points(sh.spec.seed, key, nw, sh.opts.recovery_crashes) {
+        tally.recovery_crashes += 1;
+        if m <= proven {
+            tally.reruns_elided += 1;
+            continue;
+        }
+        // proven >= the home writes: the crash fell among the finish
+        // writes, so the crashed image is the kept one plus some of them.
+        let mut ov = Overlay::new(&view.img);
+        fin.replay_onto(m - f.home_pieces, &mut ov);
+        let mut rec2 = Recorder::new(ov);
+        let res = guarded(|| (info.recover)(&mut rec2, params, layout));
+        // Both images are the kept one with writes over it: they can only
+        // differ where the finish writes or the re-run wrote.
+        if let Some(v) =
+            rerun_violation(sh, oracle, k, None, m, nw, res, &img, &fin.words, &mut rec2)
+        {
+            ok = false;
+            tally.recovery_crash += 1;
+            tally.add(v);
+            break;
+        }
+    }
+    Some(ok)
+}
+
+/// A [`resume::ScanIo`] over the crash image that records the reads and
+/// keeps home writes, with the position of the last mark.
+struct FastIo<'a> {
+    img: &'a SparseImage,
+    reads: std::cell::RefCell<Vec<(Addr, Addr)>>,
+    homes: Writes,
+    /// Reads and home writes before the last mark.
+    mark: (usize, usize),
+}
+
+impl FastIo<'_> {
+    fn note(&self, start: Addr, end: Addr) {
+        if end <= start {
+            return;
+        }
+        let mut r = self.reads.borrow_mut();
+        // Extend the last range (never across the mark).
+        if r.len() > self.mark.0 {
+            if let Some(last) = r.last_mut() {
+                if start >= last.0 && start <= last.1 {
+                    last.1 = last.1.max(end);
+                    return;
+                }
+            }
+        }
+        r.push((start, end));
+    }
+}
+
+impl MemRead for FastIo<'_> {
+    fn read_bytes(&self, addr: Addr, buf: &mut [u8]) {
+        self.note(addr, addr + buf.len() as u64);
+        self.img.read_bytes(addr, buf);
+    }
+
+    fn zeros_until(&self, addr: Addr, end: Addr) -> Addr {
+        let z = self.img.zeros_until(addr, end);
+        self.note(addr, z);
+        z
+    }
+}
+
+impl resume::ScanIo for FastIo<'_> {
+    fn home(&mut self, addr: Addr, data: &[u8]) {
+        self.homes.push(addr, data);
+    }
+
+    fn mark(&mut self) {
+        self.mark = (self.reads.get_mut().len(), self.homes.len());
+    }
+}
+
+/// The violation of a recovery crashed after `m` of its `total` writes and
+/// re-run (`res`, writes recorded by `rec2`), compared with the
+/// uninterrupted recovery `first` (sorted words written `first_words`;
+/// both images share a base, so only written words can differ).
+#[allow(clippy::too_many_arguments)]
+fn rerun_violation<W: MemWrite>(
+    sh: &Shared,
+    oracle: &Oracle,
+    k: u64,
+    mask: Option<u8>,
+    m: usize,
+    total: usize,
+    res: std::result::Result<crate::schemes::RecoveryReport, String>,
+    first: &dyn MemRead,
+    first_words: &[Addr],
+    rec2: &mut Recorder<W>,
+) -> Option<Violation> {
+    let diff = match res {
+        Err(e) => Some((None, format!("the second recovery failed: {e}"))),
+        Ok(_) => {
+            let w2 = rec2.words_sorted().to_vec();
+            first_difference(first, first_words, rec2, &w2, sh.layout.home_limit).map(
+                |(a, want, got)| {
+                    (
+                        Some((a, want, got)),
+                        format!(
+                            "home image differs from the uninterrupted recovery at {a:#x}: expected {want:#018x}, found {got:#018x}"
+                        ),
+                    )
+                },
+            )
+        }
+    };
+    let (at, msg) = diff?;
+    let torn_note = mask
+        .map(|m| format!(" with the write in flight torn (mask {m:#04x})"))
+        .unwrap_or_default();
+    Some(Violation {
+        kind: ViolationKind::RecoveryCrash,
+        point: k,
+        tear_mask: mask,
+        recovery_writes_persisted: Some(m),
+        thread: at.and_then(|(a, _, _)| oracle.thread_of(a)),
+        addr: at.map(|x| x.0),
+        expected: at.map(|x| x.1),
+        found: at.map(|x| x.2),
+        message: format!(
+            "crash point {k}{torn_note}, then a crash after {m} of recovery's {total} writes: {msg}"
+        ),
+        replay: replay_line(sh.spec, sh.opts, k, mask),
+    })
+}
+
+/// Recover one crash image from scratch and check it.
+fn check_scratch(sh: &Shared, w: &mut Worker, tally: &mut Tally, k: u64, mask: Option<u8>) -> bool {
     let memoize = sh.opts.dedup_recoveries && mask.is_none();
     let Worker {
         oracle,
@@ -854,40 +1244,21 @@ fn check_image(sh: &Shared, w: &mut Worker, tally: &mut Tally, k: u64, mask: Opt
         let res = guarded(|| (info.recover)(&mut rec2, params, layout));
         let (mut rec2, reads2, _) = rec2.into_parts();
         reads.extend(&reads2);
-        let diff = match res {
-            Err(e) => Some((None, format!("the second recovery failed: {e}"))),
-            Ok(_) => {
-                let w2 = rec2.words_sorted().to_vec();
-                first_difference(&rec, &rec.writes.words, &rec2, &w2, layout.home_limit).map(
-                    |(a, want, got)| {
-                        (
-                            Some((a, want, got)),
-                            format!(
-                                "home image differs from the uninterrupted recovery at {a:#x}: expected {want:#018x}, found {got:#018x}"
-                            ),
-                        )
-                    },
-                )
-            }
-        };
-        if let Some((at, msg)) = diff {
+        if let Some(v) = rerun_violation(
+            sh,
+            oracle,
+            k,
+            mask,
+            m,
+            rec.writes(),
+            res,
+            &rec,
+            &rec.writes.words,
+            &mut rec2,
+        ) {
             ok = false;
             tally.recovery_crash += 1;
-            tally.add(Violation {
-                kind: ViolationKind::RecoveryCrash,
-                point: k,
-                tear_mask: mask,
-                recovery_writes_persisted: Some(m),
-                thread: at.and_then(|(a, _, _)| oracle.thread_of(a)),
-                addr: at.map(|x| x.0),
-                expected: at.map(|x| x.1),
-                found: at.map(|x| x.2),
-                message: format!(
-                    "crash point {k}{torn_note}, then a crash after {m} of recovery's {} writes: {msg}",
-                    rec.writes()
-                ),
-                replay: replay(),
-            });
+            tally.add(v);
             break;
         }
         reruns.push((m, std::mem::take(&mut rec2.writes)));
@@ -936,6 +1307,24 @@ fn check_recovered(
     rec: &dyn MemRead,
     written: &[Addr],
 ) -> bool {
+    check_recovered_with(sh, oracle, scratch, tally, k, mask, rec, written, false)
+}
+
+/// [`check_recovered`]; `view`: `rec` is the oracle's kept recovered
+/// image ([`oracle::RecView`]) with writes to the sorted words `written`
+/// over it (resumed recovery).
+#[allow(clippy::too_many_arguments)]
+fn check_recovered_with(
+    sh: &Shared,
+    oracle: &Oracle,
+    scratch: &mut Scratch,
+    tally: &mut Tally,
+    k: u64,
+    mask: Option<u8>,
+    rec: &dyn MemRead,
+    written: &[Addr],
+    view: bool,
+) -> bool {
     let replay = || replay_line(sh.spec, sh.opts, k, mask);
     let torn_note = mask
         .map(|m| format!(" with the write in flight torn (mask {m:#04x})"))
@@ -944,7 +1333,7 @@ fn check_recovered(
     let mut ok = true;
     for t in 0..layout.threads {
         let detail = tally.first.is_none();
-        match oracle.check_thread(t, k, rec, written, &mut scratch.extra, detail) {
+        match oracle.check_thread_with(t, k, rec, written, &mut scratch.extra, detail, view) {
             Ok(p) => {
                 if sh.opts.memo_invariants && scratch.inv_memo.contains(&(t, p)) {
                     continue;

@@ -103,6 +103,26 @@ pub struct Oracle<'h> {
     base: Vec<u64>,
     delta: Vec<FxHashSet<Addr>>,
     guarantee: Guarantee,
+    /// A resumed recovery's image, kept across points (crash/resume.rs).
+    view: Option<RecView>,
+}
+
+/// The recovered image of a resumable recovery before its finish writes:
+/// the crash image with recovery's home writes over it, maintained as
+/// events persist (where no home write covers them), with its own delta
+/// against the expected image, so a check costs what changed.
+pub struct RecView {
+    pub img: SparseImage,
+    delta: Vec<FxHashSet<Addr>>,
+    /// Bytes of each word some home write covers (bit i = byte i).
+    cover: FxHashMap<Addr, u8>,
+}
+
+impl RecView {
+    /// The words home writes covered, unsorted.
+    pub fn covered_words(&self) -> impl Iterator<Item = Addr> + '_ {
+        self.cover.keys().copied()
+    }
 }
 
 impl<'h> Oracle<'h> {
@@ -149,6 +169,7 @@ impl<'h> Oracle<'h> {
             expected: FxHashMap::default(),
             base: vec![0; threads],
             delta: vec![FxHashSet::default(); threads],
+            view: None,
             guarantee: Guarantee {
                 durability,
                 ack: per_thread
@@ -185,9 +206,103 @@ impl<'h> Oracle<'h> {
         }
     }
 
+    #[inline]
+    fn refresh_view(&mut self, wa: Addr) {
+        if self.view.is_none() {
+            return;
+        }
+        if let Some(t) = self.thread_of(wa) {
+            let want = self.expected_word(wa);
+            let v = self.view.as_mut().expect("checked");
+            if v.img.read_u64(wa) != want {
+                v.delta[t].insert(wa);
+            } else {
+                v.delta[t].remove(&wa);
+            }
+        }
+    }
+
+    /// Events applied to the crash image so far.
+    pub fn applied(&self) -> u64 {
+        self.applied
+    }
+
+    /// The resumed recovery's image, if one is kept.
+    pub fn view(&self) -> Option<&RecView> {
+        self.view.as_ref()
+    }
+
+    /// Start a recovered image at the current crash image (no home writes).
+    pub fn view_start(&mut self) {
+        self.view = Some(RecView {
+            img: self.cur.clone(),
+            delta: self.delta.clone(),
+            cover: FxHashMap::default(),
+        });
+    }
+
+    pub fn view_drop(&mut self) {
+        self.view = None;
+    }
+
+    /// A home write of the resumed recovery (after every earlier one).
+    pub fn view_home(&mut self, addr: Addr, data: &[u8]) {
+        let Some(v) = self.view.as_mut() else {
+            return;
+        };
+        v.img.write_bytes(addr, data);
+        let end = addr + data.len() as u64;
+        let mut a = addr;
+        while a < end {
+            let wa = a & !(WORD_BYTES - 1);
+            let wend = (wa + WORD_BYTES).min(end);
+            let bits = ((1u16 << (wend - wa)) - (1u16 << (a - wa))) as u8;
+            *v.cover.entry(wa).or_insert(0) |= bits;
+            a = wend;
+        }
+        let mut a = addr & !(WORD_BYTES - 1);
+        while a < end {
+            self.refresh_view(a);
+            a += WORD_BYTES;
+        }
+    }
+
+    /// An event persisted to the crash image: the recovered image takes
+    /// its bytes where no home write covers them (recovery wrote over them).
+    fn view_persist(&mut self, wa: Addr, a: Addr, bytes: &[u8]) {
+        let Some(v) = self.view.as_mut() else {
+            return;
+        };
+        let cov = v.cover.get(&wa).copied().unwrap_or(0);
+        if cov == 0 {
+            v.img.write_bytes(a, bytes);
+        } else {
+            for (i, &b) in bytes.iter().enumerate() {
+                let at = a + i as u64;
+                if cov & (1 << (at - wa)) == 0 {
+                    v.img.write_bytes(at, &[b]);
+                }
+            }
+        }
+        self.refresh_view(wa);
+    }
+
     /// Persist `data` at `addr`, only the words whose bit is set in `mask`
     /// (bit i = word i of the 64 B line). Returns the replaced words.
+    /// The recovered image, if kept, is not touched (torn images are
+    /// recovered from scratch).
     pub fn persist(&mut self, addr: Addr, data: &[u8], mask: u8, undo: &mut Vec<(Addr, u64)>) {
+        self.persist_inner(addr, data, mask, undo, false);
+    }
+
+    fn persist_inner(
+        &mut self,
+        addr: Addr,
+        data: &[u8],
+        mask: u8,
+        undo: &mut Vec<(Addr, u64)>,
+        with_view: bool,
+    ) {
         let end = addr + data.len() as u64;
         let mut a = addr;
         while a < end {
@@ -197,9 +312,12 @@ impl<'h> Oracle<'h> {
             if mask & (1 << bit) != 0 {
                 undo.push((wa, self.cur.read_u64(wa)));
                 let off = (a - addr) as usize;
-                self.cur
-                    .write_bytes(a, &data[off..off + (wend - a) as usize]);
+                let bytes = &data[off..off + (wend - a) as usize];
+                self.cur.write_bytes(a, bytes);
                 self.refresh(wa);
+                if with_view {
+                    self.view_persist(wa, a, bytes);
+                }
             }
             a = wend;
         }
@@ -222,7 +340,7 @@ impl<'h> Oracle<'h> {
         while self.applied < k {
             let ev = &events[self.applied as usize];
             undo.clear();
-            self.persist(ev.addr, log.data(ev), 0xff, &mut undo);
+            self.persist_inner(ev.addr, log.data(ev), 0xff, &mut undo, true);
             self.applied += 1;
         }
         for t in 0..self.layout.threads {
@@ -233,6 +351,7 @@ impl<'h> Oracle<'h> {
                     if self.thread_of(a) == Some(t) {
                         self.expected.insert(a, v);
                         self.refresh(a);
+                        self.refresh_view(a);
                     }
                 }
                 self.base[t] += 1;
@@ -255,6 +374,23 @@ impl<'h> Oracle<'h> {
         written: &[Addr],
         extra: &mut FxHashMap<Addr, u64>,
         detail: bool,
+    ) -> Result<u64, Mismatch> {
+        self.check_thread_with(t, k, rec, written, extra, detail, false)
+    }
+
+    /// [`Oracle::check_thread`] of an image that is the kept recovered
+    /// image ([`RecView`]) with the writes `written` over it (`view`), or
+    /// the crash image with them.
+    #[allow(clippy::too_many_arguments)]
+    pub fn check_thread_with(
+        &self,
+        t: usize,
+        k: u64,
+        rec: &dyn MemRead,
+        written: &[Addr],
+        extra: &mut FxHashMap<Addr, u64>,
+        detail: bool,
+        view: bool,
     ) -> Result<u64, Mismatch> {
         let (lo, hi) = self.guarantee.bounds(t, k);
         debug_assert_eq!(lo, self.base[t]);
@@ -282,7 +418,10 @@ impl<'h> Oracle<'h> {
             // Words that can differ from E_p: delta, recovery writes, and
             // the candidate transactions' write sets.
             let ex: &FxHashMap<Addr, u64> = extra;
-            let delta = &self.delta[t];
+            let delta = match (&self.view, view) {
+                (Some(v), true) => &v.delta[t],
+                _ => &self.delta[t],
+            };
             let want_of = |a: Addr| match ex.get(&a) {
                 Some(&v) => v,
                 None => self.expected_word(a),

@@ -28,6 +28,7 @@ use super::{Durability, Layout, MemCtx, RecoveryReport, Scheme, SchemeInfo, Sche
 use crate::cache::hierarchy::WritebackCause;
 use crate::cache::LineExt;
 use crate::config::{Check, DefaultValue, ParamSpec, Params};
+use crate::crash::resume::{ResumableScan, ScanIo};
 use crate::error::Result;
 use crate::mem::MemWrite;
 use crate::types::{line_of, word_index, write_word, Addr, CoreId, Cycle, LineData, Purpose};
@@ -222,27 +223,73 @@ fn build(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
 }
 
 fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<RecoveryReport> {
-    let ring = Ring::new(p, layout);
-    let (mut read, mut written, mut replayed_tx, mut discarded) = (0u64, 0u64, 0u64, 0u64);
-    let mut cur: Vec<(Addr, LineData)> = Vec::new();
-    let mut new_heads: Vec<u64> = Vec::with_capacity(layout.threads);
-    for c in 0..layout.threads {
-        let h = img.read_line(ring.header_addr(c));
-        read += 1;
-        let hw = [line_word(&h, 0), line_word(&h, 1)];
-        let head = if hw[0] == LOG_HDR_MAGIC && line_word(&h, 2) == csum(&hw, &[]) {
-            hw[1]
-        } else {
-            0
-        };
-        cur.clear();
-        let mut cur_tx = None;
-        let mut new_head = head;
-        let mut seq = head;
-        while seq < head + ring.slots {
+    crate::crash::resume::recover_by_scan(new_scan(p, layout), img, p)
+}
+
+/// Recovery as a resumable scan (crash/resume.rs), one cursor per core:
+/// from the header's head, replay the data records of every transaction
+/// followed by its commit record (valid checksums, consecutive sequence
+/// numbers); then truncate every log (the finish writes). Home lines and
+/// log lines are disjoint, so the home writes never change a byte the scan
+/// read and a crash anywhere in the replay provably re-runs identically
+/// (crash/war.rs).
+pub(crate) fn new_scan(p: &Params, layout: &Layout) -> Box<dyn ResumableScan> {
+    Box::new(RedoScan {
+        ring: Ring::new(p, layout),
+        cores: vec![CoreScan::default(); layout.threads],
+    })
+}
+
+struct RedoScan {
+    ring: Ring,
+    cores: Vec<CoreScan>,
+}
+
+/// One core's log scan, as of its last mark (plus `tail_reads`).
+#[derive(Clone, Default)]
+struct CoreScan {
+    started: bool,
+    head: u64,
+    /// Next slot to read.
+    seq: u64,
+    cur_tx: Option<u64>,
+    /// Data records of the transaction being read (not yet committed).
+    cur: Vec<(Addr, LineData)>,
+    new_head: u64,
+    /// Lines read up to the mark, and after it (where the scan stopped).
+    reads: u64,
+    tail_reads: u64,
+    written: u64,
+    replayed_tx: u64,
+    discarded: u64,
+}
+
+impl ResumableScan for RedoScan {
+    fn cursors(&self) -> usize {
+        self.cores.len()
+    }
+
+    fn resume(&mut self, c: usize, io: &mut dyn ScanIo) -> Result<()> {
+        let ring = self.ring;
+        let s = &mut self.cores[c];
+        s.tail_reads = 0;
+        if !s.started {
+            let h = io.read_line(ring.header_addr(c));
+            let hw = [line_word(&h, 0), line_word(&h, 1)];
+            let head = if hw[0] == LOG_HDR_MAGIC && line_word(&h, 2) == csum(&hw, &[]) {
+                hw[1]
+            } else {
+                0
+            };
+            s.started = true;
+            s.reads += 1;
+            (s.head, s.seq, s.new_head) = (head, head, head);
+            io.mark();
+        }
+        while s.seq < s.head + ring.slots {
+            let seq = s.seq;
             let a = ring.slot_addr(c, seq);
-            let m = img.read_line(a);
-            read += 1;
+            let m = io.read_line(a);
             let w = [
                 line_word(&m, 0),
                 line_word(&m, 1),
@@ -251,59 +298,73 @@ fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<Recove
                 line_word(&m, 4),
             ];
             if w[0] != REC_MAGIC || w[1] != seq {
-                break;
+                s.tail_reads = 1;
+                return Ok(());
             }
             if w[3] == KIND_DATA {
-                let d = img.read_line(a + 64);
-                read += 1;
+                let d = io.read_line(a + 64);
                 if line_word(&m, 5) != csum(&w, &d) {
-                    break;
+                    s.tail_reads = 2;
+                    return Ok(());
                 }
-                if cur_tx != Some(w[2]) {
-                    discarded += cur.len() as u64;
-                    cur.clear();
-                    cur_tx = Some(w[2]);
+                if s.cur_tx != Some(w[2]) {
+                    s.discarded += s.cur.len() as u64;
+                    s.cur.clear();
+                    s.cur_tx = Some(w[2]);
                 }
-                cur.push((w[4], d));
+                s.cur.push((w[4], d));
+                s.reads += 2;
             } else if w[3] == KIND_COMMIT {
                 if line_word(&m, 5) != csum(&w, &[]) {
-                    break;
+                    s.tail_reads = 1;
+                    return Ok(());
                 }
-                if cur_tx == Some(w[2]) && w[4] == cur.len() as u64 {
-                    for (home, d) in &cur {
-                        img.write_bytes(*home, d);
-                        written += 1;
+                if s.cur_tx == Some(w[2]) && w[4] == s.cur.len() as u64 {
+                    for (home, d) in &s.cur {
+                        io.home(*home, d);
+                        s.written += 1;
                     }
-                    replayed_tx += 1;
+                    s.replayed_tx += 1;
                 }
-                cur.clear();
-                cur_tx = None;
-                new_head = seq + 1;
+                s.cur.clear();
+                s.cur_tx = None;
+                s.new_head = seq + 1;
+                s.reads += 1;
             } else {
-                break;
+                s.tail_reads = 1;
+                return Ok(());
             }
-            seq += 1;
+            s.seq += 1;
+            io.mark();
         }
-        discarded += cur.len() as u64;
-        new_heads.push(new_head);
+        Ok(())
     }
-    // Truncate: the replayed records are home now. After every core's
-    // replay (same image, same writes): until then the bytes recovery read
-    // are unchanged, so a crash anywhere in the replay provably re-runs
-    // identically (crash/war.rs) and crash verification need not re-run it.
-    for (c, &new_head) in new_heads.iter().enumerate() {
-        img.write_bytes(ring.header_addr(c), &Ring::header(new_head));
-        written += 1;
+
+    /// Truncate: the replayed records are home now. After every core's
+    /// replay (home lines and log lines are disjoint).
+    fn finish(&self, out: &mut dyn FnMut(Addr, &[u8])) {
+        for (c, s) in self.cores.iter().enumerate() {
+            out(self.ring.header_addr(c), &Ring::header(s.new_head));
+        }
     }
-    Ok(RecoveryReport {
-        bytes_read: read * 64,
-        bytes_written: written * 64,
-        modeled_ns: recovery_ns(p, read, written),
-        details: vec![
-            ("transactions_replayed", replayed_tx as f64),
-            ("uncommitted_records_discarded", discarded as f64),
-        ],
-    })
+
+    fn report(&self, p: &Params) -> RecoveryReport {
+        let sum = |f: fn(&CoreScan) -> u64| self.cores.iter().map(f).sum::<u64>();
+        let read = sum(|s| s.reads + s.tail_reads);
+        let written = sum(|s| s.written) + self.cores.len() as u64;
+        RecoveryReport {
+            bytes_read: read * 64,
+            bytes_written: written * 64,
+            modeled_ns: recovery_ns(p, read, written),
+            details: vec![
+                ("transactions_replayed", sum(|s| s.replayed_tx) as f64),
+                (
+                    "uncommitted_records_discarded",
+                    sum(|s| s.discarded + s.cur.len() as u64) as f64,
+                ),
+            ],
+        }
+    }
 }
 
 impl OptRedo {

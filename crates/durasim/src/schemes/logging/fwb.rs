@@ -47,6 +47,7 @@
 use crate::cache::hierarchy::WritebackCause;
 use crate::cache::LineExt;
 use crate::config::{Check, DefaultValue, ParamSpec, Params};
+use crate::crash::resume::{ResumableScan, ScanIo};
 use crate::error::{Error, Result};
 use crate::mem::MemWrite;
 use crate::schemes::undo::csum;
@@ -750,58 +751,150 @@ pub(crate) fn truncate_after_recovery(img: &mut dyn MemWrite, ring: &Ring, head:
     }
 }
 
-/// Recovery from the log's bytes: redo committed transactions in log order,
-/// undo the others in reverse log order, then move the head to the end.
 fn recover_with(
     img: &mut dyn MemWrite,
     p: &Params,
     layout: &Layout,
     k: &Keys,
 ) -> Result<RecoveryReport> {
-    let ring = Ring::new(layout, p.u64(k.log_bytes));
-    let head = read_head(img, &ring);
-    let mut recs = Vec::new();
-    let mut seq = head;
-    let mut buf = [0u8; ENTRY_BYTES as usize];
-    while seq < head + ring.slots {
-        img.read_bytes(ring.slot_addr(seq), &mut buf);
-        match decode(&ring, seq, &buf) {
-            Some(r) => recs.push(r),
-            None => break,
-        }
-        seq += 1;
-    }
-    let mut committed = rustc_hash::FxHashSet::default();
-    for r in recs.iter().filter(|r| r.kind == TYPE_COMMIT) {
-        committed.insert((r.core, r.txid));
-    }
-    let (mut redone, mut undone) = (0u64, 0u64);
-    for r in recs.iter().filter(|r| r.kind == TYPE_DATA) {
-        if committed.contains(&(r.core, r.txid)) {
-            img.write_u64(r.addr, r.redo);
-            redone += 1;
-        }
-    }
-    for r in recs.iter().rev().filter(|r| r.kind == TYPE_DATA) {
-        if !committed.contains(&(r.core, r.txid)) {
-            img.write_u64(r.addr, r.undo);
-            undone += 1;
-        }
-    }
-    truncate_after_recovery(img, &ring, head, seq);
-    let lines_read = 2 + (seq - head + 1).div_ceil(2);
-    let lines_written = redone + undone + u64::from(seq > head);
-    Ok(RecoveryReport {
-        bytes_read: lines_read * 64,
-        bytes_written: lines_written * 8,
-        modeled_ns: crate::schemes::undo::recovery_ns(p, lines_read, lines_written),
-        details: vec![
-            ("log_records_scanned", (seq - head) as f64),
-            ("words_redone", redone as f64),
-            ("words_undone", undone as f64),
-            ("committed_tx", committed.len() as f64),
-        ],
+    crate::crash::resume::recover_by_scan(scan_with(p, layout, k), img, p)
+}
+
+pub(crate) fn new_scan(p: &Params, layout: &Layout) -> Box<dyn ResumableScan> {
+    scan_with(p, layout, &SAFE)
+}
+
+pub(crate) fn new_scan_unsafe(p: &Params, layout: &Layout) -> Box<dyn ResumableScan> {
+    scan_with(p, layout, &UNSAFE)
+}
+
+fn scan_with(p: &Params, layout: &Layout, k: &Keys) -> Box<dyn ResumableScan> {
+    Box::new(FwbScan {
+        ring: Ring::new(layout, p.u64(k.log_bytes)),
+        started: false,
+        head: 0,
+        newest: 1,
+        seq: 0,
+        pending: Vec::new(),
+        committed: Default::default(),
+        redone: 0,
     })
+}
+
+/// Recovery from the log's bytes as a resumable scan (crash/resume.rs, one
+/// cursor: the ring): from the head, each transaction's data entries are
+/// redone when its commit entry is read (in commit order; entries of a
+/// committed transaction read after its commit entry, immediately), and the
+/// finish undoes the entries of transactions never committed in reverse
+/// log order, then moves the head to the end. Redo in commit order equals
+/// the former log order on every run (threads write disjoint words, and a
+/// thread's transactions commit in log order) and lets the scan emit its
+/// home writes as it goes.
+struct FwbScan {
+    ring: Ring,
+    started: bool,
+    head: u64,
+    /// The header slot holding the head (the other one gets the new head).
+    newest: u64,
+    /// Next entry to read.
+    seq: u64,
+    /// Data entries of transactions without a commit entry, in log order.
+    pending: Vec<Record>,
+    committed: rustc_hash::FxHashSet<(u64, u32)>,
+    redone: u64,
+}
+
+impl ResumableScan for FwbScan {
+    fn cursors(&self) -> usize {
+        1
+    }
+
+    fn resume(&mut self, _c: usize, io: &mut dyn ScanIo) -> Result<()> {
+        let ring = self.ring;
+        if !self.started {
+            // The head from the valid header with the larger head (0 if
+            // none), and the slot that holds it.
+            let valid: Vec<Option<u64>> = (0..2)
+                .map(|i| {
+                    let a = ring.header_addr(i);
+                    let (m, h, c) = (io.read_u64(a), io.read_u64(a + 8), io.read_u64(a + 16));
+                    (m == HDR_MAGIC && c == csum(&[HDR_MAGIC, h], &[])).then_some(h)
+                })
+                .collect();
+            self.head = valid.iter().flatten().copied().max().unwrap_or(0);
+            self.newest = (0..2u64)
+                .find(|&i| valid[i as usize] == Some(self.head))
+                .unwrap_or(1);
+            self.seq = self.head;
+            self.started = true;
+            io.mark();
+        }
+        let mut buf = [0u8; ENTRY_BYTES as usize];
+        while self.seq < self.head + ring.slots {
+            io.read_bytes(ring.slot_addr(self.seq), &mut buf);
+            let Some(r) = decode(&ring, self.seq, &buf) else {
+                return Ok(());
+            };
+            let key = (r.core, r.txid);
+            if r.kind == TYPE_COMMIT {
+                if self.committed.insert(key) {
+                    let mut i = 0;
+                    while i < self.pending.len() {
+                        if (self.pending[i].core, self.pending[i].txid) == key {
+                            let d = self.pending.remove(i);
+                            io.home(d.addr, &d.redo.to_le_bytes());
+                            self.redone += 1;
+                        } else {
+                            i += 1;
+                        }
+                    }
+                }
+            } else if r.kind == TYPE_DATA {
+                if self.committed.contains(&key) {
+                    io.home(r.addr, &r.redo.to_le_bytes());
+                    self.redone += 1;
+                } else {
+                    self.pending.push(r);
+                }
+            }
+            self.seq += 1;
+            io.mark();
+        }
+        Ok(())
+    }
+
+    fn finish(&self, out: &mut dyn FnMut(Addr, &[u8])) {
+        for r in self.pending.iter().rev() {
+            out(r.addr, &r.undo.to_le_bytes());
+        }
+        // Recovery's last write: the header slot other than the newest
+        // valid one gets head = end of the log; a crash before it repeats
+        // the recovery. Nothing to do on an empty log.
+        if self.seq > self.head {
+            out(
+                self.ring.header_addr(self.newest ^ 1),
+                &header_bytes(self.seq),
+            );
+        }
+    }
+
+    fn report(&self, p: &Params) -> RecoveryReport {
+        let (head, seq) = (self.head, self.seq);
+        let undone = self.pending.len() as u64;
+        let lines_read = 2 + (seq - head + 1).div_ceil(2);
+        let lines_written = self.redone + undone + u64::from(seq > head);
+        RecoveryReport {
+            bytes_read: lines_read * 64,
+            bytes_written: lines_written * 8,
+            modeled_ns: crate::schemes::undo::recovery_ns(p, lines_read, lines_written),
+            details: vec![
+                ("log_records_scanned", (seq - head) as f64),
+                ("words_redone", self.redone as f64),
+                ("words_undone", undone as f64),
+                ("committed_tx", self.committed.len() as f64),
+            ],
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,200 @@
+//! Resumable recovery (issue 20 part 1): a crash point's recovery continued
+//! from the previous point's scan instead of re-parsing the whole log.
+//!
+//! A scheme opts in by writing its recovery as a [`ResumableScan`]: one or
+//! more independent *cursors* (e.g. one per core's log) that read the crash
+//! image, call [`ScanIo::home`] for the home writes recovery makes and
+//! [`ScanIo::mark`] whenever everything read so far is folded into the
+//! cursor's state; and a [`ResumableScan::finish`] that returns the
+//! end-of-recovery writes (truncation, rebuilt metadata) as a function of
+//! the state alone. The scheme's ordinary recovery is then
+//! [`recover_by_scan`]: every cursor scanned from its start, the home writes
+//! in cursor order, then the finish writes — so there is one recovery code
+//! and the fast path cannot drift from it.
+//!
+//! The driver (`crash/mod.rs`) keeps, per worker, the scan state of the
+//! last crash point with the byte ranges each cursor read before its last
+//! mark (*stable*) and after it (*frontier*: what made it stop). Crash
+//! point k+1 adds one persisted write. If it touches a stable byte, the
+//! state is dropped and the point recovers from scratch. If it touches a
+//! cursor's frontier, that cursor resumes from its mark: the from-scratch
+//! scan would read the same stable bytes, reach the same mark in the same
+//! state and continue exactly as the resumed one does (recovery is a
+//! deterministic function of the bytes it reads). Otherwise the scan's
+//! result is unchanged. The recovered image is kept too (crash image plus
+//! home writes, updated by each new event where no home write covers it),
+//! so a point costs the new records plus the oracle's check of the words
+//! that can differ, not a replay of the log. `verify_resume` recovers every
+//! fast-path point from scratch as well and counts any difference (tests,
+//! CI).
+//!
+//! Contract for implementers: a cursor changes its state only right before
+//! a `mark` (a scan that stops returns without touching what the mark
+//! saved, except fields that describe the reads since the mark, which every
+//! call recomputes, e.g. a read count for the report); home writes are kept
+//! only when a mark follows them; recovery's home writes never overlap the
+//! bytes any cursor reads (the driver checks this and falls back).
+
+use super::memo::Writes;
+use crate::config::Params;
+use crate::error::Result;
+use crate::mem::{MemRead, MemWrite};
+use crate::schemes::{Layout, RecoveryReport};
+use crate::types::Addr;
+
+/// What a cursor sees: the crash image (reads are recorded by the
+/// driver), a sink for home writes and the mark.
+pub trait ScanIo: MemRead {
+    /// A home write of recovery (kept if a mark follows).
+    fn home(&mut self, addr: Addr, data: &[u8]);
+    /// Everything read so far is folded into the cursor's state.
+    fn mark(&mut self);
+}
+
+/// A recovery split into resumable cursors and a finish (module docs).
+pub trait ResumableScan: Send {
+    /// Independent cursors, scanned in order by the from-scratch recovery.
+    fn cursors(&self) -> usize;
+    /// Continue cursor `c` from its last mark (its start the first time)
+    /// as far as the bytes allow.
+    fn resume(&mut self, c: usize, io: &mut dyn ScanIo) -> Result<()>;
+    /// The end-of-recovery writes, in order: a function of the state only.
+    fn finish(&self, out: &mut dyn FnMut(Addr, &[u8]));
+    /// The recovery report of the from-scratch recovery with this state.
+    fn report(&self, p: &Params) -> RecoveryReport;
+}
+
+/// A scheme's resumable recovery: its initial (nothing scanned) state.
+pub type NewScanFn = fn(&Params, &Layout) -> Box<dyn ResumableScan>;
+
+/// The schemes whose recovery is a [`ResumableScan`] (by name: mutants
+/// are parameters of the same scheme and share its recovery code).
+pub fn for_scheme(name: &str) -> Option<NewScanFn> {
+    match name {
+        "opt-redo" => Some(crate::schemes::redo::new_scan),
+        "fwb" => Some(crate::schemes::logging::fwb::new_scan),
+        "fwb-unsafe" => Some(crate::schemes::logging::fwb::new_scan_unsafe),
+        _ => None,
+    }
+}
+
+/// A [`ScanIo`] over an image that keeps home writes per cursor.
+struct PlainIo<'a> {
+    img: &'a dyn MemWrite,
+    pending: Writes,
+    kept: Writes,
+}
+
+impl MemRead for PlainIo<'_> {
+    fn read_bytes(&self, addr: Addr, buf: &mut [u8]) {
+        self.img.read_bytes(addr, buf);
+    }
+
+    fn zeros_until(&self, addr: Addr, end: Addr) -> Addr {
+        self.img.zeros_until(addr, end)
+    }
+}
+
+impl ScanIo for PlainIo<'_> {
+    fn home(&mut self, addr: Addr, data: &[u8]) {
+        self.pending.push(addr, data);
+    }
+
+    fn mark(&mut self) {
+        self.kept.extend_from(&self.pending);
+        self.pending.clear();
+    }
+}
+
+/// Recovery from scratch: every cursor scanned from its start (all reads
+/// before any write), the home writes in cursor order, the finish writes.
+pub fn recover_by_scan(
+    mut scan: Box<dyn ResumableScan>,
+    img: &mut dyn MemWrite,
+    p: &Params,
+) -> Result<RecoveryReport> {
+    let mut segments: Vec<Writes> = Vec::with_capacity(scan.cursors());
+    for c in 0..scan.cursors() {
+        let mut io = PlainIo {
+            img: &*img,
+            pending: Writes::default(),
+            kept: Writes::default(),
+        };
+        scan.resume(c, &mut io)?;
+        segments.push(io.kept);
+    }
+    for s in &segments {
+        s.replay_onto(s.len(), img);
+    }
+    scan.finish(&mut |a, d| img.write_bytes(a, d));
+    Ok(scan.report(p))
+}
+
+/// Sorted, disjoint half-open byte ranges with insertion (scans mostly
+/// ascend, so a new range usually extends the last one it follows).
+#[derive(Default, Clone, Debug)]
+pub struct RangeSet {
+    ranges: Vec<(Addr, Addr)>,
+}
+
+impl RangeSet {
+    pub fn clear(&mut self) {
+        self.ranges.clear();
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ranges.is_empty()
+    }
+
+    pub fn insert(&mut self, start: Addr, end: Addr) {
+        if end <= start {
+            return;
+        }
+        // First range that ends at or after `start` (may merge).
+        let i = self.ranges.partition_point(|r| r.1 < start);
+        let mut j = i;
+        let (mut s, mut e) = (start, end);
+        while j < self.ranges.len() && self.ranges[j].0 <= e {
+            s = s.min(self.ranges[j].0);
+            e = e.max(self.ranges[j].1);
+            j += 1;
+        }
+        if j == i {
+            self.ranges.insert(i, (s, e));
+        } else {
+            self.ranges[i] = (s, e);
+            self.ranges.drain(i + 1..j);
+        }
+    }
+
+    /// Whether `[addr, addr + len)` overlaps a range.
+    pub fn overlaps(&self, addr: Addr, len: u64) -> bool {
+        let i = self.ranges.partition_point(|r| r.1 <= addr);
+        i < self.ranges.len() && self.ranges[i].0 < addr + len
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (Addr, Addr)> + '_ {
+        self.ranges.iter().copied()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn range_sets_merge_on_insert() {
+        let mut r = RangeSet::default();
+        r.insert(100, 108);
+        r.insert(0, 8);
+        r.insert(108, 120);
+        r.insert(50, 60);
+        assert_eq!(r.ranges, vec![(0, 8), (50, 60), (100, 120)]);
+        r.insert(5, 101);
+        assert_eq!(r.ranges, vec![(0, 120)]);
+        assert!(r.overlaps(119, 8));
+        assert!(!r.overlaps(120, 8));
+        r.insert(200, 200);
+        assert_eq!(r.ranges.len(), 1);
+    }
+}
