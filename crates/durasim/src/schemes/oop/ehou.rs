@@ -1073,47 +1073,7 @@ fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<Recove
         }
     }
     // 4. Audit: no pool line mapped twice, none both mapped and reclaimed.
-    let mut owner: FxHashMap<u64, Addr> = FxHashMap::default();
-    owner.reserve(map.len());
-    for &(line, enc) in &map {
-        if enc > g.pool_lines {
-            return Err(Error::Internal(format!(
-                "ehou recovery audit: line {line:#x} maps to device line {} outside the pool of {}",
-                enc - 1,
-                g.pool_lines
-            )));
-        }
-        if let Some(o) = owner.insert(enc, line) {
-            return Err(Error::Internal(format!(
-                "ehou recovery audit: pool line {} mapped by both {o:#x} and {line:#x}",
-                enc - 1
-            )));
-        }
-    }
-    let mut reclaimed = 0u64;
-    for (c, &cs) in commits.iter().enumerate() {
-        let ra = g.reclaim_addr(c);
-        let h = img.read_u64(ra);
-        let (txseq, n) = (h >> RECLAIM_COUNT_BITS, h & ((1 << RECLAIM_COUNT_BITS) - 1));
-        read += 1;
-        if txseq <= cs || n > g.reclaim_cap {
-            continue;
-        }
-        for i in 0..n {
-            let enc = img.read_u64(ra + 64 + i * 8);
-            if enc == 0 {
-                continue;
-            }
-            if let Some(line) = owner.get(&enc) {
-                return Err(Error::Internal(format!(
-                    "ehou recovery audit: pool line {} of core {c}'s uncommitted transaction is mapped by {line:#x} (a speculative mapping reached the AIT)",
-                    enc - 1
-                )));
-            }
-            reclaimed += 1;
-        }
-        read += n.div_ceil(8);
-    }
+    let reclaimed = audit(img, &g, &commits, map.iter().copied(), &mut read)?;
     // 5. Materialise: copy every remapped line home, reset its AIT entry
     // (idempotent: a crash here re-runs the same copies).
     let mut buf = [0u8; 64];
@@ -1139,6 +1099,59 @@ fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<Recove
             ("reclaimed_lines", reclaimed as f64),
         ],
     })
+}
+
+/// Recovery step 4: no pool line mapped twice, none both mapped and
+/// reclaimed by an uncommitted transaction. Returns the reclaimed lines.
+fn audit(
+    img: &mut dyn MemWrite,
+    g: &Geometry,
+    commits: &[u64],
+    map: impl ExactSizeIterator<Item = (Addr, u64)>,
+    read: &mut u64,
+) -> Result<u64> {
+    let mut owner: FxHashMap<u64, Addr> = FxHashMap::default();
+    owner.reserve(map.len());
+    for (line, enc) in map {
+        if enc > g.pool_lines {
+            return Err(Error::Internal(format!(
+                "ehou recovery audit: line {line:#x} maps to device line {} outside the pool of {}",
+                enc - 1,
+                g.pool_lines
+            )));
+        }
+        if let Some(o) = owner.insert(enc, line) {
+            return Err(Error::Internal(format!(
+                "ehou recovery audit: pool line {} mapped by both {o:#x} and {line:#x}",
+                enc - 1
+            )));
+        }
+    }
+    let mut reclaimed = 0u64;
+    for (c, &cs) in commits.iter().enumerate() {
+        let ra = g.reclaim_addr(c);
+        let h = img.read_u64(ra);
+        let (txseq, n) = (h >> RECLAIM_COUNT_BITS, h & ((1 << RECLAIM_COUNT_BITS) - 1));
+        *read += 1;
+        if txseq <= cs || n > g.reclaim_cap {
+            continue;
+        }
+        for i in 0..n {
+            let enc = img.read_u64(ra + 64 + i * 8);
+            if enc == 0 {
+                continue;
+            }
+            if let Some(line) = owner.get(&enc) {
+                return Err(Error::Internal(format!(
+                    "ehou recovery audit: pool line {} of core {c}'s uncommitted transaction is mapped by {line:#x} (a speculative mapping reached the AIT)",
+                    enc - 1
+                )));
+            }
+            reclaimed += 1;
+        }
+        *read += n.div_ceil(8);
+    }
+    Ok(reclaimed)
 }
 
 #[cfg(test)]
@@ -1315,47 +1328,14 @@ mod tests {
             applied += 1;
         }
         map.retain(|_, e| *e != 0);
-        // 4. Audit: no pool line mapped twice, none both mapped and reclaimed.
-        let mut owner: FxHashMap<u64, Addr> = FxHashMap::default();
-        for (&line, &enc) in &map {
-            if enc > g.pool_lines {
-                return Err(Error::Internal(format!(
-                    "ehou recovery audit: line {line:#x} maps to device line {} outside the pool of {}",
-                    enc - 1,
-                    g.pool_lines
-                )));
-            }
-            if let Some(o) = owner.insert(enc, line) {
-                return Err(Error::Internal(format!(
-                    "ehou recovery audit: pool line {} mapped by both {o:#x} and {line:#x}",
-                    enc - 1
-                )));
-            }
-        }
-        let mut reclaimed = 0u64;
-        for (c, &cs) in commits.iter().enumerate() {
-            let ra = g.reclaim_addr(c);
-            let h = img.read_u64(ra);
-            let (txseq, n) = (h >> RECLAIM_COUNT_BITS, h & ((1 << RECLAIM_COUNT_BITS) - 1));
-            read += 1;
-            if txseq <= cs || n > g.reclaim_cap {
-                continue;
-            }
-            for i in 0..n {
-                let enc = img.read_u64(ra + 64 + i * 8);
-                if enc == 0 {
-                    continue;
-                }
-                if let Some(line) = owner.get(&enc) {
-                    return Err(Error::Internal(format!(
-                        "ehou recovery audit: pool line {} of core {c}'s uncommitted transaction is mapped by {line:#x} (a speculative mapping reached the AIT)",
-                        enc - 1
-                    )));
-                }
-                reclaimed += 1;
-            }
-            read += n.div_ceil(8);
-        }
+        // 4. Audit (shared: the reference differs in how it finds mappings).
+        let reclaimed = audit(
+            img,
+            &g,
+            &commits,
+            map.iter().map(|(&l, &e)| (l, e)),
+            &mut read,
+        )?;
         // 5. Materialise: copy every remapped line home, reset its AIT entry
         // (idempotent: a crash here re-runs the same copies).
         let mut buf = [0u8; 64];
