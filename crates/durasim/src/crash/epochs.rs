@@ -174,33 +174,16 @@ pub fn crashtest_checkpoints(
     // driver: each starts cold (oracle advanced from point 0), which never
     // changes a verdict, so results do not depend on the thread count.
     let (pool, host_threads, chunk) = super::parallel_plan(opts.host_threads, selected.len())?;
-    let jobs: Vec<(&[u64], SparseImage)> = selected
-        .chunks(chunk)
-        .map(|c| (c, history.initial_media.clone()))
-        .collect();
     let total = selected.len() as u64;
     let start = Instant::now();
-    let (tx, rx) = std::sync::mpsc::channel::<u64>();
-    let parts: Vec<Result<EpochTally>> = std::thread::scope(|s| {
-        let sh = &sh;
-        let work = move || -> Vec<Result<EpochTally>> {
-            use rayon::prelude::*;
-            jobs.into_par_iter()
-                .map_with(tx, |tx, (pts, initial)| epoch_chunk(sh, pts, &initial, tx))
-                .collect()
-        };
-        let h = s.spawn(move || match &pool {
-            Some(p) => p.install(work),
-            None => work(),
-        });
-        let mut done = 0u64;
-        for d in rx {
-            done += d;
-            progress(done, total);
-        }
-        h.join()
-    })
-    .map_err(|_| Error::Internal("a crash-test worker panicked".into()))?;
+    let parts: Vec<Result<EpochTally>> = super::run_chunks(
+        pool,
+        &selected,
+        chunk,
+        &history.initial_media,
+        progress,
+        |pts, initial, tx| epoch_chunk(&sh, pts, &initial, tx),
+    )?;
     let mut t = EpochTally::default();
     for p in parts {
         let p = p?;

@@ -604,35 +604,16 @@ pub fn crashtest_with(
     // starts cold (oracle advanced from point 0, no memo), which costs time
     // but never changes a verdict, so results do not depend on chunking.
     let (pool, host_threads, chunk) = parallel_plan(opts.host_threads, selected.len())?;
-    // Images are not `Sync`: each chunk gets its own initial image.
-    let jobs: Vec<(&[u64], crate::mem::SparseImage)> = selected
-        .chunks(chunk)
-        .map(|c| (c, history.initial_media.clone()))
-        .collect();
     let total = selected.len() as u64;
     let start = Instant::now();
-    let (tx, rx) = std::sync::mpsc::channel::<u64>();
-    let tallies: Vec<Tally> = std::thread::scope(|s| {
-        let sh = &sh;
-        let work = move || -> Vec<Tally> {
-            use rayon::prelude::*;
-            jobs.into_par_iter()
-                .map_with(tx, |tx, (pts, initial)| check_chunk(sh, pts, initial, tx))
-                .collect()
-        };
-        let h = s.spawn(move || match &pool {
-            Some(p) => p.install(work),
-            None => work(),
-        });
-        // Progress on the calling thread (the callback need not be Send).
-        let mut done = 0u64;
-        for d in rx {
-            done += d;
-            progress(done, total);
-        }
-        h.join()
-    })
-    .map_err(|_| Error::Internal("a crash-test worker panicked".into()))?;
+    let tallies: Vec<Tally> = run_chunks(
+        pool,
+        &selected,
+        chunk,
+        &history.initial_media,
+        progress,
+        |pts, initial, tx| check_chunk(&sh, pts, initial, tx),
+    )?;
     let mut tally = Tally::default();
     for t in tallies {
         tally.merge(t);
@@ -1428,6 +1409,47 @@ fn first_difference(
             return Some((w, x, y));
         }
     }
+}
+
+/// Run `check` on contiguous chunks of `selected` on `pool` (rayon's global
+/// pool if `None`), each chunk with its own copy of `initial` (images are
+/// not `Sync`); results come back in point order, so they do not depend on
+/// the thread count. Progress (points done, total) is reported on the
+/// calling thread, so the callback need not be `Send`.
+pub(crate) fn run_chunks<R: Send>(
+    pool: Option<rayon::ThreadPool>,
+    selected: &[u64],
+    chunk: usize,
+    initial: &SparseImage,
+    progress: &mut dyn FnMut(u64, u64),
+    check: impl Fn(&[u64], SparseImage, &mut std::sync::mpsc::Sender<u64>) -> R + Sync,
+) -> Result<Vec<R>> {
+    let jobs: Vec<(&[u64], SparseImage)> = selected
+        .chunks(chunk)
+        .map(|c| (c, initial.clone()))
+        .collect();
+    let total = selected.len() as u64;
+    let (tx, rx) = std::sync::mpsc::channel::<u64>();
+    std::thread::scope(|s| {
+        let check = &check;
+        let work = move || -> Vec<R> {
+            use rayon::prelude::*;
+            jobs.into_par_iter()
+                .map_with(tx, |tx, (pts, initial)| check(pts, initial, tx))
+                .collect()
+        };
+        let h = s.spawn(move || match &pool {
+            Some(p) => p.install(work),
+            None => work(),
+        });
+        let mut done = 0u64;
+        for d in rx {
+            done += d;
+            progress(done, total);
+        }
+        h.join()
+    })
+    .map_err(|_| Error::Internal("a crash-test worker panicked".into()))
 }
 
 /// The host threads that verify crash points (`host_threads` 0 = rayon's
