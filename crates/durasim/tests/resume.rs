@@ -122,3 +122,97 @@ fn verdicts_do_not_depend_on_resume_or_host_threads() {
         }
     }
 }
+
+/// dudetm and lsm (resumable since branch r20lsmosp) on every workload,
+/// also with parameters that exercise what invalidates their scans: many
+/// group commits (dudetm), segment switches, compaction and migrate-home
+/// GC (lsm). Every resumed point is checked from scratch too.
+#[test]
+fn dudetm_and_lsm_resume_equals_from_scratch() {
+    let lsm_gc: &[(&str, &str)] = &[
+        ("lsm.segment_bytes", "4096"),
+        ("lsm.gc_victim_utilization", "0.9"),
+        ("lsm.gc_period_ms", "0.001"),
+    ];
+    let cases: &[(&str, &[(&str, &str)])] = &[
+        ("dudetm", &[]),
+        ("dudetm", &[("dudetm.group_commit_ms", "0.002")]),
+        ("lsm", &[]),
+        ("lsm", lsm_gc),
+        (
+            "lsm",
+            &[("lsm.gc_mode", "home"), ("lsm.gc_period_ms", "0.001")],
+        ),
+    ];
+    for &(scheme, sets) in cases {
+        for w in durasim::workloads::REGISTRY {
+            let tx = if w.name == "tpcc" { 20 } else { 80 };
+            let o = CrashOptions {
+                verify_resume: true,
+                ..CrashOptions::default()
+            };
+            let r = run(spec(scheme, w.name, tx, sets), &o);
+            let at = format!("{scheme} {sets:?} x {}", w.name);
+            assert_eq!(r.resume_mismatches, 0, "{at}");
+            assert_eq!(r.violations, 0, "{at}: {:?}", r.first_violation);
+            assert!(r.resumed_points > 0, "{at}: never resumed");
+        }
+    }
+}
+
+/// dudetm and lsm: same verdicts, first violation and recovery crash
+/// counts with the resumed scan on or off and with 1 or 2 host threads,
+/// for correct runs and lsm's mutants (one in the scheme, one in
+/// recovery) that fail.
+#[test]
+fn dudetm_and_lsm_verdicts_do_not_depend_on_resume_or_host_threads() {
+    // tests/mutants.rs's lsm setting: migrate-home GC, small segments.
+    let lsm_home = [
+        ("lsm.gc_mode", "home"),
+        ("lsm.gc_period_ms", "0.002"),
+        ("lsm.segment_bytes", "4KB"),
+    ];
+    let with = |extra: (&'static str, &'static str)| [&lsm_home[..], &[extra]].concat();
+    let cases: Vec<(&str, Vec<(&str, &str)>, u64, bool)> = vec![
+        (
+            "dudetm",
+            vec![("dudetm.group_commit_ms", "0.002")],
+            150,
+            false,
+        ),
+        ("lsm", lsm_home.to_vec(), 150, false),
+        ("lsm", with(("lsm.mutant", "retire-log-early")), 150, true),
+        ("lsm", with(("lsm.mutant", "ignore-checksum")), 400, true),
+    ];
+    for (scheme, mut sets, tx, fails) in cases {
+        sets.push(("workload.initial_items", "64"));
+        let s = spec(scheme, "vector", tx, &sets);
+        let go = |host_threads, resume| {
+            let o = CrashOptions {
+                host_threads,
+                resume_scans: resume,
+                recovery_crashes: 3,
+                torn: true,
+                ..CrashOptions::default()
+            };
+            run(s.clone(), &o)
+        };
+        let one = go(1, true);
+        assert!(one.resumed_points > 0, "{scheme} {sets:?}");
+        assert_eq!(one.violations > 0, fails, "{scheme} {sets:?}");
+        for other in [go(2, true), go(1, false)] {
+            assert_eq!(one.verdicts, other.verdicts, "{scheme} {sets:?}");
+            assert_eq!(one.first_violation, other.first_violation, "{sets:?}");
+            assert_eq!(one.violations, other.violations);
+            assert_eq!(one.recovery_crashes_tested, other.recovery_crashes_tested);
+            assert_eq!(
+                one.recovery_crash_violations,
+                other.recovery_crash_violations
+            );
+            assert_eq!(
+                one.recovery_bytes_written_mean,
+                other.recovery_bytes_written_mean
+            );
+        }
+    }
+}

@@ -121,6 +121,23 @@ impl Writes {
         word_image_of(self.pieces(m), out);
     }
 
+    /// Write `i` as (address, bytes).
+    pub(crate) fn piece(&self, i: usize) -> (Addr, &[u8]) {
+        let (a, off, len) = self.chunks[i];
+        (a, &self.arena[off as usize..off as usize + len as usize])
+    }
+
+    /// Replace the bytes of write `i` (same length).
+    pub(crate) fn overwrite(&mut self, i: usize, data: &[u8]) {
+        let (_, off, len) = self.chunks[i];
+        assert_eq!(
+            len as usize,
+            data.len(),
+            "a rewrite keeps the piece's length"
+        );
+        self.arena[off as usize..off as usize + data.len()].copy_from_slice(data);
+    }
+
     /// The first `m` writes as (address, bytes).
     pub(crate) fn pieces(&self, m: usize) -> impl Iterator<Item = (Addr, &[u8])> {
         self.chunks[..m]

@@ -909,14 +909,21 @@ fn check_resumed(sh: &Shared, w: &mut Worker, tally: &mut Tally, k: u64) -> Opti
             img: &oracle.cur,
             reads: Default::default(),
             homes: Writes::default(),
-            mark: (0, 0),
+            rehomes: Writes::default(),
+            mark: (0, 0, 0),
         };
         let scan = &mut f.scan;
         if guarded(|| scan.resume(c, &mut io)).is_err() {
             return fail(fast, oracle);
         }
-        let reads = io.reads.into_inner();
-        let (mr, mh) = io.mark;
+        let FastIo {
+            reads,
+            homes,
+            rehomes,
+            mark: (mr, mh, mrh),
+            ..
+        } = io;
+        let reads = reads.into_inner();
         f.frontier[c].clear();
         for &(s, e) in &reads[..mr] {
             f.stable.insert(s, e);
@@ -925,12 +932,28 @@ fn check_resumed(sh: &Shared, w: &mut Worker, tally: &mut Tally, k: u64) -> Opti
             f.frontier[c].insert(s, e);
         }
         let mut met = reads.iter().any(|&(s, e)| f.homes.overlaps(s, e - s));
-        for (a, d) in io.homes.pieces(mh) {
+        for (a, d) in homes.pieces(mh) {
             let len = d.len() as u64;
             met |= f.stable.overlaps(a, len) || f.frontier.iter().any(|fr| fr.overlaps(a, len));
             f.homes.insert(a, a + len);
             f.home_pieces += 1;
             f.home_sum = f.home_sum.wrapping_add(memo::piece_hash(a, d));
+            oracle.view_home(a, d);
+        }
+        // New bytes for earlier home writes (same pieces): the kept image
+        // holds the old bytes there (home writes cover them).
+        for (a, d) in rehomes.pieces(mrh) {
+            let mut old = [0u8; crate::types::LINE_BYTES as usize];
+            let old = &mut old[..d.len()];
+            oracle
+                .view()
+                .expect("kept with the scan")
+                .img
+                .read_bytes(a, old);
+            f.home_sum = f
+                .home_sum
+                .wrapping_sub(memo::piece_hash(a, old))
+                .wrapping_add(memo::piece_hash(a, d));
             oracle.view_home(a, d);
         }
         if met {
@@ -1009,8 +1032,9 @@ struct FastIo<'a> {
     img: &'a SparseImage,
     reads: std::cell::RefCell<Vec<(Addr, Addr)>>,
     homes: Writes,
-    /// Reads and home writes before the last mark.
-    mark: (usize, usize),
+    rehomes: Writes,
+    /// Reads, home writes and rehomes before the last mark.
+    mark: (usize, usize, usize),
 }
 
 impl FastIo<'_> {
@@ -1050,8 +1074,16 @@ impl resume::ScanIo for FastIo<'_> {
         self.homes.push(addr, data);
     }
 
+    fn rehome(&mut self, addr: Addr, data: &[u8]) {
+        self.rehomes.push(addr, data);
+    }
+
     fn mark(&mut self) {
-        self.mark = (self.reads.get_mut().len(), self.homes.len());
+        self.mark = (
+            self.reads.get_mut().len(),
+            self.homes.len(),
+            self.rehomes.len(),
+        );
     }
 }
 

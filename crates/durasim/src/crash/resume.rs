@@ -47,6 +47,11 @@ use crate::types::Addr;
 pub trait ScanIo: MemRead {
     /// A home write of recovery (kept if a mark follows).
     fn home(&mut self, addr: Addr, data: &[u8]);
+    /// New bytes for an earlier home write of exactly `addr..addr + len`
+    /// (one piece: within a 64 B line): recovery writes those bytes once,
+    /// with their last value, where it first wrote them (newest-wins
+    /// replays, e.g. lsm). Kept if a mark follows.
+    fn rehome(&mut self, addr: Addr, data: &[u8]);
     /// Everything read so far is folded into the cursor's state.
     fn mark(&mut self);
 }
@@ -74,6 +79,8 @@ pub fn for_scheme(name: &str) -> Option<NewScanFn> {
         "opt-redo" => Some(crate::schemes::redo::new_scan),
         "fwb" => Some(crate::schemes::logging::fwb::new_scan),
         "fwb-unsafe" => Some(crate::schemes::logging::fwb::new_scan_unsafe),
+        "dudetm" => Some(crate::schemes::software::dudetm::new_scan),
+        "lsm" => Some(crate::schemes::lsm::new_scan),
         _ => None,
     }
 }
@@ -83,6 +90,10 @@ struct PlainIo<'a> {
     img: &'a dyn MemWrite,
     pending: Writes,
     kept: Writes,
+    /// Rehomes since the last mark, and the kept pieces by address (built
+    /// only once a cursor rehomes).
+    rehomes: Writes,
+    piece_of: rustc_hash::FxHashMap<Addr, usize>,
 }
 
 impl MemRead for PlainIo<'_> {
@@ -100,9 +111,28 @@ impl ScanIo for PlainIo<'_> {
         self.pending.push(addr, data);
     }
 
+    fn rehome(&mut self, addr: Addr, data: &[u8]) {
+        self.rehomes.push(addr, data);
+    }
+
     fn mark(&mut self) {
         self.kept.extend_from(&self.pending);
         self.pending.clear();
+        if self.rehomes.is_empty() {
+            return;
+        }
+        for i in self.piece_of.len()..self.kept.len() {
+            let (a, _) = self.kept.piece(i);
+            self.piece_of.insert(a, i);
+        }
+        for (a, d) in self.rehomes.pieces(self.rehomes.len()) {
+            let i = *self
+                .piece_of
+                .get(&a)
+                .expect("rehome of a home write this cursor made");
+            self.kept.overwrite(i, d);
+        }
+        self.rehomes.clear();
     }
 }
 
@@ -119,6 +149,8 @@ pub fn recover_by_scan(
             img: &*img,
             pending: Writes::default(),
             kept: Writes::default(),
+            rehomes: Writes::default(),
+            piece_of: Default::default(),
         };
         scan.resume(c, &mut io)?;
         segments.push(io.kept);

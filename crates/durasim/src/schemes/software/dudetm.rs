@@ -38,6 +38,7 @@ use super::Instructions;
 use crate::cache::hierarchy::WritebackCause;
 use crate::cache::LineExt;
 use crate::config::{Check, DefaultValue, ParamSpec, Params};
+use crate::crash::resume::{ResumableScan, ScanIo};
 use crate::error::{Error, Result};
 use crate::mem::MemWrite;
 use crate::types::{line_of, write_word, Addr, CoreId, Cycle, LineData, Purpose, LINE_BYTES};
@@ -176,43 +177,97 @@ fn group_header(seq: u64, entries: &[u8]) -> LineData {
 
 /// Recovery from the bytes: replay the persisted, not yet replayed group.
 fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<RecoveryReport> {
-    let g = Geometry::new(p, layout);
-    let replayed = [0, 1]
-        .iter()
-        .filter_map(|&i| parse_superblock(&img.read_line(g.superblock(i))))
-        .max()
-        .unwrap_or(0);
-    let hdr = img.read_line(g.header());
-    let mut read = 3u64;
-    let mut written = 0u64;
-    let mut entries_replayed = 0u64;
-    let (magic, seq, n) = (line_word(&hdr, 0), line_word(&hdr, 1), line_word(&hdr, 2));
-    if magic == GROUP_MAGIC && seq > replayed && n <= g.capacity_entries() {
-        let mut bytes = vec![0u8; (n * ENTRY_BYTES) as usize];
-        img.read_bytes(g.entries(), &mut bytes);
-        read += (n * ENTRY_BYTES).div_ceil(LINE_BYTES);
-        if line_word(&hdr, 3) == csum(&[magic, seq, n], &bytes) {
-            for e in bytes.chunks_exact(ENTRY_BYTES as usize) {
-                let addr = u64::from_le_bytes(e[..8].try_into().unwrap());
-                if addr % 8 != 0 || addr >= layout.home_limit {
-                    return Err(Error::Internal(format!(
-                        "dudetm recovery: group {seq} has a checksummed entry for {addr:#x} outside the data"
-                    )));
+    crate::crash::resume::recover_by_scan(new_scan(p, layout), img, p)
+}
+
+/// Recovery as a resumable scan (crash/resume.rs, one cursor): the valid
+/// superblock with the newest replayed seq; if the group header is valid
+/// (magic, checksum over its entries) and newer, its entries are the home
+/// writes in log order and advancing the superblock is the finish. The
+/// cursor marks once, after everything it read: a write to the log or the
+/// superblocks (a new group header, a truncation) invalidates the scan,
+/// while the reproduce step's home writes and the next group's entries
+/// (written before its header) touch nothing it read.
+pub(crate) fn new_scan(p: &Params, layout: &Layout) -> Box<dyn ResumableScan> {
+    Box::new(DudeScan {
+        g: Geometry::new(p, layout),
+        home_limit: layout.home_limit,
+        done: false,
+        read: 0,
+        replayed_seq: None,
+        entries_replayed: 0,
+    })
+}
+
+struct DudeScan {
+    g: Geometry,
+    home_limit: Addr,
+    done: bool,
+    /// Lines read.
+    read: u64,
+    /// The group replayed (its superblock is the finish write).
+    replayed_seq: Option<u64>,
+    entries_replayed: u64,
+}
+
+impl ResumableScan for DudeScan {
+    fn cursors(&self) -> usize {
+        1
+    }
+
+    fn resume(&mut self, _c: usize, io: &mut dyn ScanIo) -> Result<()> {
+        if self.done {
+            return Ok(());
+        }
+        let g = self.g;
+        let replayed = [0, 1]
+            .iter()
+            .filter_map(|&i| parse_superblock(&io.read_line(g.superblock(i))))
+            .max()
+            .unwrap_or(0);
+        let hdr = io.read_line(g.header());
+        self.read = 3;
+        let (magic, seq, n) = (line_word(&hdr, 0), line_word(&hdr, 1), line_word(&hdr, 2));
+        if magic == GROUP_MAGIC && seq > replayed && n <= g.capacity_entries() {
+            let mut bytes = vec![0u8; (n * ENTRY_BYTES) as usize];
+            io.read_bytes(g.entries(), &mut bytes);
+            self.read += (n * ENTRY_BYTES).div_ceil(LINE_BYTES);
+            if line_word(&hdr, 3) == csum(&[magic, seq, n], &bytes) {
+                for e in bytes.chunks_exact(ENTRY_BYTES as usize) {
+                    let addr = u64::from_le_bytes(e[..8].try_into().unwrap());
+                    if addr % 8 != 0 || addr >= self.home_limit {
+                        return Err(Error::Internal(format!(
+                            "dudetm recovery: group {seq} has a checksummed entry for {addr:#x} outside the data"
+                        )));
+                    }
+                    io.home(addr, &e[8..16]);
                 }
-                img.write_bytes(addr, &e[8..16]);
-                entries_replayed += 1;
+                self.entries_replayed = n;
+                self.replayed_seq = Some(seq);
             }
-            written += entries_replayed;
-            img.write_bytes(g.superblock(seq), &superblock_line(seq));
-            written += 1;
+        }
+        self.done = true;
+        io.mark();
+        Ok(())
+    }
+
+    /// Advance the superblock past the replayed group (idempotent: a crash
+    /// before it replays the same entries again).
+    fn finish(&self, out: &mut dyn FnMut(Addr, &[u8])) {
+        if let Some(seq) = self.replayed_seq {
+            out(self.g.superblock(seq), &superblock_line(seq));
         }
     }
-    Ok(RecoveryReport {
-        bytes_read: read * LINE_BYTES,
-        bytes_written: written * LINE_BYTES,
-        modeled_ns: recovery_ns(p, read, written),
-        details: vec![("entries_replayed", entries_replayed as f64)],
-    })
+
+    fn report(&self, p: &Params) -> RecoveryReport {
+        let written = self.entries_replayed + u64::from(self.replayed_seq.is_some());
+        RecoveryReport {
+            bytes_read: self.read * LINE_BYTES,
+            bytes_written: written * LINE_BYTES,
+            modeled_ns: recovery_ns(p, self.read, written),
+            details: vec![("entries_replayed", self.entries_replayed as f64)],
+        }
+    }
 }
 
 fn build(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
