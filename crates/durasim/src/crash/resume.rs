@@ -34,6 +34,19 @@
 //! call recomputes, e.g. a read count for the report); home writes are kept
 //! only when a mark follows them; recovery's home writes never overlap the
 //! bytes any cursor reads (the driver checks this and falls back).
+//!
+//! *Scans that follow the writes* (hoop, whose replay is not a log prefix:
+//! newest TxID wins across blocks, and GC retires old commits): instead of
+//! the driver's stable/frontier ranges, the scan is told every persisted
+//! write ([`ResumableScan::persisted`]) and, at the next resume, re-reads
+//! the bytes those writes touched and folds the difference into its state
+//! (a commit added or retired). Its home writes are then a function of the
+//! state kept up to date: [`ScanIo::rehome`] replaces (or, with `None`,
+//! withdraws) a home write made by an earlier resume, so each word is
+//! written once with its final value, as a from-scratch recovery writes
+//! it. Such home writes must not overlap one another. A change the state
+//! cannot absorb makes the scan [`ResumableScan::stale`]: the driver
+//! restarts it from scratch at that point.
 
 use super::memo::Writes;
 use crate::config::Params;
@@ -49,6 +62,10 @@ pub trait ScanIo: MemRead {
     fn home(&mut self, addr: Addr, data: &[u8]);
     /// Everything read so far is folded into the cursor's state.
     fn mark(&mut self);
+    /// Replace a home write an earlier resume made (`old`, at most one
+    /// 64 B line) by `new`, or withdraw it (`None`): for scans that follow
+    /// the writes (module docs). Kept if a mark follows.
+    fn rehome(&mut self, addr: Addr, old: &[u8], new: Option<&[u8]>);
 }
 
 /// A recovery split into resumable cursors and a finish (module docs).
@@ -62,6 +79,19 @@ pub trait ResumableScan: Send {
     fn finish(&self, out: &mut dyn FnMut(Addr, &[u8]));
     /// The recovery report of the from-scratch recovery with this state.
     fn report(&self, p: &Params) -> RecoveryReport;
+    /// Whether the scan follows the persisted writes itself (module docs)
+    /// instead of being resumed by the driver's read ranges.
+    fn follows_writes(&self) -> bool {
+        false
+    }
+    /// A write persisted since the last resume (only if
+    /// [`ResumableScan::follows_writes`]); the next resume folds it in.
+    fn persisted(&mut self, _addr: Addr, _len: u64) {}
+    /// After a resume: a write could not be folded into the state; the
+    /// driver restarts the scan from scratch (a fresh scan is never stale).
+    fn stale(&self) -> bool {
+        false
+    }
 }
 
 /// A scheme's resumable recovery: its initial (nothing scanned) state.
@@ -74,6 +104,7 @@ pub fn for_scheme(name: &str) -> Option<NewScanFn> {
         "opt-redo" => Some(crate::schemes::redo::new_scan),
         "fwb" => Some(crate::schemes::logging::fwb::new_scan),
         "fwb-unsafe" => Some(crate::schemes::logging::fwb::new_scan_unsafe),
+        "hoop" => Some(crate::schemes::hoop::recovery::new_scan),
         _ => None,
     }
 }
@@ -103,6 +134,14 @@ impl ScanIo for PlainIo<'_> {
     fn mark(&mut self) {
         self.kept.extend_from(&self.pending);
         self.pending.clear();
+    }
+
+    // From scratch every cursor is resumed once, so this meets only writes
+    // of the same call (never with the scans in this crate); kept exact.
+    fn rehome(&mut self, addr: Addr, old: &[u8], new: Option<&[u8]>) {
+        if !self.pending.replace(addr, old, new) {
+            self.kept.replace(addr, old, new);
+        }
     }
 }
 
