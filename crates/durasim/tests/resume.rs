@@ -7,7 +7,7 @@ use durasim::crash::{self, CrashOptions, CrashReport, PointSel};
 use durasim::engine::RunSpec;
 
 /// The schemes whose recovery is resumable.
-const RESUMABLE: &[&str] = &["opt-redo", "fwb", "fwb-unsafe"];
+const RESUMABLE: &[&str] = &["opt-redo", "fwb", "fwb-unsafe", "hoop"];
 
 fn spec(scheme: &str, workload: &str, tx: u64, sets: &[(&str, &str)]) -> RunSpec {
     let mut s = RunSpec::new(scheme, workload).unwrap();
@@ -73,6 +73,36 @@ fn resumed_recovery_equals_from_scratch_on_sampled_points() {
     }
 }
 
+/// HOOP with GC every 2 us of simulated time: commits retired and blocks
+/// freed and reused under the kept scan (commits leave the state, words
+/// fall back to older versions or are no longer written), on every
+/// workload and on sampled points far apart.
+#[test]
+fn hoop_resumed_recovery_equals_from_scratch_under_gc() {
+    let gc = [("hoop.gc_period_ms", "0.002"), ("hoop.block_bytes", "4096")];
+    for w in durasim::workloads::REGISTRY {
+        let tx = if w.name == "tpcc" { 20 } else { 120 };
+        let o = CrashOptions {
+            verify_resume: true,
+            ..CrashOptions::default()
+        };
+        let r = run(spec("hoop", w.name, tx, &gc), &o);
+        let at = format!("hoop x {}", w.name);
+        assert_eq!(r.resume_mismatches, 0, "{at}");
+        assert_eq!(r.violations, 0, "{at}: {:?}", r.first_violation);
+        assert!(r.resumed_points > 0, "{at}: never resumed");
+    }
+    let o = CrashOptions {
+        points: PointSel::Sampled(200),
+        verify_resume: true,
+        ..CrashOptions::default()
+    };
+    let r = run(spec("hoop", "btree", 600, &gc), &o);
+    assert_eq!(r.resume_mismatches, 0);
+    assert_eq!(r.violations, 0);
+    assert!(r.resumed_points > 0);
+}
+
 /// Same verdicts, first violation, replay line and recovery crash counts
 /// with the resumed scan on or off and with 1 or 2 host threads, for a
 /// correct run and a mutant that fails.
@@ -87,6 +117,16 @@ fn verdicts_do_not_depend_on_resume_or_host_threads() {
                 ("opt-redo.mutant", "truncate-before-checkpoint"),
             ],
         ),
+        ("hoop", vec![("hoop.gc_period_ms", "0.002")]),
+        (
+            "hoop",
+            vec![
+                ("hoop.gc_period_ms", "0.002"),
+                ("hoop.mutant", "gc-frees-before-home-writes"),
+            ],
+        ),
+        ("hoop", vec![("hoop.mutant", "recovery-skips-newest")]),
+        ("hoop", vec![("hoop.mutant", "commit-before-last-slice")]),
     ];
     for (scheme, sets) in cases {
         let mut sets = sets;

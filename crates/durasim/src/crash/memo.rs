@@ -47,6 +47,28 @@ impl Writes {
         }
     }
 
+    /// Replace the last piece equal to `old` at `addr` by `new` (same
+    /// length) or remove it (`None`); false if there is none.
+    pub fn replace(&mut self, addr: Addr, old: &[u8], new: Option<&[u8]>) -> bool {
+        let at = self.chunks.iter().rposition(|&(a, off, len)| {
+            a == addr && self.arena[off as usize..off as usize + len as usize] == *old
+        });
+        let Some(i) = at else {
+            return false;
+        };
+        match new {
+            Some(d) => {
+                assert_eq!(d.len(), old.len(), "a replacement keeps the length");
+                let off = self.chunks[i].1 as usize;
+                self.arena[off..off + d.len()].copy_from_slice(d);
+            }
+            None => {
+                self.chunks.remove(i);
+            }
+        }
+        true
+    }
+
     /// Replay the first `m` writes onto `img`.
     pub fn replay_onto(&self, m: usize, img: &mut dyn MemWrite) {
         for &(a, off, len) in &self.chunks[..m] {

@@ -22,7 +22,7 @@ use crate::engine::{Engine, RunSpec};
 use crate::error::{Error, Result};
 use crate::mem::{MemRead, MemWrite, Overlay, SparseImage};
 use crate::schemes::{self, Durability, SchemeInfo};
-use crate::types::Addr;
+use crate::types::{Addr, LINE_BYTES};
 use memo::{Memo, ReadSet, Writes};
 use oracle::Oracle;
 pub use points::PointSel;
@@ -712,9 +712,17 @@ fn check_chunk(
         // makes that cursor resume.
         if let Some(f) = w.fast.as_mut() {
             let mut keep = true;
+            let follows = f.scan.follows_writes();
             while f.at < k && keep {
                 let e = &sh.events[f.at as usize];
                 let len = e.len as u64;
+                if follows {
+                    // The scan re-reads what the write touched itself.
+                    f.scan.persisted(e.addr, len);
+                    f.dirty.fill(true);
+                    f.at += 1;
+                    continue;
+                }
                 if f.stable.overlaps(e.addr, len) {
                     keep = false;
                 }
@@ -864,105 +872,140 @@ fn same_as_resumed(sh: &Shared, w: &Worker) -> bool {
     first_difference(&img, &fast_words, &rec, &words, Addr::MAX).is_none()
 }
 
-/// Recover crash point `k` (untorn) by resuming the worker's scan
-/// ([`resume`]) and check it. `None`: the scan could not be used (a
-/// recovery error or panic, or home writes that meet the scan's reads);
-/// the state is dropped and the caller recovers from scratch.
-fn check_resumed(sh: &Shared, w: &mut Worker, tally: &mut Tally, k: u64) -> Option<bool> {
+/// Bring the worker's scan up to crash point `k`: resume the cursors
+/// whose frontier changed (all of them when new), keep their home writes
+/// in the recovered image. `None`: dropped (see [`check_resumed`]).
+fn resume_scan(sh: &Shared, w: &mut Worker, k: u64) -> Option<()> {
     let new_scan = sh.resume?;
-    if w.fast.is_none() {
-        w.oracle.view_start();
-        let scan = new_scan(sh.params, sh.layout);
-        let n = scan.cursors();
-        w.fast = Some(Fast {
-            scan,
-            at: k,
-            stable: Default::default(),
-            frontier: vec![Default::default(); n],
-            dirty: vec![true; n],
-            homes: Default::default(),
-            home_pieces: 0,
-            home_sum: 0,
-        });
-    }
     let Worker {
         oracle,
-        scratch,
         fast,
         fast_off,
         ..
     } = w;
-    let f = fast.as_mut().expect("just set");
-    debug_assert_eq!(f.at, k);
     let fail = |fast: &mut Option<Fast>, oracle: &mut Oracle| {
         *fast = None;
         oracle.view_drop();
         None
     };
-    // Resume the cursors whose frontier changed (all of them when new).
-    for c in 0..f.frontier.len() {
-        if !f.dirty[c] {
-            continue;
+    loop {
+        let fresh = fast.is_none();
+        if fresh {
+            oracle.view_start();
+            let scan = new_scan(sh.params, sh.layout);
+            let n = scan.cursors();
+            *fast = Some(Fast {
+                scan,
+                at: k,
+                stable: Default::default(),
+                frontier: vec![Default::default(); n],
+                dirty: vec![true; n],
+                homes: Default::default(),
+                home_pieces: 0,
+                home_sum: 0,
+            });
         }
-        f.dirty[c] = false;
-        let mut io = FastIo {
-            img: &oracle.cur,
-            reads: Default::default(),
-            homes: Writes::default(),
-            rehomes: Writes::default(),
-            mark: (0, 0, 0),
-        };
-        let scan = &mut f.scan;
-        if guarded(|| scan.resume(c, &mut io)).is_err() {
+        let f = fast.as_mut().expect("just set");
+        debug_assert_eq!(f.at, k);
+        let follows = f.scan.follows_writes();
+        for c in 0..f.frontier.len() {
+            if !f.dirty[c] {
+                continue;
+            }
+            f.dirty[c] = false;
+            let mut io = FastIo {
+                img: &oracle.cur,
+                reads: Default::default(),
+                homes: Writes::default(),
+                rehomes: Vec::new(),
+                mark: (0, 0, 0),
+            };
+            let scan = &mut f.scan;
+            if guarded(|| scan.resume(c, &mut io)).is_err() {
+                return fail(fast, oracle);
+            }
+            let FastIo {
+                reads,
+                homes,
+                rehomes,
+                mark: (mr, mh, mx),
+                ..
+            } = io;
+            let reads = reads.into_inner();
+            f.frontier[c].clear();
+            for &(s, e) in &reads[..mr] {
+                f.stable.insert(s, e);
+            }
+            for &(s, e) in &reads[mr..] {
+                f.frontier[c].insert(s, e);
+            }
+            let mut met = reads.iter().any(|&(s, e)| f.homes.overlaps(s, e - s));
+            // A scan that follows the writes keeps the hull of each resume's
+            // home writes (a superset: scattered words would make the range
+            // set's inserts quadratic).
+            let mut hull = (Addr::MAX, 0);
+            let mut home = |f: &mut Fast, oracle: &mut Oracle, a: Addr, d: &[u8]| {
+                let len = d.len() as u64;
+                let met =
+                    f.stable.overlaps(a, len) || f.frontier.iter().any(|fr| fr.overlaps(a, len));
+                if follows {
+                    hull = (hull.0.min(a), hull.1.max(a + len));
+                } else {
+                    f.homes.insert(a, a + len);
+                }
+                f.home_sum = f.home_sum.wrapping_add(memo::piece_hash(a, d));
+                oracle.view_home(a, d);
+                met
+            };
+            for (a, d) in homes.pieces(mh) {
+                f.home_pieces += 1;
+                met |= home(f, oracle, a, d);
+            }
+            for r in &rehomes[..mx] {
+                f.home_sum = f.home_sum.wrapping_sub(r.old_hash);
+                match &r.new {
+                    Some(d) => met |= home(f, oracle, r.addr, &d[..r.len as usize]),
+                    None => {
+                        f.home_pieces -= 1;
+                        oracle.view_unhome(r.addr, u64::from(r.len));
+                    }
+                }
+            }
+            if hull.0 < hull.1 {
+                f.homes.insert(hull.0, hull.1);
+            }
+            if met {
+                // Home writes that may change bytes a scan read: the crashed
+                // re-runs inside the replay are no longer provably identical.
+                *fast_off = true;
+                return fail(fast, oracle);
+            }
+        }
+        if !f.scan.stale() {
+            return Some(());
+        }
+        if fresh {
             return fail(fast, oracle);
         }
-        let FastIo {
-            reads,
-            homes,
-            rehomes,
-            mark: (mr, mh, mrh),
-            ..
-        } = io;
-        let reads = reads.into_inner();
-        f.frontier[c].clear();
-        for &(s, e) in &reads[..mr] {
-            f.stable.insert(s, e);
-        }
-        for &(s, e) in &reads[mr..] {
-            f.frontier[c].insert(s, e);
-        }
-        let mut met = reads.iter().any(|&(s, e)| f.homes.overlaps(s, e - s));
-        for (a, d) in homes.pieces(mh) {
-            let len = d.len() as u64;
-            met |= f.stable.overlaps(a, len) || f.frontier.iter().any(|fr| fr.overlaps(a, len));
-            f.homes.insert(a, a + len);
-            f.home_pieces += 1;
-            f.home_sum = f.home_sum.wrapping_add(memo::piece_hash(a, d));
-            oracle.view_home(a, d);
-        }
-        // New bytes for earlier home writes (same pieces): the kept image
-        // holds the old bytes there (home writes cover them).
-        for (a, d) in rehomes.pieces(mrh) {
-            let mut old = [0u8; crate::types::LINE_BYTES as usize];
-            let old = &mut old[..d.len()];
-            oracle
-                .view()
-                .expect("kept with the scan")
-                .img
-                .read_bytes(a, old);
-            f.home_sum = f
-                .home_sum
-                .wrapping_sub(memo::piece_hash(a, old))
-                .wrapping_add(memo::piece_hash(a, d));
-            oracle.view_home(a, d);
-        }
-        if met {
-            // Home writes that may change bytes a scan read: the crashed
-            // re-runs inside the replay are no longer provably identical.
-            *fast_off = true;
-            return fail(fast, oracle);
-        }
+        // A write the state could not absorb: start over at this point.
+        *fast = None;
+        oracle.view_drop();
     }
+}
+
+/// Recover crash point `k` (untorn) by resuming the worker's scan
+/// ([`resume`]) and check it. `None`: the scan could not be used (a
+/// recovery error or panic, or home writes that meet the scan's reads);
+/// the state is dropped and the caller recovers from scratch.
+fn check_resumed(sh: &Shared, w: &mut Worker, tally: &mut Tally, k: u64) -> Option<bool> {
+    resume_scan(sh, w, k)?;
+    let Worker {
+        oracle,
+        scratch,
+        fast,
+        ..
+    } = w;
+    let f = fast.as_mut().expect("kept by resume_scan");
     let oracle: &Oracle = oracle;
     let view = oracle.view().expect("kept with the scan");
     let (info, params, layout) = (sh.info, sh.params, sh.layout);
@@ -1032,9 +1075,19 @@ struct FastIo<'a> {
     img: &'a SparseImage,
     reads: std::cell::RefCell<Vec<(Addr, Addr)>>,
     homes: Writes,
-    rehomes: Writes,
-    /// Reads, home writes and rehomes before the last mark.
+    rehomes: Vec<Rehome>,
+    /// Reads, home writes and replacements before the last mark.
     mark: (usize, usize, usize),
+}
+
+/// A home write of an earlier resume replaced or withdrawn
+/// ([`resume::ScanIo::rehome`]).
+struct Rehome {
+    addr: Addr,
+    /// [`memo::piece_hash`] of the replaced piece.
+    old_hash: u64,
+    len: u8,
+    new: Option<[u8; LINE_BYTES as usize]>,
 }
 
 impl FastIo<'_> {
@@ -1074,16 +1127,31 @@ impl resume::ScanIo for FastIo<'_> {
         self.homes.push(addr, data);
     }
 
-    fn rehome(&mut self, addr: Addr, data: &[u8]) {
-        self.rehomes.push(addr, data);
-    }
-
     fn mark(&mut self) {
         self.mark = (
             self.reads.get_mut().len(),
             self.homes.len(),
             self.rehomes.len(),
         );
+    }
+
+    fn rehome(&mut self, addr: Addr, old: &[u8], new: Option<&[u8]>) {
+        assert!(
+            old.len() <= LINE_BYTES as usize
+                && (addr % LINE_BYTES) + old.len() as u64 <= LINE_BYTES,
+            "a replaced home write is one piece (within a 64 B line)"
+        );
+        self.rehomes.push(Rehome {
+            addr,
+            old_hash: memo::piece_hash(addr, old),
+            len: old.len() as u8,
+            new: new.map(|d| {
+                assert_eq!(d.len(), old.len(), "a replacement keeps the length");
+                let mut b = [0u8; LINE_BYTES as usize];
+                b[..d.len()].copy_from_slice(d);
+                b
+            }),
+        });
     }
 }
 

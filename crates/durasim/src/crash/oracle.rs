@@ -267,6 +267,38 @@ impl<'h> Oracle<'h> {
         }
     }
 
+    /// Withdraw the home write of `[addr, addr + len)` (which no other home
+    /// write overlaps): the recovered image takes the crash image's bytes
+    /// there again.
+    pub fn view_unhome(&mut self, addr: Addr, len: u64) {
+        let Some(v) = self.view.as_mut() else {
+            return;
+        };
+        let end = addr + len;
+        let mut a = addr;
+        while a < end {
+            let wa = a & !(WORD_BYTES - 1);
+            let wend = (wa + WORD_BYTES).min(end);
+            let bits = ((1u16 << (wend - wa)) - (1u16 << (a - wa))) as u8;
+            if let Some(c) = v.cover.get_mut(&wa) {
+                *c &= !bits;
+                if *c == 0 {
+                    v.cover.remove(&wa);
+                }
+            }
+            let mut b = [0u8; WORD_BYTES as usize];
+            let n = (wend - a) as usize;
+            self.cur.read_bytes(a, &mut b[..n]);
+            v.img.write_bytes(a, &b[..n]);
+            a = wend;
+        }
+        let mut a = addr & !(WORD_BYTES - 1);
+        while a < end {
+            self.refresh_view(a);
+            a += WORD_BYTES;
+        }
+    }
+
     /// An event persisted to the crash image: the recovered image takes
     /// its bytes where no home write covers them (recovery wrote over them).
     fn view_persist(&mut self, wa: Addr, a: Addr, bytes: &[u8]) {

@@ -34,6 +34,19 @@
 //! call recomputes, e.g. a read count for the report); home writes are kept
 //! only when a mark follows them; recovery's home writes never overlap the
 //! bytes any cursor reads (the driver checks this and falls back).
+//!
+//! *Scans that follow the writes* (hoop, whose replay is not a log prefix:
+//! newest TxID wins across blocks, and GC retires old commits): instead of
+//! the driver's stable/frontier ranges, the scan is told every persisted
+//! write ([`ResumableScan::persisted`]) and, at the next resume, re-reads
+//! the bytes those writes touched and folds the difference into its state
+//! (a commit added or retired). Its home writes are then a function of the
+//! state kept up to date: [`ScanIo::rehome`] replaces (or, with `None`,
+//! withdraws) a home write made by an earlier resume, so each word is
+//! written once with its final value, as a from-scratch recovery writes
+//! it. Such home writes must not overlap one another. A change the state
+//! cannot absorb makes the scan [`ResumableScan::stale`]: the driver
+//! restarts it from scratch at that point.
 
 use super::memo::Writes;
 use crate::config::Params;
@@ -47,13 +60,12 @@ use crate::types::Addr;
 pub trait ScanIo: MemRead {
     /// A home write of recovery (kept if a mark follows).
     fn home(&mut self, addr: Addr, data: &[u8]);
-    /// New bytes for an earlier home write of exactly `addr..addr + len`
-    /// (one piece: within a 64 B line): recovery writes those bytes once,
-    /// with their last value, where it first wrote them (newest-wins
-    /// replays, e.g. lsm). Kept if a mark follows.
-    fn rehome(&mut self, addr: Addr, data: &[u8]);
     /// Everything read so far is folded into the cursor's state.
     fn mark(&mut self);
+    /// Replace a home write an earlier resume made (`old`, at most one
+    /// 64 B line) by `new`, or withdraw it (`None`): for scans that follow
+    /// the writes (module docs). Kept if a mark follows.
+    fn rehome(&mut self, addr: Addr, old: &[u8], new: Option<&[u8]>);
 }
 
 /// A recovery split into resumable cursors and a finish (module docs).
@@ -67,6 +79,19 @@ pub trait ResumableScan: Send {
     fn finish(&self, out: &mut dyn FnMut(Addr, &[u8]));
     /// The recovery report of the from-scratch recovery with this state.
     fn report(&self, p: &Params) -> RecoveryReport;
+    /// Whether the scan follows the persisted writes itself (module docs)
+    /// instead of being resumed by the driver's read ranges.
+    fn follows_writes(&self) -> bool {
+        false
+    }
+    /// A write persisted since the last resume (only if
+    /// [`ResumableScan::follows_writes`]); the next resume folds it in.
+    fn persisted(&mut self, _addr: Addr, _len: u64) {}
+    /// After a resume: a write could not be folded into the state; the
+    /// driver restarts the scan from scratch (a fresh scan is never stale).
+    fn stale(&self) -> bool {
+        false
+    }
 }
 
 /// A scheme's resumable recovery: its initial (nothing scanned) state.
@@ -79,6 +104,7 @@ pub fn for_scheme(name: &str) -> Option<NewScanFn> {
         "opt-redo" => Some(crate::schemes::redo::new_scan),
         "fwb" => Some(crate::schemes::logging::fwb::new_scan),
         "fwb-unsafe" => Some(crate::schemes::logging::fwb::new_scan_unsafe),
+        "hoop" => Some(crate::schemes::hoop::recovery::new_scan),
         "dudetm" => Some(crate::schemes::software::dudetm::new_scan),
         "lsm" => Some(crate::schemes::lsm::new_scan),
         _ => None,
@@ -90,10 +116,11 @@ struct PlainIo<'a> {
     img: &'a dyn MemWrite,
     pending: Writes,
     kept: Writes,
-    /// Rehomes since the last mark, and the kept pieces by address (built
-    /// only once a cursor rehomes).
-    rehomes: Writes,
-    piece_of: rustc_hash::FxHashMap<Addr, usize>,
+    /// Last home write per address, as a position in `kept` then
+    /// `pending` (positions survive a mark), built only once a cursor
+    /// rehomes: newest-wins replays (lsm) rehome one word per update.
+    last_at: rustc_hash::FxHashMap<Addr, usize>,
+    indexed: usize,
 }
 
 impl MemRead for PlainIo<'_> {
@@ -106,33 +133,57 @@ impl MemRead for PlainIo<'_> {
     }
 }
 
+impl PlainIo<'_> {
+    /// Write `i` of `kept` then `pending`.
+    fn piece(&self, i: usize) -> (Addr, &[u8]) {
+        let k = self.kept.len();
+        if i < k {
+            self.kept.piece(i)
+        } else {
+            self.pending.piece(i - k)
+        }
+    }
+}
+
 impl ScanIo for PlainIo<'_> {
     fn home(&mut self, addr: Addr, data: &[u8]) {
         self.pending.push(addr, data);
     }
 
-    fn rehome(&mut self, addr: Addr, data: &[u8]) {
-        self.rehomes.push(addr, data);
-    }
-
     fn mark(&mut self) {
         self.kept.extend_from(&self.pending);
         self.pending.clear();
-        if self.rehomes.is_empty() {
-            return;
+    }
+
+    // From scratch every cursor is resumed once, so this meets only writes
+    // of the same call; kept exact.
+    fn rehome(&mut self, addr: Addr, old: &[u8], new: Option<&[u8]>) {
+        if let Some(d) = new {
+            let total = self.kept.len() + self.pending.len();
+            for i in self.indexed..total {
+                let (a, _) = self.piece(i);
+                self.last_at.insert(a, i);
+            }
+            self.indexed = total;
+            if let Some(&i) = self.last_at.get(&addr) {
+                if self.piece(i).1 == old {
+                    let k = self.kept.len();
+                    if i < k {
+                        self.kept.overwrite(i, d);
+                    } else {
+                        self.pending.overwrite(i - k, d);
+                    }
+                    return;
+                }
+            }
         }
-        for i in self.piece_of.len()..self.kept.len() {
-            let (a, _) = self.kept.piece(i);
-            self.piece_of.insert(a, i);
+        // A withdrawal (positions shift: the index starts over) or a piece
+        // that is not the last one at its address.
+        self.last_at.clear();
+        self.indexed = 0;
+        if !self.pending.replace(addr, old, new) {
+            self.kept.replace(addr, old, new);
         }
-        for (a, d) in self.rehomes.pieces(self.rehomes.len()) {
-            let i = *self
-                .piece_of
-                .get(&a)
-                .expect("rehome of a home write this cursor made");
-            self.kept.overwrite(i, d);
-        }
-        self.rehomes.clear();
     }
 }
 
@@ -149,8 +200,8 @@ pub fn recover_by_scan(
             img: &*img,
             pending: Writes::default(),
             kept: Writes::default(),
-            rehomes: Writes::default(),
-            piece_of: Default::default(),
+            last_at: Default::default(),
+            indexed: 0,
         };
         scan.resume(c, &mut io)?;
         segments.push(io.kept);

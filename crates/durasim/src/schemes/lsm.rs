@@ -1718,8 +1718,12 @@ impl ResumableScan for LsmScan {
                                                     mut x,
                                                 ) => {
                                                     if *x.get() != v {
-                                                        x.insert(v);
-                                                        io.rehome(a, &v.to_le_bytes());
+                                                        let was = x.insert(v);
+                                                        io.rehome(
+                                                            a,
+                                                            &was.to_le_bytes(),
+                                                            Some(&v.to_le_bytes()),
+                                                        );
                                                     }
                                                 }
                                             }

@@ -249,12 +249,26 @@ pub fn decode_address_slice_into(b: &[u8], epoch: u32, out: &mut Vec<CommitEntry
     if b[KIND_BYTE] != KIND_ADDR || u32::from_le_bytes(b[120..124].try_into().unwrap()) != epoch {
         return false;
     }
-    if b[ADDR_RETIRED_BYTE] == 0 {
-        out.extend((0..ADDR_ENTRIES).filter_map(|i| {
-            CommitEntry::decode(u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().unwrap()))
-        }));
+    if let Some(e) = address_slice_entries(b, epoch) {
+        out.extend(e.into_iter().filter_map(CommitEntry::decode));
     }
     true
+}
+
+/// The raw commit-entry words of a slice whose kind byte says address
+/// slice (`None` if it does not); all zero unless it is a live address
+/// slice of epoch `epoch` (another epoch's or retired: no entry counts).
+pub fn address_slice_entries(b: &[u8], epoch: u32) -> Option<[u64; ADDR_ENTRIES]> {
+    if b[KIND_BYTE] != KIND_ADDR {
+        return None;
+    }
+    let mut e = [0u64; ADDR_ENTRIES];
+    if u32::from_le_bytes(b[120..124].try_into().unwrap()) == epoch && b[ADDR_RETIRED_BYTE] == 0 {
+        for (i, w) in e.iter_mut().enumerate() {
+            *w = u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().unwrap());
+        }
+    }
+    Some(e)
 }
 
 /// Forward distance from slice `from` to slice `to` in a region of `slots`
