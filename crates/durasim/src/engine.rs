@@ -718,9 +718,14 @@ impl Engine {
             }
         }
         if self.epoch.is_some() {
-            // Checkpointing schemes re-share equal pages at each checkpoint.
+            // Checkpointing schemes re-share equal pages at each checkpoint,
+            // and link the DRAM cache's slots to the pages they cache.
             self.arch.set_track_written(true);
             self.ctx.nvm.media_mut().set_track_written(true);
+            if let Some(dc) = self.ctx.hybrid.as_deref_mut() {
+                dc.link_fills = true;
+                self.ctx.dram.media_mut().set_track_written(true);
+            }
         }
         if self.spec.record_history {
             self.history = Some(History {
@@ -763,6 +768,7 @@ impl Engine {
             self.ctx.nvm.set_time_bound(now);
             self.ctx.dram.set_time_bound(now);
             if let Some(epoch) = self.epoch {
+                self.link_dram_fills();
                 let due = if self.scheme.checkpoint_forced() {
                     now
                 } else {
@@ -854,14 +860,15 @@ impl Engine {
     }
 
     /// Host memory only (issue 15 part 7; no simulated effect): after a
-    /// checkpoint, every line of an NVM home page that holds the same bytes
-    /// as the architectural image is stored once (the home page depends on
-    /// the architectural page, `SparseImage::link_equal_lines`) until
-    /// either side writes it again. Only pages written on either side since
-    /// the last checkpoint are compared (an unwritten pair was compared
-    /// then).
+    /// checkpoint, every line of an NVM home page or of a DRAM cache slot
+    /// that holds the same bytes as the architectural page there is stored
+    /// once (the page depends on the architectural page,
+    /// `SparseImage::link_equal_lines`) until either side writes it again.
+    /// Only pages written on either side since the last checkpoint are
+    /// compared (an unwritten pair was compared then).
     fn share_equal_pages(&mut self) {
-        let mut pages = self.arch.take_written();
+        let arch_pages = self.arch.take_written();
+        let mut pages = arch_pages.clone();
         pages.extend(self.ctx.nvm.media_mut().take_written());
         pages.sort_unstable();
         pages.dedup();
@@ -869,8 +876,54 @@ impl Engine {
         for p in pages {
             // SAFETY: both images belong to this engine and are used from
             // its thread only.
-            unsafe { media.link_equal_lines(p, &mut self.arch) };
+            unsafe { media.link_equal_lines(p, &mut self.arch, p) };
         }
+        let Some(dc) = self.ctx.hybrid.as_deref() else {
+            return;
+        };
+        if !dc.link_fills {
+            return;
+        }
+        let dram = self.ctx.dram.media_mut();
+        let mut slots = dram.take_written();
+        slots.retain(|&s| s < dc.pages() as u64);
+        slots.extend(
+            arch_pages
+                .iter()
+                .filter_map(|&p| dc.find(p).map(|s| s as u64)),
+        );
+        slots.sort_unstable();
+        slots.dedup();
+        for s in slots {
+            if let Some(p) = dc.tag(s as usize) {
+                // SAFETY: as above.
+                unsafe { dram.link_equal_lines(s, &mut self.arch, p) };
+            }
+        }
+    }
+
+    /// Host memory only (no simulated effect): DRAM cache slots filled
+    /// since the last call are stored as dependents of the architectural
+    /// page they cache (the lines that differ are those newer in the CPU
+    /// caches). Called between scheduling steps, where no image is borrowed.
+    fn link_dram_fills(&mut self) {
+        let Some(dc) = self.ctx.hybrid.as_deref_mut() else {
+            return;
+        };
+        if dc.filled.is_empty() {
+            return;
+        }
+        let mut filled = std::mem::take(&mut dc.filled);
+        let dram = self.ctx.dram.media_mut();
+        for &s in &filled {
+            if let Some(p) = dc.tag(s) {
+                // SAFETY: both images belong to this engine and are used
+                // from its thread only.
+                unsafe { dram.link_equal_lines(s as u64, &mut self.arch, p) };
+            }
+        }
+        filled.clear();
+        dc.filled = filled;
     }
 
     /// A whole-system checkpoint starting at `t` (every core stalls): the

@@ -185,7 +185,7 @@ fn nvm_media_shares_lines_with_the_architectural_image() {
     assert!(pages.len() > 10);
     for &p in &pages {
         assert_eq!(
-            e.ctx.nvm.media().lines_shared_with(p, &e.arch),
+            e.ctx.nvm.media().lines_shared_with(p, &e.arch, p),
             Some(64),
             "page {p}"
         );
@@ -215,7 +215,7 @@ fn nvm_media_shares_lines_with_the_architectural_image() {
             .zip(m.chunks(64))
             .filter(|(x, y)| x == y)
             .count() as u32;
-        match media.lines_shared_with(p, arch) {
+        match media.lines_shared_with(p, arch, p) {
             Some(n) => {
                 shared += 1;
                 partly += usize::from(n < 64);
@@ -245,6 +245,38 @@ fn nvm_media_shares_lines_with_the_architectural_image() {
         "media stores {blocks} blocks + {lines} lines"
     );
     assert!(shared > 0);
+    // The DRAM cache's slots depend on the architectural pages they cache
+    // (linked after each fill, re-shared at each checkpoint; a base page
+    // then has two dependents): a linked slot shares only equal lines.
+    let dc = e
+        .ctx
+        .hybrid
+        .as_deref()
+        .expect("dpc runs on the hybrid memory");
+    let dram = e.ctx.dram.media();
+    let (mut linked, mut both) = (0, 0);
+    for s in 0..dc.pages() {
+        let Some(p) = dc.tag(s) else { continue };
+        let (mut a, mut d) = ([0u8; 4096], [0u8; 4096]);
+        arch.read_bytes(p * 4096, &mut a);
+        dram.read_bytes(s as u64 * 4096, &mut d);
+        let equal = a
+            .chunks(64)
+            .zip(d.chunks(64))
+            .filter(|(x, y)| x == y)
+            .count() as u32;
+        if let Some(n) = dram.lines_shared_with(s as u64, arch, p) {
+            linked += 1;
+            both += usize::from(media.lines_shared_with(p, arch, p).is_some());
+            assert!(n <= equal, "slot {s}: {n} lines shared, {equal} equal");
+        }
+    }
+    assert!(
+        linked > dc.pages() / 2,
+        "{linked} of {} slots linked",
+        dc.pages()
+    );
+    assert!(both > 0, "no page with a home and a DRAM dependent");
     e.finish();
     e.check_equivalence().unwrap();
     let r = crashtest(spec, false);

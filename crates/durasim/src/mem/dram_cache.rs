@@ -74,6 +74,13 @@ pub struct DramCache {
     lookup: Cycle,
     /// Page buffer reused by fills and write-backs (no allocation per miss).
     buf: Vec<u8>,
+    /// Host memory only (issue 15 part 7): store each filled slot as a
+    /// dependent of its architectural page (the engine links the slots in
+    /// `filled`; `SparseImage::link_equal_lines`). Set by the engine for
+    /// checkpointing schemes.
+    pub link_fills: bool,
+    /// Slots filled since the engine last linked them.
+    pub filled: Vec<usize>,
     pub stats: DramCacheStats,
 }
 
@@ -115,6 +122,8 @@ impl DramCache {
             dirty: vec![0; sets * ways],
             lookup,
             buf: vec![0; PAGE_BYTES as usize],
+            link_fills: false,
+            filled: Vec::new(),
             stats: DramCacheStats::default(),
         }
     }
@@ -126,6 +135,11 @@ impl DramCache {
     #[inline]
     fn set_of(&self, page: u64) -> usize {
         (page as usize) & (self.sets - 1)
+    }
+
+    /// The page cached in `slot`, if any.
+    pub fn tag(&self, slot: usize) -> Option<u64> {
+        Some(self.tags[slot]).filter(|&p| p != INVALID)
     }
 
     /// The slot caching `page`, if any.
@@ -177,6 +191,12 @@ impl DramCache {
         let page_addr = page * PAGE_BYTES;
         let mut buf = std::mem::take(&mut self.buf);
         let arrive = scheme.page_fill(ctx, core, page_addr, first, &mut buf, t);
+        if self.link_fills {
+            // Overwritten whole: stored as one block while it is written
+            // (same bytes, no simulated effect), linked again afterwards.
+            ctx.dram.media_mut().unlink_page(slot as u64);
+            self.filled.push(slot);
+        }
         // The page is written into DRAM as it streams in (posted writes).
         ctx.dram
             .write(Self::slot_addr(slot), &buf, Purpose::Demand, arrive);

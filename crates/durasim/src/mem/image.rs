@@ -151,7 +151,9 @@ fn line_of(page: &PageBytes, i: usize) -> &Line {
 /// `own` and clears the bit, so the dependent never sees the base's writes.
 ///
 /// Held by the dependent's page slot and, while linked, by the base's page
-/// slot (`holders`); the side that leaves last frees it.
+/// slot (`holders`); the side that leaves last frees it. A base page may
+/// have several dependents (an NVM home page and a DRAM cache slot), kept
+/// in a list through `next`.
 struct Dep {
     /// The base page's block (held alone by the base image, never shared
     /// with a clone); null once the base let go (then `shared` is 0).
@@ -160,6 +162,9 @@ struct Dep {
     shared: u64,
     /// The lines not shared, in line order (`rank` gives the index).
     own: Vec<Line>,
+    /// The base page's next dependent (null: the last one); meaningful
+    /// while the base holds this `Dep`.
+    next: *mut Dep,
     /// Slots pointing here: 2 while linked, 1 once either side left.
     holders: u8,
 }
@@ -231,9 +236,30 @@ unsafe fn leave(d: *mut Dep) {
     }
 }
 
-/// One present page of an image: a stored block (`dep` set if another
-/// image's page depends on it: this image is its base), or a dependent
-/// page (`block` null, `dep` its lines).
+/// Drop the dependents that left from a base slot's list (`head` is the
+/// slot's `dep`); returns the lines the others still share (their union).
+///
+/// # Safety
+/// `head` is a base slot's list of live `Dep`s.
+unsafe fn prune(head: &mut *mut Dep) -> u64 {
+    let mut link: *mut *mut Dep = head;
+    let mut shared = 0;
+    while !(*link).is_null() {
+        let d = *link;
+        if (*d).holders == 1 {
+            *link = (*d).next;
+            drop(Box::from_raw(d));
+        } else {
+            shared |= (*d).shared;
+            link = std::ptr::addr_of_mut!((*d).next);
+        }
+    }
+    shared
+}
+
+/// One present page of an image: a stored block (`dep` the first of the
+/// pages of other images that depend on it, if any: this image is their
+/// base), or a dependent page (`block` null, `dep` its lines).
 #[derive(Clone, Copy)]
 struct Slot {
     block: *mut Block,
@@ -248,10 +274,11 @@ struct Slot {
 /// - *Clones* share pages: reference-counted blocks, copy-on-write (a write
 ///   to a shared block first copies it), so no image sees another's writes.
 /// - *Dependent pages* ([`Self::link_page`], [`Self::link_equal_lines`]): a
-///   page of this image stored as the lines of the same page of a *base*
-///   image that hold the same bytes plus the lines that differ ([`Dep`]).
-///   The base saves a line into its dependent before overwriting it. The
-///   NVM media's home pages depend on the architectural image this way.
+///   page of this image stored as the lines of a page of a *base* image
+///   that hold the same bytes plus the lines that differ ([`Dep`]). The
+///   base saves a line into its dependents before overwriting it. The NVM
+///   media's home pages and the DRAM cache's slots depend on the
+///   architectural image this way.
 ///
 /// A page freed by [`Self::zero_range`] is kept zeroed for reuse.
 ///
@@ -307,22 +334,38 @@ impl Default for SparseImage {
     }
 }
 
+/// A dependent page's slot lets go of its `Dep`: its lines are garbage now
+/// (the base frees the rest when it next touches the page).
+///
+/// # Safety
+/// `d` is a live `Dep` held by the caller's dependent slot, which forgets it.
+unsafe fn leave_dependent(d: *mut Dep) {
+    (*d).own = Vec::new();
+    (*d).shared = 0;
+    leave(d);
+}
+
 /// Let go of a slot's page; returns its block if this image held it alone
 /// (the caller reuses or frees it). A base page's dependent first copies
 /// the lines it shared.
 fn release_slot(s: Slot) -> Option<*mut Block> {
-    if !s.dep.is_null() {
+    if s.block.is_null() {
         // SAFETY: a live `Dep` held by this slot.
-        unsafe {
-            if s.block.is_null() {
-                // The dependent leaves: its lines are garbage now (the base
-                // frees the rest when it next touches the page).
-                (*s.dep).own = Vec::new();
-                (*s.dep).shared = 0;
-            } else if (*s.dep).holders == 2 {
-                (*s.dep).detach();
+        unsafe { leave_dependent(s.dep) };
+    } else {
+        // The base leaves: each dependent still linked keeps its lines.
+        let mut d = s.dep;
+        while !d.is_null() {
+            // SAFETY: the live list of this base slot.
+            unsafe {
+                let next = (*d).next;
+                (*d).next = std::ptr::null_mut();
+                if (*d).holders == 2 {
+                    (*d).detach();
+                }
+                leave(d);
+                d = next;
             }
-            leave(s.dep);
         }
     }
     if s.block.is_null() {
@@ -439,17 +482,51 @@ impl SparseImage {
         v
     }
 
-    /// Lines of page `page_no` read from `base`'s page `page_no` (this
+    /// Lines of page `page_no` read from `base`'s page `base_page` (this
     /// page depends on it), or None if it does not depend on it.
-    pub fn lines_shared_with(&self, page_no: u64, base: &SparseImage) -> Option<u32> {
+    pub fn lines_shared_with(
+        &self,
+        page_no: u64,
+        base: &SparseImage,
+        base_page: u64,
+    ) -> Option<u32> {
         let mine = self.pages.get(&page_no)?;
-        let theirs = base.pages.get(&page_no)?;
-        if mine.block.is_null() && theirs.dep == mine.dep {
-            // SAFETY: a live `Dep` of `self`.
-            Some(unsafe { (*mine.dep).shared.count_ones() })
-        } else {
-            None
+        let theirs = base.pages.get(&base_page)?;
+        if !mine.block.is_null() || theirs.block.is_null() {
+            return None;
         }
+        let mut d = theirs.dep;
+        while !d.is_null() {
+            if d == mine.dep {
+                // SAFETY: a live `Dep` of `self`.
+                return Some(unsafe { (*d).shared.count_ones() });
+            }
+            // SAFETY: the live list of `base`'s slot.
+            d = unsafe { (*d).next };
+        }
+        None
+    }
+
+    /// Store page `page_no` as one block if it is a dependent page (same
+    /// bytes; no simulated effect): the DRAM cache calls this before a fill
+    /// overwrites a slot, which then takes the block write path instead of
+    /// storing 64 lines one by one into the dependent page.
+    pub fn unlink_page(&mut self, page_no: u64) {
+        let Some(s) = self.pages.get_mut(&page_no) else {
+            return;
+        };
+        if !s.block.is_null() {
+            return;
+        }
+        let b = self.free_pages.pop().unwrap_or_else(alloc_block_uninit);
+        // SAFETY: `b` is this image's alone; `s.dep` a live `Dep` of this
+        // slot, which forgets it.
+        unsafe {
+            (*s.dep).read_page(&mut *bytes_of(b));
+            leave_dependent(s.dep);
+        }
+        s.block = b;
+        s.dep = std::ptr::null_mut();
     }
 
     /// Set page `page_no` of `self` to the bytes of page `src_page` of
@@ -487,8 +564,7 @@ impl SparseImage {
     /// Set page `page_no` of `self` to the bytes of page `page_no` of
     /// `base`, stored as a dependent page sharing all of its lines (setup
     /// preloads the NVM media this way). Returns false, changing nothing,
-    /// if `base` has no such page, it is itself a dependent page, or
-    /// another image already depends on it.
+    /// if `base` has no such page or it is itself a dependent page.
     ///
     /// # Safety
     /// `self` and `base` are used from one thread at a time for as long as
@@ -502,6 +578,7 @@ impl SparseImage {
             base: b.block,
             shared: u64::MAX,
             own: Vec::new(),
+            next: b.dep,
             holders: 2,
         }));
         b.dep = d;
@@ -521,28 +598,34 @@ impl SparseImage {
         true
     }
 
-    /// Store page `page_no` of `self` as a dependent of page `page_no` of
-    /// `base`, sharing every line that holds the same bytes on both sides
-    /// (a line compare for each line not shared yet); the content of both
-    /// images is unchanged. Returns the number of lines shared now (0 if
-    /// not linked: a missing page on either side, `self`'s page a base of
-    /// another image, `base`'s a dependent or depended on by another image,
-    /// or fewer than two equal lines on a page stored whole).
+    /// Store page `page_no` of `self` as a dependent of page `base_page`
+    /// of `base`, sharing every line that holds the same bytes on both
+    /// sides (a line compare for each line not shared yet); the content of
+    /// both images is unchanged. A page depending on another base page
+    /// first becomes a stored block. Returns the number of lines shared now
+    /// (0 if not linked: a missing page on either side, `self`'s page a
+    /// base of another image, `base`'s a dependent page, or fewer than two
+    /// equal lines on a page stored whole).
     ///
     /// # Safety
     /// As [`Self::link_page`].
-    pub unsafe fn link_equal_lines(&mut self, page_no: u64, base: &mut SparseImage) -> u32 {
+    pub unsafe fn link_equal_lines(
+        &mut self,
+        page_no: u64,
+        base: &mut SparseImage,
+        base_page: u64,
+    ) -> u32 {
         let Some(&mine) = self.pages.get(&page_no) else {
             return 0;
         };
-        if !base.make_linkable(page_no) {
-            let theirs = base.pages.get(&page_no);
-            // Already our base: refresh the link below.
-            if theirs.is_none_or(|t| t.dep.is_null() || t.dep != mine.dep) {
-                return 0;
-            }
+        if !mine.block.is_null() && !mine.dep.is_null() {
+            // `self`'s page is a base itself.
+            return 0;
         }
-        let b = base.pages.get_mut(&page_no).expect("linkable");
+        if !base.make_linkable(base_page) {
+            return 0;
+        }
+        let b = base.pages.get_mut(&base_page).expect("linkable");
         // SAFETY: `b.block` is a live block held by `base` alone.
         let bp = unsafe { &*bytes_of(b.block) };
         if mine.block.is_null() {
@@ -551,14 +634,15 @@ impl SparseImage {
             let dep = unsafe { &mut *d };
             if dep.base.is_null() {
                 // Detached (the base let go): link to the current base.
-                if !b.dep.is_null() {
-                    return 0;
-                }
                 dep.base = b.block;
                 dep.holders = 2;
+                dep.next = b.dep;
                 b.dep = d;
             } else if dep.base != b.block {
-                return 0;
+                // Linked to another page: store it whole, then link below.
+                self.unlink_page(page_no);
+                // SAFETY: the caller's promise.
+                return unsafe { self.link_equal_lines(page_no, base, base_page) };
             }
             // Lines stored here that equal the base's again are shared.
             let mut own = Vec::new();
@@ -577,12 +661,8 @@ impl SparseImage {
             if own.len() != dep.own.len() {
                 dep.own = own;
             }
-            base.forget_write_cache(page_no);
+            base.forget_write_cache(base_page);
             return dep.shared.count_ones();
-        }
-        if !mine.dep.is_null() || !b.dep.is_null() {
-            // `self`'s page is a base itself, or `base`'s has a dependent.
-            return 0;
         }
         // A stored block: keep only the lines that differ.
         // SAFETY: a live block of `self` (only read).
@@ -607,10 +687,11 @@ impl SparseImage {
             base: b.block,
             shared,
             own,
+            next: b.dep,
             holders: 2,
         }));
         b.dep = d;
-        base.forget_write_cache(page_no);
+        base.forget_write_cache(base_page);
         self.forget_cached(page_no);
         let s = self.pages.get_mut(&page_no).expect("present");
         s.block = std::ptr::null_mut();
@@ -623,8 +704,8 @@ impl SparseImage {
     }
 
     /// Whether page `page_no` can become the base of a new dependent: a
-    /// stored block with no dependent (a dependent that left is dropped),
-    /// held by this image alone (copied first if shared with a clone).
+    /// stored block (its dependents that left are dropped), held by this
+    /// image alone (copied first if shared with a clone).
     fn make_linkable(&mut self, page_no: u64) -> bool {
         let Some(s) = self.pages.get_mut(&page_no) else {
             return false;
@@ -632,16 +713,10 @@ impl SparseImage {
         if s.block.is_null() {
             return false;
         }
-        if !s.dep.is_null() {
-            // SAFETY: a live `Dep` held by this slot.
-            if unsafe { (*s.dep).holders } != 1 {
-                return false;
-            }
-            // SAFETY: the dependent left; this slot is the last holder.
-            unsafe { leave(s.dep) };
-            s.dep = std::ptr::null_mut();
-        }
-        // SAFETY: a live block of this image.
+        // SAFETY: the list of live `Dep`s of this base slot.
+        unsafe { prune(&mut s.dep) };
+        // SAFETY: a live block of this image (never shared while it has a
+        // dependent).
         if unsafe { (*s.block).refs.load(Ordering::Acquire) } > 1 {
             let copy = self.free_pages.pop().unwrap_or_else(alloc_block_uninit);
             let b = s.block;
@@ -838,25 +913,25 @@ impl SparseImage {
         let ptr = bytes_of(block);
         let mut save = 0;
         if !slot.dep.is_null() {
-            // SAFETY: a live `Dep` held by this slot; the block is this
-            // image's alone and not yet written.
-            let d = unsafe { &mut *slot.dep };
-            if d.holders == 1 {
-                // The dependent left.
-                // SAFETY: this slot is the last holder.
-                unsafe { leave(slot.dep) };
-                self.pages.get_mut(&page_no).expect("present").dep = std::ptr::null_mut();
-            } else {
-                // Save the old lines the dependent still reads.
-                let mut m = d.shared & line_mask(off, data.len());
-                while m != 0 {
-                    let i = m.trailing_zeros() as usize;
-                    // SAFETY: the block is live (only read here).
-                    d.set_line(i, line_of(unsafe { &*ptr }, i));
-                    m &= m - 1;
+            // Save the old lines each dependent still reads.
+            let written = line_mask(off, data.len());
+            let mut d = slot.dep;
+            while !d.is_null() {
+                // SAFETY: the live list of this base slot; the block is
+                // this image's alone and not yet written (only read here).
+                unsafe {
+                    let mut m = (*d).shared & written;
+                    while m != 0 {
+                        let i = m.trailing_zeros() as usize;
+                        (*d).set_line(i, line_of(&*ptr, i));
+                        m &= m - 1;
+                    }
+                    d = (*d).next;
                 }
-                save = d.shared;
             }
+            let s = self.pages.get_mut(&page_no).expect("present");
+            // SAFETY: as above; dependents that left are dropped.
+            save = unsafe { prune(&mut s.dep) };
         }
         self.cache_tag[e].set(page_no + 1);
         self.cache_page[e].set(ptr);
@@ -1185,10 +1260,8 @@ mod tests {
         unsafe {
             assert!(b.link_page(5, &mut a) && b.link_page(6, &mut a));
             assert!(!b.link_page(7, &mut a));
-            // A base page has one dependent at most.
-            assert!(!SparseImage::new().link_page(5, &mut a));
         }
-        assert_eq!(b.lines_shared_with(5, &a), Some(64));
+        assert_eq!(b.lines_shared_with(5, &a, 5), Some(64));
         assert_eq!(b.shared_pages(), 2);
         assert_eq!(b.stored(), (0.0, 0));
         // The linked page replaced b's own bytes.
@@ -1204,7 +1277,7 @@ mod tests {
             (rd(&a, 5 * PAGE_BYTES + 8), rd(&b, 5 * PAGE_BYTES + 8)),
             (21, 11)
         );
-        assert_eq!(b.lines_shared_with(5, &a), Some(63));
+        assert_eq!(b.lines_shared_with(5, &a, 5), Some(63));
         // A second write to the same line takes the fast path (line no
         // longer shared) and b still reads the saved line.
         a.write_u64(5 * PAGE_BYTES + 16, 22);
@@ -1219,8 +1292,8 @@ mod tests {
         // Equal lines are shared again, differing ones are kept.
         a.write_u64(6 * PAGE_BYTES + 64, 23);
         // SAFETY: one thread.
-        assert_eq!(unsafe { b.link_equal_lines(6, &mut a) }, 64);
-        assert_eq!(unsafe { b.link_equal_lines(5, &mut a) }, 63);
+        assert_eq!(unsafe { b.link_equal_lines(6, &mut a, 6) }, 64);
+        assert_eq!(unsafe { b.link_equal_lines(5, &mut a, 5) }, 63);
         // A page stored whole becomes a dependent keeping its differing
         // lines only.
         let mut c = SparseImage::new();
@@ -1231,15 +1304,15 @@ mod tests {
         d.write_u64(9 * PAGE_BYTES, 1);
         // SAFETY: one thread.
         unsafe {
-            assert_eq!(d.link_equal_lines(5, &mut c), 63);
-            assert_eq!(d.link_equal_lines(9, &mut c), 64);
+            assert_eq!(d.link_equal_lines(5, &mut c, 5), 63);
+            assert_eq!(d.link_equal_lines(9, &mut c, 9), 64);
         }
         assert_eq!(d.stored(), (0.0, 1));
         assert_eq!(rd(&d, 5 * PAGE_BYTES + 8), 12);
         // Zeroing the base's page (whole) detaches: b keeps its bytes.
         a.zero_range(6 * PAGE_BYTES, PAGE_BYTES);
         assert_eq!((rd(&a, 6 * PAGE_BYTES), rd(&b, 6 * PAGE_BYTES)), (0, 12));
-        assert_eq!(b.lines_shared_with(6, &a), None);
+        assert_eq!(b.lines_shared_with(6, &a, 6), None);
         // Clones copy dependent pages and bases: independent of the link.
         let bc = b.clone();
         let ac = a.clone();
@@ -1261,6 +1334,63 @@ mod tests {
     }
 
     #[test]
+    fn a_base_page_keeps_several_dependents() {
+        let rd = |i: &SparseImage, x| i.read_u64(x);
+        let mut a = SparseImage::new();
+        a.write_u64(5 * PAGE_BYTES + 8, 11);
+        a.write_u64(5 * PAGE_BYTES + 64, 12);
+        // b: page 5 linked whole; c: its page 40 holds a's page 5 but line
+        // 0 (a DRAM cache slot depending on another page number).
+        let (mut b, mut c) = (SparseImage::new(), SparseImage::new());
+        c.write_u64(40 * PAGE_BYTES + 64, 12);
+        c.write_u64(40 * PAGE_BYTES + 8, 7);
+        // SAFETY: one thread.
+        unsafe {
+            assert!(b.link_page(5, &mut a));
+            assert_eq!(c.link_equal_lines(40, &mut a, 5), 63);
+        }
+        assert_eq!(b.lines_shared_with(5, &a, 5), Some(64));
+        assert_eq!(c.lines_shared_with(40, &a, 5), Some(63));
+        assert_eq!(c.lines_shared_with(40, &a, 40), None);
+        // A write to the base saves the old line into both dependents.
+        a.write_u64(5 * PAGE_BYTES + 72, 13);
+        assert_eq!(
+            (rd(&b, 5 * PAGE_BYTES + 72), rd(&c, 40 * PAGE_BYTES + 72)),
+            (0, 0)
+        );
+        assert_eq!(
+            (rd(&b, 5 * PAGE_BYTES + 64), rd(&c, 40 * PAGE_BYTES + 64)),
+            (12, 12)
+        );
+        assert_eq!(c.lines_shared_with(40, &a, 5), Some(62));
+        // c's page becomes a block again, then depends on another page.
+        c.unlink_page(40);
+        assert_eq!(c.lines_shared_with(40, &a, 5), None);
+        assert_eq!(rd(&c, 40 * PAGE_BYTES + 8), 7);
+        a.write_u64(9 * PAGE_BYTES + 8, 7);
+        // SAFETY: one thread.
+        assert_eq!(unsafe { c.link_equal_lines(40, &mut a, 9) }, 63);
+        // Linked elsewhere: re-linking to page 5 stores the page whole
+        // first (it still reads the same bytes).
+        // SAFETY: one thread.
+        assert_eq!(unsafe { c.link_equal_lines(40, &mut a, 5) }, 62);
+        assert_eq!(c.lines_shared_with(40, &a, 9), None);
+        assert_eq!(rd(&c, 40 * PAGE_BYTES + 8), 7);
+        // One dependent leaves (the base drops it at its next write); the
+        // other still gets the saved lines.
+        drop(c);
+        a.write_u64(5 * PAGE_BYTES + 128, 14);
+        assert_eq!(rd(&b, 5 * PAGE_BYTES + 128), 0);
+        assert_eq!(b.lines_shared_with(5, &a, 5), Some(62));
+        // The base leaves: the dependent keeps its bytes.
+        drop(a);
+        assert_eq!(
+            (rd(&b, 5 * PAGE_BYTES + 8), rd(&b, 5 * PAGE_BYTES + 128)),
+            (11, 0)
+        );
+    }
+
+    #[test]
     fn written_pages_are_tracked_once_per_period() {
         let mut a = SparseImage::new();
         a.set_track_written(true);
@@ -1277,10 +1407,10 @@ mod tests {
         assert!(a.take_written().is_empty());
     }
 
-    /// Two images, each with its byte map, under writes, zeroing, links
-    /// of a page to the other image's (forced, or of the equal lines) in
-    /// either direction, block sharing and clones: a dependent page never sees its base's
-    /// writes, nor the base its dependent's.
+    /// Three images, each with its byte map, under writes, zeroing, links
+    /// of a page to another image's (forced, or of the equal lines, also to
+    /// a page of another number), block sharing and clones: a base page may
+    /// have several dependents, and no page sees another image's writes.
     #[derive(Clone, Debug)]
     enum Op2 {
         Write {
@@ -1297,14 +1427,22 @@ mod tests {
         },
         Link {
             dep: usize,
+            base: usize,
             page: u64,
         },
         LinkEqual {
             dep: usize,
+            base: usize,
+            page: u64,
+            base_page: u64,
+        },
+        Unlink {
+            img: usize,
             page: u64,
         },
         Share {
             dst: usize,
+            src: usize,
             page: u64,
         },
         CloneSwap {
@@ -1315,6 +1453,8 @@ mod tests {
         },
     }
 
+    const IMGS: usize = 3;
+
     fn op2() -> impl proptest::strategy::Strategy<Value = Op2> {
         use proptest::prelude::*;
         // Few pages, two far-apart groups (page-cache aliases); writes
@@ -1324,17 +1464,45 @@ mod tests {
             0..PAGE_BYTES,
             (0..4u64, 0..64u64).prop_map(|(l, o)| l * 64 + o)
         ];
+        // Two distinct images.
+        let pair = (0..IMGS, 1..IMGS).prop_map(|(d, k)| (d, (d + k) % IMGS));
         prop_oneof![
-            8 => (0..2usize, page.clone(), off, prop_oneof![1..9usize, 1..200usize], any::<u8>())
+            8 => (0..IMGS, page.clone(), off, prop_oneof![1..9usize, 1..200usize], any::<u8>())
                 .prop_map(|(img, page, off, len, seed)| Op2::Write { img, page, off, len, seed }),
-            1 => (0..2usize, page.clone(), any::<bool>())
+            1 => (0..IMGS, page.clone(), any::<bool>())
                 .prop_map(|(img, page, whole)| Op2::Zero { img, page, whole }),
-            2 => (0..2usize, page.clone()).prop_map(|(dep, page)| Op2::Link { dep, page }),
-            3 => (0..2usize, page.clone()).prop_map(|(dep, page)| Op2::LinkEqual { dep, page }),
-            1 => (0..2usize, page).prop_map(|(dst, page)| Op2::Share { dst, page }),
-            1 => (0..2usize).prop_map(|img| Op2::CloneSwap { img }),
-            1 => (0..2usize).prop_map(|img| Op2::CloneKeep { img }),
+            2 => (pair.clone(), page.clone()).prop_map(|((dep, base), page)| Op2::Link { dep, base, page }),
+            3 => (pair.clone(), page.clone(), page.clone(), any::<bool>()).prop_map(
+                |((dep, base), page, other, same)| Op2::LinkEqual {
+                    dep,
+                    base,
+                    page,
+                    base_page: if same { page } else { other },
+                }
+            ),
+            1 => (0..IMGS, page.clone()).prop_map(|(img, page)| Op2::Unlink { img, page }),
+            1 => (pair, page).prop_map(|((dst, src), page)| Op2::Share { dst, src, page }),
+            1 => (0..IMGS).prop_map(|img| Op2::CloneSwap { img }),
+            1 => (0..IMGS).prop_map(|img| Op2::CloneKeep { img }),
         ]
+    }
+
+    /// Two distinct images of `imgs`, mutably.
+    fn two(
+        imgs: &mut [SparseImage; IMGS],
+        i: usize,
+        j: usize,
+    ) -> (&mut SparseImage, &mut SparseImage) {
+        assert_ne!(i, j);
+        let [a, b, c] = imgs;
+        match (i, j) {
+            (0, 1) => (a, b),
+            (0, 2) => (a, c),
+            (1, 0) => (b, a),
+            (1, 2) => (b, c),
+            (2, 0) => (c, a),
+            _ => (c, b),
+        }
     }
 
     proptest::proptest! {
@@ -1343,8 +1511,8 @@ mod tests {
         /// equal line.
         #[test]
         fn linked_images_equal_byte_maps(ops in proptest::collection::vec(op2(), 1..150)) {
-            let mut imgs = [SparseImage::new(), SparseImage::new()];
-            let mut models = [vec![0u8; 0], vec![0u8; 0]];
+            let mut imgs: [SparseImage; IMGS] = Default::default();
+            let mut models: [Vec<u8>; IMGS] = Default::default();
             let mut kept: Vec<(SparseImage, Vec<u8>)> = Vec::new();
             let span = 2 * PAGE_CACHE_ENTRIES as u64 * PAGE_BYTES;
             let idx = |a: u64| a as usize;
@@ -1377,37 +1545,39 @@ mod tests {
                         models[img][idx(a)..idx(a + n)].fill(0);
                         page
                     }
-                    Op2::Link { dep, page } => {
-                        let (x, y) = imgs.split_at_mut(1);
-                        let (d, b) = if dep == 0 { (&mut x[0], &mut y[0]) } else { (&mut y[0], &mut x[0]) };
+                    Op2::Link { dep, base, page } => {
+                        let (d, b) = two(&mut imgs, dep, base);
                         // SAFETY: one thread.
                         if unsafe { d.link_page(page, b) } {
-                            let src: Vec<u8> = models[1 - dep][page_range(page)].to_vec();
+                            let src: Vec<u8> = models[base][page_range(page)].to_vec();
                             models[dep][page_range(page)].copy_from_slice(&src);
-                            proptest::prop_assert_eq!(d.lines_shared_with(page, b), Some(64));
+                            proptest::prop_assert_eq!(d.lines_shared_with(page, b, page), Some(64));
                         }
                         page
                     }
-                    Op2::LinkEqual { dep, page } => {
-                        let (x, y) = imgs.split_at_mut(1);
-                        let (d, b) = if dep == 0 { (&mut x[0], &mut y[0]) } else { (&mut y[0], &mut x[0]) };
-                        let (md, mb) = (&models[dep][page_range(page)], &models[1 - dep][page_range(page)]);
+                    Op2::LinkEqual { dep, base, page, base_page } => {
+                        let (d, b) = two(&mut imgs, dep, base);
+                        let (md, mb) = (&models[dep][page_range(page)], &models[base][page_range(base_page)]);
                         let equal = md.chunks(LINE).zip(mb.chunks(LINE)).filter(|(l, r)| l == r).count() as u32;
                         // SAFETY: one thread.
-                        let n = unsafe { d.link_equal_lines(page, b) };
+                        let n = unsafe { d.link_equal_lines(page, b, base_page) };
                         // Linked: exactly the equal lines are shared.
                         if n > 0 {
                             proptest::prop_assert_eq!(n, equal);
-                            proptest::prop_assert_eq!(d.lines_shared_with(page, b), Some(n));
+                            proptest::prop_assert_eq!(d.lines_shared_with(page, b, base_page), Some(n));
                         }
+                        check(b, &models[base], base_page);
                         page
                     }
-                    Op2::Share { dst, page } => {
-                        let (x, y) = imgs.split_at_mut(1);
-                        let (d, b) = if dst == 0 { (&mut x[0], &y[0]) } else { (&mut y[0], &x[0]) };
+                    Op2::Unlink { img, page } => {
+                        imgs[img].unlink_page(page);
+                        page
+                    }
+                    Op2::Share { dst, src, page } => {
+                        let (d, b) = two(&mut imgs, dst, src);
                         if d.share_page(page, b, page) {
-                            let src: Vec<u8> = models[1 - dst][page_range(page)].to_vec();
-                            models[dst][page_range(page)].copy_from_slice(&src);
+                            let bytes: Vec<u8> = models[src][page_range(page)].to_vec();
+                            models[dst][page_range(page)].copy_from_slice(&bytes);
                         }
                         page
                     }
