@@ -1203,9 +1203,12 @@ impl MemoryController {
         }
         if let (Some(a), Some(na)) = (wp.act, p.act) {
             // `Rank::slot` looks only at activates within `reach` of its
-            // candidate.
+            // candidate, and at no more than 16 of them: tRRD spacing keeps
+            // fewer than that within reach unless 2 reach >= 15 tRRD, where
+            // a new activate could displace one.
             let reach = t.t_faw.max(t.t_rrd);
-            if w.rank == l.rank && na + reach > a && a + reach > na {
+            if w.rank == l.rank && ((na + reach > a && a + reach > na) || 2 * reach >= 15 * t.t_rrd)
+            {
                 return false;
             }
         }
