@@ -266,8 +266,9 @@ impl<T: Copy> Reservations<T> {
     /// Drop the leading entries for which `expired` holds (they end before
     /// the horizon, which never decreases; `expired` must hold for a prefix)
     /// when there are more than `PRUNE_BATCH` of them.
+    /// Returns true if entries were dropped.
     #[inline]
-    fn prune(&mut self, expired: impl Fn(&T) -> bool) {
+    fn prune(&mut self, expired: impl Fn(&T) -> bool) -> bool {
         while self.expired_end < self.items.len() && expired(&self.items[self.expired_end]) {
             self.expired_end += 1;
         }
@@ -278,13 +279,16 @@ impl<T: Copy> Reservations<T> {
                 self.expired_end -= self.head;
                 self.head = 0;
             }
+            return true;
         }
+        false
     }
 
     /// [`Reservations::prune`], then insert `x` after
     /// every entry for which `before` holds (the list stays sorted).
     /// `absorb(a, b)` may extend `a` to cover the entry `b` right after it
-    /// (returning true); absorbed entries are removed.
+    /// (returning true); absorbed entries are removed. Returns true if the
+    /// pruning dropped entries.
     #[inline]
     fn prune_and_insert(
         &mut self,
@@ -292,8 +296,8 @@ impl<T: Copy> Reservations<T> {
         x: T,
         before: impl Fn(&T) -> bool,
         absorb: impl Fn(&mut T, &T) -> bool,
-    ) {
-        self.prune(expired);
+    ) -> bool {
+        let pruned = self.prune(expired);
         let i = self.head + partition_point_from_end(self.live(), before);
         // `x` absorbs the entry after it, then the entry before absorbs the
         // (grown) `x`; decided before touching the list so that a merge
@@ -321,6 +325,7 @@ impl<T: Copy> Reservations<T> {
                 self.items.remove(i);
             }
         }
+        pruned
     }
 }
 
@@ -399,9 +404,10 @@ impl Rank {
         }
     }
 
-    fn reserve(&mut self, t: Cycle, horizon: Cycle) {
+    /// Returns true if old activates were pruned.
+    fn reserve(&mut self, t: Cycle, horizon: Cycle) -> bool {
         self.acts
-            .prune_and_insert(|&a| a < horizon, t, |&a| a <= t, |_, _| false);
+            .prune_and_insert(|&a| a < horizon, t, |&a| a <= t, |_, _| false)
     }
 }
 
@@ -447,7 +453,8 @@ impl Channel {
         }
     }
 
-    fn reserve(&mut self, b: Burst, horizon: Cycle) {
+    /// Returns true if old bursts were pruned.
+    fn reserve(&mut self, b: Burst, horizon: Cycle) -> bool {
         // Back-to-back bursts of one direction become one busy interval:
         // the same constraints for any later burst (see `slot`), and a
         // saturated bus is one entry to skip instead of thousands.
@@ -462,7 +469,7 @@ impl Channel {
                 }
                 adjacent
             },
-        );
+        )
     }
 }
 
@@ -708,14 +715,15 @@ pub struct MemoryController {
     pick: Vec<u128>,
     /// Width of the bank index (`nbanks.trailing_zeros()`).
     bank_index_bits: u32,
-    /// Commits per channel: a plan depends only on its request and its
-    /// channel's banks, ranks and bus, which change only by commits there.
-    chan_commits: Vec<u64>,
-    /// The last plan of a queued write: (slot, its seq, its channel's
-    /// commit count then, the plan). `advance` plans the FR-FCFS pick at
-    /// every request and mostly finds it not yet issuable; while nothing
-    /// was committed on its channel the plan is the same.
-    write_plan: Option<(u16, u64, u64, Plan)>,
+    /// The last plan of a queued write: (slot, its seq, its location, the
+    /// plan). `advance` plans the FR-FCFS pick at every request and mostly
+    /// finds it not yet issuable. A plan depends only on its request, its
+    /// bank, its rank's activates and its channel's bursts, and is the
+    /// earliest time meeting every constraint, so it stays valid until a
+    /// commit changes its bank, adds an activate or burst that conflicts
+    /// with it, or prunes reservations it may have avoided
+    /// (`MemoryController::commit` drops it then).
+    write_plan: Option<(u16, u64, Loc, Plan)>,
     wq_len: usize,
     wq_seq: u64,
     /// Each slot's line content before its first write (only with dcw:
@@ -870,7 +878,6 @@ impl MemoryController {
             cand_stale: vec![0; nbanks.div_ceil(64)],
             pick: vec![NO_CAND; 2 * nbanks],
             bank_index_bits: nbanks.trailing_zeros(),
-            chan_commits: vec![0; timing.channels as usize],
             write_plan: None,
             wq_len: 0,
             wq_seq: 0,
@@ -1073,7 +1080,10 @@ impl MemoryController {
         let t = self.timing;
         let mut bank = self.banks[l.bank as usize];
         self.mark_stale(l.bank as usize);
-        self.chan_commits[l.ch as usize] += 1;
+        // Does the cached write plan survive this commit (see `write_plan`)?
+        let mut keep_plan = self
+            .write_plan
+            .is_none_or(|(_, _, w, wp)| Self::plan_survives(&t, w, &wp, l, is_write, p));
         if let Some(at) = p.refreshed {
             self.trace_push(
                 |channel, rank, bank| Command::Refresh {
@@ -1099,7 +1109,8 @@ impl MemoryController {
         }
         let horizon = self.latest_now.saturating_sub(RESERVATION_HORIZON_CYCLES);
         if let Some(act) = p.act {
-            self.ranks[l.rank as usize].reserve(act, horizon);
+            let pruned = self.ranks[l.rank as usize].reserve(act, horizon);
+            keep_plan &= !(pruned && self.write_plan.is_some_and(|(_, _, w, _)| w.rank == l.rank));
             let row = l.row;
             self.trace_push(
                 |channel, rank, bank| Command::Activate {
@@ -1117,7 +1128,7 @@ impl MemoryController {
         }
         let data_end = p.data_start + t.t_bl;
         let issued = p.issued;
-        self.channels[l.ch as usize].reserve(
+        let pruned = self.channels[l.ch as usize].reserve(
             Burst {
                 start: p.data_start,
                 end: data_end,
@@ -1125,6 +1136,10 @@ impl MemoryController {
             },
             horizon,
         );
+        keep_plan &= !(pruned && self.write_plan.is_some_and(|(_, _, w, _)| w.ch == l.ch));
+        if !keep_plan {
+            self.write_plan = None;
+        }
         if is_write {
             // Cells are programmed after the burst; the bank is busy meanwhile.
             let done = data_end + busy;
@@ -1164,6 +1179,43 @@ impl MemoryController {
             self.stats.row_misses += 1;
         }
         data_end
+    }
+
+    /// Is plan `wp` of a write at `w` unchanged by committing plan `p` of
+    /// an access at `l` (before its reservations are pruned)? A plan is
+    /// the earliest activate, then the earliest burst, meeting constraints
+    /// that each reservation adds independently, so a new reservation
+    /// that the planned commands already satisfy leaves it as it is.
+    #[inline]
+    fn plan_survives(
+        t: &DeviceTiming,
+        w: Loc,
+        wp: &Plan,
+        l: Loc,
+        is_write: bool,
+        p: &Plan,
+    ) -> bool {
+        if w.ch != l.ch {
+            return true;
+        }
+        if w.bank == l.bank {
+            return false;
+        }
+        if let (Some(a), Some(na)) = (wp.act, p.act) {
+            // `Rank::slot` looks only at activates within `reach` of its
+            // candidate, and at no more than 16 of them: tRRD spacing keeps
+            // fewer than that within reach unless 2 reach >= 15 tRRD, where
+            // a new activate could displace one.
+            let reach = t.t_faw.max(t.t_rrd);
+            if w.rank == l.rank && ((na + reach > a && a + reach > na) || 2 * reach >= 15 * t.t_rrd)
+            {
+                return false;
+            }
+        }
+        // `Channel::slot`'s test of one reservation, for the new burst.
+        let (start, end) = (p.data_start, p.data_start + t.t_bl);
+        end + Channel::gap(is_write, true, t) <= wp.data_start
+            || wp.data_start + t.t_bl + Channel::gap(true, is_write, t) <= start
     }
 
     /// The queued write of `line` (in bank `bank`), if any.
@@ -1449,14 +1501,13 @@ impl MemoryController {
     #[inline]
     fn plan_queued(&mut self, s: u16) -> Plan {
         let w = self.wq_slots[s as usize];
-        let gen = self.chan_commits[w.loc.ch as usize];
-        if let Some((cs, seq, g, p)) = self.write_plan {
-            if cs == s && seq == w.seq && g == gen {
+        if let Some((cs, seq, _, p)) = self.write_plan {
+            if cs == s && seq == w.seq {
                 return p;
             }
         }
         let p = self.plan(w.loc, true, w.arrival);
-        self.write_plan = Some((s, w.seq, gen, p));
+        self.write_plan = Some((s, w.seq, w.loc, p));
         p
     }
 

@@ -302,6 +302,36 @@ pub fn merge_into_line(s: &DataSlice, line_addr: Addr, line: &mut LineData) {
     }
 }
 
+/// Copy into `line` the words of the data slice in `b` that belong to home
+/// line `line_addr` and are selected by `words` (bit w: word w of the
+/// line), entries in slice order; returns the slice's TxID, or `None` if
+/// the bytes are not a data slice. The same as [`DataSlice::decode`] then
+/// [`merge_into_line`] of the selected words, without building the slice
+/// (the read-miss path decodes one to three slices per mapped miss).
+#[inline]
+pub fn merge_slice_bytes(
+    b: &[u8; SLICE_BYTES as usize],
+    line_addr: Addr,
+    words: u8,
+    line: &mut LineData,
+) -> Option<u32> {
+    if b[KIND_BYTE] != KIND_DATA {
+        return None;
+    }
+    let m = &b[64..];
+    let count = usize::from((m[47] >> 1) & 7) + 1;
+    for i in 0..count {
+        let mut h = [0u8; 8];
+        h[..5].copy_from_slice(&m[i * 5..i * 5 + 5]);
+        let home = u64::from_le_bytes(h);
+        let w = ((home & 63) / 8) as usize;
+        if home & !63 == line_addr && words & (1 << w) != 0 {
+            line[w * 8..w * 8 + 8].copy_from_slice(&b[i * 8..i * 8 + 8]);
+        }
+    }
+    Some(u32::from_le_bytes(m[43..47].try_into().unwrap()))
+}
+
 /// The bytes covering bits `bit..bit + width` (width <= 64, so at most nine
 /// bytes) as one little-endian integer, shifted so `bit` is bit 0.
 #[inline]
@@ -429,6 +459,36 @@ mod tests {
             put_bits_reference(m, 380, 4, u64::from(s.flag));
             want[KIND_BYTE] = KIND_DATA;
             prop_assert_eq!(s.encode(), want);
+        }
+
+        #[test]
+        fn merge_slice_bytes_equals_decode_then_merge(
+            s in arb_data_slice(),
+            pick in 0usize..8,
+            words in any::<u8>(),
+            init in proptest::array::uniform8(any::<u64>()),
+        ) {
+            // A line that the slice holds words of (or not, for pick's
+            // home beyond count).
+            let line_addr = s.homes[pick] & !63;
+            let mut want = [0u8; 64];
+            for (w, v) in init.iter().enumerate() {
+                want[w * 8..w * 8 + 8].copy_from_slice(&v.to_le_bytes());
+            }
+            let mut got = want;
+            let d = DataSlice::decode(&s.encode()).unwrap();
+            for i in 0..d.count as usize {
+                let h = d.homes[i];
+                let w = ((h & 63) / 8) as usize;
+                if h & !63 == line_addr && words & (1 << w) != 0 {
+                    want[w * 8..w * 8 + 8].copy_from_slice(&d.values[i].to_le_bytes());
+                }
+            }
+            prop_assert_eq!(merge_slice_bytes(&s.encode(), line_addr, words, &mut got), Some(d.txid));
+            prop_assert_eq!(got, want);
+            let mut b = [0u8; SLICE_BYTES as usize];
+            b[120..].copy_from_slice(&address_slice_header(1, false));
+            prop_assert_eq!(merge_slice_bytes(&b, line_addr, words, &mut got), None);
         }
 
         #[test]

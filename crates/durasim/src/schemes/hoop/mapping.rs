@@ -31,6 +31,16 @@ impl LineLocs {
         u64::from(self.slot[w])
     }
 
+    /// Words (bit w: word w) whose newest copy is in slice `slot`.
+    #[inline]
+    pub fn words_in(&self, slot: u64) -> u8 {
+        let mut m = 0;
+        for w in 0..8 {
+            m |= u8::from(self.mask & (1 << w) != 0 && self.slot(w) == slot) << w;
+        }
+        m
+    }
+
     /// Distinct slices holding this line's words (at most 8), written into
     /// `out`; returns how many.
     pub fn distinct_slots(&self, out: &mut [u64; 8]) -> usize {

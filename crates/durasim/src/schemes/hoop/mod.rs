@@ -27,7 +27,7 @@ use crate::config::{Check, DefaultValue, ParamSpec, Params};
 use crate::error::{Error, Result};
 use crate::mem::image::PAGE_BYTES;
 use crate::mem::SparseImage;
-use crate::types::{line_of, write_word, Addr, CoreId, Cycle, LineData, Purpose, LINE_BYTES};
+use crate::types::{line_of, Addr, CoreId, Cycle, LineData, Purpose, LINE_BYTES};
 use layout::{BlockHeader, BlockState, CommitEntry, DataSlice, SLICE_BYTES};
 use mapping::{EvictionBuffer, Indirection};
 use std::collections::VecDeque;
@@ -898,11 +898,13 @@ impl Scheme for Hoop {
             self.stats.miss_memory_loads += 1;
             let mut newest = 0;
             for &slot in &slots[..n] {
-                let s = if let Some(s) = self.open_slice_at(slot).copied() {
+                // Only the words whose newest copy is in this slice.
+                let words = locs.words_in(slot);
+                let txid = if let Some(b) = self.open_slice_at(slot).map(DataSlice::encode) {
                     self.stats.oop_slice_reads_from_buffer += 1;
-                    s
+                    layout::merge_slice_bytes(&b, line_addr, words, out)
                 } else {
-                    // The timed read returns the media bytes: decode those.
+                    // The timed read returns the media bytes: merge from those.
                     let mut b = [0u8; SLICE_BYTES as usize];
                     done =
                         done.max(
@@ -910,19 +912,9 @@ impl Scheme for Hoop {
                                 .read(self.g.slot_addr(slot), &mut b, Purpose::Demand, t0),
                         );
                     self.stats.miss_memory_loads += 1;
-                    DataSlice::decode(&b).expect("mapped OOP slot holds a data slice")
+                    layout::merge_slice_bytes(&b, line_addr, words, out)
                 };
-                // Only the words whose newest copy is in this slice.
-                for i in 0..s.count as usize {
-                    let h = s.homes[i];
-                    if line_of(h) == line_addr {
-                        let w = ((h & 63) / 8) as usize;
-                        if locs.mask & (1 << w) != 0 && locs.slot(w) == slot {
-                            write_word(out, w, s.values[i]);
-                        }
-                    }
-                }
-                newest = newest.max(s.txid);
+                newest = newest.max(txid.expect("mapped OOP slot holds a data slice"));
             }
             self.mapping_removed();
             self.stats.mapping_removed_by_miss += 1;

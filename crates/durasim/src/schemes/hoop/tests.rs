@@ -4,6 +4,7 @@ use super::*;
 use crate::engine::{self, Engine, RunSpec};
 use crate::mem::{MemRead, MemWrite, MemoryController, Overlay, SparseImage};
 use crate::schemes::Scheme;
+use crate::types::write_word;
 
 fn small_params() -> Params {
     let mut p = Params::defaults(&[PARAMS]);
