@@ -214,6 +214,48 @@ impl RangeSet {
 mod tests {
     use super::*;
 
+    /// A scan that homes words 0 and 8, then replaces word 0's bytes
+    /// twice (before a mark, and once more after the last mark).
+    struct Rehoming;
+
+    impl ResumableScan for Rehoming {
+        fn cursors(&self) -> usize {
+            1
+        }
+        fn resume(&mut self, _c: usize, io: &mut dyn ScanIo) -> Result<()> {
+            io.home(0, &1u64.to_le_bytes());
+            io.home(8, &2u64.to_le_bytes());
+            io.mark();
+            io.rehome(0, &3u64.to_le_bytes());
+            io.mark();
+            io.rehome(0, &4u64.to_le_bytes());
+            Ok(())
+        }
+        fn finish(&self, _out: &mut dyn FnMut(Addr, &[u8])) {}
+        fn report(&self, _p: &Params) -> RecoveryReport {
+            RecoveryReport::default()
+        }
+    }
+
+    /// Rule: a rehomed word is written once, where it was first written,
+    /// with the bytes of its last rehome before a mark.
+    #[test]
+    fn rehome_rewrites_the_kept_piece_in_place() {
+        let mut rec = crate::crash::Recorder::new(crate::mem::SparseImage::new());
+        recover_by_scan(Box::new(Rehoming), &mut rec, &Params::defaults(&[])).unwrap();
+        assert_eq!(rec.writes(), 2);
+        let pieces: Vec<(Addr, Vec<u8>)> =
+            rec.writes.pieces(2).map(|(a, d)| (a, d.to_vec())).collect();
+        assert_eq!(
+            pieces,
+            vec![
+                (0, 3u64.to_le_bytes().to_vec()),
+                (8, 2u64.to_le_bytes().to_vec())
+            ]
+        );
+        assert_eq!(rec.inner.read_u64(0), 3);
+    }
+
     #[test]
     fn range_sets_merge_on_insert() {
         let mut r = RangeSet::default();
