@@ -129,37 +129,44 @@ fn verdicts_do_not_depend_on_resume_or_host_threads() {
         ("hoop", vec![("hoop.mutant", "commit-before-last-slice")]),
     ];
     for (scheme, sets) in cases {
-        let mut sets = sets;
-        sets.push(("workload.initial_items", "64"));
         let mutant = sets.iter().any(|(k, _)| k.ends_with(".mutant"));
-        let s = spec(scheme, "vector", 150, &sets);
-        let go = |host_threads, resume| {
-            let o = CrashOptions {
-                host_threads,
-                resume_scans: resume,
-                recovery_crashes: 3,
-                torn: true,
-                ..CrashOptions::default()
-            };
-            run(s.clone(), &o)
+        verdicts_agree(scheme, sets, 150, mutant);
+    }
+}
+
+/// Crash-test `scheme` on vector (64 initial items) with 1 host thread
+/// and the resumed scan, then with 2 threads and without resuming: same
+/// verdicts, first violation, violation and recovery crash counts and
+/// recovery bytes; it fails exactly when `fails`.
+fn verdicts_agree(scheme: &str, mut sets: Vec<(&str, &str)>, tx: u64, fails: bool) {
+    sets.push(("workload.initial_items", "64"));
+    let s = spec(scheme, "vector", tx, &sets);
+    let go = |host_threads, resume| {
+        let o = CrashOptions {
+            host_threads,
+            resume_scans: resume,
+            recovery_crashes: 3,
+            torn: true,
+            ..CrashOptions::default()
         };
-        let one = go(1, true);
-        assert!(one.resumed_points > 0);
-        assert_eq!(one.violations > 0, mutant, "{sets:?}");
-        for other in [go(2, true), go(1, false)] {
-            assert_eq!(one.verdicts, other.verdicts, "{sets:?}");
-            assert_eq!(one.first_violation, other.first_violation, "{sets:?}");
-            assert_eq!(one.violations, other.violations);
-            assert_eq!(one.recovery_crashes_tested, other.recovery_crashes_tested);
-            assert_eq!(
-                one.recovery_crash_violations,
-                other.recovery_crash_violations
-            );
-            assert_eq!(
-                one.recovery_bytes_written_mean,
-                other.recovery_bytes_written_mean
-            );
-        }
+        run(s.clone(), &o)
+    };
+    let one = go(1, true);
+    assert!(one.resumed_points > 0, "{scheme} {sets:?}");
+    assert_eq!(one.violations > 0, fails, "{scheme} {sets:?}");
+    for other in [go(2, true), go(1, false)] {
+        assert_eq!(one.verdicts, other.verdicts, "{scheme} {sets:?}");
+        assert_eq!(one.first_violation, other.first_violation, "{sets:?}");
+        assert_eq!(one.violations, other.violations);
+        assert_eq!(one.recovery_crashes_tested, other.recovery_crashes_tested);
+        assert_eq!(
+            one.recovery_crash_violations,
+            other.recovery_crash_violations
+        );
+        assert_eq!(
+            one.recovery_bytes_written_mean,
+            other.recovery_bytes_written_mean
+        );
     }
 }
 
@@ -213,7 +220,9 @@ fn dudetm_and_lsm_verdicts_do_not_depend_on_resume_or_host_threads() {
         ("lsm.segment_bytes", "4KB"),
     ];
     let with = |extra: (&'static str, &'static str)| [&lsm_home[..], &[extra]].concat();
-    let cases: Vec<(&str, Vec<(&str, &str)>, u64, bool)> = vec![
+    // (scheme, parameters, transactions, whether it must fail)
+    type Case = (&'static str, Vec<(&'static str, &'static str)>, u64, bool);
+    let cases: Vec<Case> = vec![
         (
             "dudetm",
             vec![("dudetm.group_commit_ms", "0.002")],
@@ -224,35 +233,7 @@ fn dudetm_and_lsm_verdicts_do_not_depend_on_resume_or_host_threads() {
         ("lsm", with(("lsm.mutant", "retire-log-early")), 150, true),
         ("lsm", with(("lsm.mutant", "ignore-checksum")), 400, true),
     ];
-    for (scheme, mut sets, tx, fails) in cases {
-        sets.push(("workload.initial_items", "64"));
-        let s = spec(scheme, "vector", tx, &sets);
-        let go = |host_threads, resume| {
-            let o = CrashOptions {
-                host_threads,
-                resume_scans: resume,
-                recovery_crashes: 3,
-                torn: true,
-                ..CrashOptions::default()
-            };
-            run(s.clone(), &o)
-        };
-        let one = go(1, true);
-        assert!(one.resumed_points > 0, "{scheme} {sets:?}");
-        assert_eq!(one.violations > 0, fails, "{scheme} {sets:?}");
-        for other in [go(2, true), go(1, false)] {
-            assert_eq!(one.verdicts, other.verdicts, "{scheme} {sets:?}");
-            assert_eq!(one.first_violation, other.first_violation, "{sets:?}");
-            assert_eq!(one.violations, other.violations);
-            assert_eq!(one.recovery_crashes_tested, other.recovery_crashes_tested);
-            assert_eq!(
-                one.recovery_crash_violations,
-                other.recovery_crash_violations
-            );
-            assert_eq!(
-                one.recovery_bytes_written_mean,
-                other.recovery_bytes_written_mean
-            );
-        }
+    for (scheme, sets, tx, fails) in cases {
+        verdicts_agree(scheme, sets, tx, fails);
     }
 }

@@ -62,9 +62,10 @@ pub trait ScanIo: MemRead {
     fn home(&mut self, addr: Addr, data: &[u8]);
     /// Everything read so far is folded into the cursor's state.
     fn mark(&mut self);
-    /// Replace a home write an earlier resume made (`old`, at most one
-    /// 64 B line) by `new`, or withdraw it (`None`): for scans that follow
-    /// the writes (module docs). Kept if a mark follows.
+    /// Replace an earlier home write of exactly this piece (`old`, at most
+    /// one 64 B line; made by this or an earlier resume) by `new`, or
+    /// withdraw it (`None`): newest-wins replays (lsm) and scans that
+    /// follow the writes (hoop; module docs). Kept if a mark follows.
     fn rehome(&mut self, addr: Addr, old: &[u8], new: Option<&[u8]>);
 }
 
@@ -116,11 +117,38 @@ struct PlainIo<'a> {
     img: &'a dyn MemWrite,
     pending: Writes,
     kept: Writes,
-    /// Last home write per address, as a position in `kept` then
-    /// `pending` (positions survive a mark), built only once a cursor
-    /// rehomes: newest-wins replays (lsm) rehome one word per update.
+    /// Rehomes since the last mark: (address, old bytes, new bytes or a
+    /// withdrawal), applied to `kept` at the next mark.
+    rehomes: Vec<(Addr, Vec<u8>, Option<Vec<u8>>)>,
+    /// Last kept piece per address, built only once a cursor rehomes
+    /// (newest-wins replays, lsm, rehome one word per update).
     last_at: rustc_hash::FxHashMap<Addr, usize>,
     indexed: usize,
+}
+
+impl PlainIo<'_> {
+    /// Replace the kept piece at `addr` holding `old` (module docs of
+    /// `ScanIo::rehome`): through the index when it is the last piece
+    /// there, else by a search (a withdrawal shifts positions: the index
+    /// starts over).
+    fn apply_rehome(&mut self, addr: Addr, old: &[u8], new: Option<&[u8]>) {
+        if let Some(d) = new {
+            for i in self.indexed..self.kept.len() {
+                self.last_at.insert(self.kept.piece(i).0, i);
+            }
+            self.indexed = self.kept.len();
+            if let Some(&i) = self.last_at.get(&addr) {
+                if self.kept.piece(i).1 == old {
+                    self.kept.overwrite(i, d);
+                    return;
+                }
+            }
+        }
+        self.last_at.clear();
+        self.indexed = 0;
+        let found = self.kept.replace(addr, old, new);
+        debug_assert!(found, "a rehome names an earlier home write");
+    }
 }
 
 impl MemRead for PlainIo<'_> {
@@ -133,18 +161,6 @@ impl MemRead for PlainIo<'_> {
     }
 }
 
-impl PlainIo<'_> {
-    /// Write `i` of `kept` then `pending`.
-    fn piece(&self, i: usize) -> (Addr, &[u8]) {
-        let k = self.kept.len();
-        if i < k {
-            self.kept.piece(i)
-        } else {
-            self.pending.piece(i - k)
-        }
-    }
-}
-
 impl ScanIo for PlainIo<'_> {
     fn home(&mut self, addr: Addr, data: &[u8]) {
         self.pending.push(addr, data);
@@ -153,37 +169,14 @@ impl ScanIo for PlainIo<'_> {
     fn mark(&mut self) {
         self.kept.extend_from(&self.pending);
         self.pending.clear();
+        for (a, old, new) in std::mem::take(&mut self.rehomes) {
+            self.apply_rehome(a, &old, new.as_deref());
+        }
     }
 
-    // From scratch every cursor is resumed once, so this meets only writes
-    // of the same call; kept exact.
     fn rehome(&mut self, addr: Addr, old: &[u8], new: Option<&[u8]>) {
-        if let Some(d) = new {
-            let total = self.kept.len() + self.pending.len();
-            for i in self.indexed..total {
-                let (a, _) = self.piece(i);
-                self.last_at.insert(a, i);
-            }
-            self.indexed = total;
-            if let Some(&i) = self.last_at.get(&addr) {
-                if self.piece(i).1 == old {
-                    let k = self.kept.len();
-                    if i < k {
-                        self.kept.overwrite(i, d);
-                    } else {
-                        self.pending.overwrite(i - k, d);
-                    }
-                    return;
-                }
-            }
-        }
-        // A withdrawal (positions shift: the index starts over) or a piece
-        // that is not the last one at its address.
-        self.last_at.clear();
-        self.indexed = 0;
-        if !self.pending.replace(addr, old, new) {
-            self.kept.replace(addr, old, new);
-        }
+        self.rehomes
+            .push((addr, old.to_vec(), new.map(<[u8]>::to_vec)));
     }
 }
 
@@ -200,6 +193,7 @@ pub fn recover_by_scan(
             img: &*img,
             pending: Writes::default(),
             kept: Writes::default(),
+            rehomes: Vec::new(),
             last_at: Default::default(),
             indexed: 0,
         };
@@ -264,6 +258,48 @@ impl RangeSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A scan that homes words 0 and 8, then replaces word 0's bytes
+    /// twice (before a mark, and once more after the last mark).
+    struct Rehoming;
+
+    impl ResumableScan for Rehoming {
+        fn cursors(&self) -> usize {
+            1
+        }
+        fn resume(&mut self, _c: usize, io: &mut dyn ScanIo) -> Result<()> {
+            io.home(0, &1u64.to_le_bytes());
+            io.home(8, &2u64.to_le_bytes());
+            io.mark();
+            io.rehome(0, &1u64.to_le_bytes(), Some(&3u64.to_le_bytes()));
+            io.mark();
+            io.rehome(0, &3u64.to_le_bytes(), Some(&4u64.to_le_bytes()));
+            Ok(())
+        }
+        fn finish(&self, _out: &mut dyn FnMut(Addr, &[u8])) {}
+        fn report(&self, _p: &Params) -> RecoveryReport {
+            RecoveryReport::default()
+        }
+    }
+
+    /// Rule: a rehomed word is written once, where it was first written,
+    /// with the bytes of its last rehome before a mark.
+    #[test]
+    fn rehome_rewrites_the_kept_piece_in_place() {
+        let mut rec = crate::crash::Recorder::new(crate::mem::SparseImage::new());
+        recover_by_scan(Box::new(Rehoming), &mut rec, &Params::defaults(&[])).unwrap();
+        assert_eq!(rec.writes(), 2);
+        let pieces: Vec<(Addr, Vec<u8>)> =
+            rec.writes.pieces(2).map(|(a, d)| (a, d.to_vec())).collect();
+        assert_eq!(
+            pieces,
+            vec![
+                (0, 3u64.to_le_bytes().to_vec()),
+                (8, 2u64.to_le_bytes().to_vec())
+            ]
+        );
+        assert_eq!(rec.inner.read_u64(0), 3);
+    }
 
     #[test]
     fn range_sets_merge_on_insert() {

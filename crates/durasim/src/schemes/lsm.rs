@@ -1684,10 +1684,7 @@ impl ResumableScan for LsmScan {
             let (seq, s) = self.live[self.cur];
             let base = g.seg_addr(s);
             let mut off = self.off;
-            loop {
-                let Some((e, next)) = self.read_entry(io, base, off, seq, &g) else {
-                    break;
-                };
+            while let Some((e, next)) = self.read_entry(io, base, off, seq, &g) {
                 off = next;
                 match e {
                     Entry::Data { .. } => self.pending.push(e),
