@@ -6,8 +6,10 @@ use durasim::config::Params;
 use durasim::crash::{self, CrashOptions, CrashReport, PointSel};
 use durasim::engine::RunSpec;
 
+mod common;
+
 /// The schemes whose recovery is resumable.
-const RESUMABLE: &[&str] = &["opt-redo", "fwb", "fwb-unsafe"];
+const RESUMABLE: &[&str] = &["opt-redo", "fwb", "fwb-unsafe", "morlog", "morlog-dp"];
 
 fn spec(scheme: &str, workload: &str, tx: u64, sets: &[(&str, &str)]) -> RunSpec {
     let mut s = RunSpec::new(scheme, workload).unwrap();
@@ -74,25 +76,58 @@ fn resumed_recovery_equals_from_scratch_on_sampled_points() {
 }
 
 /// Same verdicts, first violation, replay line and recovery crash counts
-/// with the resumed scan on or off and with 1 or 2 host threads, for a
-/// correct run and a mutant that fails.
+/// with the resumed scan on or off and with 1 or 2 host threads, for
+/// correct runs and mutants that fail.
 #[test]
 fn verdicts_do_not_depend_on_resume_or_host_threads() {
-    let cases: Vec<(&str, Vec<(&str, &str)>)> = vec![
-        ("opt-redo", vec![("opt-redo.checkpoint_period_ms", "0.002")]),
-        (
-            "opt-redo",
-            vec![
-                ("opt-redo.checkpoint_period_ms", "0.002"),
-                ("opt-redo.mutant", "truncate-before-checkpoint"),
-            ],
-        ),
-    ];
-    for (scheme, sets) in cases {
+    let on_vector = |scheme, sets: Vec<(&str, &str)>| {
         let mut sets = sets;
         sets.push(("workload.initial_items", "64"));
-        let mutant = sets.iter().any(|(k, _)| k.ends_with(".mutant"));
-        let s = spec(scheme, "vector", 150, &sets);
+        spec(scheme, "vector", 150, &sets)
+    };
+    // morlog's mutants as tests/morlog.rs makes them fail: small caches
+    // (steals and L1 evictions within a few transactions), echo.
+    let small_echo = |scheme: &str, mutant, threads, tx| {
+        let (period, mkey) = (
+            format!("{scheme}.period_cycles"),
+            format!("{scheme}.mutant"),
+        );
+        let mut sets = common::SMALL.to_vec();
+        sets.extend([(period.as_str(), "1000"), (mkey.as_str(), mutant)]);
+        let mut s = spec(scheme, "echo", tx, &sets);
+        s.threads = threads;
+        s.seed = 1;
+        s
+    };
+    // (run, is a mutant that must fail)
+    let cases: Vec<(RunSpec, bool)> = vec![
+        (
+            on_vector("opt-redo", vec![("opt-redo.checkpoint_period_ms", "0.002")]),
+            false,
+        ),
+        (
+            on_vector(
+                "opt-redo",
+                vec![
+                    ("opt-redo.checkpoint_period_ms", "0.002"),
+                    ("opt-redo.mutant", "truncate-before-checkpoint"),
+                ],
+            ),
+            true,
+        ),
+        (
+            on_vector("morlog", vec![("morlog.period_cycles", "3000")]),
+            false,
+        ),
+        (
+            on_vector("morlog-dp", vec![("morlog-dp.period_cycles", "3000")]),
+            false,
+        ),
+        (small_echo("morlog-dp", "ignore-counter", 1, 60), true),
+        (small_echo("morlog", "discard-on-writeback", 2, 150), true),
+    ];
+    for (s, mutant) in cases {
+        let sets = format!("{} {}", s.scheme, s.workload);
         let go = |host_threads, resume| {
             let o = CrashOptions {
                 host_threads,

@@ -910,6 +910,7 @@ fn check_resumed(sh: &Shared, w: &mut Worker, tally: &mut Tally, k: u64) -> Opti
             reads: Default::default(),
             homes: Writes::default(),
             mark: (0, 0),
+            can_restart: f.home_pieces == 0,
         };
         let scan = &mut f.scan;
         if guarded(|| scan.resume(c, &mut io)).is_err() {
@@ -1011,6 +1012,8 @@ struct FastIo<'a> {
     homes: Writes,
     /// Reads and home writes before the last mark.
     mark: (usize, usize),
+    /// No home write of this scan was applied yet ([`resume::ScanIo::restart`]).
+    can_restart: bool,
 }
 
 impl FastIo<'_> {
@@ -1052,6 +1055,16 @@ impl resume::ScanIo for FastIo<'_> {
 
     fn mark(&mut self) {
         self.mark = (self.reads.get_mut().len(), self.homes.len());
+    }
+
+    fn restart(&mut self) -> bool {
+        // The reads so far stay recorded: the new scan reads them again,
+        // and keeping them stable only makes the state drop sooner.
+        if self.can_restart {
+            self.homes.clear();
+            self.mark.1 = 0;
+        }
+        self.can_restart
     }
 }
 

@@ -49,6 +49,13 @@ pub trait ScanIo: MemRead {
     fn home(&mut self, addr: Addr, data: &[u8]);
     /// Everything read so far is folded into the cursor's state.
     fn mark(&mut self);
+    /// Drop every home write this cursor kept since its start, so that it
+    /// can scan again from its start with a fresh state (a scan that finds
+    /// it emitted writes too early, e.g. morlog's). `false` when the caller
+    /// cannot take them back (the driver has applied earlier ones): the
+    /// scan then returns an error and the driver recovers the point from
+    /// scratch, where the restart succeeds.
+    fn restart(&mut self) -> bool;
 }
 
 /// A recovery split into resumable cursors and a finish (module docs).
@@ -74,6 +81,8 @@ pub fn for_scheme(name: &str) -> Option<NewScanFn> {
         "opt-redo" => Some(crate::schemes::redo::new_scan),
         "fwb" => Some(crate::schemes::logging::fwb::new_scan),
         "fwb-unsafe" => Some(crate::schemes::logging::fwb::new_scan_unsafe),
+        "morlog" => Some(crate::schemes::logging::morlog::new_scan),
+        "morlog-dp" => Some(crate::schemes::logging::morlog::new_scan_dp),
         _ => None,
     }
 }
@@ -103,6 +112,12 @@ impl ScanIo for PlainIo<'_> {
     fn mark(&mut self) {
         self.kept.extend_from(&self.pending);
         self.pending.clear();
+    }
+
+    fn restart(&mut self) -> bool {
+        self.kept.clear();
+        self.pending.clear();
+        true
     }
 }
 
