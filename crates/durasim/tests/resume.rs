@@ -6,8 +6,17 @@ use durasim::config::Params;
 use durasim::crash::{self, CrashOptions, CrashReport, PointSel};
 use durasim::engine::RunSpec;
 
+mod common;
+
 /// The schemes whose recovery is resumable.
-const RESUMABLE: &[&str] = &["opt-redo", "fwb", "fwb-unsafe", "hoop"];
+const RESUMABLE: &[&str] = &[
+    "opt-redo",
+    "fwb",
+    "fwb-unsafe",
+    "hoop",
+    "morlog",
+    "morlog-dp",
+];
 
 fn spec(scheme: &str, workload: &str, tx: u64, sets: &[(&str, &str)]) -> RunSpec {
     let mut s = RunSpec::new(scheme, workload).unwrap();
@@ -140,7 +149,12 @@ fn verdicts_do_not_depend_on_resume_or_host_threads() {
 /// recovery bytes; it fails exactly when `fails`.
 fn verdicts_agree(scheme: &str, mut sets: Vec<(&str, &str)>, tx: u64, fails: bool) {
     sets.push(("workload.initial_items", "64"));
-    let s = spec(scheme, "vector", tx, &sets);
+    spec_verdicts_agree(spec(scheme, "vector", tx, &sets), fails);
+}
+
+/// [`verdicts_agree`] for any run.
+fn spec_verdicts_agree(s: RunSpec, fails: bool) {
+    let (scheme, sets) = (s.scheme.clone(), s.workload.clone());
     let go = |host_threads, resume| {
         let o = CrashOptions {
             host_threads,
@@ -236,4 +250,34 @@ fn dudetm_and_lsm_verdicts_do_not_depend_on_resume_or_host_threads() {
     for (scheme, sets, tx, fails) in cases {
         verdicts_agree(scheme, sets, tx, fails);
     }
+}
+
+/// morlog and morlog-dp (resumable since branch r20morlog): same verdicts
+/// with the resumed scan on or off and 1 or 2 host threads, for correct
+/// runs and two mutants that fail.
+#[test]
+fn morlog_verdicts_do_not_depend_on_resume_or_host_threads() {
+    verdicts_agree("morlog", vec![("morlog.period_cycles", "3000")], 150, false);
+    verdicts_agree(
+        "morlog-dp",
+        vec![("morlog-dp.period_cycles", "3000")],
+        150,
+        false,
+    );
+    // morlog's mutants as tests/morlog.rs makes them fail: small caches
+    // (steals and L1 evictions within a few transactions), echo.
+    let small_echo = |scheme: &str, mutant, threads, tx| {
+        let (period, mkey) = (
+            format!("{scheme}.period_cycles"),
+            format!("{scheme}.mutant"),
+        );
+        let mut sets = common::SMALL.to_vec();
+        sets.extend([(period.as_str(), "1000"), (mkey.as_str(), mutant)]);
+        let mut s = spec(scheme, "echo", tx, &sets);
+        s.threads = threads;
+        s.seed = 1;
+        s
+    };
+    spec_verdicts_agree(small_echo("morlog-dp", "ignore-counter", 1, 60), true);
+    spec_verdicts_agree(small_echo("morlog", "discard-on-writeback", 2, 150), true);
 }

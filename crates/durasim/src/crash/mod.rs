@@ -919,6 +919,7 @@ fn resume_scan(sh: &Shared, w: &mut Worker, k: u64) -> Option<()> {
                 homes: Writes::default(),
                 rehomes: Vec::new(),
                 mark: (0, 0, 0),
+                can_restart: f.home_pieces == 0,
             };
             let scan = &mut f.scan;
             if guarded(|| scan.resume(c, &mut io)).is_err() {
@@ -1078,6 +1079,8 @@ struct FastIo<'a> {
     rehomes: Vec<Rehome>,
     /// Reads, home writes and replacements before the last mark.
     mark: (usize, usize, usize),
+    /// No home write of this scan was applied yet ([`resume::ScanIo::restart`]).
+    can_restart: bool,
 }
 
 /// A home write of an earlier resume replaced or withdrawn
@@ -1152,6 +1155,18 @@ impl resume::ScanIo for FastIo<'_> {
                 b
             }),
         });
+    }
+
+    fn restart(&mut self) -> bool {
+        // The reads so far stay recorded: the new scan reads them again,
+        // and keeping them stable only makes the state drop sooner.
+        if self.can_restart {
+            self.homes.clear();
+            self.rehomes.clear();
+            self.mark.1 = 0;
+            self.mark.2 = 0;
+        }
+        self.can_restart
     }
 }
 

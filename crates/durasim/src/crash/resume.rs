@@ -67,6 +67,13 @@ pub trait ScanIo: MemRead {
     /// withdraw it (`None`): newest-wins replays (lsm) and scans that
     /// follow the writes (hoop; module docs). Kept if a mark follows.
     fn rehome(&mut self, addr: Addr, old: &[u8], new: Option<&[u8]>);
+    /// Drop every home write this cursor kept since its start, so that it
+    /// can scan again from its start with a fresh state (a scan that finds
+    /// it emitted writes too early, e.g. morlog's). `false` when the caller
+    /// cannot take them back (the driver has applied earlier ones): the
+    /// scan then returns an error and the driver recovers the point from
+    /// scratch, where the restart succeeds.
+    fn restart(&mut self) -> bool;
 }
 
 /// A recovery split into resumable cursors and a finish (module docs).
@@ -108,6 +115,8 @@ pub fn for_scheme(name: &str) -> Option<NewScanFn> {
         "hoop" => Some(crate::schemes::hoop::recovery::new_scan),
         "dudetm" => Some(crate::schemes::software::dudetm::new_scan),
         "lsm" => Some(crate::schemes::lsm::new_scan),
+        "morlog" => Some(crate::schemes::logging::morlog::new_scan),
+        "morlog-dp" => Some(crate::schemes::logging::morlog::new_scan_dp),
         _ => None,
     }
 }
@@ -177,6 +186,15 @@ impl ScanIo for PlainIo<'_> {
     fn rehome(&mut self, addr: Addr, old: &[u8], new: Option<&[u8]>) {
         self.rehomes
             .push((addr, old.to_vec(), new.map(<[u8]>::to_vec)));
+    }
+
+    fn restart(&mut self) -> bool {
+        self.kept.clear();
+        self.pending.clear();
+        self.rehomes.clear();
+        self.last_at.clear();
+        self.indexed = 0;
+        true
     }
 }
 

@@ -47,9 +47,12 @@ pub fn stat(e: &engine::Engine, key: &str) -> f64 {
 /// Every crash point (clean, and torn on the plain device: the encoders
 /// change the bytes, not the write sizes) of a small run of every
 /// transactional workload with encoding `enc` and `sets`; no violation.
+/// Resumable recoveries (crash/resume.rs) are checked against from-scratch
+/// ones at every resumed point (`verify_resume`).
 pub fn crash_every_workload(scheme: &str, enc: &str, sets: &[(&str, &str)]) {
     let opts = CrashOptions {
         torn: enc == "none",
+        verify_resume: true,
         ..CrashOptions::default()
     };
     for w in durasim::workloads::REGISTRY {
@@ -68,6 +71,7 @@ pub fn crash_every_workload(scheme: &str, enc: &str, sets: &[(&str, &str)]) {
         }
         let r = crashtest(spec(scheme, w.name, tx, &all), &opts);
         assert!(r.persist_events > 20, "{scheme} {} {enc}", w.name);
+        assert_eq!(r.resume_mismatches, 0, "{scheme} {} {enc}", w.name);
         assert_eq!(
             r.violations,
             0,

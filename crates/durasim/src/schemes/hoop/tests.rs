@@ -434,6 +434,9 @@ impl crate::crash::resume::ScanIo for KeptHomes<'_> {
             }
         }
     }
+    fn restart(&mut self) -> bool {
+        unreachable!("hoop's scan never restarts")
+    }
 }
 
 /// The scan kept across a run's persist events (each write passed to

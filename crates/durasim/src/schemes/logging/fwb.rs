@@ -49,7 +49,7 @@ use crate::cache::LineExt;
 use crate::config::{Check, DefaultValue, ParamSpec, Params};
 use crate::crash::resume::{ResumableScan, ScanIo};
 use crate::error::{Error, Result};
-use crate::mem::MemWrite;
+use crate::mem::{MemRead, MemWrite};
 use crate::schemes::undo::csum;
 use crate::schemes::{
     raise_advice, Durability, Layout, MemCtx, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
@@ -293,16 +293,37 @@ pub(crate) fn persist_head(
     t
 }
 
-/// The head from the valid header with the larger head (0 if none).
-pub(crate) fn read_head(img: &dyn MemWrite, ring: &Ring) -> u64 {
-    (0..2)
-        .filter_map(|i| {
+/// The head from the valid header with the larger head (0 if none), and
+/// the header slot that holds it (1 if none): where recovery starts, and
+/// the slot its last write leaves alone.
+pub(crate) fn scan_head<R: MemRead + ?Sized>(img: &R, ring: &Ring) -> (u64, u64) {
+    let valid: Vec<Option<u64>> = (0..2)
+        .map(|i| {
             let a = ring.header_addr(i);
             let (m, h, c) = (img.read_u64(a), img.read_u64(a + 8), img.read_u64(a + 16));
             (m == HDR_MAGIC && c == csum(&[HDR_MAGIC, h], &[])).then_some(h)
         })
-        .max()
-        .unwrap_or(0)
+        .collect();
+    let head = valid.iter().flatten().copied().max().unwrap_or(0);
+    let newest = (0..2u64)
+        .find(|&i| valid[i as usize] == Some(head))
+        .unwrap_or(1);
+    (head, newest)
+}
+
+/// Recovery's last write (FWB and MorLog share the log ring): the header
+/// slot other than the newest valid one gets head = end of the log `seq`;
+/// a crash before it repeats the recovery. Nothing to do on an empty log.
+pub(crate) fn head_to_end(
+    ring: &Ring,
+    newest: u64,
+    head: u64,
+    seq: u64,
+    out: &mut dyn FnMut(Addr, &[u8]),
+) {
+    if seq > head {
+        out(ring.header_addr(newest ^ 1), &header_bytes(seq));
+    }
 }
 
 /// A buffered undo+redo entry.
@@ -734,23 +755,6 @@ fn recover_unsafe(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result
     recover_with(img, p, layout, &UNSAFE)
 }
 
-/// Recovery's last write (FWB and MorLog share the log ring): the header
-/// slot other than the newest valid one gets head = end of the log `seq`;
-/// a crash before it repeats the recovery. Nothing to do on an empty log.
-pub(crate) fn truncate_after_recovery(img: &mut dyn MemWrite, ring: &Ring, head: u64, seq: u64) {
-    if seq > head {
-        let newest = (0..2u64)
-            .find(|&i| {
-                let a = ring.header_addr(i);
-                img.read_u64(a) == HDR_MAGIC
-                    && img.read_u64(a + 8) == head
-                    && img.read_u64(a + 16) == csum(&[HDR_MAGIC, head], &[])
-            })
-            .unwrap_or(1);
-        img.write_bytes(ring.header_addr(newest ^ 1), &header_bytes(seq));
-    }
-}
-
 fn recover_with(
     img: &mut dyn MemWrite,
     p: &Params,
@@ -812,19 +816,7 @@ impl ResumableScan for FwbScan {
     fn resume(&mut self, _c: usize, io: &mut dyn ScanIo) -> Result<()> {
         let ring = self.ring;
         if !self.started {
-            // The head from the valid header with the larger head (0 if
-            // none), and the slot that holds it.
-            let valid: Vec<Option<u64>> = (0..2)
-                .map(|i| {
-                    let a = ring.header_addr(i);
-                    let (m, h, c) = (io.read_u64(a), io.read_u64(a + 8), io.read_u64(a + 16));
-                    (m == HDR_MAGIC && c == csum(&[HDR_MAGIC, h], &[])).then_some(h)
-                })
-                .collect();
-            self.head = valid.iter().flatten().copied().max().unwrap_or(0);
-            self.newest = (0..2u64)
-                .find(|&i| valid[i as usize] == Some(self.head))
-                .unwrap_or(1);
+            (self.head, self.newest) = scan_head(&*io, &ring);
             self.seq = self.head;
             self.started = true;
             io.mark();
@@ -867,15 +859,7 @@ impl ResumableScan for FwbScan {
         for r in self.pending.iter().rev() {
             out(r.addr, &r.undo.to_le_bytes());
         }
-        // Recovery's last write: the header slot other than the newest
-        // valid one gets head = end of the log; a crash before it repeats
-        // the recovery. Nothing to do on an empty log.
-        if self.seq > self.head {
-            out(
-                self.ring.header_addr(self.newest ^ 1),
-                &header_bytes(self.seq),
-            );
-        }
+        head_to_end(&self.ring, self.newest, self.head, self.seq, out);
     }
 
     fn report(&self, p: &Params) -> RecoveryReport {
