@@ -1514,8 +1514,11 @@ impl MorScan {
         }
     }
 
+    /// Whether a data entry of `key` in `undo` belongs to a persisted
+    /// transaction (never while sealing keeps up: `undo` holds only
+    /// transactions not sealed, so the lookup is skipped).
     fn is_persisted(&self, key: &TxKey) -> bool {
-        self.txs[key].commit.is_some_and(|i| i < self.persisted)
+        self.sealed < self.persisted && self.txs[key].commit.is_some_and(|i| i < self.persisted)
     }
 
     fn counter_met(&self, i: usize) -> bool {
