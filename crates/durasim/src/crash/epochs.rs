@@ -102,8 +102,11 @@ struct Units {
     longest: u64,
     /// Every byte read / written while kept (only grow: a write that meets
     /// a read ever made gives up, conservatively).
-    all_reads: RangeSet,
-    homes: RangeSet,
+    all_reads: Spans,
+    homes: Spans,
+    /// Write pieces and counts summed over `parts`.
+    pieces: usize,
+    counts: UnitCounts,
     /// Word -> the unit whose write covers it.
     owner: FxHashMap<Addr, usize>,
     /// Units whose reads an event touched; whether the end's were.
@@ -111,20 +114,11 @@ struct Units {
     end_dirty: bool,
 }
 
+#[derive(Default)]
 struct Unit {
     reads: Vec<(Addr, Addr)>,
     writes: Writes,
     counts: UnitCounts,
-}
-
-impl Default for Unit {
-    fn default() -> Self {
-        Unit {
-            reads: Vec::new(),
-            writes: Writes::default(),
-            counts: [0, 0],
-        }
-    }
 }
 
 /// Run unit `i` (its slot in `u.parts` empty) on the crash image `cur` and
@@ -170,12 +164,45 @@ fn run_unit(u: &mut Units, i: usize, cur: &SparseImage, view: &mut RecView) -> O
         *end = (*end).max(e);
         u.longest = u.longest.max(e - s);
     }
+    u.pieces += w.len();
+    u.counts = [u.counts[0] + counts[0], u.counts[1] + counts[1]];
     u.parts[i] = Unit {
         reads,
         writes: w,
         counts,
     };
     Some(true)
+}
+
+/// Disjoint half-open byte ranges in a B-tree (start -> end): inserts
+/// anywhere cost a logarithm (recovery writes land all over home).
+#[derive(Default)]
+struct Spans(std::collections::BTreeMap<Addr, Addr>);
+
+impl Spans {
+    fn insert(&mut self, start: Addr, end: Addr) {
+        if end <= start {
+            return;
+        }
+        let (mut s, mut e) = (start, end);
+        // Merge every range that overlaps or touches [s, e).
+        while let Some((&ps, &pe)) = self.0.range(..=e).next_back() {
+            if pe < s {
+                break;
+            }
+            s = s.min(ps);
+            e = e.max(pe);
+            self.0.remove(&ps);
+        }
+        self.0.insert(s, e);
+    }
+
+    fn overlaps(&self, addr: Addr, len: u64) -> bool {
+        self.0
+            .range(..addr + len)
+            .next_back()
+            .is_some_and(|(_, &e)| e > addr)
+    }
 }
 
 /// A reader over the crash image that records the byte ranges read.
@@ -217,7 +244,7 @@ impl Kept {
     fn pieces(&self) -> usize {
         match &self.source {
             Source::Memo { writes, .. } => writes.len(),
-            Source::Units(u) => u.parts.iter().map(|p| p.writes.len()).sum(),
+            Source::Units(u) => u.pieces,
         }
     }
 
@@ -379,7 +406,10 @@ impl EpochOracle<'_> {
         for (s, e) in rl.reads.into_inner() {
             global.insert(s, e);
         }
-        let all_reads = global.clone();
+        let mut all_reads = Spans::default();
+        for (s, e) in global.iter() {
+            all_reads.insert(s, e);
+        }
         self.kept = Some(Kept {
             source: Source::Units(Box::new(Units {
                 scan,
@@ -390,7 +420,9 @@ impl EpochOracle<'_> {
                 index: Default::default(),
                 longest: 0,
                 all_reads,
-                homes: RangeSet::default(),
+                homes: Spans::default(),
+                pieces: 0,
+                counts: [0, 0],
                 owner: FxHashMap::default(),
                 dirty: Vec::new(),
                 end_dirty: true,
@@ -427,11 +459,7 @@ impl EpochOracle<'_> {
             self.kept = None;
             return false;
         }
-        let rep = u.scan.report(
-            u.parts
-                .iter()
-                .fold([0, 0], |a, p| [a[0] + p.counts[0], a[1] + p.counts[1]]),
-        );
+        let rep = u.scan.report(u.counts);
         let k = self.kept.as_mut().expect("kept");
         k.bytes_written = rep.bytes_written;
         k.modeled_ns = rep.modeled_ns;
@@ -448,6 +476,8 @@ impl EpochOracle<'_> {
         for i in dirty {
             // Take the unit's writes out of the image.
             let old = std::mem::take(&mut u.parts[i]);
+            u.pieces -= old.writes.len();
+            u.counts = [u.counts[0] - old.counts[0], u.counts[1] - old.counts[1]];
             for &(s, _) in &old.reads {
                 u.index.remove(&(s, i));
             }
@@ -867,7 +897,8 @@ fn epoch_chunk(
                         && a.counts.elided == b.counts.elided
                         && a.rec_bytes == b.rec_bytes
                         && a.rec_ns_max == b.rec_ns_max
-                        && b.counts.mismatches == 0;
+                        && b.counts.mismatches == 0
+                        && kept_matches_scratch(sh, &o);
                     t.counts.mismatches += u64::from(!same);
                 }
                 v
@@ -900,6 +931,26 @@ fn epoch_chunk(
         let _ = done.send(1);
     }
     Ok(t)
+}
+
+/// Whether recovering the current crash image from scratch writes what
+/// the kept recovery holds: the same number of writes, digest and bytes,
+/// and the same image wherever either wrote (verify_dedup).
+fn kept_matches_scratch(sh: &EpochShared, o: &EpochOracle) -> bool {
+    let Some(kp) = o.kept.as_ref() else {
+        return false;
+    };
+    let mut rec = Recorder::new(Overlay::new(&o.cur));
+    let Ok(rep) = guarded(|| (sh.info.recover)(&mut rec, sh.params, sh.layout)) else {
+        return false;
+    };
+    let kw = kp.writes();
+    let words = rec.words_sorted().to_vec();
+    rec.writes() == kp.pieces()
+        && rec.writes.digest() == kw.digest()
+        && rep.bytes_written == kp.bytes_written
+        && rep.modeled_ns == kp.modeled_ns
+        && first_difference(&kp.view.img, &kw.words, &rec, &words, Addr::MAX).is_none()
 }
 
 /// Recovery re-runs proven identical (crash/war.rs) and, with
