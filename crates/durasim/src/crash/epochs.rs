@@ -79,6 +79,11 @@ enum Source {
     Memo { reads: ReadSet, writes: Writes },
     /// A [`UnitRecovery`], kept per unit.
     Units(Box<Units>),
+    /// A `Memo` whose reads an event touched: no longer the recovery of
+    /// the crash image, but its image still follows the events, so the
+    /// next recovery from scratch only swaps these writes for its own
+    /// (the words either covers) instead of rebuilding the image.
+    Stale { writes: Writes },
 }
 
 /// A [`UnitRecovery`] kept per unit: an event that touches the global
@@ -240,10 +245,15 @@ impl MemRead for ReadLog<'_> {
 }
 
 impl Kept {
+    /// Whether it is the recovery of the current crash image.
+    fn live(&self) -> bool {
+        !matches!(self.source, Source::Stale { .. })
+    }
+
     /// Writes of the recovery (pieces).
     fn pieces(&self) -> usize {
         match &self.source {
-            Source::Memo { writes, .. } => writes.len(),
+            Source::Memo { writes, .. } | Source::Stale { writes } => writes.len(),
             Source::Units(u) => u.pieces,
         }
     }
@@ -251,7 +261,9 @@ impl Kept {
     /// The recovery's writes in order, with their words sorted.
     fn writes(&self) -> std::borrow::Cow<'_, Writes> {
         match &self.source {
-            Source::Memo { writes, .. } => std::borrow::Cow::Borrowed(writes),
+            Source::Memo { writes, .. } | Source::Stale { writes } => {
+                std::borrow::Cow::Borrowed(writes)
+            }
             Source::Units(u) => {
                 let mut w = Writes::default();
                 for p in &u.parts {
@@ -267,7 +279,14 @@ impl Kept {
     /// recovery still holds (units it touched are marked to re-run).
     fn touch(&mut self, addr: Addr, len: u64) -> bool {
         match &mut self.source {
-            Source::Memo { reads, .. } => !reads.overlaps(addr, len),
+            Source::Memo { reads, writes } => {
+                if reads.overlaps(addr, len) {
+                    let writes = std::mem::take(writes);
+                    self.source = Source::Stale { writes };
+                }
+                true
+            }
+            Source::Stale { .. } => true,
             Source::Units(u) => {
                 if u.global.overlaps(addr, len) {
                     return false;
@@ -376,11 +395,30 @@ impl EpochOracle<'_> {
             self.kept = None;
             return;
         }
-        let mut view = RecView::new(self.cur.clone(), self.delta.clone());
+        let mut words = Vec::new();
+        let mut view = match self.kept.take() {
+            Some(Kept {
+                source: Source::Stale { writes: old },
+                mut view,
+                ..
+            }) => {
+                // Take the stale recovery's writes out (crash image there).
+                for (a, d) in old.pieces(old.len()) {
+                    let mut w = a & !(WORD_BYTES - 1);
+                    while w < a + d.len() as u64 {
+                        view.uncover(w, &self.cur);
+                        words.push(w);
+                        w += WORD_BYTES;
+                    }
+                }
+                view
+            }
+            _ => RecView::new(self.cur.clone(), self.delta.clone()),
+        };
         for (a, d) in writes.pieces(writes.len()) {
             view.cover_write(a, d);
         }
-        let words = writes.sort_words().to_vec();
+        words.extend_from_slice(writes.sort_words());
         self.kept = Some(Kept {
             source: Source::Memo { reads, writes },
             bytes_written,
@@ -879,6 +917,14 @@ fn epoch_chunk(
                     }
                 }
             }
+            if m.is_none() && o.kept.as_ref().is_some_and(|k| !k.live()) {
+                // Recover from scratch and swap the writes into the kept
+                // image; the check then costs the words that changed.
+                match recover_offer(sh, &o) {
+                    Some((reads, writes, bw, ns)) => o.keep(reads, writes, bw, ns),
+                    None => o.kept = None,
+                }
+            }
             let v = if m.is_none() && o.kept.is_some() {
                 if sh.units.is_some() {
                     t.resumed += 1;
@@ -931,6 +977,16 @@ fn epoch_chunk(
         let _ = done.send(1);
     }
     Ok(t)
+}
+
+/// Recover the current (untorn) crash image from scratch: what
+/// [`EpochOracle::keep`] takes, if it succeeded (errors are left to
+/// [`check_point`]).
+fn recover_offer(sh: &EpochShared, o: &EpochOracle) -> Option<KeepOffer> {
+    let mut tracked = super::Tracked::new(Overlay::new(&o.cur));
+    let report = guarded(|| (sh.info.recover)(&mut tracked, sh.params, sh.layout)).ok()?;
+    let (rec, reads, _) = tracked.into_parts();
+    Some((reads, rec.writes, report.bytes_written, report.modeled_ns))
 }
 
 /// Whether recovering the current crash image from scratch writes what
