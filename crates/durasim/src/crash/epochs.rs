@@ -873,6 +873,9 @@ fn epoch_chunk(
     let mut epoch = 0usize;
     let mut undo = Vec::new();
     let mut t = EpochTally::default();
+    // Whether to recover and keep before checking (the last recovery from
+    // scratch could be kept).
+    let mut try_keep = true;
     let (records, events, log) = (sh.records, sh.events, sh.log);
     for &k in pts {
         while o.applied < k {
@@ -917,13 +920,23 @@ fn epoch_chunk(
                     }
                 }
             }
-            if m.is_none() && o.kept.as_ref().is_some_and(|k| !k.live()) {
-                // Recover from scratch and swap the writes into the kept
-                // image; the check then costs the words that changed.
+            let stale = o.kept.as_ref().is_some_and(|k| !k.live());
+            if m.is_none()
+                && sh.units.is_none()
+                && sh.opts.dedup_recoveries
+                && (stale || (o.kept.is_none() && try_keep))
+            {
+                // Recover from scratch and keep it before checking: a stale
+                // image only swaps writes, a new one copies the crash
+                // image's delta; either check then costs the words that
+                // differ, not a comparison over the whole delta. A recovery
+                // that cannot be kept is checked from scratch (and not
+                // tried again until one could be kept).
                 match recover_offer(sh, &o) {
                     Some((reads, writes, bw, ns)) => o.keep(reads, writes, bw, ns),
                     None => o.kept = None,
                 }
+                try_keep = o.kept.is_some();
             }
             let v = if m.is_none() && o.kept.is_some() {
                 if sh.units.is_some() {
@@ -951,7 +964,10 @@ fn epoch_chunk(
             } else {
                 let (v, keep) = check_point(sh, &o, &pt, &mut t, false);
                 match keep.filter(|_| sh.units.is_none()) {
-                    Some((reads, writes, bw, ns)) => o.keep(reads, writes, bw, ns),
+                    Some((reads, writes, bw, ns)) => {
+                        o.keep(reads, writes, bw, ns);
+                        try_keep = true;
+                    }
                     None if m.is_none() => o.kept = None,
                     None => {}
                 }
