@@ -18,6 +18,9 @@
 //! finishes it); exact equality with the program's store prefix is the
 //! stronger check.
 
+use super::memo::{ReadSet, Writes};
+use super::oracle::RecView;
+use super::resume::RangeSet;
 use super::{
     first_difference, guarded, points, replay_line, CrashOptions, CrashReport, Recorder, Violation,
     ViolationKind,
@@ -44,6 +47,261 @@ struct EpochOracle<'a> {
     base: Vec<u64>,
     expected: FxHashMap<Addr, u64>,
     delta: Vec<FxHashSet<Addr>>,
+    /// A passing point's recovery, kept while no event touches what it
+    /// read ([`Kept`]).
+    kept: Option<Kept>,
+}
+
+/// A recovery kept across crash points (issue 20 part 1). Recovery is a
+/// deterministic function of the bytes it reads: while no persisted event
+/// touches a byte it read, a recovery from scratch would read the same
+/// bytes, make the same writes and return the same report, so its
+/// recovered image is the crash image with those writes over it. That
+/// image is kept ([`RecView`]: updated by each event where no recovery
+/// write covers it, with its own per-thread words differing from the
+/// expected image, updated as events land and checkpoints advance the
+/// expected image), so such a point costs its event and a check of the
+/// words that differ, not a recovery of the whole checkpoint. Kept only
+/// when no recovery write overlaps a byte recovery read: then no crashed
+/// re-run can diverge (crash/war.rs: every one is proven, at every point
+/// the recovery holds).
+struct Kept {
+    source: Source,
+    bytes_written: u64,
+    modeled_ns: f64,
+    view: RecView,
+}
+
+/// Where a kept recovery came from.
+enum Source {
+    /// A recovery from scratch: everything it read (sealed) and its
+    /// writes in order (words sorted).
+    Memo { reads: ReadSet, writes: Writes },
+    /// A [`UnitRecovery`], kept per unit.
+    Units(Box<Units>),
+    /// A `Memo` whose reads an event touched: no longer the recovery of
+    /// the crash image, but its image still follows the events, so the
+    /// next recovery from scratch only swaps these writes for its own
+    /// (the words either covers) instead of rebuilding the image.
+    Stale { writes: Writes },
+}
+
+/// A [`UnitRecovery`] kept per unit: an event that touches the global
+/// part's reads drops it; one that touches a unit's reads re-runs that
+/// unit (its writes taken out of the kept image, the new ones put in);
+/// one that touches the reads of the unit that ended the scan continues
+/// the scan from there. Each is where a from-scratch recovery reading the
+/// same bytes would be (units depend only on the global part and their own
+/// reads, write disjoint bytes and read no byte any write covers: checked).
+struct Units {
+    scan: Box<dyn UnitRecovery>,
+    global: RangeSet,
+    /// Units taking part, in order.
+    parts: Vec<Unit>,
+    /// Units `begin` announced.
+    n: u64,
+    /// Reads of the unit that ended the scan (empty if all `n` ran).
+    end_reads: RangeSet,
+    /// Unit read ranges by (start, unit) -> end, and the longest one.
+    index: std::collections::BTreeMap<(Addr, usize), Addr>,
+    longest: u64,
+    /// Every byte read / written while kept (only grow: a write that meets
+    /// a read ever made gives up, conservatively).
+    all_reads: Spans,
+    homes: Spans,
+    /// Write pieces and counts summed over `parts`.
+    pieces: usize,
+    counts: UnitCounts,
+    /// Word -> the unit whose write covers it.
+    owner: FxHashMap<Addr, usize>,
+    /// Units whose reads an event touched; whether the end's were.
+    dirty: Vec<usize>,
+    end_dirty: bool,
+}
+
+#[derive(Default)]
+struct Unit {
+    reads: Vec<(Addr, Addr)>,
+    writes: Writes,
+    counts: UnitCounts,
+}
+
+/// Run unit `i` (its slot in `u.parts` empty) on the crash image `cur` and
+/// put its writes into `view`. `Some(true)`: it takes part; `Some(false)`:
+/// it ended the scan (its reads are the end's); `None`: it failed or broke
+/// the contract.
+fn run_unit(u: &mut Units, i: usize, cur: &SparseImage, view: &mut RecView) -> Option<bool> {
+    let rl = ReadLog::new(cur);
+    let mut w = Writes::default();
+    let scan = &u.scan;
+    let res = guarded(|| scan.unit(i as u64, &rl, &mut |a, d| w.push(a, d))).ok()?;
+    let reads = rl.reads.into_inner();
+    for &(s, e) in &reads {
+        if u.homes.overlaps(s, e - s) {
+            return None;
+        }
+        u.all_reads.insert(s, e);
+    }
+    let Some(counts) = res else {
+        for &(s, e) in &reads {
+            u.end_reads.insert(s, e);
+        }
+        return Some(false);
+    };
+    for (a, d) in w.pieces(w.len()) {
+        let len = d.len() as u64;
+        if u.all_reads.overlaps(a, len) {
+            return None;
+        }
+        u.homes.insert(a, a + len);
+        let end = a + len;
+        let mut x = a & !(WORD_BYTES - 1);
+        while x < end {
+            if *u.owner.entry(x).or_insert(i) != i {
+                return None;
+            }
+            x += WORD_BYTES;
+        }
+        view.cover_write(a, d);
+    }
+    for &(s, e) in &reads {
+        let end = u.index.entry((s, i)).or_insert(e);
+        *end = (*end).max(e);
+        u.longest = u.longest.max(e - s);
+    }
+    u.pieces += w.len();
+    u.counts = [u.counts[0] + counts[0], u.counts[1] + counts[1]];
+    u.parts[i] = Unit {
+        reads,
+        writes: w,
+        counts,
+    };
+    Some(true)
+}
+
+/// Disjoint half-open byte ranges in a B-tree (start -> end): inserts
+/// anywhere cost a logarithm (recovery writes land all over home).
+#[derive(Default)]
+struct Spans(std::collections::BTreeMap<Addr, Addr>);
+
+impl Spans {
+    fn insert(&mut self, start: Addr, end: Addr) {
+        if end <= start {
+            return;
+        }
+        let (mut s, mut e) = (start, end);
+        // Merge every range that overlaps or touches [s, e).
+        while let Some((&ps, &pe)) = self.0.range(..=e).next_back() {
+            if pe < s {
+                break;
+            }
+            s = s.min(ps);
+            e = e.max(pe);
+            self.0.remove(&ps);
+        }
+        self.0.insert(s, e);
+    }
+
+    fn overlaps(&self, addr: Addr, len: u64) -> bool {
+        self.0
+            .range(..addr + len)
+            .next_back()
+            .is_some_and(|(_, &e)| e > addr)
+    }
+}
+
+/// A reader over the crash image that records the byte ranges read.
+struct ReadLog<'a> {
+    img: &'a SparseImage,
+    reads: std::cell::RefCell<Vec<(Addr, Addr)>>,
+}
+
+impl<'a> ReadLog<'a> {
+    fn new(img: &'a SparseImage) -> Self {
+        ReadLog {
+            img,
+            reads: Default::default(),
+        }
+    }
+}
+
+impl MemRead for ReadLog<'_> {
+    fn read_bytes(&self, addr: Addr, buf: &mut [u8]) {
+        if !buf.is_empty() {
+            self.reads
+                .borrow_mut()
+                .push((addr, addr + buf.len() as u64));
+        }
+        self.img.read_bytes(addr, buf);
+    }
+
+    fn zeros_until(&self, addr: Addr, end: Addr) -> Addr {
+        let z = self.img.zeros_until(addr, end);
+        if z > addr {
+            self.reads.borrow_mut().push((addr, z));
+        }
+        z
+    }
+}
+
+impl Kept {
+    /// Whether it is the recovery of the current crash image.
+    fn live(&self) -> bool {
+        !matches!(self.source, Source::Stale { .. })
+    }
+
+    /// Writes of the recovery (pieces).
+    fn pieces(&self) -> usize {
+        match &self.source {
+            Source::Memo { writes, .. } | Source::Stale { writes } => writes.len(),
+            Source::Units(u) => u.pieces,
+        }
+    }
+
+    /// The recovery's writes in order, with their words sorted.
+    fn writes(&self) -> std::borrow::Cow<'_, Writes> {
+        match &self.source {
+            Source::Memo { writes, .. } | Source::Stale { writes } => {
+                std::borrow::Cow::Borrowed(writes)
+            }
+            Source::Units(u) => {
+                let mut w = Writes::default();
+                for p in &u.parts {
+                    w.extend_from(&p.writes);
+                }
+                w.sort_words();
+                std::borrow::Cow::Owned(w)
+            }
+        }
+    }
+
+    /// An event at `[addr, addr + len)` persisted: whether the kept
+    /// recovery still holds (units it touched are marked to re-run).
+    fn touch(&mut self, addr: Addr, len: u64) -> bool {
+        match &mut self.source {
+            Source::Memo { reads, writes } => {
+                if reads.overlaps(addr, len) {
+                    let writes = std::mem::take(writes);
+                    self.source = Source::Stale { writes };
+                }
+                true
+            }
+            Source::Stale { .. } => true,
+            Source::Units(u) => {
+                if u.global.overlaps(addr, len) {
+                    return false;
+                }
+                u.end_dirty |= u.end_reads.overlaps(addr, len);
+                let from = (addr.saturating_sub(u.longest), 0);
+                for (&(s, i), &e) in u.index.range(from..(addr + len, 0)) {
+                    if s < addr + len && e > addr {
+                        u.dirty.push(i);
+                    }
+                }
+                true
+            }
+        }
+    }
 }
 
 impl EpochOracle<'_> {
@@ -64,7 +322,39 @@ impl EpochOracle<'_> {
         }
     }
 
-    fn persist(&mut self, addr: Addr, data: &[u8], mask: u8, undo: &mut Vec<(Addr, u64)>) {
+    /// [`EpochOracle::refresh`] for the kept recovered image.
+    fn refresh_kept(&mut self, wa: Addr) {
+        if self.kept.is_none() {
+            return;
+        }
+        if let Some(t) = self.layout.thread_of(wa) {
+            let want = self.expected_word(wa);
+            if let Some(k) = self.kept.as_mut() {
+                k.view.refresh(t, wa, want);
+            }
+        }
+    }
+
+    /// Persist `data` at `addr`, only the words whose bit is set in `mask`.
+    /// `keep`: an event of the untorn crash image, which the kept recovery
+    /// follows (dropped if the event touches what it read); torn images
+    /// are recovered from scratch and leave it alone.
+    fn persist(
+        &mut self,
+        addr: Addr,
+        data: &[u8],
+        mask: u8,
+        undo: &mut Vec<(Addr, u64)>,
+        keep: bool,
+    ) {
+        if keep
+            && self
+                .kept
+                .as_mut()
+                .is_some_and(|k| !k.touch(addr, data.len() as u64))
+        {
+            self.kept = None;
+        }
         let end = addr + data.len() as u64;
         let mut a = addr;
         while a < end {
@@ -73,12 +363,200 @@ impl EpochOracle<'_> {
             if mask & (1 << ((wa % 64) / WORD_BYTES)) != 0 {
                 undo.push((wa, self.cur.read_u64(wa)));
                 let off = (a - addr) as usize;
-                self.cur
-                    .write_bytes(a, &data[off..off + (wend - a) as usize]);
+                let bytes = &data[off..off + (wend - a) as usize];
+                self.cur.write_bytes(a, bytes);
                 self.refresh(wa);
+                if keep {
+                    if let Some(k) = self.kept.as_mut() {
+                        k.view.persist(wa, a, bytes);
+                        self.refresh_kept(wa);
+                    }
+                }
             }
             a = wend;
         }
+    }
+
+    /// Keep a passing point's recovery (it read `reads` and wrote
+    /// `writes` over the current crash image), unless a write overlaps a
+    /// byte it read.
+    fn keep(
+        &mut self,
+        mut reads: ReadSet,
+        mut writes: Writes,
+        bytes_written: u64,
+        modeled_ns: f64,
+    ) {
+        reads.seal();
+        if writes
+            .pieces(writes.len())
+            .any(|(a, d)| reads.overlaps(a, d.len() as u64))
+        {
+            self.kept = None;
+            return;
+        }
+        let mut words = Vec::new();
+        let mut view = match self.kept.take() {
+            Some(Kept {
+                source: Source::Stale { writes: old },
+                mut view,
+                ..
+            }) => {
+                // Take the stale recovery's writes out (crash image there).
+                for (a, d) in old.pieces(old.len()) {
+                    let mut w = a & !(WORD_BYTES - 1);
+                    while w < a + d.len() as u64 {
+                        view.uncover(w, &self.cur);
+                        words.push(w);
+                        w += WORD_BYTES;
+                    }
+                }
+                view
+            }
+            _ => RecView::new(self.cur.clone(), self.delta.clone()),
+        };
+        for (a, d) in writes.pieces(writes.len()) {
+            view.cover_write(a, d);
+        }
+        words.extend_from_slice(writes.sort_words());
+        self.kept = Some(Kept {
+            source: Source::Memo { reads, writes },
+            bytes_written,
+            modeled_ns,
+            view,
+        });
+        for a in words {
+            self.refresh_kept(a);
+        }
+    }
+
+    /// Recover the current crash image by units and keep it; false if
+    /// recovery failed or broke the contract (the point then recovers
+    /// from scratch, which reports any error).
+    fn keep_units(&mut self, new_units: NewUnitsFn, params: &crate::config::Params) -> bool {
+        self.kept = None;
+        let mut scan = new_units(params, &self.layout);
+        let rl = ReadLog::new(&self.cur);
+        let Ok(Ok(n)) = guarded(|| Ok::<_, String>(scan.begin(&rl))) else {
+            return false;
+        };
+        let mut global = RangeSet::default();
+        for (s, e) in rl.reads.into_inner() {
+            global.insert(s, e);
+        }
+        let mut all_reads = Spans::default();
+        for (s, e) in global.iter() {
+            all_reads.insert(s, e);
+        }
+        self.kept = Some(Kept {
+            source: Source::Units(Box::new(Units {
+                scan,
+                global,
+                parts: Vec::new(),
+                n,
+                end_reads: RangeSet::default(),
+                index: Default::default(),
+                longest: 0,
+                all_reads,
+                homes: Spans::default(),
+                pieces: 0,
+                counts: [0, 0],
+                owner: FxHashMap::default(),
+                dirty: Vec::new(),
+                end_dirty: true,
+            })),
+            bytes_written: 0,
+            modeled_ns: 0.0,
+            view: RecView::new(self.cur.clone(), self.delta.clone()),
+        });
+        self.update_units()
+    }
+
+    /// Bring a kept [`UnitRecovery`] up to date with the events since the
+    /// last point: re-run the units they touched, continue the scan if they
+    /// touched its end. False (and nothing kept) if a unit failed, ended
+    /// the scan early or broke the contract.
+    fn update_units(&mut self) -> bool {
+        let Some(k) = self.kept.as_mut() else {
+            return true;
+        };
+        if !matches!(k.source, Source::Units(_)) {
+            return true;
+        }
+        let Source::Units(mut u) = std::mem::replace(
+            &mut k.source,
+            Source::Memo {
+                reads: ReadSet::default(),
+                writes: Writes::default(),
+            },
+        ) else {
+            unreachable!("checked")
+        };
+        let ok = self.run_units(&mut u);
+        if !ok {
+            self.kept = None;
+            return false;
+        }
+        let rep = u.scan.report(u.counts);
+        let k = self.kept.as_mut().expect("kept");
+        k.bytes_written = rep.bytes_written;
+        k.modeled_ns = rep.modeled_ns;
+        k.source = Source::Units(u);
+        true
+    }
+
+    fn run_units(&mut self, u: &mut Units) -> bool {
+        let mut dirty = std::mem::take(&mut u.dirty);
+        dirty.sort_unstable();
+        dirty.dedup();
+        let mut changed: Vec<Addr> = Vec::new();
+        let view = &mut self.kept.as_mut().expect("kept").view;
+        for i in dirty {
+            // Take the unit's writes out of the image.
+            let old = std::mem::take(&mut u.parts[i]);
+            u.pieces -= old.writes.len();
+            u.counts = [u.counts[0] - old.counts[0], u.counts[1] - old.counts[1]];
+            for &(s, _) in &old.reads {
+                u.index.remove(&(s, i));
+            }
+            for (a, d) in old.writes.pieces(old.writes.len()) {
+                let end = a + d.len() as u64;
+                let mut w = a & !(WORD_BYTES - 1);
+                while w < end {
+                    u.owner.remove(&w);
+                    view.uncover(w, &self.cur);
+                    changed.push(w);
+                    w += WORD_BYTES;
+                }
+            }
+            match run_unit(u, i, &self.cur, view) {
+                Some(true) => {}
+                _ => return false,
+            }
+            changed.extend(u.parts[i].writes.sort_words().iter().copied());
+        }
+        if u.end_dirty {
+            u.end_dirty = false;
+            u.end_reads.clear();
+            while (u.parts.len() as u64) < u.n {
+                let i = u.parts.len();
+                u.parts.push(Unit::default());
+                match run_unit(u, i, &self.cur, view) {
+                    Some(true) => {
+                        changed.extend(u.parts[i].writes.sort_words().iter().copied());
+                    }
+                    Some(false) => {
+                        u.parts.pop();
+                        break;
+                    }
+                    None => return false,
+                }
+            }
+        }
+        for a in changed {
+            self.refresh_kept(a);
+        }
+        true
     }
 
     fn undo(&mut self, undo: &[(Addr, u64)]) {
@@ -114,11 +592,76 @@ impl EpochOracle<'_> {
                 let (a, v) = self.writes[t][i as usize];
                 self.expected.insert(a, v);
                 self.refresh(a);
+                self.refresh_kept(a);
             }
             self.base[t] = s;
         }
         Ok(())
     }
+}
+
+/// Per-unit counts a [`UnitRecovery`] reports (summed over units).
+pub type UnitCounts = [u64; 2];
+
+/// A checkpoint recovery split into *units* (issue 20 part 1): a global
+/// part (switch pointer, contexts, headers) that says how many units may
+/// follow, then units (a DPT entry, a log entry) that each read their own
+/// bytes and write home. The scheme's recovery is [`recover_by_units`]
+/// (one code for both paths), and the epoch oracle keeps each unit's reads
+/// and writes so an event that touches one unit's reads re-runs that unit
+/// only, and one that touches where the scan stopped continues it.
+///
+/// Contract: `unit(i)` is a function of what `begin` read and of its own
+/// reads only; units write disjoint bytes, and no recovery write overlaps
+/// a byte any part reads (the driver checks both and otherwise recovers
+/// from scratch).
+pub trait UnitRecovery: Send {
+    /// Read the global part; the number of units that follow (the scan
+    /// may end earlier, see [`UnitRecovery::unit`]).
+    fn begin(&mut self, img: &dyn MemRead) -> Result<u64>;
+    /// Unit `i`: its home writes through `home`, and its counts; `None`
+    /// ends the scan here (it and later units do not take part).
+    fn unit(
+        &self,
+        i: u64,
+        img: &dyn MemRead,
+        home: &mut dyn FnMut(Addr, &[u8]),
+    ) -> Result<Option<UnitCounts>>;
+    /// The recovery report, given the units' summed counts.
+    fn report(&self, counts: UnitCounts) -> crate::schemes::RecoveryReport;
+}
+
+/// A scheme's recovery as units, from nothing read.
+pub type NewUnitsFn = fn(&crate::config::Params, &Layout) -> Box<dyn UnitRecovery>;
+
+/// The checkpointing schemes whose recovery is a [`UnitRecovery`] (by
+/// name; mutants are parameters of the same scheme).
+pub fn units_for_scheme(name: &str) -> Option<NewUnitsFn> {
+    match name {
+        "dpc" => Some(crate::schemes::checkpoint::dpc::new_units),
+        "ckpt-logging" => Some(crate::schemes::checkpoint::logging::new_units),
+        _ => None,
+    }
+}
+
+/// Recovery from scratch: the global part, then every unit in order with
+/// its home writes.
+pub fn recover_by_units(
+    mut scan: Box<dyn UnitRecovery>,
+    img: &mut dyn MemWrite,
+) -> Result<crate::schemes::RecoveryReport> {
+    let n = scan.begin(&*img)?;
+    let mut counts = [0u64; 2];
+    let mut out = Writes::default();
+    for i in 0..n {
+        out.clear();
+        let Some(c) = scan.unit(i, &*img, &mut |a, d| out.push(a, d))? else {
+            break;
+        };
+        out.replay_onto(out.len(), img);
+        counts = [counts[0] + c[0], counts[1] + c[1]];
+    }
+    Ok(scan.report(counts))
 }
 
 /// Crash-test a checkpointing scheme (or a scheme run on the hybrid memory
@@ -169,6 +712,10 @@ pub fn crashtest_checkpoints(
         n,
         writes: &writes,
         op_start: &op_start,
+        units: units_for_scheme(info.name)
+            // Only the registered entry: a test-only scheme of the same
+            // name has its own recovery.
+            .filter(|_| crate::schemes::find(info.name).is_ok_and(|r| std::ptr::eq(r, info))),
     };
     // Contiguous chunks merged in point order, as in the transactional
     // driver: each starts cold (oracle advanced from point 0), which never
@@ -202,6 +749,8 @@ pub fn crashtest_checkpoints(
         t.rec_ns_max = t.rec_ns_max.max(p.rec_ns_max);
         t.counts.elided += p.counts.elided;
         t.counts.mismatches += p.counts.mismatches;
+        t.deduplicated += p.deduplicated;
+        t.resumed += p.resumed;
     }
     let EpochTally {
         clean,
@@ -216,6 +765,8 @@ pub fn crashtest_checkpoints(
         rec_runs,
         rec_ns_max,
         counts,
+        deduplicated,
+        resumed,
     } = t;
     progress(total, total);
     let check_host_seconds = start.elapsed().as_secs_f64();
@@ -238,9 +789,9 @@ pub fn crashtest_checkpoints(
             .count() as u64,
         // Per-kind counts and deduplication are the transactional driver's.
         background_by_kind: Vec::new(),
-        deduplicated_points: 0,
+        deduplicated_points: deduplicated,
         dedup_mismatches: counts.mismatches,
-        resumed_points: 0,
+        resumed_points: resumed,
         resume_mismatches: 0,
         recovery_reruns_elided: counts.elided,
         host_threads,
@@ -273,6 +824,8 @@ struct EpochShared<'a> {
     n: u64,
     writes: &'a [Vec<(Addr, u64)>],
     op_start: &'a [Vec<u64>],
+    /// The scheme's recovery as units, when used ([`UnitRecovery`]).
+    units: Option<NewUnitsFn>,
 }
 
 /// One chunk's results, merged in point order.
@@ -290,6 +843,10 @@ struct EpochTally {
     rec_runs: u64,
     rec_ns_max: f64,
     counts: ElideCounts,
+    /// Untorn points checked on a kept recovery ([`Kept`]): from scratch,
+    /// or per unit.
+    deduplicated: u64,
+    resumed: u64,
 }
 
 /// Check the crash points `pts` (ascending) in order.
@@ -310,17 +867,21 @@ fn epoch_chunk(
         base: vec![0; threads],
         expected: FxHashMap::default(),
         delta: vec![FxHashSet::default(); threads],
+        kept: None,
     };
     let initial_ctx = vec![CoreContext::initial(); threads];
     let mut epoch = 0usize;
     let mut undo = Vec::new();
     let mut t = EpochTally::default();
+    // Whether to recover and keep before checking (the last recovery from
+    // scratch could be kept).
+    let mut try_keep = true;
     let (records, events, log) = (sh.records, sh.events, sh.log);
     for &k in pts {
         while o.applied < k {
             let ev = &events[o.applied as usize];
             undo.clear();
-            o.persist(ev.addr, log.data(ev), 0xff, &mut undo);
+            o.persist(ev.addr, log.data(ev), 0xff, &mut undo, true);
             o.applied += 1;
         }
         while epoch < records.len() && records[epoch].committed_seq <= k {
@@ -341,28 +902,77 @@ fn epoch_chunk(
             undo.clear();
             if let Some(m) = m {
                 let ev = &events[k as usize];
-                o.persist(ev.addr, log.data(ev), m, &mut undo);
+                o.persist(ev.addr, log.data(ev), m, &mut undo, false);
                 t.torn_tested += 1;
             }
             t.tested += 1;
-            let v = check_point(
-                sh.info,
-                sh.spec,
-                sh.opts,
-                &o,
-                sh.params,
-                sh.layout,
-                sh.reader,
+            let pt = Point {
                 want_ctx,
                 epoch,
                 k,
-                m,
-                &mut t.rec_crashes,
-                &mut t.rec_bytes,
-                &mut t.rec_runs,
-                &mut t.rec_ns_max,
-                &mut t.counts,
-            );
+                mask: m,
+            };
+            if m.is_none() && sh.opts.dedup_recoveries {
+                if let Some(new_units) = sh.units {
+                    // Bring the kept units up to date, or recover by units.
+                    if !o.update_units() || o.kept.is_none() {
+                        o.keep_units(new_units, sh.params);
+                    }
+                }
+            }
+            let stale = o.kept.as_ref().is_some_and(|k| !k.live());
+            if m.is_none()
+                && sh.units.is_none()
+                && sh.opts.dedup_recoveries
+                && (stale || (o.kept.is_none() && try_keep))
+            {
+                // Recover from scratch and keep it before checking: a stale
+                // image only swaps writes, a new one copies the crash
+                // image's delta; either check then costs the words that
+                // differ, not a comparison over the whole delta. A recovery
+                // that cannot be kept is checked from scratch (and not
+                // tried again until one could be kept).
+                match recover_offer(sh, &o) {
+                    Some((reads, writes, bw, ns)) => o.keep(reads, writes, bw, ns),
+                    None => o.kept = None,
+                }
+                try_keep = o.kept.is_some();
+            }
+            let v = if m.is_none() && o.kept.is_some() {
+                if sh.units.is_some() {
+                    t.resumed += 1;
+                } else {
+                    t.deduplicated += 1;
+                }
+                let v = check_point(sh, &o, &pt, &mut t, true).0;
+                if sh.opts.verify_dedup {
+                    // Differential: the same point from scratch must give
+                    // the same verdict and report (fresh counters).
+                    let (mut a, mut b) = (EpochTally::default(), EpochTally::default());
+                    check_point(sh, &o, &pt, &mut a, true);
+                    let vb = check_point(sh, &o, &pt, &mut b, false).0;
+                    let same = vb == v
+                        && a.rec_crashes == b.rec_crashes
+                        && a.counts.elided == b.counts.elided
+                        && a.rec_bytes == b.rec_bytes
+                        && a.rec_ns_max == b.rec_ns_max
+                        && b.counts.mismatches == 0
+                        && kept_matches_scratch(sh, &o);
+                    t.counts.mismatches += u64::from(!same);
+                }
+                v
+            } else {
+                let (v, keep) = check_point(sh, &o, &pt, &mut t, false);
+                match keep.filter(|_| sh.units.is_none()) {
+                    Some((reads, writes, bw, ns)) => {
+                        o.keep(reads, writes, bw, ns);
+                        try_keep = true;
+                    }
+                    None if m.is_none() => o.kept = None,
+                    None => {}
+                }
+                v
+            };
             let ok = v.is_none();
             if let Some(v) = v {
                 if v.kind == ViolationKind::RecoveryCrash {
@@ -385,35 +995,75 @@ fn epoch_chunk(
     Ok(t)
 }
 
+/// Recover the current (untorn) crash image from scratch: what
+/// [`EpochOracle::keep`] takes, if it succeeded (errors are left to
+/// [`check_point`]).
+fn recover_offer(sh: &EpochShared, o: &EpochOracle) -> Option<KeepOffer> {
+    let mut tracked = super::Tracked::new(Overlay::new(&o.cur));
+    let report = guarded(|| (sh.info.recover)(&mut tracked, sh.params, sh.layout)).ok()?;
+    let (rec, reads, _) = tracked.into_parts();
+    Some((reads, rec.writes, report.bytes_written, report.modeled_ns))
+}
+
+/// Whether recovering the current crash image from scratch writes what
+/// the kept recovery holds: the same number of writes, digest and bytes,
+/// and the same image wherever either wrote (verify_dedup).
+fn kept_matches_scratch(sh: &EpochShared, o: &EpochOracle) -> bool {
+    let Some(kp) = o.kept.as_ref() else {
+        return false;
+    };
+    let mut rec = Recorder::new(Overlay::new(&o.cur));
+    let Ok(rep) = guarded(|| (sh.info.recover)(&mut rec, sh.params, sh.layout)) else {
+        return false;
+    };
+    let kw = kp.writes();
+    let words = rec.words_sorted().to_vec();
+    rec.writes() == kp.pieces()
+        && rec.writes.digest() == kw.digest()
+        && rep.bytes_written == kp.bytes_written
+        && rep.modeled_ns == kp.modeled_ns
+        && first_difference(&kp.view.img, &kw.words, &rec, &words, Addr::MAX).is_none()
+}
+
 /// Recovery re-runs proven identical (crash/war.rs) and, with
-/// `verify_dedup`, how many of them differed when run anyway (a bug; 0).
+/// `verify_dedup`, how many of them (or of the points whose kept recovery
+/// was reused) differed when run anyway (a bug; 0).
 #[derive(Default)]
 struct ElideCounts {
     elided: u64,
     mismatches: u64,
 }
 
-/// Recover one crash image and compare it (memory and contexts) with
-/// checkpoint `epoch`; the violation if any.
-#[allow(clippy::too_many_arguments)]
-fn check_point(
-    info: &SchemeInfo,
-    spec: &RunSpec,
-    opts: &CrashOptions,
-    o: &EpochOracle,
-    params: &crate::config::Params,
-    layout: &Layout,
-    reader: Option<crate::schemes::checkpoint::ReadContextsFn>,
-    want_ctx: &[CoreContext],
+/// One crash image to check: point `k` (with the write in flight torn by
+/// `mask`), to be recovered to checkpoint `epoch` with contexts `want_ctx`.
+struct Point<'a> {
+    want_ctx: &'a [CoreContext],
     epoch: usize,
     k: u64,
     mask: Option<u8>,
-    rec_crashes: &mut u64,
-    rec_bytes: &mut f64,
-    rec_runs: &mut u64,
-    rec_ns_max: &mut f64,
-    counts: &mut ElideCounts,
-) -> Option<Violation> {
+}
+
+/// What a passing untorn point recovered from scratch offers to keep:
+/// its reads, writes, bytes written and modelled time.
+type KeepOffer = (ReadSet, Writes, u64, f64);
+
+/// Recover one crash image and compare it (memory and contexts) with
+/// checkpoint `epoch`; the violation if any. `kept`: use the oracle's kept
+/// recovery instead of recovering (untorn points only).
+fn check_point(
+    sh: &EpochShared,
+    o: &EpochOracle,
+    pt: &Point,
+    t: &mut EpochTally,
+    kept: bool,
+) -> (Option<Violation>, Option<KeepOffer>) {
+    let (info, spec, opts, params, layout) = (sh.info, sh.spec, sh.opts, sh.params, sh.layout);
+    let Point {
+        want_ctx,
+        epoch,
+        k,
+        mask,
+    } = *pt;
     let replay = || replay_line(spec, opts, k, mask);
     let torn_note = mask
         .map(|m| format!(" with the write in flight torn (mask {m:#04x})"))
@@ -430,37 +1080,78 @@ fn check_point(
         message,
         replay: replay(),
     };
-    let mut tracked = super::Tracked::new(Overlay::new(&o.cur));
-    let report = match guarded(|| (info.recover)(&mut tracked, params, layout)) {
-        Ok(r) => r,
-        Err(e) => {
-            return Some(violation(
-                ViolationKind::RecoveryError,
-                None,
-                None,
-                format!("crash point {k}{torn_note}: recovery failed: {e}"),
-            ))
+    // The recovered image, the words recovery wrote (sorted), its writes,
+    // and the re-runs proven identical (crash/war.rs).
+    let mut scratch = None;
+    let kept_writes;
+    let (img, written, writes, n_writes, proven, kv): (
+        &dyn MemRead,
+        &[Addr],
+        &Writes,
+        usize,
+        usize,
+        _,
+    ) = match o.kept.as_ref().filter(|_| kept) {
+        Some(kp) => {
+            t.rec_runs += 1;
+            t.rec_bytes += kp.bytes_written as f64;
+            t.rec_ns_max = t.rec_ns_max.max(kp.modeled_ns);
+            // The writes themselves are needed only to run re-runs
+            // that are proven (verify_dedup).
+            kept_writes = if opts.verify_dedup {
+                kp.writes()
+            } else {
+                std::borrow::Cow::Owned(Writes::default())
+            };
+            // Recovery wrote no byte it read: nothing can conflict.
+            (
+                &kp.view.img,
+                &kept_writes.words,
+                &*kept_writes,
+                kp.pieces(),
+                usize::MAX,
+                Some(&kp.view),
+            )
+        }
+        None => {
+            let mut tracked = super::Tracked::new(Overlay::new(&o.cur));
+            let report = match guarded(|| (info.recover)(&mut tracked, params, layout)) {
+                Ok(r) => r,
+                Err(e) => {
+                    let v = violation(
+                        ViolationKind::RecoveryError,
+                        None,
+                        None,
+                        format!("crash point {k}{torn_note}: recovery failed: {e}"),
+                    );
+                    return (Some(v), None);
+                }
+            };
+            let (mut rec, reads, trace) = tracked.into_parts();
+            // Re-runs crashed within this many writes provably repeat
+            // the uninterrupted recovery (crash/war.rs).
+            let proven = if opts.dedup_recoveries {
+                trace.first_conflict()
+            } else {
+                0
+            };
+            t.rec_runs += 1;
+            t.rec_bytes += report.bytes_written as f64;
+            t.rec_ns_max = t.rec_ns_max.max(report.modeled_ns);
+            rec.words_sorted();
+            let sc = scratch.insert((rec, reads, report));
+            let n = sc.0.writes();
+            (&sc.0, &sc.0.writes.words, &sc.0.writes, n, proven, None)
         }
     };
-    let (mut rec, _, trace) = tracked.into_parts();
-    // Re-runs crashed within this many writes provably repeat the
-    // uninterrupted recovery (crash/war.rs).
-    let proven = if opts.dedup_recoveries {
-        trace.first_conflict()
-    } else {
-        0
-    };
-    *rec_runs += 1;
-    *rec_bytes += report.bytes_written as f64;
-    *rec_ns_max = rec_ns_max.max(report.modeled_ns);
-    if let Some(read) = reader {
-        match read(&rec, params, layout) {
+    if let Some(read) = sh.reader {
+        match read(img, params, layout) {
             Ok(got) if got == want_ctx => {}
             Ok(got) => {
                 let c = (0..got.len().min(want_ctx.len()))
                     .find(|&c| got[c] != want_ctx[c])
                     .unwrap_or(0);
-                return Some(violation(
+                let v = violation(
                     ViolationKind::Oracle,
                     Some(c),
                     None,
@@ -469,73 +1160,83 @@ fn check_point(
                         want_ctx.get(c),
                         got.get(c)
                     ),
-                ));
+                );
+                return (Some(v), None);
             }
             Err(e) => {
-                return Some(violation(
+                let v = violation(
                     ViolationKind::RecoveryError,
                     None,
                     None,
                     format!("crash point {k}{torn_note}: recovered CPU contexts unreadable: {e}"),
-                ))
+                );
+                return (Some(v), None);
             }
         }
     }
-    let written = rec.words_sorted().to_vec();
-    for t in 0..layout.threads {
-        let region = layout.thread_base(t)..layout.thread_base(t) + layout.thread_region_bytes;
-        let w0 = written.partition_point(|&a| a < region.start);
-        let w1 = written.partition_point(|&a| a < region.end);
+    for th in 0..layout.threads {
+        let region = layout.thread_base(th)..layout.thread_base(th) + layout.thread_region_bytes;
+        // Words that can differ: the crash image's delta and recovery's
+        // writes, or the kept image's delta (which covers its writes).
+        let (delta, w): (&FxHashSet<Addr>, &[Addr]) = match kv {
+            Some(view) => (view.delta(th), &[]),
+            None => {
+                let w0 = written.partition_point(|&a| a < region.start);
+                let w1 = written.partition_point(|&a| a < region.end);
+                (&o.delta[th], &written[w0..w1])
+            }
+        };
         // The lowest differing word (what sorting the candidates and
         // taking the first would report), without sorting them: the delta
         // holds the whole epoch's dirty words at every point.
-        if let Some((a, want, got)) = o.delta[t]
+        if let Some((a, want, got)) = delta
             .iter()
-            .chain(&written[w0..w1])
+            .chain(w)
             .filter_map(|&a| {
-                let (want, got) = (o.expected_word(a), rec.read_u64(a));
+                let (want, got) = (o.expected_word(a), img.read_u64(a));
                 (want != got).then_some((a, want, got))
             })
             .min_by_key(|d| d.0)
         {
-            return Some(violation(
+            let v = violation(
                 ViolationKind::Oracle,
-                Some(t),
+                Some(th),
                 Some((a, want, got)),
                 format!(
-                    "crash point {k}{torn_note}: thread {t}'s recovered memory is not the image of checkpoint {epoch} ({} of its stores): at {a:#x} expected {want:#018x}, found {got:#018x}",
-                    o.base[t]
+                    "crash point {k}{torn_note}: thread {th}'s recovered memory is not the image of checkpoint {epoch} ({} of its stores): at {a:#x} expected {want:#018x}, found {got:#018x}",
+                    o.base[th]
                 ),
-            ));
+            );
+            return (Some(v), None);
         }
     }
     let key = k.wrapping_mul(2) + u64::from(mask.is_some());
-    for m in points::recovery_points(spec.seed, key, rec.writes(), opts.recovery_crashes) {
-        *rec_crashes += 1;
+    for m in points::recovery_points(spec.seed, key, n_writes, opts.recovery_crashes) {
+        t.rec_crashes += 1;
         if m <= proven {
-            counts.elided += 1;
+            t.counts.elided += 1;
             if !opts.verify_dedup {
                 continue;
             }
         }
         let mut ov = Overlay::new(&o.cur);
-        rec.writes.replay_onto(m, &mut ov);
+        writes.replay_onto(m, &mut ov);
         let mut rec2 = Recorder::new(ov);
         let res = guarded(|| (info.recover)(&mut rec2, params, layout));
         if m <= proven {
             // verify_dedup: the elided re-run must give the same image.
             let same = res.is_ok() && {
                 let w2 = rec2.words_sorted().to_vec();
-                first_difference(&rec, &written, &rec2, &w2, Addr::MAX).is_none()
+                first_difference(img, written, &rec2, &w2, Addr::MAX).is_none()
             };
-            counts.mismatches += u64::from(!same);
+            t.counts.mismatches += u64::from(!same);
             continue;
         }
         let diff = match res {
             Err(e) => Some((None, format!("the second recovery failed: {e}"))),
             Ok(_) => {
                 let w2 = rec2.words_sorted().to_vec();
-                first_difference(&rec, &written, &rec2, &w2, layout.home_limit)
+                first_difference(img, written, &rec2, &w2, layout.home_limit)
             }
             .map(|d| {
                 (
@@ -553,13 +1254,16 @@ fn check_point(
                 at.and_then(|d| layout.thread_of(d.0)),
                 at,
                 format!(
-                    "crash point {k}{torn_note}, then a crash after {m} of recovery's {} writes: {msg}",
-                    rec.writes()
+                    "crash point {k}{torn_note}, then a crash after {m} of recovery's {n_writes} writes: {msg}"
                 ),
             );
             v.recovery_writes_persisted = Some(m);
-            return Some(v);
+            return (Some(v), None);
         }
     }
-    None
+    // A passing untorn point: its recovery can be kept.
+    let offer = scratch
+        .filter(|_| mask.is_none() && opts.dedup_recoveries)
+        .map(|(rec, reads, report)| (reads, rec.writes, report.bytes_written, report.modeled_ns));
+    (None, offer)
 }

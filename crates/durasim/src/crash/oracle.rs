@@ -119,9 +119,85 @@ pub struct RecView {
 }
 
 impl RecView {
+    /// A recovered image starting as `img` (no home writes), whose words
+    /// differing from the expected image are `delta` (per thread).
+    pub(crate) fn new(img: SparseImage, delta: Vec<FxHashSet<Addr>>) -> Self {
+        RecView {
+            img,
+            delta,
+            cover: FxHashMap::default(),
+        }
+    }
+
     /// The words home writes covered, unsorted.
     pub fn covered_words(&self) -> impl Iterator<Item = Addr> + '_ {
         self.cover.keys().copied()
+    }
+
+    /// Thread `t`'s words where the image differs from the expected one.
+    pub(crate) fn delta(&self, t: usize) -> &FxHashSet<Addr> {
+        &self.delta[t]
+    }
+
+    /// Re-derive whether word `wa` of thread `t` differs from `want`.
+    #[inline]
+    pub(crate) fn refresh(&mut self, t: usize, wa: Addr, want: u64) {
+        if self.img.read_u64(wa) != want {
+            self.delta[t].insert(wa);
+        } else {
+            self.delta[t].remove(&wa);
+        }
+    }
+
+    /// A home write of recovery: the image takes it and its bytes are
+    /// covered (later events do not show through). The caller refreshes
+    /// the words written.
+    pub(crate) fn cover_write(&mut self, addr: Addr, data: &[u8]) {
+        self.img.write_bytes(addr, data);
+        let end = addr + data.len() as u64;
+        let mut a = addr;
+        while a < end {
+            let wa = a & !(WORD_BYTES - 1);
+            let wend = (wa + WORD_BYTES).min(end);
+            let bits = ((1u16 << (wend - wa)) - (1u16 << (a - wa))) as u8;
+            *self.cover.entry(wa).or_insert(0) |= bits;
+            a = wend;
+        }
+    }
+
+    /// Take recovery's write out of word `wa`: its covered bytes read as
+    /// the crash image `cur` again. The caller refreshes `wa`.
+    pub(crate) fn uncover(&mut self, wa: Addr, cur: &SparseImage) {
+        match self.cover.remove(&wa).unwrap_or(0) {
+            0 => {}
+            0xff => self.img.write_u64(wa, cur.read_u64(wa)),
+            cov => {
+                for b in 0..WORD_BYTES {
+                    if cov & (1 << b) != 0 {
+                        let mut x = [0u8; 1];
+                        cur.read_bytes(wa + b, &mut x);
+                        self.img.write_bytes(wa + b, &x);
+                    }
+                }
+            }
+        }
+    }
+
+    /// An event's `bytes` at `a` (inside word `wa`) persisted to the crash
+    /// image: the recovered image takes them where no home write covers
+    /// them (recovery wrote over them). The caller refreshes `wa`.
+    pub(crate) fn persist(&mut self, wa: Addr, a: Addr, bytes: &[u8]) {
+        let cov = self.cover.get(&wa).copied().unwrap_or(0);
+        if cov == 0 {
+            self.img.write_bytes(a, bytes);
+        } else {
+            for (i, &b) in bytes.iter().enumerate() {
+                let at = a + i as u64;
+                if cov & (1 << (at - wa)) == 0 {
+                    self.img.write_bytes(at, &[b]);
+                }
+            }
+        }
     }
 }
 
@@ -214,11 +290,7 @@ impl<'h> Oracle<'h> {
         if let Some(t) = self.thread_of(wa) {
             let want = self.expected_word(wa);
             let v = self.view.as_mut().expect("checked");
-            if v.img.read_u64(wa) != want {
-                v.delta[t].insert(wa);
-            } else {
-                v.delta[t].remove(&wa);
-            }
+            v.refresh(t, wa, want);
         }
     }
 
@@ -234,11 +306,7 @@ impl<'h> Oracle<'h> {
 
     /// Start a recovered image at the current crash image (no home writes).
     pub fn view_start(&mut self) {
-        self.view = Some(RecView {
-            img: self.cur.clone(),
-            delta: self.delta.clone(),
-            cover: FxHashMap::default(),
-        });
+        self.view = Some(RecView::new(self.cur.clone(), self.delta.clone()));
     }
 
     pub fn view_drop(&mut self) {
@@ -250,16 +318,8 @@ impl<'h> Oracle<'h> {
         let Some(v) = self.view.as_mut() else {
             return;
         };
-        v.img.write_bytes(addr, data);
+        v.cover_write(addr, data);
         let end = addr + data.len() as u64;
-        let mut a = addr;
-        while a < end {
-            let wa = a & !(WORD_BYTES - 1);
-            let wend = (wa + WORD_BYTES).min(end);
-            let bits = ((1u16 << (wend - wa)) - (1u16 << (a - wa))) as u8;
-            *v.cover.entry(wa).or_insert(0) |= bits;
-            a = wend;
-        }
         let mut a = addr & !(WORD_BYTES - 1);
         while a < end {
             self.refresh_view(a);
@@ -305,17 +365,7 @@ impl<'h> Oracle<'h> {
         let Some(v) = self.view.as_mut() else {
             return;
         };
-        let cov = v.cover.get(&wa).copied().unwrap_or(0);
-        if cov == 0 {
-            v.img.write_bytes(a, bytes);
-        } else {
-            for (i, &b) in bytes.iter().enumerate() {
-                let at = a + i as u64;
-                if cov & (1 << (at - wa)) == 0 {
-                    v.img.write_bytes(at, &[b]);
-                }
-            }
-        }
+        v.persist(wa, a, bytes);
         self.refresh_view(wa);
     }
 

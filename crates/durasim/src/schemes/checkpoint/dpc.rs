@@ -33,9 +33,10 @@
 
 use super::{ContextArea, EPOCH_CYCLES};
 use crate::config::{Check, DefaultValue, ParamSpec, Params};
+use crate::crash::epochs::{UnitCounts, UnitRecovery};
 use crate::error::{Error, Result};
 use crate::mem::dram_cache::PAGE_BYTES;
-use crate::mem::MemWrite;
+use crate::mem::{MemRead, MemWrite};
 use crate::schemes::{
     raise_advice, Durability, Layout, MemCtx, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
 };
@@ -919,71 +920,119 @@ pub fn recovered_contexts(
 /// the DPT from its backup and materialise the checkpoint at home (every
 /// CPBV line from its derivative page, then the fallback lines).
 /// Idempotent: it only copies checkpoint data onto working copies.
+/// Written as units (crash/epochs.rs): one per DPT entry up to the
+/// high-water mark, then one per fallback line.
 fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<RecoveryReport> {
-    let g = Geometry::new(p, layout);
-    let mut rep = RecoveryReport::default();
-    let internal = |m: String| Error::Internal(format!("dpc recovery: {m}"));
-    let Some((epoch, s)) = g.area.read_switch(img).map_err(internal)? else {
-        rep.details.push(("epoch", 0.0));
-        return Ok(rep);
-    };
-    g.area.read_contexts(img, Some(s)).map_err(internal)?;
-    let hdr = g.meta_hdr(s);
-    if img.read_u64(hdr) != META_MAGIC || img.read_u64(hdr + 8) != g.pool_pages {
-        return Err(internal(format!("metadata header of slot {s} is garbled")));
+    crate::crash::epochs::recover_by_units(new_units(p, layout), img)
+}
+
+/// dpc's recovery as units (crash/epochs.rs).
+pub(crate) fn new_units(p: &Params, layout: &Layout) -> Box<dyn UnitRecovery> {
+    Box::new(DpcUnits {
+        g: Geometry::new(p, layout),
+        home_limit: layout.home_limit,
+        valid: None,
+    })
+}
+
+struct DpcUnits {
+    g: Geometry,
+    home_limit: Addr,
+    /// (epoch, slot, high-water mark, fallback count) of the valid
+    /// recovery context; None before the first checkpoint.
+    valid: Option<(u64, usize, u64, u64)>,
+}
+
+fn dpc_internal(m: String) -> Error {
+    Error::Internal(format!("dpc recovery: {m}"))
+}
+
+impl UnitRecovery for DpcUnits {
+    fn begin(&mut self, img: &dyn MemRead) -> Result<u64> {
+        let g = &self.g;
+        self.valid = None;
+        let Some((epoch, s)) = g.area.read_switch(img).map_err(dpc_internal)? else {
+            return Ok(0);
+        };
+        g.area.read_contexts(img, Some(s)).map_err(dpc_internal)?;
+        let hdr = g.meta_hdr(s);
+        if img.read_u64(hdr) != META_MAGIC || img.read_u64(hdr + 8) != g.pool_pages {
+            return Err(dpc_internal(format!(
+                "metadata header of slot {s} is garbled"
+            )));
+        }
+        let fallback_n = img.read_u64(hdr + 16);
+        if fallback_n > g.fallback_lines {
+            return Err(dpc_internal(format!(
+                "fallback count {fallback_n} is garbled"
+            )));
+        }
+        let high_water = img.read_u64(hdr + 32);
+        if high_water > g.pool_pages {
+            return Err(dpc_internal(format!(
+                "DPT high-water mark {high_water} is garbled"
+            )));
+        }
+        self.valid = Some((epoch, s, high_water, fallback_n));
+        Ok(high_water + fallback_n)
     }
-    let fallback_n = img.read_u64(hdr + 16);
-    if fallback_n > g.fallback_lines {
-        return Err(internal(format!("fallback count {fallback_n} is garbled")));
-    }
-    rep.bytes_read += 64 + 64;
-    let mut entries = 0u64;
-    let mut copied = 0u64;
-    let mut line = [0u8; LINE_BYTES as usize];
-    let high_water = img.read_u64(hdr + 32);
-    if high_water > g.pool_pages {
-        return Err(internal(format!(
-            "DPT high-water mark {high_water} is garbled"
-        )));
-    }
-    for i in 0..high_water {
+
+    fn unit(
+        &self,
+        i: u64,
+        img: &dyn MemRead,
+        home: &mut dyn FnMut(Addr, &[u8]),
+    ) -> Result<Option<UnitCounts>> {
+        let g = &self.g;
+        let (_, s, high_water, _) = self.valid.expect("begin found a context");
+        let mut line = [0u8; LINE_BYTES as usize];
+        if i >= high_water {
+            let k = i - high_water;
+            let a = g.fallback(s) + k * FALLBACK_ENTRY_BYTES;
+            let la = img.read_u64(a);
+            if !la.is_multiple_of(LINE_BYTES) || la >= self.home_limit {
+                return Err(dpc_internal(format!("fallback entry {k} names {la:#x}")));
+            }
+            img.read_bytes(a + 8, &mut line);
+            home(la, &line);
+            return Ok(Some([0, 1]));
+        }
         let a = g.dpt(s) + i * ENTRY_BYTES;
         let w0 = img.read_u64(a);
         if w0 & VALID == 0 {
-            continue;
+            return Ok(Some([0, 0]));
         }
-        entries += 1;
         let base = (w0 & !VALID) * PAGE_BYTES;
-        if base >= layout.home_limit {
-            return Err(internal(format!(
+        if base >= self.home_limit {
+            return Err(dpc_internal(format!(
                 "DPT entry {i} names page {base:#x} outside home"
             )));
         }
+        let mut copied = 0;
         let mut m = img.read_u64(a + 8);
         while m != 0 {
             let k = u64::from(m.trailing_zeros());
             m &= m - 1;
             img.read_bytes(g.deriv(i as u32) + k * LINE_BYTES, &mut line);
-            img.write_bytes(base + k * LINE_BYTES, &line);
+            home(base + k * LINE_BYTES, &line);
             copied += 1;
         }
+        Ok(Some([1, copied]))
     }
-    for k in 0..fallback_n {
-        let a = g.fallback(s) + k * FALLBACK_ENTRY_BYTES;
-        let la = img.read_u64(a);
-        if !la.is_multiple_of(LINE_BYTES) || la >= layout.home_limit {
-            return Err(internal(format!("fallback entry {k} names {la:#x}")));
-        }
-        img.read_bytes(a + 8, &mut line);
-        img.write_bytes(la, &line);
-        copied += 1;
+
+    fn report(&self, [entries, copied]: UnitCounts) -> RecoveryReport {
+        let mut rep = RecoveryReport::default();
+        let Some((epoch, _, high_water, fallback_n)) = self.valid else {
+            rep.details.push(("epoch", 0.0));
+            return rep;
+        };
+        rep.bytes_read = 64 + 64 + high_water * ENTRY_BYTES + (copied + fallback_n) * LINE_BYTES;
+        rep.bytes_written = copied * LINE_BYTES;
+        rep.details.push(("epoch", epoch as f64));
+        rep.details.push(("dpt_entries", entries as f64));
+        rep.details.push(("lines_copied_home", copied as f64));
+        rep
     }
-    rep.bytes_read += high_water * ENTRY_BYTES + (copied + fallback_n) * LINE_BYTES;
-    rep.bytes_written += copied * LINE_BYTES;
-    rep.details.push(("epoch", epoch as f64));
-    rep.details.push(("dpt_entries", entries as f64));
-    rep.details.push(("lines_copied_home", copied as f64));
-    Ok(rep)
 }
 
 #[cfg(test)]

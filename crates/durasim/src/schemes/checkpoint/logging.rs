@@ -23,8 +23,9 @@
 
 use super::{ContextArea, EPOCH_CYCLES};
 use crate::config::{Check, DefaultValue, ParamSpec, Params};
+use crate::crash::epochs::{UnitCounts, UnitRecovery};
 use crate::error::{Error, Result};
-use crate::mem::MemWrite;
+use crate::mem::{MemRead, MemWrite};
 use crate::schemes::{Durability, Layout, MemCtx, RecoveryReport, Scheme, SchemeInfo, SchemeStats};
 use crate::types::{Addr, CoreId, Cycle, LineData, Purpose, LINE_BYTES};
 use rustc_hash::FxHashSet;
@@ -374,37 +375,75 @@ pub fn recovered_contexts(
 /// Recovery: the switch pointer names the last checkpoint E; the entries
 /// tagged E + 1 (a prefix of the log) hold the checkpoint values of every
 /// line changed since, copied back home. Idempotent (the log is not
-/// modified).
+/// modified). Written as units (crash/epochs.rs): one per log entry, the
+/// first entry with another tag ending the scan.
 fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<RecoveryReport> {
-    let g = Geometry::new(p, layout);
-    let mut rep = RecoveryReport::default();
-    let internal = |m: String| Error::Internal(format!("ckpt-logging recovery: {m}"));
-    let (epoch, s) = match g.area.read_switch(img).map_err(internal)? {
-        Some((e, s)) => (e, Some(s)),
-        None => (0, None),
-    };
-    g.area.read_contexts(img, s).map_err(internal)?;
-    let tag = tag_of(epoch + 1);
-    let mut line = [0u8; LINE_BYTES as usize];
-    let mut undone = 0u64;
-    for k in 0..g.entries {
-        let w = img.read_u64(g.header(k));
-        if w >> TAG_SHIFT != tag {
-            break;
+    crate::crash::epochs::recover_by_units(new_units(p, layout), img)
+}
+
+/// ckpt-logging's recovery as units (crash/epochs.rs).
+pub(crate) fn new_units(p: &Params, layout: &Layout) -> Box<dyn UnitRecovery> {
+    Box::new(LogUnits {
+        g: Geometry::new(p, layout),
+        home_limit: layout.home_limit,
+        epoch: 0,
+    })
+}
+
+struct LogUnits {
+    g: Geometry,
+    home_limit: Addr,
+    /// The epoch the switch pointer names (0 before any).
+    epoch: u64,
+}
+
+fn log_internal(m: String) -> Error {
+    Error::Internal(format!("ckpt-logging recovery: {m}"))
+}
+
+impl UnitRecovery for LogUnits {
+    fn begin(&mut self, img: &dyn MemRead) -> Result<u64> {
+        let (epoch, s) = match self.g.area.read_switch(img).map_err(log_internal)? {
+            Some((e, s)) => (e, Some(s)),
+            None => (0, None),
+        };
+        self.g.area.read_contexts(img, s).map_err(log_internal)?;
+        self.epoch = epoch;
+        Ok(self.g.entries)
+    }
+
+    fn unit(
+        &self,
+        k: u64,
+        img: &dyn MemRead,
+        home: &mut dyn FnMut(Addr, &[u8]),
+    ) -> Result<Option<UnitCounts>> {
+        let w = img.read_u64(self.g.header(k));
+        if w >> TAG_SHIFT != tag_of(self.epoch + 1) {
+            return Ok(None);
         }
         let a = (w & LINE_MASK) * LINE_BYTES;
-        if a >= layout.home_limit {
-            return Err(internal(format!("log entry {k} names {a:#x} outside home")));
+        if a >= self.home_limit {
+            return Err(log_internal(format!(
+                "log entry {k} names {a:#x} outside home"
+            )));
         }
-        img.read_bytes(g.data(k), &mut line);
-        img.write_bytes(a, &line);
-        undone += 1;
+        let mut line = [0u8; LINE_BYTES as usize];
+        img.read_bytes(self.g.data(k), &mut line);
+        home(a, &line);
+        Ok(Some([1, 0]))
     }
-    rep.bytes_read = 64 + (undone + 1) * 8 + undone * LINE_BYTES;
-    rep.bytes_written = undone * LINE_BYTES;
-    rep.details.push(("epoch", epoch as f64));
-    rep.details.push(("lines_rolled_back", undone as f64));
-    Ok(rep)
+
+    fn report(&self, [undone, _]: UnitCounts) -> RecoveryReport {
+        let mut rep = RecoveryReport {
+            bytes_read: 64 + (undone + 1) * 8 + undone * LINE_BYTES,
+            bytes_written: undone * LINE_BYTES,
+            ..RecoveryReport::default()
+        };
+        rep.details.push(("epoch", self.epoch as f64));
+        rep.details.push(("lines_rolled_back", undone as f64));
+        rep
+    }
 }
 
 #[cfg(test)]
