@@ -21,6 +21,7 @@
 use super::memo::{ReadSet, Writes};
 use super::oracle::RecView;
 use super::resume::RangeSet;
+use super::RecStats;
 use super::{
     first_difference, guarded, points, replay_line, CrashOptions, CrashReport, Recorder, Violation,
     ViolationKind,
@@ -744,9 +745,7 @@ pub fn crashtest_checkpoints(
             t.first = p.first;
         }
         t.verdicts.extend(p.verdicts);
-        t.rec_bytes += p.rec_bytes;
-        t.rec_runs += p.rec_runs;
-        t.rec_ns_max = t.rec_ns_max.max(p.rec_ns_max);
+        t.rec.merge(&p.rec);
         t.counts.elided += p.counts.elided;
         t.counts.mismatches += p.counts.mismatches;
         t.deduplicated += p.deduplicated;
@@ -761,9 +760,7 @@ pub fn crashtest_checkpoints(
         torn_tested,
         first,
         verdicts,
-        rec_bytes,
-        rec_runs,
-        rec_ns_max,
+        rec,
         counts,
         deduplicated,
         resumed,
@@ -803,8 +800,8 @@ pub fn crashtest_checkpoints(
         points_per_second: tested as f64 / check_host_seconds.max(1e-9),
         check_host_seconds,
         sim_host_seconds,
-        recovery_bytes_written_mean: rec_bytes / rec_runs.max(1) as f64,
-        recovery_modeled_ns_max: rec_ns_max,
+        recovery_bytes_written_mean: rec.bytes_mean(),
+        recovery_modeled_ns_max: rec.ns_max,
         verdicts,
         torn: opts.torn,
     })
@@ -839,9 +836,7 @@ struct EpochTally {
     torn_tested: u64,
     first: Option<Violation>,
     verdicts: Vec<(u64, Option<u8>, bool)>,
-    rec_bytes: f64,
-    rec_runs: u64,
-    rec_ns_max: f64,
+    rec: RecStats,
     counts: ElideCounts,
     /// Untorn points checked on a kept recovery ([`Kept`]): from scratch,
     /// or per unit.
@@ -954,8 +949,7 @@ fn epoch_chunk(
                     let same = vb == v
                         && a.rec_crashes == b.rec_crashes
                         && a.counts.elided == b.counts.elided
-                        && a.rec_bytes == b.rec_bytes
-                        && a.rec_ns_max == b.rec_ns_max
+                        && a.rec.same_output(&b.rec)
                         && b.counts.mismatches == 0
                         && kept_matches_scratch(sh, &o);
                     t.counts.mismatches += u64::from(!same);
@@ -1093,9 +1087,7 @@ fn check_point(
         _,
     ) = match o.kept.as_ref().filter(|_| kept) {
         Some(kp) => {
-            t.rec_runs += 1;
-            t.rec_bytes += kp.bytes_written as f64;
-            t.rec_ns_max = t.rec_ns_max.max(kp.modeled_ns);
+            t.rec.add(kp.bytes_written, kp.modeled_ns);
             // The writes themselves are needed only to run re-runs
             // that are proven (verify_dedup).
             kept_writes = if opts.verify_dedup {
@@ -1114,9 +1106,8 @@ fn check_point(
             )
         }
         None => {
-            let mut tracked = super::Tracked::new(Overlay::new(&o.cur));
-            let report = match guarded(|| (info.recover)(&mut tracked, params, layout)) {
-                Ok(r) => r,
+            let fresh = match super::recover_from_scratch(info, params, layout, &o.cur, opts) {
+                Ok(f) => f,
                 Err(e) => {
                     let v = violation(
                         ViolationKind::RecoveryError,
@@ -1127,17 +1118,13 @@ fn check_point(
                     return (Some(v), None);
                 }
             };
-            let (mut rec, reads, trace) = tracked.into_parts();
-            // Re-runs crashed within this many writes provably repeat
-            // the uninterrupted recovery (crash/war.rs).
-            let proven = if opts.dedup_recoveries {
-                trace.first_conflict()
-            } else {
-                0
-            };
-            t.rec_runs += 1;
-            t.rec_bytes += report.bytes_written as f64;
-            t.rec_ns_max = t.rec_ns_max.max(report.modeled_ns);
+            let super::Fresh {
+                mut rec,
+                reads,
+                proven,
+                report,
+            } = fresh;
+            t.rec.add(report.bytes_written, report.modeled_ns);
             rec.words_sorted();
             let sc = scratch.insert((rec, reads, report));
             let n = sc.0.writes();

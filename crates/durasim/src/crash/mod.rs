@@ -21,7 +21,7 @@ pub mod war;
 use crate::engine::{Engine, RunSpec};
 use crate::error::{Error, Result};
 use crate::mem::{MemRead, MemWrite, Overlay, SparseImage};
-use crate::schemes::{self, Durability, SchemeInfo};
+use crate::schemes::{self, Durability, Layout, RecoveryReport, SchemeInfo};
 use crate::types::{Addr, LINE_BYTES};
 use memo::{Memo, ReadSet, Writes};
 use oracle::Oracle;
@@ -404,6 +404,76 @@ fn replay_line(spec: &RunSpec, opts: &CrashOptions, point: u64, mask: Option<u8>
     s
 }
 
+/// Recoveries counted in a report: how many ran (from scratch, replayed
+/// or resumed), the bytes they wrote (for the mean) and the longest
+/// modelled recovery time. Shared by this oracle's and the epoch oracle's
+/// tallies.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct RecStats {
+    pub runs: u64,
+    pub bytes: f64,
+    pub ns_max: f64,
+}
+
+impl RecStats {
+    pub(crate) fn add(&mut self, bytes_written: u64, modeled_ns: f64) {
+        self.runs += 1;
+        self.bytes += bytes_written as f64;
+        self.ns_max = self.ns_max.max(modeled_ns);
+    }
+
+    pub(crate) fn merge(&mut self, o: &RecStats) {
+        self.runs += o.runs;
+        self.bytes += o.bytes;
+        self.ns_max = self.ns_max.max(o.ns_max);
+    }
+
+    pub(crate) fn bytes_mean(&self) -> f64 {
+        self.bytes / self.runs.max(1) as f64
+    }
+
+    /// What a report shows (the differential checks compare a fast path
+    /// with a from-scratch one on this; run counts may legitimately differ).
+    pub(crate) fn same_output(&self, o: &RecStats) -> bool {
+        self.bytes == o.bytes && self.ns_max == o.ns_max
+    }
+}
+
+/// A recovery run from scratch on a crash image, its reads recorded.
+/// `first_conflict` consumes the read trace, so only its verdict is kept.
+pub(crate) struct Fresh<'a> {
+    pub rec: Recorder<Overlay<'a, SparseImage>>,
+    pub reads: ReadSet,
+    /// Re-runs crashed after at most this many writes provably repeat the
+    /// uninterrupted recovery ([`war`]); exact, so off with the dedup.
+    pub proven: usize,
+    pub report: RecoveryReport,
+}
+
+/// Recover `cur` from scratch through `info`'s registered recovery.
+pub(crate) fn recover_from_scratch<'a>(
+    info: &SchemeInfo,
+    params: &crate::config::Params,
+    layout: &Layout,
+    cur: &'a SparseImage,
+    opts: &CrashOptions,
+) -> std::result::Result<Fresh<'a>, String> {
+    let mut tracked = Tracked::new(Overlay::new(cur));
+    let report = guarded(|| (info.recover)(&mut tracked, params, layout))?;
+    let (rec, reads, trace) = tracked.into_parts();
+    let proven = if opts.dedup_recoveries {
+        trace.first_conflict()
+    } else {
+        0
+    };
+    Ok(Fresh {
+        rec,
+        reads,
+        proven,
+        report,
+    })
+}
+
 /// Per-worker results, merged in point order.
 #[derive(Default)]
 struct Tally {
@@ -411,9 +481,7 @@ struct Tally {
     torn: u64,
     recovery_crash: u64,
     first: Option<Violation>,
-    rec_bytes: f64,
-    rec_runs: u64,
-    rec_ns_max: f64,
+    rec: RecStats,
     recovery_crashes: u64,
     tested: u64,
     torn_tested: u64,
@@ -446,9 +514,7 @@ impl Tally {
         if self.first.is_none() {
             self.first = o.first;
         }
-        self.rec_bytes += o.rec_bytes;
-        self.rec_runs += o.rec_runs;
-        self.rec_ns_max = self.rec_ns_max.max(o.rec_ns_max);
+        self.rec.merge(&o.rec);
         self.recovery_crashes += o.recovery_crashes;
         self.tested += o.tested;
         self.torn_tested += o.torn_tested;
@@ -657,8 +723,8 @@ pub fn crashtest_with(
         points_per_second: tally.tested as f64 / check_host_seconds.max(1e-9),
         check_host_seconds,
         sim_host_seconds,
-        recovery_bytes_written_mean: tally.rec_bytes / tally.rec_runs.max(1) as f64,
-        recovery_modeled_ns_max: tally.rec_ns_max,
+        recovery_bytes_written_mean: tally.rec.bytes_mean(),
+        recovery_modeled_ns_max: tally.rec.ns_max,
         deduplicated_points: tally.dedup_hits,
         dedup_mismatches: tally.dedup_mismatches,
         resumed_points: tally.resumed,
@@ -824,8 +890,7 @@ fn check_image(sh: &Shared, w: &mut Worker, tally: &mut Tally, k: u64, mask: Opt
                     && fast.first == scratch.first
                     && fast.recovery_crashes == scratch.recovery_crashes
                     && fast.recovery_crash == scratch.recovery_crash
-                    && fast.rec_bytes == scratch.rec_bytes
-                    && fast.rec_ns_max == scratch.rec_ns_max
+                    && fast.rec.same_output(&scratch.rec)
                     && same_as_resumed(sh, w);
                 if !same {
                     tally.resume_mismatches += 1;
@@ -1038,9 +1103,7 @@ fn check_resumed(sh: &Shared, w: &mut Worker, tally: &mut Tally, k: u64) -> Opti
         nw,
     );
     fin.sort_words();
-    tally.rec_runs += 1;
-    tally.rec_bytes += report.bytes_written as f64;
-    tally.rec_ns_max = tally.rec_ns_max.max(report.modeled_ns);
+    tally.rec.add(report.bytes_written, report.modeled_ns);
     tally.resumed += 1;
     let mut ok = check_recovered_with(sh, oracle, scratch, tally, k, None, &img, &fin.words, true);
     let key = digest.wrapping_mul(2);
@@ -1242,9 +1305,7 @@ fn check_scratch(sh: &Shared, w: &mut Worker, tally: &mut Tally, k: u64, mask: O
         if memo.holds_at(k, sh.events) && memo.reruns_match(&oracle.cur, sh.layout.home_limit) {
             let mut img = Overlay::new(&oracle.cur);
             memo.writes.replay_onto(memo.writes.len(), &mut img);
-            tally.rec_runs += 1;
-            tally.rec_bytes += memo.bytes_written as f64;
-            tally.rec_ns_max = tally.rec_ns_max.max(memo.modeled_ns);
+            tally.rec.add(memo.bytes_written, memo.modeled_ns);
             tally.recovery_crashes += memo.reruns() as u64;
             tally.reruns_elided += memo.elided as u64;
             tally.dedup_hits += 1;
@@ -1272,11 +1333,8 @@ fn check_scratch(sh: &Shared, w: &mut Worker, tally: &mut Tally, k: u64, mask: O
     let torn_note = mask
         .map(|m| format!(" with the write in flight torn (mask {m:#04x})"))
         .unwrap_or_default();
-    let (info, params, layout) = (sh.info, sh.params, sh.layout);
-    let cur = &oracle.cur;
-    let mut rec = Tracked::new(Overlay::new(cur));
-    let report = match guarded(|| (info.recover)(&mut rec, params, layout)) {
-        Ok(r) => r,
+    let fresh = match recover_from_scratch(sh.info, sh.params, sh.layout, &oracle.cur, sh.opts) {
+        Ok(f) => f,
         Err(e) => {
             tally.add(Violation {
                 kind: ViolationKind::RecoveryError,
@@ -1293,17 +1351,14 @@ fn check_scratch(sh: &Shared, w: &mut Worker, tally: &mut Tally, k: u64, mask: O
             return false;
         }
     };
-    let (mut rec, mut reads, trace) = rec.into_parts();
-    // Re-runs crashed after at most this many writes provably repeat the
-    // uninterrupted recovery ([`war`]); exact, so off with the dedup.
-    let proven = if sh.opts.dedup_recoveries {
-        trace.first_conflict()
-    } else {
-        0
-    };
-    tally.rec_runs += 1;
-    tally.rec_bytes += report.bytes_written as f64;
-    tally.rec_ns_max = tally.rec_ns_max.max(report.modeled_ns);
+    let Fresh {
+        mut rec,
+        mut reads,
+        proven,
+        report,
+    } = fresh;
+    let (info, params, layout, cur) = (sh.info, sh.params, sh.layout, &oracle.cur);
+    tally.rec.add(report.bytes_written, report.modeled_ns);
     rec.words_sorted();
     let mut ok = check_recovered(sh, oracle, scratch, tally, k, mask, &rec, &rec.writes.words);
     // Crash recovery itself and recover again: the home image must match.
