@@ -228,17 +228,31 @@ const LINEAR_PROBES: usize = 8;
 /// arrive near the newest reservations, so this touches a few entries of a
 /// long list instead of a binary search's cache misses across all of it.
 /// About 60% of reservation inserts land within two entries of the end.
+/// `UNROLLED`: the linear probes fully unrolled (fewer instructions for the
+/// inserts of `prune_and_insert`) or as a loop with a run-time bound
+/// (fewer for the slot searches: unrolled, they cost a dozen address
+/// computations per call before the first probe).
 #[inline]
-fn partition_point_from_end<T>(s: &[T], pred: impl Fn(&T) -> bool) -> usize {
+fn partition_point_from_end<const UNROLLED: bool, T>(s: &[T], pred: impl Fn(&T) -> bool) -> usize {
     // Invariant: `pred` is false for every entry of s[hi..].
     let mut hi = s.len();
     // Most answers are within the newest few entries: test them one by one
     // before galloping.
-    for _ in 0..LINEAR_PROBES {
-        if hi == 0 || pred(&s[hi - 1]) {
-            return hi;
+    if UNROLLED {
+        for _ in 0..LINEAR_PROBES {
+            if hi == 0 || pred(&s[hi - 1]) {
+                return hi;
+            }
+            hi -= 1;
         }
-        hi -= 1;
+    } else {
+        let stop = hi.saturating_sub(LINEAR_PROBES);
+        while hi > stop {
+            if pred(&s[hi - 1]) {
+                return hi;
+            }
+            hi -= 1;
+        }
     }
     let mut step = 1;
     while step <= hi {
@@ -298,7 +312,7 @@ impl<T: Copy> Reservations<T> {
         absorb: impl Fn(&mut T, &T) -> bool,
     ) -> bool {
         let pruned = self.prune(expired);
-        let i = self.head + partition_point_from_end(self.live(), before);
+        let i = self.head + partition_point_from_end::<true, _>(self.live(), before);
         // `x` absorbs the entry after it, then the entry before absorbs the
         // (grown) `x`; decided before touching the list so that a merge
         // moves no entries (an insert plus a removal would move the tail
@@ -317,7 +331,18 @@ impl<T: Copy> Reservations<T> {
         };
         match (absorbs_next, into_prev) {
             (false, false) => {
-                self.items.insert(i, x);
+                // Most inserts land within a few entries of the end: move
+                // them one by one rather than through a `memmove` call.
+                let n = self.items.len();
+                if n - i <= 4 {
+                    self.items.push(x);
+                    for k in (i..n).rev() {
+                        self.items[k + 1] = self.items[k];
+                    }
+                    self.items[i] = x;
+                } else {
+                    self.items.insert(i, x);
+                }
             }
             (true, false) => self.items[i] = x,
             (false, true) => {}
@@ -363,14 +388,15 @@ impl Rank {
     fn slot(&self, mut t: Cycle, t_rrd: Cycle, t_faw: Cycle) -> Cycle {
         let acts = self.acts.live();
         let reach = t_faw.max(t_rrd);
-        let mut lo = partition_point_from_end(acts, |&a| a + reach <= t);
+        let mut lo = partition_point_from_end::<false, _>(acts, |&a| a + reach <= t);
         'search: loop {
             // `t` only grows: skip activates that no longer constrain it
             // (instead of a new binary search).
             while lo < acts.len() && acts[lo] + reach <= t {
                 lo += 1;
             }
-            let mut near: [Cycle; 16] = [0; 16];
+            // Activates within reach of t; the first 16 of them are checked
+            // for tFAW (copied only when there are at least four).
             let mut n = 0;
             for &a in &acts[lo..] {
                 if a >= t + reach {
@@ -380,17 +406,15 @@ impl Rank {
                     t = a + t_rrd;
                     continue 'search;
                 }
-                if n < near.len() {
-                    near[n] = a;
-                    n += 1;
-                }
+                n += 1;
             }
             // tFAW: no five activates (including t) within a window < tFAW.
             if n < 4 {
                 return t; // fewer than five activates near t
             }
+            let n = n.min(16);
             let mut all = [0; 17];
-            all[..n].copy_from_slice(&near[..n]);
+            all[..n].copy_from_slice(&acts[lo..lo + n]);
             all[n] = t;
             let all = &mut all[..=n];
             all.sort_unstable();
@@ -431,23 +455,40 @@ impl Channel {
     fn slot(&self, mut t: Cycle, write: bool, d: &DeviceTiming) -> Cycle {
         let bl = d.t_bl;
         let reach = (d.t_wtr + d.t_cl).max(d.t_rtw);
+        // The gaps after and before a reserved burst, by its direction.
+        let after = [Self::gap(false, write, d), Self::gap(true, write, d)];
+        let before = [Self::gap(write, false, d), Self::gap(write, true, d)];
         let bursts = self.bursts.live();
         // Entries are disjoint, so ends are sorted like starts.
-        let mut lo = partition_point_from_end(bursts, |b| b.end + reach <= t);
+        let mut lo = partition_point_from_end::<false, _>(bursts, |b| b.end + reach <= t);
         'search: loop {
             while lo < bursts.len() && bursts[lo].end + reach <= t {
                 lo += 1;
             }
-            for b in &bursts[lo..] {
+            let mut i = lo;
+            // Every entry of bursts[lo..i] ends (with its gap) by `t`, which
+            // only grows: after a conflict the scan goes on from the next
+            // entry unless an entry before it was passed by fitting before
+            // it (the new `t` may not fit there any more).
+            let mut fitted_before = false;
+            while i < bursts.len() {
+                let b = &bursts[i];
                 if b.start >= t + bl + reach {
                     break;
                 }
-                let after_b = b.end + Self::gap(b.write, write, d) <= t;
-                let before_b = t + bl + Self::gap(write, b.write, d) <= b.start;
-                if !(after_b || before_b) {
-                    t = b.end + Self::gap(b.write, write, d);
-                    continue 'search;
+                let dir = usize::from(b.write);
+                let after_b = b.end + after[dir];
+                if after_b > t {
+                    if t + bl + before[dir] > b.start {
+                        t = after_b;
+                        if fitted_before {
+                            continue 'search;
+                        }
+                    } else {
+                        fitted_before = true;
+                    }
                 }
+                i += 1;
             }
             return t;
         }
@@ -568,7 +609,7 @@ impl Default for BankQueue {
 }
 
 /// Device commands of one access, computed before it is committed.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Plan {
     /// Start of the refresh window that closed the bank's row, if any.
     refreshed: Option<Cycle>,
@@ -1017,7 +1058,54 @@ impl MemoryController {
 
     /// The commands of one 64 B access no earlier than `earliest`, without
     /// changing any state.
+    #[inline]
     fn plan(&self, l: Loc, is_write: bool, earliest: Cycle) -> Plan {
+        if self.timing.t_refi == 0 {
+            self.plan_no_refresh(l, is_write, earliest)
+        } else {
+            self.plan_refresh(l, is_write, earliest)
+        }
+    }
+
+    /// [`Self::plan`] for a device without refresh (NVM): every
+    /// `after_refresh` is the identity and the refresh epoch stays 0, so
+    /// each slot search runs once (a slot search returns a time it
+    /// accepts unchanged: the second search the general loops make returns
+    /// the first's result).
+    fn plan_no_refresh(&self, l: Loc, is_write: bool, earliest: Cycle) -> Plan {
+        let t = &self.timing;
+        let bank = &self.banks[l.bank as usize];
+        let hit = bank.open_row == Some(l.row);
+        let (mut pre, mut act) = (None, None);
+        let col = if hit {
+            earliest.max(bank.next_col)
+        } else {
+            let mut act_ready = earliest;
+            if bank.open_row.is_some() {
+                let p = earliest.max(bank.next_pre);
+                pre = Some(p);
+                act_ready = p + t.t_rp;
+            }
+            let a =
+                self.ranks[l.rank as usize].slot(act_ready.max(bank.next_act), t.t_rrd, t.t_faw);
+            act = Some(a);
+            // Activation senses the NVM array into the row buffer.
+            a + t.act_to_col()
+        };
+        // Write latency (tCWL) is taken equal to tCL.
+        let data_start = self.channels[l.ch as usize].slot(col + t.t_cl, is_write, t);
+        Plan {
+            refreshed: None,
+            pre,
+            act,
+            issued: data_start - t.t_cl,
+            data_start,
+            hit,
+        }
+    }
+
+    /// [`Self::plan`] for a device with refresh windows.
+    fn plan_refresh(&self, l: Loc, is_write: bool, earliest: Cycle) -> Plan {
         let t = &self.timing;
         let bank = &self.banks[l.bank as usize];
         let earliest = t.after_refresh(earliest);
@@ -1077,13 +1165,23 @@ impl MemoryController {
     /// Carry out a planned access; returns its data burst end.
     /// `busy`: a write's bank time after its burst.
     fn commit(&mut self, l: Loc, is_write: bool, p: &Plan, busy: Cycle) -> Cycle {
-        let t = self.timing;
+        // The four timings used below (a copy of the whole `DeviceTiming`
+        // was loaded field by field at every commit).
+        let (t_rc, t_ras, t_bl, t_rtp) = {
+            let t = &self.timing;
+            (t.t_rc, t.t_ras, t.t_bl, t.t_rtp)
+        };
         let mut bank = self.banks[l.bank as usize];
-        self.mark_stale(l.bank as usize);
+        // A bank without queued writes has no candidate whatever its state
+        // (its queue emptying or filling marks it stale in `dequeue` and
+        // `enqueue`), so only a bank with queued writes needs a new one.
+        if self.bank_queues[l.bank as usize].head != NIL {
+            self.mark_stale(l.bank as usize);
+        }
         // Does the cached write plan survive this commit (see `write_plan`)?
         let mut keep_plan = self
             .write_plan
-            .is_none_or(|(_, _, w, wp)| Self::plan_survives(&t, w, &wp, l, is_write, p));
+            .is_none_or(|(_, _, w, wp)| Self::plan_survives(&self.timing, w, &wp, l, is_write, p));
         if let Some(at) = p.refreshed {
             self.trace_push(
                 |channel, rank, bank| Command::Refresh {
@@ -1123,10 +1221,10 @@ impl MemoryController {
                 l,
             );
             bank.open_row = Some(l.row);
-            bank.next_act = act + t.t_rc;
-            bank.next_pre = act + t.t_ras;
+            bank.next_act = act + t_rc;
+            bank.next_pre = act + t_ras;
         }
-        let data_end = p.data_start + t.t_bl;
+        let data_end = p.data_start + t_bl;
         let issued = p.issued;
         let pruned = self.channels[l.ch as usize].reserve(
             Burst {
@@ -1146,10 +1244,10 @@ impl MemoryController {
             bank.next_col = done;
             bank.next_pre = bank.next_pre.max(done);
         } else {
-            bank.next_col = issued + t.t_bl;
-            bank.next_pre = bank.next_pre.max(issued + t.t_rtp);
+            bank.next_col = issued + t_bl;
+            bank.next_pre = bank.next_pre.max(issued + t_rtp);
         }
-        bank.epoch = t.refresh_epoch(issued);
+        bank.epoch = self.timing.refresh_epoch(issued);
         self.banks[l.bank as usize] = bank;
         self.trace_push(
             |channel, rank, bank| {
@@ -1334,7 +1432,22 @@ impl MemoryController {
     /// [`Cand::key`] (keys are unique: `seq` is). Candidates are cached
     /// until their bank or its queue changes, and the tree keeps the
     /// minimum over banks.
+    #[inline]
     fn pick(&mut self) -> Option<Cand> {
+        // A third of the picks find no stale bank (`hoop`, btree): they
+        // read the root without entering the recomputation, whose entry
+        // loads a dozen fields.
+        if self.cand_stale.iter().any(|&w| w != 0) {
+            self.refresh_stale();
+        }
+        let root = self.pick[1];
+        let bank = (root & ((1 << self.bank_index_bits) - 1)) as usize;
+        (root != NO_CAND).then(|| self.cands[bank])
+    }
+
+    /// Recompute the stale banks' candidates and their pick-tree leaves.
+    #[inline(never)]
+    fn refresh_stale(&mut self) {
         for wi in 0..self.cand_stale.len() {
             let mut bits = std::mem::take(&mut self.cand_stale[wi]);
             while bits != 0 {
@@ -1350,9 +1463,6 @@ impl MemoryController {
                 self.pick_tree_update(b, key);
             }
         }
-        let root = self.pick[1];
-        let bank = (root & ((1 << self.bank_index_bits) - 1)) as usize;
-        (root != NO_CAND).then(|| self.cands[bank])
     }
 
     /// Queue a write of `mask` bytes of `line` at `arrival` (a free slot
@@ -1781,18 +1891,148 @@ mod tests {
     use proptest::prelude::*;
 
     proptest! {
-        /// The search from the end (linear probes, then galloping) equals
-        /// `partition_point` on sorted lists of any length and any split.
+        /// The search from the end (linear probes, unrolled or not, then
+        /// galloping) equals `partition_point` on sorted lists of any length
+        /// and any split.
         #[test]
         fn partition_point_from_end_equals_partition_point(
             mut v in proptest::collection::vec(0u64..1000, 0..200),
             x in 0u64..1000,
         ) {
             v.sort_unstable();
-            prop_assert_eq!(
-                partition_point_from_end(&v, |&a| a <= x),
-                v.partition_point(|&a| a <= x)
-            );
+            let expected = v.partition_point(|&a| a <= x);
+            prop_assert_eq!(partition_point_from_end::<true, _>(&v, |&a| a <= x), expected);
+            prop_assert_eq!(partition_point_from_end::<false, _>(&v, |&a| a <= x), expected);
+        }
+    }
+
+    /// `Channel::slot` before the speed round of 2026-11-27 (rescans
+    /// from the first live entry after every conflict), kept as the
+    /// reference for the version that goes on from the conflicting entry.
+    fn channel_slot_reference(ch: &Channel, mut t: Cycle, write: bool, d: &DeviceTiming) -> Cycle {
+        let bl = d.t_bl;
+        let reach = (d.t_wtr + d.t_cl).max(d.t_rtw);
+        let bursts = ch.bursts.live();
+        let mut lo = bursts.partition_point(|b| b.end + reach <= t);
+        'search: loop {
+            while lo < bursts.len() && bursts[lo].end + reach <= t {
+                lo += 1;
+            }
+            for b in &bursts[lo..] {
+                if b.start >= t + bl + reach {
+                    break;
+                }
+                let after_b = b.end + Channel::gap(b.write, write, d) <= t;
+                let before_b = t + bl + Channel::gap(write, b.write, d) <= b.start;
+                if !(after_b || before_b) {
+                    t = b.end + Channel::gap(b.write, write, d);
+                    continue 'search;
+                }
+            }
+            return t;
+        }
+    }
+
+    /// `Rank::slot` as a plain statement: the activates within tFAW reach
+    /// of `t`, the first conflicting one in time order (tRRD) moves `t`
+    /// past it; then, if at least four are near, the first 16 of them and
+    /// `t` must hold no five within a window shorter than tFAW, else `t`
+    /// moves by one cycle.
+    fn rank_slot_reference(r: &Rank, mut t: Cycle, t_rrd: Cycle, t_faw: Cycle) -> Cycle {
+        let reach = t_faw.max(t_rrd);
+        loop {
+            let near: Vec<Cycle> = (r.acts.live().iter().copied())
+                .filter(|&a| a + reach > t && a < t + reach)
+                .collect();
+            if let Some(a) = near.iter().find(|&&a| a + t_rrd > t && t + t_rrd > a) {
+                t = a + t_rrd;
+                continue;
+            }
+            let mut with_t: Vec<Cycle> = near.iter().copied().take(16).chain([t]).collect();
+            with_t.sort_unstable();
+            let faw = |w: &[Cycle]| w[4] < w[0] + t_faw && w.contains(&t);
+            if near.len() >= 4 && with_t.windows(5).any(faw) {
+                t += 1;
+                continue;
+            }
+            return t;
+        }
+    }
+
+    /// HOOP-preset-like timings in cycles (tBL 20, tWTR + tCL 37, tRTW 6,
+    /// tRRD 10, tFAW 50).
+    fn nvm_like() -> DeviceTiming {
+        let mut d = device(1, 1, 8, true);
+        (d.t_bl, d.t_wtr, d.t_cl, d.t_rtw, d.t_rrd, d.t_faw) = (20, 12, 25, 6, 10, 50);
+        d
+    }
+
+    proptest! {
+        /// The bus slot search equals the reference on arbitrary sorted,
+        /// disjoint reservation lists (gaps of any size, both directions),
+        /// whether or not the list keeps the turnaround gaps itself.
+        #[test]
+        fn channel_slot_equals_reference(
+            spans in proptest::collection::vec((0u64..60, 1u64..50, any::<bool>()), 0..40),
+            t in 0u64..3000,
+            write in any::<bool>(),
+        ) {
+            let d = nvm_like();
+            let mut ch = Channel::default();
+            let mut at = 0;
+            for (gap, len, w) in spans {
+                at += gap;
+                ch.bursts.items.push(Burst { start: at, end: at + len, write: w });
+                at += len;
+            }
+            prop_assert_eq!(ch.slot(t, write, &d), channel_slot_reference(&ch, t, write, &d));
+        }
+
+        /// The activate slot search equals the reference on arbitrary
+        /// sorted activate lists, dense ones included (more than 16 within
+        /// tFAW reach).
+        #[test]
+        fn rank_slot_equals_reference(
+            gaps in proptest::collection::vec(0u64..30, 0..60),
+            t in 0u64..1500,
+            t_rrd in 1u64..12,
+            t_faw in 1u64..80,
+        ) {
+            let mut r = Rank::default();
+            let mut at = 0;
+            for g in gaps {
+                at += g;
+                r.acts.items.push(at);
+            }
+            prop_assert_eq!(r.slot(t, t_rrd, t_faw), rank_slot_reference(&r, t, t_rrd, t_faw));
+        }
+
+        /// Without refresh, the single-pass plan equals the general one
+        /// (which loops until every `after_refresh` leaves its time
+        /// unchanged) for every access, on states built by random traffic.
+        #[test]
+        fn plan_without_refresh_equals_general_plan(
+            ops in proptest::collection::vec((0u64..4096, any::<bool>(), 0u64..400), 1..200),
+        ) {
+            let mut mc = MemoryController::new(nvm_like(), true, true, false, 16, 12, 4);
+            let mut now = 0;
+            for (line, write, dt) in ops {
+                now += dt;
+                let addr = line * LINE_BYTES;
+                let l = mc.decode(addr);
+                for (is_write, earliest) in [(false, now), (true, now.saturating_sub(300))] {
+                    prop_assert_eq!(
+                        mc.plan_no_refresh(l, is_write, earliest),
+                        mc.plan_refresh(l, is_write, earliest)
+                    );
+                }
+                if write {
+                    mc.write(addr, &[1u8; 64], Purpose::Demand, now);
+                } else {
+                    let mut buf = [0u8; 64];
+                    mc.read(addr, &mut buf, Purpose::Demand, now);
+                }
+            }
         }
     }
 
