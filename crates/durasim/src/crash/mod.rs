@@ -539,6 +539,7 @@ struct Shared<'a> {
     layout: &'a schemes::Layout,
     params: &'a crate::config::Params,
     check: crate::workloads::CheckFn,
+    check_incremental: Option<fn() -> Box<dyn crate::workloads::IncrementalCheck>>,
     item_bytes: u64,
     log: &'a crate::mem::PersistLog,
     events: &'a [crate::mem::PersistEvent],
@@ -588,6 +589,11 @@ struct Scratch {
     extra: FxHashMap<Addr, u64>,
     /// (thread, prefix) states whose invariant check passed.
     inv_memo: FxHashSet<(usize, u64)>,
+    /// Per thread: the workload's incremental checker and the prefix of
+    /// the last image it passed ([`invariant_shown_incrementally`]).
+    inv_inc: Vec<(Box<dyn crate::workloads::IncrementalCheck>, Option<u64>)>,
+    /// Scratch: words where two prefix images may differ.
+    inv_changed: Vec<Addr>,
 }
 
 /// Crash-test any scheme entry, registered or not (tests use this to check
@@ -651,6 +657,7 @@ pub fn crashtest_with(
         layout: &layout,
         params: &engine.params,
         check: engine.workload_info.check,
+        check_incremental: engine.workload_info.check_incremental,
         item_bytes: engine.params.u64("workload.item_bytes"),
         log,
         events,
@@ -1486,7 +1493,11 @@ fn check_recovered_with(
         let detail = tally.first.is_none();
         match oracle.check_thread_with(t, k, rec, written, &mut scratch.extra, detail, view) {
             Ok(p) => {
-                if sh.opts.memo_invariants && scratch.inv_memo.contains(&(t, p)) {
+                if sh.opts.memo_invariants
+                    && (scratch.inv_memo.contains(&(t, p))
+                        || invariant_shown_incrementally(sh, scratch, t, p, rec))
+                {
+                    scratch.inv_memo.insert((t, p));
                     continue;
                 }
                 match guarded(|| {
@@ -1548,6 +1559,47 @@ fn check_recovered_with(
         }
     }
     ok
+}
+
+/// Whether thread `t`'s region of `rec`, which the oracle found equal to
+/// the image of its first `p` transactions, passes the workload's
+/// invariant checker, shown by its incremental form (`false`: not shown,
+/// run the full checker). The region of the last image it passed equalled
+/// the image of prefix `q`; the two prefix images differ only in words the
+/// transactions between them wrote, which is what it is told changed.
+fn invariant_shown_incrementally(
+    sh: &Shared,
+    scratch: &mut Scratch,
+    t: usize,
+    p: u64,
+    rec: &dyn MemRead,
+) -> bool {
+    let Some(new) = sh.check_incremental else {
+        return false;
+    };
+    if scratch.inv_inc.is_empty() {
+        scratch.inv_inc = (0..sh.layout.threads).map(|_| (new(), None)).collect();
+    }
+    let base = sh.layout.thread_base(t);
+    let region = base..base + sh.layout.thread_region_bytes;
+    let (chk, at) = &mut scratch.inv_inc[t];
+    let changed = at.map(|q| {
+        let c = &mut scratch.inv_changed;
+        c.clear();
+        for r in &sh.per_thread[t][q.min(p) as usize..q.max(p) as usize] {
+            c.extend(
+                sh.tx_writes[r.writes.clone()]
+                    .iter()
+                    .map(|&(a, _)| a)
+                    .filter(|a| region.contains(a)),
+            );
+        }
+        &c[..]
+    });
+    let shown =
+        guarded(|| Ok::<_, String>(chk.passes(rec, base, sh.item_bytes, changed))).unwrap_or(false);
+    *at = shown.then_some(p);
+    shown
 }
 
 /// First word below `limit` where two recovered images differ; only words

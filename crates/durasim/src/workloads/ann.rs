@@ -39,6 +39,7 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
     description: "approximate k-NN: navigable small-world graph (NSW) build by insertion, then beam-search queries over generated vectors; no transactions (DPC Table 5 Ann); 282 B/vector, ~200 loads/store",
     build,
     check,
+    check_incremental: None,
 };
 
 /// Vector dimensions (modelling choice: small enough that the simulated

@@ -23,6 +23,7 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
     description: "fixed persistent array: overwrite a random element in place (EHOU §IV Array)",
     build,
     check,
+    check_incremental: None,
 };
 
 const N: u64 = 0;

@@ -26,6 +26,7 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
         "B+-tree: insert random keys (node splits) or update existing items (HOOP Table III, FWB)",
     build,
     check,
+    check_incremental: Some(new_incremental),
 };
 
 const TREE_ROOT: u64 = 0;
@@ -295,6 +296,134 @@ struct Walk<'a, F> {
     f: F,
 }
 
+/// The checks of node `n` alone, at `depth` of a tree of `height`, holding
+/// keys in `[lo, hi)`: pointer, meta word, level, fanout, key order and
+/// range. Returns (leaf, key count).
+fn check_node(
+    img: &dyn MemRead,
+    n: Addr,
+    depth: u64,
+    height: u64,
+    bounds: (Addr, Addr),
+    lo: Option<u64>,
+    hi: Option<u64>,
+) -> Result<(bool, usize), String> {
+    check_ptr(n, NODE_BYTES, bounds, "btree node")?;
+    let meta = img.read_u64(n + META);
+    let leaf = meta & LEAF_FLAG != 0;
+    let nk = meta & !LEAF_FLAG;
+    if meta >> 33 != 0 || nk > MAX_KEYS as u64 {
+        return Err(format!("btree: node {n:#x} has bad meta word {meta:#x}"));
+    }
+    if leaf != (depth + 1 == height) {
+        return Err(format!(
+            "btree: node {n:#x} at depth {depth} is {}a leaf but the height is {height}",
+            if leaf { "" } else { "not " },
+        ));
+    }
+    let min = match (depth, leaf) {
+        (0, true) => 0,
+        (0, false) => 1,
+        (_, true) => MIN_LEAF_KEYS,
+        (_, false) => MIN_INTERNAL_KEYS,
+    };
+    if nk < min {
+        return Err(format!(
+            "btree: node {n:#x} at depth {depth} has {nk} keys, fewer than {min}"
+        ));
+    }
+    let nk = nk as usize;
+    let mut last = lo;
+    for i in 0..nk {
+        let k = img.read_u64(key_at(n, i));
+        let in_order = match last {
+            None => true,
+            Some(l) => {
+                if i == 0 {
+                    k >= l
+                } else {
+                    k > l
+                }
+            }
+        };
+        if !in_order || hi.is_some_and(|h| k >= h) {
+            return Err(format!(
+                "btree: node {n:#x} key {i} = {k} out of order (range {lo:?}..{hi:?})"
+            ));
+        }
+        last = Some(k);
+    }
+    Ok((leaf, nk))
+}
+
+/// The leaf chain: `prev` (0 before the first leaf) links to `n`.
+fn check_link(img: &dyn MemRead, prev: Addr, n: Addr) -> Result<(), String> {
+    if prev != 0 && img.read_u64(ptr_at(prev, NEXT_LEAF)) != n {
+        return Err(format!(
+            "btree: leaf chain broken: leaf {prev:#x} does not link to {n:#x}"
+        ));
+    }
+    Ok(())
+}
+
+/// Entry `i` of leaf `n`: a sealed item in the heap carrying the entry's
+/// key. Returns (key, item).
+fn check_entry(
+    img: &dyn MemRead,
+    n: Addr,
+    i: usize,
+    ib: u64,
+    bounds: (Addr, Addr),
+) -> Result<(u64, Addr), String> {
+    let k = img.read_u64(key_at(n, i));
+    let item = img.read_u64(ptr_at(n, i));
+    check_ptr(item, ib, bounds, "btree item")?;
+    let ik = check_item(img, item, ib).map_err(|e| format!("btree: {e}"))?;
+    if ik != k {
+        return Err(format!(
+            "btree: leaf key {k} points to an item with key {ik}"
+        ));
+    }
+    Ok((k, item))
+}
+
+/// Child `i` of internal node `n` (with `nk` keys, holding `[lo, hi)`)
+/// and its key range.
+fn child(
+    img: &dyn MemRead,
+    n: Addr,
+    nk: usize,
+    i: usize,
+    lo: Option<u64>,
+    hi: Option<u64>,
+) -> (Addr, Option<u64>, Option<u64>) {
+    let clo = if i == 0 {
+        lo
+    } else {
+        Some(img.read_u64(key_at(n, i - 1)))
+    };
+    let chi = if i == nk {
+        hi
+    } else {
+        Some(img.read_u64(key_at(n, i)))
+    };
+    (img.read_u64(ptr_at(n, i)), clo, chi)
+}
+
+/// The checks of the whole tree that are not per node: the last leaf ends
+/// the chain, the count matches the leaves, and the nodes fit the heap.
+fn check_totals(img: &dyn MemRead, last_leaf: Addr, keys: u64, count: u64) -> Result<(), String> {
+    if img.read_u64(ptr_at(last_leaf, NEXT_LEAF)) != 0 {
+        return Err("btree: the last leaf has a next pointer".into());
+    }
+    if keys != count {
+        return Err(format!(
+            "btree: count is {count} but the leaves hold {keys} keys"
+        ));
+    }
+    Ok(())
+}
+
 impl<F: FnMut(u64, u64)> Walk<'_, F> {
     /// Validate the subtree at `n` at `depth` holding keys in `[lo, hi)`.
     fn visit(
@@ -308,87 +437,20 @@ impl<F: FnMut(u64, u64)> Walk<'_, F> {
         if self.nodes > self.max_nodes {
             return Err("btree: more nodes than the heap holds (cycle?)".into());
         }
-        check_ptr(n, NODE_BYTES, self.bounds, "btree node")?;
         let img = self.img;
-        let meta = img.read_u64(n + META);
-        let leaf = meta & LEAF_FLAG != 0;
-        let nk = meta & !LEAF_FLAG;
-        if meta >> 33 != 0 || nk > MAX_KEYS as u64 {
-            return Err(format!("btree: node {n:#x} has bad meta word {meta:#x}"));
-        }
-        if leaf != (depth + 1 == self.height) {
-            return Err(format!(
-                "btree: node {n:#x} at depth {depth} is {}a leaf but the height is {}",
-                if leaf { "" } else { "not " },
-                self.height
-            ));
-        }
-        let min = match (depth, leaf) {
-            (0, true) => 0,
-            (0, false) => 1,
-            (_, true) => MIN_LEAF_KEYS,
-            (_, false) => MIN_INTERNAL_KEYS,
-        };
-        if nk < min {
-            return Err(format!(
-                "btree: node {n:#x} at depth {depth} has {nk} keys, fewer than {min}"
-            ));
-        }
-        let nk = nk as usize;
-        let mut last = lo;
-        for i in 0..nk {
-            let k = img.read_u64(key_at(n, i));
-            let in_order = match last {
-                None => true,
-                Some(l) => {
-                    if i == 0 {
-                        k >= l
-                    } else {
-                        k > l
-                    }
-                }
-            };
-            if !in_order || hi.is_some_and(|h| k >= h) {
-                return Err(format!(
-                    "btree: node {n:#x} key {i} = {k} out of order (range {lo:?}..{hi:?})"
-                ));
-            }
-            last = Some(k);
-        }
+        let (leaf, nk) = check_node(img, n, depth, self.height, self.bounds, lo, hi)?;
         if leaf {
-            if self.prev_leaf != 0 && img.read_u64(ptr_at(self.prev_leaf, NEXT_LEAF)) != n {
-                return Err(format!(
-                    "btree: leaf chain broken: leaf {:#x} does not link to {n:#x}",
-                    self.prev_leaf
-                ));
-            }
+            check_link(img, self.prev_leaf, n)?;
             self.prev_leaf = n;
             for i in 0..nk {
-                let k = img.read_u64(key_at(n, i));
-                let item = img.read_u64(ptr_at(n, i));
-                check_ptr(item, self.ib, self.bounds, "btree item")?;
-                let ik = check_item(img, item, self.ib).map_err(|e| format!("btree: {e}"))?;
-                if ik != k {
-                    return Err(format!(
-                        "btree: leaf key {k} points to an item with key {ik}"
-                    ));
-                }
+                let (k, item) = check_entry(img, n, i, self.ib, self.bounds)?;
                 (self.f)(k, item_version(img, item));
             }
             self.keys += nk as u64;
         } else {
             for i in 0..=nk {
-                let clo = if i == 0 {
-                    lo
-                } else {
-                    Some(img.read_u64(key_at(n, i - 1)))
-                };
-                let chi = if i == nk {
-                    hi
-                } else {
-                    Some(img.read_u64(key_at(n, i)))
-                };
-                self.visit(img.read_u64(ptr_at(n, i)), depth + 1, clo, chi)?;
+                let (c, clo, chi) = child(img, n, nk, i, lo, hi);
+                self.visit(c, depth + 1, clo, chi)?;
             }
         }
         Ok(())
@@ -422,20 +484,322 @@ pub(crate) fn walk(
         f,
     };
     w.visit(img.read_u64(root + TREE_ROOT), 0, None, None)?;
-    if img.read_u64(ptr_at(w.prev_leaf, NEXT_LEAF)) != 0 {
-        return Err("btree: the last leaf has a next pointer".into());
-    }
-    if w.keys != count {
-        return Err(format!(
-            "btree: count is {count} but the leaves hold {} keys",
-            w.keys
-        ));
-    }
+    check_totals(img, w.prev_leaf, w.keys, count)?;
     Ok(count)
 }
 
 fn check(img: &dyn MemRead, region_base: Addr, item_bytes: u64) -> Result<u64, String> {
     walk(img, region_base, item_bytes, |_, _| {})
+}
+
+/// What a verified subtree contributes to the checks above it.
+#[derive(Clone, Copy)]
+struct Agg {
+    first_leaf: Addr,
+    last_leaf: Addr,
+    keys: u64,
+    nodes: u64,
+    /// End of its highest node or item (all must lie below the heap cursor).
+    end: Addr,
+}
+
+/// A node of the last verified tree, with the context it was verified in.
+struct Node {
+    parent: Addr,
+    depth: u64,
+    lo: Option<u64>,
+    hi: Option<u64>,
+    leaf: bool,
+    agg: Agg,
+    /// Generation in which a word of its subtree changed.
+    dirty: u64,
+    /// Generation in which the walk last reached it.
+    seen: u64,
+    /// Its children (internal node) or items (leaf), in order.
+    kids: [Addr; MAX_KEYS + 1],
+    nkids: usize,
+}
+
+/// The btree checker made incremental (crash verification: docs/MODEL.md,
+/// "Crash verification"). It keeps the last tree it verified: every node
+/// with its parent, depth, key range and subtree summary, and every item
+/// with its leaf. A new image is walked from the root like [`walk`] does,
+/// except that a subtree none of whose node or item words changed, reached
+/// in the same context (depth, key range; same height and heap base), is
+/// not re-read: its checks only involved its own words and that context,
+/// so they hold again; what crosses its border is re-checked (the leaf
+/// link into it, its extent below the heap cursor, the key and node
+/// totals). Every check of [`walk`] on a re-read node runs the same code.
+#[derive(Default)]
+pub(crate) struct Incremental {
+    nodes: rustc_hash::FxHashMap<Addr, Node>,
+    /// Item -> (its leaf, generation the walk last reached it).
+    items: rustc_hash::FxHashMap<Addr, (Addr, u64)>,
+    gen: u64,
+    /// Walks that started from scratch (tests).
+    from_scratch: u64,
+    /// The maps hold exactly the tree of the last passing image.
+    valid: bool,
+    region_base: Addr,
+    ib: u64,
+    height: u64,
+    root: Addr,
+    /// Scratch: changed lines; nodes and items that may have left the tree.
+    lines: Vec<Addr>,
+    gone_nodes: Vec<Addr>,
+    gone_items: Vec<Addr>,
+}
+
+/// What one incremental walk reads.
+struct Ctx<'a> {
+    img: &'a dyn MemRead,
+    bounds: (Addr, Addr),
+    height: u64,
+    ib: u64,
+}
+
+fn new_incremental() -> Box<dyn super::IncrementalCheck> {
+    Box::<Incremental>::default()
+}
+
+impl super::IncrementalCheck for Incremental {
+    fn passes(
+        &mut self,
+        img: &dyn MemRead,
+        region_base: Addr,
+        item_bytes: u64,
+        changed: Option<&[Addr]>,
+    ) -> bool {
+        let ib = item_bytes_or(item_bytes, DEFAULT_ITEM_BYTES);
+        let ok = self.run(img, region_base, ib, changed).is_some();
+        self.valid = ok;
+        ok
+    }
+}
+
+impl Incremental {
+    fn run(
+        &mut self,
+        img: &dyn MemRead,
+        region_base: Addr,
+        ib: u64,
+        changed: Option<&[Addr]>,
+    ) -> Option<()> {
+        let bounds = heap_bounds(img, region_base).ok()?;
+        let root = region_base + ROOT_OFFSET;
+        let height = img.read_u64(root + HEIGHT);
+        let count = img.read_u64(root + COUNT);
+        let top = img.read_u64(root + TREE_ROOT);
+        if height == 0 || height > MAX_HEIGHT {
+            return None;
+        }
+        self.gen += 1;
+        // A jump over more changed words than the tree has objects costs
+        // about a walk from scratch: take that.
+        let objects = 4 * (self.nodes.len() + self.items.len()) + 64;
+        match changed {
+            Some(c)
+                if self.valid
+                    && (region_base, ib, height, top)
+                        == (self.region_base, self.ib, self.height, self.root)
+                    && c.len() <= objects =>
+            {
+                self.mark_changed(c, ib)
+            }
+            _ => {
+                self.nodes.clear();
+                self.items.clear();
+                self.from_scratch += 1;
+            }
+        }
+        (self.region_base, self.ib, self.height, self.root) = (region_base, ib, height, top);
+        self.gone_nodes.clear();
+        self.gone_items.clear();
+        let cx = Ctx {
+            img,
+            bounds,
+            height,
+            ib,
+        };
+        let mut prev_leaf = 0;
+        let agg = self.visit(&cx, top, 0, None, None, 0, &mut prev_leaf)?;
+        check_totals(img, agg.last_leaf, agg.keys, count).ok()?;
+        if agg.nodes > (bounds.1 - bounds.0) / NODE_BYTES {
+            return None;
+        }
+        self.sweep();
+        Some(())
+    }
+
+    /// Mark dirty every node whose words, or whose leaf's items' words,
+    /// hold a changed word, and their ancestors.
+    fn mark_changed(&mut self, changed: &[Addr], ib: u64) {
+        self.lines.clear();
+        self.lines.extend(changed.iter().map(|&a| a & !63));
+        self.lines.sort_unstable();
+        self.lines.dedup();
+        let node_lines = NODE_BYTES / 64;
+        let item_lines = ib.div_ceil(64);
+        for li in 0..self.lines.len() {
+            let line = self.lines[li];
+            for j in 0..node_lines.max(item_lines) {
+                let Some(at) = line.checked_sub(64 * j) else {
+                    break;
+                };
+                if j < node_lines && self.nodes.contains_key(&at) {
+                    self.mark_up(at);
+                }
+                if j < item_lines {
+                    if let Some(&(leaf, _)) = self.items.get(&at) {
+                        self.mark_up(leaf);
+                    }
+                }
+            }
+        }
+    }
+
+    fn mark_up(&mut self, mut n: Addr) {
+        while let Some(e) = self.nodes.get_mut(&n) {
+            if e.dirty == self.gen {
+                break; // its ancestors are marked too
+            }
+            e.dirty = self.gen;
+            n = e.parent;
+        }
+    }
+
+    /// [`Walk::visit`] of node `n`, reusing its subtree's verdict when
+    /// nothing in it changed; `None`: not shown to pass.
+    #[allow(clippy::too_many_arguments)]
+    fn visit(
+        &mut self,
+        cx: &Ctx,
+        n: Addr,
+        depth: u64,
+        lo: Option<u64>,
+        hi: Option<u64>,
+        parent: Addr,
+        prev_leaf: &mut Addr,
+    ) -> Option<Agg> {
+        let gen = self.gen;
+        if depth >= cx.height {
+            return None; // below the leaf level: the full checker decides
+        }
+        match self.nodes.get_mut(&n) {
+            // Reached twice: not a tree (the full checker decides).
+            Some(e) if e.seen == gen => return None,
+            Some(e) if e.dirty != gen && (e.depth, e.lo, e.hi) == (depth, lo, hi) => {
+                if e.agg.end > cx.bounds.1 {
+                    return None;
+                }
+                check_link(cx.img, *prev_leaf, e.agg.first_leaf).ok()?;
+                *prev_leaf = e.agg.last_leaf;
+                e.seen = gen;
+                e.parent = parent;
+                return Some(e.agg);
+            }
+            Some(e) => {
+                let gone = if e.leaf {
+                    &mut self.gone_items
+                } else {
+                    &mut self.gone_nodes
+                };
+                gone.extend_from_slice(&e.kids[..e.nkids]);
+                e.seen = gen;
+                e.dirty = gen;
+            }
+            None => {
+                self.nodes.insert(
+                    n,
+                    Node {
+                        parent,
+                        depth,
+                        lo,
+                        hi,
+                        leaf: false,
+                        agg: Agg {
+                            first_leaf: 0,
+                            last_leaf: 0,
+                            keys: 0,
+                            nodes: 0,
+                            end: 0,
+                        },
+                        dirty: gen,
+                        seen: gen,
+                        kids: [0; MAX_KEYS + 1],
+                        nkids: 0,
+                    },
+                );
+            }
+        }
+        let img = cx.img;
+        let (leaf, nk) = check_node(img, n, depth, cx.height, cx.bounds, lo, hi).ok()?;
+        let mut kids = [0; MAX_KEYS + 1];
+        let mut agg = Agg {
+            first_leaf: n,
+            last_leaf: n,
+            keys: 0,
+            nodes: 1,
+            end: n + NODE_BYTES,
+        };
+        let nkids = if leaf {
+            check_link(img, *prev_leaf, n).ok()?;
+            *prev_leaf = n;
+            for (i, kid) in kids.iter_mut().enumerate().take(nk) {
+                let (_, item) = check_entry(img, n, i, cx.ib, cx.bounds).ok()?;
+                match self.items.insert(item, (n, gen)) {
+                    Some((_, g)) if g == gen => return None, // shared item
+                    _ => {}
+                }
+                *kid = item;
+                agg.end = agg.end.max(item + cx.ib);
+            }
+            agg.keys = nk as u64;
+            nk
+        } else {
+            for (i, kid) in kids.iter_mut().enumerate().take(nk + 1) {
+                let (c, clo, chi) = child(img, n, nk, i, lo, hi);
+                let a = self.visit(cx, c, depth + 1, clo, chi, n, prev_leaf)?;
+                if i == 0 {
+                    agg.first_leaf = a.first_leaf;
+                }
+                agg.last_leaf = a.last_leaf;
+                agg.keys += a.keys;
+                agg.nodes += a.nodes;
+                agg.end = agg.end.max(a.end);
+                *kid = c;
+            }
+            nk + 1
+        };
+        let e = self.nodes.get_mut(&n)?;
+        (e.parent, e.depth, e.lo, e.hi, e.leaf, e.agg) = (parent, depth, lo, hi, leaf, agg);
+        (e.kids, e.nkids) = (kids, nkids);
+        Some(agg)
+    }
+
+    /// Forget the nodes and items that left the tree: children and items
+    /// a re-read node had before that this walk did not reach, and
+    /// (recursively) theirs. Any that left has such an ancestor, as the
+    /// subtrees the walk skipped are whole in the new tree.
+    fn sweep(&mut self) {
+        let gen = self.gen;
+        while let Some(c) = self.gone_nodes.pop() {
+            if self.nodes.get(&c).is_some_and(|e| e.seen != gen) {
+                let e = self.nodes.remove(&c).expect("present");
+                let gone = if e.leaf {
+                    &mut self.gone_items
+                } else {
+                    &mut self.gone_nodes
+                };
+                gone.extend_from_slice(&e.kids[..e.nkids]);
+            }
+        }
+        for it in self.gone_items.drain(..) {
+            if self.items.get(&it).is_some_and(|&(_, g)| g != gen) {
+                self.items.remove(&it);
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -478,6 +842,96 @@ mod tests {
             assert!(ins.iter().all(|&s| s >= w + 5), "{ins:?}");
             let no_split = ins.iter().filter(|&&s| s <= w + 2 + 31).count();
             assert!(no_split * 10 > ins.len() * 8, "most inserts do not split");
+        }
+    }
+
+    /// The incremental checker along a lineage of prefix images (steps
+    /// back and forth, jumps, rebuilds) passes every image the full
+    /// checker passes, and never passes a corrupted image the full checker
+    /// fails.
+    #[test]
+    fn incremental_checker_agrees_with_the_full_one() {
+        use crate::mem::MemWrite;
+        use crate::workloads::{IncrementalCheck, Op};
+        use rand::Rng;
+        for ib in [64, 1024] {
+            let n = 500;
+            let a = args(ib, 40, n, 0.3);
+            let mut img = crate::mem::SparseImage::new();
+            let mut wl = (INFO.build)(&a);
+            with_ctx(&mut img, false, |ctx| wl.setup(ctx));
+            // Per transaction: (word, value before, value after).
+            let mut txs: Vec<Vec<(Addr, u64, u64)>> = Vec::new();
+            for _ in 0..n {
+                let before = img.clone();
+                let (_, ops) = with_ctx(&mut img, true, |ctx| wl.run_tx(ctx));
+                txs.push(
+                    ops.iter()
+                        .filter_map(|o| match *o {
+                            Op::Store { addr, value } => Some((addr, before.read_u64(addr), value)),
+                            _ => None,
+                        })
+                        .collect(),
+                );
+            }
+            let mut at = n as usize; // img is the image of prefix `at`
+            let mut inc = Incremental::default();
+            let mut r = crate::workloads::rng(11);
+            let mut changed: Option<Vec<Addr>> = None;
+            let mut caught = 0;
+            for step in 0..1500 {
+                let to = match step % 10 {
+                    0 => r.gen_range(0..=n as usize),
+                    1..=3 => at.saturating_sub(1),
+                    _ => (at + 1).min(n as usize),
+                };
+                let ch = changed.get_or_insert_with(Vec::new);
+                while at < to {
+                    for &(w, _, v) in &txs[at] {
+                        img.write_u64(w, v);
+                        ch.push(w);
+                    }
+                    at += 1;
+                }
+                while at > to {
+                    at -= 1;
+                    for &(w, old, _) in txs[at].iter().rev() {
+                        img.write_u64(w, old);
+                        ch.push(w);
+                    }
+                }
+                assert!(check(&img, BASE, ib).is_ok());
+                assert!(
+                    inc.passes(&img, BASE, ib, changed.as_deref()),
+                    "ib {ib} step {step}: prefix {at} not shown"
+                );
+                changed = Some(Vec::new());
+                if step % 3 == 0 {
+                    // A word the run wrote (structure) or any heap word.
+                    let w = if step % 2 == 0 {
+                        let t = &txs[r.gen_range(0..n as usize)];
+                        t[r.gen_range(0..t.len())].0
+                    } else {
+                        let (lo, hi) = heap_bounds(&img, BASE).unwrap();
+                        lo + r.gen_range(0..(hi - lo) / 8) * 8
+                    };
+                    let old = img.read_u64(w);
+                    img.write_u64(w, old ^ (1 << r.gen_range(0..64)));
+                    let full = check(&img, BASE, ib).is_ok();
+                    caught += usize::from(!full);
+                    if inc.passes(&img, BASE, ib, Some(&[w])) {
+                        assert!(full, "ib {ib} step {step}: corruption at {w:#x} passed");
+                        changed.as_mut().unwrap().push(w);
+                    }
+                    img.write_u64(w, old);
+                }
+            }
+            assert!(caught > 100, "{caught} corruptions caught");
+            assert!(
+                inc.from_scratch < 600,
+                "{} walks from scratch",
+                inc.from_scratch
+            );
         }
     }
 

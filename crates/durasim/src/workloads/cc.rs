@@ -26,6 +26,7 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
     description: "connected components by min-label propagation on an undirected R-MAT graph in CSR; no transactions (DPC Table 5 CC); 272 B/vertex, 100-260 loads/store",
     build,
     check,
+    check_incremental: None,
 };
 
 struct Cc {

@@ -26,6 +26,7 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
     description: "community detection by label propagation on an undirected R-MAT graph in CSR; no transactions (DPC Table 5 CD); 272 B/vertex, ~100 loads/store",
     build,
     check,
+    check_incremental: None,
 };
 
 /// Passes per run at most (modelling choice: label propagation labels 95%

@@ -32,6 +32,7 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
     description: "versioned key-value store: commit a batch of local puts into a persistent hash table of version lists (MorLog Table IV, WHISPER Echo)",
     build,
     check,
+    check_incremental: None,
 };
 
 /// Puts per committed batch: modelling choice (Echo's clients batch puts

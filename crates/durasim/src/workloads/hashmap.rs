@@ -24,6 +24,7 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
         "chained hash table: insert random keys or update existing entries (HOOP Table III, ATOM)",
     build,
     check,
+    check_incremental: None,
 };
 
 const NBUCKETS: u64 = 0;

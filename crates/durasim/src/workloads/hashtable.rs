@@ -25,6 +25,7 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
     description: "open-addressing hash table (linear probing, items inline): insert or update (EHOU §IV Hash Table)",
     build,
     check,
+    check_incremental: None,
 };
 
 const NSLOTS: u64 = 0;

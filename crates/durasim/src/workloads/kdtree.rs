@@ -36,6 +36,7 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
     description: "3D kd-tree: build by insertion, then exact nearest-neighbour queries with backtracking (FLANN-style); no transactions (DPC Table 5 Flann); 45 B/point, 40-47 loads/store",
     build,
     check,
+    check_incremental: None,
 };
 
 const D: u64 = 3;

@@ -22,6 +22,7 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
     description: "D3Q19 lattice-Boltzmann (BGK, pull streaming, periodic); stand-in for SPEC CPU2006 470.lbm in DPC Table 5's SPEC2; no transactions; 304 B/cell, 1.0 loads/store",
     build,
     check,
+    check_incremental: None,
 };
 
 /// BGK relaxation: SPEC CPU2006 470.lbm, config.h `OMEGA (1.95)`.

@@ -302,11 +302,32 @@ impl WorkloadArgs {
 pub type CheckFn =
     fn(img: &dyn MemRead, region_base: Addr, item_bytes: u64) -> std::result::Result<u64, String>;
 
+/// An invariant checker that re-verifies only what changed since the last
+/// image it passed (crash verification: docs/MODEL.md, "Crash
+/// verification"). Sound by contract: `true` only if the workload's
+/// [`CheckFn`] passes on `img`; `false` means "not shown" (run the full
+/// checker for the verdict and its message). Never panics on any image.
+pub trait IncrementalCheck: Send {
+    /// Whether `check(img, region_base, item_bytes)` passes. `changed`:
+    /// a superset of the words where `img` differs from the image of this
+    /// checker's last `true` (same region and item size), or `None` when
+    /// unknown (verify from scratch).
+    fn passes(
+        &mut self,
+        img: &dyn MemRead,
+        region_base: Addr,
+        item_bytes: u64,
+        changed: Option<&[Addr]>,
+    ) -> bool;
+}
+
 pub struct WorkloadInfo {
     pub name: &'static str,
     pub description: &'static str,
     pub build: fn(&WorkloadArgs) -> Box<dyn Workload>,
     pub check: CheckFn,
+    /// An incremental form of `check`, when the workload has one.
+    pub check_incremental: Option<fn() -> Box<dyn IncrementalCheck>>,
 }
 
 /// Every workload durasim ships.

@@ -29,6 +29,7 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
     description: "PageRank power iteration (pull, d = 0.85) on an R-MAT graph in CSR; no transactions (DPC Table 5 PR); 160 B/vertex, ~46 loads/store",
     build,
     check,
+    check_incremental: None,
 };
 
 /// Damping factor: Page et al. 1998 and GraphChi's PageRank (0.85).

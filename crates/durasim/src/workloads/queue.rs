@@ -25,6 +25,7 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
         "ring-buffer queue: enqueue or update a random live entry (HOOP Table III, Proteus)",
     build,
     check,
+    check_incremental: None,
 };
 
 const CAP: u64 = 0;

@@ -22,6 +22,7 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
     description: "red-black tree: insert random keys (rotations, recoloring) or update existing items (HOOP Table III, FWB)",
     build,
     check,
+    check_incremental: None,
 };
 
 const TREE_ROOT: u64 = 0;

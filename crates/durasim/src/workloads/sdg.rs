@@ -34,6 +34,7 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
     description: "edge insertions into a persistent adjacency-list graph, SSCA2-style power-law cliques (MorLog Table IV SDG)",
     build,
     check,
+    check_incremental: None,
 };
 
 const N_VERTICES: u64 = 0;

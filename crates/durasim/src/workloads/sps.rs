@@ -23,6 +23,7 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
     description: "persistent array: swap two random entries (MorLog Table IV SPS)",
     build,
     check,
+    check_incremental: None,
 };
 
 const N: u64 = 0;

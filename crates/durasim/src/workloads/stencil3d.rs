@@ -23,6 +23,7 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
     description: "7-point 3D Jacobi stencil sweeps over a periodic f64 grid; stand-in for DPC Table 5's SPEC CPU2006 grid solvers; no transactions; 16 B/cell, 6.9 loads/store",
     build,
     check,
+    check_incremental: None,
 };
 
 /// Diffusion number of the explicit heat step: u' = u + ALPHA (sum - 6u);

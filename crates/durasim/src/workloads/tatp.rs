@@ -41,6 +41,7 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
     description: "TATP: 4 tables on persistent hash tables, standard 7-transaction mix, non-uniform subscriber ids (EHOU §IV, TATP v1.0)",
     build,
     check,
+    check_incremental: None,
 };
 
 /// Smallest row: key, seal and the subscriber's seven packed columns.

@@ -32,6 +32,7 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
         "TPC-C New-Order, one warehouse per thread, NURand keys (HOOP §IV-A, WHISPER/N-store)",
     build,
     check,
+    check_incremental: None,
 };
 
 pub const DISTRICTS: u64 = 10;

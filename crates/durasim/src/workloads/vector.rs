@@ -18,6 +18,7 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
     description: "persistent array: append or update random entries (HOOP Table III, ReDU)",
     build,
     check,
+    check_incremental: None,
 };
 
 const LEN: u64 = 0;

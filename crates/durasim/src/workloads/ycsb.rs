@@ -31,6 +31,7 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
     description: "YCSB table store: 20% reads / 80% updates, Zipfian(0.99) keys (HOOP §IV-A, WHISPER/N-store)",
     build,
     check,
+    check_incremental: None,
 };
 
 const N_RECORDS: u64 = 0;
