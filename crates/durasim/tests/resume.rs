@@ -101,15 +101,21 @@ fn hoop_resumed_recovery_equals_from_scratch_under_gc() {
         assert_eq!(r.violations, 0, "{at}: {:?}", r.first_violation);
         assert!(r.resumed_points > 0, "{at}: never resumed");
     }
+    sampled_resume_matches("hoop", &gc);
+}
+
+/// `scheme` on btree, 600 transactions, 200 sampled points far apart:
+/// every resumed point also recovered from scratch, no difference.
+fn sampled_resume_matches(scheme: &str, sets: &[(&str, &str)]) {
     let o = CrashOptions {
         points: PointSel::Sampled(200),
         verify_resume: true,
         ..CrashOptions::default()
     };
-    let r = run(spec("hoop", "btree", 600, &gc), &o);
-    assert_eq!(r.resume_mismatches, 0);
-    assert_eq!(r.violations, 0);
-    assert!(r.resumed_points > 0);
+    let r = run(spec(scheme, "btree", 600, sets), &o);
+    assert_eq!(r.resume_mismatches, 0, "{scheme}");
+    assert_eq!(r.violations, 0, "{scheme}");
+    assert!(r.resumed_points > 0, "{scheme}");
 }
 
 /// Same verdicts, first violation, replay line and recovery crash counts
@@ -280,4 +286,54 @@ fn morlog_verdicts_do_not_depend_on_resume_or_host_threads() {
     };
     spec_verdicts_agree(small_echo("morlog-dp", "ignore-counter", 1, 60), true);
     spec_verdicts_agree(small_echo("morlog", "discard-on-writeback", 2, 150), true);
+}
+
+/// Settings that stress what the osp scan folds in: a 4 KiB journal that
+/// wraps every few commits (records vanish, reuse write-backs), an SSP
+/// cache of 4 entries per core (evict write-backs of metadata lines) and a
+/// last-level TLB of 8 entries (consolidations all the time).
+const OSP_STRESS: &[(&str, &str)] = &[
+    ("osp.journal_bytes_per_core", "4096"),
+    ("osp.ssp_cache_entries_per_core", "4"),
+    ("osp.l2_tlb_sets", "4"),
+    ("osp.l2_tlb_ways", "2"),
+];
+
+/// osp (resumable since branch r21osp, a scan that follows the writes with
+/// the finish re-runs proven): every resumed point of every workload also
+/// recovered, checked and crashed inside recovery from scratch, with
+/// default and stress settings, and on sampled points far apart.
+#[test]
+fn osp_resumed_recovery_equals_from_scratch() {
+    for sets in [&[][..], OSP_STRESS] {
+        for w in durasim::workloads::REGISTRY {
+            let tx = if w.name == "tpcc" { 20 } else { 120 };
+            let o = CrashOptions {
+                verify_resume: true,
+                ..CrashOptions::default()
+            };
+            let r = run(spec("osp", w.name, tx, sets), &o);
+            let at = format!("osp {sets:?} x {}", w.name);
+            assert_eq!(r.resume_mismatches, 0, "{at}");
+            assert_eq!(r.violations, 0, "{at}: {:?}", r.first_violation);
+            assert!(r.resumed_points > 0, "{at}: never resumed");
+        }
+    }
+    sampled_resume_matches("osp", OSP_STRESS);
+}
+
+/// osp: same verdicts, first violation and recovery crash counts with the
+/// resumed scan on or off and 1 or 2 host threads, for correct runs and
+/// the `journal-before-flush` mutant.
+#[test]
+fn osp_verdicts_do_not_depend_on_resume_or_host_threads() {
+    let with = |extra: (&'static str, &'static str)| [OSP_STRESS, &[extra]].concat();
+    verdicts_agree("osp", vec![], 150, false);
+    verdicts_agree("osp", OSP_STRESS.to_vec(), 150, false);
+    verdicts_agree(
+        "osp",
+        with(("osp.mutant", "journal-before-flush")),
+        150,
+        true,
+    );
 }

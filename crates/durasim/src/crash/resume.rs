@@ -100,6 +100,23 @@ pub trait ResumableScan: Send {
     fn stale(&self) -> bool {
         false
     }
+    /// Whether every re-run of this recovery crashed among its finish
+    /// writes provably ends on the uninterrupted recovery's home image (a
+    /// scheme-specific argument, documented with the scan), and every
+    /// finish write lies outside the home region (the oracle checks none).
+    /// The driver then needs only their number
+    /// ([`ResumableScan::finish_len`]): every recovery crash point is
+    /// proven, inside the home writes by write-after-read (they never meet
+    /// a read), among the finish writes by this argument. `verify_resume`
+    /// still re-runs them from scratch.
+    fn finish_proven(&self) -> bool {
+        false
+    }
+    /// The number of finish writes (64 B pieces), when
+    /// [`ResumableScan::finish_proven`].
+    fn finish_len(&self) -> usize {
+        0
+    }
 }
 
 /// A scheme's resumable recovery: its initial (nothing scanned) state.
@@ -117,6 +134,7 @@ pub fn for_scheme(name: &str) -> Option<NewScanFn> {
         "lsm" => Some(crate::schemes::lsm::new_scan),
         "morlog" => Some(crate::schemes::logging::morlog::new_scan),
         "morlog-dp" => Some(crate::schemes::logging::morlog::new_scan_dp),
+        "osp" => Some(crate::schemes::ssp::new_scan),
         _ => None,
     }
 }

@@ -28,17 +28,22 @@
 //! - Recovery: apply every valid journal record (scanning each core's
 //!   journal line by line) in version order to metadata lines older than it (or torn), then
 //!   consolidate every page (copy committed shadow lines home) and reset the
-//!   bitmaps.
+//!   bitmaps. It is written as a scan that follows the writes
+//!   (`ssp/recovery.rs`), which crash verification resumes from point to
+//!   point; the registered recovery is the same scan run from scratch.
 
-use super::undo::{csum, header_line, line_word, owner_of, recovery_ns, MAX_CORES};
+use super::undo::{csum, header_line, line_word, owner_of, MAX_CORES};
 use super::{Durability, Layout, MemCtx, RecoveryReport, Scheme, SchemeInfo, SchemeStats};
 use crate::cache::hierarchy::WritebackCause;
 use crate::cache::LineExt;
 use crate::config::{Check, DefaultValue, ParamSpec, Params};
-use crate::error::{Error, Result};
-use crate::mem::MemWrite;
+use crate::error::Result;
+use crate::mem::{MemRead, MemWrite};
 use crate::types::{line_of, word_index, write_word, Addr, CoreId, Cycle, LineData, Purpose};
 use rustc_hash::FxHashMap;
+
+mod recovery;
+pub(crate) use recovery::new_scan;
 
 const PAGE: u64 = 4096;
 
@@ -189,7 +194,7 @@ fn record_bytes(pages: usize) -> u64 {
 /// Parse a journal record at `a`: (version, body) if its header and
 /// checksum are valid.
 fn parse_record(
-    img: &mut dyn MemWrite,
+    img: &dyn MemRead,
     g: &Geometry,
     a: Addr,
     read: &mut u64,
@@ -399,117 +404,10 @@ fn build(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
     }))
 }
 
+/// The recovery registered for OSP: [`recovery::new_scan`] from scratch
+/// (the scan crash verification resumes; one parsing code).
 fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<RecoveryReport> {
-    let g = Geometry::new(p, layout);
-    let (mut read, mut written, mut journals, mut lines) = (0u64, 0u64, 0u64, 0u64);
-    let mut max_version = 0u64;
-    // 1. Apply every valid journal record (two per core) in version order:
-    // an entry of the older record may be the only durable copy of a page
-    // the newer one does not name.
-    let mut records: Vec<(u64, Vec<u8>)> = Vec::new();
-    for c in 0..layout.threads {
-        let base = g.journal_addr(c);
-        let mut off = 0;
-        while off < g.journal_bytes {
-            match parse_record(img, &g, base + off, &mut read) {
-                Some((v, body)) => {
-                    off += record_bytes(body.len() / JOURNAL_ENTRY_BYTES as usize);
-                    records.push((v, body));
-                }
-                None => off += 64,
-            }
-        }
-    }
-    records.sort_by_key(|r| r.0);
-    // Meta lines rebuilt from the journal, in application order. They are
-    // kept here and written after the consolidation's home lines (the same
-    // writes, and home lines and meta lines are disjoint, so the same final
-    // image): until then recovery changes no byte it read, so a crash
-    // anywhere in the consolidation provably re-runs identically
-    // (crash/war.rs) and crash verification need not re-run it.
-    let mut rebuilt: Vec<(u32, LineData)> = Vec::new();
-    let mut pending: FxHashMap<u32, LineData> = FxHashMap::default();
-    let meta_of = |img: &dyn MemWrite, pending: &FxHashMap<u32, LineData>, slot: u32| {
-        pending
-            .get(&slot)
-            .copied()
-            .unwrap_or_else(|| img.read_line(g.meta_addr(slot)))
-    };
-    for (version, body) in &records {
-        let version = *version;
-        journals += 1;
-        max_version = max_version.max(version);
-        for e in body.chunks(JOURNAL_ENTRY_BYTES as usize) {
-            let word = |i: usize| u64::from_le_bytes(e[i * 8..i * 8 + 8].try_into().unwrap());
-            let (slot, home, bitmap) = (word(0), word(1), word(2));
-            if slot >= g.slots {
-                return Err(Error::Internal(format!(
-                    "osp recovery: a journal record (version {version}) names slot {slot}"
-                )));
-            }
-            let m = meta_of(img, &pending, slot as u32);
-            read += 1;
-            // A torn in-place update (invalid line) is rebuilt from the journal.
-            let v = parse_meta(&m).map_or(0, |x| x.2);
-            if v < version {
-                let l = meta_line(home, bitmap, version);
-                rebuilt.push((slot as u32, l));
-                pending.insert(slot as u32, l);
-                written += 1;
-            }
-        }
-    }
-    // 2. Consolidate every page: committed shadow lines go home. Slots are
-    // allocated in order; the first never-written (all-zero) line ends the
-    // table. A torn line no journal rebuilt is a torn allocation or
-    // consolidation write: both leave the committed data at home.
-    let mut metas = Vec::new();
-    for slot in 0..g.slots as u32 {
-        let m = meta_of(img, &pending, slot);
-        read += 1;
-        if m.iter().all(|&b| b == 0) {
-            break;
-        }
-        let Some(meta) = parse_meta(&m) else { continue };
-        max_version = max_version.max(meta.2);
-        metas.push((slot, meta));
-    }
-    let mut consolidated = Vec::new();
-    for (slot, (home, bitmap, _)) in metas {
-        if bitmap == 0 {
-            continue;
-        }
-        for i in 0..64 {
-            if bitmap >> i & 1 == 1 {
-                let d = img.read_line(g.shadow_line(slot, i));
-                img.write_bytes(home + i * 64, &d);
-                read += 1;
-                written += 1;
-                lines += 1;
-            }
-        }
-        consolidated.push((slot, home));
-    }
-    // Newer than any journal record, so replaying one cannot undo this.
-    // Written after every page's lines (same image, same writes): until
-    // then recovery has changed nothing it read, so a crash anywhere in
-    // the consolidation provably re-runs identically (crash/war.rs).
-    for (slot, l) in rebuilt {
-        img.write_bytes(g.meta_addr(slot), &l);
-    }
-    for (slot, home) in consolidated {
-        img.write_bytes(g.meta_addr(slot), &meta_line(home, 0, max_version + 1));
-        written += 1;
-    }
-    Ok(RecoveryReport {
-        bytes_read: read * 64,
-        bytes_written: written * 64,
-        modeled_ns: recovery_ns(p, read, written),
-        details: vec![
-            ("journal_records_applied", journals as f64),
-            ("lines_consolidated", lines as f64),
-        ],
-    })
+    crate::crash::resume::recover_by_scan(recovery::new_scan(p, layout), img, p)
 }
 
 impl Osp {
