@@ -1044,9 +1044,12 @@ fn check_resumed(sh: &Shared, w: &mut Worker, tally: &mut Tally, k: u64) -> Opti
     tally.resumed += 1;
     let mut ok = check_recovered_with(sh, oracle, scratch, tally, k, None, &img, &fin.words, true);
     let key = digest.wrapping_mul(2);
+    // A re-run crashed among the finish writes the scheme proves
+    // repeats the uninterrupted recovery (`finish_reruns_repeat`).
+    let repeats = f.scan.finish_reruns_repeat();
     for m in points::recovery_points(sh.spec.seed, key, nw, sh.opts.recovery_crashes) {
         tally.recovery_crashes += 1;
-        if m <= proven {
+        if m <= proven || repeats {
             tally.reruns_elided += 1;
             continue;
         }

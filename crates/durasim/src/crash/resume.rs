@@ -100,6 +100,16 @@ pub trait ResumableScan: Send {
     fn stale(&self) -> bool {
         false
     }
+    /// Whether a recovery crashed after all its home writes and some of
+    /// its finish writes, then run again, provably ends on the image of
+    /// the uninterrupted recovery (the scheme's own argument, in
+    /// docs/MODEL.md; e.g. finish writes that only clear entries whose
+    /// mappings the home writes already applied). The driver then counts
+    /// such re-runs of a resumed point as proven instead of running them;
+    /// `verify_resume` runs them (from scratch) and compares.
+    fn finish_reruns_repeat(&self) -> bool {
+        false
+    }
 }
 
 /// A scheme's resumable recovery: its initial (nothing scanned) state.
@@ -117,6 +127,7 @@ pub fn for_scheme(name: &str) -> Option<NewScanFn> {
         "lsm" => Some(crate::schemes::lsm::new_scan),
         "morlog" => Some(crate::schemes::logging::morlog::new_scan),
         "morlog-dp" => Some(crate::schemes::logging::morlog::new_scan_dp),
+        "ehou" => Some(crate::schemes::oop::ehou::new_scan),
         _ => None,
     }
 }
