@@ -852,15 +852,16 @@ fn same_as_resumed(sh: &Shared, w: &Worker) -> bool {
     }
     let mut fin = Writes::default();
     f.scan.finish(&mut |a, d| fin.push(a, d));
+    if f.scan
+        .finish_summary()
+        .is_some_and(|s| s != (fin.len(), pieces_sum(&fin)))
+    {
+        return false;
+    }
     let mut img = Overlay::new(&view.img);
     fin.replay_onto(fin.len(), &mut img);
     let nw = f.home_pieces + fin.len();
-    let digest = memo::digest_of(
-        fin.pieces(fin.len()).fold(f.home_sum, |acc, (a, d)| {
-            acc.wrapping_add(memo::piece_hash(a, d))
-        }),
-        nw,
-    );
+    let digest = memo::digest_of(f.home_sum.wrapping_add(pieces_sum(&fin)), nw);
     if rec.writes() != nw || rec.writes.digest() != digest {
         return false;
     }
@@ -870,6 +871,12 @@ fn same_as_resumed(sh: &Shared, w: &Worker) -> bool {
     fast_words.dedup();
     let words = rec.words_sorted().to_vec();
     first_difference(&img, &fast_words, &rec, &words, Addr::MAX).is_none()
+}
+
+/// The wrapping sum of the piece hashes of `w` (its digest's sum).
+fn pieces_sum(w: &Writes) -> u64 {
+    w.pieces(w.len())
+        .fold(0u64, |acc, (a, d)| acc.wrapping_add(memo::piece_hash(a, d)))
 }
 
 /// Bring the worker's scan up to crash point `k`: resume the cursors
@@ -1013,8 +1020,15 @@ fn check_resumed(sh: &Shared, w: &mut Worker, tally: &mut Tally, k: u64) -> Opti
     // The finish writes over the kept image; the first one that changes a
     // byte some read saw bounds the proven re-runs (all reads come before
     // every write in the from-scratch recovery).
+    // A finish the scan summarises is not built (`finish_summary`).
+    let summary = f
+        .scan
+        .finish_summary()
+        .filter(|_| f.scan.finish_reruns_repeat());
     let mut fin = Writes::default();
-    f.scan.finish(&mut |a, d| fin.push(a, d));
+    if summary.is_none() {
+        f.scan.finish(&mut |a, d| fin.push(a, d));
+    }
     let report = f.scan.report(params);
     let mut img = Overlay::new(&view.img);
     let mut proven = usize::MAX;
@@ -1030,13 +1044,9 @@ fn check_resumed(sh: &Shared, w: &mut Worker, tally: &mut Tally, k: u64) -> Opti
         }
         img.write_bytes(a, d);
     }
-    let nw = f.home_pieces + fin.len();
-    let digest = memo::digest_of(
-        fin.pieces(fin.len()).fold(f.home_sum, |acc, (a, d)| {
-            acc.wrapping_add(memo::piece_hash(a, d))
-        }),
-        nw,
-    );
+    let (fin_len, fin_sum) = summary.unwrap_or_else(|| (fin.len(), pieces_sum(&fin)));
+    let nw = f.home_pieces + fin_len;
+    let digest = memo::digest_of(f.home_sum.wrapping_add(fin_sum), nw);
     fin.sort_words();
     tally.rec_runs += 1;
     tally.rec_bytes += report.bytes_written as f64;

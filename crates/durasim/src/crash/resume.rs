@@ -110,6 +110,16 @@ pub trait ResumableScan: Send {
     fn finish_reruns_repeat(&self) -> bool {
         false
     }
+    /// The finish writes' count and the wrapping sum of their
+    /// [`super::memo::piece_hash`]es, kept up to date by the scan, if every
+    /// finish write lies outside the home region (no check reads it). With
+    /// [`ResumableScan::finish_reruns_repeat`] the driver then needs
+    /// nothing else of them at a resumed point (the count and the digest
+    /// choose the recovery crash points) and does not build them;
+    /// `verify_resume` builds them and compares.
+    fn finish_summary(&self) -> Option<(usize, u64)> {
+        None
+    }
 }
 
 /// A scheme's resumable recovery: its initial (nothing scanned) state.

@@ -989,6 +989,7 @@ pub(crate) fn new_scan(p: &Params, layout: &Layout) -> Box<dyn ResumableScan> {
         owner: FxHashMap::default(),
         pending: Vec::new(),
         touched: Vec::new(),
+        finish_sum: 0,
         dir_read_total: 0,
         slot_read_total: 0,
     })
@@ -1062,6 +1063,8 @@ struct EhouScan {
     pending: Vec<(Addr, Addr)>,
     /// Lines whose entries changed in this resume.
     touched: Vec<Addr>,
+    /// The wrapping sum of the finish writes' piece hashes.
+    finish_sum: u64,
     /// Sums of `dir_reads` and `slot_reads`.
     dir_read_total: u64,
     slot_read_total: u64,
@@ -1159,8 +1162,7 @@ impl EhouScan {
             self.flagged.remove(&pg);
             let gone: Vec<Addr> = self.media.range(lines).map(|(&l, _)| l).collect();
             for l in gone {
-                self.media.remove(&l);
-                self.touch(l);
+                self.set_media(l, 0);
             }
             return;
         }
@@ -1171,9 +1173,28 @@ impl EhouScan {
             let v = u64::from_le_bytes(e.try_into().unwrap());
             let line = (pg * 512 + i as u64) * 64;
             if v != 0 && line < self.g.home_limit {
-                self.media.insert(line, v);
-                self.touch(line);
+                self.set_media(line, v);
             }
+        }
+    }
+
+    /// `line`'s AIT entry (of a flagged page) reads `v` (0: none).
+    fn set_media(&mut self, line: Addr, v: u64) {
+        let old = if v == 0 {
+            self.media.remove(&line)
+        } else {
+            self.media.insert(line, v)
+        };
+        if old == (v != 0).then_some(v) {
+            return;
+        }
+        self.touch(line);
+        // Its finish write (the reset) comes or goes.
+        let h = crate::crash::memo::piece_hash(self.g.ait_addr(line), &[0u8; 8]);
+        match (old.is_some(), v != 0) {
+            (false, true) => self.finish_sum = self.finish_sum.wrapping_add(h),
+            (true, false) => self.finish_sum = self.finish_sum.wrapping_sub(h),
+            _ => {}
         }
     }
 
@@ -1185,14 +1206,7 @@ impl EhouScan {
             return;
         }
         let v = io.read_u64(a);
-        let old = if v == 0 {
-            self.media.remove(&line)
-        } else {
-            self.media.insert(line, v)
-        };
-        if old != (v != 0).then_some(v) {
-            self.touch(line);
-        }
+        self.set_media(line, v);
     }
 
     /// Image-area page `page`: probe it (its slot count) and parse its
@@ -1659,6 +1673,11 @@ impl ResumableScan for EhouScan {
     /// the same image.
     fn finish_reruns_repeat(&self) -> bool {
         true
+    }
+
+    /// The AIT resets lie in the reserved area.
+    fn finish_summary(&self) -> Option<(usize, u64)> {
+        Some((self.media.len(), self.finish_sum))
     }
 }
 
