@@ -924,15 +924,16 @@ fn same_as_resumed(sh: &Shared, w: &Worker) -> bool {
     }
     let mut fin = Writes::default();
     f.scan.finish(&mut |a, d| fin.push(a, d));
+    if f.scan
+        .finish_summary()
+        .is_some_and(|(n, sum)| n != fin.len() || sum.is_some_and(|x| x != pieces_sum(&fin)))
+    {
+        return false;
+    }
     let mut img = Overlay::new(&view.img);
     fin.replay_onto(fin.len(), &mut img);
     let nw = f.home_pieces + fin.len();
-    let digest = memo::digest_of(
-        fin.pieces(fin.len()).fold(f.home_sum, |acc, (a, d)| {
-            acc.wrapping_add(memo::piece_hash(a, d))
-        }),
-        nw,
-    );
+    let digest = memo::digest_of(f.home_sum.wrapping_add(pieces_sum(&fin)), nw);
     if rec.writes() != nw || rec.writes.digest() != digest {
         return false;
     }
@@ -942,6 +943,12 @@ fn same_as_resumed(sh: &Shared, w: &Worker) -> bool {
     fast_words.dedup();
     let words = rec.words_sorted().to_vec();
     first_difference(&img, &fast_words, &rec, &words, Addr::MAX).is_none()
+}
+
+/// The wrapping sum of the piece hashes of `w` (its digest's sum).
+fn pieces_sum(w: &Writes) -> u64 {
+    w.pieces(w.len())
+        .fold(0u64, |acc, (a, d)| acc.wrapping_add(memo::piece_hash(a, d)))
 }
 
 /// Bring the worker's scan up to crash point `k`: resume the cursors
@@ -1085,12 +1092,13 @@ fn check_resumed(sh: &Shared, w: &mut Worker, tally: &mut Tally, k: u64) -> Opti
     // The finish writes over the kept image; the first one that changes a
     // byte some read saw bounds the proven re-runs (all reads come before
     // every write in the from-scratch recovery).
-    // A scan whose finish re-runs are proven needs only their number: the
-    // writes lie outside the words the oracle checks, and every recovery
-    // crash point below is proven, whichever the seed picks.
-    let finish_proven = f.scan.finish_proven();
+    // A finish the scan summarises is not built (`finish_summary`).
+    let summary = f
+        .scan
+        .finish_summary()
+        .filter(|_| f.scan.finish_reruns_repeat());
     let mut fin = Writes::default();
-    if !finish_proven {
+    if summary.is_none() {
         f.scan.finish(&mut |a, d| fin.push(a, d));
     }
     let report = f.scan.report(params);
@@ -1108,18 +1116,12 @@ fn check_resumed(sh: &Shared, w: &mut Worker, tally: &mut Tally, k: u64) -> Opti
         }
         img.write_bytes(a, d);
     }
-    let nw = f.home_pieces
-        + if finish_proven {
-            f.scan.finish_len()
-        } else {
-            fin.len()
-        };
-    let digest = memo::digest_of(
-        fin.pieces(fin.len()).fold(f.home_sum, |acc, (a, d)| {
-            acc.wrapping_add(memo::piece_hash(a, d))
-        }),
-        nw,
-    );
+    let (fin_len, fin_sum) = match summary {
+        Some((n, sum)) => (n, sum.unwrap_or(0)),
+        None => (fin.len(), pieces_sum(&fin)),
+    };
+    let nw = f.home_pieces + fin_len;
+    let digest = memo::digest_of(f.home_sum.wrapping_add(fin_sum), nw);
     fin.sort_words();
     tally.rec.add(report.bytes_written, report.modeled_ns);
     tally.resumed += 1;
@@ -1128,9 +1130,12 @@ fn check_resumed(sh: &Shared, w: &mut Worker, tally: &mut Tally, k: u64) -> Opti
     let rec: &dyn MemRead = if fin.is_empty() { &view.img } else { &img };
     let mut ok = check_recovered_with(sh, oracle, scratch, tally, k, None, rec, &fin.words, true);
     let key = digest.wrapping_mul(2);
+    // A re-run crashed among the finish writes the scheme proves
+    // repeats the uninterrupted recovery (`finish_reruns_repeat`).
+    let repeats = f.scan.finish_reruns_repeat();
     for m in points::recovery_points(sh.spec.seed, key, nw, sh.opts.recovery_crashes) {
         tally.recovery_crashes += 1;
-        if m <= proven || finish_proven {
+        if m <= proven || repeats {
             tally.reruns_elided += 1;
             continue;
         }

@@ -100,22 +100,27 @@ pub trait ResumableScan: Send {
     fn stale(&self) -> bool {
         false
     }
-    /// Whether every re-run of this recovery crashed among its finish
-    /// writes provably ends on the uninterrupted recovery's home image (a
-    /// scheme-specific argument, documented with the scan), and every
-    /// finish write lies outside the home region (the oracle checks none).
-    /// The driver then needs only their number
-    /// ([`ResumableScan::finish_len`]): every recovery crash point is
-    /// proven, inside the home writes by write-after-read (they never meet
-    /// a read), among the finish writes by this argument. `verify_resume`
-    /// still re-runs them from scratch.
-    fn finish_proven(&self) -> bool {
+    /// Whether a recovery crashed after all its home writes and some of
+    /// its finish writes, then run again, provably ends on the image of
+    /// the uninterrupted recovery (the scheme's own argument, in
+    /// docs/MODEL.md; e.g. finish writes that only clear entries whose
+    /// mappings the home writes already applied). The driver then counts
+    /// such re-runs of a resumed point as proven instead of running them;
+    /// `verify_resume` runs them (from scratch) and compares.
+    fn finish_reruns_repeat(&self) -> bool {
         false
     }
-    /// The number of finish writes (64 B pieces), when
-    /// [`ResumableScan::finish_proven`].
-    fn finish_len(&self) -> usize {
-        0
+    /// The finish writes' count and, if the scan keeps it, the wrapping
+    /// sum of their [`super::memo::piece_hash`]es, if every finish write
+    /// lies outside the home region (no check reads it). With
+    /// [`ResumableScan::finish_reruns_repeat`] the driver then needs
+    /// nothing else of them at a resumed point and does not build them:
+    /// the count and the digest choose the recovery crash points, all of
+    /// which are proven (without the sum the digest picks other points of
+    /// the same number, equally proven: osp, whose sum would cost as much
+    /// as building the finish). `verify_resume` builds them and compares.
+    fn finish_summary(&self) -> Option<(usize, Option<u64>)> {
+        None
     }
 }
 
@@ -135,6 +140,7 @@ pub fn for_scheme(name: &str) -> Option<NewScanFn> {
         "morlog" => Some(crate::schemes::logging::morlog::new_scan),
         "morlog-dp" => Some(crate::schemes::logging::morlog::new_scan_dp),
         "osp" => Some(crate::schemes::ssp::new_scan),
+        "ehou" => Some(crate::schemes::oop::ehou::new_scan),
         _ => None,
     }
 }

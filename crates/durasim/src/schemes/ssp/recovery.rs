@@ -41,7 +41,7 @@
 //! recovery's. Crashes inside `H` are proven by write-after-read (`H`
 //! writes only home lines, recovery reads none). The oracle compares home
 //! words only, so every recovery crash point of such a recovery is proven
-//! ([`ResumableScan::finish_proven`]); a consolidation whose pages clash
+//! ([`ResumableScan::finish_reruns_repeat`]); a consolidation whose pages clash
 //! makes the scan stale and the point is recovered from scratch, re-runs
 //! included. `verify_resume` re-runs them all from scratch (tests).
 
@@ -670,12 +670,14 @@ impl ResumableScan for OspScan {
         self.stale
     }
 
-    fn finish_proven(&self) -> bool {
+    fn finish_reruns_repeat(&self) -> bool {
         !self.stale
     }
 
-    fn finish_len(&self) -> usize {
-        (self.rebuilt + self.consolidated.len() as u64) as usize
+    /// The count only: the finish's digest sum would cost as much as the
+    /// finish (every re-run among it is proven, so it is not needed).
+    fn finish_summary(&self) -> Option<(usize, Option<u64>)> {
+        Some(((self.rebuilt + self.consolidated.len() as u64) as usize, None))
     }
 }
 
