@@ -152,6 +152,11 @@ impl PlainIo<'_> {
                     return;
                 }
             }
+            // An earlier piece there (morlog's swaps): no position moves,
+            // the index stays valid.
+            let found = self.kept.replace(addr, old, new);
+            debug_assert!(found, "a rehome names an earlier home write");
+            return;
         }
         self.last_at.clear();
         self.indexed = 0;
