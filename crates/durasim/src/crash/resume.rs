@@ -66,6 +66,15 @@ pub trait ScanIo: MemRead {
     /// one 64 B line; made by this or an earlier resume) by `new`, or
     /// withdraw it (`None`): newest-wins replays (lsm) and scans that
     /// follow the writes (hoop; module docs). Kept if a mark follows.
+    ///
+    /// Where home writes overlap (morlog-dp's spilled undo), the orders
+    /// differ: the from-scratch recovery keeps pieces in emission order
+    /// (at a mark, the new home writes are appended, then the
+    /// replacements act, each on the last live piece at `addr` with
+    /// bytes `old`), while the driver's kept image takes each resume's
+    /// home writes, then its replacements, in time order (a withdrawal
+    /// shows the crash image again). A scan that overlaps must make both
+    /// end on the same bytes (morlog.rs `MorScan`).
     fn rehome(&mut self, addr: Addr, old: &[u8], new: Option<&[u8]>);
     /// Drop every home write this cursor kept since its start, so that it
     /// can scan again from its start with a fresh state (a scan that finds
@@ -176,6 +185,11 @@ impl PlainIo<'_> {
                     return;
                 }
             }
+            // An earlier piece there (morlog's swaps): no position moves,
+            // the index stays valid.
+            let found = self.kept.replace(addr, old, new);
+            debug_assert!(found, "a rehome names an earlier home write");
+            return;
         }
         self.last_at.clear();
         self.indexed = 0;

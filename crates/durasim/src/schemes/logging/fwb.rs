@@ -326,6 +326,92 @@ pub(crate) fn head_to_end(
     }
 }
 
+/// The read side of a resumable recovery scan over the ring (fwb's and
+/// morlog's, crash/resume.rs): the head from the headers, then records
+/// from it while they decode. The scan folds each record [`next`] returns
+/// into its own state and then calls [`advance`] (the mark), so a resume
+/// continues at the first record not folded in.
+///
+/// [`next`]: RingCursor::next
+/// [`advance`]: RingCursor::advance
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RingCursor {
+    pub(crate) ring: Ring,
+    started: bool,
+    pub(crate) head: u64,
+    /// The header slot holding the head (the other one gets the new head).
+    newest: u64,
+    /// Next record to read.
+    pub(crate) seq: u64,
+}
+
+impl RingCursor {
+    /// Nothing read yet.
+    pub(crate) fn new(ring: Ring) -> Self {
+        RingCursor {
+            ring,
+            started: false,
+            head: 0,
+            newest: 1,
+            seq: 0,
+        }
+    }
+
+    /// The record at `seq`, or `None` where the log ends (its slot's bytes
+    /// are the frontier). The first call reads the headers and marks.
+    pub(crate) fn next(&mut self, io: &mut dyn ScanIo) -> Option<Record> {
+        if !self.started {
+            (self.head, self.newest) = scan_head(&*io, &self.ring);
+            self.seq = self.head;
+            self.started = true;
+            io.mark();
+        }
+        if self.seq >= self.head + self.ring.slots {
+            return None;
+        }
+        let mut buf = [0u8; ENTRY_BYTES as usize];
+        io.read_bytes(self.ring.slot_addr(self.seq), &mut buf);
+        decode(&self.ring, self.seq, &buf)
+    }
+
+    /// The record `next` returned is folded into the scan's state.
+    pub(crate) fn advance(&mut self, io: &mut dyn ScanIo) {
+        self.seq += 1;
+        io.mark();
+    }
+
+    /// Records read (the report's `log_records_scanned`).
+    pub(crate) fn records(&self) -> u64 {
+        self.seq - self.head
+    }
+
+    /// Recovery's last write: the new head ([`head_to_end`]).
+    pub(crate) fn head_to_end(&self, out: &mut dyn FnMut(Addr, &[u8])) {
+        head_to_end(&self.ring, self.newest, self.head, self.seq, out);
+    }
+
+    /// The recovery report of a scan that wrote `words` home words (plus
+    /// the header): the two header lines and the records (two per line)
+    /// read; `details` follow `log_records_scanned`.
+    pub(crate) fn report(
+        &self,
+        p: &Params,
+        words: u64,
+        details: &[(&'static str, f64)],
+    ) -> RecoveryReport {
+        let lines_read = 2 + (self.records() + 1).div_ceil(2);
+        let lines_written = words + u64::from(self.seq > self.head);
+        let mut d = vec![("log_records_scanned", self.records() as f64)];
+        d.extend_from_slice(details);
+        RecoveryReport {
+            bytes_read: lines_read * 64,
+            bytes_written: lines_written * 8,
+            modeled_ns: crate::schemes::undo::recovery_ns(p, lines_read, lines_written),
+            details: d,
+        }
+    }
+}
+
 /// A buffered undo+redo entry.
 #[derive(Clone, Copy, Debug)]
 struct Entry {
@@ -774,11 +860,7 @@ pub(crate) fn new_scan_unsafe(p: &Params, layout: &Layout) -> Box<dyn ResumableS
 
 fn scan_with(p: &Params, layout: &Layout, k: &Keys) -> Box<dyn ResumableScan> {
     Box::new(FwbScan {
-        ring: Ring::new(layout, p.u64(k.log_bytes)),
-        started: false,
-        head: 0,
-        newest: 1,
-        seq: 0,
+        cur: RingCursor::new(Ring::new(layout, p.u64(k.log_bytes))),
         pending: Vec::new(),
         committed: Default::default(),
         redone: 0,
@@ -795,13 +877,7 @@ fn scan_with(p: &Params, layout: &Layout, k: &Keys) -> Box<dyn ResumableScan> {
 /// thread's transactions commit in log order) and lets the scan emit its
 /// home writes as it goes.
 struct FwbScan {
-    ring: Ring,
-    started: bool,
-    head: u64,
-    /// The header slot holding the head (the other one gets the new head).
-    newest: u64,
-    /// Next entry to read.
-    seq: u64,
+    cur: RingCursor,
     /// Data entries of transactions without a commit entry, in log order.
     pending: Vec<Record>,
     committed: rustc_hash::FxHashSet<(u64, u32)>,
@@ -814,19 +890,7 @@ impl ResumableScan for FwbScan {
     }
 
     fn resume(&mut self, _c: usize, io: &mut dyn ScanIo) -> Result<()> {
-        let ring = self.ring;
-        if !self.started {
-            (self.head, self.newest) = scan_head(&*io, &ring);
-            self.seq = self.head;
-            self.started = true;
-            io.mark();
-        }
-        let mut buf = [0u8; ENTRY_BYTES as usize];
-        while self.seq < self.head + ring.slots {
-            io.read_bytes(ring.slot_addr(self.seq), &mut buf);
-            let Some(r) = decode(&ring, self.seq, &buf) else {
-                return Ok(());
-            };
+        while let Some(r) = self.cur.next(io) {
             let key = (r.core, r.txid);
             if r.kind == TYPE_COMMIT {
                 if self.committed.insert(key) {
@@ -849,8 +913,7 @@ impl ResumableScan for FwbScan {
                     self.pending.push(r);
                 }
             }
-            self.seq += 1;
-            io.mark();
+            self.cur.advance(io);
         }
         Ok(())
     }
@@ -859,25 +922,20 @@ impl ResumableScan for FwbScan {
         for r in self.pending.iter().rev() {
             out(r.addr, &r.undo.to_le_bytes());
         }
-        head_to_end(&self.ring, self.newest, self.head, self.seq, out);
+        self.cur.head_to_end(out);
     }
 
     fn report(&self, p: &Params) -> RecoveryReport {
-        let (head, seq) = (self.head, self.seq);
         let undone = self.pending.len() as u64;
-        let lines_read = 2 + (seq - head + 1).div_ceil(2);
-        let lines_written = self.redone + undone + u64::from(seq > head);
-        RecoveryReport {
-            bytes_read: lines_read * 64,
-            bytes_written: lines_written * 8,
-            modeled_ns: crate::schemes::undo::recovery_ns(p, lines_read, lines_written),
-            details: vec![
-                ("log_records_scanned", (seq - head) as f64),
+        self.cur.report(
+            p,
+            self.redone + undone,
+            &[
                 ("words_redone", self.redone as f64),
                 ("words_undone", undone as f64),
                 ("committed_tx", self.committed.len() as f64),
             ],
-        }
+        )
     }
 }
 

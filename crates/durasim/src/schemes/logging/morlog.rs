@@ -50,8 +50,7 @@ use crate::crash::resume::{ResumableScan, ScanIo};
 use crate::error::{Error, Result};
 use crate::mem::MemWrite;
 use crate::schemes::logging::fwb::{
-    decode, encode, head_to_end, persist_head, scan_head, Record, Ring, ENTRY_BYTES, TYPE_COMMIT,
-    TYPE_DATA, TYPE_REDO,
+    encode, persist_head, Record, Ring, RingCursor, ENTRY_BYTES, TYPE_COMMIT, TYPE_DATA, TYPE_REDO,
 };
 use crate::schemes::logging::txtable::TxTable;
 use crate::schemes::{
@@ -1433,6 +1432,46 @@ struct ScanTx {
     /// Its data and redo entries (address, redo word) in log order, until
     /// their redo is emitted.
     recs: Vec<(Addr, u64)>,
+    /// Its data entries whose undo is a home write (*spilled*, [`MorScan`]):
+    /// (log position, address, undo word).
+    spilled: Vec<(u64, Addr, u64)>,
+    /// Its data entries read from now on are spilled.
+    spill: bool,
+}
+
+/// A data entry of a transaction not sealed whose undo is in the finish.
+#[derive(Clone, Copy, Debug)]
+struct Undo {
+    key: TxKey,
+    /// Its log position.
+    seq: u64,
+    addr: Addr,
+    undo: u64,
+}
+
+/// A word the scan writes home while sealing ([`MorScan`]).
+#[derive(Default)]
+struct Word {
+    /// The values of the live home pieces at this word, in the io's order:
+    /// a mirror of [`ScanIo::rehome`]'s rule (a replacement or withdrawal
+    /// acts on the last live piece with the old bytes, after the record's
+    /// new home writes).
+    slots: Vec<u64>,
+    /// The newest redo emitted and its transaction's commit position.
+    redo: u64,
+    writer: Option<usize>,
+    /// Spilled undo words (log position, undo word), in log order.
+    spilled: Vec<(u64, u64)>,
+    /// The resume that last replaced or withdrew a piece here.
+    rehomed_in: u64,
+}
+
+impl Word {
+    /// What the word's home writes must leave: the oldest spilled undo,
+    /// else the newest redo.
+    fn last(&self) -> u64 {
+        self.spilled.first().map_or(self.redo, |s| s.1)
+    }
 }
 
 /// Recovery from the log's bytes (§III-E) as a resumable scan
@@ -1447,29 +1486,39 @@ struct ScanTx {
 ///
 /// Resumable because a transaction's redo is emitted (home writes) once it
 /// is persisted (*sealed*), in commit order, and an entry that joins a
-/// sealed transaction later is emitted when read; the undo of the others
-/// is the finish, recomputed at each point (the data entries of
-/// transactions not persisted yet: running ones, and for morlog-dp those
-/// behind the first counter still short). Two things the bytes allow would
-/// make an emitted write wrong: a morlog-dp redo entry after a sealed
-/// transaction's counter was met (it and every later one are no longer
-/// persisted), and a joining entry of a sealed transaction to a word that a
-/// later sealed one wrote (its redo must come before that one). Then the
-/// scan restarts from the head without sealing ([`ScanIo::restart`]): every
-/// write is in the finish, in the replaced recovery's order.
+/// sealed transaction later is emitted when read. The undo of the others
+/// is the finish, recomputed at each point, except for morlog-dp's
+/// committed transactions behind the first one not persisted (a ULog line
+/// that stays in an L1 keeps that one short of its counter for thousands
+/// of records): their undo is *spilled*, emitted as home writes too, and
+/// withdrawn ([`ScanIo::rehome`] with `None`) when the transaction is
+/// sealed. Per word, the spilled entries are the newest of the undo
+/// entries not sealed (an entry read after a spilled one at its word
+/// spills; spilling one spills the newer ones at its word), so the finish,
+/// written after every home write, still leaves the oldest undo. Where no
+/// finish write lands, the home writes must leave the oldest spilled undo,
+/// else the newest redo ([`Word::last`]): the scan mirrors the io's pieces
+/// per word and, after each record, swaps values between two pieces (a
+/// multiset of writes does not say which piece holds which value) so that
+/// the last piece holds it, and rewrites it once more if the word was
+/// replaced earlier in this resume (the driver applies a resume's home
+/// writes before its replacements).
+///
+/// Two things the bytes allow would make an emitted redo wrong: a
+/// morlog-dp redo entry after a sealed transaction's counter was met (it
+/// and every later one are no longer persisted), and a joining entry of a
+/// sealed transaction to a word that a later sealed one wrote (its redo
+/// must come before that one); so would an entry at an address that is
+/// not a word's (the mirror is per word). Then the scan restarts from the
+/// head without sealing ([`ScanIo::restart`]): every write is in the
+/// finish, in the replaced recovery's order.
 struct MorScan {
-    ring: Ring,
+    cur: RingCursor,
     /// morlog-dp and not the `ignore-counter` mutant.
     check_counter: bool,
-    /// Emit persisted transactions' redo as home writes (off after a
-    /// restart).
+    /// Emit persisted transactions' redo (and spilled undo) as home writes
+    /// (off after a restart).
     seal: bool,
-    started: bool,
-    head: u64,
-    /// The header slot holding the head (the other one gets the new head).
-    newest: u64,
-    /// Next entry to read.
-    seq: u64,
     txs: FxHashMap<TxKey, ScanTx>,
     /// Transactions in commit order.
     commits: Vec<TxKey>,
@@ -1478,14 +1527,22 @@ struct MorScan {
     /// `commits[..sealed]` have their redo emitted (`persisted` when
     /// sealing, 0 otherwise).
     sealed: usize,
-    /// Data entries (transaction, address, undo word) of transactions not
-    /// sealed, in log order.
-    undo: Vec<(TxKey, Addr, u64)>,
-    /// Per word: the commit position of the latest sealed transaction
-    /// whose redo of it was emitted.
-    last_writer: FxHashMap<Addr, usize>,
+    /// Data entries of transactions not sealed that are not spilled, in
+    /// log order.
+    undo: Vec<Undo>,
+    /// Words written home while sealing.
+    words: FxHashMap<Addr, Word>,
+    /// Spilled data entries.
+    spilled: u64,
     /// Redo words emitted.
     redone: u64,
+    /// Resumes so far.
+    resumes: u64,
+    /// The record's home writes, withdrawals and words to settle, issued
+    /// at its end in the order the io applies them.
+    new_homes: Vec<(Addr, u64)>,
+    withdrawn: Vec<(Addr, u64)>,
+    touched: Vec<Addr>,
 }
 
 impl MorScan {
@@ -1497,20 +1554,21 @@ impl MorScan {
     /// Nothing scanned yet.
     fn fresh(ring: Ring, check_counter: bool) -> Self {
         MorScan {
-            ring,
+            cur: RingCursor::new(ring),
             check_counter,
             seal: true,
-            started: false,
-            head: 0,
-            newest: 1,
-            seq: 0,
             txs: FxHashMap::default(),
             commits: Vec::new(),
             persisted: 0,
             sealed: 0,
             undo: Vec::new(),
-            last_writer: FxHashMap::default(),
+            words: FxHashMap::default(),
+            spilled: 0,
             redone: 0,
+            resumes: 0,
+            new_homes: Vec::new(),
+            withdrawn: Vec::new(),
+            touched: Vec::new(),
         }
     }
 
@@ -1526,10 +1584,98 @@ impl MorScan {
         !self.check_counter || t.counter == t.redo_after
     }
 
+    /// Emit the redo `v` of `a` of the sealed transaction at commit
+    /// position `i`.
+    fn emit_redo(&mut self, i: usize, a: Addr, v: u64) {
+        let w = self.words.entry(a).or_default();
+        w.redo = v;
+        w.writer = Some(i);
+        self.new_homes.push((a, v));
+        self.touched.push(a);
+        self.redone += 1;
+    }
+
+    /// Emit the undo of data entry `u` (spill it).
+    fn spill(&mut self, u: Undo) {
+        let w = self.words.entry(u.addr).or_default();
+        let at = w.spilled.partition_point(|s| s.0 < u.seq);
+        w.spilled.insert(at, (u.seq, u.undo));
+        let t = self.txs.get_mut(&u.key).expect("a read transaction");
+        t.spilled.push((u.seq, u.addr, u.undo));
+        self.new_homes.push((u.addr, u.undo));
+        self.touched.push(u.addr);
+        self.spilled += 1;
+    }
+
+    /// Spill every data entry of `key` in the finish, and the newer ones
+    /// at the same words (log order: the first spilled at a word starts
+    /// its suffix).
+    fn spill_tx(&mut self, key: TxKey) {
+        self.txs.get_mut(&key).expect("committed").spill = true;
+        let mut cut: Vec<Addr> = Vec::new();
+        let mut out = Vec::new();
+        self.undo.retain(|u| {
+            let go = u.key == key || cut.contains(&u.addr);
+            if go {
+                if !cut.contains(&u.addr) {
+                    cut.push(u.addr);
+                }
+                out.push(*u);
+            }
+            !go
+        });
+        for u in out {
+            self.spill(u);
+        }
+    }
+
+    /// Issue the record's home writes, then its withdrawals, then settle
+    /// the words they touched (see [`MorScan`]).
+    fn flush(&mut self, io: &mut dyn ScanIo) {
+        let resume = self.resumes;
+        for (a, v) in self.new_homes.drain(..) {
+            io.home(a, &v.to_le_bytes());
+            self.words.get_mut(&a).expect("kept").slots.push(v);
+        }
+        for (a, u) in self.withdrawn.drain(..) {
+            io.rehome(a, &u.to_le_bytes(), None);
+            let w = self.words.get_mut(&a).expect("kept");
+            let j = w.slots.iter().rposition(|&x| x == u).expect("a live piece");
+            w.slots.remove(j);
+            w.rehomed_in = resume;
+        }
+        self.touched.sort_unstable();
+        self.touched.dedup();
+        for a in self.touched.drain(..) {
+            let w = self.words.get_mut(&a).expect("kept");
+            let Some(&l) = w.slots.last() else {
+                continue;
+            };
+            let f = w.last();
+            let n = w.slots.len() - 1;
+            if l != f {
+                let j = w.slots[..n]
+                    .iter()
+                    .rposition(|&x| x == f)
+                    .expect("a live piece holds the final value");
+                io.rehome(a, &f.to_le_bytes(), Some(&l.to_le_bytes()));
+                w.slots[j] = l;
+                io.rehome(a, &l.to_le_bytes(), Some(&f.to_le_bytes()));
+                w.slots[n] = f;
+                w.rehomed_in = resume;
+            } else if w.rehomed_in == resume {
+                io.rehome(a, &f.to_le_bytes(), Some(&f.to_le_bytes()));
+            }
+        }
+    }
+
     /// Fold record `r` into the state; `false` (nothing changed) if it
     /// makes an emitted write wrong.
     fn apply(&mut self, r: &Record, io: &mut dyn ScanIo) -> bool {
         let key = (r.core, r.txid);
+        if self.seal && r.kind != TYPE_COMMIT && !r.addr.is_multiple_of(8) {
+            return false;
+        }
         let t = self.txs.entry(key).or_default();
         if r.kind == TYPE_COMMIT {
             if t.commit.is_none() {
@@ -1542,22 +1688,36 @@ impl MorScan {
             let counted = r.kind == TYPE_REDO && t.commit.is_some();
             match t.commit {
                 Some(i) if i < self.sealed => {
-                    if counted && self.check_counter
-                        || self.last_writer.get(&r.addr).is_some_and(|&j| j > i)
-                    {
+                    let later = self.words.get(&r.addr).and_then(|w| w.writer);
+                    if counted && self.check_counter || later.is_some_and(|j| j > i) {
                         return false;
                     }
                     t.redo_after += u64::from(counted);
-                    io.home(r.addr, &r.redo.to_le_bytes());
-                    self.redone += 1;
-                    self.last_writer.insert(r.addr, i);
+                    self.emit_redo(i, r.addr, r.redo);
+                    self.flush(io);
                     return true;
                 }
                 commit => {
                     t.redo_after += u64::from(counted);
                     t.recs.push((r.addr, r.redo));
                     if r.kind == TYPE_DATA {
-                        self.undo.push((key, r.addr, r.undo));
+                        let spill = self.seal
+                            && (t.spill
+                                || self
+                                    .words
+                                    .get(&r.addr)
+                                    .is_some_and(|w| !w.spilled.is_empty()));
+                        let u = Undo {
+                            key,
+                            seq: self.cur.seq,
+                            addr: r.addr,
+                            undo: r.undo,
+                        };
+                        if spill {
+                            self.spill(u);
+                        } else {
+                            self.undo.push(u);
+                        }
                     }
                     // (Without sealing) a persisted one whose counter is
                     // now exceeded ends the persisted prefix.
@@ -1574,19 +1734,35 @@ impl MorScan {
         }
         if self.seal && self.sealed < self.persisted {
             for i in self.sealed..self.persisted {
-                let recs = std::mem::take(&mut self.txs.get_mut(&self.commits[i]).unwrap().recs);
+                let t = self.txs.get_mut(&self.commits[i]).expect("committed");
+                let recs = std::mem::take(&mut t.recs);
+                let gone = std::mem::take(&mut t.spilled);
                 for (a, v) in recs {
-                    io.home(a, &v.to_le_bytes());
-                    self.redone += 1;
-                    self.last_writer.insert(a, i);
+                    self.emit_redo(i, a, v);
+                }
+                for (seq, a, u) in gone {
+                    let w = self.words.get_mut(&a).expect("spilled");
+                    let j = w.spilled.iter().position(|s| s.0 == seq).expect("spilled");
+                    w.spilled.remove(j);
+                    self.withdrawn.push((a, u));
+                    self.touched.push(a);
+                    self.spilled -= 1;
                 }
             }
             self.sealed = self.persisted;
             let txs = &self.txs;
             let sealed = self.sealed;
             self.undo
-                .retain(|(k, _, _)| txs[k].commit.is_none_or(|i| i >= sealed));
+                .retain(|u| txs[&u.key].commit.is_none_or(|i| i >= sealed));
         }
+        // morlog-dp: committed behind the first one not persisted.
+        if self.seal && r.kind == TYPE_COMMIT {
+            let t = &self.txs[&key];
+            if !t.spill && t.commit.is_some_and(|i| i > self.persisted) {
+                self.spill_tx(key);
+            }
+        }
+        self.flush(io);
         true
     }
 }
@@ -1597,37 +1773,23 @@ impl ResumableScan for MorScan {
     }
 
     fn resume(&mut self, _c: usize, io: &mut dyn ScanIo) -> Result<()> {
-        let ring = self.ring;
-        'scan: loop {
-            if !self.started {
-                (self.head, self.newest) = scan_head(&*io, &ring);
-                self.seq = self.head;
-                self.started = true;
-                io.mark();
-            }
-            let mut buf = [0u8; ENTRY_BYTES as usize];
-            while self.seq < self.head + ring.slots {
-                io.read_bytes(ring.slot_addr(self.seq), &mut buf);
-                let Some(r) = decode(&ring, self.seq, &buf) else {
-                    return Ok(());
-                };
-                if !self.apply(&r, io) {
-                    if !io.restart() {
-                        return Err(Error::Internal(
-                            "morlog scan: emitted writes cannot be taken back here".into(),
-                        ));
-                    }
-                    *self = MorScan {
-                        seal: false,
-                        ..MorScan::fresh(ring, self.check_counter)
-                    };
-                    continue 'scan;
+        self.resumes += 1;
+        while let Some(r) = self.cur.next(io) {
+            if !self.apply(&r, io) {
+                if !io.restart() {
+                    return Err(Error::Internal(
+                        "morlog scan: emitted writes cannot be taken back here".into(),
+                    ));
                 }
-                self.seq += 1;
-                io.mark();
+                *self = MorScan {
+                    seal: false,
+                    ..MorScan::fresh(self.cur.ring, self.check_counter)
+                };
+                continue;
             }
-            return Ok(());
+            self.cur.advance(io);
         }
+        Ok(())
     }
 
     fn finish(&self, out: &mut dyn FnMut(Addr, &[u8])) {
@@ -1636,48 +1798,45 @@ impl ResumableScan for MorScan {
                 out(a, &v.to_le_bytes());
             }
         }
-        for (k, a, u) in self.undo.iter().rev() {
-            if !self.is_persisted(k) {
-                out(*a, &u.to_le_bytes());
+        for u in self.undo.iter().rev() {
+            if !self.is_persisted(&u.key) {
+                out(u.addr, &u.undo.to_le_bytes());
             }
         }
-        head_to_end(&self.ring, self.newest, self.head, self.seq, out);
+        self.cur.head_to_end(out);
     }
 
     fn report(&self, p: &Params) -> RecoveryReport {
-        let (head, seq) = (self.head, self.seq);
         let redone = self.redone
             + self.commits[self.sealed..self.persisted]
                 .iter()
                 .map(|k| self.txs[k].recs.len() as u64)
                 .sum::<u64>();
-        let undone = self
-            .undo
-            .iter()
-            .filter(|(k, _, _)| !self.is_persisted(k))
-            .count() as u64;
-        let lines_read = 2 + (seq - head + 1).div_ceil(2);
-        let lines_written = redone + undone + u64::from(seq > head);
+        let undone = self.spilled
+            + self
+                .undo
+                .iter()
+                .filter(|u| !self.is_persisted(&u.key))
+                .count() as u64;
         let mismatches = u64::from(self.check_counter && self.persisted < self.commits.len());
-        RecoveryReport {
-            bytes_read: lines_read * 64,
-            bytes_written: lines_written * 8,
-            modeled_ns: crate::schemes::undo::recovery_ns(p, lines_read, lines_written),
-            details: vec![
-                ("log_records_scanned", (seq - head) as f64),
+        self.cur.report(
+            p,
+            redone + undone,
+            &[
                 ("words_redone", redone as f64),
                 ("words_undone", undone as f64),
                 ("committed_tx", self.commits.len() as f64),
                 ("persisted_tx", self.persisted as f64),
                 ("ulog_counter_mismatches", mismatches as f64),
             ],
-        }
+        )
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::schemes::logging::fwb::{decode, head_to_end, scan_head};
 
     #[derive(Default)]
     struct TxLog {
@@ -1817,7 +1976,8 @@ mod tests {
             slots: 64,
         };
         let (mut restarts, mut compared) = (0u64, 0u64);
-        for seed in 0..400u64 {
+        let (mut withdrawals, mut spilled_runs) = (0u64, 0u64);
+        for seed in 0..1000u64 {
             let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
             let check_counter = seed % 3 != 0;
             let head = if seed % 4 == 0 { 5 } else { 0 };
@@ -1899,6 +2059,10 @@ mod tests {
                 img.write_bytes(ring.slot_addr(seq), &[0u8; ENTRY_BYTES as usize]);
             }
             let mut homes = crate::crash::memo::Writes::default();
+            // The driver's view of the home writes: per resume, its home
+            // writes, then its replacements (a withdrawal shows the crash
+            // image again).
+            let mut view: FxHashMap<Addr, u64> = FxHashMap::default();
             for m in 0..=n {
                 if m > 0 {
                     let seq = head + m - 1;
@@ -1907,23 +2071,16 @@ mod tests {
                     b.read_bytes(ring.slot_addr(seq), &mut buf);
                     img.write_bytes(ring.slot_addr(seq), &buf);
                 }
-                let mut io = TestIo {
-                    img: &img,
-                    pending: Default::default(),
-                    homes: &mut homes,
-                    restarted: false,
-                };
+                let mut io = TestIo::new(&img, &mut homes);
                 scan.resume(0, &mut io).unwrap();
                 restarts += u64::from(io.restarted);
+                withdrawals += io.withdrawals;
+                spilled_runs += u64::from(scan.spilled > 0);
+                io.apply_to(&mut view);
                 // Same state as the whole prefix scanned at once.
                 let mut whole = MorScan::fresh(ring, check_counter);
                 let mut homes2 = crate::crash::memo::Writes::default();
-                let mut io2 = TestIo {
-                    img: &img,
-                    pending: Default::default(),
-                    homes: &mut homes2,
-                    restarted: false,
-                };
+                let mut io2 = TestIo::new(&img, &mut homes2);
                 whole.resume(0, &mut io2).unwrap();
                 let fin = |s: &MorScan| {
                     let mut v = Vec::new();
@@ -1939,17 +2096,154 @@ mod tests {
                         .collect::<Vec<_>>()
                 };
                 assert_eq!(pieces(&homes), pieces(&homes2), "{what}");
+                let ctx = (&p, ring, check_counter);
+                assert_view_recovers(&scan, &homes, &view, &img, ctx, &what);
             }
         }
-        assert!(compared > 5000 && restarts > 10, "{compared} {restarts}");
+        assert!(
+            compared > 12_000 && restarts > 25 && withdrawals > 100 && spilled_runs > 2_000,
+            "{compared} {restarts} {withdrawals} {spilled_runs}"
+        );
     }
 
-    /// A [`ScanIo`] that keeps marked home writes and always allows a restart.
+    /// The driver's recovered image of a resumed scan (the crash image,
+    /// the home writes as the driver's view keeps them, then the finish)
+    /// is the reference recovery's, and the writes (`homes` kept as the
+    /// from-scratch recovery keeps them, then the finish) are its multiset.
+    fn assert_view_recovers(
+        scan: &MorScan,
+        homes: &crate::crash::memo::Writes,
+        view: &FxHashMap<Addr, u64>,
+        img: &crate::mem::SparseImage,
+        (p, ring, check_counter): (&Params, Ring, bool),
+        what: &str,
+    ) {
+        use crate::mem::MemRead;
+        let mut fast = img.clone();
+        for (&a, &v) in view {
+            fast.write_u64(a, v);
+        }
+        let mut ours: Vec<(Addr, Vec<u8>)> = homes
+            .pieces(homes.len())
+            .map(|(a, d)| (a, d.to_vec()))
+            .collect();
+        scan.finish(&mut |a, d| {
+            fast.write_bytes(a, d);
+            ours.push((a, d.to_vec()));
+        });
+        let mut r = Logged {
+            img: img.clone(),
+            writes: Vec::new(),
+        };
+        reference_recover(&mut r, p, ring, check_counter);
+        for a in r.writes.iter().map(|w| w.0).chain(view.keys().copied()) {
+            assert_eq!(fast.read_u64(a), r.img.read_u64(a), "{what} {a:#x}");
+        }
+        ours.sort();
+        r.writes.sort();
+        assert_eq!(ours, r.writes, "{what}");
+    }
+
+    /// On a real morlog-dp log (btree, 2 threads: commits stay unpersisted
+    /// behind one whose ULog line stays in an L1), the scan resumed after
+    /// every persist event (from scratch after a header write, as the
+    /// driver does) spills and withdraws undo words, and at every 16th
+    /// event the driver's recovered image is the reference recovery's.
+    #[test]
+    fn spilled_undo_on_a_real_morlog_dp_log() {
+        let mut s = crate::engine::RunSpec::new("morlog-dp", "btree").unwrap();
+        s.threads = 2;
+        s.tx = 300;
+        s.record_history = true;
+        let mut e = crate::engine::Engine::new(s).unwrap();
+        e.run(&mut |_| {}).unwrap();
+        e.finish();
+        let ring = Ring::new(&e.ctx.layout, e.params.u64("morlog-dp.log_bytes"));
+        let log = &e.ctx.nvm.persist_log;
+        let mut img = crate::mem::SparseImage::new();
+        let mut scan = MorScan::fresh(ring, true);
+        let mut homes = crate::crash::memo::Writes::default();
+        let mut view = FxHashMap::default();
+        let (mut spilled_max, mut withdrawals, mut checked) = (0, 0, 0);
+        for (k, ev) in log.events().iter().enumerate() {
+            img.write_bytes(ev.addr, log.data(ev));
+            if ev.addr < ring.base + crate::schemes::logging::fwb::HEADER_BYTES
+                && ev.addr + ev.len as u64 > ring.base
+            {
+                scan = MorScan::fresh(ring, true);
+                homes.clear();
+                view.clear();
+            }
+            let mut io = TestIo::new(&img, &mut homes);
+            scan.resume(0, &mut io).unwrap();
+            assert!(!io.restarted, "event {k}");
+            withdrawals += io.withdrawals;
+            io.apply_to(&mut view);
+            spilled_max = spilled_max.max(scan.spilled);
+            if k % 16 == 0 {
+                let what = format!("event {k}");
+                assert_view_recovers(&scan, &homes, &view, &img, (&e.params, ring, true), &what);
+                checked += 1;
+            }
+        }
+        assert!(
+            spilled_max > 100 && withdrawals > 100 && checked > 100,
+            "{spilled_max} {withdrawals} {checked}"
+        );
+    }
+
+    /// A [`ScanIo`] that keeps marked home writes as the from-scratch
+    /// recovery does (a mark appends the new home writes, then applies the
+    /// replacements), records the marked ones of this resume for the
+    /// driver's view, and always allows a restart.
     struct TestIo<'a> {
         img: &'a crate::mem::SparseImage,
         pending: Vec<(Addr, Vec<u8>)>,
+        pending_rehomes: Vec<(Addr, Vec<u8>, Option<Vec<u8>>)>,
         homes: &'a mut crate::crash::memo::Writes,
+        resume_homes: Vec<(Addr, Vec<u8>)>,
+        resume_rehomes: Vec<(Addr, Option<Vec<u8>>)>,
+        withdrawals: u64,
         restarted: bool,
+    }
+
+    impl<'a> TestIo<'a> {
+        fn new(
+            img: &'a crate::mem::SparseImage,
+            homes: &'a mut crate::crash::memo::Writes,
+        ) -> Self {
+            TestIo {
+                img,
+                pending: Vec::new(),
+                pending_rehomes: Vec::new(),
+                homes,
+                resume_homes: Vec::new(),
+                resume_rehomes: Vec::new(),
+                withdrawals: 0,
+                restarted: false,
+            }
+        }
+    }
+
+    impl TestIo<'_> {
+        /// This resume's marked writes onto the driver's view: its home
+        /// writes, then its replacements (a withdrawal shows the crash
+        /// image again); a restart starts the view afresh.
+        fn apply_to(&self, view: &mut FxHashMap<Addr, u64>) {
+            if self.restarted {
+                view.clear();
+            }
+            let word = |d: &[u8]| u64::from_le_bytes(d.try_into().unwrap());
+            for (a, d) in &self.resume_homes {
+                view.insert(*a, word(d));
+            }
+            for (a, d) in &self.resume_rehomes {
+                match d {
+                    Some(d) => view.insert(*a, word(d)),
+                    None => view.remove(a),
+                };
+            }
+        }
     }
 
     impl crate::mem::MemRead for TestIo<'_> {
@@ -1968,16 +2262,26 @@ mod tests {
         fn mark(&mut self) {
             for (a, d) in self.pending.drain(..) {
                 self.homes.push(a, &d);
+                self.resume_homes.push((a, d));
+            }
+            for (a, old, new) in self.pending_rehomes.drain(..) {
+                assert!(self.homes.replace(a, &old, new.as_deref()), "{a:#x}");
+                self.withdrawals += u64::from(new.is_none());
+                self.resume_rehomes.push((a, new));
             }
         }
         fn restart(&mut self) -> bool {
             self.pending.clear();
+            self.pending_rehomes.clear();
             self.homes.clear();
+            self.resume_homes.clear();
+            self.resume_rehomes.clear();
             self.restarted = true;
             true
         }
-        fn rehome(&mut self, _addr: Addr, _old: &[u8], _new: Option<&[u8]>) {
-            unreachable!("morlog's scan never rehomes")
+        fn rehome(&mut self, addr: Addr, old: &[u8], new: Option<&[u8]>) {
+            self.pending_rehomes
+                .push((addr, old.to_vec(), new.map(<[u8]>::to_vec)));
         }
     }
 
