@@ -677,7 +677,10 @@ impl ResumableScan for OspScan {
     /// The count only: the finish's digest sum would cost as much as the
     /// finish (every re-run among it is proven, so it is not needed).
     fn finish_summary(&self) -> Option<(usize, Option<u64>)> {
-        Some(((self.rebuilt + self.consolidated.len() as u64) as usize, None))
+        Some((
+            (self.rebuilt + self.consolidated.len() as u64) as usize,
+            None,
+        ))
     }
 }
 
