@@ -288,6 +288,26 @@ fn morlog_verdicts_do_not_depend_on_resume_or_host_threads() {
     spec_verdicts_agree(small_echo("morlog", "discard-on-writeback", 2, 150), true);
 }
 
+/// `verify_resume` on every workload (`tx` transactions, tpcc 20) under
+/// each of `settings`: every resumed point also recovered and checked from
+/// scratch with 0 mismatches, no violation, and resumed at least once.
+fn resume_matches_on_every_workload(scheme: &str, settings: &[&[(&str, &str)]], tx: u64) {
+    for sets in settings {
+        for w in durasim::workloads::REGISTRY {
+            let tx = if w.name == "tpcc" { 20 } else { tx };
+            let o = CrashOptions {
+                verify_resume: true,
+                ..CrashOptions::default()
+            };
+            let r = run(spec(scheme, w.name, tx, sets), &o);
+            let at = format!("{scheme} {sets:?} x {}", w.name);
+            assert_eq!(r.resume_mismatches, 0, "{at}");
+            assert_eq!(r.violations, 0, "{at}: {:?}", r.first_violation);
+            assert!(r.resumed_points > 0, "{at}: never resumed");
+        }
+    }
+}
+
 /// Settings that stress what the osp scan folds in: a 4 KiB journal that
 /// wraps every few commits (records vanish, reuse write-backs), an SSP
 /// cache of 4 entries per core (evict write-backs of metadata lines) and a
@@ -305,20 +325,7 @@ const OSP_STRESS: &[(&str, &str)] = &[
 /// default and stress settings, and on sampled points far apart.
 #[test]
 fn osp_resumed_recovery_equals_from_scratch() {
-    for sets in [&[][..], OSP_STRESS] {
-        for w in durasim::workloads::REGISTRY {
-            let tx = if w.name == "tpcc" { 20 } else { 120 };
-            let o = CrashOptions {
-                verify_resume: true,
-                ..CrashOptions::default()
-            };
-            let r = run(spec("osp", w.name, tx, sets), &o);
-            let at = format!("osp {sets:?} x {}", w.name);
-            assert_eq!(r.resume_mismatches, 0, "{at}");
-            assert_eq!(r.violations, 0, "{at}: {:?}", r.first_violation);
-            assert!(r.resumed_points > 0, "{at}: never resumed");
-        }
-    }
+    resume_matches_on_every_workload("osp", &[&[], OSP_STRESS], 120);
     sampled_resume_matches("osp", OSP_STRESS);
 }
 
@@ -352,20 +359,7 @@ fn ehou_resumed_recovery_equals_from_scratch() {
         ("ehou.pool_lines", "4096"),
     ];
     let eager = [small, &[("ehou.persist", "eager")]].concat();
-    for sets in [&[][..], small, &eager] {
-        for w in durasim::workloads::REGISTRY {
-            let tx = if w.name == "tpcc" { 20 } else { 80 };
-            let o = CrashOptions {
-                verify_resume: true,
-                ..CrashOptions::default()
-            };
-            let r = run(spec("ehou", w.name, tx, sets), &o);
-            let at = format!("ehou {sets:?} x {}", w.name);
-            assert_eq!(r.resume_mismatches, 0, "{at}");
-            assert_eq!(r.violations, 0, "{at}: {:?}", r.first_violation);
-            assert!(r.resumed_points > 0, "{at}: never resumed");
-        }
-    }
+    resume_matches_on_every_workload("ehou", &[&[], small, &eager], 80);
     let o = CrashOptions {
         points: PointSel::Sampled(200),
         verify_resume: true,
