@@ -212,18 +212,7 @@ fn dudetm_and_lsm_resume_equals_from_scratch() {
         ),
     ];
     for &(scheme, sets) in cases {
-        for w in durasim::workloads::REGISTRY {
-            let tx = if w.name == "tpcc" { 20 } else { 80 };
-            let o = CrashOptions {
-                verify_resume: true,
-                ..CrashOptions::default()
-            };
-            let r = run(spec(scheme, w.name, tx, sets), &o);
-            let at = format!("{scheme} {sets:?} x {}", w.name);
-            assert_eq!(r.resume_mismatches, 0, "{at}");
-            assert_eq!(r.violations, 0, "{at}: {:?}", r.first_violation);
-            assert!(r.resumed_points > 0, "{at}: never resumed");
-        }
+        resume_matches_on_every_workload(scheme, &[sets], 80);
     }
 }
 
