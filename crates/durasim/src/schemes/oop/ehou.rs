@@ -1416,32 +1416,18 @@ impl EhouScan {
         }
         // 1. The AIT (the directory names the pages to read).
         let dir_end = self.dir_end();
-        let mut a = g.dir_base;
-        while a < dir_end {
-            a = io.zeros_until(a, dir_end);
-            if a >= dir_end {
-                break;
-            }
-            let page = a / PROBE_PAGE;
-            self.dir_page(&*io, page, None);
-            a = (page + 1) * PROBE_PAGE;
-        }
+        nonzero_pages(&*io, g.dir_base, dir_end, |page| {
+            self.dir_page(&*io, page, None)
+        });
         // 2. The overflow log of each core's last committed transaction.
         for c in 0..self.threads {
             self.read_log(&*io, c);
         }
         // 3. The AIT-cache images.
         let slot_end = self.slot_end();
-        let mut a = g.slot_base;
-        while a < slot_end {
-            a = io.zeros_until(a, slot_end);
-            if a >= slot_end {
-                break;
-            }
-            let page = a / PROBE_PAGE;
-            self.slot_page(&*io, page, None);
-            a = (page + 1) * PROBE_PAGE;
-        }
+        nonzero_pages(&*io, g.slot_base, slot_end, |page| {
+            self.slot_page(&*io, page, None)
+        });
         // The merged mappings, by line.
         let mut lines: Vec<Addr> = self.media.keys().copied().collect();
         for log in &self.logs {
@@ -1758,6 +1744,21 @@ fn audit(
         reclaimed += lines.len() as u64;
     }
     Ok(reclaimed)
+}
+
+/// Each `PROBE_PAGE` page of `[base, end)` holding a nonzero byte, in
+/// address order (the from-scratch scan skips all-zero pages).
+fn nonzero_pages(io: &dyn ScanIo, base: Addr, end: Addr, mut each: impl FnMut(u64)) {
+    let mut a = base;
+    while a < end {
+        a = io.zeros_until(a, end);
+        if a >= end {
+            break;
+        }
+        let page = a / PROBE_PAGE;
+        each(page);
+        a = (page + 1) * PROBE_PAGE;
+    }
 }
 
 #[cfg(test)]
