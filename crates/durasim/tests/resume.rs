@@ -380,3 +380,42 @@ fn ehou_verdicts_do_not_depend_on_resume_or_host_threads() {
     ];
     verdicts_agree("ehou", mutant, 120, true);
 }
+
+/// Settings that stress what drops or truncates redu's kept scan: a 64 KiB
+/// log (a full log forces an application and truncation) and an 8 KiB DRAM
+/// cache (forced applications from the store path), and applications held
+/// back (a long live log, truncated only when full).
+const REDU_STRESS: &[(&str, &str)] = &[
+    ("redu.log_bytes_per_core", "65536"),
+    ("redu.dram_cache_bytes", "8KB"),
+];
+const REDU_HELD: &[(&str, &str)] = &[
+    ("redu.apply_period_us", "1000000"),
+    ("redu.log_bytes_per_core", "65536"),
+];
+
+/// redu (resumable since branch r22redu: opt-redo's scan over REDU's
+/// two-header log): every resumed point of every workload also recovered,
+/// checked and crashed inside recovery from scratch, with default, stress
+/// and held-back settings, and on sampled points far apart.
+#[test]
+fn redu_resumed_recovery_equals_from_scratch() {
+    resume_matches_on_every_workload("redu", &[&[], REDU_STRESS, REDU_HELD], 80);
+    sampled_resume_matches("redu", &[]);
+    sampled_resume_matches("redu", REDU_HELD);
+}
+
+/// redu: same verdicts, first violation and recovery crash counts with the
+/// resumed scan on or off and 1 or 2 host threads, for correct runs and
+/// the `truncate-before-apply` mutant, which fails.
+#[test]
+fn redu_verdicts_do_not_depend_on_resume_or_host_threads() {
+    verdicts_agree("redu", vec![], 150, false);
+    verdicts_agree("redu", REDU_HELD.to_vec(), 150, false);
+    verdicts_agree(
+        "redu",
+        vec![("redu.mutant", "truncate-before-apply")],
+        150,
+        true,
+    );
+}

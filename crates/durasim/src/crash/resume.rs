@@ -150,6 +150,7 @@ pub fn for_scheme(name: &str) -> Option<NewScanFn> {
         "morlog-dp" => Some(crate::schemes::logging::morlog::new_scan_dp),
         "osp" => Some(crate::schemes::ssp::new_scan),
         "ehou" => Some(crate::schemes::oop::ehou::new_scan),
+        "redu" => Some(crate::schemes::logging::redu::new_scan),
         _ => None,
     }
 }

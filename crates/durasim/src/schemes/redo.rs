@@ -85,16 +85,19 @@ fn reserved_bytes(p: &Params) -> u64 {
 
 const LOG_HDR_MAGIC: u64 = 0x5245_444f_4844_5231; // "REDOHDR1"
 const REC_MAGIC: u64 = 0x5245_444f_5245_4331; // "REDOREC1"
+
+// ---- The redo-log format (opt-redo's; redu's with its own magics) --------
+
 const KIND_DATA: u64 = 1;
 const KIND_COMMIT: u64 = 2;
-const REC_BYTES: u64 = 128;
+/// A data record: metadata line + data line (a commit record: one line).
+pub(crate) const REC_BYTES: u64 = 128;
 
-/// Geometry of the per-core circular logs.
+/// Geometry of opt-redo's per-core circular logs: one header line, then
+/// the record slots.
 #[derive(Clone, Copy, Debug)]
 struct Ring {
-    base: Addr,
-    stride: u64,
-    slots: u64,
+    log: RedoLog,
     per_core_bytes: u64,
 }
 
@@ -102,26 +105,35 @@ impl Ring {
     fn new(p: &Params, layout: &Layout) -> Self {
         let per_core = p.u64("opt-redo.log_bytes_per_core");
         Ring {
-            base: layout.reserved_base,
-            stride: log_stride(p, per_core),
-            slots: (per_core - 64) / REC_BYTES,
+            log: RedoLog {
+                hdr_magic: LOG_HDR_MAGIC,
+                rec_magic: REC_MAGIC,
+                base: layout.reserved_base,
+                stride: log_stride(p, per_core),
+                headers: Headers::One,
+                slots: (per_core - 64) / REC_BYTES,
+                home_limit: None,
+            },
             per_core_bytes: per_core,
         }
     }
     fn header_addr(&self, core: usize) -> Addr {
-        self.base + core as u64 * self.stride
+        self.log.header_addr(core, 0)
     }
     fn slot_addr(&self, core: usize, seq: u64) -> Addr {
-        self.header_addr(core) + 64 + (seq % self.slots) * REC_BYTES
-    }
-    fn header(head: u64) -> LineData {
-        let w = [LOG_HDR_MAGIC, head];
-        header_line(&[w[0], w[1], csum(&w, &[])])
+        self.log.slot_addr(core, seq)
     }
 }
 
-fn data_record(seq: u64, txid: u32, home: Addr, data: &LineData) -> [u8; REC_BYTES as usize] {
-    let w = [REC_MAGIC, seq, txid as u64, KIND_DATA, home];
+/// A data record {magic, seq, txid, kind, home, checksum} + the new line.
+pub(crate) fn data_record(
+    magic: u64,
+    seq: u64,
+    txid: u64,
+    home: Addr,
+    data: &LineData,
+) -> [u8; REC_BYTES as usize] {
+    let w = [magic, seq, txid, KIND_DATA, home];
     let c = csum(&w, data);
     let mut r = [0u8; REC_BYTES as usize];
     r[..64].copy_from_slice(&header_line(&[w[0], w[1], w[2], w[3], w[4], c]));
@@ -129,9 +141,77 @@ fn data_record(seq: u64, txid: u32, home: Addr, data: &LineData) -> [u8; REC_BYT
     r
 }
 
-fn commit_record(seq: u64, txid: u32, count: u64) -> LineData {
-    let w = [REC_MAGIC, seq, txid as u64, KIND_COMMIT, count];
+/// A commit record {magic, seq, txid, kind, records, checksum}.
+pub(crate) fn commit_record(magic: u64, seq: u64, txid: u64, count: u64) -> LineData {
+    let w = [magic, seq, txid, KIND_COMMIT, count];
     header_line(&[w[0], w[1], w[2], w[3], w[4], csum(&w, &[])])
+}
+
+/// A log header line {magic, head, checksum}.
+pub(crate) fn header_record(magic: u64, head: u64) -> LineData {
+    let w = [magic, head];
+    header_line(&[w[0], w[1], csum(&w, &[])])
+}
+
+/// The head a header line holds, if it is valid.
+pub(crate) fn decode_header(magic: u64, l: &LineData) -> Option<u64> {
+    let w = [line_word(l, 0), line_word(l, 1)];
+    (w[0] == magic && line_word(l, 2) == csum(&w, &[])).then_some(w[1])
+}
+
+/// A decoded log record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Record {
+    Data {
+        seq: u64,
+        txid: u64,
+        home: Addr,
+        data: LineData,
+    },
+    Commit {
+        seq: u64,
+        txid: u64,
+        count: u64,
+    },
+}
+
+/// Decode the record whose metadata line is `meta` and that must carry
+/// sequence number `seq`; `data` gives its data line (read only for data
+/// records). None for a stale (other `seq`), torn or foreign line.
+pub(crate) fn decode(
+    magic: u64,
+    meta: &LineData,
+    seq: u64,
+    data: impl FnOnce() -> LineData,
+) -> Option<Record> {
+    let w = [
+        line_word(meta, 0),
+        line_word(meta, 1),
+        line_word(meta, 2),
+        line_word(meta, 3),
+        line_word(meta, 4),
+    ];
+    if w[0] != magic || w[1] != seq {
+        return None;
+    }
+    let (txid, x) = (w[2], w[4]);
+    match w[3] {
+        KIND_DATA => {
+            let d = data();
+            (line_word(meta, 5) == csum(&w, &d)).then_some(Record::Data {
+                seq,
+                txid,
+                home: x,
+                data: d,
+            })
+        }
+        KIND_COMMIT => (line_word(meta, 5) == csum(&w, &[])).then_some(Record::Commit {
+            seq,
+            txid,
+            count: x,
+        }),
+        _ => None,
+    }
 }
 
 struct TxLine {
@@ -226,22 +306,91 @@ fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<Recove
     crate::crash::resume::recover_by_scan(new_scan(p, layout), img, p)
 }
 
-/// Recovery as a resumable scan (crash/resume.rs), one cursor per core:
-/// from the header's head, replay the data records of every transaction
-/// followed by its commit record (valid checksums, consecutive sequence
-/// numbers); then truncate every log (the finish writes). Home lines and
-/// log lines are disjoint, so the home writes never change a byte the scan
-/// read and a crash anywhere in the replay provably re-runs identically
-/// (crash/war.rs).
+/// Recovery as a resumable scan (crash/resume.rs, [`redo_log_scan`]) over
+/// opt-redo's logs: one header line, rewritten by every recovery; every
+/// replayed home line written.
 pub(crate) fn new_scan(p: &Params, layout: &Layout) -> Box<dyn ResumableScan> {
+    redo_log_scan(Ring::new(p, layout).log, layout.threads)
+}
+
+/// Where per-core redo logs of 128 B records live and how their recovery
+/// treats headers and home addresses. opt-redo and redu (EHOU's REDU
+/// baseline, logging/redu.rs) write the same record format with their own
+/// magics: {magic, seq, txid, kind, home | record count, checksum} (+ the
+/// data line of a data record), and header lines {magic, head, checksum};
+/// their recoveries are the same scan over this.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RedoLog {
+    pub(crate) hdr_magic: u64,
+    pub(crate) rec_magic: u64,
+    /// Core 0's log (its header lines, then its record slots); core c's is
+    /// `c * stride` bytes on.
+    pub(crate) base: Addr,
+    pub(crate) stride: u64,
+    pub(crate) headers: Headers,
+    pub(crate) slots: u64,
+    /// Replay only 64 B-aligned home lines below this (redu); `None`: every
+    /// home line a valid record names (opt-redo).
+    pub(crate) home_limit: Option<Addr>,
+}
+
+/// The header lines of a [`RedoLog`] and recovery's truncation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Headers {
+    /// One line (head 0 if invalid), rewritten by every recovery (opt-redo).
+    One,
+    /// Two alternating lines, the valid one with the larger head wins (the
+    /// first on a tie; head 0 if neither); recovery writes the other one
+    /// (line 0 if neither is valid) only if the head moves or neither is
+    /// valid: a torn truncation leaves the older header (redu).
+    Alternating,
+}
+
+impl RedoLog {
+    fn header_lines(&self) -> u64 {
+        match self.headers {
+            Headers::One => 1,
+            Headers::Alternating => 2,
+        }
+    }
+    pub(crate) fn header_addr(&self, core: usize, which: u64) -> Addr {
+        self.base + core as u64 * self.stride + which * 64
+    }
+    pub(crate) fn slot_addr(&self, core: usize, seq: u64) -> Addr {
+        self.header_addr(core, self.header_lines()) + (seq % self.slots) * REC_BYTES
+    }
+    /// Whether recovery writes the replayed line home.
+    fn replays_home(&self, home: Addr) -> bool {
+        self.home_limit
+            .is_none_or(|lim| home.is_multiple_of(64) && home < lim && lim - home >= 64)
+    }
+    /// The header line recovery's truncation writes, if any.
+    fn truncation(&self, s: &CoreScan) -> Option<u64> {
+        match self.headers {
+            Headers::One => Some(0),
+            Headers::Alternating => {
+                (s.new_head != s.head || s.newest.is_none()).then(|| s.newest.map_or(0, |w| w ^ 1))
+            }
+        }
+    }
+}
+
+/// Recovery of `cores` per-core redo logs as a resumable scan, one cursor
+/// per core: from the header's head, replay the data records of every
+/// transaction followed by its commit record (valid checksums, consecutive
+/// sequence numbers); then truncate every log (the finish writes). Home
+/// lines and log lines are disjoint, so the home writes never change a
+/// byte the scan read and a crash anywhere in the replay provably re-runs
+/// identically (crash/war.rs).
+pub(crate) fn redo_log_scan(log: RedoLog, cores: usize) -> Box<dyn ResumableScan> {
     Box::new(RedoScan {
-        ring: Ring::new(p, layout),
-        cores: vec![CoreScan::default(); layout.threads],
+        log,
+        cores: vec![CoreScan::default(); cores],
     })
 }
 
 struct RedoScan {
-    ring: Ring,
+    log: RedoLog,
     cores: Vec<CoreScan>,
 }
 
@@ -250,6 +399,8 @@ struct RedoScan {
 struct CoreScan {
     started: bool,
     head: u64,
+    /// The header line holding `head` (none valid: `None`).
+    newest: Option<u64>,
     /// Next slot to read.
     seq: u64,
     cur_tx: Option<u64>,
@@ -270,70 +421,63 @@ impl ResumableScan for RedoScan {
     }
 
     fn resume(&mut self, c: usize, io: &mut dyn ScanIo) -> Result<()> {
-        let ring = self.ring;
+        let log = self.log;
         let s = &mut self.cores[c];
         s.tail_reads = 0;
         if !s.started {
-            let h = io.read_line(ring.header_addr(c));
-            let hw = [line_word(&h, 0), line_word(&h, 1)];
-            let head = if hw[0] == LOG_HDR_MAGIC && line_word(&h, 2) == csum(&hw, &[]) {
-                hw[1]
-            } else {
-                0
-            };
+            for which in 0..log.header_lines() {
+                let h = decode_header(log.hdr_magic, &io.read_line(log.header_addr(c, which)));
+                if let Some(h) = h.filter(|&h| s.newest.is_none() || h > s.head) {
+                    (s.head, s.newest) = (h, Some(which));
+                }
+            }
             s.started = true;
-            s.reads += 1;
-            (s.head, s.seq, s.new_head) = (head, head, head);
+            s.reads += log.header_lines();
+            (s.seq, s.new_head) = (s.head, s.head);
             io.mark();
         }
-        while s.seq < s.head + ring.slots {
+        while s.seq < s.head + log.slots {
             let seq = s.seq;
-            let a = ring.slot_addr(c, seq);
-            let m = io.read_line(a);
-            let w = [
-                line_word(&m, 0),
-                line_word(&m, 1),
-                line_word(&m, 2),
-                line_word(&m, 3),
-                line_word(&m, 4),
-            ];
-            if w[0] != REC_MAGIC || w[1] != seq {
-                s.tail_reads = 1;
+            let a = log.slot_addr(c, seq);
+            let meta = io.read_line(a);
+            let mut data_read = false;
+            let rec = decode(log.rec_magic, &meta, seq, || {
+                data_read = true;
+                io.read_line(a + 64)
+            });
+            let lines = 1 + u64::from(data_read);
+            let Some(rec) = rec else {
+                s.tail_reads = lines;
                 return Ok(());
-            }
-            if w[3] == KIND_DATA {
-                let d = io.read_line(a + 64);
-                if line_word(&m, 5) != csum(&w, &d) {
-                    s.tail_reads = 2;
-                    return Ok(());
-                }
-                if s.cur_tx != Some(w[2]) {
-                    s.discarded += s.cur.len() as u64;
-                    s.cur.clear();
-                    s.cur_tx = Some(w[2]);
-                }
-                s.cur.push((w[4], d));
-                s.reads += 2;
-            } else if w[3] == KIND_COMMIT {
-                if line_word(&m, 5) != csum(&w, &[]) {
-                    s.tail_reads = 1;
-                    return Ok(());
-                }
-                if s.cur_tx == Some(w[2]) && w[4] == s.cur.len() as u64 {
-                    for (home, d) in &s.cur {
-                        io.home(*home, d);
-                        s.written += 1;
+            };
+            match rec {
+                Record::Data {
+                    txid, home, data, ..
+                } => {
+                    if s.cur_tx != Some(txid) {
+                        s.discarded += s.cur.len() as u64;
+                        s.cur.clear();
+                        s.cur_tx = Some(txid);
                     }
-                    s.replayed_tx += 1;
+                    s.cur.push((home, data));
                 }
-                s.cur.clear();
-                s.cur_tx = None;
-                s.new_head = seq + 1;
-                s.reads += 1;
-            } else {
-                s.tail_reads = 1;
-                return Ok(());
+                Record::Commit { txid, count, .. } => {
+                    if s.cur_tx == Some(txid) && count == s.cur.len() as u64 {
+                        // In log order: a later transaction's line wins.
+                        for (home, d) in &s.cur {
+                            if log.replays_home(*home) {
+                                io.home(*home, d);
+                                s.written += 1;
+                            }
+                        }
+                        s.replayed_tx += 1;
+                    }
+                    s.cur.clear();
+                    s.cur_tx = None;
+                    s.new_head = seq + 1;
+                }
             }
+            s.reads += lines;
             s.seq += 1;
             io.mark();
         }
@@ -343,15 +487,36 @@ impl ResumableScan for RedoScan {
     /// Truncate: the replayed records are home now. After every core's
     /// replay (home lines and log lines are disjoint).
     fn finish(&self, out: &mut dyn FnMut(Addr, &[u8])) {
+        let log = &self.log;
         for (c, s) in self.cores.iter().enumerate() {
-            out(self.ring.header_addr(c), &Ring::header(s.new_head));
+            if let Some(which) = log.truncation(s) {
+                out(
+                    log.header_addr(c, which),
+                    &header_record(log.hdr_magic, s.new_head),
+                );
+            }
         }
+    }
+
+    /// redu's (docs/MODEL.md "REDU's resumable recovery"): a re-run after
+    /// all home writes and some truncations finds, in a truncated log, the
+    /// records after the last commit the first run replayed, with no
+    /// transaction open, i.e. nothing to replay, and writes no header there
+    /// (its head is valid and does not move); the other logs replay the
+    /// same lines again and truncate as the first run did. opt-redo's single
+    /// header would allow the same argument; it keeps running its re-runs.
+    fn finish_reruns_repeat(&self) -> bool {
+        self.log.headers == Headers::Alternating
     }
 
     fn report(&self, p: &Params) -> RecoveryReport {
         let sum = |f: fn(&CoreScan) -> u64| self.cores.iter().map(f).sum::<u64>();
         let read = sum(|s| s.reads + s.tail_reads);
-        let written = sum(|s| s.written) + self.cores.len() as u64;
+        let truncations = self
+            .cores
+            .iter()
+            .filter(|s| self.log.truncation(s).is_some());
+        let written = sum(|s| s.written) + truncations.count() as u64;
         RecoveryReport {
             bytes_read: read * 64,
             bytes_written: written * 64,
@@ -372,13 +537,13 @@ impl OptRedo {
     /// synchronously if necessary; returns when the room is available.
     fn reserve(&mut self, ctx: &mut MemCtx, core: usize, need: u64, now: Cycle) -> Cycle {
         let c = &self.cores[core];
-        if c.tail + need - c.head <= self.ring.slots {
+        if c.tail + need - c.head <= self.ring.log.slots {
             return now;
         }
         self.st_forced_checkpoints += 1;
         let t = self.checkpoint_core(ctx, core, now);
         let c = &mut self.cores[core];
-        if c.tail + need - c.head > self.ring.slots {
+        if c.tail + need - c.head > self.ring.log.slots {
             // One transaction outgrew the whole log: reported at TxEnd
             // with its full record count (the run ends there). Until then
             // its records wrap over its own older ones.
@@ -398,7 +563,7 @@ impl OptRedo {
         let c = &mut self.cores[core];
         let mut done = t;
         for tl in c.lines.iter_mut().filter(|l| l.dirty) {
-            let rec = data_record(c.tail, c.txid, tl.addr, &tl.data);
+            let rec = data_record(REC_MAGIC, c.tail, u64::from(c.txid), tl.addr, &tl.data);
             done = done.max(
                 ctx.nvm
                     .write(ring.slot_addr(core, c.tail), &rec, Purpose::Log, t),
@@ -429,7 +594,7 @@ impl OptRedo {
         if self.mutant_truncate_first {
             ctx.nvm.write(
                 ring.header_addr(core),
-                &Ring::header(c.committed_tail),
+                &header_record(LOG_HDR_MAGIC, c.committed_tail),
                 Purpose::Metadata,
                 now,
             );
@@ -449,7 +614,7 @@ impl OptRedo {
         c.ckpt_through = c.last_committed_txid;
         let done = ctx.nvm.write(
             ring.header_addr(core),
-            &Ring::header(c.committed_tail),
+            &header_record(LOG_HDR_MAGIC, c.committed_tail),
             Purpose::Metadata,
             done,
         );
@@ -596,7 +761,7 @@ impl Scheme for OptRedo {
         let t = self.reserve(ctx, core, 1, t);
         let ring = self.ring;
         let c = &mut self.cores[core];
-        let rec = commit_record(c.tail, c.txid, c.tx_records);
+        let rec = commit_record(REC_MAGIC, c.tail, u64::from(c.txid), c.tx_records);
         let done = ctx
             .nvm
             .write(ring.slot_addr(core, c.tail), &rec, Purpose::Metadata, t);
@@ -606,7 +771,7 @@ impl Scheme for OptRedo {
             ctx.input_error(format!(
                 "opt-redo.log_bytes_per_core={} holds {} redo records per core, but a transaction on core {core} needed {records} ({} modified lines, coalesced in the {}-line log buffer, plus a commit record); {}",
                 ring.per_core_bytes,
-                ring.slots,
+                ring.log.slots,
                 c.lines.len(),
                 self.buffer_lines,
                 super::raise_advice(PARAMS, "opt-redo.log_bytes_per_core", 64 + records * REC_BYTES)
@@ -628,7 +793,7 @@ impl Scheme for OptRedo {
             ctx.nvm.write(line, &d, Purpose::WriteBack, done);
             self.st_evict_home += 1;
         }
-        if (c.tail - c.head) * 4 > self.ring.slots * 3 {
+        if (c.tail - c.head) * 4 > self.ring.log.slots * 3 {
             self.urgent = true;
         }
         done
@@ -737,9 +902,9 @@ mod tests {
                     Ev::Home {
                         line: line_of(ev.addr),
                     }
-                } else if ev.addr >= ring.base
-                    && (ev.addr - ring.base) % ring.stride >= 64
-                    && ((ev.addr - ring.base) % ring.stride - 64).is_multiple_of(REC_BYTES)
+                } else if ev.addr >= ring.log.base
+                    && (ev.addr - ring.log.base) % ring.log.stride >= 64
+                    && ((ev.addr - ring.log.base) % ring.log.stride - 64).is_multiple_of(REC_BYTES)
                     && d.len() == 64
                     && word(0) == REC_MAGIC
                 {

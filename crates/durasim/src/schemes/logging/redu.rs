@@ -33,10 +33,11 @@
 use crate::cache::hierarchy::WritebackCause;
 use crate::cache::LineExt;
 use crate::config::{Check, DefaultValue, ParamSpec, Params};
+use crate::crash::resume::ResumableScan;
 use crate::error::Result;
 use crate::mem::MemWrite;
-use crate::schemes::undo::MAX_CORES;
-use crate::schemes::undo::{csum, header_line, line_word, log_stride, owner_of, recovery_ns};
+use crate::schemes::redo::{self, Headers, RedoLog, REC_BYTES};
+use crate::schemes::undo::{log_stride, owner_of, MAX_CORES};
 use crate::schemes::{Durability, Layout, MemCtx, RecoveryReport, Scheme, SchemeInfo, SchemeStats};
 use crate::types::{line_of, word_index, write_word, Addr, CoreId, Cycle, LineData, Purpose};
 use rustc_hash::FxHashMap;
@@ -100,105 +101,33 @@ fn reserved_bytes(p: &Params) -> u64 {
 
 // ---- Log format ---------------------------------------------------------
 
+// opt-redo's record and header format (schemes/redo.rs) with REDU's magics,
+// two alternating header lines before the record slots.
 const HDR_MAGIC: u64 = 0x5245_4455_4844_5231; // "REDUHDR1"
 const REC_MAGIC: u64 = 0x5245_4455_5245_4331; // "REDUREC1"
-const KIND_DATA: u64 = 1;
-const KIND_COMMIT: u64 = 2;
-/// A data record: header line + data line.
-pub const REC_BYTES: u64 = 128;
 /// Two header lines (A, B) precede the record slots.
 const HEADERS_BYTES: u64 = 128;
 
-/// A decoded log record.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Record {
-    Data { seq: u64, txid: u64, home: Addr },
-    Commit { seq: u64, txid: u64, count: u64 },
-}
-
 /// The bytes of a data record: {magic, seq, txid, kind, home, checksum}
 /// and the new line value.
-pub fn encode_data(seq: u64, txid: u64, home: Addr, data: &LineData) -> [u8; REC_BYTES as usize] {
-    let w = [REC_MAGIC, seq, txid, KIND_DATA, home];
-    let mut r = [0u8; REC_BYTES as usize];
-    r[..64].copy_from_slice(&header_line(&[
-        w[0],
-        w[1],
-        w[2],
-        w[3],
-        w[4],
-        csum(&w, data),
-    ]));
-    r[64..].copy_from_slice(data);
-    r
+fn encode_data(seq: u64, txid: u64, home: Addr, data: &LineData) -> [u8; REC_BYTES as usize] {
+    redo::data_record(REC_MAGIC, seq, txid, home, data)
 }
 
 /// The bytes of a commit record: {magic, seq, txid, kind, records, checksum}.
-pub fn encode_commit(seq: u64, txid: u64, count: u64) -> LineData {
-    let w = [REC_MAGIC, seq, txid, KIND_COMMIT, count];
-    header_line(&[w[0], w[1], w[2], w[3], w[4], csum(&w, &[])])
-}
-
-/// Decode the record whose header line is `meta` and that must carry
-/// sequence number `seq`; `data` gives its data line (read only for data
-/// records). None for a stale (other `seq`), torn or foreign line.
-pub fn decode(
-    meta: &LineData,
-    seq: u64,
-    data: impl FnOnce() -> LineData,
-) -> Option<(Record, Option<LineData>)> {
-    let w = [
-        line_word(meta, 0),
-        line_word(meta, 1),
-        line_word(meta, 2),
-        line_word(meta, 3),
-        line_word(meta, 4),
-    ];
-    if w[0] != REC_MAGIC || w[1] != seq {
-        return None;
-    }
-    match w[3] {
-        KIND_DATA => {
-            let d = data();
-            (line_word(meta, 5) == csum(&w, &d)).then_some((
-                Record::Data {
-                    seq,
-                    txid: w[2],
-                    home: w[4],
-                },
-                Some(d),
-            ))
-        }
-        KIND_COMMIT => (line_word(meta, 5) == csum(&w, &[])).then_some((
-            Record::Commit {
-                seq,
-                txid: w[2],
-                count: w[4],
-            },
-            None,
-        )),
-        _ => None,
-    }
+fn encode_commit(seq: u64, txid: u64, count: u64) -> LineData {
+    redo::commit_record(REC_MAGIC, seq, txid, count)
 }
 
 /// A log header line {magic, head, checksum}.
-pub fn encode_header(head: u64) -> LineData {
-    let w = [HDR_MAGIC, head];
-    header_line(&[w[0], w[1], csum(&w, &[])])
-}
-
-/// The head a header line holds, if it is valid.
-pub fn decode_header(l: &LineData) -> Option<u64> {
-    let w = [line_word(l, 0), line_word(l, 1)];
-    (w[0] == HDR_MAGIC && line_word(l, 2) == csum(&w, &[])).then_some(w[1])
+fn encode_header(head: u64) -> LineData {
+    redo::header_record(HDR_MAGIC, head)
 }
 
 /// Geometry of the per-core circular logs.
 #[derive(Clone, Copy, Debug)]
 struct Ring {
-    base: Addr,
-    stride: u64,
-    slots: u64,
+    log: RedoLog,
     per_core_bytes: u64,
 }
 
@@ -206,100 +135,37 @@ impl Ring {
     fn new(p: &Params, layout: &Layout) -> Self {
         let per_core = p.u64("redu.log_bytes_per_core");
         Ring {
-            base: layout.reserved_base,
-            stride: log_stride(p, per_core),
-            slots: (per_core - HEADERS_BYTES) / REC_BYTES,
+            log: RedoLog {
+                hdr_magic: HDR_MAGIC,
+                rec_magic: REC_MAGIC,
+                base: layout.reserved_base,
+                stride: log_stride(p, per_core),
+                headers: Headers::Alternating,
+                slots: (per_core - HEADERS_BYTES) / REC_BYTES,
+                home_limit: Some(layout.home_limit),
+            },
             per_core_bytes: per_core,
         }
     }
     fn header_addr(&self, core: usize, which: u64) -> Addr {
-        self.base + core as u64 * self.stride + (which & 1) * 64
+        self.log.header_addr(core, which & 1)
     }
     fn slot_addr(&self, core: usize, seq: u64) -> Addr {
-        self.base + core as u64 * self.stride + HEADERS_BYTES + (seq % self.slots) * REC_BYTES
+        self.log.slot_addr(core, seq)
     }
-}
-
-/// The newest valid head of `core`'s log and the header slot holding it.
-fn read_head(img: &mut dyn MemWrite, ring: &Ring, core: usize) -> (u64, Option<u64>) {
-    let mut best = (0, None);
-    for which in 0..2 {
-        let l = img.read_line(ring.header_addr(core, which));
-        if let Some(h) = decode_header(&l) {
-            if best.1.is_none() || h > best.0 {
-                best = (h, Some(which));
-            }
-        }
-    }
-    best
 }
 
 fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<RecoveryReport> {
-    let ring = Ring::new(p, layout);
-    let (mut read, mut written, mut replayed_tx, mut discarded) = (0u64, 0u64, 0u64, 0u64);
-    let mut cur: Vec<(Addr, LineData)> = Vec::new();
-    for c in 0..layout.threads {
-        let (head, which) = read_head(img, &ring, c);
-        read += 2;
-        cur.clear();
-        let mut cur_tx = None;
-        let mut new_head = head;
-        let mut seq = head;
-        while seq < head + ring.slots {
-            let a = ring.slot_addr(c, seq);
-            let meta = img.read_line(a);
-            read += 1;
-            let mut data_read = false;
-            let rec = decode(&meta, seq, || {
-                data_read = true;
-                img.read_line(a + 64)
-            });
-            read += u64::from(data_read);
-            let Some((rec, data)) = rec else { break };
-            match rec {
-                Record::Data { txid, home, .. } => {
-                    if cur_tx != Some(txid) {
-                        discarded += cur.len() as u64;
-                        cur.clear();
-                        cur_tx = Some(txid);
-                    }
-                    cur.push((home, data.expect("data record")));
-                }
-                Record::Commit { txid, count, .. } => {
-                    if cur_tx == Some(txid) && count == cur.len() as u64 {
-                        // In log order: a later transaction's line wins.
-                        for (home, d) in &cur {
-                            if home % 64 == 0 && home + 64 <= layout.home_limit {
-                                img.write_bytes(*home, d);
-                                written += 1;
-                            }
-                        }
-                        replayed_tx += 1;
-                    }
-                    cur.clear();
-                    cur_tx = None;
-                    new_head = seq + 1;
-                }
-            }
-            seq += 1;
-        }
-        discarded += cur.len() as u64;
-        if new_head != head || which.is_none() {
-            // Truncate over the older header: a torn write keeps the other.
-            let slot = which.map_or(0, |w| w ^ 1);
-            img.write_bytes(ring.header_addr(c, slot), &encode_header(new_head));
-            written += 1;
-        }
-    }
-    Ok(RecoveryReport {
-        bytes_read: read * 64,
-        bytes_written: written * 64,
-        modeled_ns: recovery_ns(p, read, written),
-        details: vec![
-            ("transactions_replayed", replayed_tx as f64),
-            ("uncommitted_records_discarded", discarded as f64),
-        ],
-    })
+    crate::crash::resume::recover_by_scan(new_scan(p, layout), img, p)
+}
+
+/// Recovery as opt-redo's resumable scan ([`redo::redo_log_scan`]): per
+/// core, from the newest valid header's head, replay the data records of
+/// every transaction followed by its commit record (64 B-aligned home
+/// lines only), in log order; then persist the new head over the older
+/// header (the finish). docs/MODEL.md "REDU's resumable recovery".
+pub(crate) fn new_scan(p: &Params, layout: &Layout) -> Box<dyn ResumableScan> {
+    redo::redo_log_scan(Ring::new(p, layout).log, layout.threads)
 }
 
 // ---- The scheme -----------------------------------------------------------
@@ -473,13 +339,13 @@ impl Redu {
     /// copies (and truncating) if necessary; returns when room is available.
     fn reserve(&mut self, ctx: &mut MemCtx, core: usize, need: u64, now: Cycle) -> Cycle {
         let c = &self.cores[core];
-        if c.tail + need - c.head <= self.ring.slots {
+        if c.tail + need - c.head <= self.ring.log.slots {
             return now;
         }
         self.st_forced_applies += 1;
         let t = self.apply_core(ctx, core, now);
         let c = &mut self.cores[core];
-        if c.tail + need - c.head > self.ring.slots {
+        if c.tail + need - c.head > self.ring.log.slots {
             // One transaction outgrew the log: reported at TxEnd.
             c.overflow = true;
         }
@@ -762,7 +628,7 @@ impl Scheme for Redu {
             ctx.input_error(format!(
                 "redu.log_bytes_per_core={} holds {} redo records per core, but a transaction on core {core} needed {records} ({} modified lines, coalesced in the {}-line log buffer, plus a commit record); {}",
                 ring.per_core_bytes,
-                ring.slots,
+                ring.log.slots,
                 c.lines.len(),
                 self.buffer_lines,
                 crate::schemes::raise_advice(PARAMS, "redu.log_bytes_per_core", HEADERS_BYTES + records * REC_BYTES)
@@ -886,6 +752,15 @@ impl Scheme for Redu {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::schemes::redo::Record;
+
+    fn decode(meta: &LineData, seq: u64, data: impl FnOnce() -> LineData) -> Option<Record> {
+        redo::decode(REC_MAGIC, meta, seq, data)
+    }
+
+    fn decode_header(l: &LineData) -> Option<u64> {
+        redo::decode_header(HDR_MAGIC, l)
+    }
 
     fn line(seed: u8) -> LineData {
         let mut l = [0u8; 64];
@@ -907,14 +782,12 @@ mod tests {
         let got = decode(&meta_of(&r), 42, || data).unwrap();
         assert_eq!(
             got,
-            (
-                Record::Data {
-                    seq: 42,
-                    txid: 9,
-                    home: 0x1_0040
-                },
-                Some(d)
-            )
+            Record::Data {
+                seq: 42,
+                txid: 9,
+                home: 0x1_0040,
+                data: d
+            }
         );
     }
 
@@ -924,14 +797,11 @@ mod tests {
         let got = decode(&c, 5, || panic!("a commit record has no data line"));
         assert_eq!(
             got,
-            Some((
-                Record::Commit {
-                    seq: 5,
-                    txid: 3,
-                    count: 17
-                },
-                None
-            ))
+            Some(Record::Commit {
+                seq: 5,
+                txid: 3,
+                count: 17
+            })
         );
     }
 
@@ -996,6 +866,14 @@ mod tests {
             let replayed = r.details.iter().find(|d| d.0 == "transactions_replayed");
             assert!(replayed.unwrap().1 <= 1.0);
         }
-        assert_eq!(read_head(&mut img, &ring, 0).0, 5);
+        // The truncation went over the older header (A).
+        assert_eq!(
+            decode_header(&img.read_line(ring.header_addr(0, 0))),
+            Some(5)
+        );
+        assert_eq!(
+            decode_header(&img.read_line(ring.header_addr(0, 1))),
+            Some(2)
+        );
     }
 }
