@@ -37,7 +37,6 @@ use std::time::Instant;
 
 struct EpochOracle<'a> {
     layout: Layout,
-    initial: &'a SparseImage,
     cur: SparseImage,
     applied: u64,
     /// Per thread: its program's stores in order.
@@ -46,7 +45,10 @@ struct EpochOracle<'a> {
     op_start: &'a [Vec<u64>],
     /// Stores of each thread applied to `expected`.
     base: Vec<u64>,
-    expected: FxHashMap<Addr, u64>,
+    /// The last checkpoint's image: the initial one with those stores (a
+    /// copy-on-write clone, so a word costs a page-cache read, not a hash
+    /// lookup, and advancing costs a store each).
+    expected: SparseImage,
     delta: Vec<FxHashSet<Addr>>,
     /// A passing point's recovery, kept while no event touches what it
     /// read ([`Kept`]).
@@ -63,9 +65,9 @@ struct EpochOracle<'a> {
 /// expected image, updated as events land and checkpoints advance the
 /// expected image), so such a point costs its event and a check of the
 /// words that differ, not a recovery of the whole checkpoint. Kept only
-/// when no recovery write overlaps a byte recovery read: then no crashed
-/// re-run can diverge (crash/war.rs: every one is proven, at every point
-/// the recovery holds).
+/// when no recovery write overlaps a byte recovery read (crash/war.rs) or
+/// the scheme copies home ([`copies_home`]): then no crashed re-run can
+/// diverge (every one is proven, at every point the recovery holds).
 struct Kept {
     source: Source,
     bytes_written: u64,
@@ -306,16 +308,22 @@ impl Kept {
 }
 
 impl EpochOracle<'_> {
+    #[inline(always)]
     fn expected_word(&self, a: Addr) -> u64 {
-        self.expected
-            .get(&a)
-            .copied()
-            .unwrap_or_else(|| self.initial.read_u64(a))
+        self.expected.read_u64(a)
     }
 
     fn refresh(&mut self, wa: Addr) {
+        self.refresh_to(wa, None);
+    }
+
+    /// [`EpochOracle::refresh`] of a word whose expected value is `want`
+    /// if known (looked up only for a thread's word).
+    #[inline]
+    fn refresh_to(&mut self, wa: Addr, want: Option<u64>) {
         if let Some(t) = self.layout.thread_of(wa) {
-            if self.cur.read_u64(wa) != self.expected_word(wa) {
+            let want = want.unwrap_or_else(|| self.expected_word(wa));
+            if self.cur.read_u64(wa) != want {
                 self.delta[t].insert(wa);
             } else {
                 self.delta[t].remove(&wa);
@@ -324,6 +332,7 @@ impl EpochOracle<'_> {
     }
 
     /// [`EpochOracle::refresh`] for the kept recovered image.
+    #[inline(always)]
     fn refresh_kept(&mut self, wa: Addr) {
         if self.kept.is_none() {
             return;
@@ -380,18 +389,21 @@ impl EpochOracle<'_> {
 
     /// Keep a passing point's recovery (it read `reads` and wrote
     /// `writes` over the current crash image), unless a write overlaps a
-    /// byte it read.
+    /// byte it read and its crashed re-runs are not proven otherwise
+    /// (`repeat`: [`copies_home`]).
     fn keep(
         &mut self,
         mut reads: ReadSet,
         mut writes: Writes,
         bytes_written: u64,
         modeled_ns: f64,
+        repeat: bool,
     ) {
         reads.seal();
-        if writes
-            .pieces(writes.len())
-            .any(|(a, d)| reads.overlaps(a, d.len() as u64))
+        if !repeat
+            && writes
+                .pieces(writes.len())
+                .any(|(a, d)| reads.overlaps(a, d.len() as u64))
         {
             self.kept = None;
             return;
@@ -591,8 +603,8 @@ impl EpochOracle<'_> {
             }
             for i in self.base[t]..s {
                 let (a, v) = self.writes[t][i as usize];
-                self.expected.insert(a, v);
-                self.refresh(a);
+                self.expected.write_u64(a, v);
+                self.refresh_to(a, Some(v));
                 self.refresh_kept(a);
             }
             self.base[t] = s;
@@ -643,6 +655,30 @@ pub fn units_for_scheme(name: &str) -> Option<NewUnitsFn> {
         "ckpt-logging" => Some(crate::schemes::checkpoint::logging::new_units),
         _ => None,
     }
+}
+
+/// The checkpointing schemes whose recovery *copies home* (issue 20 part
+/// 3; ckpt-cow, argued at `schemes::checkpoint::cow::recover`): it reads
+/// its metadata and copies in the reserved area only, and at home only a
+/// line it then writes with copy bytes if they differ; a later copy of the
+/// same line wins. So the home lines it reads do not steer it, and a
+/// re-run crashed after any of its writes, whose reads of the reserved
+/// area are unchanged when every write lies at home ([`reruns_repeat`]),
+/// ends on the same image (each named line holds its last copy, the others
+/// the crash image): every re-run is proven although recovery reads what
+/// it writes.
+pub fn copies_home(name: &str) -> bool {
+    name == "ckpt-cow"
+}
+
+/// Whether every crashed re-run of a recovery that wrote `writes` is
+/// proven by [`copies_home`]: the scheme copies home and every write lies
+/// below the home limit (so none changes a byte of the reserved area).
+fn reruns_repeat(sh: &EpochShared, writes: &Writes) -> bool {
+    sh.copies_home
+        && writes
+            .pieces(writes.len())
+            .all(|(a, d)| a + d.len() as u64 <= sh.layout.home_limit)
 }
 
 /// Recovery from scratch: the global part, then every unit in order with
@@ -700,6 +736,9 @@ pub fn crashtest_checkpoints(
             op_start[t].push(writes[t].len() as u64);
         }
     }
+    // Only the registered entry: a test-only scheme of the same name has
+    // its own recovery.
+    let registered = crate::schemes::find(info.name).is_ok_and(|r| std::ptr::eq(r, info));
     let sh = EpochShared {
         info,
         spec: &spec,
@@ -713,10 +752,8 @@ pub fn crashtest_checkpoints(
         n,
         writes: &writes,
         op_start: &op_start,
-        units: units_for_scheme(info.name)
-            // Only the registered entry: a test-only scheme of the same
-            // name has its own recovery.
-            .filter(|_| crate::schemes::find(info.name).is_ok_and(|r| std::ptr::eq(r, info))),
+        units: units_for_scheme(info.name).filter(|_| registered),
+        copies_home: copies_home(info.name) && registered,
     };
     // Contiguous chunks merged in point order, as in the transactional
     // driver: each starts cold (oracle advanced from point 0), which never
@@ -823,6 +860,8 @@ struct EpochShared<'a> {
     op_start: &'a [Vec<u64>],
     /// The scheme's recovery as units, when used ([`UnitRecovery`]).
     units: Option<NewUnitsFn>,
+    /// The scheme's recovery copies home ([`copies_home`]).
+    copies_home: bool,
 }
 
 /// One chunk's results, merged in point order.
@@ -854,13 +893,12 @@ fn epoch_chunk(
     let threads = sh.layout.threads;
     let mut o = EpochOracle {
         layout: sh.layout.clone(),
-        initial,
         cur: initial.clone(),
         applied: 0,
         writes: sh.writes,
         op_start: sh.op_start,
         base: vec![0; threads],
-        expected: FxHashMap::default(),
+        expected: initial.clone(),
         delta: vec![FxHashSet::default(); threads],
         kept: None,
     };
@@ -872,6 +910,7 @@ fn epoch_chunk(
     // scratch could be kept).
     let mut try_keep = true;
     let (records, events, log) = (sh.records, sh.events, sh.log);
+    let last = pts.last();
     for &k in pts {
         while o.applied < k {
             let ev = &events[o.applied as usize];
@@ -880,6 +919,12 @@ fn epoch_chunk(
             o.applied += 1;
         }
         while epoch < records.len() && records[epoch].committed_seq <= k {
+            // A stale kept image would follow every store of the epoch only
+            // to have its writes swapped at the next recovery from scratch,
+            // which can as well start a new one (the same image).
+            if o.kept.as_ref().is_some_and(|kp| !kp.live()) {
+                o.kept = None;
+            }
             o.advance_to(&records[epoch].contexts)?;
             epoch += 1;
         }
@@ -916,11 +961,16 @@ fn epoch_chunk(
                 }
             }
             let stale = o.kept.as_ref().is_some_and(|k| !k.live());
-            if m.is_none()
+            let offer = m.is_none()
                 && sh.units.is_none()
                 && sh.opts.dedup_recoveries
-                && (stale || (o.kept.is_none() && try_keep))
-            {
+                && (stale || (o.kept.is_none() && try_keep));
+            if offer && last == Some(&k) {
+                // No later point of the chunk would use a recovery kept
+                // here: check this one from scratch (one recovery, and no
+                // image built to be checked once).
+                o.kept = None;
+            } else if offer {
                 // Recover from scratch and keep it before checking: a stale
                 // image only swaps writes, a new one copies the crash
                 // image's delta; either check then costs the words that
@@ -928,7 +978,10 @@ fn epoch_chunk(
                 // that cannot be kept is checked from scratch (and not
                 // tried again until one could be kept).
                 match recover_offer(sh, &o) {
-                    Some((reads, writes, bw, ns)) => o.keep(reads, writes, bw, ns),
+                    Some((reads, writes, bw, ns)) => {
+                        let repeat = reruns_repeat(sh, &writes);
+                        o.keep(reads, writes, bw, ns, repeat)
+                    }
                     None => o.kept = None,
                 }
                 try_keep = o.kept.is_some();
@@ -957,9 +1010,10 @@ fn epoch_chunk(
                 v
             } else {
                 let (v, keep) = check_point(sh, &o, &pt, &mut t, false);
-                match keep.filter(|_| sh.units.is_none()) {
+                match keep.filter(|_| sh.units.is_none() && last != Some(&k)) {
                     Some((reads, writes, bw, ns)) => {
-                        o.keep(reads, writes, bw, ns);
+                        let repeat = reruns_repeat(sh, &writes);
+                        o.keep(reads, writes, bw, ns, repeat);
                         try_keep = true;
                     }
                     None if m.is_none() => o.kept = None,
@@ -1095,7 +1149,8 @@ fn check_point(
             } else {
                 std::borrow::Cow::Owned(Writes::default())
             };
-            // Recovery wrote no byte it read: nothing can conflict.
+            // Every re-run proven (recovery wrote no byte it read, or it
+            // copies home).
             (
                 &kp.view.img,
                 &kept_writes.words,
@@ -1125,6 +1180,11 @@ fn check_point(
                 report,
             } = fresh;
             t.rec.add(report.bytes_written, report.modeled_ns);
+            let proven = if opts.dedup_recoveries && reruns_repeat(sh, &rec.writes) {
+                usize::MAX
+            } else {
+                proven
+            };
             rec.words_sorted();
             let sc = scratch.insert((rec, reads, report));
             let n = sc.0.writes();

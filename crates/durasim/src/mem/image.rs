@@ -1094,12 +1094,11 @@ impl<B: MemRead + ?Sized> MemRead for Overlay<'_, B> {
             self.read_bytes(addr, &mut b);
             return u64::from_le_bytes(b);
         }
-        let line_no = addr / LINE as u64;
-        match self.pages.get(&(addr / PAGE_BYTES)) {
-            Some(&mask) if mask & (1 << (line_no % LINES_PER_PAGE)) != 0 => {
-                u64::from_le_bytes(self.lines[&line_no][off..off + 8].try_into().unwrap())
-            }
-            _ => self.base.read_u64(addr),
+        // A line is in `lines` exactly when its page's mask has its bit
+        // (both set by `write_bytes` alone): one probe.
+        match self.lines.get(&(addr / LINE as u64)) {
+            Some(line) => u64::from_le_bytes(line[off..off + 8].try_into().unwrap()),
+            None => self.base.read_u64(addr),
         }
     }
 

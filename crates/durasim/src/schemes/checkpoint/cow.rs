@@ -587,6 +587,18 @@ pub fn recovered_contexts(
 /// valid entry of its mapping table names a page whose checkpoint is in
 /// that shadow page, copied home. Idempotent (shadow pages are not
 /// modified).
+///
+/// Its crashed re-runs end on its image (the epoch oracle proves them
+/// instead of running them: `crash::epochs::copies_home`). It reads the
+/// switch pointer, contexts, header, table and shadow pages, all in the
+/// reserved area, which it never writes; at home it reads only a line it
+/// is about to copy, and writes the shadow line there if the two differ.
+/// A re-run after a crash that persisted any subset of its writes thus
+/// reads the same reserved bytes, takes the same entries in the same
+/// order, fails or not as the run did, and leaves every line of a named
+/// page holding that line of the last entry naming the page, every other
+/// byte as the crash image: the image of the uninterrupted run, whatever
+/// the home lines it read held.
 fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<RecoveryReport> {
     let g = Geometry::new(p, layout);
     let mut rep = RecoveryReport::default();
