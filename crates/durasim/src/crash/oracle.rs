@@ -4,11 +4,11 @@
 //! events `0..k`, applied in order as k grows), and per thread the *base*
 //! prefix `lo(k)` the scheme must at least have preserved, with the expected
 //! image `E = initial + write sets of each thread's first lo(k) transactions`
-//! kept as a copy-on-write image over the initial one. `delta[t]` holds exactly the
-//! words of thread t's region where `cur` differs from `E`; it changes only
-//! where an event or an acknowledged write set lands, so checking a point
-//! costs O(|delta| + recovery writes + candidate write sets), never the size
-//! of the image.
+//! kept as a copy-on-write image over the initial one. `delta[t]` holds
+//! exactly the words of thread t's region where `cur` differs from `E`; it
+//! changes only where an event or an acknowledged write set lands, so
+//! checking a point costs O(|delta| + recovery writes + candidate write
+//! sets), never the size of the image.
 
 use crate::engine::{History, TxRecord};
 use crate::mem::{MemRead, MemWrite, PersistLog, SparseImage};
