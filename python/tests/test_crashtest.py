@@ -10,7 +10,13 @@ import pytest
 import durasim
 
 # Host-speed fields differ between any two executions.
-HOST_FIELDS = {"points_per_second", "check_host_seconds", "sim_host_seconds"}
+HOST_FIELDS = {
+    "points_per_second",
+    "check_host_seconds",
+    "sim_host_seconds",
+    "history_pass_host_seconds",
+    "point_host_seconds",
+}
 
 
 def _cli(exe, *args) -> tuple[int, dict]:

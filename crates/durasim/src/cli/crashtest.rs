@@ -164,6 +164,11 @@ fn summary(r: &CrashReport) -> String {
         r.check_host_seconds,
         r.sim_host_seconds
     );
+    line!(
+        "  check split (thread s)     history pass {:.2}, points {:.2}",
+        r.history_pass_host_seconds,
+        r.point_host_seconds
+    );
     if let Some(rel) = r.relies_on_64b_atomicity() {
         line!("  relies on 64 B atomicity   {rel}");
     }

@@ -758,7 +758,7 @@ pub fn crashtest_checkpoints(
     // Contiguous chunks merged in point order, as in the transactional
     // driver: each starts cold (oracle advanced from point 0), which never
     // changes a verdict, so results do not depend on the thread count.
-    let (pool, host_threads, chunk) = super::parallel_plan(opts.host_threads, selected.len())?;
+    let (pool, host_threads, chunk) = super::parallel_plan(opts.host_threads, selected.len(), n)?;
     let total = selected.len() as u64;
     let start = Instant::now();
     let parts: Vec<Result<EpochTally>> = super::run_chunks(
@@ -787,6 +787,8 @@ pub fn crashtest_checkpoints(
         t.counts.mismatches += p.counts.mismatches;
         t.deduplicated += p.deduplicated;
         t.resumed += p.resumed;
+        t.history_s += p.history_s;
+        t.point_s += p.point_s;
     }
     let EpochTally {
         clean,
@@ -801,6 +803,8 @@ pub fn crashtest_checkpoints(
         counts,
         deduplicated,
         resumed,
+        history_s,
+        point_s,
     } = t;
     progress(total, total);
     let check_host_seconds = start.elapsed().as_secs_f64();
@@ -836,6 +840,8 @@ pub fn crashtest_checkpoints(
         first_violation: first,
         points_per_second: tested as f64 / check_host_seconds.max(1e-9),
         check_host_seconds,
+        history_pass_host_seconds: history_s,
+        point_host_seconds: point_s,
         sim_host_seconds,
         recovery_bytes_written_mean: rec.bytes_mean(),
         recovery_modeled_ns_max: rec.ns_max,
@@ -881,6 +887,9 @@ struct EpochTally {
     /// or per unit.
     deduplicated: u64,
     resumed: u64,
+    /// Host seconds in the history pass and in the points' checks.
+    history_s: f64,
+    point_s: f64,
 }
 
 /// Check the crash points `pts` (ascending) in order.
@@ -912,6 +921,7 @@ fn epoch_chunk(
     let (records, events, log) = (sh.records, sh.events, sh.log);
     let last = pts.last();
     for &k in pts {
+        let pass_start = Instant::now();
         while o.applied < k {
             let ev = &events[o.applied as usize];
             undo.clear();
@@ -928,6 +938,8 @@ fn epoch_chunk(
             o.advance_to(&records[epoch].contexts)?;
             epoch += 1;
         }
+        let point_start = Instant::now();
+        t.history_s += (point_start - pass_start).as_secs_f64();
         let want_ctx = if epoch == 0 {
             &initial_ctx
         } else {
@@ -1038,6 +1050,7 @@ fn epoch_chunk(
                 o.undo(&undo);
             }
         }
+        t.point_s += point_start.elapsed().as_secs_f64();
         let _ = done.send(1);
     }
     Ok(t)

@@ -172,6 +172,13 @@ pub struct CrashReport {
     /// Points checked per host second (crash + recover + check).
     pub points_per_second: f64,
     pub check_host_seconds: f64,
+    /// The check's host time split, summed over host threads: bringing
+    /// each worker's crash image (and kept recovered image) over the
+    /// events since its previous point ("history pass"), and recovering
+    /// and checking the points ("point"). Timings only, like
+    /// `check_host_seconds`.
+    pub history_pass_host_seconds: f64,
+    pub point_host_seconds: f64,
     pub sim_host_seconds: f64,
     pub recovery_bytes_written_mean: f64,
     pub recovery_modeled_ns_max: f64,
@@ -230,6 +237,8 @@ impl CrashReport {
             "first_violation": self.first_violation.as_ref().map(|v| v.to_json()),
             "points_per_second": self.points_per_second,
             "check_host_seconds": self.check_host_seconds,
+            "history_pass_host_seconds": self.history_pass_host_seconds,
+            "point_host_seconds": self.point_host_seconds,
             "sim_host_seconds": self.sim_host_seconds,
             "recovery_bytes_written_mean": self.recovery_bytes_written_mean,
             "recovery_modeled_ns_max": self.recovery_modeled_ns_max,
@@ -496,6 +505,9 @@ struct Tally {
     resumed: u64,
     resume_mismatches: u64,
     verdicts: Vec<(u64, Option<u8>, bool)>,
+    /// Host seconds in the history pass and in the points' checks.
+    history_s: f64,
+    point_s: f64,
 }
 
 impl Tally {
@@ -528,6 +540,8 @@ impl Tally {
         self.resumed += o.resumed;
         self.resume_mismatches += o.resume_mismatches;
         self.verdicts.extend(o.verdicts);
+        self.history_s += o.history_s;
+        self.point_s += o.point_s;
     }
 }
 
@@ -582,6 +596,8 @@ struct Fast {
     home_pieces: usize,
     /// Sum of the home pieces' hashes ([`memo::Writes::digest`]).
     home_sum: u64,
+    /// Scratch: one resume's home ranges, before they join `homes`.
+    new_homes: Vec<(Addr, Addr)>,
 }
 
 #[derive(Default)]
@@ -676,7 +692,7 @@ pub fn crashtest_with(
     // Contiguous chunks, a few per host thread (load balance); a worker
     // starts cold (oracle advanced from point 0, no memo), which costs time
     // but never changes a verdict, so results do not depend on chunking.
-    let (pool, host_threads, chunk) = parallel_plan(opts.host_threads, selected.len())?;
+    let (pool, host_threads, chunk) = parallel_plan(opts.host_threads, selected.len(), n)?;
     let total = selected.len() as u64;
     let start = Instant::now();
     let tallies: Vec<Tally> = run_chunks(
@@ -729,6 +745,8 @@ pub fn crashtest_with(
         first_violation: tally.first,
         points_per_second: tally.tested as f64 / check_host_seconds.max(1e-9),
         check_host_seconds,
+        history_pass_host_seconds: tally.history_s,
+        point_host_seconds: tally.point_s,
         sim_host_seconds,
         recovery_bytes_written_mean: tally.rec.bytes_mean(),
         recovery_modeled_ns_max: tally.rec.ns_max,
@@ -780,6 +798,7 @@ fn check_chunk(
         }
     };
     for &k in pts {
+        let pass_start = Instant::now();
         // Events since the scan's point: one that touches what a cursor
         // read before its mark invalidates the scan; one on a frontier
         // makes that cursor resume.
@@ -812,6 +831,8 @@ fn check_chunk(
             }
         }
         w.oracle.advance(k, sh.log);
+        let point_start = Instant::now();
+        tally.history_s += (point_start - pass_start).as_secs_f64();
         let mask = if k < sh.n {
             sh.single_mask.or_else(|| {
                 sh.opts
@@ -853,6 +874,7 @@ fn check_chunk(
             w.oracle.undo(&undo);
             w.undo = undo;
         }
+        tally.point_s += point_start.elapsed().as_secs_f64();
         // Every point: slow recoveries make 1,024 points take ~20 s, and the
         // message is cheap next to one recovery.
         let _ = done.send(1);
@@ -982,6 +1004,7 @@ fn resume_scan(sh: &Shared, w: &mut Worker, k: u64) -> Option<()> {
                 homes: Default::default(),
                 home_pieces: 0,
                 home_sum: 0,
+                new_homes: Vec::new(),
             });
         }
         let f = fast.as_mut().expect("just set");
@@ -1024,6 +1047,9 @@ fn resume_scan(sh: &Shared, w: &mut Worker, k: u64) -> Option<()> {
             // home writes (a superset: scattered words would make the range
             // set's inserts quadratic).
             let mut hull = (Addr::MAX, 0);
+            // Inserted into `homes` together after the loop (nothing in it
+            // reads `homes`).
+            let mut new_homes = std::mem::take(&mut f.new_homes);
             let mut home = |f: &mut Fast, oracle: &mut Oracle, a: Addr, d: &[u8]| {
                 let len = d.len() as u64;
                 let met =
@@ -1031,7 +1057,7 @@ fn resume_scan(sh: &Shared, w: &mut Worker, k: u64) -> Option<()> {
                 if follows {
                     hull = (hull.0.min(a), hull.1.max(a + len));
                 } else {
-                    f.homes.insert(a, a + len);
+                    new_homes.push((a, a + len));
                 }
                 f.home_sum = f.home_sum.wrapping_add(memo::piece_hash(a, d));
                 oracle.view_home(a, d);
@@ -1051,6 +1077,8 @@ fn resume_scan(sh: &Shared, w: &mut Worker, k: u64) -> Option<()> {
                     }
                 }
             }
+            f.homes.insert_all(&mut new_homes);
+            f.new_homes = new_homes;
             if hull.0 < hull.1 {
                 f.homes.insert(hull.0, hull.1);
             }
@@ -1062,6 +1090,7 @@ fn resume_scan(sh: &Shared, w: &mut Worker, k: u64) -> Option<()> {
             }
         }
         if !f.scan.stale() {
+            oracle.refresh_stale();
             return Some(());
         }
         if fresh {
@@ -1652,6 +1681,10 @@ fn first_difference(
     }
 }
 
+/// Mean persist events between sampled points from which
+/// [`parallel_plan`] gives one chunk per host thread.
+const SPARSE_GAP_EVENTS: u64 = 256;
+
 /// Run `check` on contiguous chunks of `selected` on `pool` (rayon's global
 /// pool if `None`), each chunk with its own copy of `initial` (images are
 /// not `Sync`); results come back in point order, so they do not depend on
@@ -1697,9 +1730,16 @@ pub(crate) fn run_chunks<R: Send>(
 /// global pool) and the chunk of consecutive points each job takes: a few
 /// chunks per thread, at least 64 points each. Shared by the transactional
 /// driver and the epoch oracle, whose chunks are merged in point order.
+///
+/// Sampled points far apart (on average [`SPARSE_GAP_EVENTS`] or more of
+/// the `events` persist events between two): one chunk per thread. Every
+/// chunk's worker brings its images from point 0 to its first point, so
+/// with sparse points the history pass, not the points, is the cost to
+/// balance, and each further chunk would repeat part of it.
 pub(crate) fn parallel_plan(
     host_threads: usize,
     points: usize,
+    events: u64,
 ) -> Result<(Option<rayon::ThreadPool>, usize, usize)> {
     let pool = match host_threads {
         0 => None,
@@ -1713,9 +1753,13 @@ pub(crate) fn parallel_plan(
     let threads = pool
         .as_ref()
         .map_or_else(rayon::current_num_threads, |p| p.current_num_threads());
-    let chunk = points
-        .div_ceil(threads.max(1) * 3)
-        .max(64)
-        .min(points.max(1));
+    let chunk = if events / (points.max(1) as u64) >= SPARSE_GAP_EVENTS {
+        points.div_ceil(threads.max(1)).max(1)
+    } else {
+        points
+            .div_ceil(threads.max(1) * 3)
+            .max(64)
+            .min(points.max(1))
+    };
     Ok((pool, threads, chunk))
 }

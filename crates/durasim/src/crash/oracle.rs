@@ -4,11 +4,11 @@
 //! events `0..k`, applied in order as k grows), and per thread the *base*
 //! prefix `lo(k)` the scheme must at least have preserved, with the expected
 //! image `E = initial + write sets of each thread's first lo(k) transactions`
-//! kept as a word map over the initial image. `delta[t]` holds exactly the
-//! words of thread t's region where `cur` differs from `E`; it changes only
-//! where an event or an acknowledged write set lands, so checking a point
-//! costs O(|delta| + recovery writes + candidate write sets), never the size
-//! of the image.
+//! kept as a copy-on-write image over the initial one. `delta[t]` holds
+//! exactly the words of thread t's region where `cur` differs from `E`; it
+//! changes only where an event or an acknowledged write set lands, so
+//! checking a point costs O(|delta| + recovery writes + candidate write
+//! sets), never the size of the image.
 
 use crate::engine::{History, TxRecord};
 use crate::mem::{MemRead, MemWrite, PersistLog, SparseImage};
@@ -107,19 +107,31 @@ pub struct Oracle<'h> {
     /// its committed transactions (`History::per_thread`).
     writes: &'h [(Addr, u64)],
     per_thread: &'h [Vec<TxRecord>],
-    /// The initial media image (owned: images are not `Sync`, and each
-    /// crash-test worker has its own oracle).
-    initial: SparseImage,
     /// The crashed image: initial + events applied so far.
     pub cur: SparseImage,
     applied: u64,
-    expected: FxHashMap<Addr, u64>,
+    /// The expected image `E` (initial + the base prefixes' write sets),
+    /// a copy-on-write clone of the initial image: a word read goes
+    /// through the image's page cache instead of a probe of a map holding
+    /// every word the run wrote (a sampled long run's refreshes read it
+    /// millions of times).
+    expected: SparseImage,
     base: Vec<u64>,
     delta: Vec<FxHashSet<Addr>>,
     guarantee: Guarantee,
     /// A resumed recovery's image, kept across points (crash/resume.rs).
     view: Option<RecView>,
+    /// Thread-region words whose delta entries are stale: events applied
+    /// by [`Oracle::advance`] or home writes of the kept recovered image
+    /// since the last refresh. Refreshed after the whole batch, with one
+    /// read of the expected word for both images, instead of per event
+    /// word: a word's delta entry depends only on its final bytes.
+    stale: Vec<Addr>,
 }
+
+/// Stale words gathered before they are refreshed (bounds the scratch
+/// memory of a long advance; refreshing early is exact).
+const STALE_FLUSH_WORDS: usize = 1 << 16;
 
 /// The recovered image of a resumable recovery before its finish writes:
 /// the crash image with recovery's home writes over it, maintained as
@@ -197,6 +209,25 @@ impl RecView {
         }
     }
 
+    /// An event's `data` at `addr` persisted to the crash image: the
+    /// recovered image takes the bytes no home write covers. The caller
+    /// refreshes the words.
+    pub(crate) fn persist_event(&mut self, addr: Addr, data: &[u8]) {
+        if self.cover.is_empty() {
+            self.img.write_bytes(addr, data);
+            return;
+        }
+        let end = addr + data.len() as u64;
+        let mut a = addr;
+        while a < end {
+            let wa = a & !(WORD_BYTES - 1);
+            let wend = (wa + WORD_BYTES).min(end);
+            let off = (a - addr) as usize;
+            self.persist(wa, a, &data[off..off + (wend - a) as usize]);
+            a = wend;
+        }
+    }
+
     /// An event's `bytes` at `a` (inside word `wa`) persisted to the crash
     /// image: the recovered image takes them where no home write covers
     /// them (recovery wrote over them). The caller refreshes `wa`.
@@ -254,12 +285,14 @@ impl<'h> Oracle<'h> {
             writes,
             per_thread,
             cur: initial.clone(),
-            initial,
             applied: 0,
-            expected: FxHashMap::default(),
+            // Owned: images are not `Sync`, and each crash-test worker
+            // has its own oracle.
+            expected: initial,
             base: vec![0; threads],
             delta: vec![FxHashSet::default(); threads],
             view: None,
+            stale: Vec::new(),
             guarantee: Guarantee {
                 durability,
                 ack: per_thread
@@ -279,10 +312,7 @@ impl<'h> Oracle<'h> {
 
     #[inline]
     fn expected_word(&self, a: Addr) -> u64 {
-        match self.expected.get(&a) {
-            Some(&v) => v,
-            None => self.initial.read_u64(a),
-        }
+        self.expected.read_u64(a)
     }
 
     #[inline]
@@ -320,11 +350,15 @@ impl<'h> Oracle<'h> {
 
     /// Start a recovered image at the current crash image (no home writes).
     pub fn view_start(&mut self) {
+        debug_assert!(self.stale.is_empty());
         self.view = Some(RecView::new(self.cur.clone(), self.delta.clone()));
     }
 
     pub fn view_drop(&mut self) {
         self.view = None;
+        // Outside `advance` only home writes leave words stale, and the
+        // crash image's delta does not depend on them.
+        self.stale.clear();
     }
 
     /// A home write of the resumed recovery (after every earlier one).
@@ -333,12 +367,46 @@ impl<'h> Oracle<'h> {
             return;
         };
         v.cover_write(addr, data);
-        let end = addr + data.len() as u64;
+        self.mark_stale(addr, addr + data.len() as u64);
+    }
+
+    /// Note the thread-region words of `[addr, end)` as stale (refreshed
+    /// by [`Oracle::refresh_stale`]).
+    #[inline]
+    fn mark_stale(&mut self, addr: Addr, end: Addr) {
         let mut a = addr & !(WORD_BYTES - 1);
         while a < end {
-            self.refresh_view(a);
+            if self.thread_of(a).is_some() {
+                self.stale.push(a);
+            }
             a += WORD_BYTES;
         }
+        if self.stale.len() >= STALE_FLUSH_WORDS {
+            self.refresh_stale();
+        }
+    }
+
+    /// Bring the delta of the crash image, and of the kept recovered image
+    /// if any, up to date at every stale word.
+    pub fn refresh_stale(&mut self) {
+        let mut stale = std::mem::take(&mut self.stale);
+        for &wa in &stale {
+            let Some(t) = self.thread_of(wa) else {
+                continue;
+            };
+            // One lookup of the expected word for both images.
+            let want = self.expected_word(wa);
+            if self.cur.read_u64(wa) != want {
+                self.delta[t].insert(wa);
+            } else {
+                self.delta[t].remove(&wa);
+            }
+            if let Some(v) = self.view.as_mut() {
+                v.refresh(t, wa, want);
+            }
+        }
+        stale.clear();
+        self.stale = stale;
     }
 
     /// Withdraw the home write of `[addr, addr + len)` (which no other home
@@ -366,21 +434,7 @@ impl<'h> Oracle<'h> {
             v.img.write_bytes(a, &b[..n]);
             a = wend;
         }
-        let mut a = addr & !(WORD_BYTES - 1);
-        while a < end {
-            self.refresh_view(a);
-            a += WORD_BYTES;
-        }
-    }
-
-    /// An event persisted to the crash image: the recovered image takes
-    /// its bytes where no home write covers them (recovery wrote over them).
-    fn view_persist(&mut self, wa: Addr, a: Addr, bytes: &[u8]) {
-        let Some(v) = self.view.as_mut() else {
-            return;
-        };
-        v.persist(wa, a, bytes);
-        self.refresh_view(wa);
+        self.mark_stale(addr, end);
     }
 
     /// Persist `data` at `addr`, only the words whose bit is set in `mask`
@@ -388,17 +442,7 @@ impl<'h> Oracle<'h> {
     /// The recovered image, if kept, is not touched (torn images are
     /// recovered from scratch).
     pub fn persist(&mut self, addr: Addr, data: &[u8], mask: u8, undo: &mut Vec<(Addr, u64)>) {
-        self.persist_inner(addr, data, mask, undo, false);
-    }
-
-    fn persist_inner(
-        &mut self,
-        addr: Addr,
-        data: &[u8],
-        mask: u8,
-        undo: &mut Vec<(Addr, u64)>,
-        with_view: bool,
-    ) {
+        debug_assert!(self.stale.is_empty());
         let end = addr + data.len() as u64;
         let mut a = addr;
         while a < end {
@@ -408,12 +452,9 @@ impl<'h> Oracle<'h> {
             if mask & (1 << bit) != 0 {
                 undo.push((wa, self.cur.read_u64(wa)));
                 let off = (a - addr) as usize;
-                let bytes = &data[off..off + (wend - a) as usize];
-                self.cur.write_bytes(a, bytes);
+                self.cur
+                    .write_bytes(a, &data[off..off + (wend - a) as usize]);
                 self.refresh(wa);
-                if with_view {
-                    self.view_persist(wa, a, bytes);
-                }
             }
             a = wend;
         }
@@ -432,20 +473,27 @@ impl<'h> Oracle<'h> {
     pub fn advance(&mut self, k: u64, log: &PersistLog) {
         let events = log.events();
         debug_assert!(k >= self.applied);
-        let mut undo = Vec::new();
+        // One write per event to each image; the deltas follow once per
+        // distinct word touched (`stale`).
         while self.applied < k {
             let ev = &events[self.applied as usize];
-            undo.clear();
-            self.persist_inner(ev.addr, log.data(ev), 0xff, &mut undo, true);
+            let data = log.data(ev);
+            let end = ev.addr + data.len() as u64;
+            self.cur.write_bytes(ev.addr, data);
+            if let Some(v) = self.view.as_mut() {
+                v.persist_event(ev.addr, data);
+            }
+            self.mark_stale(ev.addr, end);
             self.applied += 1;
         }
+        self.refresh_stale();
         for t in 0..self.layout.threads {
             let (lo, _) = self.guarantee.bounds(t, k);
             while self.base[t] < lo {
                 let rec = &self.per_thread[t][self.base[t] as usize];
                 for &(a, v) in &self.writes[rec.writes.clone()] {
                     if self.thread_of(a) == Some(t) {
-                        self.expected.insert(a, v);
+                        self.expected.write_u64(a, v);
                         self.refresh(a);
                         self.refresh_view(a);
                     }
@@ -490,6 +538,7 @@ impl<'h> Oracle<'h> {
     ) -> Result<u64, Mismatch> {
         let (lo, hi) = self.guarantee.bounds(t, k);
         debug_assert_eq!(lo, self.base[t]);
+        debug_assert!(self.stale.is_empty(), "refresh_stale before a check");
         let region = self.layout.thread_base(t)
             ..self.layout.thread_base(t) + self.layout.thread_region_bytes;
         let w0 = written.partition_point(|&a| a < region.start);
