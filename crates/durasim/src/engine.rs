@@ -151,6 +151,9 @@ struct Window {
     /// them instead of scanning every MSHR. Empty with more than 64 MSHRs
     /// (then the scan of [`Window::mshr_merge`]).
     slot_mshrs: Vec<u64>,
+    /// Whether `mshr_sig` is kept: only [`Window::mshr_merge`] reads it
+    /// (hits through a scheme's access hook, or more than 64 MSHRs).
+    use_sig: bool,
 }
 
 /// A line's bit in [`Window::mshr_sig`].
@@ -166,6 +169,7 @@ impl Window {
     /// entries), only when some entry may hold the line.
     #[inline(always)]
     fn mshr_merge(&self, line: Addr, t: Cycle) -> Cycle {
+        debug_assert!(self.use_sig, "mshr_sig is kept");
         let mut merge = 0;
         if t < self.mshr_max && self.mshr_sig & mshr_bit(line) != 0 {
             for (&l, &d) in self.mshr_line.iter().zip(self.mshr_done.iter()) {
@@ -205,18 +209,23 @@ impl Window {
         self.mshr_line[i] = line;
         self.mshr_done[i] = done;
         self.mshr_max = self.mshr_max.max(done);
-        let (mut sig, mut same) = (0, 0u64);
-        for (j, &l) in self.mshr_line.iter().enumerate() {
-            sig |= mshr_bit(l);
-            same |= u64::from(l == line) << (j & 63);
+        if self.use_sig {
+            self.mshr_sig = self.mshr_line.iter().fold(0, |s, &l| s | mshr_bit(l));
         }
-        self.mshr_sig = sig;
         if let Some(m) = self.slot_mshrs.get_mut(slot) {
+            let mut same = 0u64;
+            for (j, &l) in self.mshr_line.iter().enumerate() {
+                if l == line {
+                    same |= 1 << j;
+                }
+            }
             *m = same;
         }
     }
 
-    fn new(rob: usize, lq: usize, mshrs: usize, l1_slots: usize) -> Self {
+    /// `access_hook`: the scheme sees every access (hits then take
+    /// [`Window::mshr_merge`]).
+    fn new(rob: usize, lq: usize, mshrs: usize, l1_slots: usize, access_hook: bool) -> Self {
         Window {
             disp_used: 0,
             retire_t: 0,
@@ -239,6 +248,7 @@ impl Window {
             } else {
                 Vec::new()
             },
+            use_sig: access_hook || mshrs > 64,
         }
     }
 }
@@ -680,7 +690,13 @@ impl Engine {
                 } else {
                     ((target as f64 * warm_share) as u64).min(target.saturating_sub(1))
                 },
-                ooo: Window::new(rob, lq, mshrs, hier.l1[t].slot_count()),
+                ooo: Window::new(
+                    rob,
+                    lq,
+                    mshrs,
+                    hier.l1[t].slot_count(),
+                    scheme.wants_access_hook(),
+                ),
             });
         }
         let flush_path_cycles =
@@ -1841,7 +1857,7 @@ mod tests {
             ops in proptest::collection::vec((0u8..4, 0u64..24, 0u64..2000, 0u64..2000), 1..400),
         ) {
             let slots = 8;
-            let mut o = Window::new(16, 8, mshrs, slots);
+            let mut o = Window::new(16, 8, mshrs, slots, true);
             let mut resident: Vec<Option<Addr>> = vec![None; slots];
             for (kind, li, t, done) in ops {
                 let line = li * crate::types::LINE_BYTES;
