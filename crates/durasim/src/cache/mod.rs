@@ -473,7 +473,7 @@ mod tests {
                 x ^= x >> 7;
                 x ^= x << 17;
                 let line = (x % (3 * (sets * ways) as u64)) * LINE_BYTES;
-                if x % 7 == 0 {
+                if x.is_multiple_of(7) {
                     // Back-invalidation leaves a hole.
                     let (sa, sb) = (a.find(line), b.find(line));
                     assert_eq!(sa, sb);
