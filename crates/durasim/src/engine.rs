@@ -121,8 +121,9 @@ struct Window {
     /// at most `rob_entries` ops since each holds at least one entry).
     /// (Both rings have a power-of-two length, at least `rob_entries`, so
     /// an index wraps by `rob_mask` instead of a compare and branch.)
-    rob_k: Vec<u32>,
-    rob_r: Vec<Cycle>,
+    /// (One ring of (retire time, entries) pairs: a push or pop indexes
+    /// one array.)
+    rob: Vec<(Cycle, u32)>,
     rob_mask: usize,
     rob_head: usize,
     rob_len: usize,
@@ -143,6 +144,16 @@ struct Window {
     /// clear has no MSHR entry, so its merge scan is skipped (exact: a set
     /// bit only means "scan").
     mshr_sig: u64,
+    /// Per L1 slot: the MSHR entries that held the slot's line when it was
+    /// installed (bit `j` = entry `j`). While a line stays in the L1 no
+    /// entry takes it (only a miss of the line allocates one), so the
+    /// entries holding it are a subset of these bits: an L1 hit checks
+    /// them instead of scanning every MSHR. Empty with more than 64 MSHRs
+    /// (then the scan of [`Window::mshr_merge`]).
+    slot_mshrs: Vec<u64>,
+    /// Whether `mshr_sig` is kept: only [`Window::mshr_merge`] reads it
+    /// (hits through a scheme's access hook, or more than 64 MSHRs).
+    use_sig: bool,
 }
 
 /// A line's bit in [`Window::mshr_sig`].
@@ -158,6 +169,7 @@ impl Window {
     /// entries), only when some entry may hold the line.
     #[inline(always)]
     fn mshr_merge(&self, line: Addr, t: Cycle) -> Cycle {
+        debug_assert!(self.use_sig, "mshr_sig is kept");
         let mut merge = 0;
         if t < self.mshr_max && self.mshr_sig & mshr_bit(line) != 0 {
             for (&l, &d) in self.mshr_line.iter().zip(self.mshr_done.iter()) {
@@ -167,13 +179,58 @@ impl Window {
         merge
     }
 
-    fn new(rob: usize, lq: usize, mshrs: usize) -> Self {
+    /// [`Window::mshr_merge`] for a hit on the line in L1 slot `slot`,
+    /// checking only the entries of `slot_mshrs[slot]` (same result: the
+    /// others do not hold `line`). The core must install every L1 line
+    /// through [`ooo_access_slow`]'s miss path (which sets the bits).
+    #[inline(always)]
+    fn mshr_merge_slot(&self, slot: usize, line: Addr, t: Cycle) -> Cycle {
+        if t >= self.mshr_max {
+            return 0;
+        }
+        let Some(&bits) = self.slot_mshrs.get(slot) else {
+            return self.mshr_merge(line, t);
+        };
+        let (mut merge, mut bits) = (0, bits);
+        while bits != 0 {
+            let j = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            if self.mshr_line[j] == line {
+                merge = merge.max(self.mshr_done[j]);
+            }
+        }
+        merge
+    }
+
+    /// Entry `i` takes the miss of `line` (filled at `done`), which was
+    /// installed in L1 slot `slot`.
+    #[inline]
+    fn mshr_take(&mut self, i: usize, line: Addr, done: Cycle, slot: usize) {
+        self.mshr_line[i] = line;
+        self.mshr_done[i] = done;
+        self.mshr_max = self.mshr_max.max(done);
+        if self.use_sig {
+            self.mshr_sig = self.mshr_line.iter().fold(0, |s, &l| s | mshr_bit(l));
+        }
+        if let Some(m) = self.slot_mshrs.get_mut(slot) {
+            let mut same = 0u64;
+            for (j, &l) in self.mshr_line.iter().enumerate() {
+                if l == line {
+                    same |= 1 << j;
+                }
+            }
+            *m = same;
+        }
+    }
+
+    /// `access_hook`: the scheme sees every access (hits then take
+    /// [`Window::mshr_merge`]).
+    fn new(rob: usize, lq: usize, mshrs: usize, l1_slots: usize, access_hook: bool) -> Self {
         Window {
             disp_used: 0,
             retire_t: 0,
             retire_used: 0,
-            rob_k: vec![0; rob.next_power_of_two()],
-            rob_r: vec![0; rob.next_power_of_two()],
+            rob: vec![(0, 0); rob.next_power_of_two()],
             rob_mask: rob.next_power_of_two() - 1,
             rob_head: 0,
             rob_len: 0,
@@ -186,6 +243,12 @@ impl Window {
             mshr_done: vec![0; mshrs],
             mshr_max: 0,
             mshr_sig: 0,
+            slot_mshrs: if mshrs <= 64 {
+                vec![0; l1_slots]
+            } else {
+                Vec::new()
+            },
+            use_sig: access_hook || mshrs > 64,
         }
     }
 }
@@ -266,8 +329,8 @@ impl Core {
     fn rob_make_room(&mut self, k: u32, rob: u32) {
         let o = &mut self.ooo;
         while o.rob_occ + k > rob {
-            let r = o.rob_r[o.rob_head];
-            o.rob_occ -= o.rob_k[o.rob_head];
+            let (r, k_old) = o.rob[o.rob_head];
+            o.rob_occ -= k_old;
             o.rob_head = (o.rob_head + 1) & o.rob_mask;
             o.rob_len -= 1;
             if r > self.time {
@@ -281,8 +344,7 @@ impl Core {
     fn rob_push(&mut self, k: u32, retire: Cycle) {
         let o = &mut self.ooo;
         let i = (o.rob_head + o.rob_len) & o.rob_mask;
-        o.rob_k[i] = k;
-        o.rob_r[i] = retire;
+        o.rob[i] = (retire, k);
         o.rob_len += 1;
         o.rob_occ += k;
     }
@@ -303,7 +365,7 @@ impl Core {
         let first = self.time;
         o.disp_used += n;
         if o.disp_used > w {
-            let q = (o.disp_used - 1) / w;
+            let q = slots_past(o.disp_used, w);
             self.time += Cycle::from(q);
             o.disp_used -= q * w;
         }
@@ -321,11 +383,23 @@ impl Core {
         }
         o.retire_used += n;
         if o.retire_used > w {
-            let q = (o.retire_used - 1) / w;
+            let q = slots_past(o.retire_used, w);
             o.retire_t += Cycle::from(q);
             o.retire_used -= q * w;
         }
         o.retire_t
+    }
+}
+
+/// Whole cycles that `used > w` slots of width `w` spill past the current
+/// one: `(used - 1) / w`, without the host divide in the common case of at
+/// most one spilled cycle (one op of one instruction: `used <= w + 1`).
+#[inline(always)]
+fn slots_past(used: u32, w: u32) -> u32 {
+    if used <= 2 * w {
+        1
+    } else {
+        (used - 1) / w
     }
 }
 
@@ -616,7 +690,13 @@ impl Engine {
                 } else {
                     ((target as f64 * warm_share) as u64).min(target.saturating_sub(1))
                 },
-                ooo: Window::new(rob, lq, mshrs),
+                ooo: Window::new(
+                    rob,
+                    lq,
+                    mshrs,
+                    hier.l1[t].slot_count(),
+                    scheme.wants_access_hook(),
+                ),
             });
         }
         let flush_path_cycles =
@@ -1651,7 +1731,7 @@ fn ooo_access(
             l1.hits += 1;
             let done = t + l1.latency;
             core.req_front = core.req_front.max(t);
-            return (done.max(core.ooo.mshr_merge(line, t)), slot);
+            return (done.max(core.ooo.mshr_merge_slot(slot, line, t)), slot);
         }
     }
     ooo_access_slow(core, hier, scheme, ctx, access_hook, c, addr, is_write, t)
@@ -1691,10 +1771,7 @@ fn ooo_access_slow(
     core.req_front = core.req_front.max(t);
     let (done, slot, level) = mem_access(hier, scheme, ctx, access_hook, c, addr, is_write, t);
     if level != HitLevel::L1 {
-        o.mshr_line[free_i] = line;
-        o.mshr_done[free_i] = done;
-        o.mshr_max = o.mshr_max.max(done);
-        o.mshr_sig = o.mshr_line.iter().fold(0, |s, &l| s | mshr_bit(l));
+        o.mshr_take(free_i, line, done, slot);
     }
     (done, slot)
 }
@@ -1743,4 +1820,66 @@ pub fn run_tapped(
     e.finish();
     e.check_pending_error()?;
     Ok(e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The MSHR entry a miss or flush takes: the one that frees first.
+    fn first_free(o: &Window) -> usize {
+        let (mut free_i, mut free_t) = (0, o.mshr_done[0]);
+        for (i, &d) in o.mshr_done.iter().enumerate().skip(1) {
+            if d < free_t {
+                free_t = d;
+                free_i = i;
+            }
+        }
+        free_i
+    }
+
+    proptest! {
+        /// The divide-free spill count equals the division it replaces.
+        #[test]
+        fn slots_past_equals_division(w in 1u32..65, extra in 1u32..100_000) {
+            let used = w + extra;
+            prop_assert_eq!(slots_past(used, w), (used - 1) / w);
+        }
+
+        /// An L1 hit's merge from the slot's MSHR bits equals the scan of
+        /// every MSHR, for random misses (lines installed in a
+        /// direct-mapped L1 of 8 slots), flushes, back-invalidations and
+        /// hits at random times.
+        #[test]
+        fn mshr_merge_slot_equals_scan(
+            mshrs in 1usize..13,
+            ops in proptest::collection::vec((0u8..4, 0u64..24, 0u64..2000, 0u64..2000), 1..400),
+        ) {
+            let slots = 8;
+            let mut o = Window::new(16, 8, mshrs, slots, true);
+            let mut resident: Vec<Option<Addr>> = vec![None; slots];
+            for (kind, li, t, done) in ops {
+                let line = li * crate::types::LINE_BYTES;
+                let slot = (li as usize) % slots;
+                match kind {
+                    0 => {
+                        let i = first_free(&o);
+                        o.mshr_line[i] = Addr::MAX;
+                        o.mshr_done[i] = done;
+                    }
+                    1 => resident[slot] = None,
+                    _ => {
+                        if resident[slot] == Some(line) {
+                            prop_assert_eq!(o.mshr_merge_slot(slot, line, t), o.mshr_merge(line, t));
+                        } else {
+                            let i = first_free(&o);
+                            o.mshr_take(i, line, done, slot);
+                            resident[slot] = Some(line);
+                        }
+                    }
+                }
+            }
+        }
+    }
 }

@@ -264,42 +264,47 @@ impl Hierarchy {
         }
         l2.misses += 1;
         *t += self.llc.latency;
-        let (s3, level) = if let Some(s3) = self.llc.lookup(line_addr) {
-            self.llc.hits += 1;
-            (s3, HitLevel::Llc)
-        } else {
-            self.llc.misses += 1;
-            let mut buf = [0u8; LINE_BYTES as usize];
-            let mut fill_ext = LineExt::default();
-            let (arrive, fill_dirty) = mem.read_miss(core, line_addr, *t, &mut buf, &mut fill_ext);
-            *t = arrive;
-            let slot = self.llc.victim_slot(line_addr);
-            if let Some(vaddr) = self.llc.valid_addr(slot) {
-                // A dirty victim moves into the LLC's write-back buffer and
-                // waits there for the memory controller to accept it (the
-                // write queue may be full); the fill waits only when every
-                // buffer entry is still occupied (back-pressure).
-                let accepted = self.evict_llc_slot(slot, vaddr, *t, mem);
-                if accepted > *t {
-                    let (i, free) = self
-                        .wb_free_at
-                        .iter()
-                        .copied()
-                        .enumerate()
-                        .min_by_key(|&(_, f)| f)
-                        .unwrap_or((0, 0));
-                    *t = (*t).max(free);
-                    if let Some(e) = self.wb_free_at.get_mut(i) {
-                        *e = accepted.max(*t);
+        // The victim is chosen before the read: `mem` cannot reach the
+        // LLC, so the set is the same when the fill arrives.
+        let (s3, level) = match self.llc.lookup_or_victim(line_addr) {
+            Ok(s3) => {
+                self.llc.hits += 1;
+                (s3, HitLevel::Llc)
+            }
+            Err(slot) => {
+                self.llc.misses += 1;
+                let mut buf = [0u8; LINE_BYTES as usize];
+                let mut fill_ext = LineExt::default();
+                let (arrive, fill_dirty) =
+                    mem.read_miss(core, line_addr, *t, &mut buf, &mut fill_ext);
+                *t = arrive;
+                if let Some(vaddr) = self.llc.valid_addr(slot) {
+                    // A dirty victim moves into the LLC's write-back buffer and
+                    // waits there for the memory controller to accept it (the
+                    // write queue may be full); the fill waits only when every
+                    // buffer entry is still occupied (back-pressure).
+                    let accepted = self.evict_llc_slot(slot, vaddr, *t, mem);
+                    if accepted > *t {
+                        let (i, free) = self
+                            .wb_free_at
+                            .iter()
+                            .copied()
+                            .enumerate()
+                            .min_by_key(|&(_, f)| f)
+                            .unwrap_or((0, 0));
+                        *t = (*t).max(free);
+                        if let Some(e) = self.wb_free_at.get_mut(i) {
+                            *e = accepted.max(*t);
+                        }
                     }
                 }
+                self.llc
+                    .install(slot, line_addr, &buf, fill_ext, fill_dirty, core as u16);
+                if let Some(f) = self.fwb_flag.get_mut(slot) {
+                    *f = false;
+                }
+                (slot, HitLevel::Memory)
             }
-            self.llc
-                .install(slot, line_addr, &buf, fill_ext, fill_dirty, core as u16);
-            if let Some(f) = self.fwb_flag.get_mut(slot) {
-                *f = false;
-            }
-            (slot, HitLevel::Memory)
         };
         // Fill L2; its victim goes down into the LLC: dirty there if it was
         // dirty in L2 or in L1 (whose copy is dropped).

@@ -221,6 +221,33 @@ impl Cache {
         Some((set << self.way_bits) + way)
     }
 
+    /// [`Cache::lookup`], and on a miss the slot [`Cache::victim_slot`]
+    /// would return, from one pass over the set (for a cache that mostly
+    /// misses, such as the LLC: its lookup scans every way anyway).
+    #[inline]
+    pub fn lookup_or_victim(&mut self, line_addr: Addr) -> Result<usize, usize> {
+        debug_assert_ne!(line_addr, INVALID);
+        let set = self.set_of(line_addr);
+        let t = self.block(set);
+        let s = t + self.padded_ways;
+        let (tags, states) = (&self.words[t..t + self.ways], &self.words[s..s + self.ways]);
+        // The victim is the first way of least key, an empty way's key
+        // being 0: a valid way's state is above it (stamps start at 1), so
+        // this is `victim_slot`'s first empty way, else least recent.
+        let (mut best_way, mut best_key) = (0, u64::MAX);
+        for (way, (&tag, &state)) in tags.iter().zip(states).enumerate() {
+            if tag & !DIRTY == line_addr {
+                self.stamp_mru(s + way);
+                return Ok((set << self.way_bits) + way);
+            }
+            let key = if tag == INVALID { 0 } else { state };
+            if key < best_key {
+                (best_way, best_key) = (way, key);
+            }
+        }
+        Err((set << self.way_bits) + best_way)
+    }
+
     /// Mark slot most recently used.
     #[inline]
     pub fn touch(&mut self, slot: usize) {
@@ -431,6 +458,45 @@ impl Cache {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `lookup_or_victim` = `lookup`, else `victim_slot`, on random fills,
+    /// hits and invalidations (holes before a hit's way included).
+    #[test]
+    fn lookup_or_victim_equals_lookup_then_victim() {
+        for ways in [1usize, 3, 4, 8, 16] {
+            let sets = 4;
+            let mut a = Cache::new((sets * ways) as u64 * LINE_BYTES, ways, 1);
+            let mut b = Cache::new((sets * ways) as u64 * LINE_BYTES, ways, 1);
+            let mut x: u64 = 987654321;
+            for _ in 0..4000 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let line = (x % (3 * (sets * ways) as u64)) * LINE_BYTES;
+                if x.is_multiple_of(7) {
+                    // Back-invalidation leaves a hole.
+                    let (sa, sb) = (a.find(line), b.find(line));
+                    assert_eq!(sa, sb);
+                    if let Some(s) = sa {
+                        a.invalidate(s);
+                        b.invalidate(s);
+                    }
+                    continue;
+                }
+                let got = a.lookup_or_victim(line);
+                let want = b.lookup(line).ok_or_else(|| b.victim_slot(line));
+                assert_eq!(got, want, "ways {ways}, line {line:#x}");
+                if let Err(slot) = got {
+                    for c in [&mut a, &mut b] {
+                        c.take(slot);
+                        c.install(slot, line, &[0u8; 64], LineExt::default(), false, 0);
+                    }
+                }
+                let set = a.set_of(line);
+                assert_eq!(a.lru_order(set), b.lru_order(set));
+            }
+        }
+    }
 
     /// Sets and ways through the clock's wrap: the renumbered stamps keep
     /// every set's LRU order and victim choice.

@@ -76,7 +76,9 @@ pub const HEAP_OFFSET: u64 = 4096;
 /// of up to 4 KiB (1 KiB items, 256 B B+-tree nodes, TPC-C rows); docs/MODEL.md.
 pub const DEP_SPAN_BYTES: u64 = 4096;
 /// Loaded pointers remembered for dependency inference (newest first wins).
+/// A power of two: the ring's index wraps by a mask.
 const DEP_PTRS: usize = 8;
+const _: () = assert!(DEP_PTRS.is_power_of_two());
 
 /// The handle a workload uses to touch memory during one transaction (or
 /// during setup, when no ops are recorded).
@@ -157,7 +159,7 @@ impl<'a> TxCtx<'a> {
     fn inferred_dep(&self, addr: Addr) -> u8 {
         let mut i = self.ptr_next;
         for _ in 0..self.ptr_len {
-            i = if i == 0 { DEP_PTRS - 1 } else { i - 1 };
+            i = i.wrapping_sub(1) & (DEP_PTRS - 1);
             if addr.wrapping_sub(self.ptr_value[i]) < DEP_SPAN_BYTES {
                 let d = self.load_seq - self.ptr_seq[i];
                 return if d <= u8::MAX as u32 { d as u8 } else { 0 };
@@ -174,11 +176,7 @@ impl<'a> TxCtx<'a> {
         if value.is_multiple_of(64) && value >= heap && value < self.region_end {
             self.ptr_value[self.ptr_next] = value;
             self.ptr_seq[self.ptr_next] = self.load_seq - 1;
-            self.ptr_next = if self.ptr_next + 1 == DEP_PTRS {
-                0
-            } else {
-                self.ptr_next + 1
-            };
+            self.ptr_next = (self.ptr_next + 1) & (DEP_PTRS - 1);
             self.ptr_len = (self.ptr_len + 1).min(DEP_PTRS);
         }
     }
