@@ -314,20 +314,20 @@ impl EpochOracle<'_> {
     }
 
     fn refresh(&mut self, wa: Addr) {
-        self.refresh_to(wa, None);
+        if let Some(t) = self.layout.thread_of(wa) {
+            let want = self.expected_word(wa);
+            self.refresh_thread(t, wa, want);
+        }
     }
 
-    /// [`EpochOracle::refresh`] of a word whose expected value is `want`
-    /// if known (looked up only for a thread's word).
+    /// [`EpochOracle::refresh`] of thread `t`'s word `wa`, whose expected
+    /// value is `want`.
     #[inline]
-    fn refresh_to(&mut self, wa: Addr, want: Option<u64>) {
-        if let Some(t) = self.layout.thread_of(wa) {
-            let want = want.unwrap_or_else(|| self.expected_word(wa));
-            if self.cur.read_u64(wa) != want {
-                self.delta[t].insert(wa);
-            } else {
-                self.delta[t].remove(&wa);
-            }
+    fn refresh_thread(&mut self, t: usize, wa: Addr, want: u64) {
+        if self.cur.read_u64(wa) != want {
+            self.delta[t].insert(wa);
+        } else {
+            self.delta[t].remove(&wa);
         }
     }
 
@@ -604,8 +604,14 @@ impl EpochOracle<'_> {
             for i in self.base[t]..s {
                 let (a, v) = self.writes[t][i as usize];
                 self.expected.write_u64(a, v);
-                self.refresh_to(a, Some(v));
-                self.refresh_kept(a);
+                // The store's value is the expected word: both deltas
+                // take it without reading it back.
+                if let Some(rt) = self.layout.thread_of(a) {
+                    self.refresh_thread(rt, a, v);
+                    if let Some(k) = self.kept.as_mut() {
+                        k.view.refresh(rt, a, v);
+                    }
+                }
             }
             self.base[t] = s;
         }
