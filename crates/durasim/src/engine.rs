@@ -154,6 +154,12 @@ struct Window {
     /// Whether `mshr_sig` is kept: only [`Window::mshr_merge`] reads it
     /// (hits through a scheme's access hook, or more than 64 MSHRs).
     use_sig: bool,
+    /// The line of this core's previous access and the L1 slot it was
+    /// found or installed in: consecutive accesses mostly fall in one line
+    /// (a node's words), and the next lookup checks that slot first
+    /// ([`Cache::lookup_hinted`], exact).
+    last_line: Addr,
+    last_slot: usize,
 }
 
 /// A line's bit in [`Window::mshr_sig`].
@@ -249,6 +255,8 @@ impl Window {
                 Vec::new()
             },
             use_sig: access_hook || mshrs > 64,
+            last_line: Addr::MAX,
+            last_slot: 0,
         }
     }
 }
@@ -1727,14 +1735,26 @@ fn ooo_access(
         // step: one lookup (which also marks the line most recent).
         let line = line_of(addr);
         let l1 = &mut hier.l1[c];
-        if let Some(slot) = l1.lookup(line) {
+        let o = &mut core.ooo;
+        let found = if line == o.last_line {
+            l1.lookup_hinted(line, o.last_slot)
+        } else {
+            l1.lookup(line)
+        };
+        if let Some(slot) = found {
             l1.hits += 1;
             let done = t + l1.latency;
             core.req_front = core.req_front.max(t);
-            return (done.max(core.ooo.mshr_merge_slot(slot, line, t)), slot);
+            o.last_line = line;
+            o.last_slot = slot;
+            return (done.max(o.mshr_merge_slot(slot, line, t)), slot);
         }
     }
-    ooo_access_slow(core, hier, scheme, ctx, access_hook, c, addr, is_write, t)
+    let (done, slot) = ooo_access_slow(core, hier, scheme, ctx, access_hook, c, addr, is_write, t);
+    let o = &mut core.ooo;
+    o.last_line = line_of(addr);
+    o.last_slot = slot;
+    (done, slot)
 }
 
 /// [`ooo_access`] except an L1 hit without an access hook.
@@ -1769,7 +1789,13 @@ fn ooo_access_slow(
     }
     let t = t.max(free_t);
     core.req_front = core.req_front.max(t);
-    let (done, slot, level) = mem_access(hier, scheme, ctx, access_hook, c, addr, is_write, t);
+    let (done, slot, level) = if access_hook {
+        mem_access(hier, scheme, ctx, access_hook, c, addr, is_write, t)
+    } else {
+        // `ooo_access` looked the line up in the L1 and missed.
+        let mut below = Below { scheme, ctx };
+        hier.access_l1_miss(c, line, t, &mut below)
+    };
     if level != HitLevel::L1 {
         o.mshr_take(free_i, line, done, slot);
     }

@@ -226,6 +226,21 @@ impl Hierarchy {
             l1.hits += 1;
             return (now + l1.latency, s, HitLevel::L1);
         }
+        self.access_l1_miss(core, line_addr, now, mem)
+    }
+
+    /// [`Hierarchy::access`] of a line `core`'s L1 does not hold (the
+    /// caller's lookup missed): the rest of the access without a second L1
+    /// lookup. Never returns [`HitLevel::L1`].
+    pub fn access_l1_miss(
+        &mut self,
+        core: CoreId,
+        line_addr: Addr,
+        now: Cycle,
+        mem: &mut dyn MemSide,
+    ) -> (Cycle, usize, HitLevel) {
+        let l1 = &mut self.l1[core];
+        debug_assert!(l1.find(line_addr).is_none(), "the L1 misses");
         l1.misses += 1;
         let mut t = now + l1.latency;
         let (s2, level) = self.fetch_into_l2(core, line_addr, &mut t, mem);

@@ -124,9 +124,11 @@ impl Cache {
             .as_ptr()
             .align_offset(HOST_LINE_BYTES)
             .min(words_per_host_line - 1);
+        // Padding ways (non-power-of-two ways) are invalid too: never
+        // scanned, but a hinted lookup may test any slot.
         for set in 0..sets {
             let t = block0 + (set << (way_bits + 1));
-            words[t..t + ways].fill(INVALID);
+            words[t..t + (1 << way_bits)].fill(INVALID);
         }
         let (data, ext) = if holds_data {
             (
@@ -219,6 +221,25 @@ impl Cache {
             .position(|&tag| tag & !DIRTY == line_addr)?;
         self.stamp_mru(t + self.padded_ways + way);
         Some((set << self.way_bits) + way)
+    }
+
+    /// [`Cache::lookup`] when `line_addr` is likely in `hint` (a slot that
+    /// held it before; any slot number is exact): if `hint` still holds
+    /// it, the same result (a line is in at most one way of its own set,
+    /// and `hint` is marked most recent) without scanning the set;
+    /// otherwise the scan.
+    #[inline(always)]
+    pub fn lookup_hinted(&mut self, line_addr: Addr, hint: usize) -> Option<usize> {
+        let t = self.tag_index(hint);
+        if self
+            .words
+            .get(t)
+            .is_some_and(|&tag| tag & !DIRTY == line_addr)
+        {
+            self.stamp_mru(t + self.padded_ways);
+            return Some(hint);
+        }
+        self.lookup(line_addr)
     }
 
     /// [`Cache::lookup`], and on a miss the slot [`Cache::victim_slot`]
@@ -494,6 +515,56 @@ mod tests {
                 }
                 let set = a.set_of(line);
                 assert_eq!(a.lru_order(set), b.lru_order(set));
+            }
+        }
+    }
+
+    /// `lookup_hinted` = `lookup` (result, LRU order, clock) for any hint:
+    /// the slot that last held the line, a stale one, or any other slot,
+    /// on random fills, hits and invalidations.
+    #[test]
+    fn lookup_hinted_equals_lookup() {
+        for ways in [1usize, 3, 4, 8, 16] {
+            let sets = 4;
+            let mut a = Cache::new((sets * ways) as u64 * LINE_BYTES, ways, 1);
+            let mut b = Cache::new((sets * ways) as u64 * LINE_BYTES, ways, 1);
+            let mut last: std::collections::HashMap<Addr, usize> = Default::default();
+            let mut x: u64 = 192837465;
+            for _ in 0..4000 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let line = (x % (3 * (sets * ways) as u64)) * LINE_BYTES;
+                if x.is_multiple_of(7) {
+                    if let Some(s) = a.find(line) {
+                        a.invalidate(s);
+                        b.invalidate(s);
+                    }
+                    continue;
+                }
+                let hint = if x.is_multiple_of(3) {
+                    (x >> 20) as usize % a.slot_count()
+                } else {
+                    last.get(&line).copied().unwrap_or(0)
+                };
+                let got = a.lookup_hinted(line, hint);
+                let want = b.lookup(line);
+                assert_eq!(got, want, "ways {ways}, line {line:#x}, hint {hint}");
+                let slot = match got {
+                    Some(s) => s,
+                    None => {
+                        let slot = a.victim_slot(line);
+                        for c in [&mut a, &mut b] {
+                            c.take(slot);
+                            c.install(slot, line, &[0u8; 64], LineExt::default(), false, 0);
+                        }
+                        slot
+                    }
+                };
+                last.insert(line, slot);
+                let set = a.set_of(line);
+                assert_eq!(a.lru_order(set), b.lru_order(set));
+                assert_eq!(a.clock, b.clock);
             }
         }
     }
