@@ -1271,114 +1271,126 @@ impl Engine {
         let ctx = &mut self.ctx;
         let access_hook = self.access_hook;
         let (w, rob) = (self.issue_width, self.rob_entries);
-        while let Some(&op) = core.ops.get(core.pos) {
-            core.pos += 1;
-            match op {
-                Op::Load { addr, value, dep } => {
-                    self.loads += 1;
-                    core.rob_make_room(1, rob);
-                    // The load queue entry of the load `lq.len()` earlier.
-                    let lq_free = core.ooo.lq[core.ooo.lq_i];
-                    let (d, _) = core.dispatch(1, w, lq_free);
-                    let seq = core.ooo.ld_seq;
-                    let issue = if dep == 0 {
-                        d
-                    } else {
-                        d.max(core.ooo.ld_done[usize::from(seq.wrapping_sub(dep))])
-                    };
-                    let (done, slot) =
-                        ooo_access(core, hier, scheme, ctx, access_hook, c, addr, false, issue);
-                    if self.check_reads {
-                        let got = read_word(hier.l1_data(c, slot), word_index(addr));
-                        if got != value {
-                            return Err(Error::Internal(format!(
+        // The op stream is moved out of the core and its cursor kept in a
+        // local for the loop (restored on every exit), so an op's fetch
+        // does not reload the vector and store the cursor around the
+        // loop's calls.
+        let ops = std::mem::take(&mut core.ops);
+        let mut pos = core.pos;
+        let result = 'ops: {
+            while let Some(&op) = ops.get(pos) {
+                pos += 1;
+                match op {
+                    Op::Load { addr, value, dep } => {
+                        self.loads += 1;
+                        core.rob_make_room(1, rob);
+                        // The load queue entry of the load `lq.len()` earlier.
+                        let lq_free = core.ooo.lq[core.ooo.lq_i];
+                        let (d, _) = core.dispatch(1, w, lq_free);
+                        let seq = core.ooo.ld_seq;
+                        let issue = if dep == 0 {
+                            d
+                        } else {
+                            d.max(core.ooo.ld_done[usize::from(seq.wrapping_sub(dep))])
+                        };
+                        let (done, slot) =
+                            ooo_access(core, hier, scheme, ctx, access_hook, c, addr, false, issue);
+                        if self.check_reads {
+                            let got = read_word(hier.l1_data(c, slot), word_index(addr));
+                            if got != value {
+                                break 'ops Err(Error::Internal(format!(
                                 "read-path check failed: core {c} load {addr:#x} returned {got:#x}, architectural value {value:#x} (scheme {})",
                                 self.spec.scheme
                             )));
+                            }
                         }
-                    }
-                    let r = core.retire(done, 1, w);
-                    core.rob_push(1, r);
-                    let o = &mut core.ooo;
-                    o.lq[o.lq_i] = r;
-                    o.lq_i += 1;
-                    if o.lq_i == o.lq.len() {
-                        o.lq_i = 0;
-                    }
-                    o.ld_done[usize::from(seq)] = done;
-                    o.ld_seq = seq.wrapping_add(1);
-                }
-                Op::Store { addr, value } => {
-                    self.stores += 1;
-                    core.rob_make_room(1, rob);
-                    // The store buffer is the store queue: an entry from
-                    // dispatch until the write reaches the L1.
-                    let sb_free = core.sb_wait_slot(core.time);
-                    let (d, _) = core.dispatch(1, w, sb_free);
-                    let r = core.retire(d + 1, 1, w);
-                    // The write leaves the store queue for the L1 at retirement (TSO).
-                    let (done, slot) =
-                        ooo_access(core, hier, scheme, ctx, access_hook, c, addr, true, r);
-                    let (data, ext) = hier.l1_write(c, slot);
-                    let wi = word_index(addr);
-                    let old = read_word(data, wi);
-                    write_word(data, wi, value);
-                    let done = scheme.store(ctx, c, addr, old, value, core.in_tx, ext, done);
-                    core.sb_push(done);
-                    core.rob_push(1, r);
-                }
-                Op::Compute { n } => {
-                    // n independent one-cycle instructions, n ROB entries
-                    // (a block larger than the ROB is capped: it streams).
-                    let n = n.max(1);
-                    self.compute_instrs += u64::from(n);
-                    let k = n.min(rob);
-                    core.rob_make_room(k, rob);
-                    let (first, _) = core.dispatch(n, w, 0);
-                    let r = core.retire(first + 1, n, w);
-                    core.rob_push(k, r);
-                }
-                Op::Flush { addr } => {
-                    core.rob_make_room(1, rob);
-                    let (d, _) = core.dispatch(1, w, 0);
-                    // clwb is ordered after the older stores, and holds an
-                    // L1 fill buffer (MSHR) from issue until the controller
-                    // accepts its write-back: with every MSHR busy it waits
-                    // for the oldest (docs/MODEL.md "Flush and fence").
-                    let o = &mut core.ooo;
-                    let (mut free_i, mut free_t) = (0, o.mshr_done[0]);
-                    for (i, &dn) in o.mshr_done.iter().enumerate().skip(1) {
-                        if dn < free_t {
-                            free_t = dn;
-                            free_i = i;
+                        let r = core.retire(done, 1, w);
+                        core.rob_push(1, r);
+                        let o = &mut core.ooo;
+                        o.lq[o.lq_i] = r;
+                        o.lq_i += 1;
+                        if o.lq_i == o.lq.len() {
+                            o.lq_i = 0;
                         }
+                        o.ld_done[usize::from(seq)] = done;
+                        o.ld_seq = seq.wrapping_add(1);
                     }
-                    let t = d.max(core.sb_drained()).max(free_t);
-                    core.req_front = core.req_front.max(t);
-                    let mut below = Below { scheme, ctx };
-                    let done = hier.flush(c, line_of(addr), t + self.flush_path_cycles, &mut below);
-                    let o = &mut core.ooo;
-                    // No line tag: a later load of the (still cached) line
-                    // does not wait for the write-back.
-                    o.mshr_line[free_i] = Addr::MAX;
-                    o.mshr_done[free_i] = done;
-                    core.flush_done = core.flush_done.max(done);
-                    self.persist_ops.flushes += 1;
-                    let r = core.retire(d + 1, 1, w);
-                    core.rob_push(1, r);
+                    Op::Store { addr, value } => {
+                        self.stores += 1;
+                        core.rob_make_room(1, rob);
+                        // The store buffer is the store queue: an entry from
+                        // dispatch until the write reaches the L1.
+                        let sb_free = core.sb_wait_slot(core.time);
+                        let (d, _) = core.dispatch(1, w, sb_free);
+                        let r = core.retire(d + 1, 1, w);
+                        // The write leaves the store queue for the L1 at retirement (TSO).
+                        let (done, slot) =
+                            ooo_access(core, hier, scheme, ctx, access_hook, c, addr, true, r);
+                        let (data, ext) = hier.l1_write(c, slot);
+                        let wi = word_index(addr);
+                        let old = read_word(data, wi);
+                        write_word(data, wi, value);
+                        let done = scheme.store(ctx, c, addr, old, value, core.in_tx, ext, done);
+                        core.sb_push(done);
+                        core.rob_push(1, r);
+                    }
+                    Op::Compute { n } => {
+                        // n independent one-cycle instructions, n ROB entries
+                        // (a block larger than the ROB is capped: it streams).
+                        let n = n.max(1);
+                        self.compute_instrs += u64::from(n);
+                        let k = n.min(rob);
+                        core.rob_make_room(k, rob);
+                        let (first, _) = core.dispatch(n, w, 0);
+                        let r = core.retire(first + 1, n, w);
+                        core.rob_push(k, r);
+                    }
+                    Op::Flush { addr } => {
+                        core.rob_make_room(1, rob);
+                        let (d, _) = core.dispatch(1, w, 0);
+                        // clwb is ordered after the older stores, and holds an
+                        // L1 fill buffer (MSHR) from issue until the controller
+                        // accepts its write-back: with every MSHR busy it waits
+                        // for the oldest (docs/MODEL.md "Flush and fence").
+                        let o = &mut core.ooo;
+                        let (mut free_i, mut free_t) = (0, o.mshr_done[0]);
+                        for (i, &dn) in o.mshr_done.iter().enumerate().skip(1) {
+                            if dn < free_t {
+                                free_t = dn;
+                                free_i = i;
+                            }
+                        }
+                        let t = d.max(core.sb_drained()).max(free_t);
+                        core.req_front = core.req_front.max(t);
+                        let mut below = Below { scheme, ctx };
+                        let done =
+                            hier.flush(c, line_of(addr), t + self.flush_path_cycles, &mut below);
+                        let o = &mut core.ooo;
+                        // No line tag: a later load of the (still cached) line
+                        // does not wait for the write-back.
+                        o.mshr_line[free_i] = Addr::MAX;
+                        o.mshr_done[free_i] = done;
+                        core.flush_done = core.flush_done.max(done);
+                        self.persist_ops.flushes += 1;
+                        let r = core.retire(d + 1, 1, w);
+                        core.rob_push(1, r);
+                    }
+                    Op::Fence => {
+                        let t = core.quiesce_time();
+                        self.persist_ops.fences += 1;
+                        self.persist_ops.fence_stall_cycles += t.saturating_sub(core.time);
+                        core.ooo_restart(t);
+                    }
                 }
-                Op::Fence => {
-                    let t = core.quiesce_time();
-                    self.persist_ops.fences += 1;
-                    self.persist_ops.fence_stall_cycles += t.saturating_sub(core.time);
-                    core.ooo_restart(t);
+                if core.time.max(core.req_front) > until {
+                    break 'ops Ok(true);
                 }
             }
-            if core.time.max(core.req_front) > until {
-                return Ok(true);
-            }
-        }
-        Ok(false)
+            Ok(false)
+        };
+        core.ops = ops;
+        core.pos = pos;
+        result
     }
 
     /// Run `ops` on core `c` as one transaction (TxBegin .. TxEnd through
