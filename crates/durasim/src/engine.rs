@@ -1212,11 +1212,7 @@ impl Engine {
                     core.time = t;
                     let (done, slot, _) =
                         mem_access(hier, scheme, ctx, access_hook, c, addr, true, t);
-                    let (data, ext) = hier.l1_write(c, slot);
-                    let w = word_index(addr);
-                    let old = read_word(data, w);
-                    write_word(data, w, value);
-                    let done = scheme.store(ctx, c, addr, old, value, core.in_tx, ext, done);
+                    let done = write_l1(hier, scheme, ctx, c, slot, addr, value, core.in_tx, done);
                     core.sb_push(done);
                     core.time = t + 1;
                 }
@@ -1326,11 +1322,8 @@ impl Engine {
                         // The write leaves the store queue for the L1 at retirement (TSO).
                         let (done, slot) =
                             ooo_access(core, hier, scheme, ctx, access_hook, c, addr, true, r);
-                        let (data, ext) = hier.l1_write(c, slot);
-                        let wi = word_index(addr);
-                        let old = read_word(data, wi);
-                        write_word(data, wi, value);
-                        let done = scheme.store(ctx, c, addr, old, value, core.in_tx, ext, done);
+                        let done =
+                            write_l1(hier, scheme, ctx, c, slot, addr, value, core.in_tx, done);
                         core.sb_push(done);
                         core.rob_push(1, r);
                     }
@@ -1720,6 +1713,29 @@ fn mem_access(
     }
     let mut below = Below { scheme, ctx };
     hier.access(c, line_of(addr), t, &mut below)
+}
+
+/// A store's write of `value` at `addr` into core `c`'s L1 slot `slot`
+/// (the line is there since `done`), seen by the scheme: when the store
+/// completes.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn write_l1(
+    hier: &mut Hierarchy,
+    scheme: &mut dyn Scheme,
+    ctx: &mut MemCtx,
+    c: CoreId,
+    slot: usize,
+    addr: Addr,
+    value: u64,
+    in_tx: bool,
+    done: Cycle,
+) -> Cycle {
+    let (data, ext) = hier.l1_write(c, slot);
+    let w = word_index(addr);
+    let old = read_word(data, w);
+    write_word(data, w, value);
+    scheme.store(ctx, c, addr, old, value, in_tx, ext, done)
 }
 
 /// An access of the out-of-order core, issued at `t`, through its L1

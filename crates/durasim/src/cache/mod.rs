@@ -480,20 +480,29 @@ impl Cache {
 mod tests {
     use super::*;
 
+    /// Two caches of `ways` ways and 4 sets, and the line the xorshift
+    /// state `x` picks next among three times as many lines as slots.
+    fn twin_caches(ways: usize) -> (Cache, Cache) {
+        let size = (4 * ways) as u64 * LINE_BYTES;
+        (Cache::new(size, ways, 1), Cache::new(size, ways, 1))
+    }
+
+    fn next_line(x: &mut u64, ways: usize) -> Addr {
+        *x ^= *x << 13;
+        *x ^= *x >> 7;
+        *x ^= *x << 17;
+        (*x % (3 * (4 * ways) as u64)) * LINE_BYTES
+    }
+
     /// `lookup_or_victim` = `lookup`, else `victim_slot`, on random fills,
     /// hits and invalidations (holes before a hit's way included).
     #[test]
     fn lookup_or_victim_equals_lookup_then_victim() {
         for ways in [1usize, 3, 4, 8, 16] {
-            let sets = 4;
-            let mut a = Cache::new((sets * ways) as u64 * LINE_BYTES, ways, 1);
-            let mut b = Cache::new((sets * ways) as u64 * LINE_BYTES, ways, 1);
+            let (mut a, mut b) = twin_caches(ways);
             let mut x: u64 = 987654321;
             for _ in 0..4000 {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                let line = (x % (3 * (sets * ways) as u64)) * LINE_BYTES;
+                let line = next_line(&mut x, ways);
                 if x.is_multiple_of(7) {
                     // Back-invalidation leaves a hole.
                     let (sa, sb) = (a.find(line), b.find(line));
@@ -525,16 +534,11 @@ mod tests {
     #[test]
     fn lookup_hinted_equals_lookup() {
         for ways in [1usize, 3, 4, 8, 16] {
-            let sets = 4;
-            let mut a = Cache::new((sets * ways) as u64 * LINE_BYTES, ways, 1);
-            let mut b = Cache::new((sets * ways) as u64 * LINE_BYTES, ways, 1);
+            let (mut a, mut b) = twin_caches(ways);
             let mut last: std::collections::HashMap<Addr, usize> = Default::default();
             let mut x: u64 = 192837465;
             for _ in 0..4000 {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                let line = (x % (3 * (sets * ways) as u64)) * LINE_BYTES;
+                let line = next_line(&mut x, ways);
                 if x.is_multiple_of(7) {
                     if let Some(s) = a.find(line) {
                         a.invalidate(s);
