@@ -380,6 +380,10 @@ impl EvictionBuffer {
 
     #[inline]
     pub fn get(&self, line: Addr) -> Option<&LineData> {
+        // Empty between GC passes (most misses): skip hashing the line.
+        if self.order.is_empty() {
+            return None;
+        }
         self.map.get(&line)
     }
 
