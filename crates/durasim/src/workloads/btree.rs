@@ -62,6 +62,9 @@ pub(crate) struct BTree {
     keys_dist: super::KeyChooser,
     root: Addr,
     keys: Vec<u64>,
+    /// Scratch for the descent's path (reused: no per-transaction array
+    /// to zero).
+    path: Vec<(Addr, usize)>,
 }
 
 fn build(a: &WorkloadArgs) -> Box<dyn Workload> {
@@ -78,6 +81,18 @@ fn store_diff(ctx: &mut TxCtx, at: impl Fn(usize) -> Addr, old: &[u64], new: &[u
     }
 }
 
+/// [`store_diff`] of `old` against `old` with `x` inserted at `pos` (the
+/// sorted insertion's shift), without building the shifted copy: words
+/// before `pos` never change.
+fn store_shift_in(ctx: &mut TxCtx, at: impl Fn(usize) -> Addr, old: &[u64], pos: usize, x: u64) {
+    for i in pos..=old.len() {
+        let w = if i == pos { x } else { old[i - 1] };
+        if old.get(i) != Some(&w) {
+            ctx.store(at(i), w);
+        }
+    }
+}
+
 impl BTree {
     pub(crate) fn new(a: &WorkloadArgs) -> Self {
         let a = &with_item_bytes(a, DEFAULT_ITEM_BYTES);
@@ -86,6 +101,7 @@ impl BTree {
             keys_dist: super::KeyChooser::new(a.key_dist.or(super::KeyDist::Uniform)),
             root: a.region_base + ROOT_OFFSET,
             keys: Vec::with_capacity((a.initial_items + a.max_tx) as usize),
+            path: Vec::with_capacity(MAX_HEIGHT as usize),
             a: a.clone(),
         }
     }
@@ -103,24 +119,18 @@ impl BTree {
         i
     }
 
-    /// Descend to the leaf for `key`, recording the path; returns the leaf
-    /// and the path depth.
-    fn descend(
-        &self,
-        ctx: &mut TxCtx,
-        key: u64,
-        path: &mut [(Addr, usize); MAX_HEIGHT as usize],
-    ) -> (Addr, usize) {
+    /// Descend to the leaf for `key`, recording the path (root first);
+    /// returns the leaf.
+    fn descend(&self, ctx: &mut TxCtx, key: u64, path: &mut Vec<(Addr, usize)>) -> Addr {
+        path.clear();
         let mut n = ctx.load(self.root + TREE_ROOT);
-        let mut d = 0;
         loop {
             let meta = ctx.load(n + META);
             if meta & LEAF_FLAG != 0 {
-                return (n, d);
+                return n;
             }
             let i = Self::child_index(ctx, n, (meta & 0xffff) as usize, key);
-            path[d] = (n, i);
-            d += 1;
+            path.push((n, i));
             n = ctx.load(ptr_at(n, i));
         }
     }
@@ -139,9 +149,22 @@ impl BTree {
 
     /// Insert `key` (or update it if present); returns its new version.
     pub(crate) fn insert(&mut self, ctx: &mut TxCtx, key: u64) -> u64 {
+        let mut path = std::mem::take(&mut self.path);
+        let leaf = self.descend(ctx, key, &mut path);
+        let v = self.insert_at_leaf(ctx, key, leaf, &path);
+        self.path = path;
+        v
+    }
+
+    /// [`Self::insert`] below the descent to `leaf` along `path`.
+    fn insert_at_leaf(
+        &mut self,
+        ctx: &mut TxCtx,
+        key: u64,
+        leaf: Addr,
+        path: &[(Addr, usize)],
+    ) -> u64 {
         let ib = self.a.item_bytes;
-        let mut path = [(0, 0); MAX_HEIGHT as usize];
-        let (leaf, depth) = self.descend(ctx, key, &mut path);
         let nk = (ctx.load(leaf + META) & 0xffff) as usize;
         let (pos, found) = Self::leaf_pos(ctx, leaf, nk, key);
         if found {
@@ -161,17 +184,17 @@ impl BTree {
             ks[i] = ctx.load(key_at(leaf, i));
             ps[i] = ctx.load(ptr_at(leaf, i));
         }
+        if nk < MAX_KEYS {
+            store_shift_in(ctx, |i| key_at(leaf, i), &ks[..nk], pos, key);
+            store_shift_in(ctx, |i| ptr_at(leaf, i), &ps[..nk], pos, item);
+            ctx.store(leaf + META, LEAF_FLAG | (nk as u64 + 1));
+            return 0;
+        }
         let (old_k, old_p) = (ks, ps);
         ks.copy_within(pos..nk, pos + 1);
         ps.copy_within(pos..nk, pos + 1);
         ks[pos] = key;
         ps[pos] = item;
-        if nk < MAX_KEYS {
-            store_diff(ctx, |i| key_at(leaf, i), &old_k[..nk], &ks[..=nk]);
-            store_diff(ctx, |i| ptr_at(leaf, i), &old_p[..nk], &ps[..=nk]);
-            ctx.store(leaf + META, LEAF_FLAG | (nk as u64 + 1));
-            return 0;
-        }
         // Leaf split: 8 entries stay, 8 move to a new right sibling.
         let half = HALF;
         let right = ctx.alloc(NODE_BYTES);
@@ -186,7 +209,7 @@ impl BTree {
         store_diff(ctx, |i| ptr_at(leaf, i), &old_p[..half], &ps[..half]);
         ctx.store(ptr_at(leaf, NEXT_LEAF), right);
         ctx.store(leaf + META, LEAF_FLAG | half as u64);
-        self.insert_up(ctx, &path[..depth], ks[half], right);
+        self.insert_up(ctx, path, ks[half], right);
         0
     }
 
@@ -251,8 +274,9 @@ impl BTree {
 
     /// Update an existing `key`; returns its new version.
     pub(crate) fn update(&mut self, ctx: &mut TxCtx, key: u64) -> u64 {
-        let mut path = [(0, 0); MAX_HEIGHT as usize];
-        let (leaf, _) = self.descend(ctx, key, &mut path);
+        let mut path = std::mem::take(&mut self.path);
+        let leaf = self.descend(ctx, key, &mut path);
+        self.path = path;
         let nk = (ctx.load(leaf + META) & 0xffff) as usize;
         let (pos, found) = Self::leaf_pos(ctx, leaf, nk, key);
         assert!(found, "update of key {key} the program never inserted");

@@ -9,6 +9,7 @@ pub mod array;
 pub mod btree;
 pub mod cc;
 pub mod cd;
+mod dep;
 pub mod echo;
 pub mod hashmap;
 pub mod hashtable;
@@ -28,7 +29,7 @@ pub mod ycsb;
 
 use crate::config::Params;
 use crate::error::{Error, Result};
-use crate::mem::{MemRead, MemWrite, SparseImage};
+use crate::mem::{MemRead, SparseImage};
 use crate::types::Addr;
 use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -75,10 +76,6 @@ pub const HEAP_OFFSET: u64 = 4096;
 /// an access through that pointer (address dependency). Covers an object
 /// of up to 4 KiB (1 KiB items, 256 B B+-tree nodes, TPC-C rows); docs/MODEL.md.
 pub const DEP_SPAN_BYTES: u64 = 4096;
-/// Loaded pointers remembered for dependency inference (newest first wins).
-/// A power of two: the ring's index wraps by a mask.
-const DEP_PTRS: usize = 8;
-const _: () = assert!(DEP_PTRS.is_power_of_two());
 
 /// The handle a workload uses to touch memory during one transaction (or
 /// during setup, when no ops are recorded).
@@ -88,14 +85,14 @@ pub struct TxCtx<'a> {
     record: bool,
     region_base: Addr,
     region_end: Addr,
+    /// `region_base + HEAP_OFFSET`: loaded values in `[heap_start,
+    /// region_end)` are pointer candidates.
+    heap_start: Addr,
     /// Set when the heap ran out of space (reported as a config error).
     pub out_of_memory: bool,
     /// Recently loaded values that look like pointers into this thread's
-    /// heap, with the sequence number of the load that produced them (ring).
-    ptr_value: [Addr; DEP_PTRS],
-    ptr_seq: [u32; DEP_PTRS],
-    ptr_len: usize,
-    ptr_next: usize,
+    /// heap, with the sequence number of the load that produced them.
+    ptrs: dep::DepRing,
     /// Loads recorded so far in this op stream.
     load_seq: u32,
 }
@@ -114,11 +111,9 @@ impl<'a> TxCtx<'a> {
             record,
             region_base,
             region_end: region_base + region_bytes,
+            heap_start: region_base + HEAP_OFFSET,
             out_of_memory: false,
-            ptr_value: [0; DEP_PTRS],
-            ptr_seq: [0; DEP_PTRS],
-            ptr_len: 0,
-            ptr_next: 0,
+            ptrs: dep::DepRing::new(),
             load_seq: 0,
         }
     }
@@ -131,9 +126,9 @@ impl<'a> TxCtx<'a> {
     #[inline]
     pub fn load(&mut self, addr: Addr) -> u64 {
         debug_assert_eq!(addr % 8, 0, "loads are 8-byte aligned words");
-        let value = self.mem.read_u64(addr);
+        let value = self.mem.read_word(addr);
         if self.record {
-            let dep = self.inferred_dep(addr);
+            let dep = self.ptrs.dep(addr, self.load_seq);
             self.push_load(addr, value, dep);
         }
         value
@@ -145,7 +140,7 @@ impl<'a> TxCtx<'a> {
     #[inline]
     pub fn load_dependent(&mut self, addr: Addr) -> u64 {
         debug_assert_eq!(addr % 8, 0, "loads are 8-byte aligned words");
-        let value = self.mem.read_u64(addr);
+        let value = self.mem.read_word(addr);
         if self.record {
             let dep = u8::from(self.load_seq > 0);
             self.push_load(addr, value, dep);
@@ -153,38 +148,20 @@ impl<'a> TxCtx<'a> {
         value
     }
 
-    /// Distance (in loads) to the newest remembered pointer load whose
-    /// object span holds `addr`; 0 when none (or too far back to encode).
-    #[inline]
-    fn inferred_dep(&self, addr: Addr) -> u8 {
-        let mut i = self.ptr_next;
-        for _ in 0..self.ptr_len {
-            i = i.wrapping_sub(1) & (DEP_PTRS - 1);
-            if addr.wrapping_sub(self.ptr_value[i]) < DEP_SPAN_BYTES {
-                let d = self.load_seq - self.ptr_seq[i];
-                return if d <= u8::MAX as u32 { d as u8 } else { 0 };
-            }
-        }
-        0
-    }
-
-    #[inline]
+    #[inline(always)]
     fn push_load(&mut self, addr: Addr, value: u64, dep: u8) {
         self.ops.push(Op::Load { addr, value, dep });
-        self.load_seq += 1;
-        let heap = self.region_base + HEAP_OFFSET;
-        if value.is_multiple_of(64) && value >= heap && value < self.region_end {
-            self.ptr_value[self.ptr_next] = value;
-            self.ptr_seq[self.ptr_next] = self.load_seq - 1;
-            self.ptr_next = (self.ptr_next + 1) & (DEP_PTRS - 1);
-            self.ptr_len = (self.ptr_len + 1).min(DEP_PTRS);
+        let seq = self.load_seq;
+        self.load_seq = seq + 1;
+        if value.is_multiple_of(64) && value >= self.heap_start && value < self.region_end {
+            self.ptrs.push(value, seq);
         }
     }
 
     #[inline]
     pub fn store(&mut self, addr: Addr, value: u64) {
         debug_assert_eq!(addr % 8, 0, "stores are 8-byte aligned words");
-        self.mem.write_u64(addr, value);
+        self.mem.write_word(addr, value);
         if self.record {
             self.ops.push(Op::Store { addr, value });
         }
@@ -1272,6 +1249,7 @@ mod keyed_tests {
 mod item_tests {
     use super::testutil::*;
     use super::*;
+    use crate::mem::MemWrite;
 
     /// Apply the stores `keep(i)` selects to a copy of `img`.
     fn apply(

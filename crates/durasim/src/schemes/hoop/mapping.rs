@@ -195,7 +195,8 @@ impl Indirection {
     }
 
     /// Record that word `addr` of the current transaction now lives in `slot`.
-    #[inline]
+    /// Every transactional store records: inlined into HOOP's store path.
+    #[inline(always)]
     pub fn record(&mut self, addr: Addr, slot: u64) {
         debug_assert!(slot < u64::from(u32::MAX), "checked by Geometry::new");
         let line = addr & !63;
@@ -380,6 +381,10 @@ impl EvictionBuffer {
 
     #[inline]
     pub fn get(&self, line: Addr) -> Option<&LineData> {
+        // Empty between GC passes (most misses): skip hashing the line.
+        if self.order.is_empty() {
+            return None;
+        }
         self.map.get(&line)
     }
 

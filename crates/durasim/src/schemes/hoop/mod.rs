@@ -234,6 +234,16 @@ impl OpenSlice {
     fn word_bit(word: Addr) -> u64 {
         1 << ((word / 8) % 64)
     }
+
+    /// Append home word `word` = `value` (the slice is not full).
+    #[inline]
+    fn push(&mut self, word: Addr, value: u64) {
+        let i = self.s.count as usize;
+        self.s.values[i] = value;
+        self.s.homes[i] = word;
+        self.s.count += 1;
+        self.words_seen |= Self::word_bit(word);
+    }
 }
 
 #[derive(Debug, Default)]
@@ -627,6 +637,58 @@ impl Hoop {
         t
     }
 
+    /// A store of `core`'s transaction that needs a new slice (none open
+    /// yet, or the open one is full): open or link one, then append.
+    #[inline(never)]
+    fn store_new_slice(
+        &mut self,
+        ctx: &mut MemCtx,
+        core: CoreId,
+        word: Addr,
+        new: u64,
+        now: Cycle,
+    ) -> Cycle {
+        let txid = self.cores[core].txid;
+        let mut t = now;
+        if self.cores[core].open.is_some() {
+            // A full slice leaves the buffer, linked to the next one.
+            let Some((slot, ta)) = self.alloc_slot(ctx, t) else {
+                return t; // region exhausted: input error recorded
+            };
+            self.track_block(core, slot);
+            let accepted = self.flush_open(ctx, core, Some(slot), ta);
+            let c = &mut self.cores[core];
+            c.pending.push_back(accepted);
+            c.open = Some(OpenSlice::new(slot, DataSlice::new(txid, false)));
+            // The buffer holds the open slice plus full slices waiting
+            // for the write queue; when it is full the store waits.
+            while c.pending.len() >= self.buffer_slices {
+                let oldest = c.pending.pop_front().unwrap();
+                if oldest > t {
+                    self.stats.oop_buffer_full_stall_cycles += oldest - t;
+                    t = oldest;
+                }
+            }
+        } else {
+            t = self.open_slice(ctx, core, t);
+        }
+        // No open slice only when the region is exhausted (input error
+        // recorded): the word is dropped.
+        Self::append(&mut self.cores[core], &mut self.ind, word, new);
+        t
+    }
+
+    /// Append `word` = `new` to `c`'s open slice (if any; not full) and
+    /// record where the word's newest version lives.
+    #[inline(always)]
+    fn append(c: &mut CoreState, ind: &mut Indirection, word: Addr, new: u64) {
+        if let Some(os) = c.open.as_mut() {
+            os.push(word, new);
+            c.tx_words += 1;
+            ind.record(word, os.slot);
+        }
+    }
+
     /// The slice at `slot` if it is still open in a core's OOP buffer.
     fn open_slice_at(&self, slot: u64) -> Option<&DataSlice> {
         self.cores
@@ -732,61 +794,26 @@ impl Scheme for Hoop {
         if !in_tx {
             return now;
         }
-        let txid = self.cores[core].txid;
-        ext.tx = true;
-        ext.txid = txid;
         let word = addr & !7;
-        // Repeated update of a buffered word: overwrite in place.
-        if let Some(os) = self.cores[core]
-            .open
-            .as_mut()
-            .filter(|os| os.words_seen & OpenSlice::word_bit(word) != 0)
-        {
-            if let Some(i) = os.s.find(word) {
-                os.s.values[i] = new;
-                self.stats.words_coalesced_in_buffer += 1;
+        let c = &mut self.cores[core];
+        ext.tx = true;
+        ext.txid = c.txid;
+        // The common cases touch only this core's open slice: a repeated
+        // update of a buffered word (overwritten in place) or an append.
+        if let Some(os) = c.open.as_mut() {
+            if os.words_seen & OpenSlice::word_bit(word) != 0 {
+                if let Some(i) = os.s.find(word) {
+                    os.s.values[i] = new;
+                    self.stats.words_coalesced_in_buffer += 1;
+                    return now;
+                }
+            }
+            if !os.s.is_full() {
+                Self::append(c, &mut self.ind, word, new);
                 return now;
             }
         }
-        let mut t = now;
-        let needs_new = self.cores[core].open.is_none_or(|os| os.s.is_full());
-        if needs_new {
-            if self.cores[core].open.is_some() {
-                // A full slice leaves the buffer, linked to the next one.
-                let Some((slot, ta)) = self.alloc_slot(ctx, t) else {
-                    return t; // region exhausted: input error recorded
-                };
-                self.track_block(core, slot);
-                let accepted = self.flush_open(ctx, core, Some(slot), ta);
-                let c = &mut self.cores[core];
-                c.pending.push_back(accepted);
-                c.open = Some(OpenSlice::new(slot, DataSlice::new(txid, false)));
-                // The buffer holds the open slice plus full slices waiting
-                // for the write queue; when it is full the store waits.
-                while c.pending.len() >= self.buffer_slices {
-                    let oldest = c.pending.pop_front().unwrap();
-                    if oldest > t {
-                        self.stats.oop_buffer_full_stall_cycles += oldest - t;
-                        t = oldest;
-                    }
-                }
-            } else {
-                t = self.open_slice(ctx, core, t);
-            }
-        }
-        let c = &mut self.cores[core];
-        let Some(os) = c.open.as_mut() else {
-            return t; // region exhausted: input error recorded
-        };
-        let i = os.s.count as usize;
-        os.s.values[i] = new;
-        os.s.homes[i] = word;
-        os.s.count += 1;
-        os.words_seen |= OpenSlice::word_bit(word);
-        c.tx_words += 1;
-        let slot = os.slot;
-        self.ind.record(word, slot);
-        t
+        self.store_new_slice(ctx, core, word, new, now)
     }
 
     fn tx_end(&mut self, ctx: &mut MemCtx, core: CoreId, now: Cycle) -> Cycle {
