@@ -31,7 +31,7 @@ use crate::error::{Error, Result};
 use crate::mem::{MemRead, MemWrite, Overlay, SparseImage};
 use crate::schemes::checkpoint::{contexts_reader, CoreContext};
 use crate::schemes::{Durability, Layout, SchemeInfo};
-use crate::types::{Addr, WORD_BYTES};
+use crate::types::{Addr, LINE_BYTES, WORD_BYTES};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::time::Instant;
 
@@ -50,6 +50,15 @@ struct EpochOracle<'a> {
     /// lookup, and advancing costs a store each).
     expected: SparseImage,
     delta: Vec<FxHashSet<Addr>>,
+    /// Per thread, where its stores whose `delta` entries a checkpoint
+    /// advance left stale begin (they end at `base`). Outside `delta` and
+    /// those stores' words the crash image equals the expected one. A check
+    /// right after an advance (the chunk's last point: for a scheme whose
+    /// only checkpoint is the run's last event, the one check that
+    /// follows) compares those stores' lines instead of refreshing a delta
+    /// entry per store; [`EpochOracle::settle`] refreshes them before
+    /// anything else reads `delta`. Empty while a recovery is kept.
+    pending: Vec<(usize, u64)>,
     /// A passing point's recovery, kept while no event touches what it
     /// read ([`Kept`]).
     kept: Option<Kept>,
@@ -399,6 +408,7 @@ impl EpochOracle<'_> {
         modeled_ns: f64,
         repeat: bool,
     ) {
+        self.settle();
         reads.seal();
         if !repeat
             && writes
@@ -448,6 +458,7 @@ impl EpochOracle<'_> {
     /// from scratch, which reports any error).
     fn keep_units(&mut self, new_units: NewUnitsFn, params: &crate::config::Params) -> bool {
         self.kept = None;
+        self.settle();
         let mut scan = new_units(params, &self.layout);
         let rl = ReadLog::new(&self.cur);
         let Ok(Ok(n)) = guarded(|| Ok::<_, String>(scan.begin(&rl))) else {
@@ -593,7 +604,9 @@ impl EpochOracle<'_> {
     }
 
     /// Move the expected image forward to the checkpoint with contexts `cs`.
-    fn advance_to(&mut self, cs: &[CoreContext]) -> Result<()> {
+    /// `lazy`: leave the crash image's delta entries of the stores
+    /// pending (when no recovery is kept), for the one check that follows.
+    fn advance_to(&mut self, cs: &[CoreContext], lazy: bool) -> Result<()> {
         for (t, c) in cs.iter().enumerate() {
             let s = self.stores_of(t, c)?;
             if s < self.base[t] {
@@ -601,21 +614,54 @@ impl EpochOracle<'_> {
                     "core {t}'s checkpointed position moved backwards"
                 )));
             }
-            for i in self.base[t]..s {
-                let (a, v) = self.writes[t][i as usize];
-                self.expected.write_u64(a, v);
-                // The store's value is the expected word: both deltas
-                // take it without reading it back.
-                if let Some(rt) = self.layout.thread_of(a) {
-                    self.refresh_thread(rt, a, v);
-                    if let Some(k) = self.kept.as_mut() {
-                        k.view.refresh(rt, a, v);
+            let stores = &self.writes[t][self.base[t] as usize..s as usize];
+            if lazy && self.kept.is_none() {
+                // Only the crash image's delta to bring up to date: leave
+                // it to the check or `settle`, which read the stores.
+                for &(a, v) in stores {
+                    self.expected.write_u64(a, v);
+                }
+                if s > self.base[t] && !self.pending.iter().any(|p| p.0 == t) {
+                    self.pending.push((t, self.base[t]));
+                }
+            } else {
+                for &(a, v) in stores {
+                    self.expected.write_u64(a, v);
+                    // The store's value is the expected word: both deltas
+                    // take it without reading it back.
+                    if let Some(rt) = self.layout.thread_of(a) {
+                        self.refresh_thread(rt, a, v);
+                        if let Some(k) = self.kept.as_mut() {
+                            k.view.refresh(rt, a, v);
+                        }
                     }
                 }
             }
             self.base[t] = s;
         }
         Ok(())
+    }
+
+    /// The stores an advance left pending, per thread.
+    fn pending_stores(&self) -> impl Iterator<Item = &[(Addr, u64)]> + '_ {
+        self.pending
+            .iter()
+            .map(|&(t, from)| &self.writes[t][from as usize..self.base[t] as usize])
+    }
+
+    /// Refresh the delta entries of the words an advance left pending.
+    #[inline]
+    fn settle(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        debug_assert!(self.kept.is_none());
+        for (t, from) in std::mem::take(&mut self.pending) {
+            let writes = self.writes;
+            for &(a, _) in &writes[t][from as usize..self.base[t] as usize] {
+                self.refresh(a);
+            }
+        }
     }
 }
 
@@ -915,6 +961,7 @@ fn epoch_chunk(
         base: vec![0; threads],
         expected: initial.clone(),
         delta: vec![FxHashSet::default(); threads],
+        pending: Vec::new(),
         kept: None,
     };
     let initial_ctx = vec![CoreContext::initial(); threads];
@@ -941,7 +988,9 @@ fn epoch_chunk(
             if o.kept.as_ref().is_some_and(|kp| !kp.live()) {
                 o.kept = None;
             }
-            o.advance_to(&records[epoch].contexts)?;
+            // The chunk's last point is checked once (no recovery kept
+            // for later): its delta can be left pending.
+            o.advance_to(&records[epoch].contexts, last == Some(&k))?;
             epoch += 1;
         }
         let point_start = Instant::now();
@@ -1092,6 +1141,84 @@ fn kept_matches_scratch(sh: &EpochShared, o: &EpochOracle) -> bool {
         && first_difference(&kp.view.img, &kw.words, &rec, &words, Addr::MAX).is_none()
 }
 
+/// A recovery from scratch of a checked point: its counts added to `t`,
+/// its writes' words sorted, it stored in `slot`; the recovered image, the
+/// words written (sorted), the writes, their number and the re-runs
+/// proven identical.
+fn fresh_parts<'s, W: MemWrite + 's>(
+    sh: &EpochShared,
+    t: &mut EpochTally,
+    fresh: super::Fresh<W>,
+    slot: &'s mut Option<(Recorder<W>, ReadSet, crate::schemes::RecoveryReport)>,
+) -> (&'s dyn MemRead, &'s [Addr], &'s Writes, usize, usize) {
+    let super::Fresh {
+        mut rec,
+        reads,
+        proven,
+        report,
+    } = fresh;
+    t.rec.add(report.bytes_written, report.modeled_ns);
+    let proven = if sh.opts.dedup_recoveries && reruns_repeat(sh, &rec.writes) {
+        usize::MAX
+    } else {
+        proven
+    };
+    rec.words_sorted();
+    let rec = &slot.insert((rec, reads, report)).0;
+    (rec, &rec.writes.words, &rec.writes, rec.writes(), proven)
+}
+
+/// Call `f` with (address, expected, found) for each word of the line at
+/// `line` where `img` differs from `expected`, in address order.
+#[inline]
+fn for_each_line_difference(
+    expected: &SparseImage,
+    img: &dyn MemRead,
+    line: Addr,
+    mut f: impl FnMut((Addr, u64, u64)),
+) {
+    let (mut want, mut got) = ([0u8; LINE_BYTES as usize], [0u8; LINE_BYTES as usize]);
+    expected.read_bytes(line, &mut want);
+    img.read_bytes(line, &mut got);
+    if want == got {
+        return;
+    }
+    let word = |b: &[u8]| u64::from_le_bytes(b.try_into().expect("a word"));
+    for (k, (e, g)) in want.chunks(8).zip(got.chunks(8)).enumerate() {
+        if e != g {
+            f((line + k as u64 * WORD_BYTES, word(e), word(g)));
+        }
+    }
+}
+
+/// The lowest word of `region` where `img` differs from `expected` in
+/// the lines of the sorted words `written`: (address, expected, found).
+fn first_line_difference(
+    expected: &SparseImage,
+    img: &dyn MemRead,
+    written: &[Addr],
+    region: &std::ops::Range<Addr>,
+) -> Option<(Addr, u64, u64)> {
+    let mut prev = Addr::MAX;
+    for &a in written {
+        let line = a & !(LINE_BYTES - 1);
+        if line == prev {
+            continue;
+        }
+        prev = line;
+        let mut first = None;
+        for_each_line_difference(expected, img, line, |d| {
+            if first.is_none() && region.contains(&d.0) {
+                first = Some(d);
+            }
+        });
+        if first.is_some() {
+            return first;
+        }
+    }
+    None
+}
+
 /// Recovery re-runs proven identical (crash/war.rs) and, with
 /// `verify_dedup`, how many of them (or of the points whose kept recovery
 /// was reused) differed when run anyway (a bug; 0).
@@ -1150,6 +1277,7 @@ fn check_point(
     // The recovered image, the words recovery wrote (sorted), its writes,
     // and the re-runs proven identical (crash/war.rs).
     let mut scratch = None;
+    let mut whole = None;
     let kept_writes;
     let (img, written, writes, n_writes, proven, kv): (
         &dyn MemRead,
@@ -1180,34 +1308,37 @@ fn check_point(
             )
         }
         None => {
-            let fresh = match super::recover_from_scratch(info, params, layout, &o.cur, opts) {
-                Ok(f) => f,
-                Err(e) => {
-                    let v = violation(
-                        ViolationKind::RecoveryError,
-                        None,
-                        None,
-                        format!("crash point {k}{torn_note}: recovery failed: {e}"),
-                    );
-                    return (Some(v), None);
-                }
+            let failed = |e: String| {
+                let msg = format!("crash point {k}{torn_note}: recovery failed: {e}");
+                (
+                    Some(violation(ViolationKind::RecoveryError, None, None, msg)),
+                    None,
+                )
             };
-            let super::Fresh {
-                mut rec,
-                reads,
-                proven,
-                report,
-            } = fresh;
-            t.rec.add(report.bytes_written, report.modeled_ns);
-            let proven = if opts.dedup_recoveries && reruns_repeat(sh, &rec.writes) {
-                usize::MAX
+            let (img, words, writes, n, proven) = if o.pending.is_empty() {
+                let fresh = match super::recover_from_scratch(info, params, layout, &o.cur, opts) {
+                    Ok(f) => f,
+                    Err(e) => return failed(e),
+                };
+                fresh_parts(sh, t, fresh, &mut scratch)
             } else {
-                proven
+                // A checkpoint just advanced: recovery restores all of it
+                // (ckpt-cow copies its whole footprint home). On a
+                // copy-on-write clone of the crash image its reads and
+                // writes cost a page-cache access, not an overlay's two
+                // hash lookups per line; nothing is kept at this point
+                // (the chunk's last), so its reads are not offered. A
+                // scheme that copies home proves its re-runs without the
+                // read trace ([`reruns_repeat`]; if not, all of them run).
+                let img = o.cur.clone();
+                let track = !sh.copies_home;
+                let fresh = match super::recover_on(info, params, layout, img, opts, track) {
+                    Ok(f) => f,
+                    Err(e) => return failed(e),
+                };
+                fresh_parts(sh, t, fresh, &mut whole)
             };
-            rec.words_sorted();
-            let sc = scratch.insert((rec, reads, report));
-            let n = sc.0.writes();
-            (&sc.0, &sc.0.writes.words, &sc.0.writes, n, proven, None)
+            (img, words, writes, n, proven, None)
         }
     };
     if let Some(read) = sh.reader {
@@ -1240,10 +1371,49 @@ fn check_point(
             }
         }
     }
+    // The lowest difference per thread in the lines of the stores an
+    // advance left pending (in store order: a line is compared again only
+    // if another line's stores came between).
+    let mut pending_min: Vec<Option<(Addr, u64, u64)>> = Vec::new();
+    if kv.is_none() && !o.pending.is_empty() {
+        pending_min.resize(layout.threads, None);
+        // Lines compared once: recovery's (compared below) and each
+        // pending one (a set lookup costs less than a line comparison).
+        let mut seen = FxHashSet::default();
+        let mut prev = Addr::MAX;
+        for &a in written {
+            let line = a & !(LINE_BYTES - 1);
+            if line != prev {
+                prev = line;
+                seen.insert(line);
+            }
+        }
+        for stores in o.pending_stores() {
+            let mut prev = Addr::MAX;
+            for &(a, _) in stores {
+                let line = a & !(LINE_BYTES - 1);
+                if line != prev {
+                    prev = line;
+                    if !seen.insert(line) {
+                        continue;
+                    }
+                    for_each_line_difference(&o.expected, img, line, |d| {
+                        if let Some(rt) = layout.thread_of(d.0) {
+                            let m = &mut pending_min[rt];
+                            if m.is_none_or(|x| d.0 < x.0) {
+                                *m = Some(d);
+                            }
+                        }
+                    });
+                }
+            }
+        }
+    }
     for th in 0..layout.threads {
         let region = layout.thread_base(th)..layout.thread_base(th) + layout.thread_region_bytes;
         // Words that can differ: the crash image's delta and recovery's
-        // writes, or the kept image's delta (which covers its writes).
+        // writes (and the stores an advance left pending), or the kept
+        // image's delta (which covers its writes).
         let (delta, w): (&FxHashSet<Addr>, &[Addr]) = match kv {
             Some(view) => (view.delta(th), &[]),
             None => {
@@ -1255,15 +1425,26 @@ fn check_point(
         // The lowest differing word (what sorting the candidates and
         // taking the first would report), without sorting them: the delta
         // holds the whole epoch's dirty words at every point.
-        if let Some((a, want, got)) = delta
+        let in_delta = delta
             .iter()
-            .chain(w)
             .filter_map(|&a| {
                 let (want, got) = (o.expected_word(a), img.read_u64(a));
                 (want != got).then_some((a, want, got))
             })
-            .min_by_key(|d| d.0)
-        {
+            .min_by_key(|d| d.0);
+        // Recovery's writes, whole lines in address order: the first
+        // difference is their lowest. Words of those lines outside the
+        // candidates are equal in both images (neither written nor in the
+        // delta), so comparing them changes nothing but costs two line
+        // reads instead of two per word.
+        let in_lines = first_line_difference(&o.expected, img, w, &region)
+            .into_iter()
+            .chain(pending_min.get(th).copied().flatten())
+            .min_by_key(|d| d.0);
+        if let Some((a, want, got)) = match (in_delta, in_lines) {
+            (Some(x), Some(y)) => Some(if y.0 < x.0 { y } else { x }),
+            (x, y) => x.or(y),
+        } {
             let v = violation(
                 ViolationKind::Oracle,
                 Some(th),

@@ -450,8 +450,8 @@ impl RecStats {
 
 /// A recovery run from scratch on a crash image, its reads recorded.
 /// `first_conflict` consumes the read trace, so only its verdict is kept.
-pub(crate) struct Fresh<'a> {
-    pub rec: Recorder<Overlay<'a, SparseImage>>,
+pub(crate) struct Fresh<W: MemWrite> {
+    pub rec: Recorder<W>,
     pub reads: ReadSet,
     /// Re-runs crashed after at most this many writes provably repeat the
     /// uninterrupted recovery ([`war`]); exact, so off with the dedup.
@@ -466,8 +466,33 @@ pub(crate) fn recover_from_scratch<'a>(
     layout: &Layout,
     cur: &'a SparseImage,
     opts: &CrashOptions,
-) -> std::result::Result<Fresh<'a>, String> {
-    let mut tracked = Tracked::new(Overlay::new(cur));
+) -> std::result::Result<Fresh<Overlay<'a, SparseImage>>, String> {
+    recover_on(info, params, layout, Overlay::new(cur), opts, true)
+}
+
+/// [`recover_from_scratch`] on `img`, a crash image recovery may write.
+/// `track`: record the reads and prove re-runs ([`war`]); otherwise the
+/// reads are left empty and no re-run is proven (the caller proves them
+/// some other way, or runs them).
+pub(crate) fn recover_on<W: MemWrite>(
+    info: &SchemeInfo,
+    params: &crate::config::Params,
+    layout: &Layout,
+    img: W,
+    opts: &CrashOptions,
+    track: bool,
+) -> std::result::Result<Fresh<W>, String> {
+    if !track {
+        let mut rec = Recorder::new(img);
+        let report = guarded(|| (info.recover)(&mut rec, params, layout))?;
+        return Ok(Fresh {
+            rec,
+            reads: ReadSet::default(),
+            proven: 0,
+            report,
+        });
+    }
+    let mut tracked = Tracked::new(img);
     let report = guarded(|| (info.recover)(&mut tracked, params, layout))?;
     let (rec, reads, trace) = tracked.into_parts();
     let proven = if opts.dedup_recoveries {
