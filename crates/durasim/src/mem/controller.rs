@@ -380,7 +380,18 @@ const RESERVATION_HORIZON_CYCLES: Cycle = 50_000;
 impl Rank {
     /// Earliest activate at or after `t` keeping tRRD and tFAW with every
     /// reserved activate (before and after it).
-    fn slot(&self, mut t: Cycle, t_rrd: Cycle, t_faw: Cycle) -> Cycle {
+    #[inline]
+    fn slot(&self, t: Cycle, t_rrd: Cycle, t_faw: Cycle) -> Cycle {
+        // Every reserved activate is out of reach of `t` (the search below
+        // would find none within reach and return `t`): no search.
+        match self.acts.items.last() {
+            Some(&a) if a + t_faw.max(t_rrd) > t => self.slot_search(t, t_rrd, t_faw),
+            _ => t,
+        }
+    }
+
+    #[inline(never)]
+    fn slot_search(&self, mut t: Cycle, t_rrd: Cycle, t_faw: Cycle) -> Cycle {
         let acts = self.acts.live();
         let reach = t_faw.max(t_rrd);
         let mut lo = partition_point_from_end::<false, _>(acts, |&a| a + reach <= t);
@@ -447,7 +458,18 @@ impl Channel {
     /// Earliest data start >= `t` for a burst that overlaps no reserved
     /// burst and keeps the turnaround gaps with every reservation, before
     /// and after it.
-    fn slot(&self, mut t: Cycle, write: bool, d: &DeviceTiming) -> Cycle {
+    #[inline]
+    fn slot(&self, t: Cycle, write: bool, d: &DeviceTiming) -> Cycle {
+        // Every reserved burst ends, with the widest gap, by `t` (the
+        // search below would skip them all and return `t`): no search.
+        match self.bursts.items.last() {
+            Some(b) if b.end + (d.t_wtr + d.t_cl).max(d.t_rtw) > t => self.slot_search(t, write, d),
+            _ => t,
+        }
+    }
+
+    #[inline(never)]
+    fn slot_search(&self, mut t: Cycle, write: bool, d: &DeviceTiming) -> Cycle {
         let bl = d.t_bl;
         let reach = (d.t_wtr + d.t_cl).max(d.t_rtw);
         // The gaps after and before a reserved burst, by its direction.
@@ -574,6 +596,9 @@ impl Cand {
 
 /// Key of a bank without queued writes.
 const NO_CAND: u128 = u128::MAX;
+
+/// Keys in [`MemoryController::top`].
+const TOP_KEYS: usize = 8;
 
 /// Queued writes of one bank, oldest first, and the oldest of them in row
 /// `hit_row` (`hit`; `NIL` if none), kept up to date as writes enter and
@@ -744,16 +769,21 @@ pub struct MemoryController {
     cands: Vec<Cand>,
     cand_stale: Vec<u64>,
     /// Each bank's packed candidate key ([`Cand::packed`], carrying its
-    /// bank in its low bits; `NO_CAND` without queued writes), the banks
-    /// with a key (bit set), and the smallest key, valid unless
-    /// `min_stale`. A pick recomputes only the stale banks and compares
-    /// each new key with the minimum; only when the minimum's own key
-    /// grows (its write was issued, or a read changed its bank) does it
-    /// scan the keyed banks (was: a tournament tree, whose every update
-    /// climbed up to six levels).
+    /// bank in its low bits; `NO_CAND` without queued writes) and the
+    /// banks with a key (bit set).
     keys: Vec<u128>,
     keyed: Vec<u64>,
-    min_key: u128,
+    /// The `top_len` smallest keys of all banks, sorted (a prefix of the
+    /// sorted order of every key, valid after each pick's recomputation
+    /// of the stale banks): the pick is `top[0]`. A bank whose key changes
+    /// leaves the list and re-enters it if its new key is below the
+    /// list's last; the keyed banks are scanned only when the list is
+    /// empty. An issue mostly removes the minimum, whose bank becomes busy:
+    /// the next minimum is already listed (was: the minimum alone, and a
+    /// scan of every keyed bank whenever its key grew, i.e. at every
+    /// issue; before that, a tournament tree).
+    top: [u128; TOP_KEYS],
+    top_len: usize,
     /// Width of the bank index (`nbanks.trailing_zeros()`).
     bank_index_bits: u32,
     /// The last plan of a queued write: (slot, its seq, its location, the
@@ -919,7 +949,8 @@ impl MemoryController {
             cand_stale: vec![0; nbanks.div_ceil(64)],
             keys: vec![NO_CAND; nbanks],
             keyed: vec![0; nbanks.div_ceil(64)],
-            min_key: NO_CAND,
+            top: [NO_CAND; TOP_KEYS],
+            top_len: 0,
             bank_index_bits: nbanks.trailing_zeros(),
             write_plan: None,
             wq_len: 0,
@@ -1432,7 +1463,11 @@ impl MemoryController {
         if self.cand_stale.iter().any(|&w| w != 0) {
             self.refresh_stale();
         }
-        let min = self.min_key;
+        let min = if self.top_len > 0 {
+            self.top[0]
+        } else {
+            NO_CAND
+        };
         let bank = (min & ((1 << self.bank_index_bits) - 1)) as usize;
         (min != NO_CAND).then(|| self.cands[bank])
     }
@@ -1443,8 +1478,6 @@ impl MemoryController {
         // `keys` has a power-of-two length (one per bank): indices are
         // masked by it so the compiler drops the bounds checks.
         let mask = self.keys.len() - 1;
-        let mut min = self.min_key;
-        let mut rescan = false;
         for wi in 0..self.cand_stale.len() {
             let mut bits = std::mem::take(&mut self.cand_stale[wi]);
             while bits != 0 {
@@ -1461,28 +1494,72 @@ impl MemoryController {
                     c.packed(b, self.bank_index_bits)
                 };
                 let old = std::mem::replace(&mut self.keys[b & mask], key);
-                if key < min {
-                    min = key;
-                } else if old == min && key != old {
-                    // The minimum's own key grew: another bank may hold
-                    // the smallest key now (keys are unique, so `old ==
-                    // min` only for the minimum's bank).
-                    rescan = true;
+                if key != old {
+                    self.top_update(b, key);
                 }
             }
         }
-        if rescan {
-            min = NO_CAND;
-            for (wi, &w) in self.keyed.iter().enumerate() {
-                let mut bits = w;
-                while bits != 0 {
-                    let b = wi * 64 + bits.trailing_zeros() as usize;
-                    bits &= bits - 1;
-                    min = min.min(self.keys[b & mask]);
+        if self.top_len == 0 {
+            self.top_fill();
+        }
+    }
+
+    /// Bank `b`'s key became `key`: it leaves `top` (if listed) and enters
+    /// it if `key` is below the last listed key (the list stays the
+    /// smallest keys of all banks: every unlisted key is above its last).
+    #[inline]
+    fn top_update(&mut self, b: usize, key: u128) {
+        let bank_mask = (1u128 << self.bank_index_bits) - 1;
+        let mut n = self.top_len;
+        // Keys carry their bank in their low bits.
+        if let Some(i) = self.top[..n]
+            .iter()
+            .position(|&k| (k & bank_mask) as usize == b)
+        {
+            self.top.copy_within(i + 1..n, i);
+            n -= 1;
+        }
+        if n > 0 && key < self.top[n - 1] {
+            // A full list drops its last key (the new key is below it).
+            n = self.top_insert(n.min(TOP_KEYS - 1), key);
+        }
+        self.top_len = n;
+    }
+
+    /// Insert `key` into the sorted `top[..n]` (`n < TOP_KEYS`); returns
+    /// the new length.
+    #[inline]
+    fn top_insert(&mut self, n: usize, key: u128) -> usize {
+        let mut i = n;
+        while i > 0 && self.top[i - 1] > key {
+            self.top[i] = self.top[i - 1];
+            i -= 1;
+        }
+        self.top[i] = key;
+        n + 1
+    }
+
+    /// Fill `top` with the smallest keys of the keyed banks (one scan).
+    #[inline(never)]
+    fn top_fill(&mut self) {
+        let mask = self.keys.len() - 1;
+        let mut n = 0;
+        for wi in 0..self.keyed.len() {
+            let mut bits = self.keyed[wi];
+            while bits != 0 {
+                let b = wi * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let key = self.keys[b & mask];
+                if n == TOP_KEYS {
+                    if key >= self.top[TOP_KEYS - 1] {
+                        continue;
+                    }
+                    n -= 1;
                 }
+                n = self.top_insert(n, key);
             }
         }
-        self.min_key = min;
+        self.top_len = n;
     }
 
     /// Queue a write of `mask` bytes of `line` at `arrival` (a free slot
@@ -1498,10 +1575,18 @@ impl MemoryController {
             self.wq_slots[prev as usize].next = slot;
         }
         q.tail = slot;
-        if q.hit == NIL && q.hit_row == loc.row {
+        let became_hit = q.hit == NIL && q.hit_row == loc.row;
+        if became_hit {
             q.hit = slot;
         }
-        self.mark_stale(b);
+        // The bank's candidate (its oldest write, or its oldest write in
+        // the open row) changes only if the queue was empty or the new
+        // write is its first in the open row: an unchanged candidate keeps
+        // its key (was: every enqueue recomputed it). A bank whose row
+        // changed since its candidate was computed is stale already.
+        if prev == NIL || became_hit {
+            self.mark_stale(b);
+        }
         self.wq_slots[slot as usize] = PendingWrite {
             line,
             arrival,
@@ -2056,38 +2141,67 @@ mod tests {
         }
     }
 
+    /// Runs `ops` (line, 0 = read else a write of that byte, time step)
+    /// on `mc` and checks after each that the pick is the FR-FCFS
+    /// definition: the smallest key over every bank with queued writes,
+    /// each bank's candidate computed afresh; and that `top` lists the
+    /// smallest keys of all banks, in order.
+    fn check_pick(mut mc: MemoryController, ops: &[(u64, u8, u64)]) -> Result<(), TestCaseError> {
+        let mut now = 0;
+        for &(line, op, dt) in ops {
+            now += dt;
+            let addr = line * LINE_BYTES;
+            if op == 0 {
+                let mut buf = [0u8; 64];
+                mc.read(addr, &mut buf, Purpose::Demand, now);
+            } else {
+                mc.write(addr, &[op; 64], Purpose::Demand, now);
+            }
+            let picked = mc.pick().map(|c| (c.slot, c.key()));
+            let queued: Vec<usize> = (0..mc.bank_queues.len())
+                .filter(|&b| mc.bank_queues[b].head != NIL)
+                .collect();
+            let mut fresh: Vec<Cand> = queued.iter().map(|&b| mc.bank_candidate(b)).collect();
+            fresh.sort_by_key(Cand::key);
+            prop_assert_eq!(picked, fresh.first().map(|c| (c.slot, c.key())));
+            let bits = mc.bank_index_bits;
+            let keys: Vec<u128> = fresh
+                .iter()
+                .map(|c| c.packed(c_bank(&mc, c), bits))
+                .collect();
+            prop_assert!(mc.top_len <= keys.len());
+            prop_assert_eq!(&mc.top[..mc.top_len], &keys[..mc.top_len]);
+        }
+        Ok(())
+    }
+
+    /// The bank of candidate `c` (its write's location).
+    fn c_bank(mc: &MemoryController, c: &Cand) -> usize {
+        mc.wq_slots[c.slot as usize].loc.bank as usize
+    }
+
     proptest! {
-        /// The pick (cached keys, a kept minimum, a scan when the minimum's
-        /// key grows) is the FR-FCFS definition the previous tournament
-        /// tree also computed: the smallest key over every bank with queued
-        /// writes, each bank's candidate computed afresh, on states built
-        /// by random traffic (drains, full queues, reads into queued rows).
+        /// The pick (cached keys, a sorted list of the smallest, a scan
+        /// when it empties; an enqueue behind another write of the bank
+        /// keeps its candidate) is the FR-FCFS definition the previous
+        /// tournament tree and minimum also computed, on states built by
+        /// random traffic (drains, full queues, reads into queued rows):
+        /// 8 banks (the list never overflows) and 64 banks with a
+        /// 64-entry queue (it does, and empties).
         #[test]
         fn pick_equals_smallest_fresh_candidate(
             ops in proptest::collection::vec((0u64..512, 0u8..4, 0u64..300), 1..300),
         ) {
-            let mut mc = MemoryController::new(nvm_like(), true, true, false, 16, 12, 4);
-            let mut now = 0;
-            for (line, op, dt) in ops {
-                now += dt;
-                let addr = line * LINE_BYTES;
-                if op == 0 {
-                    let mut buf = [0u8; 64];
-                    mc.read(addr, &mut buf, Purpose::Demand, now);
-                } else {
-                    mc.write(addr, &[op; 64], Purpose::Demand, now);
-                }
-                let picked = mc.pick().map(|c| (c.slot, c.key()));
-                let queued: Vec<usize> = (0..mc.bank_queues.len())
-                    .filter(|&b| mc.bank_queues[b].head != NIL)
-                    .collect();
-                let fresh = queued
-                    .into_iter()
-                    .map(|b| mc.bank_candidate(b))
-                    .min_by_key(Cand::key)
-                    .map(|c| (c.slot, c.key()));
-                prop_assert_eq!(picked, fresh);
-            }
+            check_pick(MemoryController::new(nvm_like(), true, true, false, 16, 12, 4), &ops)?;
+        }
+
+        #[test]
+        fn pick_equals_smallest_fresh_candidate_many_banks(
+            ops in proptest::collection::vec((0u64..4096, 0u8..4, 0u64..40), 1..400),
+        ) {
+            let mut d = nvm_like();
+            (d.channels, d.ranks, d.banks, d.mapping) = (4, 2, 8, Mapping::Permutation);
+            check_pick(MemoryController::new(d, true, true, false, 64, 40, 20), &ops)?;
         }
     }
 
