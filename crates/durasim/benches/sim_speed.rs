@@ -3,9 +3,13 @@
 //! (`configs/hoop.toml`; issue 2, part 12), for the engine alone (`ideal`)
 //! and with HOOP (whose periodic GC runs once in this window). Only
 //! `Engine::run` is timed (not setup, nor the final drain and its GC).
+//! Each runs with the op streams generated on a second host thread (the
+//! default on a host with two or more CPUs, workloads/feed.rs) and inline
+//! (`_inline`, one host thread: the engine's own speed).
 //! Run: `cargo bench -p durasim --bench sim_speed`.
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use durasim::engine::GenThread;
 use durasim::{schemes, Engine, Params, RunSpec};
 use std::path::Path;
 
@@ -30,14 +34,21 @@ fn sim_speed(c: &mut Criterion) {
     let mut g = c.benchmark_group("sim_speed");
     g.sample_size(10);
     g.measurement_time(std::time::Duration::from_secs(20));
-    for scheme in ["ideal", "hoop"] {
-        let spec = spec(scheme);
+    for (scheme, gen) in [
+        ("ideal", GenThread::On),
+        ("hoop", GenThread::On),
+        ("ideal", GenThread::Off),
+        ("hoop", GenThread::Off),
+    ] {
+        let mut spec = spec(scheme);
+        spec.gen_thread = gen;
         // The op count is deterministic for a seed: measure it once.
         let mut probe = Engine::new(spec.clone()).expect("engine");
         probe.run(&mut |_| {}).expect("run");
         g.throughput(Throughput::Elements(probe.sim_info().sim_mem_ops));
         drop(probe);
-        let id = format!("btree_{scheme}_{THREADS}threads_{TX}tx");
+        let inline = if gen == GenThread::Off { "_inline" } else { "" };
+        let id = format!("btree_{scheme}_{THREADS}threads_{TX}tx{inline}");
         g.bench_function(id, |b| {
             b.iter_batched(
                 || Engine::new(spec.clone()).expect("engine"),

@@ -10,8 +10,22 @@ use crate::mem::{MemRead, MemoryController, SparseImage};
 use crate::schemes::{self, Layout, MemCtx, Scheme, SchemeInfo};
 use crate::stats::{by_purpose, row_hit_ratio, Latencies, Metrics, SimInfo};
 use crate::types::{line_of, read_word, word_index, write_word, Addr, CoreId, Cycle, LineData};
+use crate::workloads::feed::Feed;
 use crate::workloads::{self, Op, TxCtx, Workload, WorkloadArgs, WorkloadInfo};
 use std::time::Instant;
+
+/// Stops a feed's producer when dropped.
+struct StopFeed(std::sync::Arc<Feed>);
+
+impl Drop for StopFeed {
+    fn drop(&mut self) {
+        self.0.stop();
+    }
+}
+
+/// The op-stream producer thread; it returns the architectural image and
+/// the workloads it took.
+type FeedThread = std::thread::JoinHandle<(SparseImage, Vec<Box<dyn Workload>>)>;
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -25,6 +39,24 @@ pub struct RunSpec {
     pub params: Params,
     /// Record committed write sets and the persist log (crash testing).
     pub record_history: bool,
+    /// Generate the workload's op streams on a second host thread (no
+    /// simulated effect: every metric is the same bit for bit).
+    pub gen_thread: GenThread,
+}
+
+/// `--gen-thread`: where the workloads' op streams are generated
+/// (workloads/feed.rs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum GenThread {
+    /// On a second host thread when the host has two or more CPUs and the
+    /// scheme does not checkpoint (a checkpoint links the architectural
+    /// image's pages to the media's, which one thread must own).
+    #[default]
+    Auto,
+    /// On a second host thread whenever the scheme does not checkpoint.
+    On,
+    /// Inline, on the engine's thread.
+    Off,
 }
 
 impl RunSpec {
@@ -42,6 +74,7 @@ impl RunSpec {
             seed: 1,
             params,
             record_history: false,
+            gen_thread: GenThread::Auto,
         })
     }
 }
@@ -503,6 +536,11 @@ pub struct Engine {
     pub arch: SparseImage,
     pub history: Option<History>,
     workloads: Vec<Box<dyn Workload>>,
+    /// The op-stream producer's queues while a run generates on a second
+    /// host thread (it then holds `arch` and `workloads`).
+    feed: Option<std::sync::Arc<Feed>>,
+    /// The last run generated its op streams on a second host thread.
+    fed: bool,
     cores: Vec<Core>,
     latencies: Latencies,
     compute_cpi: f64,
@@ -738,6 +776,8 @@ impl Engine {
             scheme,
             arch: SparseImage::new(),
             workloads: wls,
+            feed: None,
+            fed: false,
             cores,
             loads: 0,
             stores: 0,
@@ -831,6 +871,93 @@ impl Engine {
     /// and then.
     pub fn run(&mut self, progress: &mut dyn FnMut(u64)) -> Result<()> {
         let start = Instant::now();
+        let producer = self.start_feed()?;
+        // Stops the producer also when a scheme panics mid-run (the panic
+        // unwinds past `join_feed`; the thread then ends on its own).
+        let _stop = self.feed.clone().map(StopFeed);
+        let result = self.run_loop(progress);
+        let joined = self.join_feed(producer);
+        self.host_seconds = start.elapsed().as_secs_f64();
+        result.and(joined)
+    }
+
+    /// The scheme takes whole-system checkpoints (schemes/checkpoint/).
+    pub fn checkpoints_enabled(&self) -> bool {
+        self.epoch.is_some()
+    }
+
+    /// Does this run generate its op streams on a second host thread?
+    fn wants_feed(&self) -> bool {
+        if self.epoch.is_some() {
+            return false;
+        }
+        match self.spec.gen_thread {
+            GenThread::Off => false,
+            GenThread::On => true,
+            GenThread::Auto => std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2),
+        }
+    }
+
+    /// Start the op-stream producer (workloads/feed.rs) if this run uses
+    /// one: it takes the architectural image and the workloads until
+    /// [`Self::join_feed`] returns them.
+    fn start_feed(&mut self) -> Result<Option<FeedThread>> {
+        if !self.wants_feed() {
+            return Ok(None);
+        }
+        let remaining: Vec<u64> = self
+            .cores
+            .iter()
+            .map(|c| c.target_tx - c.done_tx - u64::from(c.in_tx))
+            .collect();
+        let feed = std::sync::Arc::new(Feed::new(remaining));
+        let mut arch = std::mem::take(&mut self.arch);
+        let mut workloads = std::mem::take(&mut self.workloads);
+        let layout = self.ctx.layout.clone();
+        let producer = std::sync::Arc::clone(&feed);
+        let handle = std::thread::Builder::new()
+            .name("durasim-gen".into())
+            .spawn(move || {
+                producer.produce(
+                    &mut arch,
+                    &mut workloads,
+                    |c| layout.thread_base(c),
+                    layout.thread_region_bytes,
+                );
+                (arch, workloads)
+            });
+        // Without a thread the moved state went down with the closure:
+        // the run cannot go on inline.
+        let handle = handle.map_err(|e| {
+            Error::Internal(format!(
+                "could not start the workload generator thread ({e}); run with --gen-thread off"
+            ))
+        })?;
+        self.feed = Some(feed);
+        self.fed = true;
+        Ok(Some(handle))
+    }
+
+    /// Stop the producer (if the run ended early) and take back the
+    /// architectural image and the workloads.
+    fn join_feed(&mut self, producer: Option<FeedThread>) -> Result<()> {
+        let Some(handle) = producer else {
+            return Ok(());
+        };
+        if let Some(feed) = self.feed.take() {
+            feed.stop();
+        }
+        match handle.join() {
+            Ok((arch, workloads)) => {
+                self.arch = arch;
+                self.workloads = workloads;
+                Ok(())
+            }
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    }
+
+    fn run_loop(&mut self, progress: &mut dyn FnMut(u64)) -> Result<()> {
         let mut last_report = 0u64;
         // Each core's time, or `Cycle::MAX` once it has finished: one compact
         // array so picking the next core touches one host cache line.
@@ -920,7 +1047,6 @@ impl Engine {
             self.hier.llc_miss_ratio(),
             dirty_cached_lines(&self.hier),
         ));
-        self.host_seconds = start.elapsed().as_secs_f64();
         Ok(())
     }
 
@@ -1444,16 +1570,26 @@ impl Engine {
     fn begin_tx(&mut self, c: usize) -> Result<()> {
         let layout = &self.ctx.layout;
         let core = &mut self.cores[c];
-        core.ops.clear();
-        let mut ctx = TxCtx::new(
-            &mut self.arch,
-            &mut core.ops,
-            true,
-            layout.thread_base(c),
-            layout.thread_region_bytes,
-        );
-        self.workloads[c].run_tx(&mut ctx);
-        if ctx.out_of_memory {
+        let out_of_memory = if let Some(feed) = self.feed.as_deref() {
+            // Generated ahead on the producer thread (workloads/feed.rs).
+            let tx = feed
+                .take(c, std::mem::take(&mut core.ops))
+                .map_err(|_| Error::Internal("the workload generator thread stopped".into()))?;
+            core.ops = tx.ops;
+            tx.out_of_memory
+        } else {
+            core.ops.clear();
+            let mut ctx = TxCtx::new(
+                &mut self.arch,
+                &mut core.ops,
+                true,
+                layout.thread_base(c),
+                layout.thread_region_bytes,
+            );
+            self.workloads[c].run_tx(&mut ctx);
+            ctx.out_of_memory
+        };
+        if out_of_memory {
             return Err(footprint_error(layout));
         }
         // The program's write set, before a software scheme instruments it.
@@ -1598,6 +1734,7 @@ impl Engine {
             host_seconds: self.host_seconds,
             sim_mem_ops: ops,
             mem_ops_per_host_second: ops as f64 / self.host_seconds.max(1e-9),
+            gen_thread: self.fed,
             version: env!("CARGO_PKG_VERSION"),
         }
     }

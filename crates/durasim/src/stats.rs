@@ -90,6 +90,9 @@ pub struct SimInfo {
     pub host_seconds: f64,
     pub sim_mem_ops: u64,
     pub mem_ops_per_host_second: f64,
+    /// The workloads' op streams were generated on a second host thread
+    /// (`--gen-thread`; no simulated effect).
+    pub gen_thread: bool,
     pub version: &'static str,
 }
 

@@ -308,6 +308,7 @@ fn spec(info: &SchemeInfo, tx: u64, seed: u64) -> RunSpec {
         seed,
         params,
         record_history: true,
+        gen_thread: durasim::engine::GenThread::Auto,
     }
 }
 

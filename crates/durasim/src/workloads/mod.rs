@@ -11,6 +11,7 @@ pub mod cc;
 pub mod cd;
 mod dep;
 pub mod echo;
+pub mod feed;
 pub mod hashmap;
 pub mod hashtable;
 pub mod kdtree;
