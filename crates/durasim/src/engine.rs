@@ -541,6 +541,10 @@ pub struct Engine {
     feed: Option<std::sync::Arc<Feed>>,
     /// The last run generated its op streams on a second host thread.
     fed: bool,
+    /// The producer generates on a copy of `arch`; the engine applies the
+    /// stores of each transaction it takes to `arch` (checkpointing
+    /// schemes, see `start_feed`).
+    replay_stores: bool,
     cores: Vec<Core>,
     latencies: Latencies,
     compute_cpi: f64,
@@ -778,6 +782,7 @@ impl Engine {
             workloads: wls,
             feed: None,
             fed: false,
+            replay_stores: false,
             cores,
             loads: 0,
             stores: 0,
@@ -888,9 +893,6 @@ impl Engine {
 
     /// Does this run generate its op streams on a second host thread?
     fn wants_feed(&self) -> bool {
-        if self.epoch.is_some() {
-            return false;
-        }
         match self.spec.gen_thread {
             GenThread::Off => false,
             GenThread::On => true,
@@ -900,7 +902,11 @@ impl Engine {
 
     /// Start the op-stream producer (workloads/feed.rs) if this run uses
     /// one: it takes the architectural image and the workloads until
-    /// [`Self::join_feed`] returns them.
+    /// [`Self::join_feed`] returns them. A checkpointing scheme's media
+    /// pages depend on the engine's image (non-atomically), so there the
+    /// producer generates on a copy and the engine applies each taken
+    /// transaction's stores to its own image (`replay_stores`): the image
+    /// goes through the same states as when generating inline.
     fn start_feed(&mut self) -> Result<Option<FeedThread>> {
         if !self.wants_feed() {
             return Ok(None);
@@ -911,7 +917,13 @@ impl Engine {
             .map(|c| c.target_tx - c.done_tx - u64::from(c.in_tx))
             .collect();
         let feed = std::sync::Arc::new(Feed::new(remaining));
-        let mut arch = std::mem::take(&mut self.arch);
+        self.replay_stores = self.epoch.is_some();
+        let mut arch = if self.replay_stores {
+            // A clone holds no dependent page: it may live on another thread.
+            self.arch.clone()
+        } else {
+            std::mem::take(&mut self.arch)
+        };
         let mut workloads = std::mem::take(&mut self.workloads);
         let layout = self.ctx.layout.clone();
         let producer = std::sync::Arc::clone(&feed);
@@ -949,7 +961,11 @@ impl Engine {
         }
         match handle.join() {
             Ok((arch, workloads)) => {
-                self.arch = arch;
+                // With `replay_stores` the engine's image is up to date
+                // already (and the copy is dropped).
+                if !std::mem::take(&mut self.replay_stores) {
+                    self.arch = arch;
+                }
                 self.workloads = workloads;
                 Ok(())
             }
@@ -1576,6 +1592,13 @@ impl Engine {
                 .take(c, std::mem::take(&mut core.ops))
                 .map_err(|_| Error::Internal("the workload generator thread stopped".into()))?;
             core.ops = tx.ops;
+            if self.replay_stores {
+                for op in &core.ops {
+                    if let Op::Store { addr, value } = *op {
+                        self.arch.write_word(addr, value);
+                    }
+                }
+            }
             tx.out_of_memory
         } else {
             core.ops.clear();
