@@ -8,10 +8,12 @@
 //! still receives its own transactions in program order, so the simulated
 //! machine and every metric are the same bit for bit (tests/feed.rs).
 //!
-//! The producer keeps at most [`AHEAD_TX`] transactions queued per core and
-//! sleeps until a queue falls to [`REFILL_TX`], so it wakes once per batch
-//! rather than once per transaction; op buffers circulate between the two
-//! threads, so the steady state allocates nothing.
+//! The producer keeps at most [`AHEAD_TX`] transactions and about
+//! [`AHEAD_OPS`] ops queued per core (at least one transaction, however
+//! large) and sleeps until a queue falls to [`REFILL_TX`] transactions, so
+//! it wakes once per batch rather than once per transaction; op buffers
+//! circulate between the two threads, so the steady state allocates
+//! nothing.
 
 use super::{TxCtx, Workload};
 use crate::mem::SparseImage;
@@ -24,6 +26,9 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 pub const AHEAD_TX: usize = 16;
 /// The producer, once every queue is full, sleeps until one holds this few.
 pub const REFILL_TX: usize = 4;
+/// Ops queued ahead per core, at most, beyond its first transaction
+/// (bounds host memory when transactions are large: 24 B per op).
+pub const AHEAD_OPS: usize = 1 << 16;
 
 /// One generated transaction.
 pub struct FedTx {
@@ -43,6 +48,8 @@ pub enum FeedEnd {
 
 struct State {
     queues: Vec<VecDeque<FedTx>>,
+    /// Ops in each core's queue.
+    queued_ops: Vec<usize>,
     /// Transactions still to generate, per core.
     remaining: Vec<u64>,
     /// Recycled op buffers.
@@ -73,6 +80,7 @@ impl Feed {
                 queues: (0..cores)
                     .map(|_| VecDeque::with_capacity(AHEAD_TX))
                     .collect(),
+                queued_ops: vec![0; cores],
                 remaining,
                 free: Vec::new(),
                 demand: None,
@@ -101,6 +109,7 @@ impl Feed {
         s.free.push(spent);
         loop {
             if let Some(tx) = s.queues[c].pop_front() {
+                s.queued_ops[c] -= tx.ops.len();
                 if s.producer_sleeping && s.queues[c].len() <= REFILL_TX {
                     s.producer_sleeping = false;
                     self.wanted.notify_one();
@@ -139,17 +148,20 @@ impl Feed {
             let pick = match s.demand.take() {
                 Some(d) if s.remaining[d] > 0 => Some(d),
                 _ => {
-                    // The core with the fewest queued (lowest index on ties).
+                    if s.remaining.iter().all(|&r| r == 0) {
+                        return None;
+                    }
+                    // Of the cores with room, the one with the fewest
+                    // queued (lowest index on ties).
                     let mut best: Option<(usize, usize)> = None;
                     for (c, q) in s.queues.iter().enumerate() {
-                        if s.remaining[c] > 0 && best.is_none_or(|(_, n)| q.len() < n) {
+                        let room =
+                            q.is_empty() || (q.len() < AHEAD_TX && s.queued_ops[c] < AHEAD_OPS);
+                        if s.remaining[c] > 0 && room && best.is_none_or(|(_, n)| q.len() < n) {
                             best = Some((c, q.len()));
                         }
                     }
-                    match best {
-                        None => return None,
-                        Some((c, n)) => (n < AHEAD_TX).then_some(c),
-                    }
+                    best.map(|(c, _)| c)
                 }
             };
             if let Some(c) = pick {
@@ -168,6 +180,7 @@ impl Feed {
             // The engine stops at this transaction: generate no more.
             s.remaining[c] = 0;
         }
+        s.queued_ops[c] += tx.ops.len();
         s.queues[c].push_back(tx);
         if s.consumer_sleeping {
             self.queued.notify_one();
@@ -251,6 +264,46 @@ mod tests {
         // The image holds each thread's last value, as if run inline.
         assert_eq!(arch.read_word(64), 39);
         assert_eq!(arch.read_word(3 * 4096 + 64), 24);
+    }
+
+    /// A workload whose every transaction is `n` stores.
+    struct Big(u64);
+    impl Workload for Big {
+        fn setup(&mut self, _: &mut TxCtx) {}
+        fn run_tx(&mut self, ctx: &mut TxCtx) {
+            let a = ctx.region_base() + 64;
+            for _ in 0..self.0 {
+                ctx.store(a, 1);
+            }
+        }
+    }
+
+    #[test]
+    fn large_transactions_are_bounded_by_ops_not_count() {
+        let per_tx = AHEAD_OPS as u64 / 4 + 1;
+        let feed = Feed::new(vec![100]);
+        let mut arch = SparseImage::new();
+        let mut wls: Vec<Box<dyn Workload>> = vec![Box::new(Big(per_tx))];
+        std::thread::scope(|s| {
+            s.spawn(|| feed.produce(&mut arch, &mut wls, |_| 0, 4096));
+            let mut spent = feed.take(0, Vec::new()).expect("a transaction").ops;
+            // Let the producer fill the queue as far as it may.
+            while !feed.lock().producer_sleeping {
+                std::thread::yield_now();
+            }
+            let st = feed.lock();
+            assert_eq!(
+                st.queues[0].len(),
+                4,
+                "four transactions reach the ops bound"
+            );
+            assert!(st.queued_ops[0] >= AHEAD_OPS);
+            drop(st);
+            for _ in 1..100 {
+                spent = feed.take(0, spent).expect("a transaction").ops;
+                assert_eq!(spent.len() as u64, per_tx);
+            }
+        });
     }
 
     #[test]
