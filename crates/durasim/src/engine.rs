@@ -48,12 +48,10 @@ pub struct RunSpec {
 /// (workloads/feed.rs).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum GenThread {
-    /// On a second host thread when the host has two or more CPUs and the
-    /// scheme does not checkpoint (a checkpoint links the architectural
-    /// image's pages to the media's, which one thread must own).
+    /// On a second host thread when the host has two or more CPUs.
     #[default]
     Auto,
-    /// On a second host thread whenever the scheme does not checkpoint.
+    /// On a second host thread.
     On,
     /// Inline, on the engine's thread.
     Off,

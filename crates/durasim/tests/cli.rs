@@ -69,6 +69,18 @@ fn bad_names_keys_and_values_exit_2_naming_the_choices() {
             "ideal",
         ),
         (
+            &[
+                "run",
+                "--scheme",
+                "ideal",
+                "--workload",
+                "vector",
+                "--gen-thread",
+                "of",
+            ],
+            "a similar value exists: 'off'",
+        ),
+        (
             &["run", "--scheme", "ideal", "--workload", "bogus"],
             "vector",
         ),
