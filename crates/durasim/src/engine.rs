@@ -23,6 +23,25 @@ impl Drop for StopFeed {
     }
 }
 
+/// `Engine::run`s in progress in this process (`GenThread::Auto`).
+static RUNNING_ENGINES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Counts one run in `RUNNING_ENGINES` while alive.
+struct Running;
+
+impl Running {
+    fn enter() -> Self {
+        RUNNING_ENGINES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Running
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        RUNNING_ENGINES.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 /// The op-stream producer thread; it returns the architectural image and
 /// the workloads it took.
 type FeedThread = std::thread::JoinHandle<(SparseImage, Vec<Box<dyn Workload>>)>;
@@ -48,7 +67,9 @@ pub struct RunSpec {
 /// (workloads/feed.rs).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum GenThread {
-    /// On a second host thread when the host has two or more CPUs.
+    /// On a second host thread when a host CPU is spare for it: the host
+    /// has two or more per run in progress, and the run is not one of a
+    /// parallel grid's.
     #[default]
     Auto,
     /// On a second host thread.
@@ -874,6 +895,7 @@ impl Engine {
     /// and then.
     pub fn run(&mut self, progress: &mut dyn FnMut(u64)) -> Result<()> {
         let start = Instant::now();
+        let _running = Running::enter();
         let producer = self.start_feed()?;
         // Stops the producer also when a scheme panics mid-run (the panic
         // unwinds past `join_feed`; the thread then ends on its own).
@@ -890,11 +912,20 @@ impl Engine {
     }
 
     /// Does this run generate its op streams on a second host thread?
+    /// `auto`: when a host CPU is spare for it. A run on a rayon pool's
+    /// thread (`compare`'s grid) or beside other runs of this process
+    /// (a Python sweep's threads) has every CPU busy already: there the
+    /// producer only adds hand-offs (measured: the golden grid's five
+    /// `compare`s took 5-10 % longer with it).
     fn wants_feed(&self) -> bool {
         match self.spec.gen_thread {
             GenThread::Off => false,
             GenThread::On => true,
-            GenThread::Auto => std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2),
+            GenThread::Auto => {
+                let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+                let running = RUNNING_ENGINES.load(std::sync::atomic::Ordering::Relaxed);
+                rayon::current_thread_index().is_none() && 2 * running <= cpus
+            }
         }
     }
 

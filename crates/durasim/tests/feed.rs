@@ -108,3 +108,19 @@ fn a_run_failing_midway_reports_the_same_error_either_way() {
     );
     assert_eq!(on, failing(GenThread::Off));
 }
+
+#[test]
+fn auto_leaves_the_producer_out_of_a_parallel_grid() {
+    // A run on a rayon pool's thread (`compare`) finds every CPU busy.
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .build()
+        .unwrap();
+    let fed = pool.install(|| {
+        run(spec("ideal", "btree", GenThread::Auto), &mut |_| {})
+            .unwrap()
+            .sim_info()
+            .gen_thread
+    });
+    assert!(!fed, "auto must not start a producer inside a grid");
+}

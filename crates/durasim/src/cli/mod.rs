@@ -109,8 +109,8 @@ pub struct RunArgs {
     #[arg(long, default_value = "durasim")]
     pub trace_format: String,
     /// Generate the workload's op streams on a second host thread: auto
-    /// (when the host has two or more CPUs), on, off. Host speed only:
-    /// every simulated result is the same bit for bit.
+    /// (when a host CPU is spare for it), on, off. Host speed only: every
+    /// simulated result is the same bit for bit.
     #[arg(long, value_enum, default_value_t = engine::GenThread::Auto)]
     pub gen_thread: engine::GenThread,
 }
