@@ -3,9 +3,10 @@
 //! (`configs/hoop.toml`; issue 2, part 12), for the engine alone (`ideal`)
 //! and with HOOP (whose periodic GC runs once in this window). Only
 //! `Engine::run` is timed (not setup, nor the final drain and its GC).
-//! Each runs with the op streams generated on a second host thread (the
-//! default on a host with two or more CPUs, workloads/feed.rs) and inline
-//! (`_inline`, one host thread: the engine's own speed).
+//! Each runs with the op streams generated on a second host thread (what
+//! `--gen-thread auto` does for a lone run on a host with two or more CPUs,
+//! workloads/feed.rs) and inline (`_inline`, one host thread: the engine's
+//! own speed).
 //! Run: `cargo bench -p durasim --bench sim_speed`.
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
