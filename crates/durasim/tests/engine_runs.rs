@@ -3,22 +3,11 @@
 //! scheme equals the architectural image), read-path correctness and
 //! determinism (same seed, identical metrics).
 
+mod common;
+
+use common::small_spec;
 use durasim::engine::{run, RunSpec};
 use durasim::{schemes, workloads};
-
-fn small_spec(scheme: &str, workload: &str, seed: u64) -> RunSpec {
-    let mut s = RunSpec::new(scheme, workload).unwrap();
-    s.threads = 4;
-    s.tx = 400;
-    s.seed = seed;
-    s.params.set_str("workload.initial_items", "64").unwrap();
-    // Small caches so that evictions and write-backs happen in short runs.
-    s.params.set_str("cache.l1_size_bytes", "4096").unwrap();
-    s.params.set_str("cache.l2_size_bytes", "8192").unwrap();
-    s.params.set_str("cache.llc_size_bytes", "32768").unwrap();
-    s.params.set_str("run.check_reads", "true").unwrap();
-    s
-}
 
 #[test]
 fn every_scheme_and_workload_is_equivalent_after_drain() {

@@ -8,20 +8,15 @@
 //! drained home image equals it); a run that fails mid-way reports the
 //! same error either way and leaves no thread behind.
 
+mod common;
+
 use durasim::engine::{run, GenThread, RunSpec};
 use durasim::{schemes, workloads};
 
 fn spec(scheme: &str, workload: &str, gen: GenThread) -> RunSpec {
-    let mut s = RunSpec::new(scheme, workload).unwrap();
-    s.threads = 4;
+    let mut s = common::small_spec(scheme, workload, 5);
     s.tx = 300;
-    s.seed = 5;
     s.gen_thread = gen;
-    s.params.set_str("workload.initial_items", "64").unwrap();
-    s.params.set_str("cache.l1_size_bytes", "4096").unwrap();
-    s.params.set_str("cache.l2_size_bytes", "8192").unwrap();
-    s.params.set_str("cache.llc_size_bytes", "32768").unwrap();
-    s.params.set_str("run.check_reads", "true").unwrap();
     s
 }
 

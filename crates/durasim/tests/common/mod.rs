@@ -1,6 +1,7 @@
-//! Test scaffolding shared by the hardware-logging tests (tests/fwb.rs,
-//! tests/morlog.rs): small caches, run specs, crash tests over every
-//! transactional workload, scheme statistics and the CLI.
+//! Test scaffolding shared by the integration tests (tests/fwb.rs,
+//! tests/morlog.rs, tests/resume.rs, tests/engine_runs.rs, tests/feed.rs):
+//! small caches, run specs, crash tests over every transactional workload,
+//! scheme statistics and the CLI.
 #![allow(dead_code)] // each test crate uses its own subset
 
 use durasim::crash::{self, CrashOptions, CrashReport};
@@ -27,6 +28,23 @@ pub fn spec(scheme: &str, workload: &str, tx: u64, sets: &[(&str, &str)]) -> Run
     for (k, v) in SMALL.iter().chain(sets) {
         s.params.set_str(k, v).unwrap();
     }
+    s
+}
+
+/// `scheme` x `workload`, 4 threads, 400 transactions, `seed`, 64 initial
+/// items, caches small enough that evictions and write-backs happen in
+/// short runs, and every load checked against the architectural value
+/// (tests/engine_runs.rs, tests/feed.rs).
+pub fn small_spec(scheme: &str, workload: &str, seed: u64) -> RunSpec {
+    let mut s = RunSpec::new(scheme, workload).unwrap();
+    s.threads = 4;
+    s.tx = 400;
+    s.seed = seed;
+    s.params.set_str("workload.initial_items", "64").unwrap();
+    s.params.set_str("cache.l1_size_bytes", "4096").unwrap();
+    s.params.set_str("cache.l2_size_bytes", "8192").unwrap();
+    s.params.set_str("cache.llc_size_bytes", "32768").unwrap();
+    s.params.set_str("run.check_reads", "true").unwrap();
     s
 }
 
