@@ -560,10 +560,6 @@ pub struct Engine {
     feed: Option<std::sync::Arc<Feed>>,
     /// The last run generated its op streams on a second host thread.
     fed: bool,
-    /// The producer generates on a copy of `arch`; the engine applies the
-    /// stores of each transaction it takes to `arch` (checkpointing
-    /// schemes, see `start_feed`).
-    replay_stores: bool,
     cores: Vec<Core>,
     latencies: Latencies,
     compute_cpi: f64,
@@ -801,7 +797,6 @@ impl Engine {
             workloads: wls,
             feed: None,
             fed: false,
-            replay_stores: false,
             cores,
             loads: 0,
             stores: 0,
@@ -934,8 +929,8 @@ impl Engine {
     /// [`Self::join_feed`] returns them. A checkpointing scheme's media
     /// pages depend on the engine's image (non-atomically), so there the
     /// producer generates on a copy and the engine applies each taken
-    /// transaction's stores to its own image (`replay_stores`): the image
-    /// goes through the same states as when generating inline.
+    /// transaction's stores to its own image (`begin_tx`): the image goes
+    /// through the same states as when generating inline.
     fn start_feed(&mut self) -> Result<Option<FeedThread>> {
         if !self.wants_feed() {
             return Ok(None);
@@ -946,8 +941,7 @@ impl Engine {
             .map(|c| c.target_tx - c.done_tx - u64::from(c.in_tx))
             .collect();
         let feed = std::sync::Arc::new(Feed::new(remaining));
-        self.replay_stores = self.epoch.is_some();
-        let mut arch = if self.replay_stores {
+        let mut arch = if self.epoch.is_some() {
             // A clone holds no dependent page: it may live on another thread.
             self.arch.clone()
         } else {
@@ -990,9 +984,9 @@ impl Engine {
         }
         match handle.join() {
             Ok((arch, workloads)) => {
-                // With `replay_stores` the engine's image is up to date
-                // already (and the copy is dropped).
-                if !std::mem::take(&mut self.replay_stores) {
+                // A checkpointing scheme's engine kept its own image up to
+                // date (the producer's copy is dropped).
+                if self.epoch.is_none() {
                     self.arch = arch;
                 }
                 self.workloads = workloads;
@@ -1621,7 +1615,8 @@ impl Engine {
                 .take(c, std::mem::take(&mut core.ops))
                 .map_err(|_| Error::Internal("the workload generator thread stopped".into()))?;
             core.ops = tx.ops;
-            if self.replay_stores {
+            // Checkpointing schemes: the producer wrote a copy (`start_feed`).
+            if self.epoch.is_some() {
                 for op in &core.ops {
                     if let Op::Store { addr, value } = *op {
                         self.arch.write_word(addr, value);
