@@ -12,6 +12,10 @@ use durasim::{engine, schemes, workloads, Error};
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
+// Huge pages for the simulator's large blocks, as in the CLI (alloc.rs).
+#[global_allocator]
+static HEAP: durasim::alloc::HugePageAlloc = durasim::alloc::HugePageAlloc;
+
 /// Bad user input becomes `ValueError` (the message names the field and the
 /// valid choices); I/O errors `OSError`; anything else `RuntimeError`.
 fn to_py(e: Error) -> PyErr {

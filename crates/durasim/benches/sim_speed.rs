@@ -14,6 +14,10 @@ use durasim::engine::GenThread;
 use durasim::{schemes, Engine, Params, RunSpec};
 use std::path::Path;
 
+// The heap the CLI and the Python module use (huge pages for large blocks).
+#[global_allocator]
+static HEAP: durasim::alloc::HugePageAlloc = durasim::alloc::HugePageAlloc;
+
 const THREADS: usize = 8;
 const TX: u64 = 100_000;
 

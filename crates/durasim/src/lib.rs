@@ -1,6 +1,7 @@
 //! durasim: an execution-driven simulator of persistent-memory systems that
 //! checks the crash consistency of hardware schemes. See docs/ARCHITECTURE.md.
 
+pub mod alloc;
 pub mod cache;
 pub mod cli;
 pub mod config;

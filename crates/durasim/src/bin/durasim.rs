@@ -1,5 +1,9 @@
 use clap::Parser;
 
+// Huge pages for the simulator's large blocks (durasim::alloc).
+#[global_allocator]
+static HEAP: durasim::alloc::HugePageAlloc = durasim::alloc::HugePageAlloc;
+
 fn main() {
     let cli = match durasim::cli::Cli::try_parse() {
         Ok(c) => c,
