@@ -1,17 +1,18 @@
 //! The process's heap: the system allocator, with blocks of 2 MiB or more
 //! mapped on their own and backed by transparent huge pages.
 //!
-//! A run's large structures (the simulated caches' tag and data arrays,
-//! HOOP's line index, the controller's and schemes' tables) are read at
-//! random: with 4 KiB pages nearly every such access also misses the
-//! host's TLB. Debian and most distributions ship THP in `madvise` mode,
-//! which backs only memory that asked for it. Only host speed changes: no
+//! A run's large structures (the LLC's data array, HOOP's line index, the
+//! schemes' other large tables) are read at random: with 4 KiB pages
+//! nearly every such access also misses the host's TLB. Debian and most
+//! distributions ship THP in `madvise` mode, which backs only memory that
+//! asked for it. Only host speed changes: no
 //! simulated result depends on where a block lives (README "Simulator
 //! speed").
 
 use std::alloc::{GlobalAlloc, Layout, System};
 
 /// Huge page size of x86-64 (and of aarch64 with 4 KiB base pages).
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 const HUGE_PAGE_BYTES: usize = 2 << 20;
 
 /// [`System`] for small blocks; a block of at least [`HUGE_PAGE_BYTES`]
