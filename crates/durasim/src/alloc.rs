@@ -103,7 +103,8 @@ unsafe impl GlobalAlloc for HugePageAlloc {
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         #[cfg(target_os = "linux")]
         if huge::is_huge(layout.size()) {
-            return huge::map(layout.size(), layout.align().max(HUGE_PAGE_BYTES));
+            // A fresh anonymous mapping is zero already.
+            return self.alloc(layout);
         }
         System.alloc_zeroed(layout)
     }
