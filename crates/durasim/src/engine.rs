@@ -471,6 +471,10 @@ struct Below<'a> {
 
 impl MemSide for Below<'_> {
     #[inline]
+    fn prefetch_miss(&self, line_addr: Addr) {
+        self.scheme.prefetch_miss(line_addr);
+    }
+    #[inline]
     fn read_miss(
         &mut self,
         core: CoreId,

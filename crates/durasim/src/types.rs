@@ -82,3 +82,19 @@ impl Purpose {
         self as usize
     }
 }
+
+/// Hint the host CPU to fetch the cache line holding `*p` (host speed
+/// only; a no-op off x86_64).
+#[inline(always)]
+pub fn prefetch<T>(p: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is only a hint: it never faults, reads nothing
+    // architecturally and `p` is a valid reference anyway; SSE is part of
+    // the x86_64 baseline.
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>((p as *const T).cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}

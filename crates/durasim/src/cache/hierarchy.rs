@@ -56,6 +56,10 @@ pub trait MemSide {
         out: &mut LineData,
         ext: &mut LineExt,
     ) -> (Cycle, bool);
+    /// `line_addr` may soon be read or written back below the LLC: a hint
+    /// to prefetch into the host caches (no simulated effect).
+    #[inline]
+    fn prefetch_miss(&self, _line_addr: Addr) {}
     /// A dirty line leaves the LLC (or is flushed); returns the time the
     /// write is persisted (write-backs are posted: callers other than flush
     /// do not wait for it).
@@ -242,6 +246,10 @@ impl Hierarchy {
         let l1 = &mut self.l1[core];
         debug_assert!(l1.find(line_addr).is_none(), "the L1 misses");
         l1.misses += 1;
+        // Host-cache hints for the lookups below (the LLC set and the
+        // scheme's tables are mostly cold in the host caches).
+        self.llc.prefetch_set(line_addr);
+        mem.prefetch_miss(line_addr);
         let mut t = now + l1.latency;
         let (s2, level) = self.fetch_into_l2(core, line_addr, &mut t, mem);
         // Fill L1; an L1 victim is (by inclusion) present in L2.
@@ -290,6 +298,13 @@ impl Hierarchy {
                 self.llc.misses += 1;
                 let mut buf = [0u8; LINE_BYTES as usize];
                 let mut fill_ext = LineExt::default();
+                if let Some(vaddr) = self.llc.valid_addr(slot) {
+                    // The victim is evicted after the read: start fetching
+                    // what its eviction looks up (its owner's L2 set, the
+                    // scheme's tables) while the read is simulated.
+                    self.l2[self.llc.owner(slot) as usize].prefetch_set(vaddr);
+                    mem.prefetch_miss(vaddr);
+                }
                 let (arrive, fill_dirty) =
                     mem.read_miss(core, line_addr, *t, &mut buf, &mut fill_ext);
                 *t = arrive;

@@ -206,6 +206,13 @@ pub trait Scheme: Send {
         now
     }
 
+    /// `line_addr` may soon reach [`Scheme::read_miss`] (it missed an L1)
+    /// or [`Scheme::writeback`] (it is the LLC's victim): start fetching
+    /// what they look up into the host caches. Host speed only: no
+    /// simulated effect.
+    #[inline]
+    fn prefetch_miss(&self, _line_addr: Addr) {}
+
     /// LLC miss: fill `out` with the newest data of the line (and `ext`
     /// with the LLC copy's initial state); returns when the data arrives and
     /// whether the line must be installed dirty.

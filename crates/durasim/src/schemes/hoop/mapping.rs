@@ -148,8 +148,8 @@ impl Indirection {
     #[inline]
     pub fn prefetch(&self, line: Addr) {
         let i = self.home_bucket(line);
-        super::prefetch(&self.keys[i]);
-        super::prefetch(&self.slots[i]);
+        crate::types::prefetch(&self.keys[i]);
+        crate::types::prefetch(&self.slots[i]);
     }
 
     /// Double the buckets (the table stays at most half full).

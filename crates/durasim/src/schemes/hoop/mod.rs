@@ -27,7 +27,7 @@ use crate::config::{Check, DefaultValue, ParamSpec, Params};
 use crate::error::{Error, Result};
 use crate::mem::image::PAGE_BYTES;
 use crate::mem::SparseImage;
-use crate::types::{line_of, Addr, CoreId, Cycle, LineData, Purpose, LINE_BYTES};
+use crate::types::{line_of, prefetch, Addr, CoreId, Cycle, LineData, Purpose, LINE_BYTES};
 use layout::{BlockHeader, BlockState, CommitEntry, DataSlice, SLICE_BYTES};
 use mapping::{EvictionBuffer, Indirection};
 use std::collections::VecDeque;
@@ -92,22 +92,6 @@ fn reserved_bytes(p: &Params) -> u64 {
     let block = p.u64("hoop.block_bytes");
     let want = (cap as f64 * p.f64("hoop.oop_region_share")).ceil() as u64;
     want.div_ceil(block) * block
-}
-
-/// Hint the host CPU to fetch the cache line holding `*p` (host speed
-/// only; a no-op off x86_64).
-#[inline(always)]
-fn prefetch<T>(p: &T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is only a hint: it never faults, reads nothing
-    // architecturally and `p` is a valid reference anyway; SSE is part of
-    // the x86_64 baseline.
-    unsafe {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        _mm_prefetch::<_MM_HINT_T0>((p as *const T).cast());
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
 }
 
 /// Start fetching into the host caches the media image's bytes of NVM
@@ -899,6 +883,11 @@ impl Scheme for Hoop {
         self.cores[core].blocks.clear();
         self.cores[core].first_slot = None;
         done.max(t)
+    }
+
+    #[inline]
+    fn prefetch_miss(&self, line_addr: Addr) {
+        self.ind.prefetch(line_addr);
     }
 
     fn read_miss(
