@@ -298,7 +298,10 @@ impl Hierarchy {
                 self.llc.misses += 1;
                 let mut buf = [0u8; LINE_BYTES as usize];
                 let mut fill_ext = LineExt::default();
-                if let Some(vaddr) = self.llc.valid_addr(slot) {
+                // `mem` cannot reach the LLC: the victim is the same after
+                // the read.
+                let victim = self.llc.valid_addr(slot);
+                if let Some(vaddr) = victim {
                     // The victim is evicted after the read: start fetching
                     // what its eviction looks up (its owner's L2 set, the
                     // scheme's tables) while the read is simulated.
@@ -308,7 +311,7 @@ impl Hierarchy {
                 let (arrive, fill_dirty) =
                     mem.read_miss(core, line_addr, *t, &mut buf, &mut fill_ext);
                 *t = arrive;
-                if let Some(vaddr) = self.llc.valid_addr(slot) {
+                if let Some(vaddr) = victim {
                     // A dirty victim moves into the LLC's write-back buffer and
                     // waits there for the memory controller to accept it (the
                     // write queue may be full); the fill waits only when every

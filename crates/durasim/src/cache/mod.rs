@@ -500,6 +500,14 @@ mod tests {
         (Cache::new(size, ways, 1), Cache::new(size, ways, 1))
     }
 
+    /// Install `line` clean into `slot` of each twin (after a miss).
+    fn fill_both(twins: [&mut Cache; 2], slot: usize, line: Addr) {
+        for c in twins {
+            c.take(slot);
+            c.install(slot, line, &[0u8; 64], LineExt::default(), false, 0);
+        }
+    }
+
     fn next_line(x: &mut u64, ways: usize) -> Addr {
         *x ^= *x << 13;
         *x ^= *x >> 7;
@@ -521,10 +529,7 @@ mod tests {
                 let got = a.lookup_or_victim(line);
                 assert_eq!(got, b.lookup_or_victim(line), "ways {ways}");
                 if let Err(slot) = got {
-                    for c in [&mut a, &mut b] {
-                        c.take(slot);
-                        c.install(slot, line, &[0u8; 64], LineExt::default(), false, 0);
-                    }
+                    fill_both([&mut a, &mut b], slot, line);
                 }
             }
         }
@@ -553,10 +558,7 @@ mod tests {
                 let want = b.lookup(line).ok_or_else(|| b.victim_slot(line));
                 assert_eq!(got, want, "ways {ways}, line {line:#x}");
                 if let Err(slot) = got {
-                    for c in [&mut a, &mut b] {
-                        c.take(slot);
-                        c.install(slot, line, &[0u8; 64], LineExt::default(), false, 0);
-                    }
+                    fill_both([&mut a, &mut b], slot, line);
                 }
                 let set = a.set_of(line);
                 assert_eq!(a.lru_order(set), b.lru_order(set));
