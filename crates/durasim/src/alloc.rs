@@ -6,8 +6,8 @@
 //! nearly every such access also misses the host's TLB. Debian and most
 //! distributions ship THP in `madvise` mode, which backs only memory that
 //! asked for it. Only host speed changes: no
-//! simulated result depends on where a block lives (README "Simulator
-//! speed").
+//! simulated result depends on where a block lives (docs/PERFORMANCE.md,
+//! "Huge pages for the large arrays").
 
 use std::alloc::{GlobalAlloc, Layout, System};
 
