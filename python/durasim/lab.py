@@ -17,6 +17,8 @@ import sys
 import time
 
 from . import _core
+from .papers import PAPERS
+from .report import regenerate_command, write_report
 from .sweep import SweepError
 
 
@@ -24,8 +26,6 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="durasim-lab", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("reproduce", help="run a paper's experiments and write its report")
-    from .experiments import PAPERS
-
     r.add_argument("paper", choices=list(PAPERS))
     r.add_argument(
         "--scale",
@@ -73,9 +73,6 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _reproduce(a: argparse.Namespace) -> int:
-    from .experiments import PAPERS
-    from .report import regenerate_command, write_report
-
     paper = PAPERS[a.paper]
     out = a.out or f"report/{a.paper}"
     only = a.only.split(",") if a.only else None
@@ -109,11 +106,11 @@ def _reproduce(a: argparse.Namespace) -> int:
         for o in owned:
             o.close()
     index = write_report(
+        paper,
         frames,
         out,
         scale=a.scale,
         command=regenerate_command(a.paper, a.scale, out, a.scheduler, a.config, only),
-        paper=paper,
     )
     distinct = max((df.attrs.get("sweep_runs", 0) for df in frames.values()), default=0)
     # Papers whose runs may stop on a too-small table (dpc) list them in the

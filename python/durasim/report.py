@@ -1,11 +1,6 @@
-"""A paper's report (HOOP, dual-page checkpointing, ...): every experiment's
+"""Any paper's report (a :class:`durasim.papers.Paper`): every experiment's
 figure (PNG + SVG), its data as CSV, the exact configuration and durasim
-version, and the command that regenerates it, in one ``index.html``.
-
-A paper is a module of :mod:`durasim.experiments` with ``EXPERIMENTS``
-(id -> item, title), ``scale_settings(scale)`` and optionally ``figures()``
-(id -> figure function) or ``FIGURES`` (default :data:`durasim.figures.FIGURES`),
-``REPORT_TITLE``, ``REPORT_INTRO`` and ``PAPER_REF``."""
+version, and the command that regenerates it, in one ``index.html``."""
 
 from __future__ import annotations
 
@@ -22,20 +17,8 @@ from typing import Any
 import pandas as pd
 
 from . import _core
-from .experiments import hoop
-from .figures import FIGURES, save
-
-_HOOP_INTRO = (
-    "Experiments of the HOOP paper's evaluation (§IV, items a–j), run on durasim. "
-    "Results are this simulator's, not the paper's; each figure states its normalization."
-)
-
-
-def _figures(paper: Any) -> dict[str, Any]:
-    """A paper's figure functions: ``figures()``, else ``FIGURES``, else HOOP's."""
-    if hasattr(paper, "figures"):
-        return paper.figures()
-    return getattr(paper, "FIGURES", FIGURES)
+from .papers._base import Paper
+from .plotting import save
 
 
 def _git_commit() -> str | None:
@@ -106,19 +89,13 @@ def _previous(out: Path) -> dict[str, Any] | None:
     return cfg if isinstance(cfg, dict) and isinstance(cfg.get("experiments"), dict) else None
 
 
-def write_hoop_report(
-    frames: dict[str, pd.DataFrame], out: Path | str, *, scale: str, command: str
-) -> Path:
-    return write_report(frames, out, scale=scale, command=command, paper=hoop)
-
-
 def write_report(
+    paper: Paper,
     frames: dict[str, pd.DataFrame],
     out: Path | str,
     *,
     scale: str,
     command: str,
-    paper: Any = hoop,
 ) -> Path:
     """Write figures, CSVs, ``config.json`` and ``index.html`` into ``out``.
 
@@ -144,13 +121,11 @@ def write_report(
         "preset": preset,
     }
     sections: dict[str, str] = {}
-    exps = paper.EXPERIMENTS
-    figs = _figures(paper)
-    ref = getattr(paper, "PAPER_REF", "HOOP §IV")
+    exps = paper.experiments
     for eid, df in frames.items():
         e = exps[eid]
         stem = f"{e.item}_{eid}"
-        fig = figs[eid](df)
+        fig = paper.figures[eid](df)
         pngs = save(fig, out / stem)
         csv = out / f"{stem}.csv"
         df.to_csv(csv, index=False)
@@ -173,7 +148,7 @@ def write_report(
         )
         # A freshly run experiment names its scale and command like a kept one.
         attrs = {**df.attrs, "scale": scale, "command": command}
-        sections[eid] = _section(e, attrs, len(df), stem, pngs, csv, ref)
+        sections[eid] = _section(e, attrs, len(df), stem, pngs, csv, paper.cite(e))
     kept = []
     if prev is not None:
         for eid, entry in prev["experiments"].items():
@@ -190,7 +165,7 @@ def write_report(
                 entry.setdefault(k, prev.get(k))
             config["experiments"][eid] = entry
             rows = sum(1 for _ in csv.open()) - 1
-            sections[eid] = _section(e, entry, rows, stem, kept_figs, csv, ref)
+            sections[eid] = _section(e, entry, rows, stem, kept_figs, csv, paper.cite(e))
             kept.append(eid)
     order = [eid for eid in exps if eid in sections]
     config["experiments"] = {eid: config["experiments"][eid] for eid in order}
@@ -200,9 +175,7 @@ def write_report(
     cfg_path = out / "config.json"
     cfg_path.write_text(json.dumps(_jsonable(config), indent=2, sort_keys=False) + "\n")
     index = out / "index.html"
-    title = getattr(paper, "REPORT_TITLE", "HOOP paper reproduction")
-    intro = getattr(paper, "REPORT_INTRO", _HOOP_INTRO)
-    index.write_text(_page(config, [sections[eid] for eid in order], title, intro))
+    index.write_text(_page(config, [sections[eid] for eid in order], paper.title, paper.intro))
     return index
 
 
@@ -217,7 +190,7 @@ def _section(
     stem: str,
     figs: list[Path],
     csv: Path,
-    ref: str = "HOOP §IV",
+    cited: str,
 ) -> str:
     esc = html.escape
     png = next(p for p in figs if p.suffix == ".png").name
@@ -233,7 +206,7 @@ def _section(
         )
     parts = [
         f'<section id="{esc(e.id)}"><h2>({esc(e.item)}) {esc(e.title)}</h2>',
-        f"<p>Paper: {esc(str(attrs.get('paper_item') or f'{ref} ({e.item})'))}. Normalization: "
+        f"<p>Paper: {esc(str(attrs.get('paper_item') or cited))}. Normalization: "
         f"{esc(str(attrs.get('normalization') or 'none'))}. "
         f"Runs: {rows}.{origin}</p>",
         f'<p><img src="{esc(png)}" alt="{esc(e.title)}" style="max-width:100%"></p>',
@@ -257,12 +230,7 @@ def _section(
     return "\n".join(parts)
 
 
-def _page(
-    config: dict[str, Any],
-    sections: list[str],
-    title: str = "HOOP paper reproduction",
-    intro: str = _HOOP_INTRO,
-) -> str:
+def _page(config: dict[str, Any], sections: list[str], title: str, intro: str) -> str:
     esc = html.escape
     now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     sc = json.dumps(config["scale_settings"], indent=1)

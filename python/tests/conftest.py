@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from durasim import _core
-from durasim.experiments import hoop
+from durasim.papers import hoop
+from durasim.papers._base import Avail
+from durasim.papers.hoop import experiments as hoop_exp
 from durasim.sweep import result_row
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,17 +32,17 @@ def cli_binary() -> Path:
     return exe
 
 
-class FullAvail(hoop._Avail):
+class FullAvail(Avail):
     """Pretend every scheme, workload and parameter the paper needs exists."""
 
     def __init__(self) -> None:
-        self.schemes = set(hoop.SCHEMES)
-        self.workloads = set(hoop.WORKLOADS)
+        self.schemes = set(hoop_exp.SCHEMES)
+        self.workloads = set(hoop_exp.WORKLOADS)
         self.params = set(_core.params()) | {
-            hoop.P_GC_PERIOD,
-            hoop.P_MAPPING,
-            hoop.P_REC_THREADS,
-            hoop.P_REC_BW,
+            hoop_exp.P_GC_PERIOD,
+            hoop_exp.P_MAPPING,
+            hoop_exp.P_REC_THREADS,
+            hoop_exp.P_REC_BW,
         }
 
 
@@ -73,9 +75,9 @@ def fake_report(spec: dict) -> dict:
 
 def fake_frames(scale: str = "tiny") -> dict:
     """Every experiment's analysed frame, from fake runs of its full plan."""
-    sc = hoop.scale_settings(scale)
+    sc = hoop.PAPER.scale_settings(scale)
     out = {}
-    for eid, e in hoop.EXPERIMENTS.items():
+    for eid, e in hoop_exp.EXPERIMENTS.items():
         plan = e.plan(sc, FullAvail())
         rows = [result_row(s, fake_report(s)) for s in plan.specs]
         import pandas as pd

@@ -9,8 +9,9 @@ import pandas as pd
 import pytest
 
 from durasim import lab
-from durasim.experiments import PAPERS, ehou
-from durasim.figures import series
+from durasim.papers import PAPERS, ehou
+from durasim.papers.ehou import experiments as ehou_exp
+from durasim.plotting import series
 
 
 @pytest.fixture(scope="module")
@@ -22,19 +23,19 @@ def frames():
 
 
 def test_registry_has_ehou():
-    assert PAPERS["ehou"] is ehou
-    assert set(ehou.FIGURES) == set(ehou.EXPERIMENTS)
+    assert PAPERS["ehou"] is ehou.PAPER
+    assert set(ehou.PAPER.figures) == set(ehou_exp.EXPERIMENTS)
 
 
 def test_tiny_scale_runs_every_experiment_quickly(frames):
     assert frames["_seconds"] < 60, frames["_seconds"]
-    sc = ehou.SCALES["tiny"]
+    sc = ehou_exp.SCALES["tiny"]
     n_w = len(sc["workloads"])
-    assert len(frames["overhead"]) == len(ehou.SCHEMES) * n_w
-    assert len(frames["throughput"]) == len(ehou.SCHEMES) * n_w
+    assert len(frames["overhead"]) == len(ehou_exp.SCHEMES) * n_w
+    assert len(frames["throughput"]) == len(ehou_exp.SCHEMES) * n_w
     assert len(frames["persist"]) == 2 * n_w
     assert len(frames["ait_cache"]) == len(sc["ait_sets"]) * len(sc["ait_workloads"])
-    for eid in ehou.EXPERIMENTS:
+    for eid in ehou_exp.EXPERIMENTS:
         assert not frames[eid].attrs["skipped"], frames[eid].attrs["skipped"]
         # Every run used the EHOU preset (Table I): 4 cores at 2 GHz, the DIMM.
         df = frames[eid]
@@ -76,9 +77,9 @@ def test_normalizations_and_statistics(frames):
     assert (big["norm_throughput"] == 1.0).all()
 
 
-@pytest.mark.parametrize("eid", list(ehou.EXPERIMENTS))
+@pytest.mark.parametrize("eid", list(ehou_exp.EXPERIMENTS))
 def test_figures_have_series_and_units(frames, eid):
-    fig = ehou.FIGURES[eid](frames[eid])
+    fig = ehou.PAPER.figures[eid](frames[eid])
     assert series(fig)
     ax = fig.axes[0]
     assert "(" in ax.get_ylabel() and ax.get_xlabel()

@@ -11,22 +11,24 @@ import pytest
 from conftest import FullAvail, fake_frames
 
 import durasim
-from durasim import figures, lab
-from durasim.experiments import hoop
-from durasim.report import write_hoop_report
+from durasim import lab
+from durasim.papers import hoop
+from durasim.papers.hoop import experiments as hoop_exp
+from durasim.plotting import series
+from durasim.report import write_report
 
-SYNTH_LABELS = [f"{w}-64B" for w in hoop.SYNTHETIC]
+SYNTH_LABELS = [f"{w}-64B" for w in hoop_exp.SYNTHETIC]
 
 #: The series each figure must show when every part exists (tiny scale).
 EXPECTED_SERIES = {
-    "throughput": hoop.SCHEMES,
-    "latency": hoop.SCHEMES,
-    "traffic": hoop.SCHEMES,
-    "energy": hoop.SCHEMES,
+    "throughput": hoop_exp.SCHEMES,
+    "latency": hoop_exp.SCHEMES,
+    "traffic": hoop_exp.SCHEMES,
+    "energy": hoop_exp.SCHEMES,
     "gc_reduction": SYNTH_LABELS,
-    "gc_period": [f"{w}-1KB" for w in hoop.SYNTHETIC],
+    "gc_period": [f"{w}-1KB" for w in hoop_exp.SYNTHETIC],
     "recovery": ["10 GB/s", "25 GB/s"],
-    "ycsb_latency": hoop.SCHEMES,
+    "ycsb_latency": hoop_exp.SCHEMES,
     "mapping_table": ["hoop"],
     "profiling": ["loads_per_llc_miss", "parallel_read_fraction", "llc_miss_ratio"],
 }
@@ -38,16 +40,16 @@ def frames():
 
 
 def test_every_experiment_has_a_figure():
-    assert set(figures.FIGURES) == set(hoop.EXPERIMENTS) == set(EXPECTED_SERIES)
-    assert [e.item for e in hoop.EXPERIMENTS.values()] == list("abcdefghij")
+    assert set(hoop.PAPER.figures) == set(hoop_exp.EXPERIMENTS) == set(EXPECTED_SERIES)
+    assert [e.item for e in hoop_exp.EXPERIMENTS.values()] == list("abcdefghij")
 
 
-@pytest.mark.parametrize("eid", list(hoop.EXPERIMENTS))
+@pytest.mark.parametrize("eid", list(hoop_exp.EXPERIMENTS))
 def test_figure_has_expected_series(frames, eid):
     df = frames[eid]
     assert len(df) > 0
-    fig = figures.FIGURES[eid](df)
-    assert sorted(figures.series(fig)) == sorted(EXPECTED_SERIES[eid])
+    fig = hoop.PAPER.figures[eid](df)
+    assert sorted(series(fig)) == sorted(EXPECTED_SERIES[eid])
     plotted = 0
     for ax in fig.axes:
         # Stacked panels (profiling) share the x label of the bottom one.
@@ -74,44 +76,44 @@ def test_normalizations(frames):
     assert set(h["varied"]) == {"read", "write"}
     assert (h[h["scheme"] == "opt-redo"]["norm_throughput"] == 1.0).all()
     f = frames["gc_period"]
-    default = durasim.params().get(hoop.P_GC_PERIOD, {}).get("default")
-    ref = default if default in set(f[hoop.P_GC_PERIOD]) else min(f[hoop.P_GC_PERIOD])
-    assert (f[f[hoop.P_GC_PERIOD] == ref]["norm_throughput"] == 1.0).all()
+    default = durasim.params().get(hoop_exp.P_GC_PERIOD, {}).get("default")
+    ref = default if default in set(f[hoop_exp.P_GC_PERIOD]) else min(f[hoop_exp.P_GC_PERIOD])
+    assert (f[f[hoop_exp.P_GC_PERIOD] == ref]["norm_throughput"] == 1.0).all()
     e = frames["gc_reduction"]
     assert e.attrs["stat_keys"]["reduction_ratio"] == "stat.gc_data_reduction_ratio"
 
 
 def test_plans_cover_the_paper_at_paper_scale():
-    sc = hoop.scale_settings("paper")
+    sc = hoop.PAPER.scale_settings("paper")
     av = FullAvail()
-    grid = hoop.plan_grid(sc, av)
+    grid = hoop_exp.plan_grid(sc, av)
     # 5 synthetic x 2 item sizes + ycsb x 2 + tpcc, times 7 schemes, 8 threads.
     assert len(grid.specs) == (5 * 2 + 2 + 1) * 7 and not grid.skipped
     assert {s["threads"] for s in grid.specs} == {8}
-    lat = hoop.plan_ycsb_latency(sc, av)
-    reads = sorted({s[hoop.P_READ_NS] for s in lat.specs if s[hoop.P_WRITE_NS] == 150.0})
+    lat = hoop_exp.plan_ycsb_latency(sc, av)
+    reads = sorted({s[hoop_exp.P_READ_NS] for s in lat.specs if s[hoop_exp.P_WRITE_NS] == 150.0})
     assert reads == [50.0, 100.0, 150.0, 200.0, 250.0]
-    periods = sorted({s[hoop.P_GC_PERIOD] for s in hoop.plan_gc_period(sc, av).specs})
+    periods = sorted({s[hoop_exp.P_GC_PERIOD] for s in hoop_exp.plan_gc_period(sc, av).specs})
     assert periods == [2, 4, 6, 8, 10, 12, 14]
-    txs = sorted({s["tx"] for s in hoop.plan_gc_reduction(sc, av).specs})
+    txs = sorted({s["tx"] for s in hoop_exp.plan_gc_reduction(sc, av).specs})
     assert txs == [10, 100, 1000, 10000]
 
 
 def test_experiments_filter_to_this_build():
     out = hoop.run_experiments(scale="tiny", scheduler="serial", progress=False)
-    assert set(out) == set(hoop.EXPERIMENTS)
+    assert set(out) == set(hoop_exp.EXPERIMENTS)
     have = set(durasim.schemes())
     for eid, df in out.items():
         assert set(df["scheme"]) <= have
-        for s in set(hoop.SCHEMES) - have:
+        for s in set(hoop_exp.SCHEMES) - have:
             if eid in ("throughput", "latency", "traffic", "energy", "ycsb_latency"):
                 assert any(f"'{s}'" in x for x in df.attrs["skipped"]), (eid, s)
         # Empty or not, a figure is produced.
-        figures.FIGURES[eid](df)
+        hoop.PAPER.figures[eid](df)
     grid = out["throughput"]
-    assert len(grid) == len(have & set(hoop.SCHEMES)) * sum(
-        len(hoop._item_sizes(hoop.SCALES["tiny"], w))
-        for w in hoop.WORKLOADS
+    assert len(grid) == len(have & set(hoop_exp.SCHEMES)) * sum(
+        len(hoop_exp._item_sizes(hoop_exp.SCALES["tiny"], w))
+        for w in hoop_exp.WORKLOADS
         if w in durasim.workloads()
     )
 
@@ -138,7 +140,7 @@ def _check_report(out: Path) -> None:
     assert refs
     for r in refs:
         assert (out / r).is_file(), r
-    for eid, e in hoop.EXPERIMENTS.items():
+    for eid, e in hoop_exp.EXPERIMENTS.items():
         stem = f"{e.item}_{eid}"
         assert f"{stem}.png" in refs and f"{stem}.svg" in refs and f"{stem}.csv" in refs
         assert (out / f"{stem}.png").stat().st_size > 1000
@@ -150,10 +152,10 @@ def _check_report(out: Path) -> None:
 
 
 def test_report_from_full_frames_references_existing_files(frames, tmp_path):
-    write_hoop_report(frames, tmp_path, scale="tiny", command="durasim-lab reproduce hoop")
+    write_report(hoop.PAPER, frames, tmp_path, scale="tiny", command="durasim-lab reproduce hoop")
     _check_report(tmp_path)
     csv = pd.read_csv(tmp_path / "a_throughput.csv")
-    assert set(csv["scheme"]) == set(hoop.SCHEMES)
+    assert set(csv["scheme"]) == set(hoop_exp.SCHEMES)
 
 
 def test_lab_reproduce_writes_report(tmp_path, capsys):
@@ -194,10 +196,10 @@ def test_preset_applies_to_every_run(tmp_path):
     df = out["throughput"]
     assert (df["nvm.array_write_ns"] == 300.0).all()
     # The experiment's own item size wins over the preset, as --set over --config.
-    synth = df[df["workload"].isin(hoop.SYNTHETIC)]
-    assert set(synth[hoop.P_ITEM]) == set(hoop.SCALES["tiny"]["grid_items"])
+    synth = df[df["workload"].isin(hoop_exp.SYNTHETIC)]
+    assert set(synth[hoop_exp.P_ITEM]) == set(hoop_exp.SCALES["tiny"]["grid_items"])
     # Where the experiment sets nothing (TPC-C rows), the preset's value holds.
-    assert set(df[df["workload"] == "tpcc"][hoop.P_ITEM]) <= {128}
+    assert set(df[df["workload"] == "tpcc"][hoop_exp.P_ITEM]) <= {128}
     r = durasim.run("ideal", "vector", threads=2, tx=100, config=cfg, workload__item_bytes=64)
     row = df[(df["scheme"] == "ideal") & (df["workload"] == "vector")].iloc[0]
     assert row["throughput_tx_per_mcycle"] == r["metrics"]["throughput_tx_per_mcycle"]
@@ -210,24 +212,24 @@ def test_preset_applies_to_every_run(tmp_path):
 def test_partial_report_merges_into_existing(frames, tmp_path):
     # A full report, then a partial one (like `--only throughput`) into the
     # same directory: every experiment stays linked and in config.json.
-    write_hoop_report(frames, tmp_path, scale="small", command="durasim-lab reproduce hoop")
+    write_report(hoop.PAPER, frames, tmp_path, scale="small", command="durasim-lab reproduce hoop")
     _check_report(tmp_path)
     before = json.loads((tmp_path / "config.json").read_text())["experiments"]
     only = {"throughput": frames["throughput"]}
     cmd = "durasim-lab reproduce hoop --scale tiny --only throughput"
-    write_hoop_report(only, tmp_path, scale="tiny", command=cmd)
+    write_report(hoop.PAPER, only, tmp_path, scale="tiny", command=cmd)
     index = (tmp_path / "index.html").read_text()
-    for eid, e in hoop.EXPERIMENTS.items():
+    for eid, e in hoop_exp.EXPERIMENTS.items():
         assert f'<section id="{eid}">' in index, eid
         assert f"{e.item}_{eid}.png" in _referenced(tmp_path / "index.html")
     cfg = json.loads((tmp_path / "config.json").read_text())
-    assert list(cfg["experiments"]) == list(hoop.EXPERIMENTS)
+    assert list(cfg["experiments"]) == list(hoop_exp.EXPERIMENTS)
     assert cfg["experiments"]["throughput"]["scale"] == "tiny"
     assert cfg["experiments"]["throughput"]["command"] == cmd
     assert cfg["experiments"]["latency"]["scale"] == "small"
     assert cfg["experiments"]["latency"]["notes"] == before["latency"]["notes"]
     assert cfg["scale"] == "mixed: small, tiny"
-    assert set(cfg["merged_from_previous_report"]) == set(hoop.EXPERIMENTS) - {"throughput"}
+    assert set(cfg["merged_from_previous_report"]) == set(hoop_exp.EXPERIMENTS) - {"throughput"}
     # The section states which command produced it.
     assert "--only throughput" in index and "Scale: small" in index
 

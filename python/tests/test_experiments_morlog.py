@@ -1,4 +1,4 @@
-"""The MorLog paper's experiments, figures and report (issue 18, part 7)."""
+"""The MorLog paper's experiments, figures and report."""
 
 from __future__ import annotations
 
@@ -10,8 +10,12 @@ import pandas as pd
 import pytest
 
 import durasim
-from durasim import _core, figures_morlog, lab
-from durasim.experiments import PAPERS, hoop, morlog
+from durasim import _core, lab
+from durasim.papers import PAPERS, hoop, morlog
+from durasim.papers._base import Avail
+from durasim.papers.morlog import experiments as morlog_exp
+from durasim.papers.morlog import figures as morlog_fig
+from durasim.plotting import series
 from durasim.report import write_report
 from durasim.sweep import result_row
 
@@ -42,12 +46,12 @@ FULL_CATALOGUE = {
 }
 
 
-class FullAvail(hoop._Avail):
+class FullAvail(Avail):
     """Every design, workload and parameter the paper needs exists."""
 
     def __init__(self) -> None:
-        self.schemes = set(morlog.DESIGNS)
-        self.workloads = set(morlog.MICRO + morlog.MACRO)
+        self.schemes = set(morlog_exp.DESIGNS)
+        self.workloads = set(morlog_exp.MICRO + morlog_exp.MACRO)
         self.params = set(_core.params())
         self.scheme_params = FULL_CATALOGUE
 
@@ -71,14 +75,14 @@ def _fake_report(spec: dict) -> dict:
 
 
 def fake_frames(scale: str = "tiny") -> dict[str, pd.DataFrame]:
-    sc = morlog.scale_settings(scale)
+    sc = morlog.PAPER.scale_settings(scale)
     out = {}
-    for eid, e in morlog.EXPERIMENTS.items():
+    for eid, e in morlog_exp.EXPERIMENTS.items():
         plan = e.plan(sc, FullAvail())
         rows = []
         for s in plan.specs:
-            row = result_row(morlog._run_spec_of(s), _fake_report(s))
-            for c in morlog.PLAN_COLUMNS:
+            row = result_row(morlog_exp.run_spec(s), _fake_report(s))
+            for c in morlog_exp.PLAN_COLUMNS:
                 if c in s:
                     row[c] = s[c]
             rows.append(row)
@@ -86,11 +90,11 @@ def fake_frames(scale: str = "tiny") -> dict[str, pd.DataFrame]:
         df.attrs.update(
             {
                 "experiment": eid,
-                "paper_item": morlog.PAPER_ITEMS[eid],
+                "paper_item": morlog_exp.PAPER_ITEMS[eid],
                 "title": e.title,
                 "runs": len(rows),
                 "skipped": plan.skipped,
-                "scheme_order": morlog.DESIGNS,
+                "scheme_order": morlog_exp.DESIGNS,
             }
         )
         out[eid] = df
@@ -98,9 +102,9 @@ def fake_frames(scale: str = "tiny") -> dict[str, pd.DataFrame]:
 
 
 def test_registry_and_designs_in_one_place():
-    assert PAPERS["morlog"] is morlog and PAPERS["hoop"] is hoop
-    assert morlog.BASELINE == morlog.DESIGNS[0] == "fwb-crade"
-    assert len(morlog.DESIGNS) == 6
+    assert PAPERS["morlog"] is morlog.PAPER and PAPERS["hoop"] is hoop.PAPER
+    assert morlog_exp.BASELINE == morlog_exp.DESIGNS[0] == "fwb-crade"
+    assert len(morlog_exp.DESIGNS) == 6
     # Each design is a named preset of the engine (listed once morlog lands).
     listed = {s["name"] for s in durasim.describe()["schemes"]}
     assert {"fwb-crade", "fwb-unsafe-crade", "fwb-slde"} <= listed
@@ -108,43 +112,43 @@ def test_registry_and_designs_in_one_place():
 
 def test_buffer_params_by_shape():
     cat = FULL_CATALOGUE
-    assert morlog.buffer_param("fwb-crade", "undo_redo", cat) == "fwb.log_buffer_entries"
-    assert morlog.buffer_param("fwb-crade", "redo", cat) is None
+    assert morlog_exp.buffer_param("fwb-crade", "undo_redo", cat) == "fwb.log_buffer_entries"
+    assert morlog_exp.buffer_param("fwb-crade", "redo", cat) is None
     assert (
-        morlog.buffer_param("morlog-dp-slde", "undo_redo", cat)
+        morlog_exp.buffer_param("morlog-dp-slde", "undo_redo", cat)
         == "morlog-dp.undo_redo_buffer_entries"
     )
-    assert morlog.buffer_param("morlog-slde", "redo", cat) == "morlog.redo_buffer_entries"
+    assert morlog_exp.buffer_param("morlog-slde", "redo", cat) == "morlog.redo_buffer_entries"
     # The real catalogue: FWB's buffer parameter is found there too.
-    assert morlog.buffer_param("fwb-slde", "undo_redo") == "fwb.log_buffer_entries"
+    assert morlog_exp.buffer_param("fwb-slde", "undo_redo") == "fwb.log_buffer_entries"
     with pytest.raises(ValueError, match="undo_redo, redo"):
-        morlog.buffer_param("fwb-crade", "both", cat)
+        morlog_exp.buffer_param("fwb-crade", "both", cat)
 
 
 def test_plans_cover_the_paper_at_paper_scale():
-    sc = morlog.scale_settings("paper")
+    sc = morlog.PAPER.scale_settings("paper")
     av = FullAvail()
-    micro = morlog.plan_micro(sc, av)
+    micro = morlog_exp.plan_micro(sc, av)
     # 6 micro-benchmarks x 2 datasets x 6 designs, 8 threads, 100K tx (§VI-A).
     assert len(micro.specs) == 6 * 2 * 6 and not micro.skipped
     assert {s["threads"] for s in micro.specs} == {8}
     assert {s["tx"] for s in micro.specs} == {100_000}
-    assert {s[morlog.P_ITEM] for s in micro.specs} == {64, 4096}
-    macro = morlog.plan_macro(sc, av)
+    assert {s[morlog_exp.P_ITEM] for s in micro.specs} == {64, 4096}
+    macro = morlog_exp.plan_macro(sc, av)
     # echo, ycsb x 2 datasets + tpcc (new-order, fixed rows), four threads.
     assert len(macro.specs) == (2 * 2 + 1) * 6
     assert {s["threads"] for s in macro.specs} == {4}
-    redo = morlog.plan_redo_buffer(sc, av)
+    redo = morlog_exp.plan_redo_buffer(sc, av)
     sizes = sorted({s["redo_entries"] for s in redo.specs if "redo_entries" in s})
     assert sizes == [2, 4, 8, 16, 32, 64]
     assert {s["workload"] for s in redo.specs} == {"echo"}
     # Only MorLog's designs have a redo buffer; FWB-CRADE is the reference.
     swept = {s["scheme"] for s in redo.specs if "redo_entries" in s}
     assert swept == {"morlog-crade", "morlog-slde", "morlog-dp-slde"}
-    ur = morlog.plan_undo_redo_buffer(sc, av)
+    ur = morlog_exp.plan_undo_redo_buffer(sc, av)
     unsafe = [s for s in ur.specs if s["scheme"] == "fwb-unsafe-crade"]
     assert all(s["fwb-unsafe.log_buffer_entries"] == s["undo_redo_entries"] + 32 for s in unsafe)
-    lat = morlog.plan_write_latency(sc, av)
+    lat = morlog_exp.plan_write_latency(sc, av)
     scales = sorted({s["write_latency_scale"] for s in lat.specs})
     assert scales == [1, 2, 4, 8, 16, 32]
     s32 = next(s for s in lat.specs if s["write_latency_scale"] == 32)
@@ -160,13 +164,13 @@ def real():
 
 def test_every_experiment_runs_end_to_end(real):
     have = set(durasim.schemes())
-    assert set(real) == set(morlog.EXPERIMENTS)
+    assert set(real) == set(morlog_exp.EXPERIMENTS)
     for eid, df in real.items():
         assert len(df) > 0, eid
         assert set(df["scheme"]) <= have
         assert df["error"].isna().all()
         # A design this build lacks is named, never silently left out.
-        for d in set(morlog.DESIGNS) - have:
+        for d in set(morlog_exp.DESIGNS) - have:
             assert any(f"'{d}'" in x for x in df.attrs["skipped"]), (eid, d)
         # The paper's §VI measurements, and §III-F's option it did not evaluate.
         assert df.attrs["paper_item"].startswith(("MorLog §VI", "MorLog §III-F"))
@@ -200,16 +204,16 @@ def test_every_experiment_runs_end_to_end(real):
         assert sorted(dp["morlog-dp.redo_buffer_entries"]) == sorted(dp["redo_entries"]) == [2, 32]
         lb = real["log_bits"]
         # Every design's log bits come from the TLC media (FWB included).
-        assert lb.attrs["stat_keys"]["log_bits_per_tx"] == morlog.COL_LOG_BITS
+        assert lb.attrs["stat_keys"]["log_bits_per_tx"] == morlog_exp.COL_LOG_BITS
         assert (lb["log_bits_per_tx"] > 0).all()
         assert (lb[lb["scheme"] == "fwb-crade"]["norm_log_bits"] == 1.0).all()
 
 
-@pytest.mark.parametrize("eid", list(morlog.EXPERIMENTS))
+@pytest.mark.parametrize("eid", list(morlog_exp.EXPERIMENTS))
 def test_figure_of_every_experiment_shows_every_design(eid):
     df = fake_frames()[eid]
-    fig = figures_morlog.figure(df)
-    labels = [x.split(" (")[0] for x in durasim.figures.series(fig)]
+    fig = morlog_fig.figure(df)
+    labels = [x.split(" (")[0] for x in series(fig)]
     want = {"morlog-crade", "morlog-slde", "morlog-dp-slde"}
     if eid == "redo_buffer":
         want |= {"fwb-crade"}
@@ -223,24 +227,24 @@ def test_figure_of_every_experiment_shows_every_design(eid):
         if ax.axison:
             assert "(" in ax.get_ylabel() and ax.get_xlabel()
     assert df.attrs["normalization"].split(" / ")[0] in fig.get_suptitle()
-    if eid in figures_morlog.BARS:
+    if eid in morlog_fig.BARS:
         # Bars in the paper's design order.
-        assert labels == [d for d in morlog.DESIGNS if d in want]
+        assert labels == [d for d in morlog_exp.DESIGNS if d in want]
 
 
 def test_log_bits_come_from_the_media_else_the_schemes_count_is_said():
     df = fake_frames()["log_bits"]
-    assert df.attrs["stat_keys"]["log_bits_per_tx"] == morlog.COL_LOG_BITS
+    assert df.attrs["stat_keys"]["log_bits_per_tx"] == morlog_exp.COL_LOG_BITS
     assert df["log_bits_per_tx"].notna().all()
     # Without the media column: the count before encoding, with a note.
-    sc = morlog.scale_settings("tiny")
-    plan = morlog.EXPERIMENTS["log_bits"].plan(sc, FullAvail())
+    sc = morlog.PAPER.scale_settings("tiny")
+    plan = morlog_exp.EXPERIMENTS["log_bits"].plan(sc, FullAvail())
     rows = []
     for spec in plan.specs:
         rep = _fake_report(spec)
         rep["nvm_media"].pop("log_bits_written")
-        rows.append(result_row(morlog._run_spec_of(spec), rep))
-    df = morlog.an_log_bits(pd.DataFrame(rows))
+        rows.append(result_row(morlog_exp.run_spec(spec), rep))
+    df = morlog_exp.an_log_bits(pd.DataFrame(rows))
     assert df.attrs["stat_keys"]["log_bits_per_tx"] == "stat.log_bits_before_encoding"
     assert any("before encoding" in n for n in df.attrs["notes"])
 
@@ -258,13 +262,13 @@ def _check_report(out: Path, command: str) -> None:
     refs = _referenced(index)
     for r in refs:
         assert (out / r).is_file(), r
-    for eid, e in morlog.EXPERIMENTS.items():
+    for eid, e in morlog_exp.EXPERIMENTS.items():
         stem = f"{e.item}_{eid}"
         assert {f"{stem}.png", f"{stem}.svg", f"{stem}.csv"} <= set(refs)
         assert (out / f"{stem}.png").stat().st_size > 1000
     cfg = json.loads((out / "config.json").read_text())
     assert cfg["command"] == command and command in index.read_text()
-    assert cfg["scale_settings"] == morlog.SCALES["tiny"]
+    assert cfg["scale_settings"] == morlog_exp.SCALES["tiny"]
     assert cfg["preset"]["path"].endswith("morlog.toml")
     text = index.read_text()
     assert "MorLog paper reproduction" in text and "HOOP" not in text
@@ -272,10 +276,10 @@ def _check_report(out: Path, command: str) -> None:
 
 def test_report_from_real_runs(real, tmp_path):
     cmd = "durasim-lab reproduce morlog --scale tiny"
-    write_report(real, tmp_path, scale="tiny", command=cmd, paper=morlog)
+    write_report(morlog.PAPER, real, tmp_path, scale="tiny", command=cmd)
     _check_report(tmp_path, cmd)
     text = (tmp_path / "index.html").read_text()
-    for d in set(morlog.DESIGNS) - set(durasim.schemes()):
+    for d in set(morlog_exp.DESIGNS) - set(durasim.schemes()):
         assert d in text  # listed under "not available in this build"
 
 
@@ -301,8 +305,8 @@ def test_bad_arguments(capsys):
 
 
 def test_log_management_plan_and_normalization():
-    sc = morlog.scale_settings("tiny")
-    plan = morlog.EXPERIMENTS["log_management"].plan(sc, FullAvail())
+    sc = morlog.PAPER.scale_settings("tiny")
+    plan = morlog_exp.EXPERIMENTS["log_management"].plan(sc, FullAvail())
     designs = {s["scheme"] for s in plan.specs}
     assert designs == {"morlog-crade", "morlog-slde", "morlog-dp-slde"}
     dp = [s for s in plan.specs if s["scheme"] == "morlog-dp-slde"]

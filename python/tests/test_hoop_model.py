@@ -38,11 +38,12 @@ def test_model_parameters_are_validated():
 
 
 def test_recovery_experiment_uses_the_1gib_model():
-    from durasim.experiments import hoop
+    from durasim.papers import hoop
+    from durasim.papers.hoop import experiments as hoop_exp
 
     df = hoop.recovery("tiny", scheduler="serial", progress=False)
     assert len(df) and (df["recovery_ms"] > 0).all()
     assert "1 GiB" in df.attrs["normalization"]
-    for _, part in df.groupby(hoop.P_REC_BW):
-        ms = part.sort_values(hoop.P_REC_THREADS)["recovery_ms"].tolist()
+    for _, part in df.groupby(hoop_exp.P_REC_BW):
+        ms = part.sort_values(hoop_exp.P_REC_THREADS)["recovery_ms"].tolist()
         assert ms == sorted(ms, reverse=True)

@@ -1,11 +1,17 @@
-"""What every paper module of :mod:`durasim.experiments` shares: the plan of
-runs an experiment needs (filtered to what this build provides), the one
-sweep (serial, local processes or Dask) that runs every selected
-experiment's plan with shared runs executed once, the frames' ``attrs`` the
-report reads, and the per-experiment functions ``f(scale="small", *,
-client=None, scheduler=None, progress=None, preset=None)``. A paper module
-keeps only what is its own: its :class:`Paper` (name, experiment table,
-scales, citation), plans, analyses, figures, titles and preset handling."""
+"""What every paper of :mod:`durasim.papers` is made of, and the one driver
+that runs any of them.
+
+A paper is a :class:`Paper`: its experiment table (:class:`Experiment`:
+the plan of runs an experiment needs and the analysis that makes its
+frame), its scales, the :class:`Setup` of its runs for a scale and preset
+(what every spec starts from, and optional hooks on each experiment's rows
+and frame), its figures and the wording of its report.
+:meth:`Paper.run_experiments` plans the selected experiments against this
+build (what it lacks is skipped and said), runs their distinct specs once
+as ONE sweep (serial, local threads or processes, or Dask) and returns each
+experiment's analysed frame with the ``attrs`` the report reads;
+:meth:`Paper.one` makes the per-experiment functions ``f(scale="small", *,
+client=None, scheduler=None, progress=None, preset=None)``."""
 
 from __future__ import annotations
 
@@ -13,12 +19,17 @@ import math
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from .. import _core
 from ..sweep import sweep
+
+#: The presets of the source tree (a paper's system preset is read from
+#: here: the experiments run from a durasim checkout).
+CONFIGS = Path(__file__).resolve().parents[3] / "configs"
 
 
 @dataclass
@@ -28,7 +39,7 @@ class Plan:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
-class _Avail:
+class Avail:
     """What this build provides; records what an experiment had to skip."""
 
     def __init__(self) -> None:
@@ -62,20 +73,18 @@ class _Avail:
 @dataclass(frozen=True)
 class Experiment:
     """One measurement of a paper: ``plan(scale_settings, avail)`` lists its
-    runs, ``analyze(rows)`` makes its frame. ``figure`` is what draws it (a
-    function, or its name in :mod:`durasim.figures`; morlog: the chart
-    kind); ``section`` is where the paper describes it (dpc)."""
+    runs, ``analyze(rows)`` makes its frame; ``section`` is where the paper
+    describes it (dpc)."""
 
     id: str
     item: str
     title: str
-    plan: Callable[[dict[str, Any], _Avail], Plan]
+    plan: Callable[[dict[str, Any], Avail], Plan]
     analyze: Callable[[pd.DataFrame], pd.DataFrame]
-    figure: Any = None
     section: str = ""
 
 
-def _missing(v: Any) -> bool:
+def missing(v: Any) -> bool:
     return v is None or (isinstance(v, float) and math.isnan(v))
 
 
@@ -105,17 +114,39 @@ def _identity(spec: dict[str, Any]) -> dict[str, Any]:
     return spec
 
 
+@dataclass
+class Setup:
+    """How a paper's runs are made at one scale with one preset: ``merge``
+    completes each plan's spec (the paper's preset under what the
+    experiment sets); ``extra`` joins every frame's ``attrs``;
+    ``rows(plan, rows)`` may rework an experiment's rows before its
+    analysis, ``attrs(plan, frame)`` add to its frame's ``attrs``."""
+
+    merge: Callable[[dict[str, Any]], dict[str, Any]]
+    extra: dict[str, Any] = field(default_factory=dict)
+    rows: Callable[[Plan, pd.DataFrame], pd.DataFrame] | None = None
+    attrs: Callable[[Plan, pd.DataFrame], None] | None = None
+
+
 @dataclass(frozen=True)
 class Paper:
-    """How one paper's experiments run: its experiment table and scales,
-    how a frame cites the paper, and what its sweep needs."""
+    """One paper: what it runs, what it draws and how its report reads."""
 
-    #: Prefix of the sweep's progress label (``hoop`` -> ``hoop/small``).
+    #: Its key in :data:`durasim.papers.PAPERS` and prefix of the sweep's
+    #: progress label (``hoop`` -> ``hoop/small``).
     name: str
-    experiments: dict[str, Any]
+    experiments: dict[str, Experiment]
     scales: dict[str, dict[str, Any]]
+    #: ``setup(scale_settings, preset)``: what every run starts from (the
+    #: preset is a TOML parameter file, the CLI's ``--config``, or None).
+    setup: Callable[[dict[str, Any], str | os.PathLike[str] | None], Setup]
+    #: Experiment id -> the function that draws its frame.
+    figures: dict[str, Callable[[pd.DataFrame], Any]]
     #: An experiment's citation, e.g. ``HOOP §IV (a)`` (``attrs["paper_item"]``).
-    paper_item: Callable[[Any], str]
+    cite: Callable[[Experiment], str]
+    #: The report's title and the paragraph under it.
+    title: str
+    intro: str
     #: The rows of an experiment with no runs (default: none of the sweep's).
     empty: Callable[[], pd.DataFrame] | None = None
     #: The sweep's frame when no experiment has a run.
@@ -125,35 +156,44 @@ class Paper:
     #: Extra arguments of :func:`durasim.sweep.sweep` (e.g. ``errors``).
     sweep_kw: dict[str, Any] = field(default_factory=dict)
 
-    def run(
+    def __post_init__(self) -> None:
+        if set(self.figures) != set(self.experiments):
+            raise ValueError(
+                f"paper '{self.name}': figures {sorted(self.figures)} do not match "
+                f"experiments {sorted(self.experiments)}"
+            )
+
+    def scale_settings(self, scale: str) -> dict[str, Any]:
+        return settings_of(self.scales, scale)
+
+    def run_experiments(
         self,
-        ids: Sequence[str] | None,
-        scale: str,
-        client: Any,
-        scheduler: str | None,
-        progress: bool | None,
+        ids: Sequence[str] | None = None,
+        scale: str = "small",
         *,
-        merge: Callable[[dict[str, Any]], dict[str, Any]],
-        extra: dict[str, Any] | None = None,
-        rows: Callable[[Plan, pd.DataFrame], pd.DataFrame] | None = None,
-        attrs: Callable[[Plan, pd.DataFrame], None] | None = None,
+        client: Any = None,
+        scheduler: str | None = None,
+        progress: bool | None = None,
+        preset: str | os.PathLike[str] | None = None,
     ) -> dict[str, pd.DataFrame]:
         """Run the experiments ``ids`` (all by default) as ONE sweep, shared
-        runs executed once, and return ``{id: analysed frame}``.
+        runs executed once, and return ``{id: analysed frame}``. Failed runs
+        raise ``SweepError`` (unless the paper's sweep keeps them).
 
-        Each plan is made against this build (what it lacks is skipped and
-        said), each spec completed by ``merge`` (the paper's preset under
-        what the experiment sets). Each frame's ``attrs`` carry what the
-        report reads, plus ``extra``; ``rows(plan, rows)`` may rework an
-        experiment's rows before its analysis, ``attrs(plan, frame)`` add
-        to its frame's ``attrs``."""
-        sc = settings_of(self.scales, scale)
+        ``preset`` is a TOML parameter file (the CLI's ``--config``); with
+        the paper's own system preset, its values become explicit overrides
+        of every run (so each spec is self-contained on remote workers and
+        visible in the CSVs); what an experiment sets takes precedence, as
+        ``--set`` does over ``--config``."""
+        # A bad scale or experiment is reported before a bad preset.
+        sc = self.scale_settings(scale)
         ids = experiment_ids(ids, self.experiments)
-        av = _Avail()
+        setup = self.setup(sc, preset)
+        av = Avail()
         plans = {i: self.experiments[i].plan(sc, av) for i in ids}
         unique: dict[tuple, dict[str, Any]] = {}
         for p in plans.values():
-            p.specs = [merge(s) for s in p.specs]
+            p.specs = [setup.merge(s) for s in p.specs]
             for s in p.specs:
                 unique.setdefault(_spec_key(self.run_spec(s)), self.run_spec(s))
         specs = list(unique.values())
@@ -178,13 +218,13 @@ class Paper:
                 part = raw.iloc[picked].reset_index(drop=True)
             else:
                 part = self.empty() if self.empty is not None else raw.iloc[0:0]
-            if rows is not None:
-                part = rows(p, part)
+            if setup.rows is not None:
+                part = setup.rows(p, part)
             df = e.analyze(part)
             df.attrs.update(
                 {
                     "experiment": e.id,
-                    "paper_item": self.paper_item(e),
+                    "paper_item": self.cite(e),
                     "title": e.title,
                     "scale": scale,
                     "scale_settings": dict(sc),
@@ -192,18 +232,16 @@ class Paper:
                     # Distinct runs of the whole sweep (experiments share runs).
                     "sweep_runs": len(specs),
                     "skipped": list(p.skipped),
-                    **(extra or {}),
+                    **setup.extra,
                 }
             )
             df.attrs.setdefault("notes", [])
-            if attrs is not None:
-                attrs(p, df)
+            if setup.attrs is not None:
+                setup.attrs(p, df)
             out[eid] = df
         return out
 
-    def one(
-        self, run_experiments: Callable[..., dict[str, pd.DataFrame]], eid: str
-    ) -> Callable[..., pd.DataFrame]:
+    def one(self, eid: str) -> Callable[..., pd.DataFrame]:
         """``run_experiments([eid], ...)[eid]`` as a function named ``eid``."""
 
         def f(
@@ -214,11 +252,11 @@ class Paper:
             progress: bool | None = None,
             preset: str | os.PathLike[str] | None = None,
         ) -> pd.DataFrame:
-            return run_experiments(
+            return self.run_experiments(
                 [eid], scale, client=client, scheduler=scheduler, progress=progress, preset=preset
             )[eid]
 
         e = self.experiments[eid]
         f.__name__ = eid
-        f.__doc__ = f"{self.paper_item(e)}: {e.title}. Returns a DataFrame (see module doc)."
+        f.__doc__ = f"{self.cite(e)}: {e.title}. Returns a DataFrame (see the paper's package doc)."
         return f

@@ -1,12 +1,7 @@
-"""The dual-page checkpointing paper's evaluation (papers/dual-page-checkpointing.md
-§5.2–§5.6, the seven measurements its "results withheld" list names) as
-DataFrames.
-
-Each experiment is a function ``f(scale="small", *, client=None,
-scheduler=None, progress=None) -> pandas.DataFrame`` (see
-:mod:`durasim.experiments.hoop` for the conventions: ``attrs`` carry the
-title, paper item, normalization, statistic keys read, notes and what this
-build could not run); :mod:`durasim.figures_dpc` draws each one.
+"""What the dual-page checkpointing paper's evaluation
+(papers/dual-page-checkpointing.md §5.2–§5.6, the seven measurements its
+"results withheld" list names) runs: scales, plans, analyses and the
+experiment table.
 
 Every run is on the paper's hybrid memory (``configs/dpc.toml``: 256 MB
 DDR3 DRAM cache of 4 KB pages in front of 8 GB PCM, 4 threads), with the
@@ -27,28 +22,17 @@ footprints are 2x the DRAM cache. ``tiny`` is for tests.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from .. import _core
-from ._base import Experiment, Paper, Plan, _Avail, _missing, settings_of
+from ... import _core
+from .._base import CONFIGS, Avail, Experiment, Plan, Setup, missing
 
-PAPER = "dual-page checkpointing"
-#: How report sections cite the paper.
+#: How a frame cites the paper (with the item and section).
 PAPER_REF = "DPC §5"
-REPORT_TITLE = "Dual-page checkpointing paper reproduction"
-REPORT_INTRO = (
-    "Measurements of the dual-page checkpointing paper's evaluation (§5.2–§5.6, "
-    "the list of what was measured; the paper's results are withheld and nothing "
-    "here is tuned toward them), run on durasim. Results are this simulator's. "
-    "Durability differs between systems: the checkpointing schemes make work "
-    "durable only at the checkpoint that holds it (a transaction may be "
-    "acknowledged only after that checkpoint); PMDK and DudeTM per transaction "
-    "(DudeTM per group commit)."
-)
 
 BASELINE = "ideal"
 #: Series name of the Baseline run without the DRAM cache (software figure).
@@ -239,12 +223,8 @@ SCALES: dict[str, dict[str, Any]] = {
 }
 
 
-def scale_settings(scale: str) -> dict[str, Any]:
-    return settings_of(SCALES, scale)
-
-
 def preset_path() -> Path:
-    return Path(__file__).resolve().parents[3] / "configs" / "dpc.toml"
+    return CONFIGS / "dpc.toml"
 
 
 def _preset() -> dict[str, Any]:
@@ -292,7 +272,7 @@ def _spec(sc: dict[str, Any], scheme: str, workload: str, **extra: Any) -> dict[
     return s
 
 
-def plan_grid(sc: dict[str, Any], av: _Avail) -> Plan:
+def plan_grid(sc: dict[str, Any], av: Avail) -> Plan:
     plan = Plan()
     schemes, workloads, _ = av.filter(plan, HW_SCHEMES, WORKLOADS)
     for w in workloads:
@@ -301,7 +281,7 @@ def plan_grid(sc: dict[str, Any], av: _Avail) -> Plan:
     return plan
 
 
-def plan_software(sc: dict[str, Any], av: _Avail) -> Plan:
+def plan_software(sc: dict[str, Any], av: Avail) -> Plan:
     plan = Plan()
     schemes, workloads, _ = av.filter(plan, [BASELINE, DPC, *SOFTWARE], SOFTWARE_WORKLOADS)
     for w in workloads:
@@ -319,7 +299,7 @@ def plan_software(sc: dict[str, Any], av: _Avail) -> Plan:
     return plan
 
 
-def plan_pool(sc: dict[str, Any], av: _Avail) -> Plan:
+def plan_pool(sc: dict[str, Any], av: Avail) -> Plan:
     plan = Plan()
     schemes, workloads, ok = av.filter(plan, [DPC, BASELINE], sc["sweep_workloads"], [P_POOL])
     if not ok:
@@ -333,7 +313,7 @@ def plan_pool(sc: dict[str, Any], av: _Avail) -> Plan:
     return plan
 
 
-def plan_metadata(sc: dict[str, Any], av: _Avail) -> Plan:
+def plan_metadata(sc: dict[str, Any], av: Avail) -> Plan:
     plan = Plan()
     schemes, workloads, ok = av.filter(plan, [DPC], sc["sweep_workloads"], [P_META, P_CACHED])
     if not ok or not schemes:
@@ -347,7 +327,7 @@ def plan_metadata(sc: dict[str, Any], av: _Avail) -> Plan:
     return plan
 
 
-def plan_interval(sc: dict[str, Any], av: _Avail) -> Plan:
+def plan_interval(sc: dict[str, Any], av: Avail) -> Plan:
     plan = Plan()
     schemes, workloads, ok = av.filter(plan, HW_SCHEMES, sc["sweep_workloads"], [P_EPOCH])
     if not ok:
@@ -377,10 +357,10 @@ def _norm_to(df: pd.DataFrame, col: str, ref_scheme: str, group: str, out: str) 
     vals = []
     for v, k in zip(_f(df, col), df[group]):
         r = ref.get(k, float("nan"))
-        vals.append(v / r if not _missing(r) and r != 0 else float("nan"))
+        vals.append(v / r if not missing(r) and r != 0 else float("nan"))
     df[out] = vals
     bad = sorted(
-        {str(k) for k in df[group] if _missing(ref.get(k, float("nan"))) or ref.get(k) == 0}
+        {str(k) for k in df[group] if missing(ref.get(k, float("nan"))) or ref.get(k) == 0}
     )
     if bad:
         df.attrs.setdefault("not_normalizable", {}).update(
@@ -650,7 +630,7 @@ def an_metadata_space(raw: pd.DataFrame) -> pd.DataFrame:
                     "bits_per_unit": bits,
                     "unit": unit,
                     "entries": entries,
-                    "bytes": bits * entries / 8 if not _missing(entries) else float("nan"),
+                    "bytes": bits * entries / 8 if not missing(entries) else float("nan"),
                     "source": src,
                 }
             )
@@ -814,26 +794,9 @@ EXPERIMENTS: dict[str, Experiment] = {
 }
 
 
-def figures() -> dict[str, Callable[[pd.DataFrame], Any]]:
-    from ..figures_dpc import FIGURES
-
-    return FIGURES
-
-
-def run_experiments(
-    ids: Sequence[str] | None = None,
-    scale: str = "small",
-    *,
-    client: Any = None,
-    scheduler: str | None = None,
-    progress: bool | None = None,
-    preset: str | os.PathLike[str] | None = None,
-) -> dict[str, pd.DataFrame]:
-    """Run several experiments as ONE sweep (shared runs execute once) and
-    return ``{id: DataFrame}``. Every run starts from configs/dpc.toml;
-    ``preset`` (a TOML file, like the CLI's ``--config``) overrides it, and
+def setup(sc: dict[str, Any], preset: str | os.PathLike[str] | None) -> Setup:
+    """Every run starts from configs/dpc.toml; ``preset`` overrides it, and
     what an experiment sets overrides both."""
-    sc = scale_settings(scale)
     base = _preset()
     if preset is not None:
         base.update(_core.load_preset(preset))
@@ -864,23 +827,16 @@ def run_experiments(
         if preset is not None
         else None,
     }
-    return PAPER.run(
-        ids, scale, client, scheduler, progress, merge=merge, extra=shown, rows=rows, attrs=attrs
-    )
+    return Setup(merge=merge, extra=shown, rows=rows, attrs=attrs)
 
 
-def _no_runs() -> pd.DataFrame:
+def cite(e: Experiment) -> str:
+    return f"{PAPER_REF} ({e.item}, {e.section})"
+
+
+def no_runs() -> pd.DataFrame:
+    """The sweep's frame when no experiment has a run."""
     return pd.DataFrame({"scheme": pd.Series(dtype=object), "workload": pd.Series(dtype=object)})
-
-
-PAPER = Paper(
-    "dpc",
-    EXPERIMENTS,
-    SCALES,
-    lambda e: f"{PAPER_REF} ({e.item}, {e.section})",
-    no_runs=_no_runs,
-    sweep_kw={"errors": "include"},
-)
 
 
 def _stopped(part: pd.DataFrame, sc: dict[str, Any]) -> list[str]:
@@ -893,22 +849,13 @@ def _stopped(part: pd.DataFrame, sc: dict[str, Any]) -> list[str]:
         varied = [
             f"{k}={r[k]}"
             for k in (P_POOL, P_EPOCH, P_DRAM)
-            if k in r.index and not _missing(r[k]) and r[k] != machine[k]
+            if k in r.index and not missing(r[k]) and r[k] != machine[k]
         ]
         if r.get(P_META, "optimized") != "optimized":
             varied.append(f"{P_META}={r[P_META]}")
-        if not _missing(r.get(P_CACHED)):
+        if not missing(r.get(P_CACHED)):
             varied.append(f"{P_CACHED}={r[P_CACHED]}")
         msg = str(r["error"]).splitlines()[0].removeprefix("ValueError: ")
         where = f"{r['scheme']} on {r['workload']}" + (f" ({', '.join(varied)})" if varied else "")
         out.append(f"run stopped, not plotted: {where}: {msg}")
     return out
-
-
-overall = PAPER.one(run_experiments, "overall")
-checkpoints = PAPER.one(run_experiments, "checkpoints")
-software = PAPER.one(run_experiments, "software")
-pool_size = PAPER.one(run_experiments, "pool_size")
-metadata = PAPER.one(run_experiments, "metadata")
-interval = PAPER.one(run_experiments, "interval")
-metadata_space = PAPER.one(run_experiments, "metadata_space")

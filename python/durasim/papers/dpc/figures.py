@@ -1,6 +1,6 @@
 """One matplotlib figure per dual-page checkpointing experiment
-(:mod:`durasim.experiments.dpc`), with the conventions of
-:mod:`durasim.figures`: object API only, units on the axes, the
+(:mod:`durasim.papers.dpc`), with the conventions of
+:mod:`durasim.plotting`: object API only, units on the axes, the
 normalization in the title, legends beside the data, and below the axes
 what the figure omits and why."""
 
@@ -12,9 +12,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from .experiments.dpc import DIRECT, EXPERIMENTS, HW_SCHEMES, LABELS, SOFTWARE, WORKLOADS
-from .figures import _empty, _footnote, _legend_outside, _log_ticks
-from .figures import _new as _new_base
+from ...plotting import empty_figure, footnote, legend_outside, log_ticks, new_figure
+from .experiments import DIRECT, HW_SCHEMES, LABELS, SOFTWARE, WORKLOADS
 
 ORDER = {s: i for i, s in enumerate([*HW_SCHEMES, *SOFTWARE, DIRECT])}
 #: One colour per system in every figure (a panel without the Baseline
@@ -23,7 +22,7 @@ COLORS = {s: f"C{i}" for s, i in ORDER.items()}
 
 
 def _new(df: pd.DataFrame, fallback: str, **kw):
-    fig, axes = _new_base(df, fallback, **kw)
+    fig, axes = new_figure(df, fallback, **kw)
     t = fig.get_suptitle()
     fig.suptitle("\n".join(textwrap.fill(x, 120) for x in t.split("\n")), fontsize=10)
     return fig, axes
@@ -64,13 +63,13 @@ def _grouped(
     if ref_line is not None:
         ax.axhline(ref_line, color="grey", lw=0.8, ls="--")
     ax.grid(axis="y", alpha=0.3)
-    _legend_outside(ax)
+    legend_outside(ax)
 
 
 def fig_overall(df: pd.DataFrame) -> Figure:
     fig, axes = _new(df, "Overall", nrows=3, width=9.0)
     if not len(df):
-        return _empty(fig, axes, df)
+        return empty_figure(fig, axes, df)
     ck = [s for s in _schemes(df) if s != "ideal"]
     _grouped(axes[0], df, "time_vs_dpc", "execution time (× DPC)", ref_line=1.0)
     _grouped(axes[1], df, "writes_vs_dpc", "NVM bytes written (× DPC)", schemes=ck, ref_line=1.0)
@@ -80,27 +79,27 @@ def fig_overall(df: pd.DataFrame) -> Figure:
         v = v[v > 0]
         if len(v) and v.max() / v.min() > 20:
             ax.set_yscale("log")
-            _log_ticks(ax)
+            log_ticks(ax)
     axes[-1].set_xlabel("workload")
-    _footnote(fig, df)
+    footnote(fig, df)
     return fig
 
 
 def fig_checkpoints(df: pd.DataFrame) -> Figure:
     fig, axes = _new(df, "Checkpoints", nrows=2, width=9.0)
     if not len(df):
-        return _empty(fig, axes, df)
+        return empty_figure(fig, axes, df)
     _grouped(axes[0], df, "checkpoints", "checkpoints in the window (count)")
     _grouped(axes[1], df, "checkpoint_time_pct", "time checkpointing (% of window)")
     axes[-1].set_xlabel("workload")
-    _footnote(fig, df)
+    footnote(fig, df)
     return fig
 
 
 def fig_software(df: pd.DataFrame) -> Figure:
     fig, axes = _new(df, "Software systems", ncols=2, width=9.0)
     if not len(df):
-        return _empty(fig, axes, df)
+        return empty_figure(fig, axes, df)
     _grouped(axes[0], df, "throughput_vs_dpc", "throughput (× DPC)", ref_line=1.0, key="series")
     _grouped(
         axes[1], df, "nvm_bytes_per_tx_incl_drain", "NVM bytes written per tx (B)", key="series"
@@ -109,7 +108,7 @@ def fig_software(df: pd.DataFrame) -> Figure:
     axes[0].get_legend().remove()
     for ax in axes:
         ax.set_xlabel("workload (4 threads, transactions)")
-    _footnote(fig, df)
+    footnote(fig, df)
     return fig
 
 
@@ -123,7 +122,7 @@ def _lines(ax, df: pd.DataFrame, x: str, y: str, series: str, label=str) -> None
 def fig_pool_size(df: pd.DataFrame) -> Figure:
     fig, axes = _new(df, "Pool size", ncols=2, width=9.0)
     if not len(df):
-        return _empty(fig, axes, df)
+        return empty_figure(fig, axes, df)
     _lines(axes[0], df, "paper_pool_mb", "time_vs_baseline", "workload")
     _lines(axes[1], df, "paper_pool_mb", "nvm_write_mb", "workload")
     div = int(df.attrs.get("divisor", 1) or 1)
@@ -137,15 +136,15 @@ def fig_pool_size(df: pd.DataFrame) -> Figure:
             ax.set_ylim(0.9 * v.min(), 1.1 * v.max() + 1e-9)
     for ax in axes:
         ax.set_xlabel(xl)
-    _legend_outside(axes[1])
-    _footnote(fig, df)
+    legend_outside(axes[1])
+    footnote(fig, df)
     return fig
 
 
 def fig_metadata(df: pd.DataFrame) -> Figure:
     fig, axes = _new(df, "Metadata placement", width=9.0)
     if not len(df):
-        return _empty(fig, axes, df)
+        return empty_figure(fig, axes, df)
     ax = axes[0]
     labels = _workloads(df)
     places = list(dict.fromkeys(df["placement"]))
@@ -167,8 +166,8 @@ def fig_metadata(df: pd.DataFrame) -> Figure:
     if lo > 0.5:
         ax.set_ylim(bottom=min(0.95, lo - 0.02))  # differences are small: zoom in
     ax.grid(axis="y", alpha=0.3)
-    _legend_outside(ax)
-    _footnote(fig, df)
+    legend_outside(ax)
+    footnote(fig, df)
     return fig
 
 
@@ -176,7 +175,7 @@ def fig_interval(df: pd.DataFrame) -> Figure:
     ws = _workloads(df) if len(df) else ["-"]
     fig, axes = _new(df, "Checkpoint interval", ncols=len(ws), nrows=2, width=9.0)
     if not len(df):
-        return _empty(fig, axes, df)
+        return empty_figure(fig, axes, df)
     div = int(df.attrs.get("divisor", 1) or 1)
     xl = "interval (M cycles at paper scale" + (f"; runs / {div})" if div > 1 else ")")
     for j, w in enumerate(ws):
@@ -191,14 +190,14 @@ def fig_interval(df: pd.DataFrame) -> Figure:
         top.set_xlabel(xl, fontsize=8)
     h, lbl = axes[0].get_legend_handles_labels()
     fig.legend(h, lbl, fontsize=7, loc="outside right upper")
-    _footnote(fig, df)
+    footnote(fig, df)
     return fig
 
 
 def fig_metadata_space(df: pd.DataFrame) -> Figure:
     fig, axes = _new(df, "Metadata space", width=9.0)
     if not len(df):
-        return _empty(fig, axes, df)
+        return empty_figure(fig, axes, df)
     ax = axes[0]
     d = df.reset_index(drop=True)
     names = [f"{r.system}: {r.structure}" for r in d.itertuples()]
@@ -222,8 +221,16 @@ def fig_metadata_space(df: pd.DataFrame) -> Figure:
     # Room right of the longest bar for its annotation (log axis).
     ax.set_xlim(right=float(b.max()) * 300 if b.max() > 0 else 10)
     ax.grid(axis="x", alpha=0.3)
-    _footnote(fig, df)
+    footnote(fig, df)
     return fig
 
 
-FIGURES = {eid: globals()[f"fig_{eid}"] for eid in EXPERIMENTS}
+FIGURES = {
+    "overall": fig_overall,
+    "checkpoints": fig_checkpoints,
+    "software": fig_software,
+    "pool_size": fig_pool_size,
+    "metadata": fig_metadata,
+    "interval": fig_interval,
+    "metadata_space": fig_metadata_space,
+}

@@ -1,14 +1,7 @@
-"""The HOOP paper's evaluation (papers/hoop.md §IV, items a–j) as DataFrames.
-
-Each experiment is a function ``f(scale="small", *, client=None,
-scheduler=None, progress=None) -> pandas.DataFrame``. The frame's ``attrs``
-carry the experiment's title, paper item, normalization, the runs' common
-settings, the statistic keys it read and ``skipped``: every scheme,
-workload or parameter the experiment wanted that this build of durasim does
-not provide (``durasim.schemes()/workloads()/params()``). The experiments
-are written against the full set of names, so the report fills in as
-schemes and workloads land, and an experiment with nothing to run returns
-an empty frame that says why.
+"""What the HOOP paper's evaluation (papers/hoop.md §IV, items a–j) runs:
+its scales, each experiment's plan of runs and the analysis that makes its
+frame, and the experiment table. The experiments are written against the
+full set of names, so the report fills in as schemes and workloads land.
 
 Scales: ``small`` (minutes on 2 cores; the default), ``paper`` (the paper's
 sizes where it states them; meant for a cluster) and ``tiny`` (smoke tests).
@@ -16,22 +9,15 @@ sizes where it states them; meant for a cluster) and ``tiny`` (smoke tests).
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
 
-from .. import _core, _native
-from ._base import (
-    Experiment,
-    Paper,
-    Plan,
-    _Avail,
-    _missing,
-    settings_of,
-)
+from ... import _core, _native
+from .._base import Avail, Experiment, Plan, Setup, missing
+from .._grid import KB, P_ITEM, normalize, stat_column, with_labels
 
 # Names as the paper uses them (§IV-A) and as durasim registers them.
 SCHEMES = ["ideal", "opt-redo", "opt-undo", "osp", "lsm", "lad", "hoop"]
@@ -42,8 +28,7 @@ WORKLOADS = SYNTHETIC + REAL
 THROUGHPUT_BASELINE = ["opt-redo", "ideal"]
 NATIVE = "ideal"
 
-# Parameter keys the experiments sweep (issue 3 / engine config names).
-P_ITEM = "workload.item_bytes"
+# Parameter keys the experiments sweep (engine config names).
 P_GC_PERIOD = "hoop.gc_period_ms"
 P_MAPPING = "hoop.mapping_table_bytes"
 P_READ_NS = "nvm.array_read_ns"
@@ -51,7 +36,7 @@ P_WRITE_NS = "nvm.array_write_ns"
 P_REC_THREADS = "hoop.recovery_threads"
 P_REC_BW = "hoop.recovery_bandwidth_gbps"
 
-# scheme_stats names HOOP reports (issue 3, item 10); matched by substring so
+# scheme_stats names HOOP reports; matched by substring so
 # that `stat.gc_data_reduction_ratio` and similar spellings are found.
 STAT_REDUCTION = ("reduction",)
 STAT_RECOVERY_TIME = ("recovery_modeled_ns", "run_end")
@@ -61,7 +46,6 @@ RECOVERY_REGION_BYTES = 1 << 30
 STAT_LOADS_PER_MISS = ("loads_per_llc_miss",)
 STAT_PARALLEL = ("parallel",)
 
-KB = 1024
 MB = 1024 * 1024
 
 #: Run sizes per scale. ``small`` must finish in minutes on 2 cores once
@@ -71,7 +55,7 @@ MB = 1024 * 1024
 #: items, 100k tx) last longer than the largest period swept plus the
 #: warm-up, the mapping-table runs (YCSB 1 KB, 20k tx) fill the smaller
 #: tables, and the profiling runs (20k tx) are long enough for evicted lines
-#: to be re-read through the mapping table (issue 12, finding 5).
+#: to be re-read through the mapping table.
 SCALES: dict[str, dict[str, Any]] = {
     "tiny": {
         "threads": 2,
@@ -139,10 +123,6 @@ SCALES: dict[str, dict[str, Any]] = {
 }
 
 
-def scale_settings(scale: str) -> dict[str, Any]:
-    return settings_of(SCALES, scale)
-
-
 # ---------------------------------------------------------------------------
 # Planning: which runs an experiment needs, filtered to what exists.
 
@@ -159,7 +139,7 @@ def _item_sizes(sc: dict[str, Any], workload: str) -> list[int | None]:
     return [None]  # TPC-C rows have fixed layouts
 
 
-def plan_grid(sc: dict[str, Any], av: _Avail) -> Plan:
+def plan_grid(sc: dict[str, Any], av: Avail) -> Plan:
     plan = Plan()
     schemes, workloads, _ = av.filter(plan, SCHEMES, WORKLOADS)
     for w in workloads:
@@ -172,7 +152,7 @@ def plan_grid(sc: dict[str, Any], av: _Avail) -> Plan:
     return plan
 
 
-def plan_gc_reduction(sc: dict[str, Any], av: _Avail) -> Plan:
+def plan_gc_reduction(sc: dict[str, Any], av: Avail) -> Plan:
     plan = Plan()
     schemes, workloads, _ = av.filter(plan, ["hoop"], SYNTHETIC)
     for w in workloads:
@@ -183,7 +163,7 @@ def plan_gc_reduction(sc: dict[str, Any], av: _Avail) -> Plan:
     return plan
 
 
-def plan_gc_period(sc: dict[str, Any], av: _Avail) -> Plan:
+def plan_gc_period(sc: dict[str, Any], av: Avail) -> Plan:
     plan = Plan()
     schemes, workloads, ok = av.filter(plan, ["hoop"], SYNTHETIC, [P_GC_PERIOD])
     if not ok:
@@ -203,7 +183,7 @@ def plan_gc_period(sc: dict[str, Any], av: _Avail) -> Plan:
     return plan
 
 
-def plan_recovery(sc: dict[str, Any], av: _Avail) -> Plan:
+def plan_recovery(sc: dict[str, Any], av: Avail) -> Plan:
     plan = Plan()
     schemes, workloads, ok = av.filter(plan, ["hoop"], ["btree"], [P_REC_THREADS, P_REC_BW])
     if not ok:
@@ -224,7 +204,7 @@ def plan_recovery(sc: dict[str, Any], av: _Avail) -> Plan:
     return plan
 
 
-def plan_ycsb_latency(sc: dict[str, Any], av: _Avail) -> Plan:
+def plan_ycsb_latency(sc: dict[str, Any], av: Avail) -> Plan:
     plan = Plan()
     schemes, workloads, ok = av.filter(plan, SCHEMES, ["ycsb"], [P_READ_NS, P_WRITE_NS])
     if not ok:
@@ -259,7 +239,7 @@ def plan_ycsb_latency(sc: dict[str, Any], av: _Avail) -> Plan:
     return plan
 
 
-def plan_mapping(sc: dict[str, Any], av: _Avail) -> Plan:
+def plan_mapping(sc: dict[str, Any], av: Avail) -> Plan:
     plan = Plan()
     schemes, workloads, ok = av.filter(plan, ["hoop"], ["ycsb"], [P_MAPPING])
     if not ok:
@@ -279,7 +259,7 @@ def plan_mapping(sc: dict[str, Any], av: _Avail) -> Plan:
     return plan
 
 
-def plan_profiling(sc: dict[str, Any], av: _Avail) -> Plan:
+def plan_profiling(sc: dict[str, Any], av: Avail) -> Plan:
     plan = Plan()
     schemes, workloads, _ = av.filter(plan, ["hoop"], WORKLOADS)
     for w in workloads:
@@ -297,63 +277,6 @@ def plan_profiling(sc: dict[str, Any], av: _Avail) -> Plan:
 # Analysis helpers.
 
 
-def _stat(df: pd.DataFrame, needles: Sequence[str]) -> str | None:
-    """First ``stat.*`` column whose name contains every needle."""
-    for c in sorted(df.columns):
-        if c.startswith("stat.") and all(n in c for n in needles):
-            return c
-    return None
-
-
-def _label(row: pd.Series) -> str:
-    item = row.get(P_ITEM)
-    if item is None or (isinstance(item, float) and math.isnan(item)):
-        return str(row["workload"])
-    item = int(item)
-    size = f"{item // KB}KB" if item % KB == 0 else f"{item}B"
-    return f"{row['workload']}-{size}"
-
-
-def _with_labels(df: pd.DataFrame) -> pd.DataFrame:
-    df = df.copy()
-    if P_ITEM not in df.columns:
-        df[P_ITEM] = None
-    df["config_label"] = [_label(r) for _, r in df.iterrows()] if len(df) else []
-    return df
-
-
-def _normalize(
-    df: pd.DataFrame, col: str, baselines: Sequence[str], group: Sequence[str], out: str
-) -> str | None:
-    """Divide ``col`` by the first available baseline scheme's value in the
-    same ``group``; returns the baseline used (None if none was run)."""
-    present = set(df["scheme"]) if len(df) else set()
-    base = next((b for b in baselines if b in present), None)
-    if base is None:
-        df[out] = float("nan")
-        return None
-    ref = df[df["scheme"] == base].set_index(list(group))[col]
-    keys = list(zip(*(df[g] for g in group))) if len(group) > 1 else list(df[group[0]])
-    df[out] = [
-        v / ref.get(k, float("nan")) if ref.get(k, 0) else float("nan")
-        for v, k in zip(df[col], keys)
-    ]
-    # Groups whose baseline is 0 or missing cannot be normalized; the figure
-    # says so on its face instead of dropping them silently.
-    bad = {}
-    for k in dict.fromkeys(keys):
-        r = ref.get(k, float("nan"))
-        if _missing(r):
-            bad[k] = f"no {base} run"
-        elif r == 0:
-            bad[k] = f"{base} {col} = 0"
-    if bad:
-        df.attrs.setdefault("not_normalizable", {}).update(
-            {str(k if len(group) == 1 else " ".join(map(str, k))): v for k, v in bad.items()}
-        )
-    return base
-
-
 def _sim_ms(df: pd.DataFrame) -> None:
     if "sim_cycles" in df.columns and len(df):
         freq = 2.5  # cpu.freq_ghz default (Table II); recorded in the config
@@ -364,8 +287,8 @@ def _sim_ms(df: pd.DataFrame) -> None:
 
 
 def an_throughput(raw: pd.DataFrame) -> pd.DataFrame:
-    df = _with_labels(raw)
-    base = _normalize(
+    df = with_labels(raw)
+    base = normalize(
         df, "throughput_tx_per_mcycle", THROUGHPUT_BASELINE, ["config_label"], "norm_throughput"
     )
     df.attrs["normalization"] = f"throughput / {base or 'n/a'} throughput, same workload"
@@ -374,19 +297,19 @@ def an_throughput(raw: pd.DataFrame) -> pd.DataFrame:
 
 
 def an_latency(raw: pd.DataFrame) -> pd.DataFrame:
-    df = _with_labels(raw)
-    base = _normalize(df, "critical_path_cycles_mean", [NATIVE], ["config_label"], "norm_latency")
+    df = with_labels(raw)
+    base = normalize(df, "critical_path_cycles_mean", [NATIVE], ["config_label"], "norm_latency")
     df.attrs["normalization"] = f"mean Tx_begin..Tx_end cycles / {base or 'n/a'}, same workload"
     df.attrs["baseline"] = base
     return df
 
 
 def an_traffic(raw: pd.DataFrame) -> pd.DataFrame:
-    df = _with_labels(raw)
+    df = with_labels(raw)
     # write_bytes_per_tx is the engine's steady-state figure: NVM writes in
     # the measured window plus the window's growth of dirty cached data,
     # per measured transaction (docs/MODEL.md, Metrics).
-    base = _normalize(df, "write_bytes_per_tx", [NATIVE], ["config_label"], "norm_write_traffic")
+    base = normalize(df, "write_bytes_per_tx", [NATIVE], ["config_label"], "norm_write_traffic")
     bad = df.attrs.get("not_normalizable") or {}
     for k, why in list(bad.items()):
         if why.endswith("= 0"):
@@ -402,12 +325,12 @@ def an_traffic(raw: pd.DataFrame) -> pd.DataFrame:
 
 
 def an_energy(raw: pd.DataFrame) -> pd.DataFrame:
-    df = _with_labels(raw)
+    df = with_labels(raw)
     if len(df):
         # Energy covers the measured window (after warm-up), as do its tx.
         tx = df["measured_tx"] if "measured_tx" in df else df["committed_tx"]
         df["energy_nj_per_tx"] = df["energy_nj"] / tx.clip(lower=1)
-    base = _normalize(
+    base = normalize(
         df,
         "energy_nj_per_tx" if len(df) else "energy_nj",
         [NATIVE],
@@ -420,8 +343,8 @@ def an_energy(raw: pd.DataFrame) -> pd.DataFrame:
 
 
 def an_gc_reduction(raw: pd.DataFrame) -> pd.DataFrame:
-    df = _with_labels(raw)
-    key = _stat(df, STAT_REDUCTION)
+    df = with_labels(raw)
+    key = stat_column(df, STAT_REDUCTION)
     df["reduction_ratio"] = df[key] if key else float("nan")
     df.attrs["stat_keys"] = {"reduction_ratio": key}
     df.attrs["normalization"] = "share of transactionally written bytes never written home"
@@ -446,7 +369,7 @@ def _norm_to_default(df: pd.DataFrame, param: str, col: str, out: str, group: Se
 
 
 def an_gc_period(raw: pd.DataFrame) -> pd.DataFrame:
-    df = _with_labels(raw)
+    df = with_labels(raw)
     _sim_ms(df)
     ref = _norm_to_default(
         df, P_GC_PERIOD, "throughput_tx_per_mcycle", "norm_throughput", ["config_label"]
@@ -462,8 +385,8 @@ def an_gc_period(raw: pd.DataFrame) -> pd.DataFrame:
 
 def an_recovery(raw: pd.DataFrame) -> pd.DataFrame:
     df = raw.copy()
-    red = _stat(df, STAT_REDUCTION)
-    live = _stat(df, STAT_RECOVERY_LIVE)
+    red = stat_column(df, STAT_REDUCTION)
+    live = stat_column(df, STAT_RECOVERY_LIVE)
     if live:
         df["live_oop_mb"] = df[live] / MB
     model = getattr(_native, "hoop_recovery_time_ns", None)
@@ -476,7 +399,7 @@ def an_recovery(raw: pd.DataFrame) -> pd.DataFrame:
             sets = [
                 (k, _core._value_text(k, row[k]))
                 for k in df.columns
-                if k in known and not _missing(row[k])
+                if k in known and not missing(row[k])
             ]
             ns = model(
                 RECOVERY_REGION_BYTES,
@@ -493,7 +416,7 @@ def an_recovery(raw: pd.DataFrame) -> pd.DataFrame:
             "coalescing measured by the run)"
         )
     else:
-        key = _stat(df, STAT_RECOVERY_TIME) or _stat(df, ("recovery", "ns"))
+        key = stat_column(df, STAT_RECOVERY_TIME) or stat_column(df, ("recovery", "ns"))
         df["recovery_ms"] = df[key] / 1e6 if key else float("nan")
         df.attrs["stat_keys"] = {"recovery_ms": key}
         df.attrs["normalization"] = (
@@ -540,7 +463,7 @@ def an_ycsb_latency(raw: pd.DataFrame) -> pd.DataFrame:
         df = df.drop_duplicates(subset=["scheme", "varied", "latency_ns"]).reset_index(drop=True)
     else:
         df["varied"], df["latency_ns"] = [], []
-    base = _normalize(
+    base = normalize(
         df,
         "throughput_tx_per_mcycle",
         THROUGHPUT_BASELINE,
@@ -566,9 +489,9 @@ def an_mapping(raw: pd.DataFrame) -> pd.DataFrame:
 
 
 def an_profiling(raw: pd.DataFrame) -> pd.DataFrame:
-    df = _with_labels(raw)
-    kl = _stat(df, STAT_LOADS_PER_MISS)
-    kp = _stat(df, STAT_PARALLEL)
+    df = with_labels(raw)
+    kl = stat_column(df, STAT_LOADS_PER_MISS)
+    kp = stat_column(df, STAT_PARALLEL)
     df["loads_per_llc_miss"] = df[kl] if kl else float("nan")
     df["parallel_read_fraction"] = df[kp] if kp else float("nan")
     df.attrs["stat_keys"] = {"loads_per_llc_miss": kl, "parallel_read_fraction": kp}
@@ -583,19 +506,16 @@ def an_profiling(raw: pd.DataFrame) -> pd.DataFrame:
 EXPERIMENTS: dict[str, Experiment] = {
     e.id: e
     for e in [
-        Experiment(
-            "throughput", "a", "Transaction throughput", plan_grid, an_throughput, "fig_throughput"
-        ),
-        Experiment("latency", "b", "Critical-path latency", plan_grid, an_latency, "fig_latency"),
-        Experiment("traffic", "c", "NVM write traffic", plan_grid, an_traffic, "fig_traffic"),
-        Experiment("energy", "d", "NVM energy", plan_grid, an_energy, "fig_energy"),
+        Experiment("throughput", "a", "Transaction throughput", plan_grid, an_throughput),
+        Experiment("latency", "b", "Critical-path latency", plan_grid, an_latency),
+        Experiment("traffic", "c", "NVM write traffic", plan_grid, an_traffic),
+        Experiment("energy", "d", "NVM energy", plan_grid, an_energy),
         Experiment(
             "gc_reduction",
             "e",
             "GC data reduction vs number of transactions",
             plan_gc_reduction,
             an_gc_reduction,
-            "fig_gc_reduction",
         ),
         Experiment(
             "gc_period",
@@ -603,7 +523,6 @@ EXPERIMENTS: dict[str, Experiment] = {
             "Throughput vs GC period",
             plan_gc_period,
             an_gc_period,
-            "fig_gc_period",
         ),
         Experiment(
             "recovery",
@@ -611,7 +530,6 @@ EXPERIMENTS: dict[str, Experiment] = {
             "Recovery time vs recovery threads and NVM bandwidth",
             plan_recovery,
             an_recovery,
-            "fig_recovery",
         ),
         Experiment(
             "ycsb_latency",
@@ -619,7 +537,6 @@ EXPERIMENTS: dict[str, Experiment] = {
             "YCSB throughput vs NVM read and write latency",
             plan_ycsb_latency,
             an_ycsb_latency,
-            "fig_ycsb_latency",
         ),
         Experiment(
             "mapping_table",
@@ -627,7 +544,6 @@ EXPERIMENTS: dict[str, Experiment] = {
             "YCSB throughput vs mapping-table size",
             plan_mapping,
             an_mapping,
-            "fig_mapping_table",
         ),
         Experiment(
             "profiling",
@@ -635,72 +551,16 @@ EXPERIMENTS: dict[str, Experiment] = {
             "HOOP profiling: loads per LLC miss, parallel reads, LLC miss ratio",
             plan_profiling,
             an_profiling,
-            "fig_profiling",
         ),
     ]
 }
 
 
-def run_experiments(
-    ids: Sequence[str] | None = None,
-    scale: str = "small",
-    *,
-    client: Any = None,
-    scheduler: str | None = None,
-    progress: bool | None = None,
-    preset: str | os.PathLike[str] | None = None,
-) -> dict[str, pd.DataFrame]:
-    """Run several experiments as ONE sweep (shared runs are executed once)
-    and return ``{id: DataFrame}``. Failed runs raise ``SweepError``.
-
-    ``preset`` is a TOML parameter file (like the CLI's ``--config``); its
-    values become explicit overrides of every run (so each spec is
-    self-contained on remote workers and visible in the CSVs); what an
-    experiment sweeps takes precedence, as ``--set`` does over ``--config``."""
-    scale_settings(scale)  # a bad scale is reported before a bad preset
+def setup(sc: dict[str, Any], preset: str | os.PathLike[str] | None) -> Setup:
+    """Every run at the parameters' documented defaults, or the preset's."""
     base = _core.load_preset(preset) if preset is not None else {}
-    return PAPER.run(ids, scale, client, scheduler, progress, merge=lambda s: {**base, **s})
+    return Setup(merge=lambda s: {**base, **s})
 
 
-def _empty_raw() -> pd.DataFrame:
-    cols = [
-        "scheme",
-        "workload",
-        "threads",
-        "tx",
-        "seed",
-        "config",
-        "committed_tx",
-        "measured_tx",
-        "sim_cycles",
-        "throughput_tx_per_mcycle",
-        "critical_path_cycles_mean",
-        "nvm_bytes_written",
-        "final_drain_bytes_written",
-        "write_bytes_per_tx",
-        "energy_nj",
-        "llc_miss_ratio",
-        "error",
-        P_ITEM,
-        P_GC_PERIOD,
-        P_MAPPING,
-        P_READ_NS,
-        P_WRITE_NS,
-        P_REC_THREADS,
-        P_REC_BW,
-    ]
-    return pd.DataFrame({c: pd.Series(dtype="object") for c in cols})
-
-
-PAPER = Paper("hoop", EXPERIMENTS, SCALES, lambda e: f"HOOP §IV ({e.item})", _empty_raw)
-
-throughput = PAPER.one(run_experiments, "throughput")
-latency = PAPER.one(run_experiments, "latency")
-traffic = PAPER.one(run_experiments, "traffic")
-energy = PAPER.one(run_experiments, "energy")
-gc_reduction = PAPER.one(run_experiments, "gc_reduction")
-gc_period = PAPER.one(run_experiments, "gc_period")
-recovery = PAPER.one(run_experiments, "recovery")
-ycsb_latency = PAPER.one(run_experiments, "ycsb_latency")
-mapping_table = PAPER.one(run_experiments, "mapping_table")
-profiling = PAPER.one(run_experiments, "profiling")
+def cite(e: Experiment) -> str:
+    return f"HOOP §IV ({e.item})"

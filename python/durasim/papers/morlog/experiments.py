@@ -1,13 +1,5 @@
-"""The MorLog paper's evaluation (papers/morlog.md §VI) as DataFrames.
-
-Each experiment is a function ``f(scale="small", *, client=None,
-scheduler=None, progress=None, preset=None) -> pandas.DataFrame`` and draws
-its figure with :func:`durasim.figures_morlog.figure` (the report does).
-The frame's ``attrs`` carry the title, the paper section, the
-normalization, the statistic keys read and ``skipped``: every design,
-workload or parameter the experiment wanted that this build does not
-provide (as in :mod:`durasim.experiments.hoop`), so a design that is not
-merged yet is named in the report, never silently left out.
+"""What the MorLog paper's evaluation (papers/morlog.md §VI) runs: scales,
+plans, analyses and the experiment table.
 
 The six designs of §VI-A are named presets of durasim (``durasim list
 schemes``); :data:`DESIGNS` is the one list every experiment takes them
@@ -22,34 +14,15 @@ for the macro-benchmarks; meant for a cluster) and ``tiny`` (smoke tests).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from .. import _core
-from ._base import Experiment, Paper, Plan, _Avail, experiment_ids, settings_of
-from .hoop import (
-    P_ITEM,
-    _empty_raw,
-    _normalize,
-    _stat,
-    _with_labels,
-)
-
-#: Shown in the report's title and sections (see durasim.report).
-NAME = "MorLog"
-SECTION = "§VI"
-PAPER_REF = f"{NAME} {SECTION}"
-REPORT_TITLE = f"{NAME} paper reproduction"
-INTRO = (
-    "Experiments of the MorLog paper's evaluation (§VI-B to §VI-E: throughput, NVM write "
-    "traffic and energy, log bits written, macro-benchmarks, sensitivity), run on durasim "
-    "with the system of its Table III (configs/morlog.toml). Results are this simulator's, "
-    "not the paper's; each figure states its normalization."
-)
-REPORT_INTRO = INTRO
+from ... import _core
+from .._base import CONFIGS, Avail, Experiment, Plan, Setup
+from .._grid import KB, P_ITEM, normalize, stat_column, with_labels
 
 #: The paper's six designs (§VI-A) as durasim's presets, in the paper's order.
 #: Every experiment takes its designs from here.
@@ -78,10 +51,8 @@ P_TLC_WRITE_NS = [f"nvm.tlc_write_ns_{s:03b}" for s in range(8)]
 DEFAULT_UNDO_REDO = 16
 DEFAULT_REDO = 32
 
-KB = 1024
-
 #: The paper's system (Table III); found beside the package in a checkout.
-DEFAULT_PRESET = Path(__file__).resolve().parents[3] / "configs" / "morlog.toml"
+DEFAULT_PRESET = CONFIGS / "morlog.toml"
 
 SCALES: dict[str, dict[str, Any]] = {
     "tiny": {
@@ -139,10 +110,6 @@ SCALES: dict[str, dict[str, Any]] = {
 }
 
 
-def scale_settings(scale: str) -> dict[str, Any]:
-    return settings_of(SCALES, scale)
-
-
 # ---------------------------------------------------------------------------
 # Which parameter sizes each design's buffers (found in the catalogue, so a
 # design that lands later needs no change here).
@@ -192,7 +159,7 @@ def _items(sc: dict[str, Any], workload: str) -> list[int | None]:
     return [None] if workload in FIXED_ITEM else list(sc["items"])
 
 
-def _grid(sc: dict[str, Any], av: _Avail, workloads: Sequence[str], threads: int) -> Plan:
+def _grid(sc: dict[str, Any], av: Avail, workloads: Sequence[str], threads: int) -> Plan:
     plan = Plan()
     designs, wls, _ = av.filter(plan, DESIGNS, workloads, [P_ITEM])
     for w in wls:
@@ -205,15 +172,15 @@ def _grid(sc: dict[str, Any], av: _Avail, workloads: Sequence[str], threads: int
     return plan
 
 
-def plan_micro(sc: dict[str, Any], av: _Avail) -> Plan:
+def plan_micro(sc: dict[str, Any], av: Avail) -> Plan:
     return _grid(sc, av, sc["micro"], sc["micro_threads"])
 
 
-def plan_macro(sc: dict[str, Any], av: _Avail) -> Plan:
+def plan_macro(sc: dict[str, Any], av: Avail) -> Plan:
     return _grid(sc, av, sc["macro"], sc["macro_threads"])
 
 
-def plan_undo_redo_buffer(sc: dict[str, Any], av: _Avail) -> Plan:
+def plan_undo_redo_buffer(sc: dict[str, Any], av: Avail) -> Plan:
     """Every design with its undo+redo buffer (FWB: its log buffer) at each
     size; FWB-Unsafe's buffer is that size plus MorLog's redo buffer (§VI-A)."""
     plan = Plan()
@@ -235,7 +202,7 @@ def plan_undo_redo_buffer(sc: dict[str, Any], av: _Avail) -> Plan:
     return plan
 
 
-def plan_redo_buffer(sc: dict[str, Any], av: _Avail) -> Plan:
+def plan_redo_buffer(sc: dict[str, Any], av: Avail) -> Plan:
     """MorLog's redo buffer at 2..64 entries on Echo (§VI-E); FWB has no redo
     buffer, so FWB-CRADE at its defaults is the reference."""
     plan = Plan()
@@ -272,7 +239,7 @@ def mgmt_params(design: str, catalogue: dict[str, list[str]]) -> tuple[str, str]
     return (mode[0], size[0]) if mode and size else None
 
 
-def plan_log_management(sc: dict[str, Any], av: _Avail) -> Plan:
+def plan_log_management(sc: dict[str, Any], av: Avail) -> Plan:
     """MorLog's two log-management options (§III-F): the force-write-back
     scan (each design's reference) and the transaction table at each size,
     on the sensitivity workloads."""
@@ -300,7 +267,7 @@ def plan_log_management(sc: dict[str, Any], av: _Avail) -> Plan:
     return plan
 
 
-def plan_threads(sc: dict[str, Any], av: _Avail) -> Plan:
+def plan_threads(sc: dict[str, Any], av: Avail) -> Plan:
     plan = Plan()
     designs, wls, _ = av.filter(plan, DESIGNS, sc["sens_workloads"], [P_ITEM])
     for w in wls:
@@ -312,7 +279,7 @@ def plan_threads(sc: dict[str, Any], av: _Avail) -> Plan:
     return plan
 
 
-def plan_write_latency(sc: dict[str, Any], av: _Avail) -> Plan:
+def plan_write_latency(sc: dict[str, Any], av: Avail) -> Plan:
     """Every TLC state's write latency (Table III) times 1..32 (§VI-E)."""
     plan = Plan()
     designs, wls, ok = av.filter(plan, DESIGNS, sc["sens_workloads"], [P_ITEM, *P_TLC_WRITE_NS])
@@ -354,19 +321,19 @@ def _per_tx(df: pd.DataFrame, col: str) -> pd.Series:
 
 
 def _norm(df: pd.DataFrame, col: str, group: Sequence[str], out: str, what: str) -> None:
-    base = _normalize(df, col, [BASELINE], group, out)
+    base = normalize(df, col, [BASELINE], group, out)
     df.attrs["normalization"] = f"{what} / {base or BASELINE + ' (not run)'}, same workload"
     df.attrs["baseline"] = base or BASELINE
 
 
 def an_throughput(raw: pd.DataFrame) -> pd.DataFrame:
-    df = _with_labels(raw)
+    df = with_labels(raw)
     _norm(df, "throughput_tx_per_mcycle", ["config_label"], "norm_throughput", "throughput")
     return df
 
 
 def an_traffic(raw: pd.DataFrame) -> pd.DataFrame:
-    df = _with_labels(raw)
+    df = with_labels(raw)
     # Steady-state NVM bytes written per measured tx (docs/MODEL.md, Metrics).
     _norm(
         df, "write_bytes_per_tx", ["config_label"], "norm_write_traffic", "NVM bytes written per tx"
@@ -375,7 +342,7 @@ def an_traffic(raw: pd.DataFrame) -> pd.DataFrame:
 
 
 def an_energy(raw: pd.DataFrame) -> pd.DataFrame:
-    df = _with_labels(raw)
+    df = with_labels(raw)
     if len(df) and COL_CELL_ENERGY in df.columns:
         # The TLC cells' programming energy (Table III per-state pJ) in the
         # measured window: what the paper's "NVMM write energy" counts.
@@ -398,10 +365,10 @@ def an_energy(raw: pd.DataFrame) -> pd.DataFrame:
 
 
 def an_log_bits(raw: pd.DataFrame) -> pd.DataFrame:
-    df = _with_labels(raw)
+    df = with_labels(raw)
     key = COL_LOG_BITS if COL_LOG_BITS in df.columns else None
     if key is None:
-        key = _stat(df, STAT_LOG_BITS)
+        key = stat_column(df, STAT_LOG_BITS)
         if key is not None and len(df):
             df.attrs.setdefault("notes", []).append(
                 f"no {COL_LOG_BITS} (device not data-aware?): {key}, counted before encoding"
@@ -448,11 +415,11 @@ def an_log_bits(raw: pd.DataFrame) -> pd.DataFrame:
 def _norm_same(df: pd.DataFrame, x: str, out: str, group: Sequence[str] = ()) -> str | None:
     """throughput / FWB-CRADE's at the same ``x`` (and group)."""
     g = [*group, x] if x else list(group)
-    return _normalize(df, "throughput_tx_per_mcycle", [BASELINE], g, out)
+    return normalize(df, "throughput_tx_per_mcycle", [BASELINE], g, out)
 
 
 def _sens(raw: pd.DataFrame, x: str, what: str) -> pd.DataFrame:
-    df = _with_labels(raw)
+    df = with_labels(raw)
     if len(df):
         df[x] = pd.to_numeric(df[x])
     base = _norm_same(df, x, "norm_throughput", ["config_label"])
@@ -473,12 +440,12 @@ def an_undo_redo_buffer(raw: pd.DataFrame) -> pd.DataFrame:
 
 
 def an_redo_buffer(raw: pd.DataFrame) -> pd.DataFrame:
-    df = _with_labels(raw)
+    df = with_labels(raw)
     if len(df):
         if "redo_entries" not in df.columns:
             df["redo_entries"] = float("nan")
         df["redo_entries"] = pd.to_numeric(df["redo_entries"])
-    base = _normalize(
+    base = normalize(
         df, "throughput_tx_per_mcycle", [BASELINE], ["config_label"], "norm_throughput"
     )
     df.attrs["normalization"] = (
@@ -492,7 +459,7 @@ def an_redo_buffer(raw: pd.DataFrame) -> pd.DataFrame:
 def an_log_management(raw: pd.DataFrame) -> pd.DataFrame:
     """Throughput of each MorLog design with the transaction table, over the
     same design with the force-write-back scan (same workload)."""
-    df = _with_labels(raw)
+    df = with_labels(raw)
     if len(df):
         if "tx_table_entries" not in df.columns:
             df["tx_table_entries"] = float("nan")
@@ -531,27 +498,23 @@ def an_write_latency(raw: pd.DataFrame) -> pd.DataFrame:
 EXPERIMENTS: dict[str, Experiment] = {
     e.id: e
     for e in [
-        Experiment(
-            "throughput", "a", "Micro-benchmark throughput", plan_micro, an_throughput, "bars"
-        ),
-        Experiment("traffic", "b", "NVM write traffic", plan_micro, an_traffic, "bars"),
-        Experiment("energy", "c", "NVM write energy", plan_micro, an_energy, "bars"),
+        Experiment("throughput", "a", "Micro-benchmark throughput", plan_micro, an_throughput),
+        Experiment("traffic", "b", "NVM write traffic", plan_micro, an_traffic),
+        Experiment("energy", "c", "NVM write energy", plan_micro, an_energy),
         Experiment(
             "log_bits",
             "d",
             "Log bits written (expansion coding disabled)",
             plan_micro,
             an_log_bits,
-            "bars",
         ),
-        Experiment("macro", "e", "Macro-benchmark throughput", plan_macro, an_throughput, "bars"),
+        Experiment("macro", "e", "Macro-benchmark throughput", plan_macro, an_throughput),
         Experiment(
             "undo_redo_buffer",
             "f",
             "Throughput vs undo+redo buffer size (Echo)",
             plan_undo_redo_buffer,
             an_undo_redo_buffer,
-            "lines",
         ),
         Experiment(
             "redo_buffer",
@@ -559,16 +522,14 @@ EXPERIMENTS: dict[str, Experiment] = {
             "Throughput vs redo buffer size (Echo)",
             plan_redo_buffer,
             an_redo_buffer,
-            "lines",
         ),
-        Experiment("threads", "h", "Throughput vs thread count", plan_threads, an_threads, "lines"),
+        Experiment("threads", "h", "Throughput vs thread count", plan_threads, an_threads),
         Experiment(
             "write_latency",
             "i",
             "Throughput vs NVM write latency (TLC write latencies scaled)",
             plan_write_latency,
             an_write_latency,
-            "lines",
         ),
         Experiment(
             "log_management",
@@ -576,7 +537,6 @@ EXPERIMENTS: dict[str, Experiment] = {
             "Log management: transaction table vs force-write-back",
             plan_log_management,
             an_log_management,
-            "lines",
         ),
     ]
 }
@@ -597,13 +557,6 @@ PAPER_ITEMS = {
 }
 
 
-def figures() -> dict[str, Callable[[pd.DataFrame], Any]]:
-    """``{experiment id: figure function}`` (imported lazily: matplotlib)."""
-    from .. import figures_morlog
-
-    return {eid: figures_morlog.figure for eid in EXPERIMENTS}
-
-
 def _shown_path(path: str | os.PathLike[str]) -> str:
     """The default preset as ``configs/morlog.toml`` (not this host's path)."""
     p = Path(path).resolve()
@@ -620,29 +573,14 @@ def _preset_settings() -> dict[str, dict[str, Any]]:
     }
 
 
-def _run_spec_of(spec: dict[str, Any]) -> dict[str, Any]:
+def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
     """A plan's spec without its bookkeeping columns (what the sweep runs)."""
     return {k: v for k, v in spec.items() if k not in PLAN_COLUMNS}
 
 
-def run_experiments(
-    ids: Sequence[str] | None = None,
-    scale: str = "small",
-    *,
-    client: Any = None,
-    scheduler: str | None = None,
-    progress: bool | None = None,
-    preset: str | os.PathLike[str] | None = None,
-) -> dict[str, pd.DataFrame]:
-    """Run several experiments as ONE sweep (shared runs execute once) and
-    return ``{id: DataFrame}``. Failed runs raise ``SweepError``.
-
-    ``preset`` is a TOML parameter file (the CLI's ``--config``); default:
-    ``configs/morlog.toml`` (Table III). Its values become explicit
-    overrides of every run; what an experiment sweeps wins over it."""
-    # A bad scale or experiment is reported before a missing preset.
-    scale_settings(scale)
-    ids = experiment_ids(ids, EXPERIMENTS)
+def setup(sc: dict[str, Any], preset: str | os.PathLike[str] | None) -> Setup:
+    """Every run on ``preset`` (default: ``configs/morlog.toml``, Table III)
+    under what each design fixes and what the experiment sweeps."""
     if preset is None:
         if not DEFAULT_PRESET.is_file():
             raise ValueError(
@@ -670,37 +608,8 @@ def run_experiments(
             df.attrs["notes"].append(p.meta["note"])
 
     shown = {"preset": {"path": _shown_path(preset), "values": base}, "scheme_order": list(DESIGNS)}
-    return PAPER.run(
-        ids, scale, client, scheduler, progress, merge=merge, extra=shown, rows=rows, attrs=attrs
-    )
+    return Setup(merge=merge, extra=shown, rows=rows, attrs=attrs)
 
 
-PAPER = Paper(
-    "morlog",
-    EXPERIMENTS,
-    SCALES,
-    lambda e: PAPER_ITEMS[e.id],
-    _empty_raw,
-    run_spec=_run_spec_of,
-)
-
-
-throughput = PAPER.one(run_experiments, "throughput")
-traffic = PAPER.one(run_experiments, "traffic")
-energy = PAPER.one(run_experiments, "energy")
-log_bits = PAPER.one(run_experiments, "log_bits")
-macro = PAPER.one(run_experiments, "macro")
-undo_redo_buffer = PAPER.one(run_experiments, "undo_redo_buffer")
-redo_buffer = PAPER.one(run_experiments, "redo_buffer")
-threads = PAPER.one(run_experiments, "threads")
-write_latency = PAPER.one(run_experiments, "write_latency")
-log_management = PAPER.one(run_experiments, "log_management")
-
-__all__ = [
-    "BASELINE",
-    "DESIGNS",
-    "EXPERIMENTS",
-    "run_experiments",
-    "scale_settings",
-    *EXPERIMENTS,
-]
+def cite(e: Experiment) -> str:
+    return PAPER_ITEMS[e.id]

@@ -1,11 +1,6 @@
-"""The EHOU paper's evaluation (papers/ehou.md §IV) as DataFrames.
-
-Same shape as :mod:`durasim.experiments.hoop`: each experiment is a
-function ``f(scale="small", *, client=None, scheduler=None, progress=None)
--> pandas.DataFrame`` whose ``attrs`` carry the title, paper item,
-normalization, what was skipped and notes; ``run_experiments`` runs several
-as one sweep (shared runs once). Every run uses ``configs/ehou.toml`` (the
-paper's Table I) unless another preset is given.
+"""What the EHOU paper's evaluation (papers/ehou.md §IV) runs: scales,
+plans, analyses and the experiment table. Every run uses
+``configs/ehou.toml`` (the paper's Table I) unless another preset is given.
 
 Experiments:
 
@@ -35,7 +30,8 @@ from typing import Any
 
 import pandas as pd
 
-from ._base import Experiment, Paper, Plan, _Avail, _missing, settings_of
+from ... import _core
+from .._base import CONFIGS, Avail, Experiment, Plan, Setup, missing
 
 SCHEMES = ["redu", "osp", "ehou"]
 #: (label, workload, extra parameters): §IV-A's workload list.
@@ -63,8 +59,8 @@ STATS_PERSIST = [
     "stat.ait_flushes_lazy_overwrite",
     "stat.overflow_log_entries",
 ]
-#: configs/ehou.toml in the source tree (python/durasim/experiments/ -> root).
-DEFAULT_PRESET = Path(__file__).resolve().parents[3] / "configs" / "ehou.toml"
+#: configs/ehou.toml in the source tree.
+DEFAULT_PRESET = CONFIGS / "ehou.toml"
 
 #: Run sizes. ``small``: minutes on 2 cores; ``paper``: long runs for a
 #: cluster (the paper states no run length); ``tiny``: smoke tests.
@@ -98,20 +94,8 @@ SCALES: dict[str, dict[str, Any]] = {
     },
 }
 
-REPORT_TITLE = "EHOU paper reproduction"
-REPORT_INTRO = (
-    "Experiments of the EHOU paper's evaluation (§IV: PM write overhead, throughput of SSP "
-    "and EHOU relative to REDU, eager vs lazy persisting, AIT-cache size), run on durasim "
-    "with configs/ehou.toml (Table I). Results are this simulator's, not the paper's; each "
-    "figure states its normalization."
-)
 
-
-def scale_settings(scale: str) -> dict[str, Any]:
-    return settings_of(SCALES, scale)
-
-
-def _workloads(sc: dict[str, Any], names: Sequence[str], av: _Avail, plan: Plan):
+def _workloads(sc: dict[str, Any], names: Sequence[str], av: Avail, plan: Plan):
     table = {w[0]: w for w in WORKLOADS}
     wanted = [table[n] for n in names]
     _, ok_w, _ = av.filter(plan, [], sorted({w[1] for w in wanted}))
@@ -132,7 +116,7 @@ def _spec(
     }
 
 
-def plan_grid(sc: dict[str, Any], av: _Avail) -> Plan:
+def plan_grid(sc: dict[str, Any], av: Avail) -> Plan:
     plan = Plan()
     schemes, _, _ = av.filter(plan, SCHEMES, [])
     for w in _workloads(sc, sc["workloads"], av, plan):
@@ -142,7 +126,7 @@ def plan_grid(sc: dict[str, Any], av: _Avail) -> Plan:
     return plan
 
 
-def plan_persist(sc: dict[str, Any], av: _Avail) -> Plan:
+def plan_persist(sc: dict[str, Any], av: Avail) -> Plan:
     plan = Plan()
     schemes, _, ok = av.filter(plan, ["ehou"], [], [P_PERSIST])
     if not ok:
@@ -155,7 +139,7 @@ def plan_persist(sc: dict[str, Any], av: _Avail) -> Plan:
     return plan
 
 
-def plan_ait(sc: dict[str, Any], av: _Avail) -> Plan:
+def plan_ait(sc: dict[str, Any], av: Avail) -> Plan:
     plan = Plan()
     schemes, _, ok = av.filter(plan, ["ehou"], [], [P_SETS])
     if not ok:
@@ -177,7 +161,7 @@ def _labels(raw: pd.DataFrame) -> pd.DataFrame:
     dist = df.get("workload.key_dist")
     labels = []
     for i, r in df.iterrows():
-        zipf = dist is not None and not _missing(dist[i]) and dist[i] == "zipfian"
+        zipf = dist is not None and not missing(dist[i]) and dist[i] == "zipfian"
         labels.append(f"{r['workload']}-zipf" if zipf else str(r["workload"]))
     df["config_label"] = labels
     return df
@@ -195,7 +179,7 @@ def _relative(df: pd.DataFrame, col: str, base: str, out: str, group: Sequence[s
     vals = []
     for v, k in zip(df[col], keys):
         r = ref.get(k, float("nan"))
-        vals.append(v / r if not _missing(r) and r else float("nan"))
+        vals.append(v / r if not missing(r) and r else float("nan"))
     df[out] = vals
 
 
@@ -345,133 +329,26 @@ def an_ait(raw: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
-# ---------------------------------------------------------------------------
-# Figures (object API, as durasim.figures).
-
-
-def _bar_fig(df: pd.DataFrame, y: str, ylabel: str, series_col: str, order: Sequence[str]):
-    from ..figures import _empty, _footnote, _legend_outside, _new
-
-    fig, axes = _new(df, df.attrs.get("title", ""), width=9.0)
-    ax = axes[0]
-    if not len(df) or df[y].isna().all():
-        return _empty(fig, axes, df)
-    labels = list(dict.fromkeys(df["config_label"]))
-    present = [s for s in order if s in set(df[series_col])]
-    width = 0.8 / max(len(present), 1)
-    seeds = df["seed"].nunique() if "seed" in df.columns else 1
-    for j, s in enumerate(present):
-        # Mean over seeds; the bar's whisker spans the seeds' min..max.
-        g = df[df[series_col] == s].groupby("config_label")[y]
-        mean, lo, hi = g.mean(), g.min(), g.max()
-        xs = [i + (j - (len(present) - 1) / 2) * width for i in range(len(labels))]
-        m = [mean.get(lab, float("nan")) for lab in labels]
-        err = [
-            [v - lo.get(lab, v) for v, lab in zip(m, labels)],
-            [hi.get(lab, v) - v for v, lab in zip(m, labels)],
-        ]
-        ax.bar(xs, m, width, label=s, yerr=err if seeds > 1 else None, capsize=2)
-    ax.axhline(1.0, color="#444", lw=0.8, ls="--")
-    ax.set_xticks(range(len(labels)))
-    ax.set_xticklabels(labels, rotation=20, ha="right", fontsize=8)
-    ax.set_xlabel(
-        f"workload (four threads, configs/ehou.toml; mean of {seeds} seed"
-        + ("s, whiskers min–max)" if seeds > 1 else ")")
-    )
-    ax.set_ylabel(ylabel)
-    _legend_outside(ax)
-    _footnote(fig, df)
-    return fig
-
-
-def fig_overhead(df: pd.DataFrame):
-    return _bar_fig(
-        df[df["scheme"].isin(["osp", "ehou"])] if len(df) else df,
-        "norm_overhead",
-        "steady-state PM write overhead / SSP (ratio)",
-        "scheme",
-        ["osp", "ehou"],
-    )
-
-
-def fig_throughput(df: pd.DataFrame):
-    return _bar_fig(df, "norm_throughput", "throughput / REDU (ratio)", "scheme", SCHEMES)
-
-
-def fig_persist(df: pd.DataFrame):
-    return _bar_fig(
-        df, "norm_throughput", "throughput / lazy (ratio)", "variant", ["ehou-lazy", "ehou-eager"]
-    )
-
-
-def fig_ait(df: pd.DataFrame):
-    from ..figures import _empty, _footnote, _legend_outside, _new
-
-    fig, axes = _new(df, df.attrs.get("title", ""), width=9.0)
-    ax = axes[0]
-    if not len(df):
-        return _empty(fig, axes, df)
-    for lab in dict.fromkeys(df["config_label"]):
-        g = df[df["config_label"] == lab].groupby("ait_cache_entries")["norm_throughput"]
-        mean = g.mean()
-        ax.errorbar(
-            mean.index,
-            mean.values,
-            yerr=[mean - g.min(), g.max() - mean],
-            marker="o",
-            capsize=2,
-            label=lab,
-        )
-    ax.set_xscale("log", base=2)
-    seeds = df["seed"].nunique() if "seed" in df.columns else 1
-    ax.set_xlabel(f"AIT-cache entries (sets x 16 ways; mean of {seeds} seed(s), whiskers min–max)")
-    ax.set_ylabel("throughput / Table I AIT cache (ratio)")
-    ax.axhline(1.0, color="#444", lw=0.8, ls="--")
-    _legend_outside(ax)
-    _footnote(fig, df)
-    return fig
-
-
 EXPERIMENTS: dict[str, Experiment] = {
     e.id: e
     for e in [
-        Experiment(
-            "overhead", "a", "PM write overhead, EHOU vs SSP", plan_grid, an_overhead, fig_overhead
-        ),
+        Experiment("overhead", "a", "PM write overhead, EHOU vs SSP", plan_grid, an_overhead),
         Experiment(
             "throughput",
             "b",
             "Throughput of SSP and EHOU relative to REDU",
             plan_grid,
             an_throughput,
-            fig_throughput,
         ),
-        Experiment(
-            "persist", "c", "EHOU eager vs lazy persisting", plan_persist, an_persist, fig_persist
-        ),
-        Experiment(
-            "ait_cache", "d", "EHOU throughput vs AIT-cache size", plan_ait, an_ait, fig_ait
-        ),
+        Experiment("persist", "c", "EHOU eager vs lazy persisting", plan_persist, an_persist),
+        Experiment("ait_cache", "d", "EHOU throughput vs AIT-cache size", plan_ait, an_ait),
     ]
 }
-FIGURES = {eid: e.figure for eid, e in EXPERIMENTS.items()}
 
 
-def run_experiments(
-    ids: Sequence[str] | None = None,
-    scale: str = "small",
-    *,
-    client: Any = None,
-    scheduler: str | None = None,
-    progress: bool | None = None,
-    preset: str | os.PathLike[str] | None = None,
-) -> dict[str, pd.DataFrame]:
-    """Run several experiments as ONE sweep and return ``{id: DataFrame}``.
-    ``preset`` defaults to configs/ehou.toml (its values become explicit
-    overrides of every run, as in :func:`durasim.experiments.hoop.run_experiments`)."""
-    from .. import _core
-
-    scale_settings(scale)  # a bad scale is reported before a bad preset
+def setup(sc: dict[str, Any], preset: str | os.PathLike[str] | None) -> Setup:
+    """Every run on ``preset`` (default: configs/ehou.toml, Table I) under
+    what the experiment sets."""
     path = preset if preset is not None else DEFAULT_PRESET
     if preset is None and not Path(path).exists():
         raise ValueError(
@@ -479,20 +356,15 @@ def run_experiments(
         )
     base = _core.load_preset(path)
     shown = {"preset": {"path": str(path), "values": base}}
-    return PAPER.run(
-        ids, scale, client, scheduler, progress, merge=lambda s: {**base, **s}, extra=shown
-    )
+    return Setup(merge=lambda s: {**base, **s}, extra=shown)
 
 
-def _empty_raw() -> pd.DataFrame:
+def cite(e: Experiment) -> str:
+    return f"EHOU §IV ({e.item})"
+
+
+def empty_runs() -> pd.DataFrame:
+    """The rows of an experiment with no runs."""
     return pd.DataFrame(
         {c: pd.Series(dtype="object") for c in ("scheme", "workload", "config_label")}
     )
-
-
-PAPER = Paper("ehou", EXPERIMENTS, SCALES, lambda e: f"EHOU §IV ({e.item})", _empty_raw)
-
-overhead = PAPER.one(run_experiments, "overhead")
-throughput = PAPER.one(run_experiments, "throughput")
-persist = PAPER.one(run_experiments, "persist")
-ait_cache = PAPER.one(run_experiments, "ait_cache")

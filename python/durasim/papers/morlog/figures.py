@@ -1,6 +1,6 @@
-"""One matplotlib figure per MorLog experiment (:mod:`durasim.experiments.morlog`).
+"""One matplotlib figure per MorLog experiment (:mod:`durasim.papers.morlog`).
 
-Same conventions as :mod:`durasim.figures` (object API only; units on the
+Same conventions as :mod:`durasim.plotting` (object API only; units on the
 axes; the normalization in the title; legends beside the data; below the
 axes what the figure omits and why).
 """
@@ -11,8 +11,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter
 
-from .experiments.morlog import DESIGNS, EXPERIMENTS
-from .figures import _bars, _empty, _footnote, _legend_outside, _new
+from ...plotting import bars, empty_figure, footnote, legend_outside, new_figure
+from .experiments import DESIGNS, EXPERIMENTS
 
 ORDER = {d: i for i, d in enumerate(DESIGNS)}
 
@@ -36,22 +36,22 @@ LINES = {
 
 def fig_bars(eid: str, df: pd.DataFrame) -> Figure:
     col, what = BARS[eid]
-    fig, axes = _new(df, EXPERIMENTS[eid].title, width=9.0)
+    fig, axes = new_figure(df, EXPERIMENTS[eid].title, width=9.0)
     if not len(df):
-        return _empty(fig, axes, df)
+        return empty_figure(fig, axes, df)
     base = df.attrs.get("baseline") or "baseline"
     if df.attrs.get("plot"):
         # An analysis that could not normalize plots absolute values.
         col, ylabel = df.attrs["plot"]
-        _bars(axes[0], df.copy(), col, ylabel, baseline_line=False)
+        bars(axes[0], df.copy(), col, ylabel, baseline_line=False)
     else:
-        _bars(axes[0], df.copy(), col, f"{what} (× {base})")
+        bars(axes[0], df.copy(), col, f"{what} (× {base})")
     # One colour per design in every figure, whichever designs ran.
-    for bars in axes[0].containers:
-        for patch in bars:
-            patch.set_color(f"C{ORDER.get(bars.get_label(), 9)}")
-    _legend_outside(axes[0])
-    _footnote(fig, df)
+    for container in axes[0].containers:
+        for patch in container:
+            patch.set_color(f"C{ORDER.get(container.get_label(), 9)}")
+    legend_outside(axes[0])
+    footnote(fig, df)
     return fig
 
 
@@ -62,9 +62,9 @@ def fig_lines(eid: str, df: pd.DataFrame) -> Figure:
     n = max(len(labels), 1)
     ncols = min(n, 3)
     nrows = (n + ncols - 1) // ncols
-    fig, axes = _new(df, EXPERIMENTS[eid].title, ncols=ncols, nrows=nrows, width=9.0)
+    fig, axes = new_figure(df, EXPERIMENTS[eid].title, ncols=ncols, nrows=nrows, width=9.0)
     if not len(df):
-        return _empty(fig, axes, df)
+        return empty_figure(fig, axes, df)
     base = df.attrs.get("baseline") or "baseline"
     for ax, lbl in zip(axes, labels):
         part = df[df["config_label"] == lbl]
@@ -110,14 +110,14 @@ def fig_lines(eid: str, df: pd.DataFrame) -> Figure:
     for ax in axes[len(labels) :]:
         ax.set_axis_off()
     if len(labels) == 1:
-        _legend_outside(axes[0])
+        legend_outside(axes[0])
     else:
         seen: dict[str, object] = {}
         for ax in axes:
             for h, lbl in zip(*ax.get_legend_handles_labels()):
                 seen.setdefault(lbl, h)
         fig.legend(list(seen.values()), list(seen), fontsize=7, loc="outside right upper")
-    _footnote(fig, df)
+    footnote(fig, df)
     return fig
 
 
@@ -131,3 +131,6 @@ def figure(df: pd.DataFrame) -> Figure:
     raise ValueError(
         f"invalid experiment {eid!r} in the frame's attrs: valid choices: {', '.join(EXPERIMENTS)}"
     )
+
+
+FIGURES = {eid: figure for eid in EXPERIMENTS}
