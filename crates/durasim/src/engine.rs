@@ -2053,7 +2053,7 @@ pub fn run(spec: RunSpec, progress: &mut dyn FnMut(u64)) -> Result<Engine> {
 /// --trace-out`): the run writes the stream it sends to memory.
 pub fn run_tapped(
     spec: RunSpec,
-    tap: Option<Box<crate::trace::Recorder>>,
+    tap: Option<Box<dyn crate::mem::RequestTap>>,
     progress: &mut dyn FnMut(u64),
 ) -> Result<Engine> {
     let mut e = Engine::new(spec)?;

@@ -278,7 +278,7 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
     let mut spec = spec_for(&a.scheme, &a.workload, &a.common)?;
     spec.gen_thread = a.gen_thread;
     check_output_path("--json", a.json.as_deref())?;
-    let tap = match a.trace_out.as_deref() {
+    let tap: Option<Box<dyn crate::mem::RequestTap>> = match a.trace_out.as_deref() {
         None => None,
         Some(path) => {
             let fmt = crate::trace::Format::parse(&a.trace_format, "--trace-format", false)?
@@ -295,7 +295,7 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
     let mut e = engine::run_tapped(spec, tap, &mut |d| bar.update(d))?;
     bar.finish();
     if let (Some(path), Some(tap)) = (a.trace_out.as_deref(), e.ctx.nvm.request_tap.take()) {
-        let n = tap.w.finish()?;
+        let n = tap.finish()?;
         eprintln!("trace: {n} requests written to {path} ({})", a.trace_format);
     }
     let report = e.report_json();

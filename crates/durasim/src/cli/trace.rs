@@ -3,8 +3,8 @@
 
 use super::{build_base_params, check_output_path};
 use crate::error::{Error, Result};
-use crate::mem::MemoryController;
-use crate::trace::{self, replay, Format};
+use crate::trace::replay::{self, replay_controller};
+use crate::trace::{self, Format};
 use clap::{Args, Subcommand};
 
 #[derive(Subcommand, Debug)]
@@ -37,20 +37,6 @@ pub fn cmd_trace(c: TraceCommand) -> Result<i32> {
     match c {
         TraceCommand::Replay(a) => cmd_replay(a),
     }
-}
-
-/// The controller the replay drives: the run's NVM controller, from the
-/// same parameters (same checks as a run's watermarks).
-pub fn replay_controller(p: &crate::config::Params) -> Result<MemoryController> {
-    let low = p.u64("mc.write_drain_low");
-    let high = p.u64("mc.write_drain_high");
-    let cap = p.u64("mc.write_queue_entries");
-    if low >= high || high > cap {
-        return Err(Error::input(format!(
-            "invalid write-drain watermarks: need mc.write_drain_low ({low}) < mc.write_drain_high ({high}) <= mc.write_queue_entries ({cap})"
-        )));
-    }
-    Ok(MemoryController::nvm(p, false))
 }
 
 fn cmd_replay(a: ReplayArgs) -> Result<i32> {

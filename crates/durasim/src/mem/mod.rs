@@ -6,7 +6,7 @@ pub mod dram_cache;
 pub mod image;
 pub mod persist;
 
-pub use controller::{DeviceTiming, MemStats, MemoryController};
+pub use controller::{DeviceTiming, MemStats, MemoryController, RequestTap};
 pub use image::{MemRead, MemWrite, Overlay, SparseImage};
 pub use persist::{DurableMark, PersistEvent, PersistLog};
 pub mod media;

@@ -16,6 +16,7 @@ pub mod replay;
 pub mod validate;
 
 use crate::error::{Error, Result};
+use crate::mem::RequestTap;
 use crate::types::{Addr, Cycle, Purpose, LINE_BYTES};
 use std::io::{self, BufRead, BufReader, BufWriter, Write};
 
@@ -360,9 +361,9 @@ impl TraceWriter {
 
 /// The controller's request tap (`run --trace-out`): every read and write
 /// the NVM controller receives, split into 64 B bursts, with its purpose
-/// (and in the durasim format its bytes).
+/// (and in the durasim format its bytes), and the transaction markers.
 pub struct Recorder {
-    pub w: TraceWriter,
+    w: TraceWriter,
     req: Req,
 }
 
@@ -373,8 +374,10 @@ impl Recorder {
             req: Req::default(),
         }
     }
+}
 
-    pub fn read(&mut self, addr: Addr, len: usize, purpose: Purpose, now: Cycle) {
+impl RequestTap for Recorder {
+    fn read(&mut self, addr: Addr, len: usize, purpose: Purpose, now: Cycle) {
         let first = addr - addr % LINE_BYTES;
         let last = (addr + len.max(1) as u64 - 1) / LINE_BYTES * LINE_BYTES;
         let mut line = first;
@@ -388,7 +391,7 @@ impl Recorder {
         }
     }
 
-    pub fn write(&mut self, addr: Addr, data: &[u8], purpose: Purpose, now: Cycle) {
+    fn write(&mut self, addr: Addr, data: &[u8], purpose: Purpose, now: Cycle) {
         let mut done = 0usize;
         while done < data.len() {
             let a = addr + done as u64;
@@ -403,11 +406,15 @@ impl Recorder {
         }
     }
 
-    pub fn tx_begin(&mut self, core: usize, now: Cycle) {
+    fn tx_begin(&mut self, core: usize, now: Cycle) {
         self.w.marker(true, core as u64, now);
     }
 
-    pub fn tx_end(&mut self, core: usize, now: Cycle) {
+    fn tx_end(&mut self, core: usize, now: Cycle) {
         self.w.marker(false, core as u64, now);
+    }
+
+    fn finish(self: Box<Self>) -> Result<u64> {
+        self.w.finish()
     }
 }

@@ -10,7 +10,7 @@
 
 use super::{formats, Format, LineReader, Op, Record, Req, TimeUnit};
 use crate::config::Params;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::mem::image::PAGE_BYTES;
 use crate::mem::MemoryController;
 use crate::types::{Cycle, Purpose, LINE_BYTES};
@@ -145,6 +145,20 @@ impl ReplayConfig {
     }
 }
 
+/// The controller a replay drives: the run's NVM controller, from the
+/// same parameters (same checks as a run's watermarks).
+pub fn replay_controller(p: &Params) -> Result<MemoryController> {
+    let low = p.u64("mc.write_drain_low");
+    let high = p.u64("mc.write_drain_high");
+    let cap = p.u64("mc.write_queue_entries");
+    if low >= high || high > cap {
+        return Err(Error::input(format!(
+            "invalid write-drain watermarks: need mc.write_drain_low ({low}) < mc.write_drain_high ({high}) <= mc.write_queue_entries ({cap})"
+        )));
+    }
+    Ok(MemoryController::nvm(p, false))
+}
+
 /// Replay the trace `r` (named `path` in errors) in `fmt`, or the format
 /// detected from its first lines, on `mc`.
 pub fn replay<R: BufRead>(
@@ -178,9 +192,8 @@ pub fn replay<R: BufRead>(
                 .filter(|(_, l)| l.iter().any(|b| !b.is_ascii_whitespace()))
                 .map(|(n, l)| (*n, &l[..]))
                 .collect();
-            formats::detect(&view).map_err(|e| {
-                crate::error::Error::input(format!("invalid trace file '{path}': {e}"))
-            })?
+            formats::detect(&view)
+                .map_err(|e| Error::input(format!("invalid trace file '{path}': {e}")))?
         }
     };
     let mut st = State::new(cfg, fmt);

@@ -120,7 +120,7 @@ fn pattern_text(kind: Kind, random: bool, size: u64, lines: u64, region: u64, se
 
 /// Replay one generated pattern on a fresh controller.
 fn run_pattern(p: &Params, text: &str) -> Result<(ReplayReport, DimmStats)> {
-    let mut mc: MemoryController = crate::cli::trace::replay_controller(p)?;
+    let mut mc: MemoryController = replay::replay_controller(p)?;
     let r = replay::replay(
         text.as_bytes(),
         "<generated pattern>",
