@@ -7,7 +7,7 @@ use crate::cache::{Hierarchy, LineExt};
 use crate::config::Params;
 use crate::error::{Error, Result};
 use crate::mem::{MemRead, MemoryController, SparseImage};
-use crate::schemes::{self, Layout, MemCtx, Scheme, SchemeInfo};
+use crate::schemes::{self, Layout, MemCtx, Scheme, SchemeInfo, FWB_KIND};
 use crate::stats::{by_purpose, row_hit_ratio, Latencies, Metrics, SimInfo};
 use crate::types::{line_of, read_word, word_index, write_word, Addr, CoreId, Cycle, LineData};
 use crate::workloads::feed::Feed;
@@ -622,10 +622,6 @@ pub struct Engine {
     next_fwb: Cycle,
     pub fwb: FwbStats,
 }
-
-/// Background kind of the force-write-back passes' persist events (crash
-/// tests count points inside them per kind).
-pub const FWB_KIND: &str = "force-write-back";
 
 /// Force-write-back counters (README "FWB"): passes run, lines written back
 /// by them and lines flagged, in the measured window; `passes_total` counts

@@ -172,6 +172,11 @@ pub struct RecoveryReport {
     pub details: Vec<(&'static str, f64)>,
 }
 
+/// Background kind of the force-write-back passes' persist events
+/// ([`Scheme::background_kind`] of the schemes the engine's pass truncates;
+/// crash tests count points inside them per kind).
+pub const FWB_KIND: &str = "force-write-back";
+
 /// Scheme-specific statistics, reported under `scheme_stats`.
 pub type SchemeStats = Vec<(&'static str, f64)>;
 
