@@ -3,6 +3,7 @@
 //! structures preloaded into the architectural image and the NVM media.
 
 use super::core::{Core, Window};
+use super::dram_cache::DramCache;
 use super::{Engine, FwbStats, History, PersistOpStats, RunSpec};
 use crate::cache::Hierarchy;
 use crate::error::{Error, Result};
@@ -78,13 +79,13 @@ impl Engine {
         let ctx = MemCtx {
             nvm: MemoryController::nvm(&params, spec.record_history),
             dram: MemoryController::dram(&params),
-            hybrid: crate::mem::dram_cache::DramCache::from_params(&params)?,
             layout: layout.clone(),
             cores: spec.threads,
             freq_ghz: params.f64("cpu.freq_ghz"),
             pending_error: None,
             write_back_request: Vec::new(),
         };
+        let dram_cache = DramCache::from_params(&params)?;
         let hier = Hierarchy::new(&params, spec.threads);
         let sb_entries = params.usize("cpu.store_buffer_entries");
         let (rob, lq, mshrs) = (
@@ -169,6 +170,7 @@ impl Engine {
             workload_info,
             params,
             ctx,
+            dram_cache,
             hier,
             scheme,
             arch: SparseImage::new(),
@@ -247,7 +249,7 @@ impl Engine {
             // and link the DRAM cache's slots to the pages they cache.
             self.arch.set_track_written(true);
             self.ctx.nvm.media_mut().set_track_written(true);
-            if let Some(dc) = self.ctx.hybrid.as_deref_mut() {
+            if let Some(dc) = self.dram_cache.as_deref_mut() {
                 dc.link_fills = true;
                 self.ctx.dram.media_mut().set_track_written(true);
             }

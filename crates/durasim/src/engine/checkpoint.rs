@@ -3,12 +3,12 @@
 //! back up and switch) and the host-memory sharing between the images after
 //! one.
 
-use super::core::Below;
+use super::dram_cache::Below;
 use super::Engine;
 use crate::types::Cycle;
 
 impl Engine {
-    /// Host memory only (issue 15 part 7; no simulated effect): after a
+    /// Host memory only (no simulated effect): after a
     /// checkpoint, every line of an NVM home page or of a DRAM cache slot
     /// that holds the same bytes as the architectural page there is stored
     /// once (the page depends on the architectural page,
@@ -27,7 +27,7 @@ impl Engine {
             // its thread only.
             unsafe { media.link_equal_lines(p, &mut self.arch, p) };
         }
-        let Some(dc) = self.ctx.hybrid.as_deref() else {
+        let Some(dc) = self.dram_cache.as_deref() else {
             return;
         };
         if !dc.link_fills {
@@ -56,7 +56,7 @@ impl Engine {
     /// page they cache (the lines that differ are those newer in the CPU
     /// caches). Called between scheduling steps, where no image is borrowed.
     pub(super) fn link_dram_fills(&mut self) {
-        let Some(dc) = self.ctx.hybrid.as_deref_mut() else {
+        let Some(dc) = self.dram_cache.as_deref_mut() else {
             return;
         };
         if dc.filled.is_empty() {
@@ -88,13 +88,10 @@ impl Engine {
             .collect();
         let state = encode_contexts(&contexts);
         // 1. Dirty CPU cache lines to the DRAM cache (or the scheme).
-        let mut below = Below {
-            scheme: &mut *self.scheme,
-            ctx: &mut self.ctx,
-        };
+        let mut below = Below::new(&mut *self.scheme, &mut self.ctx, &mut self.dram_cache);
         let t1 = self.hier.drain(t, &mut below);
         // 2. Dirty DRAM pages to NVM.
-        let t2 = crate::mem::dram_cache::flush_dirty(&mut *self.scheme, &mut self.ctx, t1);
+        let t2 = below.flush_dram_cache(t1);
         // 3. + 4. Back up CPU state and metadata, switch atomically.
         let (end, committed_seq) = self.scheme.checkpoint(&mut self.ctx, &state, t, t2);
         self.share_equal_pages();

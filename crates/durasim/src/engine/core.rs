@@ -3,12 +3,12 @@
 //! queue, L1 MSHRs, in-order retirement), replaying a transaction's ops
 //! through the cache hierarchy and the scheme.
 
+use super::dram_cache::Below;
 use super::Engine;
-use crate::cache::hierarchy::{HitLevel, MemSide, WritebackCause};
-use crate::cache::{Hierarchy, LineExt};
+use crate::cache::hierarchy::HitLevel;
+use crate::cache::Hierarchy;
 use crate::error::{Error, Result};
-use crate::schemes::{MemCtx, Scheme};
-use crate::types::{line_of, read_word, word_index, write_word, Addr, CoreId, Cycle, LineData};
+use crate::types::{line_of, read_word, word_index, write_word, Addr, CoreId, Cycle};
 use crate::workloads::Op;
 
 pub(super) struct Core {
@@ -357,78 +357,6 @@ fn slots_past(used: u32, w: u32) -> u32 {
     }
 }
 
-/// Scheme + devices as seen from the LLC.
-pub(super) struct Below<'a> {
-    pub(super) scheme: &'a mut dyn Scheme,
-    pub(super) ctx: &'a mut MemCtx,
-}
-
-impl MemSide for Below<'_> {
-    #[inline]
-    fn prefetch_miss(&self, line_addr: Addr) {
-        self.scheme.prefetch_miss(line_addr);
-    }
-    #[inline]
-    fn read_miss(
-        &mut self,
-        core: CoreId,
-        line_addr: Addr,
-        now: Cycle,
-        out: &mut LineData,
-        ext: &mut LineExt,
-    ) -> (Cycle, bool) {
-        if self.ctx.hybrid.is_some() {
-            return crate::mem::dram_cache::read_miss(
-                self.scheme,
-                self.ctx,
-                core,
-                line_addr,
-                now,
-                out,
-                ext,
-            );
-        }
-        self.scheme
-            .read_miss(self.ctx, core, line_addr, now, out, ext)
-    }
-    #[inline]
-    fn writeback(
-        &mut self,
-        core: CoreId,
-        line_addr: Addr,
-        data: &LineData,
-        ext: &LineExt,
-        cause: WritebackCause,
-        now: Cycle,
-    ) -> Cycle {
-        if self.ctx.hybrid.is_some() {
-            return crate::mem::dram_cache::writeback(
-                self.scheme,
-                self.ctx,
-                core,
-                line_addr,
-                data,
-                cause,
-                now,
-            );
-        }
-        self.scheme
-            .writeback(self.ctx, core, line_addr, data, ext, cause, now)
-    }
-    #[inline]
-    fn l1_evict(
-        &mut self,
-        core: CoreId,
-        line_addr: Addr,
-        data: &LineData,
-        ext: &mut LineExt,
-        now: Cycle,
-    ) {
-        self.scheme
-            .l1_evict(self.ctx, core, line_addr, data, ext, now)
-    }
-}
-
 impl Engine {
     /// Replay core `c`'s remaining ops until its time passes `until`
     /// (returns true) or its op stream is exhausted (false). Borrows the
@@ -438,8 +366,7 @@ impl Engine {
     pub(super) fn replay(&mut self, c: usize, until: Cycle) -> Result<bool> {
         let core = &mut self.cores[c];
         let hier = &mut self.hier;
-        let scheme = &mut *self.scheme;
-        let ctx = &mut self.ctx;
+        let below = &mut Below::new(&mut *self.scheme, &mut self.ctx, &mut self.dram_cache);
         let access_hook = self.access_hook;
         while let Some(&op) = core.ops.get(core.pos) {
             core.pos += 1;
@@ -447,7 +374,7 @@ impl Engine {
                 Op::Load { addr, value, .. } => {
                     self.loads += 1;
                     let (done, slot, _) =
-                        mem_access(hier, scheme, ctx, access_hook, c, addr, false, core.time);
+                        mem_access(hier, below, access_hook, c, addr, false, core.time);
                     if self.check_reads {
                         let got = read_word(hier.l1_data(c, slot), word_index(addr));
                         if got != value {
@@ -463,9 +390,8 @@ impl Engine {
                     self.stores += 1;
                     let t = core.sb_wait_slot(core.time);
                     core.time = t;
-                    let (done, slot, _) =
-                        mem_access(hier, scheme, ctx, access_hook, c, addr, true, t);
-                    let done = write_l1(hier, scheme, ctx, c, slot, addr, value, core.in_tx, done);
+                    let (done, slot, _) = mem_access(hier, below, access_hook, c, addr, true, t);
+                    let done = write_l1(hier, below, c, slot, addr, value, core.in_tx, done);
                     core.sb_push(done);
                     core.time = t + 1;
                 }
@@ -481,8 +407,7 @@ impl Engine {
                     // walks L1 and L2 before the LLC writes the line back;
                     // the core goes on (it waits only at a fence).
                     let t = core.time.max(core.sb_drained()) + self.flush_path_cycles;
-                    let mut below = Below { scheme, ctx };
-                    let done = hier.flush(c, line_of(addr), t, &mut below);
+                    let done = hier.flush(c, line_of(addr), t, below);
                     core.flush_done = core.flush_done.max(done);
                     self.persist_ops.flushes += 1;
                     core.time += 1;
@@ -516,8 +441,7 @@ impl Engine {
     pub(super) fn replay_ooo(&mut self, c: usize, until: Cycle) -> Result<bool> {
         let core = &mut self.cores[c];
         let hier = &mut self.hier;
-        let scheme = &mut *self.scheme;
-        let ctx = &mut self.ctx;
+        let below = &mut Below::new(&mut *self.scheme, &mut self.ctx, &mut self.dram_cache);
         let access_hook = self.access_hook;
         let (w, rob) = (self.issue_width, self.rob_entries);
         // The op stream is moved out of the core and its cursor kept in a
@@ -543,7 +467,7 @@ impl Engine {
                             d.max(core.ooo.ld_done[usize::from(seq.wrapping_sub(dep))])
                         };
                         let (done, slot) =
-                            ooo_access(core, hier, scheme, ctx, access_hook, c, addr, false, issue);
+                            ooo_access(core, hier, below, access_hook, c, addr, false, issue);
                         if self.check_reads {
                             let got = read_word(hier.l1_data(c, slot), word_index(addr));
                             if got != value {
@@ -574,9 +498,8 @@ impl Engine {
                         let r = core.retire(d + 1, 1, w);
                         // The write leaves the store queue for the L1 at retirement (TSO).
                         let (done, slot) =
-                            ooo_access(core, hier, scheme, ctx, access_hook, c, addr, true, r);
-                        let done =
-                            write_l1(hier, scheme, ctx, c, slot, addr, value, core.in_tx, done);
+                            ooo_access(core, hier, below, access_hook, c, addr, true, r);
+                        let done = write_l1(hier, below, c, slot, addr, value, core.in_tx, done);
                         core.sb_push(done);
                         core.rob_push(1, r);
                     }
@@ -608,9 +531,7 @@ impl Engine {
                         }
                         let t = d.max(core.sb_drained()).max(free_t);
                         core.req_front = core.req_front.max(t);
-                        let mut below = Below { scheme, ctx };
-                        let done =
-                            hier.flush(c, line_of(addr), t + self.flush_path_cycles, &mut below);
+                        let done = hier.flush(c, line_of(addr), t + self.flush_path_cycles, below);
                         let o = &mut core.ooo;
                         // No line tag: a later load of the (still cached) line
                         // does not wait for the write-back.
@@ -646,8 +567,7 @@ impl Engine {
 #[allow(clippy::too_many_arguments)]
 fn mem_access(
     hier: &mut Hierarchy,
-    scheme: &mut dyn Scheme,
-    ctx: &mut MemCtx,
+    below: &mut Below,
     access_hook: bool,
     c: CoreId,
     addr: Addr,
@@ -656,10 +576,9 @@ fn mem_access(
 ) -> (Cycle, usize, HitLevel) {
     let mut t = t;
     if access_hook {
-        t = scheme.access(ctx, c, addr, is_write, t);
+        t = below.scheme.access(below.ctx, c, addr, is_write, t);
     }
-    let mut below = Below { scheme, ctx };
-    hier.access(c, line_of(addr), t, &mut below)
+    hier.access(c, line_of(addr), t, below)
 }
 
 /// A store's write of `value` at `addr` into core `c`'s L1 slot `slot`
@@ -669,8 +588,7 @@ fn mem_access(
 #[allow(clippy::too_many_arguments)]
 fn write_l1(
     hier: &mut Hierarchy,
-    scheme: &mut dyn Scheme,
-    ctx: &mut MemCtx,
+    below: &mut Below,
     c: CoreId,
     slot: usize,
     addr: Addr,
@@ -682,7 +600,9 @@ fn write_l1(
     let w = word_index(addr);
     let old = read_word(data, w);
     write_word(data, w, value);
-    scheme.store(ctx, c, addr, old, value, in_tx, ext, done)
+    below
+        .scheme
+        .store(below.ctx, c, addr, old, value, in_tx, ext, done)
 }
 
 /// An access of the out-of-order core, issued at `t`, through its L1
@@ -697,8 +617,7 @@ fn write_l1(
 fn ooo_access(
     core: &mut Core,
     hier: &mut Hierarchy,
-    scheme: &mut dyn Scheme,
-    ctx: &mut MemCtx,
+    below: &mut Below,
     access_hook: bool,
     c: CoreId,
     addr: Addr,
@@ -725,7 +644,7 @@ fn ooo_access(
             return (done.max(o.mshr_merge_slot(slot, line, t)), slot);
         }
     }
-    let (done, slot) = ooo_access_slow(core, hier, scheme, ctx, access_hook, c, addr, is_write, t);
+    let (done, slot) = ooo_access_slow(core, hier, below, access_hook, c, addr, is_write, t);
     let o = &mut core.ooo;
     o.last_line = line_of(addr);
     o.last_slot = slot;
@@ -738,8 +657,7 @@ fn ooo_access(
 fn ooo_access_slow(
     core: &mut Core,
     hier: &mut Hierarchy,
-    scheme: &mut dyn Scheme,
-    ctx: &mut MemCtx,
+    below: &mut Below,
     access_hook: bool,
     c: CoreId,
     addr: Addr,
@@ -751,7 +669,7 @@ fn ooo_access_slow(
     if access_hook && hier.l1[c].find(line).is_some() {
         let merge = o.mshr_merge(line, t);
         core.req_front = core.req_front.max(t);
-        let (done, slot, _) = mem_access(hier, scheme, ctx, access_hook, c, addr, is_write, t);
+        let (done, slot, _) = mem_access(hier, below, access_hook, c, addr, is_write, t);
         return (done.max(merge), slot);
     }
     // An L1 miss takes the MSHR that frees first (waiting if all are busy).
@@ -765,11 +683,10 @@ fn ooo_access_slow(
     let t = t.max(free_t);
     core.req_front = core.req_front.max(t);
     let (done, slot, level) = if access_hook {
-        mem_access(hier, scheme, ctx, access_hook, c, addr, is_write, t)
+        mem_access(hier, below, access_hook, c, addr, is_write, t)
     } else {
         // `ooo_access` looked the line up in the L1 and missed.
-        let mut below = Below { scheme, ctx };
-        hier.access_l1_miss(c, line, t, &mut below)
+        hier.access_l1_miss(c, line, t, below)
     };
     if level != HitLevel::L1 {
         o.mshr_take(free_i, line, done, slot);

@@ -17,11 +17,13 @@
 mod build;
 mod checkpoint;
 mod core;
+pub mod dram_cache;
 mod producer;
 mod report;
 mod tx;
 
-use self::core::{Below, Core};
+use self::core::Core;
+use self::dram_cache::{Below, DramCache};
 use self::producer::{Running, StopFeed};
 use self::report::dirty_cached_lines;
 use crate::cache::Hierarchy;
@@ -131,6 +133,9 @@ pub struct Engine {
     pub params: Params,
     pub ctx: MemCtx,
     pub hier: Hierarchy,
+    /// The hybrid memory's DRAM cache (`hybrid.dram_cache_bytes` > 0),
+    /// between the LLC and the scheme ([`Below`]).
+    pub dram_cache: Option<Box<DramCache>>,
     pub scheme: Box<dyn Scheme>,
     /// The architectural image: the values programs see.
     pub arch: SparseImage,
@@ -333,12 +338,9 @@ impl Engine {
             // Checkpointing schemes end with a final checkpoint.
             self.checkpoint(self.run_end)
         } else {
-            let mut below = Below {
-                scheme: &mut *self.scheme,
-                ctx: &mut self.ctx,
-            };
+            let mut below = Below::new(&mut *self.scheme, &mut self.ctx, &mut self.dram_cache);
             let t = self.hier.drain(self.run_end, &mut below);
-            crate::mem::dram_cache::flush_dirty(&mut *self.scheme, &mut self.ctx, t)
+            below.flush_dram_cache(t)
         };
         let bg = self.ctx.nvm.persist_log.count();
         let t = self.scheme.finish(&mut self.ctx, t);
@@ -380,10 +382,7 @@ impl Engine {
     /// controller (docs/MODEL.md "FWB and force write-back").
     fn force_write_back(&mut self, now: Cycle) -> Result<()> {
         let before = self.ctx.nvm.persist_log.count();
-        let mut below = Below {
-            scheme: &mut *self.scheme,
-            ctx: &mut self.ctx,
-        };
+        let mut below = Below::new(&mut *self.scheme, &mut self.ctx, &mut self.dram_cache);
         let pass = self.hier.force_write_back_pass(now, &mut below);
         self.fwb.passes_total += 1;
         self.fwb.passes += 1;

@@ -24,7 +24,7 @@ impl Engine {
             passes_total: self.fwb.passes_total,
             ..FwbStats::default()
         };
-        if let Some(h) = self.ctx.hybrid.as_mut() {
+        if let Some(h) = self.dram_cache.as_mut() {
             h.stats = Default::default();
         }
         self.ctx.nvm.reset_stats();
@@ -86,19 +86,17 @@ impl Engine {
             ipc: (self.loads + self.stores + self.compute_instrs) as f64 / cycles as f64,
             execution_time_ns: cycles as f64 / self.ctx.freq_ghz,
             dram_cache_hit_ratio: self
-                .ctx
-                .hybrid
+                .dram_cache
                 .as_ref()
                 .map_or(0.0, |h| h.stats.hit_ratio()),
-            dram_cache_page_fills: self.ctx.hybrid.as_ref().map_or(0, |h| h.stats.page_fills),
+            dram_cache_page_fills: self.dram_cache.as_ref().map_or(0, |h| h.stats.page_fills),
             dram_cache_dirty_evictions: self
-                .ctx
-                .hybrid
+                .dram_cache
                 .as_ref()
                 .map_or(0, |h| h.stats.dirty_evictions),
             footprint_bytes: self.arch.touched_pages() as u64 * crate::mem::image::PAGE_BYTES,
             read_write_ratio: self.loads as f64 / self.stores.max(1) as f64,
-            dram_cache_miss_ratio: self.ctx.hybrid.as_ref().map_or(0.0, |h| {
+            dram_cache_miss_ratio: self.dram_cache.as_ref().map_or(0.0, |h| {
                 let s = &h.stats;
                 if s.read_hits + s.read_misses + s.write_hits + s.write_misses == 0 {
                     0.0
@@ -106,7 +104,7 @@ impl Engine {
                     1.0 - s.hit_ratio()
                 }
             }),
-            memory_read_write_ratio: self.ctx.hybrid.as_ref().map_or(0.0, |h| {
+            memory_read_write_ratio: self.dram_cache.as_ref().map_or(0.0, |h| {
                 let s = &h.stats;
                 (s.read_hits + s.read_misses) as f64 / (s.write_hits + s.write_misses).max(1) as f64
             }),

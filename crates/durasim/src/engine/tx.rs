@@ -3,7 +3,7 @@
 //! the scheme, and the end of the warm-up.
 
 use super::build::footprint_error;
-use super::core::Below;
+use super::dram_cache::Below;
 use super::{Engine, TxRecord};
 use crate::cache::hierarchy::WritebackCause;
 use crate::error::{Error, Result};
@@ -172,10 +172,7 @@ impl Engine {
         let begin = self.cores[c].time;
         let mut done = begin;
         {
-            let mut below = Below {
-                scheme: &mut *self.scheme,
-                ctx: &mut self.ctx,
-            };
+            let mut below = Below::new(&mut *self.scheme, &mut self.ctx, &mut self.dram_cache);
             for (i, &line) in lines.iter().enumerate() {
                 let t = begin + i as Cycle;
                 done = done.max(self.hier.flush_owned(
