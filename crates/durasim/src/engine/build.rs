@@ -4,6 +4,7 @@
 
 use super::core::{Core, Window};
 use super::dram_cache::DramCache;
+use super::footprint;
 use super::{Engine, FwbStats, History, PersistOpStats, RunSpec};
 use crate::cache::Hierarchy;
 use crate::error::{Error, Result};
@@ -41,13 +42,14 @@ impl Engine {
                 "invalid value '0' for 'tx': expected at least 1",
             ));
         }
-        crate::config::validate_run(
+        crate::config::validate_run(&params, spec.tx, spec.record_history)?;
+        footprint::check(
             &params,
-            &spec.workload,
+            &workload_info.sizing,
             spec.threads,
             spec.tx,
             spec.record_history,
-            crate::config::host_memory_available(),
+            footprint::host_memory_available(),
         )?;
         let low = params.u64("mc.write_drain_low");
         let high = params.u64("mc.write_drain_high");

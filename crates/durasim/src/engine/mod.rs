@@ -18,6 +18,7 @@ mod build;
 mod checkpoint;
 mod core;
 pub mod dram_cache;
+pub mod footprint;
 mod producer;
 mod report;
 mod tx;
