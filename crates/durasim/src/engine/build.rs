@@ -7,12 +7,13 @@ use super::dram_cache::DramCache;
 use super::footprint;
 use super::{Engine, FwbStats, History, PersistOpStats, RunSpec};
 use crate::cache::Hierarchy;
+use crate::config::Params;
 use crate::error::{Error, Result};
 use crate::mem::{MemoryController, SparseImage};
 use crate::schemes::{self, Layout, MemCtx, SchemeInfo};
 use crate::stats::Latencies;
 use crate::types::Cycle;
-use crate::workloads::{self, TxCtx, WorkloadArgs};
+use crate::workloads::{self, TxCtx, Workload, WorkloadArgs, WorkloadInfo};
 
 impl Engine {
     pub fn new(spec: RunSpec) -> Result<Self> {
@@ -25,53 +26,7 @@ impl Engine {
     pub fn with_scheme(spec: RunSpec, scheme_info: &'static SchemeInfo) -> Result<Self> {
         let workload_info = workloads::find(&spec.workload)?;
         let params = spec.params.clone();
-        workloads::validate(&params)?;
-        if spec.threads == 0 {
-            return Err(Error::input(
-                "invalid value '0' for 'threads': expected at least 1",
-            ));
-        }
-        if spec.threads > 256 {
-            return Err(Error::input(format!(
-                "invalid value '{}' for 'threads': expected at most 256",
-                spec.threads
-            )));
-        }
-        if spec.tx == 0 {
-            return Err(Error::input(
-                "invalid value '0' for 'tx': expected at least 1",
-            ));
-        }
-        crate::config::validate_run(&params, spec.tx, spec.record_history)?;
-        footprint::check(
-            &params,
-            &workload_info.sizing,
-            spec.threads,
-            spec.tx,
-            spec.record_history,
-            footprint::host_memory_available(),
-        )?;
-        let low = params.u64("mc.write_drain_low");
-        let high = params.u64("mc.write_drain_high");
-        let cap = params.u64("mc.write_queue_entries");
-        if low >= high || high > cap {
-            return Err(Error::input(format!(
-                "invalid write-drain watermarks: need mc.write_drain_low ({low}) < mc.write_drain_high ({high}) <= mc.write_queue_entries ({cap})"
-            )));
-        }
-        for level in ["l1", "l2", "llc"] {
-            let size = params.u64(&format!("cache.{level}_size_bytes"));
-            let ways = params.u64(&format!("cache.{level}_ways"));
-            let lines = size / crate::types::LINE_BYTES;
-            // Sets are indexed by address bits, so their number (lines /
-            // ways, lines a power of two) must be a power of two.
-            if !ways.min(lines).is_power_of_two() {
-                return Err(Error::input(format!(
-                    "invalid value '{ways}' for 'cache.{level}_ways': the number of sets (cache.{level}_size_bytes / (ways x 64 B)) must be a power of two; use 1, 2, 4, ... up to {}",
-                    lines.min(64)
-                )));
-            }
-        }
+        check_run(&spec, &params, workload_info)?;
         let layout = Layout::new(
             params.u64("nvm.capacity_bytes"),
             (scheme_info.reserved_bytes)(&params),
@@ -89,62 +44,9 @@ impl Engine {
         };
         let dram_cache = DramCache::from_params(&params)?;
         let hier = Hierarchy::new(&params, spec.threads);
-        let sb_entries = params.usize("cpu.store_buffer_entries");
-        let (rob, lq, mshrs) = (
-            params.usize("cpu.rob_entries"),
-            params.usize("cpu.load_queue_entries"),
-            params.usize("cpu.mshrs"),
-        );
-        let warm_share = params.f64("run.warmup_tx_share");
-        let warm_fixed = params.u64("run.warmup_tx_per_thread");
-        let mut cores = Vec::new();
-        let mut wls = Vec::new();
-        for t in 0..spec.threads {
-            let target = spec.tx / spec.threads as u64
-                + u64::from((t as u64) < spec.tx % spec.threads as u64);
-            let args = WorkloadArgs::from_params(
-                &params,
-                layout.thread_base(t),
-                layout.thread_region_bytes,
-                spec.seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (t as u64 + 1),
-                target,
-            );
-            wls.push(workloads::build(
-                workload_info,
-                &args,
-                params.u64("workload.copies"),
-            ));
-            cores.push(Core {
-                time: 0,
-                ops: Vec::with_capacity(4096),
-                scratch: Vec::with_capacity(4096),
-                pos: 0,
-                in_tx: false,
-                tx_begin_at: 0,
-                done_tx: 0,
-                target_tx: target,
-                sb: vec![0; sb_entries],
-                sb_head: 0,
-                sb_len: 0,
-                sb_last: 0,
-                flush_done: 0,
-                hist: 0..0,
-                req_front: 0,
-                // At least one measured transaction per thread that has any.
-                warm_tx: if warm_fixed > 0 {
-                    warm_fixed.min(target.saturating_sub(1))
-                } else {
-                    ((target as f64 * warm_share) as u64).min(target.saturating_sub(1))
-                },
-                ooo: Window::new(
-                    rob,
-                    lq,
-                    mshrs,
-                    hier.l1[t].slot_count(),
-                    scheme.wants_access_hook(),
-                ),
-            });
-        }
+        let access_hook = scheme.wants_access_hook();
+        let (cores, wls) =
+            build_threads(&spec, &params, workload_info, &layout, &hier, access_hook);
         let flush_path_cycles =
             params.u64("cache.l1_latency_cycles") + params.u64("cache.l2_latency_cycles");
         let mut e = Engine {
@@ -161,7 +63,7 @@ impl Engine {
             window_tx0: 0,
             window_ops0: 0,
             window_dirty0: 0,
-            access_hook: scheme.wants_access_hook(),
+            access_hook,
             check_reads: params.bool("run.check_reads"),
             // Bounded: the vector grows past it, a huge --tx must not make
             // the up-front allocation fail.
@@ -274,4 +176,105 @@ pub(super) fn footprint_error(layout: &Layout) -> Error {
         "nvm.capacity_bytes={} is smaller than the workload footprint ({} bytes per thread available); raise nvm.capacity_bytes or lower tx/workload.initial_items",
         layout.capacity_bytes, layout.thread_region_bytes
     ))
+}
+
+/// The checks of a run before anything is built (in this order, so the
+/// first error a bad input meets stays the same).
+fn check_run(spec: &RunSpec, params: &Params, workload_info: &WorkloadInfo) -> Result<()> {
+    workloads::validate(params)?;
+    if spec.threads == 0 {
+        return Err(Error::input(
+            "invalid value '0' for 'threads': expected at least 1",
+        ));
+    }
+    if spec.threads > 256 {
+        return Err(Error::input(format!(
+            "invalid value '{}' for 'threads': expected at most 256",
+            spec.threads
+        )));
+    }
+    if spec.tx == 0 {
+        return Err(Error::input(
+            "invalid value '0' for 'tx': expected at least 1",
+        ));
+    }
+    crate::config::validate_run(params, spec.tx, spec.record_history)?;
+    footprint::check(
+        params,
+        &workload_info.sizing,
+        spec.threads,
+        spec.tx,
+        spec.record_history,
+        footprint::host_memory_available(),
+    )?;
+    let low = params.u64("mc.write_drain_low");
+    let high = params.u64("mc.write_drain_high");
+    let cap = params.u64("mc.write_queue_entries");
+    if low >= high || high > cap {
+        return Err(Error::input(format!(
+            "invalid write-drain watermarks: need mc.write_drain_low ({low}) < mc.write_drain_high ({high}) <= mc.write_queue_entries ({cap})"
+        )));
+    }
+    for level in ["l1", "l2", "llc"] {
+        let size = params.u64(&format!("cache.{level}_size_bytes"));
+        let ways = params.u64(&format!("cache.{level}_ways"));
+        let lines = size / crate::types::LINE_BYTES;
+        // Sets are indexed by address bits, so their number (lines /
+        // ways, lines a power of two) must be a power of two.
+        if !ways.min(lines).is_power_of_two() {
+            return Err(Error::input(format!(
+                "invalid value '{ways}' for 'cache.{level}_ways': the number of sets (cache.{level}_size_bytes / (ways x 64 B)) must be a power of two; use 1, 2, 4, ... up to {}",
+                lines.min(64)
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Every thread's workload instance and core: the run's transactions split
+/// evenly (the first threads take the remainder), each thread's warm-up,
+/// and its seed.
+fn build_threads(
+    spec: &RunSpec,
+    params: &Params,
+    workload_info: &'static WorkloadInfo,
+    layout: &Layout,
+    hier: &Hierarchy,
+    access_hook: bool,
+) -> (Vec<Core>, Vec<Box<dyn Workload>>) {
+    let sb_entries = params.usize("cpu.store_buffer_entries");
+    let (rob, lq, mshrs) = (
+        params.usize("cpu.rob_entries"),
+        params.usize("cpu.load_queue_entries"),
+        params.usize("cpu.mshrs"),
+    );
+    let warm_share = params.f64("run.warmup_tx_share");
+    let warm_fixed = params.u64("run.warmup_tx_per_thread");
+    let mut cores = Vec::new();
+    let mut wls = Vec::new();
+    for t in 0..spec.threads {
+        let target =
+            spec.tx / spec.threads as u64 + u64::from((t as u64) < spec.tx % spec.threads as u64);
+        let args = WorkloadArgs::from_params(
+            params,
+            layout.thread_base(t),
+            layout.thread_region_bytes,
+            spec.seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (t as u64 + 1),
+            target,
+        );
+        wls.push(workloads::build(
+            workload_info,
+            &args,
+            params.u64("workload.copies"),
+        ));
+        // At least one measured transaction per thread that has any.
+        let warm_tx = if warm_fixed > 0 {
+            warm_fixed.min(target.saturating_sub(1))
+        } else {
+            ((target as f64 * warm_share) as u64).min(target.saturating_sub(1))
+        };
+        let window = Window::new(rob, lq, mshrs, hier.l1[t].slot_count(), access_hook);
+        cores.push(Core::new(target, warm_tx, sb_entries, window));
+    }
+    (cores, wls)
 }

@@ -23,11 +23,11 @@ pub(super) struct Core {
     pub(super) done_tx: u64,
     pub(super) target_tx: u64,
     /// Store buffer: completion times, FIFO ring.
-    pub(super) sb: Vec<Cycle>,
-    pub(super) sb_head: usize,
-    pub(super) sb_len: usize,
-    pub(super) sb_last: Cycle,
-    pub(super) flush_done: Cycle,
+    sb: Vec<Cycle>,
+    sb_head: usize,
+    sb_len: usize,
+    sb_last: Cycle,
+    flush_done: Cycle,
     /// This transaction's writes in the history (other cores append
     /// theirs while it runs, so the range is fixed at TxBegin).
     pub(super) hist: std::ops::Range<usize>,
@@ -40,7 +40,7 @@ pub(super) struct Core {
     /// Transactions this core runs before the measured window.
     pub(super) warm_tx: u64,
     /// Out-of-order window (unused by the in-order core).
-    pub(super) ooo: Window,
+    ooo: Window,
 }
 
 /// Load dependencies are looked up this many loads back (`Op::Load::dep`
@@ -148,6 +148,20 @@ impl Window {
         merge
     }
 
+    /// The MSHR entry a miss or flush takes: the one that frees first (the
+    /// lowest index on ties), and when it frees.
+    #[inline(always)]
+    fn mshr_first_free(&self) -> (usize, Cycle) {
+        let (mut free_i, mut free_t) = (0, self.mshr_done[0]);
+        for (i, &d) in self.mshr_done.iter().enumerate().skip(1) {
+            if d < free_t {
+                free_t = d;
+                free_i = i;
+            }
+        }
+        (free_i, free_t)
+    }
+
     /// Entry `i` takes the miss of `line` (filled at `done`), which was
     /// installed in L1 slot `slot`.
     #[inline]
@@ -208,6 +222,30 @@ impl Window {
 }
 
 impl Core {
+    /// A core that runs `target_tx` transactions, the first `warm_tx` of
+    /// them before the measured window.
+    pub(super) fn new(target_tx: u64, warm_tx: u64, sb_entries: usize, ooo: Window) -> Self {
+        Core {
+            time: 0,
+            ops: Vec::with_capacity(4096),
+            scratch: Vec::with_capacity(4096),
+            pos: 0,
+            in_tx: false,
+            tx_begin_at: 0,
+            done_tx: 0,
+            target_tx,
+            sb: vec![0; sb_entries],
+            sb_head: 0,
+            sb_len: 0,
+            sb_last: 0,
+            flush_done: 0,
+            hist: 0..0,
+            req_front: 0,
+            warm_tx,
+            ooo,
+        }
+    }
+
     /// When the core runs next; `Cycle::MAX` once all its work is done.
     #[inline]
     pub(super) fn ready_time(&self) -> Cycle {
@@ -303,6 +341,41 @@ impl Core {
         o.rob_occ += k;
     }
 
+    /// Dispatch a load (address dependency `dep` loads back, 0 = none)
+    /// into the ROB and the load queue: when it issues, and its load
+    /// sequence number.
+    #[inline(always)]
+    fn ooo_load_issue(&mut self, dep: u8, w: u32, rob: u32) -> (Cycle, u8) {
+        self.rob_make_room(1, rob);
+        // The load queue entry of the load `lq.len()` earlier.
+        let lq_free = self.ooo.lq[self.ooo.lq_i];
+        let (d, _) = self.dispatch(1, w, lq_free);
+        let seq = self.ooo.ld_seq;
+        let issue = if dep == 0 {
+            d
+        } else {
+            d.max(self.ooo.ld_done[usize::from(seq.wrapping_sub(dep))])
+        };
+        (issue, seq)
+    }
+
+    /// Retire load `seq`, whose data arrived at `done`: its ROB and load
+    /// queue entries free at retirement; later loads that depend on it
+    /// issue at `done`.
+    #[inline(always)]
+    fn ooo_load_retire(&mut self, seq: u8, done: Cycle, w: u32) {
+        let r = self.retire(done, 1, w);
+        self.rob_push(1, r);
+        let o = &mut self.ooo;
+        o.lq[o.lq_i] = r;
+        o.lq_i += 1;
+        if o.lq_i == o.lq.len() {
+            o.lq_i = 0;
+        }
+        o.ld_done[usize::from(seq)] = done;
+        o.ld_seq = seq.wrapping_add(1);
+    }
+
     /// Dispatch `n` instructions, `w` per cycle, none before `earliest`:
     /// the cycles of the first and the last.
     #[inline]
@@ -376,13 +449,7 @@ impl Engine {
                     let (done, slot, _) =
                         mem_access(hier, below, access_hook, c, addr, false, core.time);
                     if self.check_reads {
-                        let got = read_word(hier.l1_data(c, slot), word_index(addr));
-                        if got != value {
-                            return Err(Error::Internal(format!(
-                                "read-path check failed: core {c} load {addr:#x} returned {got:#x}, architectural value {value:#x} (scheme {})",
-                                self.spec.scheme
-                            )));
-                        }
+                        check_read(hier, c, slot, addr, value, &self.spec.scheme)?;
                     }
                     core.time = done;
                 }
@@ -456,37 +523,17 @@ impl Engine {
                 match op {
                     Op::Load { addr, value, dep } => {
                         self.loads += 1;
-                        core.rob_make_room(1, rob);
-                        // The load queue entry of the load `lq.len()` earlier.
-                        let lq_free = core.ooo.lq[core.ooo.lq_i];
-                        let (d, _) = core.dispatch(1, w, lq_free);
-                        let seq = core.ooo.ld_seq;
-                        let issue = if dep == 0 {
-                            d
-                        } else {
-                            d.max(core.ooo.ld_done[usize::from(seq.wrapping_sub(dep))])
-                        };
+                        let (issue, seq) = core.ooo_load_issue(dep, w, rob);
                         let (done, slot) =
                             ooo_access(core, hier, below, access_hook, c, addr, false, issue);
                         if self.check_reads {
-                            let got = read_word(hier.l1_data(c, slot), word_index(addr));
-                            if got != value {
-                                break 'ops Err(Error::Internal(format!(
-                                "read-path check failed: core {c} load {addr:#x} returned {got:#x}, architectural value {value:#x} (scheme {})",
-                                self.spec.scheme
-                            )));
+                            if let Err(e) =
+                                check_read(hier, c, slot, addr, value, &self.spec.scheme)
+                            {
+                                break 'ops Err(e);
                             }
                         }
-                        let r = core.retire(done, 1, w);
-                        core.rob_push(1, r);
-                        let o = &mut core.ooo;
-                        o.lq[o.lq_i] = r;
-                        o.lq_i += 1;
-                        if o.lq_i == o.lq.len() {
-                            o.lq_i = 0;
-                        }
-                        o.ld_done[usize::from(seq)] = done;
-                        o.ld_seq = seq.wrapping_add(1);
+                        core.ooo_load_retire(seq, done, w);
                     }
                     Op::Store { addr, value } => {
                         self.stores += 1;
@@ -521,14 +568,7 @@ impl Engine {
                         // L1 fill buffer (MSHR) from issue until the controller
                         // accepts its write-back: with every MSHR busy it waits
                         // for the oldest (docs/MODEL.md "Flush and fence").
-                        let o = &mut core.ooo;
-                        let (mut free_i, mut free_t) = (0, o.mshr_done[0]);
-                        for (i, &dn) in o.mshr_done.iter().enumerate().skip(1) {
-                            if dn < free_t {
-                                free_t = dn;
-                                free_i = i;
-                            }
-                        }
+                        let (free_i, free_t) = core.ooo.mshr_first_free();
                         let t = d.max(core.sb_drained()).max(free_t);
                         core.req_front = core.req_front.max(t);
                         let done = hier.flush(c, line_of(addr), t + self.flush_path_cycles, below);
@@ -559,6 +599,26 @@ impl Engine {
         core.pos = pos;
         result
     }
+}
+
+/// `run.check_reads`: the word a load found in core `c`'s L1 slot `slot`
+/// must be the architectural value.
+#[inline]
+fn check_read(
+    hier: &Hierarchy,
+    c: CoreId,
+    slot: usize,
+    addr: Addr,
+    value: u64,
+    scheme: &str,
+) -> Result<()> {
+    let got = read_word(hier.l1_data(c, slot), word_index(addr));
+    if got != value {
+        return Err(Error::Internal(format!(
+            "read-path check failed: core {c} load {addr:#x} returned {got:#x}, architectural value {value:#x} (scheme {scheme})"
+        )));
+    }
+    Ok(())
 }
 
 /// One load or store through the scheme's access hook (if it has one) and
@@ -673,13 +733,7 @@ fn ooo_access_slow(
         return (done.max(merge), slot);
     }
     // An L1 miss takes the MSHR that frees first (waiting if all are busy).
-    let (mut free_i, mut free_t) = (0, o.mshr_done[0]);
-    for (i, &d) in o.mshr_done.iter().enumerate().skip(1) {
-        if d < free_t {
-            free_t = d;
-            free_i = i;
-        }
-    }
+    let (free_i, free_t) = o.mshr_first_free();
     let t = t.max(free_t);
     core.req_front = core.req_front.max(t);
     let (done, slot, level) = if access_hook {
@@ -699,16 +753,9 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// The MSHR entry a miss or flush takes: the one that frees first.
+    /// The MSHR entry a miss or flush takes.
     fn first_free(o: &Window) -> usize {
-        let (mut free_i, mut free_t) = (0, o.mshr_done[0]);
-        for (i, &d) in o.mshr_done.iter().enumerate().skip(1) {
-            if d < free_t {
-                free_t = d;
-                free_i = i;
-            }
-        }
-        free_i
+        o.mshr_first_free().0
     }
 
     proptest! {

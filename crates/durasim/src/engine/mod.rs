@@ -4,8 +4,12 @@
 //!
 //! - `build.rs`: `Engine::new` (checks, layout, `MemCtx`, caches, workloads,
 //!   cores, the preloaded initial image);
+//! - `footprint.rs`: the run's footprint (from the workload's declared
+//!   sizing) against NVM capacity and host memory, before building;
 //! - `core.rs`: the in-order and out-of-order core models replaying a
 //!   transaction's ops through the caches;
+//! - `dram_cache.rs`: the hybrid memory's DRAM cache and `Below`, the stage
+//!   between the LLC and the scheme;
 //! - `tx.rs`: a core's transactions (begin, end, warm-up, history);
 //! - `producer.rs`: the op-stream producer thread (`--gen-thread`);
 //! - `checkpoint.rs`: whole-system checkpoints (`Engine::checkpoint`);
@@ -238,24 +242,18 @@ impl Engine {
         self.epoch.is_some()
     }
 
+    /// Interleave the cores by simulated time until every core has run its
+    /// transactions, with the background work (checkpoints, force
+    /// write-back passes, the scheme's events) at the times it is due.
     fn run_loop(&mut self, progress: &mut dyn FnMut(u64)) -> Result<()> {
         let mut last_report = 0u64;
         // Each core's time, or `Cycle::MAX` once it has finished: one compact
         // array so picking the next core touches one host cache line.
         let mut ready: Vec<Cycle> = self.cores.iter().map(Core::ready_time).collect();
         loop {
-            // Pick the core with the earliest time (the lowest index on
-            // ties); run it until it passes the next core's time or
-            // background work is due.
-            // Branch-free selects: cores' times are close, so which one is
-            // lowest is unpredictable and a branchy scan mispredicts.
-            let (mut c, mut now, mut second) = (0, ready[0], Cycle::MAX);
-            for (i, &t) in ready.iter().enumerate().skip(1) {
-                let lower = t < now;
-                second = if lower { now } else { second.min(t) };
-                c = if lower { i } else { c };
-                now = if lower { t } else { now };
-            }
+            // Run the earliest core until it passes the next core's time
+            // or background work is due.
+            let (c, now, mut until) = earliest(&ready);
             if now == Cycle::MAX {
                 break;
             }
@@ -263,54 +261,10 @@ impl Engine {
             // controllers may issue queued writes up to it, no further.
             self.ctx.nvm.set_time_bound(now);
             self.ctx.dram.set_time_bound(now);
-            if let Some(epoch) = self.epoch {
-                self.link_dram_fills();
-                let due = if self.scheme.checkpoint_forced() {
-                    now
-                } else {
-                    self.next_checkpoint
-                };
-                if due <= now {
-                    let end = self.checkpoint(now);
-                    self.check_pending_error()?;
-                    self.next_checkpoint = end + epoch;
-                    for (core, r) in self.cores.iter().zip(ready.iter_mut()) {
-                        *r = core.ready_time();
-                    }
-                    continue;
-                }
-                // A forced checkpoint (allocation failure) starts within a
-                // scheduling quantum, also when one core runs alone.
-                second = second
-                    .min(due)
-                    .min(now + crate::schemes::checkpoint::FORCED_CHECKPOINT_QUANTUM_CYCLES);
+            if self.background_step(now, &mut until, &mut ready)? {
+                continue;
             }
-            if let Some(period) = self.fwb_period {
-                if self.next_fwb <= now {
-                    self.force_write_back(now)?;
-                    self.next_fwb = now + period;
-                    continue;
-                }
-                second = second.min(self.next_fwb);
-            }
-            if let Some(ev) = self.scheme.next_event_at() {
-                if ev <= now {
-                    let before = self.ctx.nvm.persist_log.count();
-                    let stall = self.scheme.tick(&mut self.ctx, ev.max(now));
-                    self.note_background(before);
-                    self.note_overlapped_commits();
-                    self.check_pending_error()?;
-                    if let Some(stall) = stall {
-                        for (core, r) in self.cores.iter_mut().zip(ready.iter_mut()) {
-                            core.time = core.time.max(stall);
-                            *r = core.ready_time();
-                        }
-                    }
-                    continue;
-                }
-                second = second.min(ev);
-            }
-            self.step_core(c, second)?;
+            self.step_core(c, until)?;
             ready[c] = self.cores[c].ready_time();
             if self.committed_tx - last_report >= 256 {
                 last_report = self.committed_tx;
@@ -329,6 +283,66 @@ impl Engine {
             dirty_cached_lines(&self.hier),
         ));
         Ok(())
+    }
+
+    /// At `now`, run the first background work that is due (a checkpoint,
+    /// a force-write-back pass, the scheme's event) and return true (the
+    /// cores' `ready` times are updated); when none is, lower `until` to
+    /// when the next is due and return false.
+    fn background_step(
+        &mut self,
+        now: Cycle,
+        until: &mut Cycle,
+        ready: &mut [Cycle],
+    ) -> Result<bool> {
+        if let Some(epoch) = self.epoch {
+            self.link_dram_fills();
+            let due = if self.scheme.checkpoint_forced() {
+                now
+            } else {
+                self.next_checkpoint
+            };
+            if due <= now {
+                let end = self.checkpoint(now);
+                self.check_pending_error()?;
+                self.next_checkpoint = end + epoch;
+                for (core, r) in self.cores.iter().zip(ready.iter_mut()) {
+                    *r = core.ready_time();
+                }
+                return Ok(true);
+            }
+            // A forced checkpoint (allocation failure) starts within a
+            // scheduling quantum, also when one core runs alone.
+            *until = (*until)
+                .min(due)
+                .min(now + crate::schemes::checkpoint::FORCED_CHECKPOINT_QUANTUM_CYCLES);
+        }
+        if let Some(period) = self.fwb_period {
+            if self.next_fwb <= now {
+                self.force_write_back(now)?;
+                self.next_fwb = now + period;
+                return Ok(true);
+            }
+            *until = (*until).min(self.next_fwb);
+        }
+        if let Some(ev) = self.scheme.next_event_at() {
+            if ev <= now {
+                let before = self.ctx.nvm.persist_log.count();
+                let stall = self.scheme.tick(&mut self.ctx, ev.max(now));
+                self.note_background(before);
+                self.note_overlapped_commits();
+                self.check_pending_error()?;
+                if let Some(stall) = stall {
+                    for (core, r) in self.cores.iter_mut().zip(ready.iter_mut()) {
+                        core.time = core.time.max(stall);
+                        *r = core.ready_time();
+                    }
+                }
+                return Ok(true);
+            }
+            *until = (*until).min(ev);
+        }
+        Ok(false)
     }
 
     /// Drain the caches and let the scheme finish its background work so
@@ -394,6 +408,22 @@ impl Engine {
         self.note_background_as(before, FWB_KIND);
         self.check_pending_error()
     }
+}
+
+/// The core with the earliest ready time (the lowest index on ties), that
+/// time, and the next core's (`Cycle::MAX` if none).
+/// Branch-free selects: cores' times are close, so which one is lowest is
+/// unpredictable and a branchy scan mispredicts.
+#[inline]
+fn earliest(ready: &[Cycle]) -> (usize, Cycle, Cycle) {
+    let (mut c, mut now, mut second) = (0, ready[0], Cycle::MAX);
+    for (i, &t) in ready.iter().enumerate().skip(1) {
+        let lower = t < now;
+        second = if lower { now } else { second.min(t) };
+        c = if lower { i } else { c };
+        now = if lower { t } else { now };
+    }
+    (c, now, second)
 }
 
 /// Run a spec end to end (run + finish) and return the engine.
