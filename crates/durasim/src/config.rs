@@ -533,126 +533,10 @@ pub const MAX_RUN_TX: u64 = 1_000_000_000;
 /// exhaustive crash test costs one recovery per persist event.
 pub const MAX_CRASHTEST_TX: u64 = 10_000_000;
 
-/// Host memory a run is allowed to plan for: this share of what the host
-/// reports available (the estimate below is rough; the margin keeps the
-/// host responsive).
-const HOST_MEMORY_SHARE: f64 = 0.8;
-
-/// Host memory available, from /proc/meminfo (`None` where unknown: the
-/// host check is then skipped, the simulated-footprint checks still run).
-pub fn host_memory_available() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib.saturating_mul(1024))
-}
-
-/// What a run implies, estimated before any work starts.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Footprint {
-    /// Least simulated bytes one thread's initial structure needs.
-    pub sim_bytes_per_thread: u64,
-    /// Host bytes of the caches' state (tags, data, extensions).
-    pub host_cache_bytes: u64,
-    /// Host bytes of the simulated data (architectural image, NVM media,
-    /// crash base image) including what the run's inserts add.
-    pub host_data_bytes: u64,
-    /// Host bytes of per-transaction records (latency samples; with
-    /// history: committed write sets and the persist log).
-    pub host_tx_bytes: u64,
-}
-
-impl Footprint {
-    pub fn host_bytes(&self) -> u64 {
-        self.host_cache_bytes
-            .saturating_add(self.host_data_bytes)
-            .saturating_add(self.host_tx_bytes)
-    }
-}
-
-/// Estimate a run's footprint (saturating; lower bounds for the simulated
-/// data, rough upper bounds for host state).
-pub fn footprint(p: &Params, workload: &str, threads: usize, tx: u64, history: bool) -> Footprint {
-    let line = crate::types::LINE_BYTES;
-    let t = threads as u64;
-    // Host bytes per cache slot: the LLC holds tags (16 B), data (64 B) and
-    // the scheme extension (8 B); private caches link to it (16 B).
-    let llc_lines = p.u64("cache.llc_size_bytes") / line;
-    let private_lines = (p.u64("cache.l1_size_bytes") + p.u64("cache.l2_size_bytes")) / line;
-    let host_cache_bytes = llc_lines
-        .saturating_mul(88)
-        .saturating_add(t.saturating_mul(private_lines).saturating_mul(16));
-    let item = match (p.u64("workload.item_bytes"), workload) {
-        (0, "ycsb") => 1024,
-        (0, _) => 64,
-        (b, _) => b,
-    };
-    let sim_bytes_per_thread = if workload == "tpcc" {
-        // ITEM and STOCK rows, then CUSTOMER rows of ten districts (64 B
-        // records, workloads/tpcc.rs).
-        p.u64("workload.tpcc_items")
-            .saturating_mul(128)
-            .saturating_add(
-                p.u64("workload.tpcc_customers_per_district")
-                    .saturating_mul(640),
-            )
-    } else if crate::workloads::PROGRAMS.contains(&workload)
-        && p.u64("workload.footprint_bytes") > 0
-    {
-        p.u64("workload.footprint_bytes")
-    } else {
-        p.u64("workload.initial_items").saturating_mul(item)
-    };
-    // Every transaction may insert an item (tpcc: an order of up to 15
-    // lines of 80 B plus its records), except in workloads whose structure
-    // never grows (updates, reads and swaps in place; a fixed-capacity
-    // table): charging them an item per transaction refused paper-scale
-    // runs (ycsb, 20M operations: 39 GiB estimated, 1.9 GB used).
-    let per_tx = match workload {
-        "tpcc" => 1344,
-        "ycsb" | "array" | "sps" | "hashtable" => 0,
-        w if crate::workloads::PROGRAMS.contains(&w) => 0,
-        _ => item,
-    };
-    let grown = sim_bytes_per_thread
-        .saturating_mul(t)
-        .saturating_add(tx.saturating_mul(per_tx));
-    // Architectural image + NVM media (+ the crash base image and the
-    // crash test's working image with history).
-    let copies = if history { 4 } else { 2 };
-    let host_data_bytes = grown.saturating_mul(copies);
-    // A latency sample per transaction; with history, each transaction's
-    // written words (16 B per 8 B word) and its persist events (data plus
-    // a log copy and event headers): about 8 bytes per item byte.
-    let host_tx_bytes = if history {
-        tx.saturating_mul(per_tx.saturating_mul(8).saturating_add(256))
-    } else {
-        tx.saturating_mul(4)
-    };
-    Footprint {
-        sim_bytes_per_thread,
-        host_cache_bytes,
-        host_data_bytes,
-        host_tx_bytes,
-    }
-}
-
-fn gib(b: u64) -> String {
-    format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64)
-}
-
-/// Cross-field checks of a run, before any work starts: cache geometry,
-/// NVM alignment, key space, the `--tx` ceiling, the simulated footprint
-/// against NVM capacity and the implied host memory against this host
-/// (`host_available`; `None` skips that check).
-pub fn validate_run(
-    p: &Params,
-    workload: &str,
-    threads: usize,
-    tx: u64,
-    history: bool,
-    host_available: Option<u64>,
-) -> Result<()> {
+/// Cross-field checks of a run's parameters, before any work starts: the
+/// `--tx` ceiling, cache geometry and NVM alignment (the workload's
+/// footprint is checked against them by engine/footprint.rs).
+pub fn validate_run(p: &Params, tx: u64, history: bool) -> Result<()> {
     let (ceiling, what) = if history {
         (MAX_CRASHTEST_TX, "crashtest")
     } else {
@@ -689,43 +573,6 @@ pub fn validate_run(
             "invalid value '{cap}' for 'nvm.capacity_bytes': expected a multiple of the 64 B line (e.g. {})",
             cap / line * line
         )));
-    }
-    let items = p.u64("workload.initial_items");
-    let keys = p.u64("workload.key_space");
-    // Keys are drawn from [1, key_space): each initial item needs its own.
-    if workload != "tpcc" && keys <= items {
-        return Err(Error::input(format!(
-            "invalid value '{keys}' for 'workload.key_space': keys are drawn from [1, key_space) and each of the workload.initial_items={items} items needs a distinct key; expected more than {items}"
-        )));
-    }
-    let f = footprint(p, workload, threads, tx, history);
-    let region = cap / threads.max(1) as u64;
-    if f.sim_bytes_per_thread > region {
-        let key = if workload == "tpcc" {
-            "workload.tpcc_items / workload.tpcc_customers_per_district"
-        } else if crate::workloads::PROGRAMS.contains(&workload) {
-            "workload.footprint_bytes (or workload.initial_items / workload.item_bytes)"
-        } else {
-            "workload.initial_items / workload.item_bytes"
-        };
-        return Err(Error::input(format!(
-            "the initial structure needs at least {} bytes per thread ({key}), more than nvm.capacity_bytes={cap} gives each of {threads} threads ({region} bytes); lower {key} or raise nvm.capacity_bytes",
-            f.sim_bytes_per_thread
-        )));
-    }
-    if let Some(avail) = host_available {
-        let budget = (avail as f64 * HOST_MEMORY_SHARE) as u64;
-        if f.host_bytes() > budget {
-            return Err(Error::input(format!(
-                "this configuration needs about {} of host memory (caches {}, simulated data {}, per-transaction records {}), more than the {} this host can give (80% of {} available); lower cache.llc_size_bytes, workload.initial_items, workload.item_bytes, workload.footprint_bytes, --tx or --threads",
-                gib(f.host_bytes()),
-                gib(f.host_cache_bytes),
-                gib(f.host_data_bytes),
-                gib(f.host_tx_bytes),
-                gib(budget),
-                gib(avail)
-            )));
-        }
     }
     Ok(())
 }
@@ -883,20 +730,6 @@ fn flatten(prefix: &str, v: &toml::Value, out: &mut Vec<(String, toml::Value)>) 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Workloads that update in place are not charged an insert per
-    /// transaction: the paper-scale dpc run (ycsb, 4 x 150k 1 KB records,
-    /// 20M operations) fits; a growing workload at that count does not.
-    #[test]
-    fn footprint_charges_inserts_only_to_growing_workloads() {
-        let mut p = Params::defaults(&[]);
-        p.set_str("workload.item_bytes", "1024").unwrap();
-        p.set_str("workload.initial_items", "150000").unwrap();
-        let ycsb = footprint(&p, "ycsb", 4, 20_000_000, false);
-        assert_eq!(ycsb.host_data_bytes, 2 * 4 * 150_000 * 1024);
-        let btree = footprint(&p, "btree", 4, 20_000_000, false);
-        assert!(btree.host_data_bytes > 20 * ycsb.host_data_bytes);
-    }
 
     #[test]
     fn unknown_key_names_valid_keys() {

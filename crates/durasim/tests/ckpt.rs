@@ -249,8 +249,7 @@ fn nvm_media_shares_lines_with_the_architectural_image() {
     // (linked after each fill, re-shared at each checkpoint; a base page
     // then has two dependents): a linked slot shares only equal lines.
     let dc = e
-        .ctx
-        .hybrid
+        .dram_cache
         .as_deref()
         .expect("dpc runs on the hybrid memory");
     let dram = e.ctx.dram.media();

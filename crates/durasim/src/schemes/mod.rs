@@ -90,9 +90,6 @@ pub struct MemCtx {
     pub nvm: MemoryController,
     /// A volatile DRAM device for hybrid schemes (DRAM caches, tables).
     pub dram: MemoryController,
-    /// The hybrid memory's DRAM cache (`hybrid.dram_cache_bytes` > 0),
-    /// between the LLC and the scheme (mem/dram_cache.rs).
-    pub hybrid: Option<Box<crate::mem::dram_cache::DramCache>>,
     pub layout: Layout,
     pub cores: usize,
     pub freq_ghz: f64,
@@ -171,6 +168,11 @@ pub struct RecoveryReport {
     /// Scheme-specific numbers (transactions replayed, rolled back, ...).
     pub details: Vec<(&'static str, f64)>,
 }
+
+/// Background kind of the force-write-back passes' persist events
+/// ([`Scheme::background_kind`] of the schemes the engine's pass truncates;
+/// crash tests count points inside them per kind).
+pub const FWB_KIND: &str = "force-write-back";
 
 /// Scheme-specific statistics, reported under `scheme_stats`.
 pub type SchemeStats = Vec<(&'static str, f64)>;
@@ -336,7 +338,7 @@ pub trait Scheme: Send {
         ctx.nvm.peek(addr, buf);
     }
 
-    // --- Hybrid memory (mem/dram_cache.rs): the DRAM cache calls these at
+    // --- Hybrid memory (engine/dram_cache.rs): the DRAM cache calls these at
     // page granularity. The defaults go through the line-level hooks, so
     // every scheme runs on the hybrid memory (`ideal` = the paper's Baseline).
 

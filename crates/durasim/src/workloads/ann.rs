@@ -40,6 +40,7 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
     build,
     check,
     check_incremental: None,
+    sizing: super::Sizing::PROGRAM,
 };
 
 /// Vector dimensions (modelling choice: small enough that the simulated

@@ -27,6 +27,7 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
     build,
     check,
     check_incremental: Some(new_incremental),
+    sizing: super::Sizing::GROWING,
 };
 
 const TREE_ROOT: u64 = 0;

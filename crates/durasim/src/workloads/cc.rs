@@ -27,6 +27,7 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
     build,
     check,
     check_incremental: None,
+    sizing: super::Sizing::PROGRAM,
 };
 
 struct Cc {

@@ -33,6 +33,7 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
     build,
     check,
     check_incremental: None,
+    sizing: super::Sizing::GROWING,
 };
 
 /// Puts per committed batch: modelling choice (Echo's clients batch puts

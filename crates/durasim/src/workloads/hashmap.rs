@@ -25,6 +25,7 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
     build,
     check,
     check_incremental: None,
+    sizing: super::Sizing::GROWING,
 };
 
 const NBUCKETS: u64 = 0;

@@ -26,6 +26,7 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
     build,
     check,
     check_incremental: None,
+    sizing: super::Sizing::IN_PLACE,
 };
 
 const NSLOTS: u64 = 0;

@@ -37,6 +37,7 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
     build,
     check,
     check_incremental: None,
+    sizing: super::Sizing::PROGRAM,
 };
 
 const D: u64 = 3;

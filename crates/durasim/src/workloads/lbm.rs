@@ -23,6 +23,7 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
     build,
     check,
     check_incremental: None,
+    sizing: super::Sizing::PROGRAM,
 };
 
 /// BGK relaxation: SPEC CPU2006 470.lbm, config.h `OMEGA (1.95)`.

@@ -304,6 +304,122 @@ pub struct WorkloadInfo {
     pub check: CheckFn,
     /// An incremental form of `check`, when the workload has one.
     pub check_incremental: Option<fn() -> Box<dyn IncrementalCheck>>,
+    /// How its data are sized, for the checks before a run.
+    pub sizing: Sizing,
+}
+
+/// How a workload sizes its data, declared by the workload for the checks
+/// before a run (engine/footprint.rs): the least simulated bytes its
+/// initial structure takes per thread, and what a transaction may add.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sizing {
+    pub initial: InitialSize,
+    /// Item bytes when `workload.item_bytes` is 0 (a lower bound of the
+    /// workload's own default).
+    pub default_item_bytes: u64,
+    pub per_tx: TxGrowth,
+}
+
+/// The initial structure of one thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InitialSize {
+    /// `workload.initial_items` items, each with a distinct key drawn from
+    /// `[1, workload.key_space)`.
+    Items,
+    /// A program without transactions: `workload.footprint_bytes`, or
+    /// [`InitialSize::Items`] when that is 0.
+    FootprintOrItems,
+    /// Fixed-size records: the sum of each parameter's value times its
+    /// bytes (`workload.initial_items` and the key space do not apply).
+    Records(&'static [(&'static str, u64)]),
+}
+
+/// What one transaction may add to the structure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TxGrowth {
+    /// Nothing: updates, reads and swaps in place, or a fixed-capacity
+    /// table (charging these an item per transaction refused paper-scale
+    /// runs: ycsb, 20M operations, 39 GiB estimated, 1.9 GB used).
+    Nothing,
+    /// One item (an insert).
+    Item,
+    /// Up to this many bytes.
+    Bytes(u64),
+}
+
+impl Sizing {
+    /// A structure that may insert an item per transaction, 64 B items by
+    /// default.
+    pub const GROWING: Sizing = Sizing {
+        initial: InitialSize::Items,
+        default_item_bytes: DEFAULT_ITEM_BYTES,
+        per_tx: TxGrowth::Item,
+    };
+    /// A structure of 64 B items (by default) that never grows.
+    pub const IN_PLACE: Sizing = Sizing {
+        initial: InitialSize::Items,
+        default_item_bytes: DEFAULT_ITEM_BYTES,
+        per_tx: TxGrowth::Nothing,
+    };
+    /// A program without transactions (sized by `workload.footprint_bytes`).
+    pub const PROGRAM: Sizing = Sizing {
+        initial: InitialSize::FootprintOrItems,
+        default_item_bytes: DEFAULT_ITEM_BYTES,
+        per_tx: TxGrowth::Nothing,
+    };
+
+    /// The item size these parameters give.
+    pub fn item_bytes(&self, p: &Params) -> u64 {
+        item_bytes_or(p.u64("workload.item_bytes"), self.default_item_bytes)
+    }
+
+    /// Least simulated bytes of one thread's initial structure (saturating).
+    pub fn initial_bytes(&self, p: &Params) -> u64 {
+        let items = || {
+            p.u64("workload.initial_items")
+                .saturating_mul(self.item_bytes(p))
+        };
+        match self.initial {
+            InitialSize::Items => items(),
+            InitialSize::FootprintOrItems => match p.u64("workload.footprint_bytes") {
+                0 => items(),
+                f => f,
+            },
+            InitialSize::Records(records) => records.iter().fold(0u64, |sum, &(key, bytes)| {
+                sum.saturating_add(p.u64(key).saturating_mul(bytes))
+            }),
+        }
+    }
+
+    /// Bytes one transaction may add.
+    pub fn tx_bytes(&self, p: &Params) -> u64 {
+        match self.per_tx {
+            TxGrowth::Nothing => 0,
+            TxGrowth::Item => self.item_bytes(p),
+            TxGrowth::Bytes(b) => b,
+        }
+    }
+
+    /// Whether each initial item needs a distinct key of `workload.key_space`.
+    pub fn keyed(&self) -> bool {
+        !matches!(self.initial, InitialSize::Records(_))
+    }
+
+    /// The parameters that size the initial structure, as error messages
+    /// name them.
+    pub fn initial_params(&self) -> String {
+        match self.initial {
+            InitialSize::Items => "workload.initial_items / workload.item_bytes".into(),
+            InitialSize::FootprintOrItems => {
+                "workload.footprint_bytes (or workload.initial_items / workload.item_bytes)".into()
+            }
+            InitialSize::Records(records) => records
+                .iter()
+                .map(|&(key, _)| key)
+                .collect::<Vec<_>>()
+                .join(" / "),
+        }
+    }
 }
 
 /// Every workload durasim ships.

@@ -30,6 +30,7 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
     build,
     check,
     check_incremental: None,
+    sizing: super::Sizing::PROGRAM,
 };
 
 /// Damping factor: Page et al. 1998 and GraphChi's PageRank (0.85).

@@ -23,6 +23,7 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
     build,
     check,
     check_incremental: None,
+    sizing: super::Sizing::GROWING,
 };
 
 const TREE_ROOT: u64 = 0;

@@ -35,6 +35,7 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
     build,
     check,
     check_incremental: None,
+    sizing: super::Sizing::GROWING,
 };
 
 const N_VERTICES: u64 = 0;

@@ -24,6 +24,7 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
     build,
     check,
     check_incremental: None,
+    sizing: super::Sizing::IN_PLACE,
 };
 
 const N: u64 = 0;

@@ -24,6 +24,7 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
     build,
     check,
     check_incremental: None,
+    sizing: super::Sizing::PROGRAM,
 };
 
 /// Diffusion number of the explicit heat step: u' = u + ALPHA (sum - 6u);

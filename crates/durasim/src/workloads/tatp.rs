@@ -42,6 +42,7 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
     build,
     check,
     check_incremental: None,
+    sizing: super::Sizing::GROWING,
 };
 
 /// Smallest row: key, seal and the subscriber's seven packed columns.

@@ -33,6 +33,16 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
     build,
     check,
     check_incremental: None,
+    sizing: super::Sizing {
+        // ITEM and STOCK rows, then CUSTOMER rows of ten districts.
+        initial: super::InitialSize::Records(&[
+            ("workload.tpcc_items", 2 * REC),
+            ("workload.tpcc_customers_per_district", DISTRICTS * REC),
+        ]),
+        default_item_bytes: super::DEFAULT_ITEM_BYTES,
+        // An order of up to 15 lines of 80 B plus its records.
+        per_tx: super::TxGrowth::Bytes(1344),
+    },
 };
 
 pub const DISTRICTS: u64 = 10;

@@ -19,6 +19,7 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
     build,
     check,
     check_incremental: None,
+    sizing: super::Sizing::GROWING,
 };
 
 const LEN: u64 = 0;

@@ -32,6 +32,10 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
     build,
     check,
     check_incremental: None,
+    sizing: super::Sizing {
+        default_item_bytes: DEFAULT_RECORD_BYTES,
+        ..super::Sizing::IN_PLACE
+    },
 };
 
 const N_RECORDS: u64 = 0;

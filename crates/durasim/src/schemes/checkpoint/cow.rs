@@ -24,7 +24,7 @@
 use super::{ContextArea, EPOCH_CYCLES};
 use crate::config::{Check, DefaultValue, ParamSpec, Params};
 use crate::error::{Error, Result};
-use crate::mem::dram_cache::{LINES_PER_PAGE, PAGE_BYTES};
+use crate::mem::hybrid::{LINES_PER_PAGE, PAGE_BYTES};
 use crate::mem::MemWrite;
 use crate::schemes::{Durability, Layout, MemCtx, RecoveryReport, Scheme, SchemeInfo, SchemeStats};
 use crate::types::{Addr, CoreId, Cycle, LineData, Purpose, LINE_BYTES};
@@ -666,7 +666,6 @@ mod tests {
         let ctx = MemCtx {
             nvm: MemoryController::nvm(&p, true),
             dram: MemoryController::dram(&p),
-            hybrid: None,
             layout: layout.clone(),
             cores: 1,
             freq_ghz: 2.5,

@@ -35,7 +35,7 @@ use super::{ContextArea, EPOCH_CYCLES};
 use crate::config::{Check, DefaultValue, ParamSpec, Params};
 use crate::crash::epochs::{UnitCounts, UnitRecovery};
 use crate::error::{Error, Result};
-use crate::mem::dram_cache::PAGE_BYTES;
+use crate::mem::hybrid::PAGE_BYTES;
 use crate::mem::{MemRead, MemWrite};
 use crate::schemes::{
     raise_advice, Durability, Layout, MemCtx, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
@@ -1058,7 +1058,6 @@ mod tests {
         let ctx = MemCtx {
             nvm: MemoryController::nvm(&p, true),
             dram: MemoryController::dram(&p),
-            hybrid: None,
             layout: layout.clone(),
             cores: 1,
             freq_ghz: 2.5,

@@ -47,7 +47,7 @@
 use super::{ContextArea, EPOCH_CYCLES};
 use crate::config::{Check, DefaultValue, ParamSpec, Params};
 use crate::error::{Error, Result};
-use crate::mem::dram_cache::PAGE_BYTES;
+use crate::mem::hybrid::PAGE_BYTES;
 use crate::mem::{MemRead, MemWrite};
 use crate::schemes::{Durability, Layout, MemCtx, RecoveryReport, Scheme, SchemeInfo, SchemeStats};
 use crate::types::{Addr, CoreId, Cycle, LineData, Purpose, LINE_BYTES};
@@ -1201,7 +1201,6 @@ mod tests {
         let ctx = MemCtx {
             nvm: MemoryController::nvm(&p, true),
             dram: MemoryController::dram(&p),
-            hybrid: None,
             layout: layout.clone(),
             cores: 1,
             freq_ghz: 2.5,

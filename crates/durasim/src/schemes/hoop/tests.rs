@@ -18,7 +18,6 @@ fn machine(p: &Params, threads: usize) -> (Hoop, MemCtx) {
     let ctx = MemCtx {
         nvm: MemoryController::nvm(p, true),
         dram: MemoryController::dram(p),
-        hybrid: None,
         layout: layout.clone(),
         cores: threads,
         freq_ghz: 2.5,

@@ -799,7 +799,7 @@ impl Scheme for Fwb {
     }
 
     fn background_kind(&self) -> &'static str {
-        crate::engine::FWB_KIND
+        crate::schemes::FWB_KIND
     }
 
     fn finish(&mut self, ctx: &mut MemCtx, now: Cycle) -> Cycle {

@@ -1782,7 +1782,6 @@ mod tests {
         let ctx = MemCtx {
             nvm: MemoryController::nvm(&p, true),
             dram: MemoryController::dram(&p),
-            hybrid: None,
             layout: layout.clone(),
             cores: 1,
             freq_ghz: 2.5,

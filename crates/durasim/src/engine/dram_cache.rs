@@ -1,6 +1,6 @@
-//! The hybrid memory's DRAM cache (issue 15; dual-page checkpointing paper
-//! §4.1-§4.2, HybridSim): a page-granularity cache of NVM in a DRAM device,
-//! managed by the memory controller, between the LLC and the scheme.
+//! The hybrid memory's DRAM cache (dual-page checkpointing paper §4.1-§4.2,
+//! HybridSim): a page-granularity cache of NVM in a DRAM device, managed by
+//! the memory controller, between the LLC and the scheme.
 //!
 //! - 4 KiB pages, set-associative (`hybrid.dram_cache_ways`), true LRU.
 //! - The cache page table (CPT) keeps, per cached page, a 64-bit dirty-line
@@ -16,20 +16,18 @@
 //!
 //! Page data are real bytes in the DRAM device's media (`MemCtx::dram`),
 //! at `slot * 4 KiB`; the device model gives their timing and energy.
-//! The cache is taken out of `MemCtx` while it calls the scheme, so scheme
-//! hooks see `ctx.hybrid == None` (they learn what they need from the
-//! page-level hooks).
+//! The engine owns the cache: [`Below`], what the LLC sees, routes LLC
+//! misses and write-backs through it to the scheme. Schemes never see the
+//! cache itself, only its page-level hooks.
 
-use crate::cache::hierarchy::WritebackCause;
+use crate::cache::hierarchy::{MemSide, WritebackCause};
 use crate::cache::LineExt;
 use crate::config::Params;
 use crate::error::{Error, Result};
+use crate::mem::hybrid::PAGE_BYTES;
 use crate::schemes::{MemCtx, Scheme};
 use crate::types::{Addr, CoreId, Cycle, LineData, Purpose, LINE_BYTES};
 
-/// DRAM cache page size (the paper's 4 KB; one 64-bit vector per page).
-pub const PAGE_BYTES: u64 = 4096;
-pub const LINES_PER_PAGE: usize = (PAGE_BYTES / LINE_BYTES) as usize;
 const INVALID: u64 = u64::MAX;
 
 /// Counters of the DRAM cache (reset with the measured window).
@@ -74,7 +72,7 @@ pub struct DramCache {
     lookup: Cycle,
     /// Page buffer reused by fills and write-backs (no allocation per miss).
     buf: Vec<u8>,
-    /// Host memory only (issue 15 part 7): store each filled slot as a
+    /// Host memory only: store each filled slot as a
     /// dependent of its architectural page (the engine links the slots in
     /// `filled`; `SparseImage::link_equal_lines`). Set by the engine for
     /// checkpointing schemes.
@@ -248,6 +246,7 @@ impl DramCache {
     }
 
     /// An LLC miss: the line's bytes into `out`; returns when they arrive.
+    #[cold]
     pub fn read_miss(
         &mut self,
         scheme: &mut dyn Scheme,
@@ -278,6 +277,7 @@ impl DramCache {
 
     /// An LLC write-back: the line into its DRAM page, marked dirty.
     /// Returns when the DRAM controller accepted it.
+    #[cold]
     pub fn writeback(
         &mut self,
         scheme: &mut dyn Scheme,
@@ -348,51 +348,88 @@ impl DramCache {
     }
 }
 
-/// LLC miss through the DRAM cache (the engine's hook when one is
-/// configured): the cache is taken out of `ctx` while it calls the scheme.
-#[cold]
-pub fn read_miss(
-    scheme: &mut dyn Scheme,
-    ctx: &mut MemCtx,
-    core: CoreId,
-    line_addr: Addr,
-    now: Cycle,
-    out: &mut LineData,
-    ext: &mut LineExt,
-) -> (Cycle, bool) {
-    *ext = LineExt::default();
-    let mut dc = ctx.hybrid.take().expect("hybrid memory configured");
-    let t = dc.read_miss(scheme, ctx, core, line_addr, now, out);
-    ctx.hybrid = Some(dc);
-    (t, false)
+/// What the LLC sees below it: the DRAM cache when one is configured, else
+/// the scheme (and through it the devices).
+pub(super) struct Below<'a> {
+    pub(super) scheme: &'a mut dyn Scheme,
+    pub(super) ctx: &'a mut MemCtx,
+    pub(super) dram_cache: Option<&'a mut DramCache>,
 }
 
-/// LLC write-back into the DRAM cache (see [`read_miss`]).
-#[cold]
-#[allow(clippy::too_many_arguments)]
-pub fn writeback(
-    scheme: &mut dyn Scheme,
-    ctx: &mut MemCtx,
-    core: CoreId,
-    line_addr: Addr,
-    data: &LineData,
-    _cause: WritebackCause,
-    now: Cycle,
-) -> Cycle {
-    let mut dc = ctx.hybrid.take().expect("hybrid memory configured");
-    let t = dc.writeback(scheme, ctx, core, line_addr, data, now);
-    ctx.hybrid = Some(dc);
-    t
-}
-
-/// Write back every dirty DRAM page (no-op without a DRAM cache).
-pub fn flush_dirty(scheme: &mut dyn Scheme, ctx: &mut MemCtx, now: Cycle) -> Cycle {
-    match ctx.hybrid.take() {
-        Some(mut dc) => {
-            let t = dc.flush_dirty(scheme, ctx, now);
-            ctx.hybrid = Some(dc);
-            t
+impl<'a> Below<'a> {
+    /// Built from the engine's fields (so the caches stay borrowable).
+    #[inline]
+    pub(super) fn new(
+        scheme: &'a mut dyn Scheme,
+        ctx: &'a mut MemCtx,
+        dram_cache: &'a mut Option<Box<DramCache>>,
+    ) -> Self {
+        Below {
+            scheme,
+            ctx,
+            dram_cache: dram_cache.as_deref_mut(),
         }
-        None => now,
+    }
+
+    /// Write every dirty DRAM page back (checkpoint step 2, end of run);
+    /// returns when the last write persisted (`now` without a DRAM cache).
+    pub(super) fn flush_dram_cache(&mut self, now: Cycle) -> Cycle {
+        match self.dram_cache.as_deref_mut() {
+            Some(dc) => dc.flush_dirty(self.scheme, self.ctx, now),
+            None => now,
+        }
+    }
+}
+
+impl MemSide for Below<'_> {
+    #[inline]
+    fn prefetch_miss(&self, line_addr: Addr) {
+        self.scheme.prefetch_miss(line_addr);
+    }
+    #[inline]
+    fn read_miss(
+        &mut self,
+        core: CoreId,
+        line_addr: Addr,
+        now: Cycle,
+        out: &mut LineData,
+        ext: &mut LineExt,
+    ) -> (Cycle, bool) {
+        if let Some(dc) = self.dram_cache.as_deref_mut() {
+            // A line from the DRAM cache carries no scheme state.
+            *ext = LineExt::default();
+            let t = dc.read_miss(self.scheme, self.ctx, core, line_addr, now, out);
+            return (t, false);
+        }
+        self.scheme
+            .read_miss(self.ctx, core, line_addr, now, out, ext)
+    }
+    #[inline]
+    fn writeback(
+        &mut self,
+        core: CoreId,
+        line_addr: Addr,
+        data: &LineData,
+        ext: &LineExt,
+        cause: WritebackCause,
+        now: Cycle,
+    ) -> Cycle {
+        if let Some(dc) = self.dram_cache.as_deref_mut() {
+            return dc.writeback(self.scheme, self.ctx, core, line_addr, data, now);
+        }
+        self.scheme
+            .writeback(self.ctx, core, line_addr, data, ext, cause, now)
+    }
+    #[inline]
+    fn l1_evict(
+        &mut self,
+        core: CoreId,
+        line_addr: Addr,
+        data: &LineData,
+        ext: &mut LineExt,
+        now: Cycle,
+    ) {
+        self.scheme
+            .l1_evict(self.ctx, core, line_addr, data, ext, now)
     }
 }
