@@ -2,7 +2,7 @@
 //! (the trace-replay path, no cores or caches) with generated
 //! pointer-chasing and streaming patterns and set the model's idle read
 //! latency and bandwidth beside published measurements of a real
-//! first-generation Optane DIMM (issue 19 part 2; `configs/optane.toml`;
+//! first-generation Optane DIMM (`configs/optane.toml`;
 //! README "Optane device validation"; docs/MODEL.md "Optane device preset").
 //!
 //! Patterns (durasim trace text generated in memory, replayed by

@@ -558,9 +558,9 @@ mod tests {
     use crate::types::{Purpose, LINE_BYTES};
     use proptest::prelude::*;
 
-    /// `Channel::slot` before the speed round of 2026-11-27 (rescans
-    /// from the first live entry after every conflict), kept as the
-    /// reference for the version that goes on from the conflicting entry.
+    /// The earlier, plainer `Channel::slot` (rescans from the first live
+    /// entry after every conflict), kept as the reference for the version
+    /// that goes on from the conflicting entry.
     fn channel_slot_reference(ch: &Channel, mut t: Cycle, write: bool, d: &DeviceTiming) -> Cycle {
         let bl = d.t_bl;
         let reach = (d.t_wtr + d.t_cl).max(d.t_rtw);

@@ -180,7 +180,7 @@ mod tests {
         }
     }
 
-    /// The reservation list before the speed rounds of 2026-11-27: a cursor
+    /// The earlier, plainer reservation list: a cursor
     /// over the expired prefix advanced at every prune and adjusted at every
     /// insert, and an insert followed by merges by removals. Kept as the
     /// reference for the merge-first insert and the one-test prune.
