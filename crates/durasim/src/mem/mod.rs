@@ -4,10 +4,12 @@
 pub mod controller;
 pub mod dram_cache;
 pub mod image;
+pub mod layout;
 pub mod persist;
 
 pub use controller::{DeviceTiming, MemStats, MemoryController};
 pub use image::{MemRead, MemWrite, Overlay, SparseImage};
+pub use layout::Layout;
 pub use persist::{DurableMark, PersistEvent, PersistLog};
 pub mod media;
 pub mod optane;

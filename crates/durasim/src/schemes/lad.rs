@@ -27,7 +27,9 @@
 use super::undo::{
     csum, header_line, line_word, log_stride, owner_of, recovery_ns, UndoLog, MAX_CORES,
 };
-use super::{Durability, Layout, MemCtx, RecoveryReport, Scheme, SchemeInfo, SchemeStats};
+use super::{
+    Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
+};
 use crate::cache::hierarchy::WritebackCause;
 use crate::cache::LineExt;
 use crate::config::{Check, DefaultValue, ParamSpec, Params};
@@ -79,6 +81,8 @@ pub static INFO: SchemeInfo = SchemeInfo {
     reserved_bytes,
     build,
     recover,
+    recovery: RecoveryForm::Plain,
+    contexts: None,
 };
 
 fn reserved_bytes(p: &Params) -> u64 {

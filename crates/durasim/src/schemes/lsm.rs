@@ -29,13 +29,15 @@
 //! A transaction's entries and commit record always lie in one segment, so
 //! freeing a segment removes whole transactions.
 
-use super::{Durability, Layout, MemCtx, RecoveryReport, Scheme, SchemeInfo, SchemeStats};
+use super::{
+    Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
+};
 use crate::cache::hierarchy::WritebackCause;
 use crate::cache::LineExt;
 use crate::config::{Check, DefaultValue, ParamSpec, Params};
-use crate::crash::resume::{ResumableScan, ScanIo};
 use crate::error::{Error, Result};
 use crate::mem::MemWrite;
+use crate::recovery::{ResumableScan, ScanIo};
 use crate::types::{
     line_of, read_word, word_index, write_word, Addr, CoreId, Cycle, LineData, Purpose, LINE_BYTES,
 };
@@ -54,6 +56,8 @@ pub static INFO: SchemeInfo = SchemeInfo {
     reserved_bytes,
     build,
     recover,
+    recovery: RecoveryForm::Scan(new_scan),
+    contexts: None,
 };
 
 use crate::config::{spec, MC};
@@ -1562,10 +1566,10 @@ impl Scheme for Lsm {
 /// (newest wins), then retire the log by moving the tail past them.
 /// Idempotent: until the tail moves, a second run replays the same values.
 pub fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<RecoveryReport> {
-    crate::crash::resume::recover_by_scan(new_scan(p, layout), img, p)
+    crate::recovery::recover_by_scan(new_scan(p, layout), img, p)
 }
 
-/// Recovery as a resumable scan (crash/resume.rs, one cursor: the live
+/// Recovery as a resumable scan (recovery/scan.rs, one cursor: the live
 /// log in sequence order). A word's home write is made when the first
 /// committed transaction naming it is read and takes the value of every
 /// later one (`ScanIo::rehome`), so recovery writes each word once with

@@ -17,72 +17,11 @@ use crate::cache::hierarchy::WritebackCause;
 use crate::cache::LineExt;
 use crate::config::{Check, ParamSpec, Params};
 use crate::error::{Error, Result};
-use crate::mem::{MemRead, MemWrite, MemoryController};
+pub use crate::mem::Layout;
+use crate::mem::{MemRead, MemoryController};
+pub use crate::recovery::{Durability, RecoverFn, RecoveryForm, RecoveryReport};
 use crate::types::{Addr, CoreId, Cycle, LineData, Purpose};
 use crate::workloads::Op;
-
-/// Where things live in the physical address space.
-#[derive(Clone, Debug)]
-pub struct Layout {
-    /// Total NVM capacity.
-    pub capacity_bytes: u64,
-    /// Program data lives in `[0, home_limit)`; each thread owns one region.
-    pub home_limit: u64,
-    pub threads: usize,
-    /// Usable bytes of each thread's region.
-    pub thread_region_bytes: u64,
-    /// Distance between consecutive thread regions (2 MiB aligned).
-    pub thread_stride_bytes: u64,
-    /// Scheme-reserved NVM (`[home_limit, capacity)`): OOP region, logs, ...
-    pub reserved_base: u64,
-    /// Addresses from here on model a scheme's ADR-protected structures:
-    /// durable, but not NVM media (no traffic).
-    pub adr_base: u64,
-}
-
-impl Layout {
-    pub fn new(capacity_bytes: u64, reserved_bytes: u64, threads: usize) -> Result<Self> {
-        let reserved = reserved_bytes.div_ceil(1 << 21) << 21;
-        if reserved >= capacity_bytes {
-            return Err(Error::input(format!(
-                "nvm.capacity_bytes={capacity_bytes} is smaller than the scheme's reserved space ({reserved} bytes)"
-            )));
-        }
-        let home_limit = capacity_bytes - reserved;
-        let region = (home_limit / threads as u64) & !((1u64 << 21) - 1);
-        if region < (1 << 21) {
-            return Err(Error::input(format!(
-                "nvm.capacity_bytes={capacity_bytes} leaves less than 2 MiB per thread for {threads} threads"
-            )));
-        }
-        Ok(Layout {
-            capacity_bytes,
-            home_limit,
-            threads,
-            thread_region_bytes: region,
-            thread_stride_bytes: region,
-            reserved_base: home_limit,
-            adr_base: capacity_bytes.next_power_of_two().max(capacity_bytes) + (1 << 40),
-        })
-    }
-
-    /// Start of `thread`'s region (2 MiB aligned). No stagger is needed:
-    /// the default permutation address mapping spreads equal offsets of
-    /// power-of-two-strided regions over banks (docs/MODEL.md).
-    pub fn thread_base(&self, thread: usize) -> Addr {
-        thread as u64 * self.thread_stride_bytes
-    }
-
-    /// The thread whose region holds `addr`, if any.
-    #[inline]
-    pub fn thread_of(&self, addr: Addr) -> Option<usize> {
-        let t = (addr / self.thread_stride_bytes) as usize;
-        (t < self.threads
-            && addr >= self.thread_base(t)
-            && addr < self.thread_base(t) + self.thread_region_bytes)
-            .then_some(t)
-    }
-}
 
 /// Everything below the caches that a scheme drives.
 pub struct MemCtx {
@@ -146,30 +85,6 @@ pub(crate) const MUTANT_SOURCE: &str =
 /// Python `params()`): the hidden test-only `<scheme>.mutant` keys are not.
 pub fn is_public_param(key: &str) -> bool {
     !key.ends_with(".mutant")
-}
-
-/// What a scheme promises after a crash (the oracle checks it).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Durability {
-    /// Every transaction whose TxEnd returned survives, atomically.
-    AtCommit,
-    /// State rolls back to the last completed checkpoint/epoch.
-    Checkpoint,
-    /// Any prefix in commit order that includes what was reported persisted.
-    Delayed,
-    /// No guarantee (the native system; the oracle must reject it).
-    None,
-}
-
-/// Result of a scheme's recovery on a crashed image.
-#[derive(Clone, Debug, Default)]
-pub struct RecoveryReport {
-    pub bytes_read: u64,
-    pub bytes_written: u64,
-    /// Modeled recovery time (see each scheme's model).
-    pub modeled_ns: f64,
-    /// Scheme-specific numbers (transactions replayed, rolled back, ...).
-    pub details: Vec<(&'static str, f64)>,
 }
 
 /// Scheme-specific statistics, reported under `scheme_stats`.
@@ -461,10 +376,6 @@ pub trait Scheme: Send {
     fn reset_stats(&mut self) {}
 }
 
-/// Recovery: a function of the durable bytes alone.
-pub type RecoverFn =
-    fn(image: &mut dyn MemWrite, params: &Params, layout: &Layout) -> Result<RecoveryReport>;
-
 /// Registry entry.
 pub struct SchemeInfo {
     pub name: &'static str,
@@ -475,6 +386,12 @@ pub struct SchemeInfo {
     pub reserved_bytes: fn(&Params) -> u64,
     pub build: fn(&Params, &Layout) -> Result<Box<dyn Scheme>>,
     pub recover: RecoverFn,
+    /// How `recover` is written: the fast paths crash verification may
+    /// take (a resumed scan, units kept across crash points).
+    pub recovery: RecoveryForm,
+    /// Whole-system checkpointing schemes ([`Durability::Checkpoint`]):
+    /// reads the CPU contexts a recovered image resumes from.
+    pub contexts: Option<checkpoint::ReadContextsFn>,
 }
 
 pub fn no_reserve(_: &Params) -> u64 {

@@ -24,13 +24,15 @@
 //!   consecutive sequence numbers), then truncate.
 
 use super::undo::{csum, header_line, line_word, log_stride, owner_of, recovery_ns, MAX_CORES};
-use super::{Durability, Layout, MemCtx, RecoveryReport, Scheme, SchemeInfo, SchemeStats};
+use super::{
+    Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
+};
 use crate::cache::hierarchy::WritebackCause;
 use crate::cache::LineExt;
 use crate::config::{Check, DefaultValue, ParamSpec, Params};
-use crate::crash::resume::{ResumableScan, ScanIo};
 use crate::error::Result;
 use crate::mem::MemWrite;
+use crate::recovery::{ResumableScan, ScanIo};
 use crate::types::{line_of, word_index, write_word, Addr, CoreId, Cycle, LineData, Purpose};
 use rustc_hash::FxHashMap;
 
@@ -77,6 +79,8 @@ pub static INFO: SchemeInfo = SchemeInfo {
     reserved_bytes,
     build,
     recover,
+    recovery: RecoveryForm::Scan(new_scan),
+    contexts: None,
 };
 
 fn reserved_bytes(p: &Params) -> u64 {
@@ -303,10 +307,10 @@ fn build(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
 }
 
 fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<RecoveryReport> {
-    crate::crash::resume::recover_by_scan(new_scan(p, layout), img, p)
+    crate::recovery::recover_by_scan(new_scan(p, layout), img, p)
 }
 
-/// Recovery as a resumable scan (crash/resume.rs, [`redo_log_scan`]) over
+/// Recovery as a resumable scan (recovery/scan.rs, [`redo_log_scan`]) over
 /// opt-redo's logs: one header line, rewritten by every recovery; every
 /// replayed home line written.
 pub(crate) fn new_scan(p: &Params, layout: &Layout) -> Box<dyn ResumableScan> {

@@ -33,7 +33,9 @@
 //!   point; the registered recovery is the same scan run from scratch.
 
 use super::undo::{csum, header_line, line_word, owner_of, MAX_CORES};
-use super::{Durability, Layout, MemCtx, RecoveryReport, Scheme, SchemeInfo, SchemeStats};
+use super::{
+    Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
+};
 use crate::cache::hierarchy::WritebackCause;
 use crate::cache::LineExt;
 use crate::config::{Check, DefaultValue, ParamSpec, Params};
@@ -43,7 +45,6 @@ use crate::types::{line_of, word_index, write_word, Addr, CoreId, Cycle, LineDat
 use rustc_hash::FxHashMap;
 
 mod recovery;
-pub(crate) use recovery::new_scan;
 
 const PAGE: u64 = 4096;
 
@@ -138,6 +139,8 @@ pub static INFO: SchemeInfo = SchemeInfo {
     reserved_bytes,
     build,
     recover,
+    recovery: RecoveryForm::Scan(recovery::new_scan),
+    contexts: None,
 };
 
 fn reserved_bytes(p: &Params) -> u64 {
@@ -407,7 +410,7 @@ fn build(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
 /// The recovery registered for OSP: [`recovery::new_scan`] from scratch
 /// (the scan crash verification resumes; one parsing code).
 fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<RecoveryReport> {
-    crate::crash::resume::recover_by_scan(recovery::new_scan(p, layout), img, p)
+    crate::recovery::recover_by_scan(recovery::new_scan(p, layout), img, p)
 }
 
 impl Osp {

@@ -26,7 +26,9 @@
 //! The log helpers ([`UndoLog`], [`csum`], encoding) are shared with LAD's
 //! overflow fallback.
 
-use super::{Durability, Layout, MemCtx, RecoveryReport, Scheme, SchemeInfo, SchemeStats};
+use super::{
+    Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
+};
 use crate::cache::hierarchy::WritebackCause;
 use crate::cache::LineExt;
 use crate::config::{Check, DefaultValue, ParamSpec, Params};
@@ -62,6 +64,8 @@ pub static INFO: SchemeInfo = SchemeInfo {
     reserved_bytes,
     build,
     recover,
+    recovery: RecoveryForm::Plain,
+    contexts: None,
 };
 
 fn reserved_bytes(p: &Params) -> u64 {

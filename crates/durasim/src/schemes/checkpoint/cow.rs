@@ -26,7 +26,9 @@ use crate::config::{Check, DefaultValue, ParamSpec, Params};
 use crate::error::{Error, Result};
 use crate::mem::dram_cache::{LINES_PER_PAGE, PAGE_BYTES};
 use crate::mem::MemWrite;
-use crate::schemes::{Durability, Layout, MemCtx, RecoveryReport, Scheme, SchemeInfo, SchemeStats};
+use crate::schemes::{
+    Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
+};
 use crate::types::{Addr, CoreId, Cycle, LineData, Purpose, LINE_BYTES};
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -48,6 +50,8 @@ pub static INFO: SchemeInfo = SchemeInfo {
     reserved_bytes,
     build,
     recover,
+    recovery: RecoveryForm::CopiesHome,
+    contexts: Some(recovered_contexts),
 };
 
 /// Physical address width the mapping-table figure assumes (x86-64, the
@@ -572,15 +576,13 @@ impl Scheme for Cow {
     }
 }
 
-/// The CPU contexts the valid recovery context holds.
-pub fn recovered_contexts(
+/// The CPU contexts the valid recovery context holds (`SchemeInfo::contexts`).
+fn recovered_contexts(
     img: &dyn crate::mem::MemRead,
     p: &Params,
     layout: &Layout,
 ) -> std::result::Result<Vec<super::CoreContext>, String> {
-    let g = Geometry::new(p, layout);
-    let s = g.area.read_switch(img)?.map(|(_, s)| s);
-    g.area.read_contexts(img, s)
+    Geometry::new(p, layout).area.recovered_contexts(img)
 }
 
 /// Recovery: the switch pointer names the valid recovery context; every
@@ -589,7 +591,7 @@ pub fn recovered_contexts(
 /// modified).
 ///
 /// Its crashed re-runs end on its image (the epoch oracle proves them
-/// instead of running them: `crash::epochs::copies_home`). It reads the
+/// instead of running them: `RecoveryForm::CopiesHome`). It reads the
 /// switch pointer, contexts, header, table and shadow pages, all in the
 /// reserved area, which it never writes; at home it reads only a line it
 /// is about to copy, and writes the shadow line there if the two differ.

@@ -33,12 +33,13 @@
 
 use super::{ContextArea, EPOCH_CYCLES};
 use crate::config::{Check, DefaultValue, ParamSpec, Params};
-use crate::crash::epochs::{UnitCounts, UnitRecovery};
 use crate::error::{Error, Result};
 use crate::mem::dram_cache::PAGE_BYTES;
 use crate::mem::{MemRead, MemWrite};
+use crate::recovery::{UnitCounts, UnitRecovery};
 use crate::schemes::{
-    raise_advice, Durability, Layout, MemCtx, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
+    raise_advice, Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo,
+    SchemeStats,
 };
 use crate::types::{Addr, CoreId, Cycle, LineData, Purpose, LINE_BYTES};
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -74,6 +75,8 @@ pub static INFO: SchemeInfo = SchemeInfo {
     reserved_bytes,
     build,
     recover,
+    recovery: RecoveryForm::Units(new_units),
+    contexts: Some(recovered_contexts),
 };
 
 /// DPT backup entry: word 0 = valid (bit 63) | base page number; word 1 = CPBV.
@@ -904,29 +907,26 @@ impl Scheme for Dpc {
     }
 }
 
-/// The CPU contexts the valid recovery context holds (initial contexts
-/// before the first checkpoint).
-pub fn recovered_contexts(
+/// The CPU contexts the valid recovery context holds (`SchemeInfo::contexts`).
+fn recovered_contexts(
     img: &dyn crate::mem::MemRead,
     p: &Params,
     layout: &Layout,
 ) -> std::result::Result<Vec<super::CoreContext>, String> {
-    let g = Geometry::new(p, layout);
-    let s = g.area.read_switch(img)?.map(|(_, s)| s);
-    g.area.read_contexts(img, s)
+    Geometry::new(p, layout).area.recovered_contexts(img)
 }
 
 /// Recovery: the switch pointer names the valid recovery context; rebuild
 /// the DPT from its backup and materialise the checkpoint at home (every
 /// CPBV line from its derivative page, then the fallback lines).
 /// Idempotent: it only copies checkpoint data onto working copies.
-/// Written as units (crash/epochs.rs): one per DPT entry up to the
+/// Written as units (recovery/units.rs): one per DPT entry up to the
 /// high-water mark, then one per fallback line.
 fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<RecoveryReport> {
-    crate::crash::epochs::recover_by_units(new_units(p, layout), img)
+    crate::recovery::recover_by_units(new_units(p, layout), img)
 }
 
-/// dpc's recovery as units (crash/epochs.rs).
+/// dpc's recovery as units (recovery/units.rs).
 pub(crate) fn new_units(p: &Params, layout: &Layout) -> Box<dyn UnitRecovery> {
     Box::new(DpcUnits {
         g: Geometry::new(p, layout),

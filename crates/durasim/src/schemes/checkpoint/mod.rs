@@ -25,7 +25,7 @@ pub mod overlay;
 pub mod thynvm;
 
 use crate::config::{DefaultValue, ParamSpec};
-use crate::mem::{MemRead, MemoryController};
+use crate::mem::{Layout, MemRead, MemoryController};
 use crate::types::{Addr, Cycle, Purpose};
 use crate::workloads::Op;
 
@@ -233,6 +233,14 @@ impl ContextArea {
         Ok(Some((epoch, s)))
     }
 
+    /// The CPU contexts the valid recovery context holds (initial contexts
+    /// before the first checkpoint): every scheme's [`ReadContextsFn`]
+    /// once it knows where its area lies.
+    pub fn recovered_contexts(&self, img: &dyn MemRead) -> Result<Vec<CoreContext>, String> {
+        let s = self.read_switch(img)?.map(|(_, s)| s);
+        self.read_contexts(img, s)
+    }
+
     /// The CPU contexts of slot `s` (initial contexts before any checkpoint).
     pub fn read_contexts(
         &self,
@@ -251,33 +259,10 @@ impl ContextArea {
     }
 }
 
-/// Reads the CPU contexts a recovered image resumes from (NVM bytes only).
-pub type ReadContextsFn = fn(
-    &dyn MemRead,
-    &crate::config::Params,
-    &crate::schemes::Layout,
-) -> Result<Vec<CoreContext>, String>;
-
-/// The context reader of a checkpointing scheme (by registry name; test
-/// mutants share their scheme's prefix). None: not a checkpointing scheme.
-pub fn contexts_reader(scheme: &str) -> Option<ReadContextsFn> {
-    if scheme == "dpc" || scheme.starts_with("dpc-") {
-        return Some(dpc::recovered_contexts);
-    }
-    if scheme == "thynvm" || scheme.starts_with("thynvm-") {
-        return Some(thynvm::recovered_contexts);
-    }
-    if scheme == "page-overlay" || scheme.starts_with("page-overlay-") {
-        return Some(overlay::recovered_contexts);
-    }
-    if scheme == "ckpt-logging" {
-        return Some(logging::recovered_contexts);
-    }
-    if scheme == "ckpt-cow" {
-        return Some(cow::recovered_contexts);
-    }
-    None
-}
+/// Reads the CPU contexts a recovered image resumes from (NVM bytes only):
+/// a checkpointing scheme's `SchemeInfo::contexts`.
+pub type ReadContextsFn =
+    fn(&dyn MemRead, &crate::config::Params, &Layout) -> Result<Vec<CoreContext>, String>;
 
 #[cfg(test)]
 mod tests {

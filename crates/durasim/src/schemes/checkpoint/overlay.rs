@@ -29,7 +29,9 @@ use crate::config::{Check, DefaultValue, ParamSpec, Params};
 use crate::error::{Error, Result};
 use crate::mem::dram_cache::PAGE_BYTES;
 use crate::mem::{MemRead, MemWrite};
-use crate::schemes::{Durability, Layout, MemCtx, RecoveryReport, Scheme, SchemeInfo, SchemeStats};
+use crate::schemes::{
+    Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
+};
 use crate::types::{Addr, CoreId, Cycle, LineData, Purpose, LINE_BYTES};
 use rustc_hash::FxHashMap;
 
@@ -54,6 +56,8 @@ pub static INFO: SchemeInfo = SchemeInfo {
     reserved_bytes,
     build,
     recover,
+    recovery: RecoveryForm::Plain,
+    contexts: Some(recovered_contexts),
 };
 
 const META_MAGIC: u64 = 0x6f76_6c61_7900_0001; // "ovlay" v1
@@ -579,15 +583,15 @@ impl Scheme for PageOverlay {
     }
 }
 
-/// The CPU contexts of the valid recovery context.
-pub fn recovered_contexts(
-    img: &dyn MemRead,
+/// The CPU contexts the valid recovery context holds (`SchemeInfo::contexts`).
+fn recovered_contexts(
+    img: &dyn crate::mem::MemRead,
     p: &Params,
     layout: &Layout,
 ) -> std::result::Result<Vec<super::CoreContext>, String> {
-    let g = Geometry::new(p, layout.reserved_base, layout.threads);
-    let s = g.area.read_switch(img)?.map(|(_, s)| s);
-    g.area.read_contexts(img, s)
+    Geometry::new(p, layout.reserved_base, layout.threads)
+        .area
+        .recovered_contexts(img)
 }
 
 /// Recovery: unless the valid slot is marked merged, copy its overlays home.

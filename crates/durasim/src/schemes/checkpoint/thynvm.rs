@@ -48,8 +48,10 @@ use super::{ContextArea, EPOCH_CYCLES};
 use crate::config::{Check, DefaultValue, ParamSpec, Params};
 use crate::error::{Error, Result};
 use crate::mem::dram_cache::PAGE_BYTES;
-use crate::mem::{MemRead, MemWrite};
-use crate::schemes::{Durability, Layout, MemCtx, RecoveryReport, Scheme, SchemeInfo, SchemeStats};
+use crate::mem::MemWrite;
+use crate::schemes::{
+    Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
+};
 use crate::types::{Addr, CoreId, Cycle, LineData, Purpose, LINE_BYTES};
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -83,6 +85,8 @@ pub static INFO: SchemeInfo = SchemeInfo {
     reserved_bytes,
     build,
     recover,
+    recovery: RecoveryForm::Plain,
+    contexts: Some(recovered_contexts),
 };
 
 const META_MAGIC: u64 = 0x7468_796e_766d_0001; // "thynvm" v1
@@ -1103,15 +1107,15 @@ impl Scheme for ThyNvm {
     }
 }
 
-/// The CPU contexts of the valid recovery context.
-pub fn recovered_contexts(
-    img: &dyn MemRead,
+/// The CPU contexts the valid recovery context holds (`SchemeInfo::contexts`).
+fn recovered_contexts(
+    img: &dyn crate::mem::MemRead,
     p: &Params,
     layout: &Layout,
 ) -> std::result::Result<Vec<super::CoreContext>, String> {
-    let g = Geometry::new(p, layout.reserved_base, layout.threads);
-    let s = g.area.read_switch(img)?.map(|(_, s)| s);
-    g.area.read_contexts(img, s)
+    Geometry::new(p, layout.reserved_base, layout.threads)
+        .area
+        .recovered_contexts(img)
 }
 
 /// Recovery: copy every version the valid backup lists to its home.

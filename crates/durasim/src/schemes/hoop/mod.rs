@@ -20,7 +20,7 @@ pub mod recovery;
 #[cfg(test)]
 mod tests;
 
-use super::{Durability, Layout, MemCtx, Scheme, SchemeInfo, SchemeStats};
+use super::{Durability, Layout, MemCtx, RecoveryForm, Scheme, SchemeInfo, SchemeStats};
 use crate::cache::hierarchy::WritebackCause;
 use crate::cache::LineExt;
 use crate::config::{Check, DefaultValue, ParamSpec, Params};
@@ -40,6 +40,8 @@ pub static INFO: SchemeInfo = SchemeInfo {
     reserved_bytes,
     build,
     recover: recovery::recover,
+    recovery: RecoveryForm::Scan(recovery::new_scan),
+    contexts: None,
 };
 
 use crate::config::{spec, MC};

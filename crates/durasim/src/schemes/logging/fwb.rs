@@ -47,12 +47,13 @@
 use crate::cache::hierarchy::WritebackCause;
 use crate::cache::LineExt;
 use crate::config::{Check, DefaultValue, ParamSpec, Params};
-use crate::crash::resume::{ResumableScan, ScanIo};
 use crate::error::{Error, Result};
 use crate::mem::{MemRead, MemWrite};
+use crate::recovery::{ResumableScan, ScanIo};
 use crate::schemes::undo::csum;
 use crate::schemes::{
-    raise_advice, Durability, Layout, MemCtx, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
+    raise_advice, Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo,
+    SchemeStats,
 };
 use crate::types::{line_of, Addr, CoreId, Cycle, LineData, Purpose};
 use std::collections::VecDeque;
@@ -130,6 +131,8 @@ pub static INFO: SchemeInfo = SchemeInfo {
     reserved_bytes,
     build,
     recover,
+    recovery: RecoveryForm::Scan(new_scan),
+    contexts: None,
 };
 
 pub static UNSAFE_INFO: SchemeInfo = SchemeInfo {
@@ -141,6 +144,8 @@ pub static UNSAFE_INFO: SchemeInfo = SchemeInfo {
     reserved_bytes: reserved_bytes_unsafe,
     build: build_unsafe,
     recover: recover_unsafe,
+    recovery: RecoveryForm::Scan(new_scan_unsafe),
+    contexts: None,
 };
 
 /// The parameter keys of one of the two variants.
@@ -327,7 +332,7 @@ pub(crate) fn head_to_end(
 }
 
 /// The read side of a resumable recovery scan over the ring (fwb's and
-/// morlog's, crash/resume.rs): the head from the headers, then records
+/// morlog's, recovery/scan.rs): the head from the headers, then records
 /// from it while they decode. The scan folds each record [`next`] returns
 /// into its own state and then calls [`advance`] (the mark), so a resume
 /// continues at the first record not folded in.
@@ -847,7 +852,7 @@ fn recover_with(
     layout: &Layout,
     k: &Keys,
 ) -> Result<RecoveryReport> {
-    crate::crash::resume::recover_by_scan(scan_with(p, layout, k), img, p)
+    crate::recovery::recover_by_scan(scan_with(p, layout, k), img, p)
 }
 
 pub(crate) fn new_scan(p: &Params, layout: &Layout) -> Box<dyn ResumableScan> {
@@ -867,7 +872,7 @@ fn scan_with(p: &Params, layout: &Layout, k: &Keys) -> Box<dyn ResumableScan> {
     })
 }
 
-/// Recovery from the log's bytes as a resumable scan (crash/resume.rs, one
+/// Recovery from the log's bytes as a resumable scan (recovery/scan.rs, one
 /// cursor: the ring): from the head, each transaction's data entries are
 /// redone when its commit entry is read (in commit order; entries of a
 /// committed transaction read after its commit entry, immediately), and the

@@ -46,15 +46,16 @@
 use crate::cache::hierarchy::WritebackCause;
 use crate::cache::LineExt;
 use crate::config::{Check, DefaultValue, ParamSpec, Params};
-use crate::crash::resume::{ResumableScan, ScanIo};
 use crate::error::{Error, Result};
 use crate::mem::MemWrite;
+use crate::recovery::{ResumableScan, ScanIo};
 use crate::schemes::logging::fwb::{
     encode, persist_head, Record, Ring, RingCursor, ENTRY_BYTES, TYPE_COMMIT, TYPE_DATA, TYPE_REDO,
 };
 use crate::schemes::logging::txtable::TxTable;
 use crate::schemes::{
-    raise_advice, Durability, Layout, MemCtx, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
+    raise_advice, Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo,
+    SchemeStats,
 };
 use crate::types::{line_of, Addr, CoreId, Cycle, LineData, Purpose};
 use rustc_hash::FxHashMap;
@@ -151,6 +152,8 @@ pub static INFO: SchemeInfo = SchemeInfo {
     reserved_bytes,
     build,
     recover,
+    recovery: RecoveryForm::Scan(new_scan),
+    contexts: None,
 };
 
 pub static DP_INFO: SchemeInfo = SchemeInfo {
@@ -161,6 +164,8 @@ pub static DP_INFO: SchemeInfo = SchemeInfo {
     reserved_bytes: reserved_bytes_dp,
     build: build_dp,
     recover: recover_dp,
+    recovery: RecoveryForm::Scan(new_scan_dp),
+    contexts: None,
 };
 
 /// The parameter keys of one of the two variants.
@@ -1404,10 +1409,10 @@ impl Scheme for MorLog {
 }
 
 fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<RecoveryReport> {
-    crate::crash::resume::recover_by_scan(new_scan(p, layout), img, p)
+    crate::recovery::recover_by_scan(new_scan(p, layout), img, p)
 }
 fn recover_dp(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<RecoveryReport> {
-    crate::crash::resume::recover_by_scan(new_scan_dp(p, layout), img, p)
+    crate::recovery::recover_by_scan(new_scan_dp(p, layout), img, p)
 }
 
 pub(crate) fn new_scan(p: &Params, layout: &Layout) -> Box<dyn ResumableScan> {
@@ -1475,7 +1480,7 @@ impl Word {
 }
 
 /// Recovery from the log's bytes (§III-E) as a resumable scan
-/// (crash/resume.rs, one cursor: the ring). Its writes, as a multiset and
+/// (recovery/scan.rs, one cursor: the ring). Its writes, as a multiset and
 /// in their effect on every word, are those of the recovery it replaced:
 /// the redo of every persisted transaction in commit order (each in log
 /// order, with the entries read after its commit record), then the undo of
@@ -2029,7 +2034,7 @@ mod tests {
                     writes: Vec::new(),
                 };
                 let scan = Box::new(MorScan::fresh(ring, check_counter));
-                let ra = crate::crash::resume::recover_by_scan(scan, &mut a, &p).unwrap();
+                let ra = crate::recovery::recover_by_scan(scan, &mut a, &p).unwrap();
                 let rb = reference_recover(&mut b, &p, ring, check_counter);
                 let what = format!("seed {seed} prefix {m}");
                 assert_eq!(
@@ -2058,7 +2063,7 @@ mod tests {
             for seq in head..head + n {
                 img.write_bytes(ring.slot_addr(seq), &[0u8; ENTRY_BYTES as usize]);
             }
-            let mut homes = crate::crash::memo::Writes::default();
+            let mut homes = crate::recovery::writes::Writes::default();
             // The driver's view of the home writes: per resume, its home
             // writes, then its replacements (a withdrawal shows the crash
             // image again).
@@ -2079,7 +2084,7 @@ mod tests {
                 io.apply_to(&mut view);
                 // Same state as the whole prefix scanned at once.
                 let mut whole = MorScan::fresh(ring, check_counter);
-                let mut homes2 = crate::crash::memo::Writes::default();
+                let mut homes2 = crate::recovery::writes::Writes::default();
                 let mut io2 = TestIo::new(&img, &mut homes2);
                 whole.resume(0, &mut io2).unwrap();
                 let fin = |s: &MorScan| {
@@ -2090,7 +2095,7 @@ mod tests {
                 let what = format!("seed {seed} resumed to {m}");
                 assert_eq!(fin(&scan), fin(&whole), "{what}");
                 assert_eq!(scan.report(&p).details, whole.report(&p).details, "{what}");
-                let pieces = |w: &crate::crash::memo::Writes| {
+                let pieces = |w: &crate::recovery::writes::Writes| {
                     w.pieces(w.len())
                         .map(|(a, d)| (a, d.to_vec()))
                         .collect::<Vec<_>>()
@@ -2112,7 +2117,7 @@ mod tests {
     /// from-scratch recovery keeps them, then the finish) are its multiset.
     fn assert_view_recovers(
         scan: &MorScan,
-        homes: &crate::crash::memo::Writes,
+        homes: &crate::recovery::writes::Writes,
         view: &FxHashMap<Addr, u64>,
         img: &crate::mem::SparseImage,
         (p, ring, check_counter): (&Params, Ring, bool),
@@ -2162,7 +2167,7 @@ mod tests {
         let log = &e.ctx.nvm.persist_log;
         let mut img = crate::mem::SparseImage::new();
         let mut scan = MorScan::fresh(ring, true);
-        let mut homes = crate::crash::memo::Writes::default();
+        let mut homes = crate::recovery::writes::Writes::default();
         let mut view = FxHashMap::default();
         let (mut spilled_max, mut withdrawals, mut checked) = (0, 0, 0);
         for (k, ev) in log.events().iter().enumerate() {
@@ -2200,7 +2205,7 @@ mod tests {
         img: &'a crate::mem::SparseImage,
         pending: Vec<(Addr, Vec<u8>)>,
         pending_rehomes: Vec<(Addr, Vec<u8>, Option<Vec<u8>>)>,
-        homes: &'a mut crate::crash::memo::Writes,
+        homes: &'a mut crate::recovery::writes::Writes,
         resume_homes: Vec<(Addr, Vec<u8>)>,
         resume_rehomes: Vec<(Addr, Option<Vec<u8>>)>,
         withdrawals: u64,
@@ -2210,7 +2215,7 @@ mod tests {
     impl<'a> TestIo<'a> {
         fn new(
             img: &'a crate::mem::SparseImage,
-            homes: &'a mut crate::crash::memo::Writes,
+            homes: &'a mut crate::recovery::writes::Writes,
         ) -> Self {
             TestIo {
                 img,

@@ -33,15 +33,15 @@
 use crate::cache::hierarchy::WritebackCause;
 use crate::cache::LineExt;
 use crate::config::{Check, DefaultValue, ParamSpec, Params};
-use crate::crash::resume::{ResumableScan, ScanIo};
 use crate::error::{Error, Result};
 use crate::mem::optane::{AitCache, EntryState};
 use crate::mem::MemRead;
 use crate::mem::MemWrite;
+use crate::recovery::{ResumableScan, ScanIo};
 use crate::schemes::undo::{csum, owner_of, recovery_ns, MAX_CORES};
 use crate::schemes::{
-    raise_advice, Durability, Layout, MemCtx, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
-    MUTANT_SOURCE,
+    raise_advice, Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo,
+    SchemeStats, MUTANT_SOURCE,
 };
 use crate::types::{line_of, word_index, write_word, Addr, CoreId, Cycle, LineData, Purpose};
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -122,6 +122,8 @@ pub static INFO: SchemeInfo = SchemeInfo {
     reserved_bytes,
     build,
     recover,
+    recovery: RecoveryForm::Scan(new_scan),
+    contexts: None,
 };
 
 const LOG_ENTRY_BYTES: u64 = 32;
@@ -958,13 +960,13 @@ impl Scheme for Ehou {
 }
 
 /// Recovery (§III-D) from the durable bytes alone: [`EhouScan`] from
-/// scratch (crash/resume.rs), so crash verification's resumed scan runs
+/// scratch (recovery/scan.rs), so crash verification's resumed scan runs
 /// the same parsing code.
 fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<RecoveryReport> {
-    crate::crash::resume::recover_by_scan(new_scan(p, layout), img, p)
+    crate::recovery::recover_by_scan(new_scan(p, layout), img, p)
 }
 
-/// EHOU's recovery as a scan that follows the writes (crash/resume.rs).
+/// EHOU's recovery as a scan that follows the writes (recovery/scan.rs).
 pub(crate) fn new_scan(p: &Params, layout: &Layout) -> Box<dyn ResumableScan> {
     let g = Geometry::new(p, layout);
     let threads = layout.threads;
@@ -1190,7 +1192,7 @@ impl EhouScan {
         }
         self.touch(line);
         // Its finish write (the reset) comes or goes.
-        let h = crate::crash::memo::piece_hash(self.g.ait_addr(line), &[0u8; 8]);
+        let h = crate::recovery::writes::piece_hash(self.g.ait_addr(line), &[0u8; 8]);
         match (old.is_some(), v != 0) {
             (false, true) => self.finish_sum = self.finish_sum.wrapping_add(h),
             (true, false) => self.finish_sum = self.finish_sum.wrapping_sub(h),

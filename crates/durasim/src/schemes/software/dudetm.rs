@@ -33,14 +33,16 @@
 //! No DRAM cache of NVM is involved (docs/MODEL.md "DudeTM").
 
 use super::super::undo::{csum, header_line, line_word, recovery_ns};
-use super::super::{Durability, Layout, MemCtx, RecoveryReport, Scheme, SchemeInfo, SchemeStats};
+use super::super::{
+    Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
+};
 use super::Instructions;
 use crate::cache::hierarchy::WritebackCause;
 use crate::cache::LineExt;
 use crate::config::{Check, DefaultValue, ParamSpec, Params};
-use crate::crash::resume::{ResumableScan, ScanIo};
 use crate::error::{Error, Result};
 use crate::mem::MemWrite;
+use crate::recovery::{ResumableScan, ScanIo};
 use crate::types::{line_of, write_word, Addr, CoreId, Cycle, LineData, Purpose, LINE_BYTES};
 use crate::workloads::Op;
 use rustc_hash::FxHashMap;
@@ -104,6 +106,8 @@ pub static INFO: SchemeInfo = SchemeInfo {
     reserved_bytes,
     build,
     recover,
+    recovery: RecoveryForm::Scan(new_scan),
+    contexts: None,
 };
 
 /// Test-only: each transaction is reported durable at TxEnd, before its
@@ -117,6 +121,8 @@ pub static MUTANT_ACK_BEFORE_PERSIST: SchemeInfo = SchemeInfo {
     reserved_bytes,
     build: build_ack_early,
     recover,
+    recovery: RecoveryForm::Scan(new_scan),
+    contexts: None,
 };
 
 const SB_MAGIC: u64 = 0x4455_4445_5342_4c4b; // "DUDESBLK"
@@ -177,10 +183,10 @@ fn group_header(seq: u64, entries: &[u8]) -> LineData {
 
 /// Recovery from the bytes: replay the persisted, not yet replayed group.
 fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<RecoveryReport> {
-    crate::crash::resume::recover_by_scan(new_scan(p, layout), img, p)
+    crate::recovery::recover_by_scan(new_scan(p, layout), img, p)
 }
 
-/// Recovery as a resumable scan (crash/resume.rs, one cursor): the valid
+/// Recovery as a resumable scan (recovery/scan.rs, one cursor): the valid
 /// superblock with the newest replayed seq; if the group header is valid
 /// (magic, checksum over its entries) and newer, its entries are the home
 /// writes in log order and advancing the superblock is the finish. The

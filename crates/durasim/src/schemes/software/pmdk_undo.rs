@@ -32,7 +32,9 @@
 //! value against the cached line.
 
 use super::super::undo::{encode_record, log_stride, recovery_ns, UndoLog, MAX_CORES};
-use super::super::{Durability, Layout, MemCtx, RecoveryReport, Scheme, SchemeInfo, SchemeStats};
+use super::super::{
+    Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
+};
 use super::{emit_stores, Instructions};
 use crate::config::{Check, DefaultValue, ParamSpec, Params};
 use crate::error::Result;
@@ -94,6 +96,8 @@ pub static INFO: SchemeInfo = SchemeInfo {
     reserved_bytes,
     build,
     recover,
+    recovery: RecoveryForm::Plain,
+    contexts: None,
 };
 
 /// Test-only: the undo entry is written but not flushed or fenced before
@@ -107,6 +111,8 @@ pub static MUTANT_LOG_NOT_FLUSHED: SchemeInfo = SchemeInfo {
     reserved_bytes,
     build: build_log_not_flushed,
     recover,
+    recovery: RecoveryForm::Plain,
+    contexts: None,
 };
 
 /// Test-only: the log is invalidated before the modified data is flushed.
@@ -119,6 +125,8 @@ pub static MUTANT_INVALIDATE_BEFORE_FLUSH: SchemeInfo = SchemeInfo {
     reserved_bytes,
     build: build_invalidate_first,
     recover,
+    recovery: RecoveryForm::Plain,
+    contexts: None,
 };
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

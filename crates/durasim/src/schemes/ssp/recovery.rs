@@ -1,4 +1,4 @@
-//! OSP's recovery as a scan that follows the writes (crash/resume.rs), and
+//! OSP's recovery as a scan that follows the writes (recovery/scan.rs), and
 //! why crash verification need not re-run it when it crashes among its
 //! metadata rewrites.
 //!
@@ -48,9 +48,9 @@
 use super::PAGE;
 use super::{meta_line, parse_meta, parse_record, record_bytes, Geometry, JOURNAL_ENTRY_BYTES};
 use crate::config::Params;
-use crate::crash::resume::{ResumableScan, ScanIo};
 use crate::error::{Error, Result};
 use crate::mem::MemRead;
+use crate::recovery::{ResumableScan, ScanIo};
 use crate::schemes::undo::recovery_ns;
 use crate::schemes::{Layout, RecoveryReport};
 use crate::types::{Addr, LineData};
