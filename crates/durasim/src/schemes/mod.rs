@@ -2,16 +2,10 @@
 //! registry by name. Adding a scheme = its module + one line in [`REGISTRY`].
 
 pub mod checkpoint;
-pub mod hoop;
 pub mod ideal;
-pub mod lad;
 pub mod logging;
-pub mod lsm;
-pub mod oop;
-pub mod redo;
+pub mod out_of_place;
 pub mod software;
-pub mod ssp;
-pub mod undo;
 
 use crate::cache::hierarchy::WritebackCause;
 use crate::cache::LineExt;
@@ -401,12 +395,12 @@ pub fn no_reserve(_: &Params) -> u64 {
 /// Every scheme durasim ships.
 pub static REGISTRY: &[&SchemeInfo] = &[
     &ideal::INFO,
-    &hoop::INFO,
-    &undo::INFO,
-    &redo::INFO,
-    &lad::INFO,
-    &ssp::INFO,
-    &lsm::INFO,
+    &out_of_place::hoop::INFO,
+    &logging::opt_undo::INFO,
+    &logging::opt_redo::INFO,
+    &logging::lad::INFO,
+    &out_of_place::osp::INFO,
+    &out_of_place::lsm::INFO,
     &software::pmdk_undo::INFO,
     &software::dudetm::INFO,
     &checkpoint::dpc::INFO,
@@ -415,11 +409,11 @@ pub static REGISTRY: &[&SchemeInfo] = &[
     &logging::redu::INFO,
     &logging::morlog::INFO,
     &logging::morlog::DP_INFO,
-    &oop::ehou::INFO,
+    &out_of_place::ehou::INFO,
     &checkpoint::thynvm::INFO,
-    &checkpoint::overlay::INFO,
-    &checkpoint::logging::INFO,
-    &checkpoint::cow::INFO,
+    &checkpoint::page_overlay::INFO,
+    &checkpoint::ckpt_logging::INFO,
+    &checkpoint::ckpt_cow::INFO,
 ];
 
 /// A named design: a registered scheme with fixed parameter settings (e.g.

@@ -18,10 +18,10 @@
 //! line), then two recovery-context slots, each a header line, one
 //! [`CONTEXT_BYTES`] record per core, and the scheme's metadata.
 
-pub mod cow;
+pub mod ckpt_cow;
+pub mod ckpt_logging;
 pub mod dpc;
-pub mod logging;
-pub mod overlay;
+pub mod page_overlay;
 pub mod thynvm;
 
 use crate::config::{DefaultValue, ParamSpec};

@@ -50,7 +50,7 @@ use crate::config::{Check, DefaultValue, ParamSpec, Params};
 use crate::error::{Error, Result};
 use crate::mem::{MemRead, MemWrite};
 use crate::recovery::{ResumableScan, ScanIo};
-use crate::schemes::undo::csum;
+use crate::schemes::logging::opt_undo::csum;
 use crate::schemes::{
     raise_advice, Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo,
     SchemeStats,
@@ -411,7 +411,11 @@ impl RingCursor {
         RecoveryReport {
             bytes_read: lines_read * 64,
             bytes_written: lines_written * 8,
-            modeled_ns: crate::schemes::undo::recovery_ns(p, lines_read, lines_written),
+            modeled_ns: crate::schemes::logging::opt_undo::recovery_ns(
+                p,
+                lines_read,
+                lines_written,
+            ),
             details: d,
         }
     }

@@ -36,8 +36,8 @@ use crate::config::{Check, DefaultValue, ParamSpec, Params};
 use crate::error::Result;
 use crate::mem::MemWrite;
 use crate::recovery::ResumableScan;
-use crate::schemes::redo::{self, Headers, RedoLog, REC_BYTES};
-use crate::schemes::undo::{log_stride, owner_of, MAX_CORES};
+use crate::schemes::logging::opt_redo::{self as redo, Headers, RedoLog, REC_BYTES};
+use crate::schemes::logging::opt_undo::{log_stride, owner_of, MAX_CORES};
 use crate::schemes::{
     Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
 };
@@ -756,7 +756,7 @@ impl Scheme for Redu {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schemes::redo::Record;
+    use crate::schemes::logging::opt_redo::Record;
 
     fn decode(meta: &LineData, seq: u64, data: impl FnOnce() -> LineData) -> Option<Record> {
         redo::decode(REC_MAGIC, meta, seq, data)

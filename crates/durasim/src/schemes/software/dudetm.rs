@@ -32,10 +32,6 @@
 //! the first touch of a data page copies it from NVM (a timed 4 KiB NVM read).
 //! No DRAM cache of NVM is involved (docs/MODEL.md "DudeTM").
 
-use super::super::undo::{csum, header_line, line_word, recovery_ns};
-use super::super::{
-    Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
-};
 use super::Instructions;
 use crate::cache::hierarchy::WritebackCause;
 use crate::cache::LineExt;
@@ -43,6 +39,10 @@ use crate::config::{Check, DefaultValue, ParamSpec, Params};
 use crate::error::{Error, Result};
 use crate::mem::MemWrite;
 use crate::recovery::{ResumableScan, ScanIo};
+use crate::schemes::logging::opt_undo::{csum, header_line, line_word, recovery_ns};
+use crate::schemes::{
+    Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
+};
 use crate::types::{line_of, write_word, Addr, CoreId, Cycle, LineData, Purpose, LINE_BYTES};
 use crate::workloads::Op;
 use rustc_hash::FxHashMap;
@@ -545,7 +545,7 @@ impl Scheme for DudeTm {
             ctx.input_error(format!(
                 "dudetm.log_bytes={} holds {cap} redo entries, but a transaction on core {core} wrote {entries} words; {}",
                 self.g.log_bytes,
-                super::super::raise_advice(PARAMS, "dudetm.log_bytes", entries * ENTRY_BYTES)
+                crate::schemes::raise_advice(PARAMS, "dudetm.log_bytes", entries * ENTRY_BYTES)
             ));
             return now;
         }

@@ -31,14 +31,16 @@
 //! cache, and with `run.check_reads` the engine checks each snapshot load's
 //! value against the cached line.
 
-use super::super::undo::{encode_record, log_stride, recovery_ns, UndoLog, MAX_CORES};
-use super::super::{
-    Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
-};
 use super::{emit_stores, Instructions};
 use crate::config::{Check, DefaultValue, ParamSpec, Params};
 use crate::error::Result;
 use crate::mem::{MemRead, MemWrite, SparseImage};
+use crate::schemes::logging::opt_undo::{
+    encode_record, log_stride, recovery_ns, UndoLog, MAX_CORES,
+};
+use crate::schemes::{
+    Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
+};
 use crate::types::{line_of, Addr, CoreId, Cycle, LineData, LINE_BYTES};
 use crate::workloads::Op;
 use rustc_hash::FxHashSet;

@@ -20,13 +20,13 @@ pub mod recovery;
 #[cfg(test)]
 mod tests;
 
-use super::{Durability, Layout, MemCtx, RecoveryForm, Scheme, SchemeInfo, SchemeStats};
 use crate::cache::hierarchy::WritebackCause;
 use crate::cache::LineExt;
 use crate::config::{Check, DefaultValue, ParamSpec, Params};
 use crate::error::{Error, Result};
 use crate::mem::image::PAGE_BYTES;
 use crate::mem::SparseImage;
+use crate::schemes::{Durability, Layout, MemCtx, RecoveryForm, Scheme, SchemeInfo, SchemeStats};
 use crate::types::{line_of, prefetch, Addr, CoreId, Cycle, LineData, Purpose, LINE_BYTES};
 use layout::{BlockHeader, BlockState, CommitEntry, DataSlice, SLICE_BYTES};
 use mapping::{EvictionBuffer, Indirection};
@@ -85,7 +85,7 @@ pub static PARAMS: &[ParamSpec] = &[
         "cost for one recovery thread to merge one local hash-map entry into the global map; the merge is partitioned by home address over the recovery threads"),
     spec!("hoop.mutant", DefaultValue::Str("none"), "",
         Check::OneOf(&["none", "commit-before-last-slice", "gc-frees-before-home-writes", "recovery-skips-newest"]),
-        super::MUTANT_SOURCE,
+        crate::schemes::MUTANT_SOURCE,
         "test-only planted bug (tests/mutants.rs; refused by the CLI): commit-before-last-slice = TxEnd persists the commit entry before the transaction's last data slice; gc-frees-before-home-writes = GC retires the migrated transactions' address slices before its home writes; recovery-skips-newest = recovery does not replay the newest committed transaction"),
 ];
 

@@ -29,15 +29,15 @@
 //! A transaction's entries and commit record always lie in one segment, so
 //! freeing a segment removes whole transactions.
 
-use super::{
-    Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
-};
 use crate::cache::hierarchy::WritebackCause;
 use crate::cache::LineExt;
 use crate::config::{Check, DefaultValue, ParamSpec, Params};
 use crate::error::{Error, Result};
 use crate::mem::MemWrite;
 use crate::recovery::{ResumableScan, ScanIo};
+use crate::schemes::{
+    Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
+};
 use crate::types::{
     line_of, read_word, word_index, write_word, Addr, CoreId, Cycle, LineData, Purpose, LINE_BYTES,
 };
@@ -90,7 +90,7 @@ pub static PARAMS: &[ParamSpec] = &[
         "HOOP §IV experiment (g) (10 to 25 GB/s; lower end), as for HOOP",
         "NVM bandwidth available to recovery in the recovery-time model"),
     spec!("lsm.mutant", DefaultValue::Str("none"), "", Check::OneOf(&["none", "retire-log-early", "ignore-checksum"]),
-        super::MUTANT_SOURCE,
+        crate::schemes::MUTANT_SOURCE,
         "test-only planted bug (tests/mutants.rs; refused by the CLI): retire-log-early = migrate-home moves the log tail before its home writes; ignore-checksum = recovery accepts entries whose checksum fails"),
 ];
 
@@ -109,7 +109,7 @@ const INDEX_SPAN: u64 = 1 << 40;
 /// it invalidates), so a line two cores cached would leave a stale link.
 /// The aliases all read the same DRAM bytes; the LLC may hold one copy of a
 /// node per core (an upper bound on the index's LLC footprint).
-const CORE_SPAN: u64 = INDEX_SPAN / super::undo::MAX_CORES;
+const CORE_SPAN: u64 = INDEX_SPAN / crate::schemes::logging::opt_undo::MAX_CORES;
 
 /// Where the DRAM index appears in the physical address space: above NVM
 /// and below the ADR range (`Layout::adr_base`), so no NVM or ADR address
@@ -1229,7 +1229,7 @@ impl Scheme for Lsm {
                 self.g.segment_bytes,
                 self.g.segment_bytes - LINE_BYTES,
                 lines.len(),
-                super::raise_advice(PARAMS, "lsm.segment_bytes", bytes + LINE_BYTES)
+                crate::schemes::raise_advice(PARAMS, "lsm.segment_bytes", bytes + LINE_BYTES)
             ));
             let c = &mut self.cores[core];
             c.lines = lines;

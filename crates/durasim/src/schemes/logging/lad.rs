@@ -24,17 +24,17 @@
 //!   lines otherwise, roll back the undo records of a transaction that did
 //!   not commit, clear the header.
 
-use super::undo::{
-    csum, header_line, line_word, log_stride, owner_of, recovery_ns, UndoLog, MAX_CORES,
-};
-use super::{
-    Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
-};
 use crate::cache::hierarchy::WritebackCause;
 use crate::cache::LineExt;
 use crate::config::{Check, DefaultValue, ParamSpec, Params};
 use crate::error::{Error, Result};
 use crate::mem::MemWrite;
+use crate::schemes::logging::opt_undo::{
+    csum, header_line, line_word, log_stride, owner_of, recovery_ns, UndoLog, MAX_CORES,
+};
+use crate::schemes::{
+    Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
+};
 use crate::types::{line_of, word_index, write_word, Addr, CoreId, Cycle, LineData, Purpose};
 use rustc_hash::FxHashMap;
 
@@ -68,7 +68,7 @@ pub static PARAMS: &[ParamSpec] = &[
         default: DefaultValue::Str("none"),
         unit: "",
         check: Check::OneOf(&["none", "release-before-commit"]),
-        source: super::MUTANT_SOURCE,
+        source: crate::schemes::MUTANT_SOURCE,
         doc: "test-only planted bug (tests/mutants.rs; refused by the CLI): release-before-commit = staged lines are released to NVM before the commit header persists",
     },
 ];

@@ -38,7 +38,7 @@ use crate::mem::optane::{AitCache, EntryState};
 use crate::mem::MemRead;
 use crate::mem::MemWrite;
 use crate::recovery::{ResumableScan, ScanIo};
-use crate::schemes::undo::{csum, owner_of, recovery_ns, MAX_CORES};
+use crate::schemes::logging::opt_undo::{csum, owner_of, recovery_ns, MAX_CORES};
 use crate::schemes::{
     raise_advice, Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo,
     SchemeStats, MUTANT_SOURCE,

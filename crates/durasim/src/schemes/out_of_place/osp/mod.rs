@@ -32,15 +32,15 @@
 //!   (`ssp/recovery.rs`), which crash verification resumes from point to
 //!   point; the registered recovery is the same scan run from scratch.
 
-use super::undo::{csum, header_line, line_word, owner_of, MAX_CORES};
-use super::{
-    Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
-};
 use crate::cache::hierarchy::WritebackCause;
 use crate::cache::LineExt;
 use crate::config::{Check, DefaultValue, ParamSpec, Params};
 use crate::error::Result;
 use crate::mem::{MemRead, MemWrite};
+use crate::schemes::logging::opt_undo::{csum, header_line, line_word, owner_of, MAX_CORES};
+use crate::schemes::{
+    Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
+};
 use crate::types::{line_of, word_index, write_word, Addr, CoreId, Cycle, LineData, Purpose};
 use rustc_hash::FxHashMap;
 
@@ -126,7 +126,7 @@ pub static PARAMS: &[ParamSpec] = &[
         default: DefaultValue::Str("none"),
         unit: "",
         check: Check::OneOf(&["none", "journal-before-flush"]),
-        source: super::MUTANT_SOURCE,
+        source: crate::schemes::MUTANT_SOURCE,
         doc: "test-only planted bug (tests/mutants.rs; refused by the CLI): journal-before-flush = TxEnd persists the journal record before the eager flush of the transaction's lines",
     },
 ];
@@ -785,7 +785,7 @@ impl Scheme for Osp {
                 self.g.journal_bytes,
                 self.g.max_journal_pages(),
                 c.pages.len(),
-                super::raise_advice(
+                crate::schemes::raise_advice(
                     PARAMS,
                     "osp.journal_bytes_per_core",
                     64 + c.pages.len() as u64 * JOURNAL_ENTRY_BYTES

@@ -26,14 +26,14 @@
 //! The log helpers ([`UndoLog`], [`csum`], encoding) are shared with LAD's
 //! overflow fallback.
 
-use super::{
-    Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
-};
 use crate::cache::hierarchy::WritebackCause;
 use crate::cache::LineExt;
 use crate::config::{Check, DefaultValue, ParamSpec, Params};
 use crate::error::Result;
 use crate::mem::MemWrite;
+use crate::schemes::{
+    Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
+};
 use crate::types::{line_of, word_index, write_word, Addr, CoreId, Cycle, LineData, Purpose};
 use rustc_hash::FxHashMap;
 
@@ -52,7 +52,7 @@ pub static PARAMS: &[ParamSpec] = &[ParamSpec {
     default: DefaultValue::Str("none"),
     unit: "",
     check: Check::OneOf(&["none", "skip-record", "data-before-record", "truncate-before-rollback"]),
-    source: super::MUTANT_SOURCE,
+    source: crate::schemes::MUTANT_SOURCE,
     doc: "test-only planted bug (tests/mutants.rs; refused by the CLI): skip-record = the first line of each transaction gets no undo record; data-before-record = write-backs and forced lines do not wait for their undo record; truncate-before-rollback = recovery resolves the log header before rolling back",
 }];
 
@@ -246,7 +246,7 @@ impl UndoLog {
             "{key}={} holds {} undo records per core, but a transaction on core {core} needed {records} ({why}); {}",
             self.per_core_bytes,
             self.capacity_records(),
-            super::raise_advice(specs, key, 64 + records * UNDO_REC_BYTES)
+            crate::schemes::raise_advice(specs, key, 64 + records * UNDO_REC_BYTES)
         )
     }
 
@@ -659,7 +659,7 @@ impl Scheme for OptUndo {
                 "opt-undo.log_bytes_per_core={} holds {} undo records per core, but a transaction on core {core} needed {records} (one per modified line); {}",
                 self.log.per_core_bytes,
                 self.log.slots(),
-                super::raise_advice(PARAMS, "opt-undo.log_bytes_per_core", 128 + records * UNDO_REC_BYTES)
+                crate::schemes::raise_advice(PARAMS, "opt-undo.log_bytes_per_core", 128 + records * UNDO_REC_BYTES)
             );
             ctx.input_error(msg);
         }

@@ -51,7 +51,7 @@ use crate::config::Params;
 use crate::error::{Error, Result};
 use crate::mem::MemRead;
 use crate::recovery::{ResumableScan, ScanIo};
-use crate::schemes::undo::recovery_ns;
+use crate::schemes::logging::opt_undo::recovery_ns;
 use crate::schemes::{Layout, RecoveryReport};
 use crate::types::{Addr, LineData};
 use rustc_hash::FxHashMap;
@@ -689,7 +689,7 @@ mod tests {
     use super::super::{header_line, reserved_bytes, JOURNAL_MAGIC, PARAMS};
     use super::*;
     use crate::mem::{MemWrite, SparseImage};
-    use crate::schemes::undo::csum;
+    use crate::schemes::logging::opt_undo::csum;
 
     /// A journal record of `entries` (slot, home, bitmap) at `off`.
     fn record(img: &mut SparseImage, g: &Geometry, off: u64, v: u64, entries: &[(u64, Addr, u64)]) {

@@ -23,16 +23,18 @@
 //!   every transaction followed by its commit record (valid checksums,
 //!   consecutive sequence numbers), then truncate.
 
-use super::undo::{csum, header_line, line_word, log_stride, owner_of, recovery_ns, MAX_CORES};
-use super::{
-    Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
-};
 use crate::cache::hierarchy::WritebackCause;
 use crate::cache::LineExt;
 use crate::config::{Check, DefaultValue, ParamSpec, Params};
 use crate::error::Result;
 use crate::mem::MemWrite;
 use crate::recovery::{ResumableScan, ScanIo};
+use crate::schemes::logging::opt_undo::{
+    csum, header_line, line_word, log_stride, owner_of, recovery_ns, MAX_CORES,
+};
+use crate::schemes::{
+    Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
+};
 use crate::types::{line_of, word_index, write_word, Addr, CoreId, Cycle, LineData, Purpose};
 use rustc_hash::FxHashMap;
 
@@ -66,7 +68,7 @@ pub static PARAMS: &[ParamSpec] = &[
         default: DefaultValue::Str("none"),
         unit: "",
         check: Check::OneOf(&["none", "truncate-before-checkpoint"]),
-        source: super::MUTANT_SOURCE,
+        source: crate::schemes::MUTANT_SOURCE,
         doc: "test-only planted bug (tests/mutants.rs; refused by the CLI): truncate-before-checkpoint = the checkpoint persists the log header (truncation) before its home writes",
     },
 ];
@@ -778,7 +780,7 @@ impl Scheme for OptRedo {
                 ring.log.slots,
                 c.lines.len(),
                 self.buffer_lines,
-                super::raise_advice(PARAMS, "opt-redo.log_bytes_per_core", 64 + records * REC_BYTES)
+                crate::schemes::raise_advice(PARAMS, "opt-redo.log_bytes_per_core", 64 + records * REC_BYTES)
             ));
         }
         c.tail += 1;

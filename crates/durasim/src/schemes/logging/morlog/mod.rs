@@ -1928,7 +1928,11 @@ mod tests {
         RecoveryReport {
             bytes_read: lines_read * 64,
             bytes_written: lines_written * 8,
-            modeled_ns: crate::schemes::undo::recovery_ns(p, lines_read, lines_written),
+            modeled_ns: crate::schemes::logging::opt_undo::recovery_ns(
+                p,
+                lines_read,
+                lines_written,
+            ),
             details: vec![
                 ("log_records_scanned", (seq - head) as f64),
                 ("words_redone", redone as f64),
