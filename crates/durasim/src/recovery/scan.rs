@@ -75,7 +75,7 @@ pub trait ScanIo: MemRead {
     /// bytes `old`), while the driver's kept image takes each resume's
     /// home writes, then its replacements, in time order (a withdrawal
     /// shows the crash image again). A scan that overlaps must make both
-    /// end on the same bytes (morlog.rs `MorScan`).
+    /// end on the same bytes (morlog's `MorScan`).
     fn rehome(&mut self, addr: Addr, old: &[u8], new: Option<&[u8]>);
     /// Drop every home write this cursor kept since its start, so that it
     /// can scan again from its start with a fresh state (a scan that finds

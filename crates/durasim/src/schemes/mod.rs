@@ -1,8 +1,16 @@
 //! Crash-consistency schemes: one module per scheme behind [`Scheme`], and a
 //! registry by name. Adding a scheme = its module + one line in [`REGISTRY`].
+//!
+//! Schemes are grouped by mechanism ([`logging`], [`out_of_place`],
+//! [`checkpoint`], [`software`]); a module's name is its scheme's name
+//! (underscores for dashes). What several schemes share lives in [`kit`]
+//! (or in a family's `mod.rs`), never in another scheme's module. Each
+//! registry entry ([`SchemeInfo`]) declares how its recovery is written
+//! ([`RecoveryForm`]), which is all crash verification needs to know.
 
 pub mod checkpoint;
 pub mod ideal;
+pub mod kit;
 pub mod logging;
 pub mod out_of_place;
 pub mod software;
@@ -11,8 +19,10 @@ use crate::cache::hierarchy::WritebackCause;
 use crate::cache::LineExt;
 use crate::config::{Check, ParamSpec, Params};
 use crate::error::{Error, Result};
-pub use crate::mem::Layout;
 use crate::mem::{MemRead, MemoryController};
+// The address map schemes are built with, and the recovery contracts a
+// registry entry states, re-exported as part of the schemes' vocabulary.
+pub use crate::mem::Layout;
 pub use crate::recovery::{Durability, RecoverFn, RecoveryForm, RecoveryReport};
 use crate::types::{Addr, CoreId, Cycle, LineData, Purpose};
 use crate::workloads::Op;

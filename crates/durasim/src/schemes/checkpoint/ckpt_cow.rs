@@ -22,9 +22,9 @@
 //! paper's "ideal, unbounded" table: no reclaim, no forced checkpoints).
 
 use super::{ContextArea, EPOCH_CYCLES};
-use crate::config::{Check, DefaultValue, ParamSpec, Params};
+use crate::config::{p, Check, ParamSpec, Params};
 use crate::error::{Error, Result};
-use crate::mem::dram_cache::{LINES_PER_PAGE, PAGE_BYTES};
+use crate::mem::layout::{LINES_PER_PAGE, PAGE_BYTES};
 use crate::mem::MemWrite;
 use crate::schemes::{
     Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
@@ -34,10 +34,10 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 pub static PARAMS: &[ParamSpec] = &[
     EPOCH_CYCLES,
-    crate::config::spec!("ckpt-cow.lookup_cycles", DefaultValue::Int(16), "cycles", Check::Range(0.0, 10000.0),
+    p!("ckpt-cow.lookup_cycles", int 16, "cycles", Check::Range(0.0, 10000.0),
         "dual-page checkpointing paper §5.1.1 (mapping-table lookup 16 cycles, as the DPT)",
         "mapping-table lookup on every page fill and page write-back between the DRAM cache and NVM"),
-    crate::config::spec!("ckpt-cow.mutant", DefaultValue::Str("none"), "", Check::OneOf(&["none", "copy-after-switch"]),
+    p!("ckpt-cow.mutant", str "none", &["none", "copy-after-switch"],
         crate::schemes::MUTANT_SOURCE,
         "test-only planted bug (tests/ckpt.rs; refused by the CLI): copy-after-switch = a page's clean lines are copied to its new location only after the checkpoint's switch committed the mapping"),
 ];

@@ -22,7 +22,7 @@
 //! old values of that prefix back home, rolling NVM back to the checkpoint.
 
 use super::{ContextArea, EPOCH_CYCLES};
-use crate::config::{Check, DefaultValue, ParamSpec, Params};
+use crate::config::{p, Check, ParamSpec, Params};
 use crate::error::{Error, Result};
 use crate::mem::{MemRead, MemWrite};
 use crate::recovery::{UnitCounts, UnitRecovery};
@@ -34,13 +34,13 @@ use rustc_hash::FxHashSet;
 
 pub static PARAMS: &[ParamSpec] = &[
     EPOCH_CYCLES,
-    crate::config::spec!("ckpt-logging.log_bytes", DefaultValue::Int(640 << 20), "bytes", Check::Range(4096.0, 1e13),
+    p!("ckpt-logging.log_bytes", int 640 << 20, "bytes", Check::Range(4096.0, 1e13),
         "modelling choice, docs/MODEL.md (the paper sizes only the mapping table, unbounded; 640 MiB holds two full flushes of a 256 MB DRAM cache at 72 B per 64 B line)",
         "undo log region in NVM (72 B per entry: 64 B old value + 8 B address); a checkpoint is forced when fewer entries remain than a checkpoint's flush may need"),
-    crate::config::spec!("ckpt-logging.lookup_cycles", DefaultValue::Int(16), "cycles", Check::Range(0.0, 10000.0),
+    p!("ckpt-logging.lookup_cycles", int 16, "cycles", Check::Range(0.0, 10000.0),
         "dual-page checkpointing paper §5.1.1 (mapping-table lookup 16 cycles, as the DPT)",
         "mapping-table lookup on every line write-back to NVM (has the line been logged this epoch?)"),
-    crate::config::spec!("ckpt-logging.mutant", DefaultValue::Str("none"), "", Check::OneOf(&["none", "data-before-log"]),
+    p!("ckpt-logging.mutant", str "none", &["none", "data-before-log"],
         crate::schemes::MUTANT_SOURCE,
         "test-only planted bug (tests/ckpt.rs; refused by the CLI): data-before-log = the new value goes home before its undo entry is written"),
 ];

@@ -32,9 +32,9 @@
 //! lines are applied.
 
 use super::{ContextArea, EPOCH_CYCLES};
-use crate::config::{Check, DefaultValue, ParamSpec, Params};
+use crate::config::{p, Check, ParamSpec, Params};
 use crate::error::{Error, Result};
-use crate::mem::dram_cache::PAGE_BYTES;
+use crate::mem::layout::PAGE_BYTES;
 use crate::mem::{MemRead, MemWrite};
 use crate::recovery::{UnitCounts, UnitRecovery};
 use crate::schemes::{
@@ -47,22 +47,22 @@ use rustc_hash::{FxHashMap, FxHashSet};
 /// Parameters of `dpc` (the epoch length is shared by checkpointing schemes).
 pub static PARAMS: &[ParamSpec] = &[
     EPOCH_CYCLES,
-    crate::config::spec!("dpc.pool_bytes", DefaultValue::Int(300 << 20), "bytes", Check::Range(4096.0, 1e13),
+    p!("dpc.pool_bytes", int 300 << 20, "bytes", Check::Range(4096.0, 1e13),
         "dual-page checkpointing paper §4.4 footnote 4 and §5.1.1 (300 MB derivative pages for 8 GB NVM)",
         "derivative page pool in NVM (a multiple of 4096 B; DPT entries = pool pages)"),
-    crate::config::spec!("dpc.lookup_cycles", DefaultValue::Int(16), "cycles", Check::Range(0.0, 10000.0),
+    p!("dpc.lookup_cycles", int 16, "cycles", Check::Range(0.0, 10000.0),
         "dual-page checkpointing paper §5.1.1 (DPT/CPT lookup 16 cycles; 32 also evaluated)",
         "DPT lookup (BPI match) on every NVM access of the DRAM cache: a page fill or a page write-back"),
-    crate::config::spec!("dpc.fallback_buffer_lines", DefaultValue::Int(10), "lines", Check::Range(1.0, 1e6),
+    p!("dpc.fallback_buffer_lines", int 10, "lines", Check::Range(1.0, 1e6),
         "dual-page checkpointing paper §4.4.3 (10 lines, 720 B)",
         "NVM buffer for dirty lines of pages whose derivative pre-allocation failed; a run that needs more stops with an error"),
-    crate::config::spec!("dpc.metadata", DefaultValue::Str("optimized"), "", Check::OneOf(&["optimized", "controller", "cached", "dram"]),
+    p!("dpc.metadata", str "optimized", &["optimized", "controller", "cached", "dram"],
         "dual-page checkpointing paper §4.3 and §5.5 (metadata placements compared)",
         "optimized: BPI + valid in the controller, bit vectors in DRAM with one entry's vectors cached in the controller; controller: the whole DPT in the controller; cached: dpc.cached_entries whole entries cached in the controller (direct-mapped), the rest in DRAM; dram: every DPT access reads DRAM"),
-    crate::config::spec!("dpc.drain_at_end", DefaultValue::Bool(true), "", Check::Any,
+    p!("dpc.drain_at_end", bool true, "",
         "modelling choice, docs/MODEL.md",
         "after the final checkpoint, reclaim every derivative page (checkpoint lines home, entries invalidated) so home holds the final image; not in the measured window"),
-    crate::config::spec!("dpc.cached_entries", DefaultValue::Int(10240), "entries", Check::Range(1.0, 1e9),
+    p!("dpc.cached_entries", int 10240, "entries", Check::Range(1.0, 1e9),
         "dual-page checkpointing paper §5.5 (10K/20K/40K cached entries)",
         "DPT entries cached in the controller with dpc.metadata = cached"),
 ];

@@ -1,5 +1,6 @@
-//! Whole-system checkpointing schemes (issue 15): the epoch machinery every
-//! checkpointing scheme shares, and the schemes themselves (`dpc`).
+//! Whole-system checkpointing schemes: the epoch machinery every
+//! checkpointing scheme shares, and the schemes themselves (`dpc`,
+//! `thynvm`, `page_overlay`, `ckpt_logging`, `ckpt_cow`).
 //!
 //! The engine ends each epoch (`checkpoint.epoch_cycles` after the previous
 //! checkpoint ended, or at once when the scheme forces one) with a
@@ -24,7 +25,7 @@ pub mod dpc;
 pub mod page_overlay;
 pub mod thynvm;
 
-use crate::config::{DefaultValue, ParamSpec};
+use crate::config::{p, Check, ParamSpec};
 use crate::mem::{Layout, MemRead, MemoryController};
 use crate::types::{Addr, Cycle, Purpose};
 use crate::workloads::Op;
@@ -35,14 +36,9 @@ use crate::workloads::Op;
 pub const FORCED_CHECKPOINT_QUANTUM_CYCLES: Cycle = 1000;
 
 /// Parameters every checkpointing scheme shares.
-pub const EPOCH_CYCLES: ParamSpec = crate::config::spec!(
-    "checkpoint.epoch_cycles",
-    DefaultValue::Int(30_000_000),
-    "cycles",
-    crate::config::Check::Range(1000.0, 1e13),
+pub const EPOCH_CYCLES: ParamSpec = p!("checkpoint.epoch_cycles", int 30_000_000, "cycles", Check::Range(1000.0, 1e13),
     "dual-page checkpointing paper §5.1.3 (checkpoint every 30M cycles)",
-    "fixed epoch length: execution time between the end of one checkpoint and the start of the next (the memory controller triggers it)"
-);
+    "fixed epoch length: execution time between the end of one checkpoint and the start of the next (the memory controller triggers it)");
 
 /// Architectural registers in a core's context image.
 pub const REGS: usize = 16;

@@ -25,10 +25,11 @@
 //! merged, every overlay line it lists is copied home (idempotent).
 
 use super::{ContextArea, EPOCH_CYCLES};
-use crate::config::{Check, DefaultValue, ParamSpec, Params};
+use crate::config::{p, Check, ParamSpec, Params};
 use crate::error::{Error, Result};
-use crate::mem::dram_cache::PAGE_BYTES;
+use crate::mem::layout::PAGE_BYTES;
 use crate::mem::{MemRead, MemWrite};
+use crate::schemes::kit::page_fill::page_fill;
 use crate::schemes::{
     Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
 };
@@ -37,13 +38,13 @@ use rustc_hash::FxHashMap;
 
 pub static PARAMS: &[ParamSpec] = &[
     EPOCH_CYCLES,
-    crate::config::spec!("overlay.oms_bytes", DefaultValue::Int(300 << 20), "bytes", Check::Range(4096.0, 1e13),
+    p!("overlay.oms_bytes", int 300 << 20, "bytes", Check::Range(4096.0, 1e13),
         "modelling choice (docs/MODEL.md): the NVM space dual-page checkpointing gets for its derivative pool (§4.4 footnote 4, 300 MB); page overlays let the OS grow the store, the paper gives no size",
         "overlay memory store in NVM (a multiple of 4096 B); a checkpoint is forced when less than max(1/8 of it, hybrid.dram_cache_bytes) is free"),
-    crate::config::spec!("overlay.lookup_cycles", DefaultValue::Int(16), "cycles", Check::Range(0.0, 10000.0),
+    p!("overlay.lookup_cycles", int 16, "cycles", Check::Range(0.0, 10000.0),
         "dual-page checkpointing paper §5.1.1 (the 16-cycle table lookup of its simulator, applied to every system)",
         "OMT lookup on every NVM access of the DRAM cache"),
-    crate::config::spec!("overlay.mutant", DefaultValue::Str("none"), "", Check::OneOf(&["none", "merge-before-switch"]),
+    p!("overlay.mutant", str "none", &["none", "merge-before-switch"],
         crate::schemes::MUTANT_SOURCE,
         "test-only planted bug: merge-before-switch = overlays are merged into their pages before the checkpoint's backup and switch persist"),
 ];
@@ -348,17 +349,7 @@ impl Scheme for PageOverlay {
         self.note_time(now);
         self.stats.lookups += 1;
         let t = now + self.lookup;
-        let lines = out.len() / LINE_BYTES as usize;
-        let mut first_at = t;
-        for k in std::iter::once(first).chain((0..lines).filter(|&k| k != first)) {
-            let src = self.src_of_line(page_addr + k as u64 * LINE_BYTES);
-            let r = k * LINE_BYTES as usize..(k + 1) * LINE_BYTES as usize;
-            let done = ctx.nvm.read(src, &mut out[r], Purpose::Demand, t);
-            if k == first {
-                first_at = done;
-            }
-        }
-        first_at
+        page_fill(ctx, page_addr, first, out, t, |line| self.src_of_line(line))
     }
 
     fn page_writeback(

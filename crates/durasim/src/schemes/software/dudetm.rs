@@ -35,11 +35,11 @@
 use super::Instructions;
 use crate::cache::hierarchy::WritebackCause;
 use crate::cache::LineExt;
-use crate::config::{Check, DefaultValue, ParamSpec, Params};
+use crate::config::{p, Check, ParamSpec, Params};
 use crate::error::{Error, Result};
 use crate::mem::MemWrite;
 use crate::recovery::{ResumableScan, ScanIo};
-use crate::schemes::logging::opt_undo::{csum, header_line, line_word, recovery_ns};
+use crate::schemes::kit::log::{csum, header_line, line_word, recovery_ns};
 use crate::schemes::{
     Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
 };
@@ -48,54 +48,24 @@ use crate::workloads::Op;
 use rustc_hash::FxHashMap;
 
 pub static PARAMS: &[ParamSpec] = &[
-    ParamSpec {
-        key: "dudetm.group_commit_ms",
-        default: DefaultValue::Float(16.0),
-        unit: "ms",
-        check: Check::Range(1e-6, 1e4),
-        source: "dual-page checkpointing paper §5.2 (DudeTM with a 16 ms group-commit interval); BASELINES.md",
-        doc: "interval between group commits of the persistent redo log",
-    },
-    ParamSpec {
-        key: "dudetm.dram_bytes",
-        default: DefaultValue::Int(4 << 30),
-        unit: "bytes",
-        check: Check::Range(1048576.0, 1.1e12),
-        source: "dual-page checkpointing paper §5.1.2 (DudeTM is given 4 GB DRAM)",
-        doc: "DRAM for the shadow copy and the volatile logs (4 KiB frames, assigned on first touch)",
-    },
-    ParamSpec {
-        key: "dudetm.log_bytes",
-        default: DefaultValue::Int(64 << 20),
-        unit: "bytes",
-        check: Check::PowerOfTwo(1 << 12, 1 << 36),
-        source: "modelling choice: holds one group of 16 B entries (a fuller log forces an early group commit)",
-        doc: "persistent redo log in NVM (one group: 64 B header + 16 B per entry)",
-    },
-    ParamSpec {
-        key: "dudetm.volatile_log_bytes_per_core",
-        default: DefaultValue::Int(4 << 20),
-        unit: "bytes",
-        check: Check::PowerOfTwo(1 << 12, 1 << 34),
-        source: "modelling choice: a per-thread ring in DRAM; a fuller ring forces an early group commit that the worker waits for",
-        doc: "per-core volatile redo log ring in DRAM",
-    },
-    ParamSpec {
-        key: "dudetm.tx_instructions",
-        default: DefaultValue::Int(20),
-        unit: "instructions",
-        check: Check::Range(0.0, 1e6),
-        source: "modelling choice: transaction id from a global counter (one atomic add) and the commit marker's bookkeeping; concurrency control is not modelled for any scheme (threads own disjoint data)",
-        doc: "Perform step: per-transaction bookkeeping besides the commit marker store",
-    },
-    ParamSpec {
-        key: "dudetm.write_instructions",
-        default: DefaultValue::Int(4),
-        unit: "instructions",
-        check: Check::Range(0.0, 1e6),
-        source: "modelling choice: ring index bump, wrap check and address computation of one redo-log append",
-        doc: "Perform step: per-store redo-log append besides its two stores",
-    },
+    p!("dudetm.group_commit_ms", float 16.0, "ms", Check::Range(1e-6, 1e4),
+        "dual-page checkpointing paper §5.2 (DudeTM with a 16 ms group-commit interval); BASELINES.md",
+        "interval between group commits of the persistent redo log"),
+    p!("dudetm.dram_bytes", int 4 << 30, "bytes", Check::Range(1048576.0, 1.1e12),
+        "dual-page checkpointing paper §5.1.2 (DudeTM is given 4 GB DRAM)",
+        "DRAM for the shadow copy and the volatile logs (4 KiB frames, assigned on first touch)"),
+    p!("dudetm.log_bytes", int 64 << 20, "bytes", Check::PowerOfTwo(1 << 12, 1 << 36),
+        "modelling choice: holds one group of 16 B entries (a fuller log forces an early group commit)",
+        "persistent redo log in NVM (one group: 64 B header + 16 B per entry)"),
+    p!("dudetm.volatile_log_bytes_per_core", int 4 << 20, "bytes", Check::PowerOfTwo(1 << 12, 1 << 34),
+        "modelling choice: a per-thread ring in DRAM; a fuller ring forces an early group commit that the worker waits for",
+        "per-core volatile redo log ring in DRAM"),
+    p!("dudetm.tx_instructions", int 20, "instructions", Check::Range(0.0, 1e6),
+        "modelling choice: transaction id from a global counter (one atomic add) and the commit marker's bookkeeping; concurrency control is not modelled for any scheme (threads own disjoint data)",
+        "Perform step: per-transaction bookkeeping besides the commit marker store"),
+    p!("dudetm.write_instructions", int 4, "instructions", Check::Range(0.0, 1e6),
+        "modelling choice: ring index bump, wrap check and address computation of one redo-log append",
+        "Perform step: per-store redo-log append besides its two stores"),
 ];
 
 pub static INFO: SchemeInfo = SchemeInfo {

@@ -482,7 +482,7 @@ impl ResumableScan for HoopScan {
             //    set bits, not the region's block count: the index is read
             //    a 4 KiB piece at a time, pieces that read as zero are
             //    skipped (zeros_until), and only nonzero words are examined
-            //    (issue 21 part 7: 4 KiB blocks made this loop the cost).
+            //    (4 KiB blocks made this loop the cost).
             let index_bytes = g.index_bytes();
             let mut piece = [0u8; 4096];
             let mut off = 0u64;

@@ -2,7 +2,7 @@
 //! why crash verification need not re-run it when it crashes among its
 //! metadata rewrites.
 //!
-//! Recovery (module docs of `ssp.rs`) is a function of three kinds of
+//! Recovery (module docs of `osp/mod.rs`) is a function of three kinds of
 //! bytes: each core's journal (the valid records), the metadata line of
 //! every slot a record names or the slot table reaches, and the committed
 //! shadow lines of the pages it consolidates. The scan keeps that state
@@ -51,7 +51,7 @@ use crate::config::Params;
 use crate::error::{Error, Result};
 use crate::mem::MemRead;
 use crate::recovery::{ResumableScan, ScanIo};
-use crate::schemes::logging::opt_undo::recovery_ns;
+use crate::schemes::kit::log::recovery_ns;
 use crate::schemes::{Layout, RecoveryReport};
 use crate::types::{Addr, LineData};
 use rustc_hash::FxHashMap;
@@ -689,7 +689,7 @@ mod tests {
     use super::super::{header_line, reserved_bytes, JOURNAL_MAGIC, PARAMS};
     use super::*;
     use crate::mem::{MemWrite, SparseImage};
-    use crate::schemes::logging::opt_undo::csum;
+    use crate::schemes::kit::log::csum;
 
     /// A journal record of `entries` (slot, home, bitmap) at `off`.
     fn record(img: &mut SparseImage, g: &Geometry, off: u64, v: u64, entries: &[(u64, Addr, u64)]) {
