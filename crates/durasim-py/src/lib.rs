@@ -242,7 +242,7 @@ fn hoop_recovery_time_ns(
     for (k, v) in &set {
         p.set_str(k, v).map_err(to_py)?;
     }
-    Ok(schemes::hoop::recovery::recovery_time_ns(
+    Ok(schemes::out_of_place::hoop::recovery::recovery_time_ns(
         &p,
         region_bytes,
         reduction_ratio,

@@ -22,7 +22,7 @@ const DPC_TOML: &str = include_str!("../../../configs/dpc.toml");
 
 fn spec(scheme: &str) -> RunSpec {
     let mut s = RunSpec::new(scheme, "btree").expect("registered scheme/workload");
-    if durasim::schemes::checkpoint::contexts_reader(scheme).is_some() {
+    if durasim::schemes::find(scheme).is_ok_and(|i| i.durability == Durability::Checkpoint) {
         s.params
             .apply_toml(DPC_TOML, "configs/dpc.toml")
             .expect("the shipped preset parses");
@@ -54,7 +54,7 @@ fn crash_speed(c: &mut Criterion) {
     g.finish();
 }
 
-/// Resumed recovery scans (crash/resume.rs) against from-scratch recovery
+/// Resumed recovery scans (recovery/scan.rs) against from-scratch recovery
 /// of every point, on a run whose live log grows (opt-redo, 500 tx): the
 /// gap widens with the run.
 fn crash_resume(c: &mut Criterion) {

@@ -93,11 +93,14 @@ impl DefaultValue {
     }
 }
 
+/// Declare a [`ParamSpec`]: key, `int`/`float`/`bool`/`str` and the
+/// default, unit (not for `str`), check (the choices for `str`, none for
+/// `bool`), source, doc. Engine and scheme parameter lists use it.
 macro_rules! p {
     ($key:expr, int $v:expr, $unit:expr, $check:expr, $src:expr, $doc:expr) => {
-        ParamSpec {
+        $crate::config::ParamSpec {
             key: $key,
-            default: DefaultValue::Int($v),
+            default: $crate::config::DefaultValue::Int($v),
             unit: $unit,
             check: $check,
             source: $src,
@@ -105,9 +108,9 @@ macro_rules! p {
         }
     };
     ($key:expr, float $v:expr, $unit:expr, $check:expr, $src:expr, $doc:expr) => {
-        ParamSpec {
+        $crate::config::ParamSpec {
             key: $key,
-            default: DefaultValue::Float($v),
+            default: $crate::config::DefaultValue::Float($v),
             unit: $unit,
             check: $check,
             source: $src,
@@ -115,47 +118,33 @@ macro_rules! p {
         }
     };
     ($key:expr, bool $v:expr, $unit:expr, $src:expr, $doc:expr) => {
-        ParamSpec {
+        $crate::config::ParamSpec {
             key: $key,
-            default: DefaultValue::Bool($v),
+            default: $crate::config::DefaultValue::Bool($v),
             unit: $unit,
-            check: Check::Any,
+            check: $crate::config::Check::Any,
             source: $src,
             doc: $doc,
         }
     };
     ($key:expr, str $v:expr, $choices:expr, $src:expr, $doc:expr) => {
-        ParamSpec {
+        $crate::config::ParamSpec {
             key: $key,
-            default: DefaultValue::Str($v),
+            default: $crate::config::DefaultValue::Str($v),
             unit: "",
-            check: Check::OneOf($choices),
+            check: $crate::config::Check::OneOf($choices),
             source: $src,
             doc: $doc,
         }
     };
 }
+pub(crate) use p;
 
 const T2: &str = "HOOP paper Table II";
 /// Source of a default chosen by us (explained in docs/MODEL.md).
 pub(crate) const MC: &str = "modelling choice, see docs/MODEL.md";
 /// The HOOP preset's reference core (the paper gives no core sizes).
 const SNB: &str = "Intel Sandy Bridge (Intel 64 and IA-32 Optimization Reference Manual, Sandy Bridge section: 168-entry ROB, 64 load / 36 store buffers, 10 L1D fill buffers, 4-wide)";
-
-/// Declare a [`ParamSpec`] positionally (used by schemes' parameter lists).
-macro_rules! spec {
-    ($key:expr, $def:expr, $unit:expr, $check:expr, $src:expr, $doc:expr) => {
-        $crate::config::ParamSpec {
-            key: $key,
-            default: $def,
-            unit: $unit,
-            check: $check,
-            source: $src,
-            doc: $doc,
-        }
-    };
-}
-pub(crate) use spec;
 
 /// Engine parameters (CPU, caches, memory controller, NVM, DRAM, workloads).
 pub static ENGINE_PARAMS: &[ParamSpec] = &[

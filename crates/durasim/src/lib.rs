@@ -9,6 +9,7 @@ pub mod crash;
 pub mod engine;
 pub mod error;
 pub mod mem;
+pub mod recovery;
 pub mod schemes;
 pub mod stats;
 pub mod trace;

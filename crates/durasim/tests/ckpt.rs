@@ -370,7 +370,7 @@ fn kept_recoveries_match_recovery_from_scratch() {
             );
             if scheme == "ckpt-cow" {
                 // Its recovery reads the home lines it writes: the re-runs
-                // are proven by `crash::epochs::copies_home`, and each one
+                // are proven by `RecoveryForm::CopiesHome`, and each one
                 // was run anyway and matched (verify_dedup).
                 assert!(kept.recovery_reruns_elided > 0, "{name}");
             }

@@ -10,8 +10,10 @@ use durasim::cli::{main_with, Cli};
 use durasim::config::Params;
 use durasim::crash::{self, CrashOptions, CrashReport, PointSel, ViolationKind};
 use durasim::error::{Error, Result};
+use durasim::mem::Layout;
 use durasim::mem::MemWrite;
-use durasim::schemes::{Durability, Layout, MemCtx, RecoveryReport, Scheme, SchemeInfo};
+use durasim::recovery::{Durability, RecoveryForm, RecoveryReport};
+use durasim::schemes::{MemCtx, Scheme, SchemeInfo};
 use durasim::types::{Addr, CoreId, Cycle, LineData, Purpose};
 use durasim::RunSpec;
 use std::collections::BTreeMap;
@@ -284,6 +286,8 @@ macro_rules! redo_info {
             reserved_bytes: reserve,
             build: build::<{ $v }>,
             recover: recover::<{ $v }>,
+            recovery: RecoveryForm::Plain,
+            contexts: None,
         };
     };
 }
@@ -403,7 +407,7 @@ fn every_registered_scheme_survives_every_crash_point() {
             s.seed = 11;
             // Differential check of the dedup: every reused point is also
             // recovered from scratch and the images compared.
-            // ... and every resumed point too (crash/resume.rs).
+            // ... and every resumed point too (recovery/scan.rs).
             let opts = CrashOptions {
                 verify_dedup: hoop_paper,
                 verify_resume: hoop_paper,

@@ -1,6 +1,6 @@
-//! Resumable recovery (crash/resume.rs, issue 20 part 1): the resumed
-//! scan gives exactly what a from-scratch recovery gives, on every
-//! workload, and verdicts do not depend on it or on the host threads.
+//! Resumable recovery (recovery/scan.rs): the resumed scan gives exactly what a
+//! from-scratch recovery gives, on every workload, and verdicts do not depend
+//! on it or on the host threads.
 
 use durasim::config::Params;
 use durasim::crash::{self, CrashOptions, CrashReport, PointSel};

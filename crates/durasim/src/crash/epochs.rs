@@ -1,7 +1,7 @@
-//! Crash verification with checkpoint semantics (issue 15): a crash at any
-//! persist point must recover exactly the memory image *and* the CPU
-//! contexts of the last checkpoint whose switch-pointer write persisted
-//! (the initial image and contexts before the first one).
+//! Crash verification with checkpoint semantics: a crash at any persist point
+//! must recover exactly the memory image *and* the CPU contexts of the last
+//! checkpoint whose switch-pointer write persisted (the initial image and
+//! contexts before the first one).
 //!
 //! A checkpoint may fall in the middle of an operation, so the expected
 //! image is not a transaction prefix: for thread t it is the initial image
@@ -18,9 +18,8 @@
 //! finishes it); exact equality with the program's store prefix is the
 //! stronger check.
 
-use super::memo::{ReadSet, Writes};
+use super::memo::ReadSet;
 use super::oracle::RecView;
-use super::resume::RangeSet;
 use super::RecStats;
 use super::{
     first_difference, guarded, points, replay_line, CrashOptions, CrashReport, Recorder, Violation,
@@ -28,9 +27,12 @@ use super::{
 };
 use crate::engine::{Engine, RunSpec};
 use crate::error::{Error, Result};
+use crate::mem::Layout;
 use crate::mem::{MemRead, MemWrite, Overlay, SparseImage};
-use crate::schemes::checkpoint::{contexts_reader, CoreContext};
-use crate::schemes::{Durability, Layout, SchemeInfo};
+use crate::recovery::writes::Writes;
+use crate::recovery::{Durability, NewUnitsFn, RangeSet, RecoveryReport, UnitCounts, UnitRecovery};
+use crate::schemes::checkpoint::CoreContext;
+use crate::schemes::SchemeInfo;
 use crate::types::{Addr, LINE_BYTES, WORD_BYTES};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::time::Instant;
@@ -64,18 +66,17 @@ struct EpochOracle<'a> {
     kept: Option<Kept>,
 }
 
-/// A recovery kept across crash points (issue 20 part 1). Recovery is a
-/// deterministic function of the bytes it reads: while no persisted event
-/// touches a byte it read, a recovery from scratch would read the same
-/// bytes, make the same writes and return the same report, so its
-/// recovered image is the crash image with those writes over it. That
-/// image is kept ([`RecView`]: updated by each event where no recovery
-/// write covers it, with its own per-thread words differing from the
-/// expected image, updated as events land and checkpoints advance the
-/// expected image), so such a point costs its event and a check of the
-/// words that differ, not a recovery of the whole checkpoint. Kept only
-/// when no recovery write overlaps a byte recovery read (crash/war.rs) or
-/// the scheme copies home ([`copies_home`]): then no crashed re-run can
+/// A recovery kept across crash points. Recovery is a deterministic function of
+/// the bytes it reads: while no persisted event touches a byte it read, a
+/// recovery from scratch would read the same bytes, make the same writes and
+/// return the same report, so its recovered image is the crash image with those
+/// writes over it. That image is kept ([`RecView`]: updated by each event where
+/// no recovery write covers it, with its own per-thread words differing from
+/// the expected image, updated as events land and checkpoints advance the
+/// expected image), so such a point costs its event and a check of the words
+/// that differ, not a recovery of the whole checkpoint. Kept only when no
+/// recovery write overlaps a byte recovery read (crash/war.rs) or the scheme
+/// copies home (`RecoveryForm::CopiesHome`): then no crashed re-run can
 /// diverge (every one is proven, at every point the recovery holds).
 struct Kept {
     source: Source,
@@ -399,7 +400,7 @@ impl EpochOracle<'_> {
     /// Keep a passing point's recovery (it read `reads` and wrote
     /// `writes` over the current crash image), unless a write overlaps a
     /// byte it read and its crashed re-runs are not proven otherwise
-    /// (`repeat`: [`copies_home`]).
+    /// (`repeat`: `RecoveryForm::CopiesHome`).
     fn keep(
         &mut self,
         mut reads: ReadSet,
@@ -665,92 +666,14 @@ impl EpochOracle<'_> {
     }
 }
 
-/// Per-unit counts a [`UnitRecovery`] reports (summed over units).
-pub type UnitCounts = [u64; 2];
-
-/// A checkpoint recovery split into *units* (issue 20 part 1): a global
-/// part (switch pointer, contexts, headers) that says how many units may
-/// follow, then units (a DPT entry, a log entry) that each read their own
-/// bytes and write home. The scheme's recovery is [`recover_by_units`]
-/// (one code for both paths), and the epoch oracle keeps each unit's reads
-/// and writes so an event that touches one unit's reads re-runs that unit
-/// only, and one that touches where the scan stopped continues it.
-///
-/// Contract: `unit(i)` is a function of what `begin` read and of its own
-/// reads only; units write disjoint bytes, and no recovery write overlaps
-/// a byte any part reads (the driver checks both and otherwise recovers
-/// from scratch).
-pub trait UnitRecovery: Send {
-    /// Read the global part; the number of units that follow (the scan
-    /// may end earlier, see [`UnitRecovery::unit`]).
-    fn begin(&mut self, img: &dyn MemRead) -> Result<u64>;
-    /// Unit `i`: its home writes through `home`, and its counts; `None`
-    /// ends the scan here (it and later units do not take part).
-    fn unit(
-        &self,
-        i: u64,
-        img: &dyn MemRead,
-        home: &mut dyn FnMut(Addr, &[u8]),
-    ) -> Result<Option<UnitCounts>>;
-    /// The recovery report, given the units' summed counts.
-    fn report(&self, counts: UnitCounts) -> crate::schemes::RecoveryReport;
-}
-
-/// A scheme's recovery as units, from nothing read.
-pub type NewUnitsFn = fn(&crate::config::Params, &Layout) -> Box<dyn UnitRecovery>;
-
-/// The checkpointing schemes whose recovery is a [`UnitRecovery`] (by
-/// name; mutants are parameters of the same scheme).
-pub fn units_for_scheme(name: &str) -> Option<NewUnitsFn> {
-    match name {
-        "dpc" => Some(crate::schemes::checkpoint::dpc::new_units),
-        "ckpt-logging" => Some(crate::schemes::checkpoint::logging::new_units),
-        _ => None,
-    }
-}
-
-/// The checkpointing schemes whose recovery *copies home* (issue 20 part
-/// 3; ckpt-cow, argued at `schemes::checkpoint::cow::recover`): it reads
-/// its metadata and copies in the reserved area only, and at home only a
-/// line it then writes with copy bytes if they differ; a later copy of the
-/// same line wins. So the home lines it reads do not steer it, and a
-/// re-run crashed after any of its writes, whose reads of the reserved
-/// area are unchanged when every write lies at home ([`reruns_repeat`]),
-/// ends on the same image (each named line holds its last copy, the others
-/// the crash image): every re-run is proven although recovery reads what
-/// it writes.
-pub fn copies_home(name: &str) -> bool {
-    name == "ckpt-cow"
-}
-
-/// Whether every crashed re-run of a recovery that wrote `writes` is
-/// proven by [`copies_home`]: the scheme copies home and every write lies
+/// Whether every crashed re-run of a recovery that wrote `writes` is proven by
+/// `RecoveryForm::CopiesHome`: the scheme copies home and every write lies
 /// below the home limit (so none changes a byte of the reserved area).
 fn reruns_repeat(sh: &EpochShared, writes: &Writes) -> bool {
     sh.copies_home
         && writes
             .pieces(writes.len())
             .all(|(a, d)| a + d.len() as u64 <= sh.layout.home_limit)
-}
-
-/// Recovery from scratch: the global part, then every unit in order with
-/// its home writes.
-pub fn recover_by_units(
-    mut scan: Box<dyn UnitRecovery>,
-    img: &mut dyn MemWrite,
-) -> Result<crate::schemes::RecoveryReport> {
-    let n = scan.begin(&*img)?;
-    let mut counts = [0u64; 2];
-    let mut out = Writes::default();
-    for i in 0..n {
-        out.clear();
-        let Some(c) = scan.unit(i, &*img, &mut |a, d| out.push(a, d))? else {
-            break;
-        };
-        out.replay_onto(out.len(), img);
-        counts = [counts[0] + c[0], counts[1] + c[1]];
-    }
-    Ok(scan.report(counts))
 }
 
 /// Crash-test a checkpointing scheme (or a scheme run on the hybrid memory
@@ -773,7 +696,7 @@ pub fn crashtest_checkpoints(
         .ok_or_else(|| Error::Internal("history recording was not enabled".into()))?;
     let layout = engine.ctx.layout.clone();
     let params = engine.params.clone();
-    let reader = contexts_reader(info.name);
+    let reader = info.contexts;
     let records = std::mem::take(&mut engine.checkpoints);
     let log = &engine.ctx.nvm.persist_log;
     let events = log.events();
@@ -788,9 +711,6 @@ pub fn crashtest_checkpoints(
             op_start[t].push(writes[t].len() as u64);
         }
     }
-    // Only the registered entry: a test-only scheme of the same name has
-    // its own recovery.
-    let registered = crate::schemes::find(info.name).is_ok_and(|r| std::ptr::eq(r, info));
     let sh = EpochShared {
         info,
         spec: &spec,
@@ -804,8 +724,8 @@ pub fn crashtest_checkpoints(
         n,
         writes: &writes,
         op_start: &op_start,
-        units: units_for_scheme(info.name).filter(|_| registered),
-        copies_home: copies_home(info.name) && registered,
+        units: info.recovery.units(),
+        copies_home: info.recovery.copies_home(),
     };
     // Contiguous chunks merged in point order, as in the transactional
     // driver: each starts cold (oracle advanced from point 0), which never
@@ -918,7 +838,7 @@ struct EpochShared<'a> {
     op_start: &'a [Vec<u64>],
     /// The scheme's recovery as units, when used ([`UnitRecovery`]).
     units: Option<NewUnitsFn>,
-    /// The scheme's recovery copies home ([`copies_home`]).
+    /// The scheme's recovery copies home (`RecoveryForm::CopiesHome`).
     copies_home: bool,
 }
 
@@ -1149,7 +1069,7 @@ fn fresh_parts<'s, W: MemWrite + 's>(
     sh: &EpochShared,
     t: &mut EpochTally,
     fresh: super::Fresh<W>,
-    slot: &'s mut Option<(Recorder<W>, ReadSet, crate::schemes::RecoveryReport)>,
+    slot: &'s mut Option<(Recorder<W>, ReadSet, RecoveryReport)>,
 ) -> (&'s dyn MemRead, &'s [Addr], &'s Writes, usize, usize) {
     let super::Fresh {
         mut rec,

@@ -15,15 +15,18 @@ pub mod epochs;
 pub mod memo;
 pub mod oracle;
 pub mod points;
-pub mod resume;
 pub mod war;
 
 use crate::engine::{Engine, RunSpec};
 use crate::error::{Error, Result};
+use crate::mem::Layout;
 use crate::mem::{MemRead, MemWrite, Overlay, SparseImage};
-use crate::schemes::{self, Durability, Layout, RecoveryReport, SchemeInfo};
+use crate::recovery::writes::{self, Writes};
+use crate::recovery::{Durability, RecoveryReport};
+use crate::recovery::{RangeSet, ResumableScan, ScanIo};
+use crate::schemes::{self, SchemeInfo};
 use crate::types::{Addr, LINE_BYTES};
-use memo::{Memo, ReadSet, Writes};
+use memo::{Memo, ReadSet};
 use oracle::Oracle;
 pub use points::PointSel;
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -57,7 +60,7 @@ pub struct CrashOptions {
     /// (`CrashReport::dedup_mismatches`, must stay 0).
     pub verify_dedup: bool,
     /// Resume the previous point's recovery scan for schemes whose
-    /// recovery is resumable ([`resume`]). Exact; needs `dedup_recoveries`
+    /// recovery is resumable ([`crate::recovery::scan`]). Exact; needs `dedup_recoveries`
     /// (crashes inside the replayed records are proven, not re-run).
     pub resume_scans: bool,
     /// Differential check of [`resume`] (tests, CI): every resumed point
@@ -194,7 +197,7 @@ pub struct CrashReport {
     /// a different image (a dedup bug; 0).
     pub dedup_mismatches: u64,
     /// Crash images recovered by resuming the previous point's scan
-    /// ([`resume`]) instead of from scratch.
+    /// ([`crate::recovery::scan`]) instead of from scratch.
     pub resumed_points: u64,
     /// With `verify_resume`: resumed points whose from-scratch recovery or
     /// check differed (a bug; 0).
@@ -575,7 +578,7 @@ struct Shared<'a> {
     info: &'static SchemeInfo,
     spec: &'a RunSpec,
     opts: &'a CrashOptions,
-    layout: &'a schemes::Layout,
+    layout: &'a Layout,
     params: &'a crate::config::Params,
     check: crate::workloads::CheckFn,
     check_incremental: Option<fn() -> Box<dyn crate::workloads::IncrementalCheck>>,
@@ -588,8 +591,8 @@ struct Shared<'a> {
     per_thread: &'a [Vec<crate::engine::TxRecord>],
     background: &'a [std::ops::Range<u64>],
     background_kinds: &'a [&'static str],
-    /// The scheme's resumable recovery, when used ([`resume`]).
-    resume: Option<resume::NewScanFn>,
+    /// The scheme's resumable recovery, when used ([`crate::recovery::scan`]).
+    resume: Option<crate::recovery::NewScanFn>,
 }
 
 /// A worker's state across the points of its chunk.
@@ -598,7 +601,7 @@ struct Worker<'a> {
     scratch: Scratch,
     memo: Option<Memo>,
     undo: Vec<(Addr, u64)>,
-    /// The resumed recovery's scan state ([`resume`]); the recovered
+    /// The resumed recovery's scan state ([`crate::recovery::scan`]); the recovered
     /// image is the oracle's view.
     fast: Option<Fast>,
     /// Resuming was found unusable here (home writes met the scan's
@@ -608,18 +611,18 @@ struct Worker<'a> {
 
 /// A worker's resumable scan, valid for the crash image of `at` events.
 struct Fast {
-    scan: Box<dyn resume::ResumableScan>,
+    scan: Box<dyn ResumableScan>,
     at: u64,
     /// Bytes every cursor read before its last mark.
-    stable: resume::RangeSet,
+    stable: RangeSet,
     /// Per cursor: bytes read after its last mark (where it stopped).
-    frontier: Vec<resume::RangeSet>,
+    frontier: Vec<RangeSet>,
     /// Cursors whose frontier an event touched since they last ran.
     dirty: Vec<bool>,
     /// Bytes recovery's home writes cover (must not meet a read).
-    homes: resume::RangeSet,
+    homes: RangeSet,
     home_pieces: usize,
-    /// Sum of the home pieces' hashes ([`memo::Writes::digest`]).
+    /// Sum of the home pieces' hashes ([`Writes::digest`]).
     home_sum: u64,
     /// Scratch: one resume's home ranges, before they join `homes`.
     new_homes: Vec<(Addr, Addr)>,
@@ -645,7 +648,7 @@ pub fn crashtest_with(
     opts: &CrashOptions,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<CrashReport> {
-    if crate::schemes::checkpoint::contexts_reader(info.name).is_some() {
+    if info.durability == Durability::Checkpoint {
         // Whole-system checkpointing: checkpoint semantics (crash/epochs.rs).
         return epochs::crashtest_checkpoints(info, spec, opts, progress);
     }
@@ -708,11 +711,10 @@ pub fn crashtest_with(
         per_thread: &history.per_thread,
         background: &history.background,
         background_kinds: &history.background_kinds,
-        resume: resume::for_scheme(info.name)
-            .filter(|_| opts.resume_scans && opts.dedup_recoveries)
-            // Only the registered entry: a test-only scheme of the same
-            // name has its own recovery.
-            .filter(|_| schemes::find(info.name).is_ok_and(|r| std::ptr::eq(r, info))),
+        resume: info
+            .recovery
+            .scan()
+            .filter(|_| opts.resume_scans && opts.dedup_recoveries),
     };
     // Contiguous chunks, a few per host thread (load balance); a worker
     // starts cold (oracle advanced from point 0, no memo), which costs time
@@ -980,7 +982,7 @@ fn same_as_resumed(sh: &Shared, w: &Worker) -> bool {
     let mut img = Overlay::new(&view.img);
     fin.replay_onto(fin.len(), &mut img);
     let nw = f.home_pieces + fin.len();
-    let digest = memo::digest_of(f.home_sum.wrapping_add(pieces_sum(&fin)), nw);
+    let digest = writes::digest_of(f.home_sum.wrapping_add(pieces_sum(&fin)), nw);
     if rec.writes() != nw || rec.writes.digest() != digest {
         return false;
     }
@@ -994,8 +996,9 @@ fn same_as_resumed(sh: &Shared, w: &Worker) -> bool {
 
 /// The wrapping sum of the piece hashes of `w` (its digest's sum).
 fn pieces_sum(w: &Writes) -> u64 {
-    w.pieces(w.len())
-        .fold(0u64, |acc, (a, d)| acc.wrapping_add(memo::piece_hash(a, d)))
+    w.pieces(w.len()).fold(0u64, |acc, (a, d)| {
+        acc.wrapping_add(writes::piece_hash(a, d))
+    })
 }
 
 /// Bring the worker's scan up to crash point `k`: resume the cursors
@@ -1084,7 +1087,7 @@ fn resume_scan(sh: &Shared, w: &mut Worker, k: u64) -> Option<()> {
                 } else {
                     new_homes.push((a, a + len));
                 }
-                f.home_sum = f.home_sum.wrapping_add(memo::piece_hash(a, d));
+                f.home_sum = f.home_sum.wrapping_add(writes::piece_hash(a, d));
                 oracle.view_home(a, d);
                 met
             };
@@ -1128,7 +1131,7 @@ fn resume_scan(sh: &Shared, w: &mut Worker, k: u64) -> Option<()> {
 }
 
 /// Recover crash point `k` (untorn) by resuming the worker's scan
-/// ([`resume`]) and check it. `None`: the scan could not be used (a
+/// ([`crate::recovery::scan`]) and check it. `None`: the scan could not be used (a
 /// recovery error or panic, or home writes that meet the scan's reads);
 /// the state is dropped and the caller recovers from scratch.
 fn check_resumed(sh: &Shared, w: &mut Worker, tally: &mut Tally, k: u64) -> Option<bool> {
@@ -1175,7 +1178,7 @@ fn check_resumed(sh: &Shared, w: &mut Worker, tally: &mut Tally, k: u64) -> Opti
         None => (fin.len(), pieces_sum(&fin)),
     };
     let nw = f.home_pieces + fin_len;
-    let digest = memo::digest_of(f.home_sum.wrapping_add(fin_sum), nw);
+    let digest = writes::digest_of(f.home_sum.wrapping_add(fin_sum), nw);
     fin.sort_words();
     tally.rec.add(report.bytes_written, report.modeled_ns);
     tally.resumed += 1;
@@ -1213,7 +1216,7 @@ fn check_resumed(sh: &Shared, w: &mut Worker, tally: &mut Tally, k: u64) -> Opti
     Some(ok)
 }
 
-/// A [`resume::ScanIo`] over the crash image that records the reads and
+/// A [`ScanIo`] over the crash image that records the reads and
 /// keeps home writes, with the position of the last mark.
 struct FastIo<'a> {
     img: &'a SparseImage,
@@ -1222,15 +1225,15 @@ struct FastIo<'a> {
     rehomes: Vec<Rehome>,
     /// Reads, home writes and replacements before the last mark.
     mark: (usize, usize, usize),
-    /// No home write of this scan was applied yet ([`resume::ScanIo::restart`]).
+    /// No home write of this scan was applied yet ([`ScanIo::restart`]).
     can_restart: bool,
 }
 
 /// A home write of an earlier resume replaced or withdrawn
-/// ([`resume::ScanIo::rehome`]).
+/// ([`ScanIo::rehome`]).
 struct Rehome {
     addr: Addr,
-    /// [`memo::piece_hash`] of the replaced piece.
+    /// [`writes::piece_hash`] of the replaced piece.
     old_hash: u64,
     len: u8,
     new: Option<[u8; LINE_BYTES as usize]>,
@@ -1268,7 +1271,7 @@ impl MemRead for FastIo<'_> {
     }
 }
 
-impl resume::ScanIo for FastIo<'_> {
+impl ScanIo for FastIo<'_> {
     fn home(&mut self, addr: Addr, data: &[u8]) {
         self.homes.push(addr, data);
     }
@@ -1289,7 +1292,7 @@ impl resume::ScanIo for FastIo<'_> {
         );
         self.rehomes.push(Rehome {
             addr,
-            old_hash: memo::piece_hash(addr, old),
+            old_hash: writes::piece_hash(addr, old),
             len: old.len() as u8,
             new: new.map(|d| {
                 assert_eq!(d.len(), old.len(), "a replacement keeps the length");
@@ -1325,7 +1328,7 @@ fn rerun_violation<W: MemWrite>(
     mask: Option<u8>,
     m: usize,
     total: usize,
-    res: std::result::Result<crate::schemes::RecoveryReport, String>,
+    res: std::result::Result<RecoveryReport, String>,
     first: &dyn MemRead,
     first_words: &[Addr],
     rec2: &mut Recorder<W>,

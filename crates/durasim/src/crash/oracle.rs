@@ -11,8 +11,9 @@
 //! sets), never the size of the image.
 
 use crate::engine::{History, TxRecord};
+use crate::mem::Layout;
 use crate::mem::{MemRead, MemWrite, PersistLog, SparseImage};
-use crate::schemes::{Durability, Layout};
+use crate::recovery::Durability;
 use crate::types::{Addr, WORD_BYTES};
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -119,7 +120,7 @@ pub struct Oracle<'h> {
     base: Vec<u64>,
     delta: Vec<FxHashSet<Addr>>,
     guarantee: Guarantee,
-    /// A resumed recovery's image, kept across points (crash/resume.rs).
+    /// A resumed recovery's image, kept across points (recovery/scan.rs).
     view: Option<RecView>,
     /// Thread-region words whose delta entries are stale: events applied
     /// by [`Oracle::advance`] or home writes of the kept recovered image

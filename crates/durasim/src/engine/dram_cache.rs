@@ -24,7 +24,7 @@ use crate::cache::hierarchy::{MemSide, WritebackCause};
 use crate::cache::LineExt;
 use crate::config::Params;
 use crate::error::{Error, Result};
-use crate::mem::hybrid::PAGE_BYTES;
+use crate::mem::layout::PAGE_BYTES;
 use crate::schemes::{MemCtx, Scheme};
 use crate::types::{Addr, CoreId, Cycle, LineData, Purpose, LINE_BYTES};
 

@@ -2,7 +2,9 @@
 //! ordinary write-backs; TxBegin/TxEnd cost nothing. Upper bound on speed and
 //! the crash oracle's negative control: it must fail crash verification.
 
-use super::{no_reserve, Durability, Layout, MemCtx, RecoveryReport, Scheme, SchemeInfo};
+use super::{
+    no_reserve, Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo,
+};
 use crate::config::Params;
 use crate::error::Result;
 use crate::mem::MemWrite;
@@ -16,6 +18,8 @@ pub static INFO: SchemeInfo = SchemeInfo {
     reserved_bytes: no_reserve,
     build,
     recover,
+    recovery: RecoveryForm::Plain,
+    contexts: None,
 };
 
 struct Ideal;

@@ -1,88 +1,31 @@
 //! Crash-consistency schemes: one module per scheme behind [`Scheme`], and a
 //! registry by name. Adding a scheme = its module + one line in [`REGISTRY`].
+//!
+//! Schemes are grouped by mechanism ([`logging`], [`out_of_place`],
+//! [`checkpoint`], [`software`]); a module's name is its scheme's name
+//! (underscores for dashes). What several schemes share lives in [`kit`]
+//! (or in a family's `mod.rs`), never in another scheme's module. Each
+//! registry entry ([`SchemeInfo`]) declares how its recovery is written
+//! ([`RecoveryForm`]), which is all crash verification needs to know.
 
 pub mod checkpoint;
-pub mod hoop;
 pub mod ideal;
-pub mod lad;
+pub mod kit;
 pub mod logging;
-pub mod lsm;
-pub mod oop;
-pub mod redo;
+pub mod out_of_place;
 pub mod software;
-pub mod ssp;
-pub mod undo;
 
 use crate::cache::hierarchy::WritebackCause;
 use crate::cache::LineExt;
 use crate::config::{Check, ParamSpec, Params};
 use crate::error::{Error, Result};
-use crate::mem::{MemRead, MemWrite, MemoryController};
+use crate::mem::{MemRead, MemoryController};
+// The address map schemes are built with, and the recovery contracts a
+// registry entry states, re-exported as part of the schemes' vocabulary.
+pub use crate::mem::Layout;
+pub use crate::recovery::{Durability, RecoverFn, RecoveryForm, RecoveryReport};
 use crate::types::{Addr, CoreId, Cycle, LineData, Purpose};
 use crate::workloads::Op;
-
-/// Where things live in the physical address space.
-#[derive(Clone, Debug)]
-pub struct Layout {
-    /// Total NVM capacity.
-    pub capacity_bytes: u64,
-    /// Program data lives in `[0, home_limit)`; each thread owns one region.
-    pub home_limit: u64,
-    pub threads: usize,
-    /// Usable bytes of each thread's region.
-    pub thread_region_bytes: u64,
-    /// Distance between consecutive thread regions (2 MiB aligned).
-    pub thread_stride_bytes: u64,
-    /// Scheme-reserved NVM (`[home_limit, capacity)`): OOP region, logs, ...
-    pub reserved_base: u64,
-    /// Addresses from here on model a scheme's ADR-protected structures:
-    /// durable, but not NVM media (no traffic).
-    pub adr_base: u64,
-}
-
-impl Layout {
-    pub fn new(capacity_bytes: u64, reserved_bytes: u64, threads: usize) -> Result<Self> {
-        let reserved = reserved_bytes.div_ceil(1 << 21) << 21;
-        if reserved >= capacity_bytes {
-            return Err(Error::input(format!(
-                "nvm.capacity_bytes={capacity_bytes} is smaller than the scheme's reserved space ({reserved} bytes)"
-            )));
-        }
-        let home_limit = capacity_bytes - reserved;
-        let region = (home_limit / threads as u64) & !((1u64 << 21) - 1);
-        if region < (1 << 21) {
-            return Err(Error::input(format!(
-                "nvm.capacity_bytes={capacity_bytes} leaves less than 2 MiB per thread for {threads} threads"
-            )));
-        }
-        Ok(Layout {
-            capacity_bytes,
-            home_limit,
-            threads,
-            thread_region_bytes: region,
-            thread_stride_bytes: region,
-            reserved_base: home_limit,
-            adr_base: capacity_bytes.next_power_of_two().max(capacity_bytes) + (1 << 40),
-        })
-    }
-
-    /// Start of `thread`'s region (2 MiB aligned). No stagger is needed:
-    /// the default permutation address mapping spreads equal offsets of
-    /// power-of-two-strided regions over banks (docs/MODEL.md).
-    pub fn thread_base(&self, thread: usize) -> Addr {
-        thread as u64 * self.thread_stride_bytes
-    }
-
-    /// The thread whose region holds `addr`, if any.
-    #[inline]
-    pub fn thread_of(&self, addr: Addr) -> Option<usize> {
-        let t = (addr / self.thread_stride_bytes) as usize;
-        (t < self.threads
-            && addr >= self.thread_base(t)
-            && addr < self.thread_base(t) + self.thread_region_bytes)
-            .then_some(t)
-    }
-}
 
 /// Everything below the caches that a scheme drives.
 pub struct MemCtx {
@@ -143,30 +86,6 @@ pub(crate) const MUTANT_SOURCE: &str =
 /// Python `params()`): the hidden test-only `<scheme>.mutant` keys are not.
 pub fn is_public_param(key: &str) -> bool {
     !key.ends_with(".mutant")
-}
-
-/// What a scheme promises after a crash (the oracle checks it).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Durability {
-    /// Every transaction whose TxEnd returned survives, atomically.
-    AtCommit,
-    /// State rolls back to the last completed checkpoint/epoch.
-    Checkpoint,
-    /// Any prefix in commit order that includes what was reported persisted.
-    Delayed,
-    /// No guarantee (the native system; the oracle must reject it).
-    None,
-}
-
-/// Result of a scheme's recovery on a crashed image.
-#[derive(Clone, Debug, Default)]
-pub struct RecoveryReport {
-    pub bytes_read: u64,
-    pub bytes_written: u64,
-    /// Modeled recovery time (see each scheme's model).
-    pub modeled_ns: f64,
-    /// Scheme-specific numbers (transactions replayed, rolled back, ...).
-    pub details: Vec<(&'static str, f64)>,
 }
 
 /// Background kind of the force-write-back passes' persist events
@@ -463,10 +382,6 @@ pub trait Scheme: Send {
     fn reset_stats(&mut self) {}
 }
 
-/// Recovery: a function of the durable bytes alone.
-pub type RecoverFn =
-    fn(image: &mut dyn MemWrite, params: &Params, layout: &Layout) -> Result<RecoveryReport>;
-
 /// Registry entry.
 pub struct SchemeInfo {
     pub name: &'static str,
@@ -477,6 +392,12 @@ pub struct SchemeInfo {
     pub reserved_bytes: fn(&Params) -> u64,
     pub build: fn(&Params, &Layout) -> Result<Box<dyn Scheme>>,
     pub recover: RecoverFn,
+    /// How `recover` is written: the fast paths crash verification may
+    /// take (a resumed scan, units kept across crash points).
+    pub recovery: RecoveryForm,
+    /// Whole-system checkpointing schemes ([`Durability::Checkpoint`]):
+    /// reads the CPU contexts a recovered image resumes from.
+    pub contexts: Option<checkpoint::ReadContextsFn>,
 }
 
 pub fn no_reserve(_: &Params) -> u64 {
@@ -486,12 +407,12 @@ pub fn no_reserve(_: &Params) -> u64 {
 /// Every scheme durasim ships.
 pub static REGISTRY: &[&SchemeInfo] = &[
     &ideal::INFO,
-    &hoop::INFO,
-    &undo::INFO,
-    &redo::INFO,
-    &lad::INFO,
-    &ssp::INFO,
-    &lsm::INFO,
+    &out_of_place::hoop::INFO,
+    &logging::opt_undo::INFO,
+    &logging::opt_redo::INFO,
+    &logging::lad::INFO,
+    &out_of_place::osp::INFO,
+    &out_of_place::lsm::INFO,
     &software::pmdk_undo::INFO,
     &software::dudetm::INFO,
     &checkpoint::dpc::INFO,
@@ -500,11 +421,11 @@ pub static REGISTRY: &[&SchemeInfo] = &[
     &logging::redu::INFO,
     &logging::morlog::INFO,
     &logging::morlog::DP_INFO,
-    &oop::ehou::INFO,
+    &out_of_place::ehou::INFO,
     &checkpoint::thynvm::INFO,
-    &checkpoint::overlay::INFO,
-    &checkpoint::logging::INFO,
-    &checkpoint::cow::INFO,
+    &checkpoint::page_overlay::INFO,
+    &checkpoint::ckpt_logging::INFO,
+    &checkpoint::ckpt_cow::INFO,
 ];
 
 /// A named design: a registered scheme with fixed parameter settings (e.g.

@@ -65,7 +65,7 @@ pub fn stat(e: &engine::Engine, key: &str) -> f64 {
 /// Every crash point (clean, and torn on the plain device: the encoders
 /// change the bytes, not the write sizes) of a small run of every
 /// transactional workload with encoding `enc` and `sets`; no violation.
-/// Resumable recoveries (crash/resume.rs) are checked against from-scratch
+/// Resumable recoveries (recovery/scan.rs) are checked against from-scratch
 /// ones at every resumed point (`verify_resume`).
 pub fn crash_every_workload(scheme: &str, enc: &str, sets: &[(&str, &str)]) {
     let opts = CrashOptions {

@@ -32,13 +32,14 @@
 //! lines are applied.
 
 use super::{ContextArea, EPOCH_CYCLES};
-use crate::config::{Check, DefaultValue, ParamSpec, Params};
-use crate::crash::epochs::{UnitCounts, UnitRecovery};
+use crate::config::{p, Check, ParamSpec, Params};
 use crate::error::{Error, Result};
-use crate::mem::hybrid::PAGE_BYTES;
+use crate::mem::layout::PAGE_BYTES;
 use crate::mem::{MemRead, MemWrite};
+use crate::recovery::{UnitCounts, UnitRecovery};
 use crate::schemes::{
-    raise_advice, Durability, Layout, MemCtx, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
+    raise_advice, Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo,
+    SchemeStats,
 };
 use crate::types::{Addr, CoreId, Cycle, LineData, Purpose, LINE_BYTES};
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -46,22 +47,22 @@ use rustc_hash::{FxHashMap, FxHashSet};
 /// Parameters of `dpc` (the epoch length is shared by checkpointing schemes).
 pub static PARAMS: &[ParamSpec] = &[
     EPOCH_CYCLES,
-    crate::config::spec!("dpc.pool_bytes", DefaultValue::Int(300 << 20), "bytes", Check::Range(4096.0, 1e13),
+    p!("dpc.pool_bytes", int 300 << 20, "bytes", Check::Range(4096.0, 1e13),
         "dual-page checkpointing paper §4.4 footnote 4 and §5.1.1 (300 MB derivative pages for 8 GB NVM)",
         "derivative page pool in NVM (a multiple of 4096 B; DPT entries = pool pages)"),
-    crate::config::spec!("dpc.lookup_cycles", DefaultValue::Int(16), "cycles", Check::Range(0.0, 10000.0),
+    p!("dpc.lookup_cycles", int 16, "cycles", Check::Range(0.0, 10000.0),
         "dual-page checkpointing paper §5.1.1 (DPT/CPT lookup 16 cycles; 32 also evaluated)",
         "DPT lookup (BPI match) on every NVM access of the DRAM cache: a page fill or a page write-back"),
-    crate::config::spec!("dpc.fallback_buffer_lines", DefaultValue::Int(10), "lines", Check::Range(1.0, 1e6),
+    p!("dpc.fallback_buffer_lines", int 10, "lines", Check::Range(1.0, 1e6),
         "dual-page checkpointing paper §4.4.3 (10 lines, 720 B)",
         "NVM buffer for dirty lines of pages whose derivative pre-allocation failed; a run that needs more stops with an error"),
-    crate::config::spec!("dpc.metadata", DefaultValue::Str("optimized"), "", Check::OneOf(&["optimized", "controller", "cached", "dram"]),
+    p!("dpc.metadata", str "optimized", &["optimized", "controller", "cached", "dram"],
         "dual-page checkpointing paper §4.3 and §5.5 (metadata placements compared)",
         "optimized: BPI + valid in the controller, bit vectors in DRAM with one entry's vectors cached in the controller; controller: the whole DPT in the controller; cached: dpc.cached_entries whole entries cached in the controller (direct-mapped), the rest in DRAM; dram: every DPT access reads DRAM"),
-    crate::config::spec!("dpc.drain_at_end", DefaultValue::Bool(true), "", Check::Any,
+    p!("dpc.drain_at_end", bool true, "",
         "modelling choice, docs/MODEL.md",
         "after the final checkpoint, reclaim every derivative page (checkpoint lines home, entries invalidated) so home holds the final image; not in the measured window"),
-    crate::config::spec!("dpc.cached_entries", DefaultValue::Int(10240), "entries", Check::Range(1.0, 1e9),
+    p!("dpc.cached_entries", int 10240, "entries", Check::Range(1.0, 1e9),
         "dual-page checkpointing paper §5.5 (10K/20K/40K cached entries)",
         "DPT entries cached in the controller with dpc.metadata = cached"),
 ];
@@ -74,6 +75,8 @@ pub static INFO: SchemeInfo = SchemeInfo {
     reserved_bytes,
     build,
     recover,
+    recovery: RecoveryForm::Units(new_units),
+    contexts: Some(recovered_contexts),
 };
 
 /// DPT backup entry: word 0 = valid (bit 63) | base page number; word 1 = CPBV.
@@ -904,29 +907,26 @@ impl Scheme for Dpc {
     }
 }
 
-/// The CPU contexts the valid recovery context holds (initial contexts
-/// before the first checkpoint).
-pub fn recovered_contexts(
+/// The CPU contexts the valid recovery context holds (`SchemeInfo::contexts`).
+fn recovered_contexts(
     img: &dyn crate::mem::MemRead,
     p: &Params,
     layout: &Layout,
 ) -> std::result::Result<Vec<super::CoreContext>, String> {
-    let g = Geometry::new(p, layout);
-    let s = g.area.read_switch(img)?.map(|(_, s)| s);
-    g.area.read_contexts(img, s)
+    Geometry::new(p, layout).area.recovered_contexts(img)
 }
 
 /// Recovery: the switch pointer names the valid recovery context; rebuild
 /// the DPT from its backup and materialise the checkpoint at home (every
 /// CPBV line from its derivative page, then the fallback lines).
 /// Idempotent: it only copies checkpoint data onto working copies.
-/// Written as units (crash/epochs.rs): one per DPT entry up to the
+/// Written as units (recovery/units.rs): one per DPT entry up to the
 /// high-water mark, then one per fallback line.
 fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<RecoveryReport> {
-    crate::crash::epochs::recover_by_units(new_units(p, layout), img)
+    crate::recovery::recover_by_units(new_units(p, layout), img)
 }
 
-/// dpc's recovery as units (crash/epochs.rs).
+/// dpc's recovery as units (recovery/units.rs).
 pub(crate) fn new_units(p: &Params, layout: &Layout) -> Box<dyn UnitRecovery> {
     Box::new(DpcUnits {
         g: Geometry::new(p, layout),

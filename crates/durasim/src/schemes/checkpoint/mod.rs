@@ -1,5 +1,6 @@
-//! Whole-system checkpointing schemes (issue 15): the epoch machinery every
-//! checkpointing scheme shares, and the schemes themselves (`dpc`).
+//! Whole-system checkpointing schemes: the epoch machinery every
+//! checkpointing scheme shares, and the schemes themselves (`dpc`,
+//! `thynvm`, `page_overlay`, `ckpt_logging`, `ckpt_cow`).
 //!
 //! The engine ends each epoch (`checkpoint.epoch_cycles` after the previous
 //! checkpoint ended, or at once when the scheme forces one) with a
@@ -18,14 +19,14 @@
 //! line), then two recovery-context slots, each a header line, one
 //! [`CONTEXT_BYTES`] record per core, and the scheme's metadata.
 
-pub mod cow;
+pub mod ckpt_cow;
+pub mod ckpt_logging;
 pub mod dpc;
-pub mod logging;
-pub mod overlay;
+pub mod page_overlay;
 pub mod thynvm;
 
-use crate::config::{DefaultValue, ParamSpec};
-use crate::mem::{MemRead, MemoryController};
+use crate::config::{p, Check, ParamSpec};
+use crate::mem::{Layout, MemRead, MemoryController};
 use crate::types::{Addr, Cycle, Purpose};
 use crate::workloads::Op;
 
@@ -35,14 +36,9 @@ use crate::workloads::Op;
 pub const FORCED_CHECKPOINT_QUANTUM_CYCLES: Cycle = 1000;
 
 /// Parameters every checkpointing scheme shares.
-pub const EPOCH_CYCLES: ParamSpec = crate::config::spec!(
-    "checkpoint.epoch_cycles",
-    DefaultValue::Int(30_000_000),
-    "cycles",
-    crate::config::Check::Range(1000.0, 1e13),
+pub const EPOCH_CYCLES: ParamSpec = p!("checkpoint.epoch_cycles", int 30_000_000, "cycles", Check::Range(1000.0, 1e13),
     "dual-page checkpointing paper §5.1.3 (checkpoint every 30M cycles)",
-    "fixed epoch length: execution time between the end of one checkpoint and the start of the next (the memory controller triggers it)"
-);
+    "fixed epoch length: execution time between the end of one checkpoint and the start of the next (the memory controller triggers it)");
 
 /// Architectural registers in a core's context image.
 pub const REGS: usize = 16;
@@ -233,6 +229,14 @@ impl ContextArea {
         Ok(Some((epoch, s)))
     }
 
+    /// The CPU contexts the valid recovery context holds (initial contexts
+    /// before the first checkpoint): every scheme's [`ReadContextsFn`]
+    /// once it knows where its area lies.
+    pub fn recovered_contexts(&self, img: &dyn MemRead) -> Result<Vec<CoreContext>, String> {
+        let s = self.read_switch(img)?.map(|(_, s)| s);
+        self.read_contexts(img, s)
+    }
+
     /// The CPU contexts of slot `s` (initial contexts before any checkpoint).
     pub fn read_contexts(
         &self,
@@ -251,33 +255,10 @@ impl ContextArea {
     }
 }
 
-/// Reads the CPU contexts a recovered image resumes from (NVM bytes only).
-pub type ReadContextsFn = fn(
-    &dyn MemRead,
-    &crate::config::Params,
-    &crate::schemes::Layout,
-) -> Result<Vec<CoreContext>, String>;
-
-/// The context reader of a checkpointing scheme (by registry name; test
-/// mutants share their scheme's prefix). None: not a checkpointing scheme.
-pub fn contexts_reader(scheme: &str) -> Option<ReadContextsFn> {
-    if scheme == "dpc" || scheme.starts_with("dpc-") {
-        return Some(dpc::recovered_contexts);
-    }
-    if scheme == "thynvm" || scheme.starts_with("thynvm-") {
-        return Some(thynvm::recovered_contexts);
-    }
-    if scheme == "page-overlay" || scheme.starts_with("page-overlay-") {
-        return Some(overlay::recovered_contexts);
-    }
-    if scheme == "ckpt-logging" {
-        return Some(logging::recovered_contexts);
-    }
-    if scheme == "ckpt-cow" {
-        return Some(cow::recovered_contexts);
-    }
-    None
-}
+/// Reads the CPU contexts a recovered image resumes from (NVM bytes only):
+/// a checkpointing scheme's `SchemeInfo::contexts`.
+pub type ReadContextsFn =
+    fn(&dyn MemRead, &crate::config::Params, &Layout) -> Result<Vec<CoreContext>, String>;
 
 #[cfg(test)]
 mod tests {

@@ -45,32 +45,35 @@
 //! copies every listed version home (idempotent: it never writes a slot).
 
 use super::{ContextArea, EPOCH_CYCLES};
-use crate::config::{Check, DefaultValue, ParamSpec, Params};
+use crate::config::{p, Check, ParamSpec, Params};
 use crate::error::{Error, Result};
-use crate::mem::hybrid::PAGE_BYTES;
-use crate::mem::{MemRead, MemWrite};
-use crate::schemes::{Durability, Layout, MemCtx, RecoveryReport, Scheme, SchemeInfo, SchemeStats};
+use crate::mem::layout::PAGE_BYTES;
+use crate::mem::MemWrite;
+use crate::schemes::kit::page_fill::page_fill;
+use crate::schemes::{
+    Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
+};
 use crate::types::{Addr, CoreId, Cycle, LineData, Purpose, LINE_BYTES};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 pub static PARAMS: &[ParamSpec] = &[
     EPOCH_CYCLES,
-    crate::config::spec!("thynvm.btt_entries", DefaultValue::Int(76_800), "entries", Check::Range(16.0, 1e9),
+    p!("thynvm.btt_entries", int 76_800, "entries", Check::Range(16.0, 1e9),
         "dual-page checkpointing paper §5.1.2 (ThyNVM's fine-grained table the size of the DPT: 300 MB / 4 KB = 76,800 entries)",
         "block translation table entries (cache-line remappings); a full table forces a checkpoint"),
-    crate::config::spec!("thynvm.ptt_entries", DefaultValue::Int(153_600), "entries", Check::Range(1.0, 1e9),
+    p!("thynvm.ptt_entries", int 153_600, "entries", Check::Range(1.0, 1e9),
         "dual-page checkpointing paper §5.1.2 gives the coarse table extra space without a number; ThyNVM §5.1 uses 4096 PTT for 2048 BTT entries: the same 2x ratio",
         "page translation table entries (pages in page-writeback mode)"),
-    crate::config::spec!("thynvm.to_page_threshold", DefaultValue::Int(22), "lines/epoch", Check::Range(1.0, 1e9),
+    p!("thynvm.to_page_threshold", int 22, "lines/epoch", Check::Range(1.0, 1e9),
         "ThyNVM (Ren et al., MICRO 2015) §4.2: threshold 22 for switching from block remapping to page writeback",
         "a block-mode page with at least this many dirty-line write-backs in an epoch switches to page writeback"),
-    crate::config::spec!("thynvm.to_block_threshold", DefaultValue::Int(16), "lines/epoch", Check::Range(0.0, 1e9),
+    p!("thynvm.to_block_threshold", int 16, "lines/epoch", Check::Range(0.0, 1e9),
         "ThyNVM (Ren et al., MICRO 2015) §4.2: threshold 16 for switching back to block remapping",
         "a page-mode page with fewer dirty-line write-backs than this in an epoch switches to block remapping (copied home)"),
-    crate::config::spec!("thynvm.lookup_cycles", DefaultValue::Int(16), "cycles", Check::Range(0.0, 10000.0),
+    p!("thynvm.lookup_cycles", int 16, "cycles", Check::Range(0.0, 10000.0),
         "dual-page checkpointing paper §5.1.1 (the 16-cycle table lookup of its simulator, applied to every system; ThyNVM's own Table 2 uses 3 ns)",
         "BTT/PTT lookup on every NVM access of the DRAM cache"),
-    crate::config::spec!("thynvm.mutant", DefaultValue::Str("none"), "", Check::OneOf(&["none", "drop-penultimate"]),
+    p!("thynvm.mutant", str "none", &["none", "drop-penultimate"],
         crate::schemes::MUTANT_SOURCE,
         "test-only planted bug: drop-penultimate = a working copy may overwrite the last completed checkpoint while the next one is in flight"),
 ];
@@ -83,6 +86,8 @@ pub static INFO: SchemeInfo = SchemeInfo {
     reserved_bytes,
     build,
     recover,
+    recovery: RecoveryForm::Plain,
+    contexts: Some(recovered_contexts),
 };
 
 const META_MAGIC: u64 = 0x7468_796e_766d_0001; // "thynvm" v1
@@ -666,17 +671,7 @@ impl Scheme for ThyNvm {
         self.note_time(now);
         self.stats.lookups += 1;
         let t = now + self.lookup;
-        let lines = out.len() / LINE_BYTES as usize;
-        let mut first_at = t;
-        for k in std::iter::once(first).chain((0..lines).filter(|&k| k != first)) {
-            let src = self.src_of_line(page_addr + k as u64 * LINE_BYTES);
-            let r = k * LINE_BYTES as usize..(k + 1) * LINE_BYTES as usize;
-            let done = ctx.nvm.read(src, &mut out[r], Purpose::Demand, t);
-            if k == first {
-                first_at = done;
-            }
-        }
-        first_at
+        page_fill(ctx, page_addr, first, out, t, |line| self.src_of_line(line))
     }
 
     fn page_writeback(
@@ -1103,15 +1098,15 @@ impl Scheme for ThyNvm {
     }
 }
 
-/// The CPU contexts of the valid recovery context.
-pub fn recovered_contexts(
-    img: &dyn MemRead,
+/// The CPU contexts the valid recovery context holds (`SchemeInfo::contexts`).
+fn recovered_contexts(
+    img: &dyn crate::mem::MemRead,
     p: &Params,
     layout: &Layout,
 ) -> std::result::Result<Vec<super::CoreContext>, String> {
-    let g = Geometry::new(p, layout.reserved_base, layout.threads);
-    let s = g.area.read_switch(img)?.map(|(_, s)| s);
-    g.area.read_contexts(img, s)
+    Geometry::new(p, layout.reserved_base, layout.threads)
+        .area
+        .recovered_contexts(img)
 }
 
 /// Recovery: copy every version the valid backup lists to its home.

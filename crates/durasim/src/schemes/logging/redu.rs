@@ -32,57 +32,34 @@
 
 use crate::cache::hierarchy::WritebackCause;
 use crate::cache::LineExt;
-use crate::config::{Check, DefaultValue, ParamSpec, Params};
-use crate::crash::resume::ResumableScan;
+use crate::config::{p, Check, ParamSpec, Params};
 use crate::error::Result;
 use crate::mem::MemWrite;
-use crate::schemes::redo::{self, Headers, RedoLog, REC_BYTES};
-use crate::schemes::undo::{log_stride, owner_of, MAX_CORES};
-use crate::schemes::{Durability, Layout, MemCtx, RecoveryReport, Scheme, SchemeInfo, SchemeStats};
-use crate::types::{line_of, word_index, write_word, Addr, CoreId, Cycle, LineData, Purpose};
+use crate::recovery::ResumableScan;
+use crate::schemes::kit::log::{log_stride, owner_of, MAX_CORES};
+use crate::schemes::kit::redo_log::{self, Headers, RedoLog, TxBuffer, REC_BYTES};
+use crate::schemes::{
+    Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
+};
+use crate::types::{line_of, Addr, CoreId, Cycle, LineData, Purpose};
 use rustc_hash::FxHashMap;
 
 pub static PARAMS: &[ParamSpec] = &[
-    ParamSpec {
-        key: "redu.log_bytes_per_core",
-        default: DefaultValue::Int(4 << 20),
-        unit: "bytes",
-        check: Check::PowerOfTwo(1 << 16, 1 << 30),
-        source: "modelling choice, see docs/MODEL.md (same per-core redo log as opt-redo; a full log forces an application)",
-        doc: "per-core circular redo log in PM (two 64 B headers + 128 B per record)",
-    },
-    ParamSpec {
-        key: "redu.log_buffer_bytes_per_core",
-        default: DefaultValue::Int(1024),
-        unit: "bytes",
-        check: Check::Range(64.0, 1048576.0),
-        source: "modelling choice, see docs/MODEL.md (the same 1 KB per-core on-chip budget as opt-redo and HOOP's OOP buffer, HOOP paper §III-C)",
-        doc: "controller log buffer coalescing a transaction's updated lines before they are written as records",
-    },
-    ParamSpec {
-        key: "redu.dram_cache_bytes",
-        default: DefaultValue::Int(8 << 20),
-        unit: "bytes",
-        check: Check::PowerOfTwo(4096, 1 << 34),
-        source: "modelling choice, see docs/MODEL.md (REDU uses 'a small region of DRAM as a write-cache' (Jeong et al. 2018, abstract), size not in the EHOU paper; 8 MiB = EHOU Table I's LLC; a full cache forces an application)",
-        doc: "DRAM write cache holding logged lines until they are applied home (64 B entries)",
-    },
-    ParamSpec {
-        key: "redu.apply_period_us",
-        default: DefaultValue::Float(1.0),
-        unit: "us",
-        check: Check::Range(0.001, 1e7),
-        source: "modelling choice, see docs/MODEL.md (REDU updates home asynchronously soon after commit; the event-driven engine batches the starts every 1 us)",
-        doc: "period of the background application of committed DRAM-cache lines home (and log truncation)",
-    },
-    ParamSpec {
-        key: "redu.mutant",
-        default: DefaultValue::Str("none"),
-        unit: "",
-        check: Check::OneOf(&["none", "truncate-before-apply"]),
-        source: crate::schemes::MUTANT_SOURCE,
-        doc: "test-only planted bug (tests/mutants.rs; refused by the CLI): truncate-before-apply = the application persists the log header (truncation) before its home writes",
-    },
+    p!("redu.log_bytes_per_core", int 4 << 20, "bytes", Check::PowerOfTwo(1 << 16, 1 << 30),
+        "modelling choice, see docs/MODEL.md (same per-core redo log as opt-redo; a full log forces an application)",
+        "per-core circular redo log in PM (two 64 B headers + 128 B per record)"),
+    p!("redu.log_buffer_bytes_per_core", int 1024, "bytes", Check::Range(64.0, 1048576.0),
+        "modelling choice, see docs/MODEL.md (the same 1 KB per-core on-chip budget as opt-redo and HOOP's OOP buffer, HOOP paper §III-C)",
+        "controller log buffer coalescing a transaction's updated lines before they are written as records"),
+    p!("redu.dram_cache_bytes", int 8 << 20, "bytes", Check::PowerOfTwo(4096, 1 << 34),
+        "modelling choice, see docs/MODEL.md (REDU uses 'a small region of DRAM as a write-cache' (Jeong et al. 2018, abstract), size not in the EHOU paper; 8 MiB = EHOU Table I's LLC; a full cache forces an application)",
+        "DRAM write cache holding logged lines until they are applied home (64 B entries)"),
+    p!("redu.apply_period_us", float 1.0, "us", Check::Range(0.001, 1e7),
+        "modelling choice, see docs/MODEL.md (REDU updates home asynchronously soon after commit; the event-driven engine batches the starts every 1 us)",
+        "period of the background application of committed DRAM-cache lines home (and log truncation)"),
+    p!("redu.mutant", str "none", &["none", "truncate-before-apply"],
+        crate::schemes::MUTANT_SOURCE,
+        "test-only planted bug (tests/mutants.rs; refused by the CLI): truncate-before-apply = the application persists the log header (truncation) before its home writes"),
 ];
 
 pub static INFO: SchemeInfo = SchemeInfo {
@@ -93,6 +70,8 @@ pub static INFO: SchemeInfo = SchemeInfo {
     reserved_bytes,
     build,
     recover,
+    recovery: RecoveryForm::Scan(new_scan),
+    contexts: None,
 };
 
 fn reserved_bytes(p: &Params) -> u64 {
@@ -101,7 +80,7 @@ fn reserved_bytes(p: &Params) -> u64 {
 
 // ---- Log format ---------------------------------------------------------
 
-// opt-redo's record and header format (schemes/redo.rs) with REDU's magics,
+// opt-redo's record and header format (kit/redo_log.rs) with REDU's magics,
 // two alternating header lines before the record slots.
 const HDR_MAGIC: u64 = 0x5245_4455_4844_5231; // "REDUHDR1"
 const REC_MAGIC: u64 = 0x5245_4455_5245_4331; // "REDUREC1"
@@ -111,17 +90,17 @@ const HEADERS_BYTES: u64 = 128;
 /// The bytes of a data record: {magic, seq, txid, kind, home, checksum}
 /// and the new line value.
 fn encode_data(seq: u64, txid: u64, home: Addr, data: &LineData) -> [u8; REC_BYTES as usize] {
-    redo::data_record(REC_MAGIC, seq, txid, home, data)
+    redo_log::data_record(REC_MAGIC, seq, txid, home, data)
 }
 
 /// The bytes of a commit record: {magic, seq, txid, kind, records, checksum}.
 fn encode_commit(seq: u64, txid: u64, count: u64) -> LineData {
-    redo::commit_record(REC_MAGIC, seq, txid, count)
+    redo_log::commit_record(REC_MAGIC, seq, txid, count)
 }
 
 /// A log header line {magic, head, checksum}.
 fn encode_header(head: u64) -> LineData {
-    redo::header_record(HDR_MAGIC, head)
+    redo_log::header_record(HDR_MAGIC, head)
 }
 
 /// Geometry of the per-core circular logs.
@@ -156,16 +135,16 @@ impl Ring {
 }
 
 fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<RecoveryReport> {
-    crate::crash::resume::recover_by_scan(new_scan(p, layout), img, p)
+    crate::recovery::recover_by_scan(new_scan(p, layout), img, p)
 }
 
-/// Recovery as opt-redo's resumable scan ([`redo::redo_log_scan`]): per
+/// Recovery as opt-redo's resumable scan ([`redo_log::redo_log_scan`]): per
 /// core, from the newest valid header's head, replay the data records of
 /// every transaction followed by its commit record (64 B-aligned home
 /// lines only), in log order; then persist the new head over the older
 /// header (the finish). docs/MODEL.md "REDU's resumable recovery".
 pub(crate) fn new_scan(p: &Params, layout: &Layout) -> Box<dyn ResumableScan> {
-    redo::redo_log_scan(Ring::new(p, layout).log, layout.threads)
+    redo_log::redo_log_scan(Ring::new(p, layout).log, layout.threads)
 }
 
 // ---- The scheme -----------------------------------------------------------
@@ -184,21 +163,10 @@ struct Copies {
     spec: u32,
 }
 
-struct TxLine {
-    addr: Addr,
-    data: LineData,
-    /// Changed since its last record (still in the log buffer).
-    dirty: bool,
-}
-
 #[derive(Default)]
 struct CoreState {
-    txid: u32,
-    in_tx: bool,
-    lines: Vec<TxLine>,
-    index: FxHashMap<Addr, usize>,
-    buffered: usize,
-    tx_records: u64,
+    /// The running transaction in the log buffer.
+    tx: TxBuffer,
     /// Next sequence number; oldest live record; after the last commit.
     tail: u64,
     head: u64,
@@ -207,7 +175,6 @@ struct CoreState {
     next_header: u64,
     /// Lines with a committed copy waiting for application (may repeat).
     pending: Vec<Addr>,
-    overflow: bool,
 }
 
 struct Redu {
@@ -347,7 +314,7 @@ impl Redu {
         let c = &mut self.cores[core];
         if c.tail + need - c.head > self.ring.log.slots {
             // One transaction outgrew the log: reported at TxEnd.
-            c.overflow = true;
+            c.tx.overflow = true;
         }
         t
     }
@@ -355,28 +322,28 @@ impl Redu {
     /// Write a record (and the DRAM-cache copy) for every line changed
     /// since its last record.
     fn flush_buffer(&mut self, ctx: &mut MemCtx, core: usize, now: Cycle) -> Cycle {
-        let need = self.cores[core].buffered as u64;
+        let need = self.cores[core].tx.buffered as u64;
         if need == 0 {
             return now;
         }
         let mut t = self.reserve(ctx, core, need + 1, now);
         let ring = self.ring;
         let mut done = t;
-        for i in 0..self.cores[core].lines.len() {
-            if !self.cores[core].lines[i].dirty {
+        for i in 0..self.cores[core].tx.lines.len() {
+            if !self.cores[core].tx.lines[i].dirty {
                 continue;
             }
             let c = &mut self.cores[core];
-            let tl = &mut c.lines[i];
+            let tl = &mut c.tx.lines[i];
             let (line, data) = (tl.addr, tl.data);
             tl.dirty = false;
-            let rec = encode_data(c.tail, u64::from(c.txid), line, &data);
+            let rec = encode_data(c.tail, u64::from(c.tx.txid), line, &data);
             done = done.max(
                 ctx.nvm
                     .write(ring.slot_addr(core, c.tail), &rec, Purpose::Log, t),
             );
             c.tail += 1;
-            c.tx_records += 1;
+            c.tx.records += 1;
             self.st_records += 1;
             // The same bytes go to the DRAM cache as the speculative copy.
             let spec = self.copies.get(&line).map_or(NIL, |x| x.spec);
@@ -411,7 +378,7 @@ impl Redu {
                 )),
             }
         }
-        self.cores[core].buffered = 0;
+        self.cores[core].tx.buffered = 0;
         self.st_buffer_flushes += 1;
         done.max(t)
     }
@@ -478,15 +445,8 @@ impl Redu {
 
 impl Scheme for Redu {
     fn tx_begin(&mut self, _ctx: &mut MemCtx, core: CoreId, now: Cycle) -> Cycle {
-        let c = &mut self.cores[core];
-        c.txid = self.next_txid;
+        self.cores[core].tx.begin(self.next_txid);
         self.next_txid += 1;
-        c.in_tx = true;
-        c.lines.clear();
-        c.index.clear();
-        c.buffered = 0;
-        c.tx_records = 0;
-        c.overflow = false;
         now
     }
 
@@ -504,36 +464,20 @@ impl Scheme for Redu {
         if !in_tx {
             return now;
         }
-        let line = line_of(addr);
-        let c = &mut self.cores[core];
-        ext.tx = true;
-        ext.txid = c.txid;
-        let i = match c.index.get(&line) {
-            Some(&i) => i,
-            None => {
-                // The newest committed value: its DRAM-cache copy if it
-                // is not applied yet, else home.
+        let copies = &self.copies;
+        let full = self.cores[core]
+            .tx
+            .store(addr, new, ext, self.buffer_lines, |line| {
+                // The newest committed value: its DRAM-cache copy if it is
+                // not applied yet, else home.
                 let mut base = [0u8; 64];
-                match self.copies.get(&line).map_or(NIL, |x| x.committed) {
+                match copies.get(&line).map_or(NIL, |x| x.committed) {
                     NIL => ctx.nvm.peek(line, &mut base),
                     s => ctx.dram.peek(slot_addr(s), &mut base),
                 }
-                c.index.insert(line, c.lines.len());
-                c.lines.push(TxLine {
-                    addr: line,
-                    data: base,
-                    dirty: false,
-                });
-                c.lines.len() - 1
-            }
-        };
-        let tl = &mut c.lines[i];
-        write_word(&mut tl.data, word_index(addr), new);
-        if !tl.dirty {
-            tl.dirty = true;
-            c.buffered += 1;
-        }
-        if c.buffered >= self.buffer_lines {
+                base
+            });
+        if full {
             // The controller drains its full buffer; the store waits only
             // if the log or the DRAM cache had to be applied to make room.
             let before = self.st_forced_applies;
@@ -556,11 +500,11 @@ impl Scheme for Redu {
     ) -> (Cycle, bool) {
         let owner = owner_of(&ctx.layout, line_addr);
         let c = &self.cores[owner];
-        if let Some(&i) = c.index.get(&line_addr) {
-            if c.lines[i].dirty {
+        if let Some(&i) = c.tx.index.get(&line_addr) {
+            if c.tx.lines[i].dirty {
                 // Still in the controller's log buffer (newer than any
                 // copy): served from there after the DRAM-cache lookup.
-                *out = c.lines[i].data;
+                *out = c.tx.lines[i].data;
                 self.st_buffer_hits += 1;
                 let mut tag = [0u8; 64];
                 let probe = self.probe_addr(line_addr);
@@ -569,7 +513,7 @@ impl Scheme for Redu {
         }
         let slot = self.copies.get(&line_addr).map_or(NIL, |x| {
             // The running transaction's copy is newer than the committed one.
-            if x.spec != NIL && c.in_tx {
+            if x.spec != NIL && c.tx.in_tx {
                 x.spec
             } else {
                 x.committed
@@ -610,26 +554,26 @@ impl Scheme for Redu {
     }
 
     fn tx_end(&mut self, ctx: &mut MemCtx, core: CoreId, now: Cycle) -> Cycle {
-        self.cores[core].in_tx = false;
-        if self.cores[core].lines.is_empty() {
+        self.cores[core].tx.in_tx = false;
+        if self.cores[core].tx.lines.is_empty() {
             return now;
         }
         let t = self.flush_buffer(ctx, core, now);
         let t = self.reserve(ctx, core, 1, t);
         let ring = self.ring;
         let c = &mut self.cores[core];
-        let rec = encode_commit(c.tail, u64::from(c.txid), c.tx_records);
+        let rec = encode_commit(c.tail, u64::from(c.tx.txid), c.tx.records);
         let done = ctx
             .nvm
             .write(ring.slot_addr(core, c.tail), &rec, Purpose::Metadata, t);
         self.st_commit_records += 1;
-        if c.overflow {
-            let records = c.tx_records + 1;
+        if c.tx.overflow {
+            let records = c.tx.records + 1;
             ctx.input_error(format!(
                 "redu.log_bytes_per_core={} holds {} redo records per core, but a transaction on core {core} needed {records} ({} modified lines, coalesced in the {}-line log buffer, plus a commit record); {}",
                 ring.per_core_bytes,
                 ring.log.slots,
-                c.lines.len(),
+                c.tx.lines.len(),
                 self.buffer_lines,
                 crate::schemes::raise_advice(PARAMS, "redu.log_bytes_per_core", HEADERS_BYTES + records * REC_BYTES)
             ));
@@ -637,8 +581,8 @@ impl Scheme for Redu {
         c.tail += 1;
         c.committed_tail = c.tail;
         // The speculative copies become the committed ones.
-        for i in 0..self.cores[core].lines.len() {
-            let line = self.cores[core].lines[i].addr;
+        for i in 0..self.cores[core].tx.lines.len() {
+            let line = self.cores[core].tx.lines[i].addr;
             let Some(x) = self.copies.get_mut(&line) else {
                 continue;
             };
@@ -752,14 +696,14 @@ impl Scheme for Redu {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schemes::redo::Record;
+    use crate::schemes::kit::redo_log::Record;
 
     fn decode(meta: &LineData, seq: u64, data: impl FnOnce() -> LineData) -> Option<Record> {
-        redo::decode(REC_MAGIC, meta, seq, data)
+        redo_log::decode(REC_MAGIC, meta, seq, data)
     }
 
     fn decode_header(l: &LineData) -> Option<u64> {
-        redo::decode_header(HDR_MAGIC, l)
+        redo_log::decode_header(HDR_MAGIC, l)
     }
 
     fn line(seed: u8) -> LineData {

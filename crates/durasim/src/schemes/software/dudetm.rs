@@ -32,68 +32,40 @@
 //! the first touch of a data page copies it from NVM (a timed 4 KiB NVM read).
 //! No DRAM cache of NVM is involved (docs/MODEL.md "DudeTM").
 
-use super::super::undo::{csum, header_line, line_word, recovery_ns};
-use super::super::{Durability, Layout, MemCtx, RecoveryReport, Scheme, SchemeInfo, SchemeStats};
 use super::Instructions;
 use crate::cache::hierarchy::WritebackCause;
 use crate::cache::LineExt;
-use crate::config::{Check, DefaultValue, ParamSpec, Params};
-use crate::crash::resume::{ResumableScan, ScanIo};
+use crate::config::{p, Check, ParamSpec, Params};
 use crate::error::{Error, Result};
 use crate::mem::MemWrite;
+use crate::recovery::{ResumableScan, ScanIo};
+use crate::schemes::kit::log::{csum, header_line, line_word, recovery_ns};
+use crate::schemes::{
+    Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
+};
 use crate::types::{line_of, write_word, Addr, CoreId, Cycle, LineData, Purpose, LINE_BYTES};
 use crate::workloads::Op;
 use rustc_hash::FxHashMap;
 
 pub static PARAMS: &[ParamSpec] = &[
-    ParamSpec {
-        key: "dudetm.group_commit_ms",
-        default: DefaultValue::Float(16.0),
-        unit: "ms",
-        check: Check::Range(1e-6, 1e4),
-        source: "dual-page checkpointing paper §5.2 (DudeTM with a 16 ms group-commit interval); BASELINES.md",
-        doc: "interval between group commits of the persistent redo log",
-    },
-    ParamSpec {
-        key: "dudetm.dram_bytes",
-        default: DefaultValue::Int(4 << 30),
-        unit: "bytes",
-        check: Check::Range(1048576.0, 1.1e12),
-        source: "dual-page checkpointing paper §5.1.2 (DudeTM is given 4 GB DRAM)",
-        doc: "DRAM for the shadow copy and the volatile logs (4 KiB frames, assigned on first touch)",
-    },
-    ParamSpec {
-        key: "dudetm.log_bytes",
-        default: DefaultValue::Int(64 << 20),
-        unit: "bytes",
-        check: Check::PowerOfTwo(1 << 12, 1 << 36),
-        source: "modelling choice: holds one group of 16 B entries (a fuller log forces an early group commit)",
-        doc: "persistent redo log in NVM (one group: 64 B header + 16 B per entry)",
-    },
-    ParamSpec {
-        key: "dudetm.volatile_log_bytes_per_core",
-        default: DefaultValue::Int(4 << 20),
-        unit: "bytes",
-        check: Check::PowerOfTwo(1 << 12, 1 << 34),
-        source: "modelling choice: a per-thread ring in DRAM; a fuller ring forces an early group commit that the worker waits for",
-        doc: "per-core volatile redo log ring in DRAM",
-    },
-    ParamSpec {
-        key: "dudetm.tx_instructions",
-        default: DefaultValue::Int(20),
-        unit: "instructions",
-        check: Check::Range(0.0, 1e6),
-        source: "modelling choice: transaction id from a global counter (one atomic add) and the commit marker's bookkeeping; concurrency control is not modelled for any scheme (threads own disjoint data)",
-        doc: "Perform step: per-transaction bookkeeping besides the commit marker store",
-    },
-    ParamSpec {
-        key: "dudetm.write_instructions",
-        default: DefaultValue::Int(4),
-        unit: "instructions",
-        check: Check::Range(0.0, 1e6),
-        source: "modelling choice: ring index bump, wrap check and address computation of one redo-log append",
-        doc: "Perform step: per-store redo-log append besides its two stores",
-    },
+    p!("dudetm.group_commit_ms", float 16.0, "ms", Check::Range(1e-6, 1e4),
+        "dual-page checkpointing paper §5.2 (DudeTM with a 16 ms group-commit interval); BASELINES.md",
+        "interval between group commits of the persistent redo log"),
+    p!("dudetm.dram_bytes", int 4 << 30, "bytes", Check::Range(1048576.0, 1.1e12),
+        "dual-page checkpointing paper §5.1.2 (DudeTM is given 4 GB DRAM)",
+        "DRAM for the shadow copy and the volatile logs (4 KiB frames, assigned on first touch)"),
+    p!("dudetm.log_bytes", int 64 << 20, "bytes", Check::PowerOfTwo(1 << 12, 1 << 36),
+        "modelling choice: holds one group of 16 B entries (a fuller log forces an early group commit)",
+        "persistent redo log in NVM (one group: 64 B header + 16 B per entry)"),
+    p!("dudetm.volatile_log_bytes_per_core", int 4 << 20, "bytes", Check::PowerOfTwo(1 << 12, 1 << 34),
+        "modelling choice: a per-thread ring in DRAM; a fuller ring forces an early group commit that the worker waits for",
+        "per-core volatile redo log ring in DRAM"),
+    p!("dudetm.tx_instructions", int 20, "instructions", Check::Range(0.0, 1e6),
+        "modelling choice: transaction id from a global counter (one atomic add) and the commit marker's bookkeeping; concurrency control is not modelled for any scheme (threads own disjoint data)",
+        "Perform step: per-transaction bookkeeping besides the commit marker store"),
+    p!("dudetm.write_instructions", int 4, "instructions", Check::Range(0.0, 1e6),
+        "modelling choice: ring index bump, wrap check and address computation of one redo-log append",
+        "Perform step: per-store redo-log append besides its two stores"),
 ];
 
 pub static INFO: SchemeInfo = SchemeInfo {
@@ -104,6 +76,8 @@ pub static INFO: SchemeInfo = SchemeInfo {
     reserved_bytes,
     build,
     recover,
+    recovery: RecoveryForm::Scan(new_scan),
+    contexts: None,
 };
 
 /// Test-only: each transaction is reported durable at TxEnd, before its
@@ -117,6 +91,8 @@ pub static MUTANT_ACK_BEFORE_PERSIST: SchemeInfo = SchemeInfo {
     reserved_bytes,
     build: build_ack_early,
     recover,
+    recovery: RecoveryForm::Scan(new_scan),
+    contexts: None,
 };
 
 const SB_MAGIC: u64 = 0x4455_4445_5342_4c4b; // "DUDESBLK"
@@ -177,10 +153,10 @@ fn group_header(seq: u64, entries: &[u8]) -> LineData {
 
 /// Recovery from the bytes: replay the persisted, not yet replayed group.
 fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<RecoveryReport> {
-    crate::crash::resume::recover_by_scan(new_scan(p, layout), img, p)
+    crate::recovery::recover_by_scan(new_scan(p, layout), img, p)
 }
 
-/// Recovery as a resumable scan (crash/resume.rs, one cursor): the valid
+/// Recovery as a resumable scan (recovery/scan.rs, one cursor): the valid
 /// superblock with the newest replayed seq; if the group header is valid
 /// (magic, checksum over its entries) and newer, its entries are the home
 /// writes in log order and advancing the superblock is the finish. The
@@ -539,7 +515,7 @@ impl Scheme for DudeTm {
             ctx.input_error(format!(
                 "dudetm.log_bytes={} holds {cap} redo entries, but a transaction on core {core} wrote {entries} words; {}",
                 self.g.log_bytes,
-                super::super::raise_advice(PARAMS, "dudetm.log_bytes", entries * ENTRY_BYTES)
+                crate::schemes::raise_advice(PARAMS, "dudetm.log_bytes", entries * ENTRY_BYTES)
             ));
             return now;
         }

@@ -18,7 +18,7 @@
 //!   ulog's generation number): the log header line saying "resolved up to
 //!   this txid", clwb, sfence. Read-only transactions log nothing and skip it.
 //!
-//! The undo entry is opt-undo's record (`undo::encode_record`: a header
+//! The undo entry is opt-undo's record (`undo_log::encode_record`: a header
 //! line {magic, txid, index, home line, checksum} + the old line), the same
 //! 128 B as a PMDK `ulog_entry_buf` for a 64 B snapshot (24 B header + 64 B
 //! data, cache-line aligned: ulog.c `ulog_entry_buf_create`); recovery is
@@ -31,12 +31,15 @@
 //! cache, and with `run.check_reads` the engine checks each snapshot load's
 //! value against the cached line.
 
-use super::super::undo::{encode_record, log_stride, recovery_ns, UndoLog, MAX_CORES};
-use super::super::{Durability, Layout, MemCtx, RecoveryReport, Scheme, SchemeInfo, SchemeStats};
 use super::{emit_stores, Instructions};
-use crate::config::{Check, DefaultValue, ParamSpec, Params};
+use crate::config::{p, Check, ParamSpec, Params};
 use crate::error::Result;
 use crate::mem::{MemRead, MemWrite, SparseImage};
+use crate::schemes::kit::log::{log_stride, recovery_ns, MAX_CORES};
+use crate::schemes::kit::undo_log::{encode_record, UndoLog};
+use crate::schemes::{
+    Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
+};
 use crate::types::{line_of, Addr, CoreId, Cycle, LineData, LINE_BYTES};
 use crate::workloads::Op;
 use rustc_hash::FxHashSet;
@@ -44,46 +47,21 @@ use rustc_hash::FxHashSet;
 const PMDK_SRC: &str = "estimated from the code path in PMDK src/libpmemobj/tx.c and ulog.c (github.com/pmem/pmdk @52b9545), see docs/MODEL.md";
 
 pub static PARAMS: &[ParamSpec] = &[
-    ParamSpec {
-        key: "pmdk-undo.log_bytes_per_core",
-        default: DefaultValue::Int(1 << 20),
-        unit: "bytes",
-        check: Check::PowerOfTwo(1 << 12, 1 << 30),
-        source: "modelling choice (PMDK starts from a 2 KiB lane undo log and extends it from the heap; one contiguous 1 MiB region holds 8191 entries, above any workload's write set)",
-        doc: "per-core undo log in NVM (64 B header + 128 B per 64 B snapshot)",
-    },
-    ParamSpec {
-        key: "pmdk-undo.tx_begin_instructions",
-        default: DefaultValue::Int(200),
-        unit: "instructions",
-        check: Check::Range(0.0, 1e6),
-        source: PMDK_SRC,
-        doc: "pmemobj_tx_begin: get_tx, setjmp, lane_hold, per-transaction vectors",
-    },
-    ParamSpec {
-        key: "pmdk-undo.add_range_instructions",
-        default: DefaultValue::Int(300),
-        unit: "instructions",
-        check: Check::Range(0.0, 1e6),
-        source: PMDK_SRC,
-        doc: "pmemobj_tx_add_range of one 64 B range: range-tree find + insert (~150), util_checksum_seq over the 128 B entry + generation number (34 iterations x 4 = 136), entry setup",
-    },
-    ParamSpec {
-        key: "pmdk-undo.commit_instructions",
-        default: DefaultValue::Int(150),
-        unit: "instructions",
-        check: Check::Range(0.0, 1e6),
-        source: PMDK_SRC,
-        doc: "pmemobj_tx_commit + pmemobj_tx_end: pre-commit, operation_finish (generation number), lane_release",
-    },
-    ParamSpec {
-        key: "pmdk-undo.commit_instructions_per_range",
-        default: DefaultValue::Int(20),
-        unit: "instructions",
-        check: Check::Range(0.0, 1e6),
-        source: PMDK_SRC,
-        doc: "tx_pre_commit's ravl_delete_cb visit + tx_flush_range per snapshotted range (the clwb itself is a Flush op)",
-    },
+    p!("pmdk-undo.log_bytes_per_core", int 1 << 20, "bytes", Check::PowerOfTwo(1 << 12, 1 << 30),
+        "modelling choice (PMDK starts from a 2 KiB lane undo log and extends it from the heap; one contiguous 1 MiB region holds 8191 entries, above any workload's write set)",
+        "per-core undo log in NVM (64 B header + 128 B per 64 B snapshot)"),
+    p!("pmdk-undo.tx_begin_instructions", int 200, "instructions", Check::Range(0.0, 1e6),
+        PMDK_SRC,
+        "pmemobj_tx_begin: get_tx, setjmp, lane_hold, per-transaction vectors"),
+    p!("pmdk-undo.add_range_instructions", int 300, "instructions", Check::Range(0.0, 1e6),
+        PMDK_SRC,
+        "pmemobj_tx_add_range of one 64 B range: range-tree find + insert (~150), util_checksum_seq over the 128 B entry + generation number (34 iterations x 4 = 136), entry setup"),
+    p!("pmdk-undo.commit_instructions", int 150, "instructions", Check::Range(0.0, 1e6),
+        PMDK_SRC,
+        "pmemobj_tx_commit + pmemobj_tx_end: pre-commit, operation_finish (generation number), lane_release"),
+    p!("pmdk-undo.commit_instructions_per_range", int 20, "instructions", Check::Range(0.0, 1e6),
+        PMDK_SRC,
+        "tx_pre_commit's ravl_delete_cb visit + tx_flush_range per snapshotted range (the clwb itself is a Flush op)"),
 ];
 
 pub static INFO: SchemeInfo = SchemeInfo {
@@ -94,6 +72,8 @@ pub static INFO: SchemeInfo = SchemeInfo {
     reserved_bytes,
     build,
     recover,
+    recovery: RecoveryForm::Plain,
+    contexts: None,
 };
 
 /// Test-only: the undo entry is written but not flushed or fenced before
@@ -107,6 +87,8 @@ pub static MUTANT_LOG_NOT_FLUSHED: SchemeInfo = SchemeInfo {
     reserved_bytes,
     build: build_log_not_flushed,
     recover,
+    recovery: RecoveryForm::Plain,
+    contexts: None,
 };
 
 /// Test-only: the log is invalidated before the modified data is flushed.
@@ -119,6 +101,8 @@ pub static MUTANT_INVALIDATE_BEFORE_FLUSH: SchemeInfo = SchemeInfo {
     reserved_bytes,
     build: build_invalidate_first,
     recover,
+    recovery: RecoveryForm::Plain,
+    contexts: None,
 };
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

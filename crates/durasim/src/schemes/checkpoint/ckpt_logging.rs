@@ -22,23 +22,25 @@
 //! old values of that prefix back home, rolling NVM back to the checkpoint.
 
 use super::{ContextArea, EPOCH_CYCLES};
-use crate::config::{Check, DefaultValue, ParamSpec, Params};
-use crate::crash::epochs::{UnitCounts, UnitRecovery};
+use crate::config::{p, Check, ParamSpec, Params};
 use crate::error::{Error, Result};
 use crate::mem::{MemRead, MemWrite};
-use crate::schemes::{Durability, Layout, MemCtx, RecoveryReport, Scheme, SchemeInfo, SchemeStats};
+use crate::recovery::{UnitCounts, UnitRecovery};
+use crate::schemes::{
+    Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
+};
 use crate::types::{Addr, CoreId, Cycle, LineData, Purpose, LINE_BYTES};
 use rustc_hash::FxHashSet;
 
 pub static PARAMS: &[ParamSpec] = &[
     EPOCH_CYCLES,
-    crate::config::spec!("ckpt-logging.log_bytes", DefaultValue::Int(640 << 20), "bytes", Check::Range(4096.0, 1e13),
+    p!("ckpt-logging.log_bytes", int 640 << 20, "bytes", Check::Range(4096.0, 1e13),
         "modelling choice, docs/MODEL.md (the paper sizes only the mapping table, unbounded; 640 MiB holds two full flushes of a 256 MB DRAM cache at 72 B per 64 B line)",
         "undo log region in NVM (72 B per entry: 64 B old value + 8 B address); a checkpoint is forced when fewer entries remain than a checkpoint's flush may need"),
-    crate::config::spec!("ckpt-logging.lookup_cycles", DefaultValue::Int(16), "cycles", Check::Range(0.0, 10000.0),
+    p!("ckpt-logging.lookup_cycles", int 16, "cycles", Check::Range(0.0, 10000.0),
         "dual-page checkpointing paper §5.1.1 (mapping-table lookup 16 cycles, as the DPT)",
         "mapping-table lookup on every line write-back to NVM (has the line been logged this epoch?)"),
-    crate::config::spec!("ckpt-logging.mutant", DefaultValue::Str("none"), "", Check::OneOf(&["none", "data-before-log"]),
+    p!("ckpt-logging.mutant", str "none", &["none", "data-before-log"],
         crate::schemes::MUTANT_SOURCE,
         "test-only planted bug (tests/ckpt.rs; refused by the CLI): data-before-log = the new value goes home before its undo entry is written"),
 ];
@@ -51,6 +53,8 @@ pub static INFO: SchemeInfo = SchemeInfo {
     reserved_bytes,
     build,
     recover,
+    recovery: RecoveryForm::Units(new_units),
+    contexts: Some(recovered_contexts),
 };
 
 /// Physical address width the mapping-table figure assumes (x86-64, the
@@ -361,27 +365,25 @@ impl Scheme for Logging {
     }
 }
 
-/// The CPU contexts the valid recovery context holds.
-pub fn recovered_contexts(
+/// The CPU contexts the valid recovery context holds (`SchemeInfo::contexts`).
+fn recovered_contexts(
     img: &dyn crate::mem::MemRead,
     p: &Params,
     layout: &Layout,
 ) -> std::result::Result<Vec<super::CoreContext>, String> {
-    let g = Geometry::new(p, layout);
-    let s = g.area.read_switch(img)?.map(|(_, s)| s);
-    g.area.read_contexts(img, s)
+    Geometry::new(p, layout).area.recovered_contexts(img)
 }
 
 /// Recovery: the switch pointer names the last checkpoint E; the entries
 /// tagged E + 1 (a prefix of the log) hold the checkpoint values of every
 /// line changed since, copied back home. Idempotent (the log is not
-/// modified). Written as units (crash/epochs.rs): one per log entry, the
+/// modified). Written as units (recovery/units.rs): one per log entry, the
 /// first entry with another tag ending the scan.
 fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<RecoveryReport> {
-    crate::crash::epochs::recover_by_units(new_units(p, layout), img)
+    crate::recovery::recover_by_units(new_units(p, layout), img)
 }
 
-/// ckpt-logging's recovery as units (crash/epochs.rs).
+/// ckpt-logging's recovery as units (recovery/units.rs).
 pub(crate) fn new_units(p: &Params, layout: &Layout) -> Box<dyn UnitRecovery> {
     Box::new(LogUnits {
         g: Geometry::new(p, layout),

@@ -23,36 +23,32 @@
 //!   uncommitted transaction; they are rolled back in reverse order and the
 //!   other header is advanced (idempotent).
 //!
-//! The log helpers ([`UndoLog`], [`csum`], encoding) are shared with LAD's
-//! overflow fallback.
+//! The record encoding is `kit/undo_log.rs`'s, shared with LAD's overflow
+//! fallback and pmdk-undo.
 
-use super::{Durability, Layout, MemCtx, RecoveryReport, Scheme, SchemeInfo, SchemeStats};
 use crate::cache::hierarchy::WritebackCause;
 use crate::cache::LineExt;
-use crate::config::{Check, DefaultValue, ParamSpec, Params};
+use crate::config::{p, Check, ParamSpec, Params};
 use crate::error::Result;
 use crate::mem::MemWrite;
+use crate::schemes::kit::log::{
+    csum, header_line, line_word, log_stride, owner_of, recovery_ns, MAX_CORES,
+};
+use crate::schemes::kit::undo_log::{encode_record, scan_records, UNDO_REC_BYTES};
+use crate::schemes::{
+    Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
+};
 use crate::types::{line_of, word_index, write_word, Addr, CoreId, Cycle, LineData, Purpose};
 use rustc_hash::FxHashMap;
 
-/// Upper bound on cores (engine limit); reserved space is sized for it.
-pub(crate) const MAX_CORES: u64 = 256;
-
-pub static PARAMS: &[ParamSpec] = &[ParamSpec {
-    key: "opt-undo.log_bytes_per_core",
-    default: DefaultValue::Int(1 << 20),
-    unit: "bytes",
-    check: Check::PowerOfTwo(1 << 16, 1 << 30),
-    source: "modelling choice, see docs/MODEL.md (ATOM sizes its log per transaction; 1 MiB holds 8191 line records, far above any workload's write set)",
-    doc: "per-core undo log region in NVM (64 B header + 128 B per record)",
-}, ParamSpec {
-    key: "opt-undo.mutant",
-    default: DefaultValue::Str("none"),
-    unit: "",
-    check: Check::OneOf(&["none", "skip-record", "data-before-record", "truncate-before-rollback"]),
-    source: super::MUTANT_SOURCE,
-    doc: "test-only planted bug (tests/mutants.rs; refused by the CLI): skip-record = the first line of each transaction gets no undo record; data-before-record = write-backs and forced lines do not wait for their undo record; truncate-before-rollback = recovery resolves the log header before rolling back",
-}];
+pub static PARAMS: &[ParamSpec] = &[
+    p!("opt-undo.log_bytes_per_core", int 1 << 20, "bytes", Check::PowerOfTwo(1 << 16, 1 << 30),
+        "modelling choice, see docs/MODEL.md (ATOM sizes its log per transaction; 1 MiB holds 8191 line records, far above any workload's write set)",
+        "per-core undo log region in NVM (64 B header + 128 B per record)"),
+    p!("opt-undo.mutant", str "none", &["none", "skip-record", "data-before-record", "truncate-before-rollback"],
+        crate::schemes::MUTANT_SOURCE,
+        "test-only planted bug (tests/mutants.rs; refused by the CLI): skip-record = the first line of each transaction gets no undo record; data-before-record = write-backs and forced lines do not wait for their undo record; truncate-before-rollback = recovery resolves the log header before rolling back"),
+];
 
 pub static INFO: SchemeInfo = SchemeInfo {
     name: "opt-undo",
@@ -62,254 +58,12 @@ pub static INFO: SchemeInfo = SchemeInfo {
     reserved_bytes,
     build,
     recover,
+    recovery: RecoveryForm::Plain,
+    contexts: None,
 };
 
 fn reserved_bytes(p: &Params) -> u64 {
     MAX_CORES * log_stride(p, p.u64("opt-undo.log_bytes_per_core"))
-}
-
-/// Distance between two cores' log regions: one extra NVM row, so that
-/// with the row-interleaved address mapping different cores' log heads
-/// fall into different banks instead of all into bank 0 (modelling choice,
-/// see docs/MODEL.md).
-pub(crate) fn log_stride(p: &Params, per_core_bytes: u64) -> u64 {
-    per_core_bytes + p.u64("nvm.row_bytes")
-}
-
-// ---- Encoding shared by the logging baselines --------------------------
-
-/// Checksum over header words and a data line (FNV-1a on 64-bit words with
-/// a final avalanche): detects torn (partially persisted) records.
-pub(crate) fn csum(words: &[u64], data: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    let mut mix = |w: u64| {
-        h ^= w;
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        h ^= h >> 29;
-    };
-    for &w in words {
-        mix(w);
-    }
-    for c in data.chunks(8) {
-        let mut b = [0u8; 8];
-        b[..c.len()].copy_from_slice(c);
-        mix(u64::from_le_bytes(b));
-    }
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    h ^ (h >> 33)
-}
-
-/// Build a 64 B header line from words (rest zero).
-pub(crate) fn header_line(words: &[u64]) -> LineData {
-    let mut l = [0u8; 64];
-    for (i, &w) in words.iter().enumerate() {
-        write_word(&mut l, i, w);
-    }
-    l
-}
-
-pub(crate) fn line_word(l: &LineData, i: usize) -> u64 {
-    u64::from_le_bytes(l[i * 8..i * 8 + 8].try_into().unwrap())
-}
-
-const UNDO_HDR_MAGIC: u64 = 0x554e_444f_4844_5231; // "UNDOHDR1"
-const UNDO_REC_MAGIC: u64 = 0x554e_444f_5245_4331; // "UNDOREC1"
-/// Bytes per undo record: a header line and the old data line.
-pub(crate) const UNDO_REC_BYTES: u64 = 128;
-
-/// The bytes of one undo record: a header line {magic, txid, index, home
-/// line, checksum} and the old data line. Shared by opt-undo, LAD and the
-/// software pmdk-undo (which writes it with stores and clwb).
-pub(crate) fn encode_record(
-    txid: u64,
-    index: u64,
-    home: Addr,
-    old: &LineData,
-) -> [u8; UNDO_REC_BYTES as usize] {
-    let words = [UNDO_REC_MAGIC, txid, index, home];
-    let c = csum(&words, old);
-    let mut rec = [0u8; UNDO_REC_BYTES as usize];
-    rec[..64].copy_from_slice(&header_line(&[words[0], words[1], words[2], words[3], c]));
-    rec[64..].copy_from_slice(old);
-    rec
-}
-
-/// Per-core undo logs in NVM: `[header line][record 0][record 1]...`.
-/// Header = {magic, resolved txid, checksum}; record header = {magic, txid,
-/// index, home line, checksum(over those and the data)}.
-#[derive(Clone, Debug)]
-pub(crate) struct UndoLog {
-    pub base: Addr,
-    pub per_core_bytes: u64,
-    pub stride: u64,
-}
-
-/// Read undo records in log order from `(index, address)` pairs until the
-/// first one that is not a valid record of one unresolved transaction
-/// (magic, index, txid newer than `resolved` and equal across records,
-/// checksum). Returns the records (home address, old line), their txid and
-/// the lines read. Shared by the per-transaction log (LAD) and the
-/// circular log (opt-undo), which differ only in where record i lives.
-fn scan_records(
-    img: &mut dyn MemWrite,
-    slots: impl Iterator<Item = (u64, Addr)>,
-    resolved: u64,
-) -> (Vec<(Addr, LineData)>, Option<u64>, u64) {
-    let mut recs: Vec<(Addr, LineData)> = Vec::new();
-    let mut txid = None;
-    let mut read = 0u64;
-    for (i, a) in slots {
-        let h = img.read_line(a);
-        let d = img.read_line(a + 64);
-        read += 2;
-        let w = [
-            line_word(&h, 0),
-            line_word(&h, 1),
-            line_word(&h, 2),
-            line_word(&h, 3),
-        ];
-        let ok = w[0] == UNDO_REC_MAGIC
-            && w[2] == i
-            && w[1] > resolved
-            && txid.is_none_or(|t| t == w[1])
-            && line_word(&h, 4) == csum(&w, &d);
-        if !ok {
-            break;
-        }
-        txid = Some(w[1]);
-        recs.push((w[3], d));
-    }
-    (recs, txid, read)
-}
-
-impl UndoLog {
-    pub fn new(base: Addr, per_core_bytes: u64, p: &Params) -> Self {
-        UndoLog {
-            base,
-            per_core_bytes,
-            stride: log_stride(p, per_core_bytes),
-        }
-    }
-
-    pub fn core_base(&self, core: usize) -> Addr {
-        self.base + core as u64 * self.stride
-    }
-
-    pub fn capacity_records(&self) -> u64 {
-        (self.per_core_bytes - 64) / UNDO_REC_BYTES
-    }
-
-    pub fn record_addr(&self, core: usize, index: u64) -> Addr {
-        self.core_base(core) + 64 + index * UNDO_REC_BYTES
-    }
-
-    /// Encode and write undo record `index`; returns its persist time, or
-    /// `None` (nothing written) when the log cannot hold it: the caller
-    /// reports the parameter as too small ([`UndoLog::too_small`]).
-    #[allow(clippy::too_many_arguments)]
-    pub fn append(
-        &self,
-        ctx: &mut MemCtx,
-        core: usize,
-        index: u64,
-        txid: u32,
-        home: Addr,
-        old: &LineData,
-        now: Cycle,
-    ) -> Option<Cycle> {
-        if index >= self.capacity_records() {
-            return None;
-        }
-        let rec = encode_record(u64::from(txid), index, home, old);
-        Some(
-            ctx.nvm
-                .write(self.record_addr(core, index), &rec, Purpose::Log, now),
-        )
-    }
-
-    /// The input error for a transaction on `core` that needed `records`
-    /// undo records in a log sized by parameter `key` of `specs`.
-    pub fn too_small(
-        &self,
-        specs: &[ParamSpec],
-        key: &str,
-        core: usize,
-        records: u64,
-        why: &str,
-    ) -> String {
-        format!(
-            "{key}={} holds {} undo records per core, but a transaction on core {core} needed {records} ({why}); {}",
-            self.per_core_bytes,
-            self.capacity_records(),
-            super::raise_advice(specs, key, 64 + records * UNDO_REC_BYTES)
-        )
-    }
-
-    /// Truncate: persist the header saying every transaction up to `txid`
-    /// is resolved (its records must never be rolled back).
-    pub fn resolve(&self, ctx: &mut MemCtx, core: usize, txid: u32, now: Cycle) -> Cycle {
-        let l = Self::header(txid);
-        ctx.nvm
-            .write(self.core_base(core), &l, Purpose::Metadata, now)
-    }
-
-    pub(crate) fn header(txid: u32) -> LineData {
-        let w = [UNDO_HDR_MAGIC, txid as u64];
-        header_line(&[w[0], w[1], csum(&w, &[])])
-    }
-
-    /// Resolved txid from a header line (0 if the header was never written
-    /// or is torn: then nothing was resolved yet on this core).
-    fn parse_header(l: &LineData) -> u64 {
-        let w = [line_word(l, 0), line_word(l, 1)];
-        if w[0] == UNDO_HDR_MAGIC && line_word(l, 2) == csum(&w, &[]) {
-            w[1]
-        } else {
-            0
-        }
-    }
-
-    /// Recover one core's log from bytes: roll back the records of the
-    /// unresolved transaction unless it is `committed` (LAD: committed by
-    /// its staging marker), then resolve it. Returns (records rolled back,
-    /// lines read, lines written).
-    pub fn recover_core(
-        &self,
-        img: &mut dyn MemWrite,
-        core: usize,
-        committed: Option<u64>,
-    ) -> (u64, u64, u64) {
-        let hdr = img.read_line(self.core_base(core));
-        let resolved = Self::parse_header(&hdr);
-        let (recs, txid, scanned) = scan_records(
-            img,
-            (0..self.capacity_records()).map(|i| (i, self.record_addr(core, i))),
-            resolved,
-        );
-        let read = 1 + scanned;
-        let Some(t) = txid else {
-            return (0, read, 0);
-        };
-        let mut written = 0;
-        let mut rolled = 0;
-        if committed != Some(t) {
-            for (home, old) in recs.iter().rev() {
-                img.write_bytes(*home, old);
-                written += 1;
-                rolled += 1;
-            }
-        }
-        img.write_bytes(self.core_base(core), &Self::header(t as u32));
-        (rolled, read, written + 1)
-    }
-}
-
-/// Modelled recovery time: lines read and written one after another at the
-/// media array latencies (an upper bound; no bank parallelism assumed).
-pub(crate) fn recovery_ns(p: &Params, lines_read: u64, lines_written: u64) -> f64 {
-    lines_read as f64 * p.f64("nvm.array_read_ns")
-        + lines_written as f64 * p.f64("nvm.array_write_ns")
 }
 
 /// Opt-Undo's per-core circular undo log (ATOM's log, truncated by moving
@@ -438,15 +192,6 @@ impl RingLog {
         }
         (n, read, n + 1)
     }
-}
-
-/// The core owning an address (threads own disjoint regions).
-#[inline]
-pub(crate) fn owner_of(layout: &Layout, addr: Addr) -> usize {
-    let t = (addr / layout.thread_stride_bytes) as usize;
-    layout
-        .thread_of(addr)
-        .unwrap_or(t.min(layout.threads.saturating_sub(1)))
 }
 
 // ---- The scheme ----------------------------------------------------------
@@ -655,7 +400,7 @@ impl Scheme for OptUndo {
                 "opt-undo.log_bytes_per_core={} holds {} undo records per core, but a transaction on core {core} needed {records} (one per modified line); {}",
                 self.log.per_core_bytes,
                 self.log.slots(),
-                super::raise_advice(PARAMS, "opt-undo.log_bytes_per_core", 128 + records * UNDO_REC_BYTES)
+                crate::schemes::raise_advice(PARAMS, "opt-undo.log_bytes_per_core", 128 + records * UNDO_REC_BYTES)
             );
             ctx.input_error(msg);
         }

@@ -2,7 +2,7 @@
 //! Logging for Atomic Persistence in Non-Volatile Main Memory", ISCA 2020,
 //! §III) — `morlog` — and its delay-persistence commit (§III-C) —
 //! `morlog-dp`. The log format, ring, headers and truncation are FWB's
-//! (`fwb.rs`), shared.
+//! (`kit/hw_log.rs`), shared.
 //!
 //! - Eager undo, lazy redo (§III-B). The first store of a transaction to a
 //!   word (L1 state Clean) creates an undo+redo entry (undo = the word in
@@ -35,7 +35,7 @@
 //!   counter) enters the undo+redo FIFO behind the transaction's entries.
 //! - Log management (§III-F): the engine's force-write-back scan every
 //!   `period_cycles`; the head moves past transactions that committed
-//!   before the previous pass (fwb.rs).
+//!   before the previous pass (as fwb's).
 //! - Recovery (§III-E) from the log's bytes: committed transactions (commit
 //!   record) are redone in commit order, each in log order; the others
 //!   undone in reverse log order. `morlog-dp`: a committed transaction is
@@ -45,16 +45,18 @@
 
 use crate::cache::hierarchy::WritebackCause;
 use crate::cache::LineExt;
-use crate::config::{Check, DefaultValue, ParamSpec, Params};
-use crate::crash::resume::{ResumableScan, ScanIo};
+use crate::config::{p, Check, ParamSpec, Params};
 use crate::error::{Error, Result};
 use crate::mem::MemWrite;
-use crate::schemes::logging::fwb::{
-    encode, persist_head, Record, Ring, RingCursor, ENTRY_BYTES, TYPE_COMMIT, TYPE_DATA, TYPE_REDO,
+use crate::recovery::{ResumableScan, ScanIo};
+use crate::schemes::kit::hw_log::{
+    encode, persist_head, Record, Ring, RingCursor, COMMIT_BITS, DP_COUNTER_BITS, ENTRY_BYTES,
+    HEADER_BYTES, REDO_ENTRY_BITS, TYPE_COMMIT, TYPE_DATA, TYPE_REDO, UR_ENTRY_BITS,
 };
 use crate::schemes::logging::txtable::TxTable;
 use crate::schemes::{
-    raise_advice, Durability, Layout, MemCtx, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
+    raise_advice, Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo,
+    SchemeStats,
 };
 use crate::types::{line_of, Addr, CoreId, Cycle, LineData, Purpose};
 use rustc_hash::FxHashMap;
@@ -67,65 +69,31 @@ const MGMT_SOURCE: &str = "MorLog §III-F \"Log management\": two options, force
 const TABLE_SOURCE: &str = "modelling choice, docs/MODEL.md \"MorLog transaction table\" (MorLog §III-F gives no size; 64 = 8 per thread of the paper's eight)";
 const LOG_SOURCE: &str = "modelling choice, docs/MODEL.md \"MorLog\" (MorLog §III-A: a large-enough log region prevents overflow); as fwb.log_bytes";
 
+/// The parameter list of one variant, every key under its scheme's prefix.
 macro_rules! params {
     ($name:ident, $p:literal, $mutants:expr, $mutdoc:literal) => {
         pub static $name: &[ParamSpec] = &[
-            ParamSpec {
-                key: concat!($p, ".undo_redo_buffer_entries"),
-                default: DefaultValue::Int(16),
-                unit: "entries",
-                check: Check::Range(1.0, 4096.0),
-                source: UR_SOURCE,
-                doc: "volatile undo+redo FIFO; an entry is written to the log N = L1+L2+LLC latency - 1 cycles after its creation, or earlier when the FIFO is full",
-            },
-            ParamSpec {
-                key: concat!($p, ".redo_buffer_entries"),
-                default: DefaultValue::Int(32),
-                unit: "entries",
-                check: Check::Range(1.0, 4096.0),
-                source: REDO_SOURCE,
-                doc: "volatile redo FIFO, written lazily (when full, or at commit for morlog)",
-            },
-            ParamSpec {
-                key: concat!($p, ".period_cycles"),
-                default: DefaultValue::Int(3_000_000),
-                unit: "cycles",
-                check: Check::Range(1000.0, 1e12),
-                source: PERIOD_SOURCE,
-                doc: "period of the force-write-back scan that bounds the log (truncation after two passes)",
-            },
-            ParamSpec {
-                key: concat!($p, ".log_management"),
-                default: DefaultValue::Str("force-write-back"),
-                unit: "",
-                check: Check::OneOf(&["force-write-back", "tx-table"]),
-                source: MGMT_SOURCE,
-                doc: "how log space is reclaimed (MorLog §III-F): force-write-back = the periodic cache scan, the head moves past transactions committed before the last two passes; tx-table = a transaction table whose per-transaction counter of cache lines holding its data releases the log when it reaches 0",
-            },
-            ParamSpec {
-                key: concat!($p, ".tx_table_entries"),
-                default: DefaultValue::Int(64),
-                unit: "entries",
-                check: Check::Range(1.0, 65536.0),
-                source: TABLE_SOURCE,
-                doc: "transaction-table entries (log_management = tx-table); at least the thread count. When full, a beginning transaction waits while the lines of the oldest committed entry are written back",
-            },
-            ParamSpec {
-                key: concat!($p, ".log_bytes"),
-                default: DefaultValue::Int(128 << 20),
-                unit: "bytes",
-                check: Check::PowerOfTwo(1 << 12, 1 << 36),
-                source: LOG_SOURCE,
-                doc: "centralized circular log in NVM (32 B per entry or commit record)",
-            },
-            ParamSpec {
-                key: concat!($p, ".mutant"),
-                default: DefaultValue::Str("none"),
-                unit: "",
-                check: Check::OneOf($mutants),
-                source: crate::schemes::MUTANT_SOURCE,
-                doc: $mutdoc,
-            },
+            p!(concat!($p, ".undo_redo_buffer_entries"), int 16, "entries", Check::Range(1.0, 4096.0),
+                UR_SOURCE,
+                "volatile undo+redo FIFO; an entry is written to the log N = L1+L2+LLC latency - 1 cycles after its creation, or earlier when the FIFO is full"),
+            p!(concat!($p, ".redo_buffer_entries"), int 32, "entries", Check::Range(1.0, 4096.0),
+                REDO_SOURCE,
+                "volatile redo FIFO, written lazily (when full, or at commit for morlog)"),
+            p!(concat!($p, ".period_cycles"), int 3_000_000, "cycles", Check::Range(1000.0, 1e12),
+                PERIOD_SOURCE,
+                "period of the force-write-back scan that bounds the log (truncation after two passes)"),
+            p!(concat!($p, ".log_management"), str "force-write-back", &["force-write-back", "tx-table"],
+                MGMT_SOURCE,
+                "how log space is reclaimed (MorLog §III-F): force-write-back = the periodic cache scan, the head moves past transactions committed before the last two passes; tx-table = a transaction table whose per-transaction counter of cache lines holding its data releases the log when it reaches 0"),
+            p!(concat!($p, ".tx_table_entries"), int 64, "entries", Check::Range(1.0, 65536.0),
+                TABLE_SOURCE,
+                "transaction-table entries (log_management = tx-table); at least the thread count. When full, a beginning transaction waits while the lines of the oldest committed entry are written back"),
+            p!(concat!($p, ".log_bytes"), int 128 << 20, "bytes", Check::PowerOfTwo(1 << 12, 1 << 36),
+                LOG_SOURCE,
+                "centralized circular log in NVM (32 B per entry or commit record)"),
+            p!(concat!($p, ".mutant"), str "none", $mutants,
+                crate::schemes::MUTANT_SOURCE,
+                $mutdoc),
         ];
     };
 }
@@ -151,6 +119,8 @@ pub static INFO: SchemeInfo = SchemeInfo {
     reserved_bytes,
     build,
     recover,
+    recovery: RecoveryForm::Scan(new_scan),
+    contexts: None,
 };
 
 pub static DP_INFO: SchemeInfo = SchemeInfo {
@@ -161,6 +131,8 @@ pub static DP_INFO: SchemeInfo = SchemeInfo {
     reserved_bytes: reserved_bytes_dp,
     build: build_dp,
     recover: recover_dp,
+    recovery: RecoveryForm::Scan(new_scan_dp),
+    contexts: None,
 };
 
 /// The parameter keys of one of the two variants.
@@ -196,24 +168,12 @@ const DP: Keys = Keys {
     specs: DP_PARAMS,
 };
 
-const HEADER_BYTES: u64 = crate::schemes::logging::fwb::HEADER_BYTES;
-
 fn reserved_bytes(p: &Params) -> u64 {
     p.u64(K.log_bytes) + HEADER_BYTES
 }
 fn reserved_bytes_dp(p: &Params) -> u64 {
     p.u64(DP.log_bytes) + HEADER_BYTES
 }
-
-/// Bits of each log record in Fig. 7's format (type 2, TID 8, TxID 16,
-/// address 48, torn bit 1, data words 64 each): the log bits before
-/// encoding (`log_bits_before_encoding`; the bits the device writes are
-/// the media's `log_bits_written`). A commit record has no address or data; a
-/// delay-persistence one adds its 10-bit ulog counter.
-pub const UR_ENTRY_BITS: u64 = 2 + 8 + 16 + 48 + 1 + 128;
-pub const REDO_ENTRY_BITS: u64 = 2 + 8 + 16 + 48 + 1 + 64;
-pub const COMMIT_BITS: u64 = 2 + 8 + 16 + 1;
-pub const DP_COUNTER_BITS: u64 = 10;
 
 // ---------------------------------------------------------------------------
 // Fig. 8: the L1 word states.
@@ -667,7 +627,7 @@ impl MorLog {
     }
 
     /// Persist the head register in the other header line, after every
-    /// log write so far (fwb.rs `persist_head`).
+    /// log write so far (`hw_log::persist_head`).
     fn write_head(&mut self, ctx: &mut MemCtx, now: Cycle) -> Cycle {
         self.st.head_persists += 1;
         self.persisted_head = self.head;
@@ -1404,10 +1364,10 @@ impl Scheme for MorLog {
 }
 
 fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<RecoveryReport> {
-    crate::crash::resume::recover_by_scan(new_scan(p, layout), img, p)
+    crate::recovery::recover_by_scan(new_scan(p, layout), img, p)
 }
 fn recover_dp(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<RecoveryReport> {
-    crate::crash::resume::recover_by_scan(new_scan_dp(p, layout), img, p)
+    crate::recovery::recover_by_scan(new_scan_dp(p, layout), img, p)
 }
 
 pub(crate) fn new_scan(p: &Params, layout: &Layout) -> Box<dyn ResumableScan> {
@@ -1475,7 +1435,7 @@ impl Word {
 }
 
 /// Recovery from the log's bytes (§III-E) as a resumable scan
-/// (crash/resume.rs, one cursor: the ring). Its writes, as a multiset and
+/// (recovery/scan.rs, one cursor: the ring). Its writes, as a multiset and
 /// in their effect on every word, are those of the recovery it replaced:
 /// the redo of every persisted transaction in commit order (each in log
 /// order, with the entries read after its commit record), then the undo of
@@ -1836,7 +1796,7 @@ impl ResumableScan for MorScan {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schemes::logging::fwb::{decode, head_to_end, scan_head};
+    use crate::schemes::kit::hw_log::{decode, head_to_end, scan_head};
 
     #[derive(Default)]
     struct TxLog {
@@ -1923,7 +1883,7 @@ mod tests {
         RecoveryReport {
             bytes_read: lines_read * 64,
             bytes_written: lines_written * 8,
-            modeled_ns: crate::schemes::undo::recovery_ns(p, lines_read, lines_written),
+            modeled_ns: crate::schemes::kit::log::recovery_ns(p, lines_read, lines_written),
             details: vec![
                 ("log_records_scanned", (seq - head) as f64),
                 ("words_redone", redone as f64),
@@ -1985,7 +1945,7 @@ mod tests {
             if head > 0 {
                 base.write_bytes(
                     ring.header_addr(1),
-                    &crate::schemes::logging::fwb::header_bytes(head),
+                    &crate::schemes::kit::hw_log::header_bytes(head),
                 );
             }
             for w in 0..6u64 {
@@ -2029,7 +1989,7 @@ mod tests {
                     writes: Vec::new(),
                 };
                 let scan = Box::new(MorScan::fresh(ring, check_counter));
-                let ra = crate::crash::resume::recover_by_scan(scan, &mut a, &p).unwrap();
+                let ra = crate::recovery::recover_by_scan(scan, &mut a, &p).unwrap();
                 let rb = reference_recover(&mut b, &p, ring, check_counter);
                 let what = format!("seed {seed} prefix {m}");
                 assert_eq!(
@@ -2058,7 +2018,7 @@ mod tests {
             for seq in head..head + n {
                 img.write_bytes(ring.slot_addr(seq), &[0u8; ENTRY_BYTES as usize]);
             }
-            let mut homes = crate::crash::memo::Writes::default();
+            let mut homes = crate::recovery::writes::Writes::default();
             // The driver's view of the home writes: per resume, its home
             // writes, then its replacements (a withdrawal shows the crash
             // image again).
@@ -2079,7 +2039,7 @@ mod tests {
                 io.apply_to(&mut view);
                 // Same state as the whole prefix scanned at once.
                 let mut whole = MorScan::fresh(ring, check_counter);
-                let mut homes2 = crate::crash::memo::Writes::default();
+                let mut homes2 = crate::recovery::writes::Writes::default();
                 let mut io2 = TestIo::new(&img, &mut homes2);
                 whole.resume(0, &mut io2).unwrap();
                 let fin = |s: &MorScan| {
@@ -2090,7 +2050,7 @@ mod tests {
                 let what = format!("seed {seed} resumed to {m}");
                 assert_eq!(fin(&scan), fin(&whole), "{what}");
                 assert_eq!(scan.report(&p).details, whole.report(&p).details, "{what}");
-                let pieces = |w: &crate::crash::memo::Writes| {
+                let pieces = |w: &crate::recovery::writes::Writes| {
                     w.pieces(w.len())
                         .map(|(a, d)| (a, d.to_vec()))
                         .collect::<Vec<_>>()
@@ -2112,7 +2072,7 @@ mod tests {
     /// from-scratch recovery keeps them, then the finish) are its multiset.
     fn assert_view_recovers(
         scan: &MorScan,
-        homes: &crate::crash::memo::Writes,
+        homes: &crate::recovery::writes::Writes,
         view: &FxHashMap<Addr, u64>,
         img: &crate::mem::SparseImage,
         (p, ring, check_counter): (&Params, Ring, bool),
@@ -2162,12 +2122,12 @@ mod tests {
         let log = &e.ctx.nvm.persist_log;
         let mut img = crate::mem::SparseImage::new();
         let mut scan = MorScan::fresh(ring, true);
-        let mut homes = crate::crash::memo::Writes::default();
+        let mut homes = crate::recovery::writes::Writes::default();
         let mut view = FxHashMap::default();
         let (mut spilled_max, mut withdrawals, mut checked) = (0, 0, 0);
         for (k, ev) in log.events().iter().enumerate() {
             img.write_bytes(ev.addr, log.data(ev));
-            if ev.addr < ring.base + crate::schemes::logging::fwb::HEADER_BYTES
+            if ev.addr < ring.base + crate::schemes::kit::hw_log::HEADER_BYTES
                 && ev.addr + ev.len as u64 > ring.base
             {
                 scan = MorScan::fresh(ring, true);
@@ -2200,7 +2160,7 @@ mod tests {
         img: &'a crate::mem::SparseImage,
         pending: Vec<(Addr, Vec<u8>)>,
         pending_rehomes: Vec<(Addr, Vec<u8>, Option<Vec<u8>>)>,
-        homes: &'a mut crate::crash::memo::Writes,
+        homes: &'a mut crate::recovery::writes::Writes,
         resume_homes: Vec<(Addr, Vec<u8>)>,
         resume_rehomes: Vec<(Addr, Option<Vec<u8>>)>,
         withdrawals: u64,
@@ -2210,7 +2170,7 @@ mod tests {
     impl<'a> TestIo<'a> {
         fn new(
             img: &'a crate::mem::SparseImage,
-            homes: &'a mut crate::crash::memo::Writes,
+            homes: &'a mut crate::recovery::writes::Writes,
         ) -> Self {
             TestIo {
                 img,

@@ -1,5 +1,6 @@
-//! Resumable recovery (issue 20 part 1): a crash point's recovery continued
-//! from the previous point's scan instead of re-parsing the whole log.
+//! Resumable recovery: a recovery written as cursors over the crash image,
+//! so that crash verification can continue a crash point's recovery from
+//! the previous point's scan instead of re-parsing the whole log.
 //!
 //! A scheme opts in by writing its recovery as a [`ResumableScan`]: one or
 //! more independent *cursors* (e.g. one per core's log) that read the crash
@@ -12,7 +13,7 @@
 //! in cursor order, then the finish writes — so there is one recovery code
 //! and the fast path cannot drift from it.
 //!
-//! The driver (`crash/mod.rs`) keeps, per worker, the scan state of the
+//! The crash-verification driver (`crash/mod.rs`) keeps, per worker, the scan state of the
 //! last crash point with the byte ranges each cursor read before its last
 //! mark (*stable*) and after it (*frontier*: what made it stop). Crash
 //! point k+1 adds one persisted write. If it touches a stable byte, the
@@ -48,11 +49,11 @@
 //! cannot absorb makes the scan [`ResumableScan::stale`]: the driver
 //! restarts it from scratch at that point.
 
-use super::memo::Writes;
+use super::writes::Writes;
+use super::RecoveryReport;
 use crate::config::Params;
 use crate::error::Result;
-use crate::mem::{MemRead, MemWrite};
-use crate::schemes::{Layout, RecoveryReport};
+use crate::mem::{Layout, MemRead, MemWrite};
 use crate::types::Addr;
 
 /// What a cursor sees: the crash image (reads are recorded by the
@@ -74,7 +75,7 @@ pub trait ScanIo: MemRead {
     /// bytes `old`), while the driver's kept image takes each resume's
     /// home writes, then its replacements, in time order (a withdrawal
     /// shows the crash image again). A scan that overlaps must make both
-    /// end on the same bytes (morlog.rs `MorScan`).
+    /// end on the same bytes (morlog's `MorScan`).
     fn rehome(&mut self, addr: Addr, old: &[u8], new: Option<&[u8]>);
     /// Drop every home write this cursor kept since its start, so that it
     /// can scan again from its start with a fresh state (a scan that finds
@@ -120,7 +121,7 @@ pub trait ResumableScan: Send {
         false
     }
     /// The finish writes' count and, if the scan keeps it, the wrapping
-    /// sum of their [`super::memo::piece_hash`]es, if every finish write
+    /// sum of their [`super::writes::piece_hash`]es, if every finish write
     /// lies outside the home region (no check reads it). With
     /// [`ResumableScan::finish_reruns_repeat`] the driver then needs
     /// nothing else of them at a resumed point and does not build them:
@@ -135,25 +136,6 @@ pub trait ResumableScan: Send {
 
 /// A scheme's resumable recovery: its initial (nothing scanned) state.
 pub type NewScanFn = fn(&Params, &Layout) -> Box<dyn ResumableScan>;
-
-/// The schemes whose recovery is a [`ResumableScan`] (by name: mutants
-/// are parameters of the same scheme and share its recovery code).
-pub fn for_scheme(name: &str) -> Option<NewScanFn> {
-    match name {
-        "opt-redo" => Some(crate::schemes::redo::new_scan),
-        "fwb" => Some(crate::schemes::logging::fwb::new_scan),
-        "fwb-unsafe" => Some(crate::schemes::logging::fwb::new_scan_unsafe),
-        "hoop" => Some(crate::schemes::hoop::recovery::new_scan),
-        "dudetm" => Some(crate::schemes::software::dudetm::new_scan),
-        "lsm" => Some(crate::schemes::lsm::new_scan),
-        "morlog" => Some(crate::schemes::logging::morlog::new_scan),
-        "morlog-dp" => Some(crate::schemes::logging::morlog::new_scan_dp),
-        "osp" => Some(crate::schemes::ssp::new_scan),
-        "ehou" => Some(crate::schemes::oop::ehou::new_scan),
-        "redu" => Some(crate::schemes::logging::redu::new_scan),
-        _ => None,
-    }
-}
 
 /// A [`ScanIo`] over an image that keeps home writes per cursor.
 struct PlainIo<'a> {
@@ -375,11 +357,31 @@ mod tests {
 
     /// Rule: a rehomed word is written once, where it was first written,
     /// with the bytes of its last rehome before a mark.
+    /// An image that records its writes.
+    #[derive(Default)]
+    struct Recorded {
+        inner: crate::mem::SparseImage,
+        writes: Writes,
+    }
+
+    impl MemRead for Recorded {
+        fn read_bytes(&self, addr: Addr, buf: &mut [u8]) {
+            self.inner.read_bytes(addr, buf);
+        }
+    }
+
+    impl MemWrite for Recorded {
+        fn write_bytes(&mut self, addr: Addr, data: &[u8]) {
+            self.writes.push(addr, data);
+            self.inner.write_bytes(addr, data);
+        }
+    }
+
     #[test]
     fn rehome_rewrites_the_kept_piece_in_place() {
-        let mut rec = crate::crash::Recorder::new(crate::mem::SparseImage::new());
+        let mut rec = Recorded::default();
         recover_by_scan(Box::new(Rehoming), &mut rec, &Params::defaults(&[])).unwrap();
-        assert_eq!(rec.writes(), 2);
+        assert_eq!(rec.writes.len(), 2);
         let pieces: Vec<(Addr, Vec<u8>)> =
             rec.writes.pieces(2).map(|(a, d)| (a, d.to_vec())).collect();
         assert_eq!(

@@ -25,23 +25,26 @@
 //! merged, every overlay line it lists is copied home (idempotent).
 
 use super::{ContextArea, EPOCH_CYCLES};
-use crate::config::{Check, DefaultValue, ParamSpec, Params};
+use crate::config::{p, Check, ParamSpec, Params};
 use crate::error::{Error, Result};
-use crate::mem::hybrid::PAGE_BYTES;
+use crate::mem::layout::PAGE_BYTES;
 use crate::mem::{MemRead, MemWrite};
-use crate::schemes::{Durability, Layout, MemCtx, RecoveryReport, Scheme, SchemeInfo, SchemeStats};
+use crate::schemes::kit::page_fill::page_fill;
+use crate::schemes::{
+    Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
+};
 use crate::types::{Addr, CoreId, Cycle, LineData, Purpose, LINE_BYTES};
 use rustc_hash::FxHashMap;
 
 pub static PARAMS: &[ParamSpec] = &[
     EPOCH_CYCLES,
-    crate::config::spec!("overlay.oms_bytes", DefaultValue::Int(300 << 20), "bytes", Check::Range(4096.0, 1e13),
+    p!("overlay.oms_bytes", int 300 << 20, "bytes", Check::Range(4096.0, 1e13),
         "modelling choice (docs/MODEL.md): the NVM space dual-page checkpointing gets for its derivative pool (§4.4 footnote 4, 300 MB); page overlays let the OS grow the store, the paper gives no size",
         "overlay memory store in NVM (a multiple of 4096 B); a checkpoint is forced when less than max(1/8 of it, hybrid.dram_cache_bytes) is free"),
-    crate::config::spec!("overlay.lookup_cycles", DefaultValue::Int(16), "cycles", Check::Range(0.0, 10000.0),
+    p!("overlay.lookup_cycles", int 16, "cycles", Check::Range(0.0, 10000.0),
         "dual-page checkpointing paper §5.1.1 (the 16-cycle table lookup of its simulator, applied to every system)",
         "OMT lookup on every NVM access of the DRAM cache"),
-    crate::config::spec!("overlay.mutant", DefaultValue::Str("none"), "", Check::OneOf(&["none", "merge-before-switch"]),
+    p!("overlay.mutant", str "none", &["none", "merge-before-switch"],
         crate::schemes::MUTANT_SOURCE,
         "test-only planted bug: merge-before-switch = overlays are merged into their pages before the checkpoint's backup and switch persist"),
 ];
@@ -54,6 +57,8 @@ pub static INFO: SchemeInfo = SchemeInfo {
     reserved_bytes,
     build,
     recover,
+    recovery: RecoveryForm::Plain,
+    contexts: Some(recovered_contexts),
 };
 
 const META_MAGIC: u64 = 0x6f76_6c61_7900_0001; // "ovlay" v1
@@ -344,17 +349,7 @@ impl Scheme for PageOverlay {
         self.note_time(now);
         self.stats.lookups += 1;
         let t = now + self.lookup;
-        let lines = out.len() / LINE_BYTES as usize;
-        let mut first_at = t;
-        for k in std::iter::once(first).chain((0..lines).filter(|&k| k != first)) {
-            let src = self.src_of_line(page_addr + k as u64 * LINE_BYTES);
-            let r = k * LINE_BYTES as usize..(k + 1) * LINE_BYTES as usize;
-            let done = ctx.nvm.read(src, &mut out[r], Purpose::Demand, t);
-            if k == first {
-                first_at = done;
-            }
-        }
-        first_at
+        page_fill(ctx, page_addr, first, out, t, |line| self.src_of_line(line))
     }
 
     fn page_writeback(
@@ -579,15 +574,15 @@ impl Scheme for PageOverlay {
     }
 }
 
-/// The CPU contexts of the valid recovery context.
-pub fn recovered_contexts(
-    img: &dyn MemRead,
+/// The CPU contexts the valid recovery context holds (`SchemeInfo::contexts`).
+fn recovered_contexts(
+    img: &dyn crate::mem::MemRead,
     p: &Params,
     layout: &Layout,
 ) -> std::result::Result<Vec<super::CoreContext>, String> {
-    let g = Geometry::new(p, layout.reserved_base, layout.threads);
-    let s = g.area.read_switch(img)?.map(|(_, s)| s);
-    g.area.read_contexts(img, s)
+    Geometry::new(p, layout.reserved_base, layout.threads)
+        .area
+        .recovered_contexts(img)
 }
 
 /// Recovery: unless the valid slot is marked merged, copy its overlays home.

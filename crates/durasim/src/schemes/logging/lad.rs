@@ -24,51 +24,34 @@
 //!   lines otherwise, roll back the undo records of a transaction that did
 //!   not commit, clear the header.
 
-use super::undo::{
-    csum, header_line, line_word, log_stride, owner_of, recovery_ns, UndoLog, MAX_CORES,
-};
-use super::{Durability, Layout, MemCtx, RecoveryReport, Scheme, SchemeInfo, SchemeStats};
 use crate::cache::hierarchy::WritebackCause;
 use crate::cache::LineExt;
-use crate::config::{Check, DefaultValue, ParamSpec, Params};
+use crate::config::{p, Check, ParamSpec, Params};
 use crate::error::{Error, Result};
 use crate::mem::MemWrite;
+use crate::schemes::kit::log::{
+    csum, header_line, line_word, log_stride, owner_of, recovery_ns, MAX_CORES,
+};
+use crate::schemes::kit::undo_log::UndoLog;
+use crate::schemes::{
+    Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
+};
 use crate::types::{line_of, word_index, write_word, Addr, CoreId, Cycle, LineData, Purpose};
 use rustc_hash::FxHashMap;
 
 pub static PARAMS: &[ParamSpec] = &[
-    ParamSpec {
-        key: "lad.staging_lines_per_core",
-        default: DefaultValue::Int(64),
-        unit: "lines",
-        check: Check::Range(1.0, 65536.0),
-        source: "modelling choice, see docs/MODEL.md (a partition may hold the whole shared queue, lad.staging_lines_total)",
-        doc: "most lines one core may stage; more lines in one transaction fall back to undo logging",
-    },
-    ParamSpec {
-        key: "lad.staging_lines_total",
-        default: DefaultValue::Int(64),
-        unit: "lines",
-        check: Check::Range(1.0, 65536.0),
-        source: "LAD (Gupta et al., MICRO 2019) stages in the memory controller's existing ADR write-pending queue; one controller here, so its mc.write_queue_entries (USIMM default 64) bounds it (capped at that value)",
-        doc: "ADR staging lines shared by all cores (at most mc.write_queue_entries); a line arriving when it is full falls back to undo logging",
-    },
-    ParamSpec {
-        key: "lad.undo_log_bytes_per_core",
-        default: DefaultValue::Int(1 << 20),
-        unit: "bytes",
-        check: Check::PowerOfTwo(1 << 16, 1 << 30),
-        source: "modelling choice, see docs/MODEL.md (same as opt-undo.log_bytes_per_core)",
-        doc: "per-core undo log in NVM for the staging-overflow fallback",
-    },
-    ParamSpec {
-        key: "lad.mutant",
-        default: DefaultValue::Str("none"),
-        unit: "",
-        check: Check::OneOf(&["none", "release-before-commit"]),
-        source: super::MUTANT_SOURCE,
-        doc: "test-only planted bug (tests/mutants.rs; refused by the CLI): release-before-commit = staged lines are released to NVM before the commit header persists",
-    },
+    p!("lad.staging_lines_per_core", int 64, "lines", Check::Range(1.0, 65536.0),
+        "modelling choice, see docs/MODEL.md (a partition may hold the whole shared queue, lad.staging_lines_total)",
+        "most lines one core may stage; more lines in one transaction fall back to undo logging"),
+    p!("lad.staging_lines_total", int 64, "lines", Check::Range(1.0, 65536.0),
+        "LAD (Gupta et al., MICRO 2019) stages in the memory controller's existing ADR write-pending queue; one controller here, so its mc.write_queue_entries (USIMM default 64) bounds it (capped at that value)",
+        "ADR staging lines shared by all cores (at most mc.write_queue_entries); a line arriving when it is full falls back to undo logging"),
+    p!("lad.undo_log_bytes_per_core", int 1 << 20, "bytes", Check::PowerOfTwo(1 << 16, 1 << 30),
+        "modelling choice, see docs/MODEL.md (same as opt-undo.log_bytes_per_core)",
+        "per-core undo log in NVM for the staging-overflow fallback"),
+    p!("lad.mutant", str "none", &["none", "release-before-commit"],
+        crate::schemes::MUTANT_SOURCE,
+        "test-only planted bug (tests/mutants.rs; refused by the CLI): release-before-commit = staged lines are released to NVM before the commit header persists"),
 ];
 
 pub static INFO: SchemeInfo = SchemeInfo {
@@ -79,6 +62,8 @@ pub static INFO: SchemeInfo = SchemeInfo {
     reserved_bytes,
     build,
     recover,
+    recovery: RecoveryForm::Plain,
+    contexts: None,
 };
 
 fn reserved_bytes(p: &Params) -> u64 {

@@ -29,105 +29,56 @@
 //!   journal line by line) in version order to metadata lines older than it (or torn), then
 //!   consolidate every page (copy committed shadow lines home) and reset the
 //!   bitmaps. It is written as a scan that follows the writes
-//!   (`ssp/recovery.rs`), which crash verification resumes from point to
+//!   (`osp/recovery.rs`), which crash verification resumes from point to
 //!   point; the registered recovery is the same scan run from scratch.
 
-use super::undo::{csum, header_line, line_word, owner_of, MAX_CORES};
-use super::{Durability, Layout, MemCtx, RecoveryReport, Scheme, SchemeInfo, SchemeStats};
 use crate::cache::hierarchy::WritebackCause;
 use crate::cache::LineExt;
-use crate::config::{Check, DefaultValue, ParamSpec, Params};
+use crate::config::{p, Check, ParamSpec, Params};
 use crate::error::Result;
 use crate::mem::{MemRead, MemWrite};
+use crate::schemes::kit::log::{csum, header_line, line_word, owner_of, MAX_CORES};
+use crate::schemes::{
+    Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
+};
 use crate::types::{line_of, word_index, write_word, Addr, CoreId, Cycle, LineData, Purpose};
 use rustc_hash::FxHashMap;
 
 mod recovery;
-pub(crate) use recovery::new_scan;
 
 const PAGE: u64 = 4096;
 
 pub static PARAMS: &[ParamSpec] = &[
-    ParamSpec {
-        key: "osp.shadow_pages",
-        default: DefaultValue::Int(1 << 18),
-        unit: "pages",
-        check: Check::Range(16.0, 268435456.0),
-        source: "modelling choice, see docs/MODEL.md (1 GiB shadow pool, allocated on demand as in SSP; sparse, so unused pages cost nothing)",
-        doc: "shadow physical pages available (one per page ever written in a transaction)",
-    },
-    ParamSpec {
-        key: "osp.journal_bytes_per_core",
-        default: DefaultValue::Int(64 << 10),
-        unit: "bytes",
-        check: Check::PowerOfTwo(4096, 1 << 30),
-        source: "modelling choice, see docs/MODEL.md (a circular journal; one commit record of up to 2728 pages)",
-        doc: "per-core circular metadata journal (records of a 64 B header + 24 B per touched page, line-aligned)",
-    },
-    ParamSpec {
-        key: "osp.ssp_cache_entries_per_core",
-        default: DefaultValue::Int(1536),
-        unit: "pages",
-        check: Check::Range(1.0, 16777216.0),
-        source: "modelling choice, see docs/MODEL.md (no size in SSP or EHOU; the L2-TLB reach of a core, EHOU Table I: 128 sets x 12 ways, since a page leaving the TLB is consolidated anyway)",
-        doc: "SSP metadata cache in the controller, in page entries per running core (one shared LRU of entries x threads)",
-    },
-    ParamSpec {
-        key: "osp.l1_tlb_sets",
-        default: DefaultValue::Int(6),
-        unit: "sets",
-        check: Check::Range(1.0, 65536.0),
-        source: "EHOU paper Table I (L1 TLB: 6 sets, 4 ways)",
-        doc: "first-level TLB sets",
-    },
-    ParamSpec {
-        key: "osp.l1_tlb_ways",
-        default: DefaultValue::Int(4),
-        unit: "ways",
-        check: Check::Range(1.0, 64.0),
-        source: "EHOU paper Table I (L1 TLB: 6 sets, 4 ways)",
-        doc: "first-level TLB ways",
-    },
-    ParamSpec {
-        key: "osp.l2_tlb_sets",
-        default: DefaultValue::Int(128),
-        unit: "sets",
-        check: Check::Range(1.0, 65536.0),
-        source: "EHOU paper Table I (L2 TLB: 128 sets, 12 ways)",
-        doc: "last-level TLB sets (eviction from here consolidates the page)",
-    },
-    ParamSpec {
-        key: "osp.l2_tlb_ways",
-        default: DefaultValue::Int(12),
-        unit: "ways",
-        check: Check::Range(1.0, 64.0),
-        source: "EHOU paper Table I (L2 TLB: 128 sets, 12 ways)",
-        doc: "last-level TLB ways",
-    },
-    ParamSpec {
-        key: "osp.l2_tlb_latency_cycles",
-        default: DefaultValue::Int(8),
-        unit: "cycles",
-        check: Check::Range(0.0, 10000.0),
-        source: "ChampSim default STLB latency (the simulator of the EHOU paper, §IV-A)",
-        doc: "extra latency of an access that misses the L1 TLB and hits the L2 TLB",
-    },
-    ParamSpec {
-        key: "osp.shootdown_cycles",
-        default: DefaultValue::Int(5000),
-        unit: "cycles",
-        check: Check::Range(0.0, 1e9),
-        source: "modelling choice, see docs/MODEL.md (inter-processor-interrupt TLB shootdowns take microseconds; 2 us at 2.5 GHz)",
-        doc: "stall of the core whose TLB eviction remaps a page, when more than one core runs",
-    },
-    ParamSpec {
-        key: "osp.mutant",
-        default: DefaultValue::Str("none"),
-        unit: "",
-        check: Check::OneOf(&["none", "journal-before-flush"]),
-        source: super::MUTANT_SOURCE,
-        doc: "test-only planted bug (tests/mutants.rs; refused by the CLI): journal-before-flush = TxEnd persists the journal record before the eager flush of the transaction's lines",
-    },
+    p!("osp.shadow_pages", int 1 << 18, "pages", Check::Range(16.0, 268435456.0),
+        "modelling choice, see docs/MODEL.md (1 GiB shadow pool, allocated on demand as in SSP; sparse, so unused pages cost nothing)",
+        "shadow physical pages available (one per page ever written in a transaction)"),
+    p!("osp.journal_bytes_per_core", int 64 << 10, "bytes", Check::PowerOfTwo(4096, 1 << 30),
+        "modelling choice, see docs/MODEL.md (a circular journal; one commit record of up to 2728 pages)",
+        "per-core circular metadata journal (records of a 64 B header + 24 B per touched page, line-aligned)"),
+    p!("osp.ssp_cache_entries_per_core", int 1536, "pages", Check::Range(1.0, 16777216.0),
+        "modelling choice, see docs/MODEL.md (no size in SSP or EHOU; the L2-TLB reach of a core, EHOU Table I: 128 sets x 12 ways, since a page leaving the TLB is consolidated anyway)",
+        "SSP metadata cache in the controller, in page entries per running core (one shared LRU of entries x threads)"),
+    p!("osp.l1_tlb_sets", int 6, "sets", Check::Range(1.0, 65536.0),
+        "EHOU paper Table I (L1 TLB: 6 sets, 4 ways)",
+        "first-level TLB sets"),
+    p!("osp.l1_tlb_ways", int 4, "ways", Check::Range(1.0, 64.0),
+        "EHOU paper Table I (L1 TLB: 6 sets, 4 ways)",
+        "first-level TLB ways"),
+    p!("osp.l2_tlb_sets", int 128, "sets", Check::Range(1.0, 65536.0),
+        "EHOU paper Table I (L2 TLB: 128 sets, 12 ways)",
+        "last-level TLB sets (eviction from here consolidates the page)"),
+    p!("osp.l2_tlb_ways", int 12, "ways", Check::Range(1.0, 64.0),
+        "EHOU paper Table I (L2 TLB: 128 sets, 12 ways)",
+        "last-level TLB ways"),
+    p!("osp.l2_tlb_latency_cycles", int 8, "cycles", Check::Range(0.0, 10000.0),
+        "ChampSim default STLB latency (the simulator of the EHOU paper, §IV-A)",
+        "extra latency of an access that misses the L1 TLB and hits the L2 TLB"),
+    p!("osp.shootdown_cycles", int 5000, "cycles", Check::Range(0.0, 1e9),
+        "modelling choice, see docs/MODEL.md (inter-processor-interrupt TLB shootdowns take microseconds; 2 us at 2.5 GHz)",
+        "stall of the core whose TLB eviction remaps a page, when more than one core runs"),
+    p!("osp.mutant", str "none", &["none", "journal-before-flush"],
+        crate::schemes::MUTANT_SOURCE,
+        "test-only planted bug (tests/mutants.rs; refused by the CLI): journal-before-flush = TxEnd persists the journal record before the eager flush of the transaction's lines"),
 ];
 
 pub static INFO: SchemeInfo = SchemeInfo {
@@ -138,6 +89,8 @@ pub static INFO: SchemeInfo = SchemeInfo {
     reserved_bytes,
     build,
     recover,
+    recovery: RecoveryForm::Scan(recovery::new_scan),
+    contexts: None,
 };
 
 fn reserved_bytes(p: &Params) -> u64 {
@@ -407,7 +360,7 @@ fn build(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
 /// The recovery registered for OSP: [`recovery::new_scan`] from scratch
 /// (the scan crash verification resumes; one parsing code).
 fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<RecoveryReport> {
-    crate::crash::resume::recover_by_scan(recovery::new_scan(p, layout), img, p)
+    crate::recovery::recover_by_scan(recovery::new_scan(p, layout), img, p)
 }
 
 impl Osp {
@@ -782,7 +735,7 @@ impl Scheme for Osp {
                 self.g.journal_bytes,
                 self.g.max_journal_pages(),
                 c.pages.len(),
-                super::raise_advice(
+                crate::schemes::raise_advice(
                     PARAMS,
                     "osp.journal_bytes_per_core",
                     64 + c.pages.len() as u64 * JOURNAL_ENTRY_BYTES

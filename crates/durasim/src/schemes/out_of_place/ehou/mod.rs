@@ -32,86 +32,46 @@
 
 use crate::cache::hierarchy::WritebackCause;
 use crate::cache::LineExt;
-use crate::config::{Check, DefaultValue, ParamSpec, Params};
-use crate::crash::resume::{ResumableScan, ScanIo};
+use crate::config::{p, Check, ParamSpec, Params};
 use crate::error::{Error, Result};
 use crate::mem::optane::{AitCache, EntryState};
 use crate::mem::MemRead;
 use crate::mem::MemWrite;
-use crate::schemes::undo::{csum, owner_of, recovery_ns, MAX_CORES};
+use crate::recovery::{ResumableScan, ScanIo};
+use crate::schemes::kit::log::{csum, owner_of, recovery_ns, MAX_CORES};
 use crate::schemes::{
-    raise_advice, Durability, Layout, MemCtx, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
-    MUTANT_SOURCE,
+    raise_advice, Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo,
+    SchemeStats, MUTANT_SOURCE,
 };
 use crate::types::{line_of, word_index, write_word, Addr, CoreId, Cycle, LineData, Purpose};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::BTreeMap;
 
 pub static PARAMS: &[ParamSpec] = &[
-    ParamSpec {
-        key: "ehou.persist",
-        default: DefaultValue::Str("lazy"),
-        unit: "",
-        check: Check::OneOf(&["lazy", "eager"]),
-        source: "EHOU paper §III-A/B; §IV-A evaluates EHOU with lazy persisting",
-        doc: "eager: commit writes the committed AIT-cache entries to the AIT (on the commit path); lazy: committed entries stay dirty in the AIT cache (inside the persistence domain) until evicted or overwritten",
-    },
-    ParamSpec {
-        key: "ehou.pool_lines",
-        default: DefaultValue::Int(1 << 20),
-        unit: "lines",
-        check: Check::Range(16.0, 1e10),
-        source: "modelling choice, see docs/MODEL.md (64 MiB of free device lines; a line away from home holds one; sparse, so unused lines cost nothing)",
-        doc: "device lines of the free pool (out-of-place targets of lines at home)",
-    },
-    ParamSpec {
-        key: "ehou.log_entries_per_core",
-        default: DefaultValue::Int(4096),
-        unit: "entries",
-        check: Check::Range(8.0, 1e8),
-        source: "modelling choice, see docs/MODEL.md (no size in the paper; 128 KiB per core)",
-        doc: "overflow log capacity per core (32 B entries: physical line, device line, transaction tag, checksum)",
-    },
-    ParamSpec {
-        key: "ehou.log_buffer_entries",
-        default: DefaultValue::Int(8),
-        unit: "entries",
-        check: Check::Range(1.0, 4096.0),
-        source: "modelling choice, see docs/MODEL.md (\"extra small ADR protected log buffer\", §III-C; 8 x 32 B = one 256 B media block)",
-        doc: "ADR-protected overflow-log buffer per core: entries are written to the PM log when it fills; entries applied at commit before that cost no PM write",
-    },
-    ParamSpec {
-        key: "ehou.bloom_bits",
-        default: DefaultValue::Int(4096),
-        unit: "bits",
-        check: Check::PowerOfTwo(64, 1 << 24),
-        source: "modelling choice, see docs/MODEL.md (no size in the paper; Bloom, CACM 1970 = its ref. [13])",
-        doc: "per-core Bloom filter of evicted speculative entries' physical lines",
-    },
-    ParamSpec {
-        key: "ehou.bloom_hashes",
-        default: DefaultValue::Int(3),
-        unit: "hashes",
-        check: Check::Range(1.0, 16.0),
-        source: "modelling choice, see docs/MODEL.md",
-        doc: "hash functions of the Bloom filter (double hashing)",
-    },
-    ParamSpec {
-        key: "ehou.reclaim_entries_per_core",
-        default: DefaultValue::Int(16384),
-        unit: "entries",
-        check: Check::Range(8.0, 16777215.0),
-        source: "modelling choice, see docs/MODEL.md (ADR reclaim list, §III-D; one entry per speculative line of a transaction)",
-        doc: "reclaim list capacity per core (device lines allocated by the running transaction)",
-    },
-    ParamSpec {
-        key: "ehou.mutant",
-        default: DefaultValue::Str("none"),
-        unit: "",
-        check: Check::OneOf(&["none", "evict-speculative-to-ait"]),
-        source: MUTANT_SOURCE,
-        doc: "test-only planted bug (tests/ehou.rs; refused by the CLI): evict-speculative-to-ait = an evicted speculative AIT-cache entry is written to the AIT instead of the overflow log (EHOU Fig. 5)",
-    },
+    p!("ehou.persist", str "lazy", &["lazy", "eager"],
+        "EHOU paper §III-A/B; §IV-A evaluates EHOU with lazy persisting",
+        "eager: commit writes the committed AIT-cache entries to the AIT (on the commit path); lazy: committed entries stay dirty in the AIT cache (inside the persistence domain) until evicted or overwritten"),
+    p!("ehou.pool_lines", int 1 << 20, "lines", Check::Range(16.0, 1e10),
+        "modelling choice, see docs/MODEL.md (64 MiB of free device lines; a line away from home holds one; sparse, so unused lines cost nothing)",
+        "device lines of the free pool (out-of-place targets of lines at home)"),
+    p!("ehou.log_entries_per_core", int 4096, "entries", Check::Range(8.0, 1e8),
+        "modelling choice, see docs/MODEL.md (no size in the paper; 128 KiB per core)",
+        "overflow log capacity per core (32 B entries: physical line, device line, transaction tag, checksum)"),
+    p!("ehou.log_buffer_entries", int 8, "entries", Check::Range(1.0, 4096.0),
+        "modelling choice, see docs/MODEL.md (\"extra small ADR protected log buffer\", §III-C; 8 x 32 B = one 256 B media block)",
+        "ADR-protected overflow-log buffer per core: entries are written to the PM log when it fills; entries applied at commit before that cost no PM write"),
+    p!("ehou.bloom_bits", int 4096, "bits", Check::PowerOfTwo(64, 1 << 24),
+        "modelling choice, see docs/MODEL.md (no size in the paper; Bloom, CACM 1970 = its ref. [13])",
+        "per-core Bloom filter of evicted speculative entries' physical lines"),
+    p!("ehou.bloom_hashes", int 3, "hashes", Check::Range(1.0, 16.0),
+        "modelling choice, see docs/MODEL.md",
+        "hash functions of the Bloom filter (double hashing)"),
+    p!("ehou.reclaim_entries_per_core", int 16384, "entries", Check::Range(8.0, 16777215.0),
+        "modelling choice, see docs/MODEL.md (ADR reclaim list, §III-D; one entry per speculative line of a transaction)",
+        "reclaim list capacity per core (device lines allocated by the running transaction)"),
+    p!("ehou.mutant", str "none", &["none", "evict-speculative-to-ait"],
+        MUTANT_SOURCE,
+        "test-only planted bug (tests/ehou.rs; refused by the CLI): evict-speculative-to-ait = an evicted speculative AIT-cache entry is written to the AIT instead of the overflow log (EHOU Fig. 5)"),
 ];
 
 pub static INFO: SchemeInfo = SchemeInfo {
@@ -122,6 +82,8 @@ pub static INFO: SchemeInfo = SchemeInfo {
     reserved_bytes,
     build,
     recover,
+    recovery: RecoveryForm::Scan(new_scan),
+    contexts: None,
 };
 
 const LOG_ENTRY_BYTES: u64 = 32;
@@ -958,13 +920,13 @@ impl Scheme for Ehou {
 }
 
 /// Recovery (§III-D) from the durable bytes alone: [`EhouScan`] from
-/// scratch (crash/resume.rs), so crash verification's resumed scan runs
+/// scratch (recovery/scan.rs), so crash verification's resumed scan runs
 /// the same parsing code.
 fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<RecoveryReport> {
-    crate::crash::resume::recover_by_scan(new_scan(p, layout), img, p)
+    crate::recovery::recover_by_scan(new_scan(p, layout), img, p)
 }
 
-/// EHOU's recovery as a scan that follows the writes (crash/resume.rs).
+/// EHOU's recovery as a scan that follows the writes (recovery/scan.rs).
 pub(crate) fn new_scan(p: &Params, layout: &Layout) -> Box<dyn ResumableScan> {
     let g = Geometry::new(p, layout);
     let threads = layout.threads;
@@ -1190,7 +1152,7 @@ impl EhouScan {
         }
         self.touch(line);
         // Its finish write (the reset) comes or goes.
-        let h = crate::crash::memo::piece_hash(self.g.ait_addr(line), &[0u8; 8]);
+        let h = crate::recovery::writes::piece_hash(self.g.ait_addr(line), &[0u8; 8]);
         match (old.is_some(), v != 0) {
             (false, true) => self.finish_sum = self.finish_sum.wrapping_add(h),
             (true, false) => self.finish_sum = self.finish_sum.wrapping_sub(h),

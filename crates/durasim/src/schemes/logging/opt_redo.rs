@@ -23,50 +23,35 @@
 //!   every transaction followed by its commit record (valid checksums,
 //!   consecutive sequence numbers), then truncate.
 
-use super::undo::{csum, header_line, line_word, log_stride, owner_of, recovery_ns, MAX_CORES};
-use super::{Durability, Layout, MemCtx, RecoveryReport, Scheme, SchemeInfo, SchemeStats};
 use crate::cache::hierarchy::WritebackCause;
 use crate::cache::LineExt;
-use crate::config::{Check, DefaultValue, ParamSpec, Params};
-use crate::crash::resume::{ResumableScan, ScanIo};
+use crate::config::{p, Check, ParamSpec, Params};
 use crate::error::Result;
 use crate::mem::MemWrite;
-use crate::types::{line_of, word_index, write_word, Addr, CoreId, Cycle, LineData, Purpose};
+use crate::recovery::ResumableScan;
+use crate::schemes::kit::log::{log_stride, owner_of, MAX_CORES};
+use crate::schemes::kit::redo_log::{
+    commit_record, data_record, header_record, redo_log_scan, Headers, RedoLog, TxBuffer, REC_BYTES,
+};
+use crate::schemes::{
+    Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
+};
+use crate::types::{word_index, Addr, CoreId, Cycle, LineData, Purpose};
 use rustc_hash::FxHashMap;
 
 pub static PARAMS: &[ParamSpec] = &[
-    ParamSpec {
-        key: "opt-redo.log_bytes_per_core",
-        default: DefaultValue::Int(4 << 20),
-        unit: "bytes",
-        check: Check::PowerOfTwo(1 << 16, 1 << 30),
-        source: "modelling choice, see docs/MODEL.md (holds a 10 ms checkpoint period of records at the simulated rates; a full log forces an early checkpoint)",
-        doc: "per-core circular redo log in NVM (64 B header + 128 B per record)",
-    },
-    ParamSpec {
-        key: "opt-redo.log_buffer_bytes_per_core",
-        default: DefaultValue::Int(1024),
-        unit: "bytes",
-        check: Check::Range(64.0, 1048576.0),
-        source: "same on-chip budget as HOOP's OOP data buffer, 1 KB per core (HOOP paper §III-C, §III-H)",
-        doc: "controller log buffer coalescing a transaction's updated lines before they are written as records",
-    },
-    ParamSpec {
-        key: "opt-redo.checkpoint_period_ms",
-        default: DefaultValue::Float(10.0),
-        unit: "ms",
-        check: Check::Range(0.001, 10000.0),
-        source: "HOOP's GC period (HOOP paper §III-H), used for every background scheme for a fair comparison (§IV-A)",
-        doc: "period of asynchronous checkpointing (combine, write home, truncate)",
-    },
-    ParamSpec {
-        key: "opt-redo.mutant",
-        default: DefaultValue::Str("none"),
-        unit: "",
-        check: Check::OneOf(&["none", "truncate-before-checkpoint"]),
-        source: super::MUTANT_SOURCE,
-        doc: "test-only planted bug (tests/mutants.rs; refused by the CLI): truncate-before-checkpoint = the checkpoint persists the log header (truncation) before its home writes",
-    },
+    p!("opt-redo.log_bytes_per_core", int 4 << 20, "bytes", Check::PowerOfTwo(1 << 16, 1 << 30),
+        "modelling choice, see docs/MODEL.md (holds a 10 ms checkpoint period of records at the simulated rates; a full log forces an early checkpoint)",
+        "per-core circular redo log in NVM (64 B header + 128 B per record)"),
+    p!("opt-redo.log_buffer_bytes_per_core", int 1024, "bytes", Check::Range(64.0, 1048576.0),
+        "same on-chip budget as HOOP's OOP data buffer, 1 KB per core (HOOP paper §III-C, §III-H)",
+        "controller log buffer coalescing a transaction's updated lines before they are written as records"),
+    p!("opt-redo.checkpoint_period_ms", float 10.0, "ms", Check::Range(0.001, 10000.0),
+        "HOOP's GC period (HOOP paper §III-H), used for every background scheme for a fair comparison (§IV-A)",
+        "period of asynchronous checkpointing (combine, write home, truncate)"),
+    p!("opt-redo.mutant", str "none", &["none", "truncate-before-checkpoint"],
+        crate::schemes::MUTANT_SOURCE,
+        "test-only planted bug (tests/mutants.rs; refused by the CLI): truncate-before-checkpoint = the checkpoint persists the log header (truncation) before its home writes"),
 ];
 
 pub static INFO: SchemeInfo = SchemeInfo {
@@ -77,6 +62,8 @@ pub static INFO: SchemeInfo = SchemeInfo {
     reserved_bytes,
     build,
     recover,
+    recovery: RecoveryForm::Scan(new_scan),
+    contexts: None,
 };
 
 fn reserved_bytes(p: &Params) -> u64 {
@@ -85,13 +72,6 @@ fn reserved_bytes(p: &Params) -> u64 {
 
 const LOG_HDR_MAGIC: u64 = 0x5245_444f_4844_5231; // "REDOHDR1"
 const REC_MAGIC: u64 = 0x5245_444f_5245_4331; // "REDOREC1"
-
-// ---- The redo-log format (opt-redo's; redu's with its own magics) --------
-
-const KIND_DATA: u64 = 1;
-const KIND_COMMIT: u64 = 2;
-/// A data record: metadata line + data line (a commit record: one line).
-pub(crate) const REC_BYTES: u64 = 128;
 
 /// Geometry of opt-redo's per-core circular logs: one header line, then
 /// the record slots.
@@ -125,114 +105,10 @@ impl Ring {
     }
 }
 
-/// A data record {magic, seq, txid, kind, home, checksum} + the new line.
-pub(crate) fn data_record(
-    magic: u64,
-    seq: u64,
-    txid: u64,
-    home: Addr,
-    data: &LineData,
-) -> [u8; REC_BYTES as usize] {
-    let w = [magic, seq, txid, KIND_DATA, home];
-    let c = csum(&w, data);
-    let mut r = [0u8; REC_BYTES as usize];
-    r[..64].copy_from_slice(&header_line(&[w[0], w[1], w[2], w[3], w[4], c]));
-    r[64..].copy_from_slice(data);
-    r
-}
-
-/// A commit record {magic, seq, txid, kind, records, checksum}.
-pub(crate) fn commit_record(magic: u64, seq: u64, txid: u64, count: u64) -> LineData {
-    let w = [magic, seq, txid, KIND_COMMIT, count];
-    header_line(&[w[0], w[1], w[2], w[3], w[4], csum(&w, &[])])
-}
-
-/// A log header line {magic, head, checksum}.
-pub(crate) fn header_record(magic: u64, head: u64) -> LineData {
-    let w = [magic, head];
-    header_line(&[w[0], w[1], csum(&w, &[])])
-}
-
-/// The head a header line holds, if it is valid.
-pub(crate) fn decode_header(magic: u64, l: &LineData) -> Option<u64> {
-    let w = [line_word(l, 0), line_word(l, 1)];
-    (w[0] == magic && line_word(l, 2) == csum(&w, &[])).then_some(w[1])
-}
-
-/// A decoded log record.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Record {
-    Data {
-        seq: u64,
-        txid: u64,
-        home: Addr,
-        data: LineData,
-    },
-    Commit {
-        seq: u64,
-        txid: u64,
-        count: u64,
-    },
-}
-
-/// Decode the record whose metadata line is `meta` and that must carry
-/// sequence number `seq`; `data` gives its data line (read only for data
-/// records). None for a stale (other `seq`), torn or foreign line.
-pub(crate) fn decode(
-    magic: u64,
-    meta: &LineData,
-    seq: u64,
-    data: impl FnOnce() -> LineData,
-) -> Option<Record> {
-    let w = [
-        line_word(meta, 0),
-        line_word(meta, 1),
-        line_word(meta, 2),
-        line_word(meta, 3),
-        line_word(meta, 4),
-    ];
-    if w[0] != magic || w[1] != seq {
-        return None;
-    }
-    let (txid, x) = (w[2], w[4]);
-    match w[3] {
-        KIND_DATA => {
-            let d = data();
-            (line_word(meta, 5) == csum(&w, &d)).then_some(Record::Data {
-                seq,
-                txid,
-                home: x,
-                data: d,
-            })
-        }
-        KIND_COMMIT => (line_word(meta, 5) == csum(&w, &[])).then_some(Record::Commit {
-            seq,
-            txid,
-            count: x,
-        }),
-        _ => None,
-    }
-}
-
-struct TxLine {
-    addr: Addr,
-    data: LineData,
-    /// Changed since its last record was written.
-    dirty: bool,
-    /// Sequence number of its newest record.
-    seq: u64,
-}
-
 #[derive(Default)]
 struct CoreState {
-    txid: u32,
-    in_tx: bool,
-    lines: Vec<TxLine>,
-    index: FxHashMap<Addr, usize>,
-    /// Lines changed since their last record (the log buffer's occupancy).
-    buffered: usize,
-    /// Records in this transaction so far.
-    tx_records: u64,
+    /// The running transaction in the log buffer.
+    tx: TxBuffer,
     /// Next sequence number to write; log head (oldest live record).
     tail: u64,
     head: u64,
@@ -246,8 +122,6 @@ struct CoreState {
     pending: FxHashMap<Addr, u64>,
     /// Victim buffer: evicted lines of the running transaction.
     held: FxHashMap<Addr, LineData>,
-    /// This transaction's records do not fit in the log (input error).
-    overflow: bool,
 }
 
 struct OptRedo {
@@ -303,233 +177,14 @@ fn build(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
 }
 
 fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<RecoveryReport> {
-    crate::crash::resume::recover_by_scan(new_scan(p, layout), img, p)
+    crate::recovery::recover_by_scan(new_scan(p, layout), img, p)
 }
 
-/// Recovery as a resumable scan (crash/resume.rs, [`redo_log_scan`]) over
+/// Recovery as a resumable scan (recovery/scan.rs, [`redo_log_scan`]) over
 /// opt-redo's logs: one header line, rewritten by every recovery; every
 /// replayed home line written.
 pub(crate) fn new_scan(p: &Params, layout: &Layout) -> Box<dyn ResumableScan> {
     redo_log_scan(Ring::new(p, layout).log, layout.threads)
-}
-
-/// Where per-core redo logs of 128 B records live and how their recovery
-/// treats headers and home addresses. opt-redo and redu (EHOU's REDU
-/// baseline, logging/redu.rs) write the same record format with their own
-/// magics: {magic, seq, txid, kind, home | record count, checksum} (+ the
-/// data line of a data record), and header lines {magic, head, checksum};
-/// their recoveries are the same scan over this.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct RedoLog {
-    pub(crate) hdr_magic: u64,
-    pub(crate) rec_magic: u64,
-    /// Core 0's log (its header lines, then its record slots); core c's is
-    /// `c * stride` bytes on.
-    pub(crate) base: Addr,
-    pub(crate) stride: u64,
-    pub(crate) headers: Headers,
-    pub(crate) slots: u64,
-    /// Replay only 64 B-aligned home lines below this (redu); `None`: every
-    /// home line a valid record names (opt-redo).
-    pub(crate) home_limit: Option<Addr>,
-}
-
-/// The header lines of a [`RedoLog`] and recovery's truncation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Headers {
-    /// One line (head 0 if invalid), rewritten by every recovery (opt-redo).
-    One,
-    /// Two alternating lines, the valid one with the larger head wins (the
-    /// first on a tie; head 0 if neither); recovery writes the other one
-    /// (line 0 if neither is valid) only if the head moves or neither is
-    /// valid: a torn truncation leaves the older header (redu).
-    Alternating,
-}
-
-impl RedoLog {
-    fn header_lines(&self) -> u64 {
-        match self.headers {
-            Headers::One => 1,
-            Headers::Alternating => 2,
-        }
-    }
-    pub(crate) fn header_addr(&self, core: usize, which: u64) -> Addr {
-        self.base + core as u64 * self.stride + which * 64
-    }
-    pub(crate) fn slot_addr(&self, core: usize, seq: u64) -> Addr {
-        self.header_addr(core, self.header_lines()) + (seq % self.slots) * REC_BYTES
-    }
-    /// Whether recovery writes the replayed line home.
-    fn replays_home(&self, home: Addr) -> bool {
-        self.home_limit
-            .is_none_or(|lim| home.is_multiple_of(64) && home < lim && lim - home >= 64)
-    }
-    /// The header line recovery's truncation writes, if any.
-    fn truncation(&self, s: &CoreScan) -> Option<u64> {
-        match self.headers {
-            Headers::One => Some(0),
-            Headers::Alternating => {
-                (s.new_head != s.head || s.newest.is_none()).then(|| s.newest.map_or(0, |w| w ^ 1))
-            }
-        }
-    }
-}
-
-/// Recovery of `cores` per-core redo logs as a resumable scan, one cursor
-/// per core: from the header's head, replay the data records of every
-/// transaction followed by its commit record (valid checksums, consecutive
-/// sequence numbers); then truncate every log (the finish writes). Home
-/// lines and log lines are disjoint, so the home writes never change a
-/// byte the scan read and a crash anywhere in the replay provably re-runs
-/// identically (crash/war.rs).
-pub(crate) fn redo_log_scan(log: RedoLog, cores: usize) -> Box<dyn ResumableScan> {
-    Box::new(RedoScan {
-        log,
-        cores: vec![CoreScan::default(); cores],
-    })
-}
-
-struct RedoScan {
-    log: RedoLog,
-    cores: Vec<CoreScan>,
-}
-
-/// One core's log scan, as of its last mark (plus `tail_reads`).
-#[derive(Clone, Default)]
-struct CoreScan {
-    started: bool,
-    head: u64,
-    /// The header line holding `head` (none valid: `None`).
-    newest: Option<u64>,
-    /// Next slot to read.
-    seq: u64,
-    cur_tx: Option<u64>,
-    /// Data records of the transaction being read (not yet committed).
-    cur: Vec<(Addr, LineData)>,
-    new_head: u64,
-    /// Lines read up to the mark, and after it (where the scan stopped).
-    reads: u64,
-    tail_reads: u64,
-    written: u64,
-    replayed_tx: u64,
-    discarded: u64,
-}
-
-impl ResumableScan for RedoScan {
-    fn cursors(&self) -> usize {
-        self.cores.len()
-    }
-
-    fn resume(&mut self, c: usize, io: &mut dyn ScanIo) -> Result<()> {
-        let log = self.log;
-        let s = &mut self.cores[c];
-        s.tail_reads = 0;
-        if !s.started {
-            for which in 0..log.header_lines() {
-                let h = decode_header(log.hdr_magic, &io.read_line(log.header_addr(c, which)));
-                if let Some(h) = h.filter(|&h| s.newest.is_none() || h > s.head) {
-                    (s.head, s.newest) = (h, Some(which));
-                }
-            }
-            s.started = true;
-            s.reads += log.header_lines();
-            (s.seq, s.new_head) = (s.head, s.head);
-            io.mark();
-        }
-        while s.seq < s.head + log.slots {
-            let seq = s.seq;
-            let a = log.slot_addr(c, seq);
-            let meta = io.read_line(a);
-            let mut data_read = false;
-            let rec = decode(log.rec_magic, &meta, seq, || {
-                data_read = true;
-                io.read_line(a + 64)
-            });
-            let lines = 1 + u64::from(data_read);
-            let Some(rec) = rec else {
-                s.tail_reads = lines;
-                return Ok(());
-            };
-            match rec {
-                Record::Data {
-                    txid, home, data, ..
-                } => {
-                    if s.cur_tx != Some(txid) {
-                        s.discarded += s.cur.len() as u64;
-                        s.cur.clear();
-                        s.cur_tx = Some(txid);
-                    }
-                    s.cur.push((home, data));
-                }
-                Record::Commit { txid, count, .. } => {
-                    if s.cur_tx == Some(txid) && count == s.cur.len() as u64 {
-                        // In log order: a later transaction's line wins.
-                        for (home, d) in &s.cur {
-                            if log.replays_home(*home) {
-                                io.home(*home, d);
-                                s.written += 1;
-                            }
-                        }
-                        s.replayed_tx += 1;
-                    }
-                    s.cur.clear();
-                    s.cur_tx = None;
-                    s.new_head = seq + 1;
-                }
-            }
-            s.reads += lines;
-            s.seq += 1;
-            io.mark();
-        }
-        Ok(())
-    }
-
-    /// Truncate: the replayed records are home now. After every core's
-    /// replay (home lines and log lines are disjoint).
-    fn finish(&self, out: &mut dyn FnMut(Addr, &[u8])) {
-        let log = &self.log;
-        for (c, s) in self.cores.iter().enumerate() {
-            if let Some(which) = log.truncation(s) {
-                out(
-                    log.header_addr(c, which),
-                    &header_record(log.hdr_magic, s.new_head),
-                );
-            }
-        }
-    }
-
-    /// redu's (docs/MODEL.md "REDU's resumable recovery"): a re-run after
-    /// all home writes and some truncations finds, in a truncated log, the
-    /// records after the last commit the first run replayed, with no
-    /// transaction open, i.e. nothing to replay, and writes no header there
-    /// (its head is valid and does not move); the other logs replay the
-    /// same lines again and truncate as the first run did. opt-redo's single
-    /// header would allow the same argument; it keeps running its re-runs.
-    fn finish_reruns_repeat(&self) -> bool {
-        self.log.headers == Headers::Alternating
-    }
-
-    fn report(&self, p: &Params) -> RecoveryReport {
-        let sum = |f: fn(&CoreScan) -> u64| self.cores.iter().map(f).sum::<u64>();
-        let read = sum(|s| s.reads + s.tail_reads);
-        let truncations = self
-            .cores
-            .iter()
-            .filter(|s| self.log.truncation(s).is_some());
-        let written = sum(|s| s.written) + truncations.count() as u64;
-        RecoveryReport {
-            bytes_read: read * 64,
-            bytes_written: written * 64,
-            modeled_ns: recovery_ns(p, read, written),
-            details: vec![
-                ("transactions_replayed", sum(|s| s.replayed_tx) as f64),
-                (
-                    "uncommitted_records_discarded",
-                    sum(|s| s.discarded + s.cur.len() as u64) as f64,
-                ),
-            ],
-        }
-    }
 }
 
 impl OptRedo {
@@ -547,14 +202,14 @@ impl OptRedo {
             // One transaction outgrew the whole log: reported at TxEnd
             // with its full record count (the run ends there). Until then
             // its records wrap over its own older ones.
-            c.overflow = true;
+            c.tx.overflow = true;
         }
         t
     }
 
     /// Write records for every line changed since its last record.
     fn flush_buffer(&mut self, ctx: &mut MemCtx, core: usize, now: Cycle) -> Cycle {
-        let need = self.cores[core].buffered as u64;
+        let need = self.cores[core].tx.buffered as u64;
         if need == 0 {
             return now;
         }
@@ -562,8 +217,8 @@ impl OptRedo {
         let ring = self.ring;
         let c = &mut self.cores[core];
         let mut done = t;
-        for tl in c.lines.iter_mut().filter(|l| l.dirty) {
-            let rec = data_record(REC_MAGIC, c.tail, u64::from(c.txid), tl.addr, &tl.data);
+        for tl in c.tx.lines.iter_mut().filter(|l| l.dirty) {
+            let rec = data_record(REC_MAGIC, c.tail, u64::from(c.tx.txid), tl.addr, &tl.data);
             done = done.max(
                 ctx.nvm
                     .write(ring.slot_addr(core, c.tail), &rec, Purpose::Log, t),
@@ -571,10 +226,10 @@ impl OptRedo {
             tl.seq = c.tail;
             tl.dirty = false;
             c.tail += 1;
-            c.tx_records += 1;
+            c.tx.records += 1;
             self.st_records += 1;
         }
-        c.buffered = 0;
+        c.tx.buffered = 0;
         self.st_buffer_flushes += 1;
         done
     }
@@ -626,15 +281,8 @@ impl OptRedo {
 
 impl Scheme for OptRedo {
     fn tx_begin(&mut self, _ctx: &mut MemCtx, core: CoreId, now: Cycle) -> Cycle {
-        let c = &mut self.cores[core];
-        c.txid = self.next_txid;
+        self.cores[core].tx.begin(self.next_txid);
         self.next_txid += 1;
-        c.in_tx = true;
-        c.lines.clear();
-        c.index.clear();
-        c.buffered = 0;
-        c.tx_records = 0;
-        c.overflow = false;
         now
     }
 
@@ -652,38 +300,20 @@ impl Scheme for OptRedo {
         if !in_tx {
             return now;
         }
-        let line = line_of(addr);
         let ring = self.ring;
         let c = &mut self.cores[core];
-        ext.tx = true;
-        ext.txid = c.txid;
         ext.word_mask |= 1 << word_index(addr);
-        let i = match c.index.get(&line) {
-            Some(&i) => i,
-            None => {
-                // The newest committed value: in the log if not yet home.
-                let mut base = [0u8; 64];
-                match c.pending.get(&line) {
-                    Some(&seq) => ctx.nvm.peek(ring.slot_addr(core, seq) + 64, &mut base),
-                    None => ctx.nvm.peek(line, &mut base),
-                }
-                c.index.insert(line, c.lines.len());
-                c.lines.push(TxLine {
-                    addr: line,
-                    data: base,
-                    dirty: false,
-                    seq: 0,
-                });
-                c.lines.len() - 1
+        let pending = &c.pending;
+        let full = c.tx.store(addr, new, ext, self.buffer_lines, |line| {
+            // The newest committed value: in the log if not yet home.
+            let mut base = [0u8; 64];
+            match pending.get(&line) {
+                Some(&seq) => ctx.nvm.peek(ring.slot_addr(core, seq) + 64, &mut base),
+                None => ctx.nvm.peek(line, &mut base),
             }
-        };
-        let tl = &mut c.lines[i];
-        write_word(&mut tl.data, word_index(addr), new);
-        if !tl.dirty {
-            tl.dirty = true;
-            c.buffered += 1;
-        }
-        if c.buffered >= self.buffer_lines {
+            base
+        });
+        if full {
             // The controller drains its full log buffer; the store waits
             // only if the log had to be checkpointed to make room.
             let before = self.st_forced_checkpoints;
@@ -711,7 +341,7 @@ impl Scheme for OptRedo {
             // cache dirty and still owned by the running transaction.
             *out = d;
             ext.tx = true;
-            ext.txid = c.txid;
+            ext.txid = c.tx.txid;
             return (now + 1, true);
         }
         (ctx.nvm.read(line_addr, out, Purpose::Demand, now), false)
@@ -732,7 +362,7 @@ impl Scheme for OptRedo {
         }
         let owner = owner_of(&ctx.layout, line_addr);
         let c = &mut self.cores[owner];
-        if c.in_tx && ext.txid == c.txid {
+        if c.tx.in_tx && ext.txid == c.tx.txid {
             // Its transaction's log is not durable yet: hold it.
             c.held.insert(line_addr, *data);
             self.st_held += 1;
@@ -753,35 +383,35 @@ impl Scheme for OptRedo {
     }
 
     fn tx_end(&mut self, ctx: &mut MemCtx, core: CoreId, now: Cycle) -> Cycle {
-        self.cores[core].in_tx = false;
-        if self.cores[core].lines.is_empty() {
+        self.cores[core].tx.in_tx = false;
+        if self.cores[core].tx.lines.is_empty() {
             return now;
         }
         let t = self.flush_buffer(ctx, core, now);
         let t = self.reserve(ctx, core, 1, t);
         let ring = self.ring;
         let c = &mut self.cores[core];
-        let rec = commit_record(REC_MAGIC, c.tail, u64::from(c.txid), c.tx_records);
+        let rec = commit_record(REC_MAGIC, c.tail, u64::from(c.tx.txid), c.tx.records);
         let done = ctx
             .nvm
             .write(ring.slot_addr(core, c.tail), &rec, Purpose::Metadata, t);
         self.st_commit_records += 1;
-        if c.overflow {
-            let records = c.tx_records + 1;
+        if c.tx.overflow {
+            let records = c.tx.records + 1;
             ctx.input_error(format!(
                 "opt-redo.log_bytes_per_core={} holds {} redo records per core, but a transaction on core {core} needed {records} ({} modified lines, coalesced in the {}-line log buffer, plus a commit record); {}",
                 ring.per_core_bytes,
                 ring.log.slots,
-                c.lines.len(),
+                c.tx.lines.len(),
                 self.buffer_lines,
-                super::raise_advice(PARAMS, "opt-redo.log_bytes_per_core", 64 + records * REC_BYTES)
+                crate::schemes::raise_advice(PARAMS, "opt-redo.log_bytes_per_core", 64 + records * REC_BYTES)
             ));
         }
         c.tail += 1;
         c.committed_tail = c.tail;
-        c.last_committed_txid = c.txid;
+        c.last_committed_txid = c.tx.txid;
         c.commit_done = done;
-        for tl in &c.lines {
+        for tl in &c.tx.lines {
             c.pending.insert(tl.addr, tl.seq);
         }
         // Held lines may go home now that the log is durable.
@@ -872,6 +502,8 @@ impl Scheme for OptRedo {
 mod tests {
     use super::*;
     use crate::engine::Engine;
+    use crate::schemes::kit::redo_log::KIND_DATA;
+    use crate::types::line_of;
     use rustc_hash::FxHashSet;
 
     fn run(threads: usize, tx: u64, extra: &[(&str, &str)]) -> Engine {

@@ -1,8 +1,8 @@
-//! OSP's recovery as a scan that follows the writes (crash/resume.rs), and
+//! OSP's recovery as a scan that follows the writes (recovery/scan.rs), and
 //! why crash verification need not re-run it when it crashes among its
 //! metadata rewrites.
 //!
-//! Recovery (module docs of `ssp.rs`) is a function of three kinds of
+//! Recovery (module docs of `osp/mod.rs`) is a function of three kinds of
 //! bytes: each core's journal (the valid records), the metadata line of
 //! every slot a record names or the slot table reaches, and the committed
 //! shadow lines of the pages it consolidates. The scan keeps that state
@@ -48,10 +48,10 @@
 use super::PAGE;
 use super::{meta_line, parse_meta, parse_record, record_bytes, Geometry, JOURNAL_ENTRY_BYTES};
 use crate::config::Params;
-use crate::crash::resume::{ResumableScan, ScanIo};
 use crate::error::{Error, Result};
 use crate::mem::MemRead;
-use crate::schemes::undo::recovery_ns;
+use crate::recovery::{ResumableScan, ScanIo};
+use crate::schemes::kit::log::recovery_ns;
 use crate::schemes::{Layout, RecoveryReport};
 use crate::types::{Addr, LineData};
 use rustc_hash::FxHashMap;
@@ -689,7 +689,7 @@ mod tests {
     use super::super::{header_line, reserved_bytes, JOURNAL_MAGIC, PARAMS};
     use super::*;
     use crate::mem::{MemWrite, SparseImage};
-    use crate::schemes::undo::csum;
+    use crate::schemes::kit::log::csum;
 
     /// A journal record of `entries` (slot, home, bitmap) at `off`.
     fn record(img: &mut SparseImage, g: &Geometry, off: u64, v: u64, entries: &[(u64, Addr, u64)]) {

@@ -29,13 +29,15 @@
 //! A transaction's entries and commit record always lie in one segment, so
 //! freeing a segment removes whole transactions.
 
-use super::{Durability, Layout, MemCtx, RecoveryReport, Scheme, SchemeInfo, SchemeStats};
 use crate::cache::hierarchy::WritebackCause;
 use crate::cache::LineExt;
-use crate::config::{Check, DefaultValue, ParamSpec, Params};
-use crate::crash::resume::{ResumableScan, ScanIo};
+use crate::config::{p, Check, ParamSpec, Params, MC};
 use crate::error::{Error, Result};
 use crate::mem::MemWrite;
+use crate::recovery::{ResumableScan, ScanIo};
+use crate::schemes::{
+    Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
+};
 use crate::types::{
     line_of, read_word, word_index, write_word, Addr, CoreId, Cycle, LineData, Purpose, LINE_BYTES,
 };
@@ -54,39 +56,43 @@ pub static INFO: SchemeInfo = SchemeInfo {
     reserved_bytes,
     build,
     recover,
+    recovery: RecoveryForm::Scan(new_scan),
+    contexts: None,
 };
 
-use crate::config::{spec, MC};
-
 pub static PARAMS: &[ParamSpec] = &[
-    spec!("lsm.log_region_share", DefaultValue::Float(0.10), "fraction", Check::Range(0.0001, 0.9),
+    p!("lsm.log_region_share", float 0.10, "fraction", Check::Range(0.0001, 0.9),
         "same NVM share as HOOP's OOP region (HOOP §III-H, 10%) for a like-for-like comparison",
         "share of NVM reserved for the log (sparse: costs host memory only when touched)"),
-    spec!("lsm.segment_bytes", DefaultValue::Int(2 << 20), "bytes", Check::PowerOfTwo(4096, 512 << 20),
+    p!("lsm.segment_bytes", int 2 << 20, "bytes", Check::PowerOfTwo(4096, 512 << 20),
         "same granularity as HOOP's OOP blocks (HOOP §III-D, 2 MB); LSNVMM cleans the log in fixed-size segments",
         "log segment size: the unit of allocation and cleaning"),
-    spec!("lsm.gc_period_ms", DefaultValue::Float(10.0), "ms", Check::Range(0.0001, 1e6),
+    p!("lsm.gc_period_ms", float 10.0, "ms", Check::Range(0.0001, 1e6),
         "HOOP §IV-A (GC in LSNVMM at the same frequency as HOOP) and §III-H (every 10 ms)",
         "period of the background log cleaning in simulated time"),
-    spec!("lsm.gc_mode", DefaultValue::Str("compact"), "", Check::OneOf(&["compact", "home"]),
+    p!("lsm.gc_mode", str "compact", &["compact", "home"],
         "LSNVMM (ATC 2017): the log becomes the location of the data, cleaning compacts it",
         "compact: copy the live words of mostly-dead segments to the log head; home: migrate every live word home and retire the log (HOOP-style GC)"),
-    spec!("lsm.gc_victim_utilization", DefaultValue::Float(0.5), "fraction", Check::Range(0.0, 1.0), MC,
+    p!("lsm.gc_victim_utilization", float 0.5, "fraction", Check::Range(0.0, 1.0),
+        MC,
         "compact mode: a sealed segment is cleaned when its live data is at most this share of its capacity (greedy cleaning, Rosenblum & Ousterhout, SOSP 1991)"),
-    spec!("lsm.gc_low_free_segments", DefaultValue::Int(2), "segments", Check::Range(1.0, 1e9), MC,
+    p!("lsm.gc_low_free_segments", int 2, "segments", Check::Range(1.0, 1e9),
+        MC,
         "cleaning runs early when fewer free segments remain; an append that finds none migrates everything home first"),
-    spec!("lsm.skiplist_p", DefaultValue::Float(0.5), "probability", Check::Range(0.05, 0.95),
+    p!("lsm.skiplist_p", float 0.5, "probability", Check::Range(0.05, 0.95),
         "Pugh, CACM 1990 (p = 1/2); HOOP §IV-A implements LSNVMM's index as a skip list",
         "probability that a skip-list node gets one more level"),
-    spec!("lsm.index_seed", DefaultValue::Int(1), "", Check::Range(0.0, 1.8e19), MC,
+    p!("lsm.index_seed", int 1, "", Check::Range(0.0, 1.8e19),
+        MC,
         "seed of the skip list's level generator"),
-    spec!("lsm.index_node_bytes", DefaultValue::Int(64), "bytes", Check::Range(16.0, 4096.0), MC,
+    p!("lsm.index_node_bytes", int 64, "bytes", Check::Range(16.0, 4096.0),
+        MC,
         "DRAM footprint of one skip-list node (key, word locations, forward pointers); a node read is one load through the CPU caches"),
-    spec!("lsm.recovery_bandwidth_gbps", DefaultValue::Float(10.0), "GB/s", Check::Range(0.001, 1e6),
+    p!("lsm.recovery_bandwidth_gbps", float 10.0, "GB/s", Check::Range(0.001, 1e6),
         "HOOP §IV experiment (g) (10 to 25 GB/s; lower end), as for HOOP",
         "NVM bandwidth available to recovery in the recovery-time model"),
-    spec!("lsm.mutant", DefaultValue::Str("none"), "", Check::OneOf(&["none", "retire-log-early", "ignore-checksum"]),
-        super::MUTANT_SOURCE,
+    p!("lsm.mutant", str "none", &["none", "retire-log-early", "ignore-checksum"],
+        crate::schemes::MUTANT_SOURCE,
         "test-only planted bug (tests/mutants.rs; refused by the CLI): retire-log-early = migrate-home moves the log tail before its home writes; ignore-checksum = recovery accepts entries whose checksum fails"),
 ];
 
@@ -105,7 +111,7 @@ const INDEX_SPAN: u64 = 1 << 40;
 /// it invalidates), so a line two cores cached would leave a stale link.
 /// The aliases all read the same DRAM bytes; the LLC may hold one copy of a
 /// node per core (an upper bound on the index's LLC footprint).
-const CORE_SPAN: u64 = INDEX_SPAN / super::undo::MAX_CORES;
+const CORE_SPAN: u64 = INDEX_SPAN / crate::schemes::kit::log::MAX_CORES;
 
 /// Where the DRAM index appears in the physical address space: above NVM
 /// and below the ADR range (`Layout::adr_base`), so no NVM or ADR address
@@ -1225,7 +1231,7 @@ impl Scheme for Lsm {
                 self.g.segment_bytes,
                 self.g.segment_bytes - LINE_BYTES,
                 lines.len(),
-                super::raise_advice(PARAMS, "lsm.segment_bytes", bytes + LINE_BYTES)
+                crate::schemes::raise_advice(PARAMS, "lsm.segment_bytes", bytes + LINE_BYTES)
             ));
             let c = &mut self.cores[core];
             c.lines = lines;
@@ -1562,10 +1568,10 @@ impl Scheme for Lsm {
 /// (newest wins), then retire the log by moving the tail past them.
 /// Idempotent: until the tail moves, a second run replays the same values.
 pub fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<RecoveryReport> {
-    crate::crash::resume::recover_by_scan(new_scan(p, layout), img, p)
+    crate::recovery::recover_by_scan(new_scan(p, layout), img, p)
 }
 
-/// Recovery as a resumable scan (crash/resume.rs, one cursor: the live
+/// Recovery as a resumable scan (recovery/scan.rs, one cursor: the live
 /// log in sequence order). A word's home write is made when the first
 /// committed transaction naming it is read and takes the value of every
 /// later one (`ScanIo::rehome`), so recovery writes each word once with

@@ -20,13 +20,13 @@ pub mod recovery;
 #[cfg(test)]
 mod tests;
 
-use super::{Durability, Layout, MemCtx, Scheme, SchemeInfo, SchemeStats};
 use crate::cache::hierarchy::WritebackCause;
 use crate::cache::LineExt;
-use crate::config::{Check, DefaultValue, ParamSpec, Params};
+use crate::config::{p, Check, ParamSpec, Params, MC};
 use crate::error::{Error, Result};
 use crate::mem::image::PAGE_BYTES;
 use crate::mem::SparseImage;
+use crate::schemes::{Durability, Layout, MemCtx, RecoveryForm, Scheme, SchemeInfo, SchemeStats};
 use crate::types::{line_of, prefetch, Addr, CoreId, Cycle, LineData, Purpose, LINE_BYTES};
 use layout::{BlockHeader, BlockState, CommitEntry, DataSlice, SLICE_BYTES};
 use mapping::{EvictionBuffer, Indirection};
@@ -40,50 +40,55 @@ pub static INFO: SchemeInfo = SchemeInfo {
     reserved_bytes,
     build,
     recover: recovery::recover,
+    recovery: RecoveryForm::Scan(recovery::new_scan),
+    contexts: None,
 };
 
-use crate::config::{spec, MC};
-
 pub static PARAMS: &[ParamSpec] = &[
-    spec!("hoop.mapping_table_bytes", DefaultValue::Int(2 << 20), "bytes", Check::Range(0.0, 1e12),
+    p!("hoop.mapping_table_bytes", int 2 << 20, "bytes", Check::Range(0.0, 1e12),
         "HOOP §III-C and §III-H (256 KB per core, 2 MB total)",
         "address mapping table capacity (home line -> OOP slices); when full, GC runs on demand"),
-    spec!("hoop.mapping_entry_bytes", DefaultValue::Int(16), "bytes", Check::Range(1.0, 4096.0), MC,
+    p!("hoop.mapping_entry_bytes", int 16, "bytes", Check::Range(1.0, 4096.0),
+        MC,
         "size of one mapping-table entry (40-bit home line address, OOP slice address, word mask)"),
-    spec!("hoop.oop_buffer_bytes_per_core", DefaultValue::Int(1024), "bytes", Check::Range(128.0, 1048576.0),
+    p!("hoop.oop_buffer_bytes_per_core", int 1024, "bytes", Check::Range(128.0, 1048576.0),
         "HOOP §III-C and §III-H (1 KB per core)",
         "per-core OOP data buffer; holds the open 128 B slice and full slices waiting for the write queue"),
-    spec!("hoop.eviction_buffer_bytes", DefaultValue::Int(128 << 10), "bytes", Check::Range(0.0, 1e12),
+    p!("hoop.eviction_buffer_bytes", int 128 << 10, "bytes", Check::Range(0.0, 1e12),
         "HOOP §III-C and §III-H (128 KB)",
         "buffer of lines GC migrated home, checked on a mapping-table miss"),
-    spec!("hoop.oop_region_share", DefaultValue::Float(0.10), "fraction", Check::Range(0.0001, 0.9),
+    p!("hoop.oop_region_share", float 0.10, "fraction", Check::Range(0.0001, 0.9),
         "HOOP §III-H (10% of NVM capacity)",
         "share of NVM reserved for the OOP region (sparse: costs host memory only when touched)"),
-    spec!("hoop.block_bytes", DefaultValue::Int(2 << 20), "bytes", Check::PowerOfTwo(4096, 512 << 20),
+    p!("hoop.block_bytes", int 2 << 20, "bytes", Check::PowerOfTwo(4096, 512 << 20),
         "HOOP §III-D (2 MB OOP blocks)",
         "OOP block size (slot 0 is the block header, the rest 128 B memory slices)"),
-    spec!("hoop.gc_period_ms", DefaultValue::Float(10.0), "ms", Check::Range(0.0001, 1e6),
+    p!("hoop.gc_period_ms", float 10.0, "ms", Check::Range(0.0001, 1e6),
         "HOOP §III-H (GC every ten milliseconds by default)",
         "period of the background GC in simulated time"),
-    spec!("hoop.gc_outstanding_reads", DefaultValue::Int(16), "requests", Check::Range(1.0, 4096.0), MC,
+    p!("hoop.gc_outstanding_reads", int 16, "requests", Check::Range(1.0, 4096.0),
+        MC,
         "GC engine's request slots (like a DMA engine's tags): reads (and read-then-write line merges) in flight at once; 16 keeps each of the default 8 banks busy twice over while bounding what background GC puts in the queues"),
-    spec!("hoop.gc_low_free_blocks", DefaultValue::Int(2), "blocks", Check::Range(1.0, 1e9), MC,
+    p!("hoop.gc_low_free_blocks", int 2, "blocks", Check::Range(1.0, 1e9),
+        MC,
         "GC runs on demand (stalling the cores) when fewer OOP blocks than this are free"),
-    spec!("hoop.lookup_ns", DefaultValue::Float(1.0), "ns", Check::Range(0.0, 1e6), MC,
+    p!("hoop.lookup_ns", float 1.0, "ns", Check::Range(0.0, 1e6),
+        MC,
         "mapping-table / eviction-buffer lookup on every LLC miss (paper: 'trivial', §III-G)"),
-    spec!("hoop.recovery_threads", DefaultValue::Int(8), "threads", Check::Range(1.0, 4096.0),
+    p!("hoop.recovery_threads", int 8, "threads", Check::Range(1.0, 4096.0),
         "HOOP §IV (eight threads); varied in experiment (g)",
         "recovery threads in the recovery-time model"),
-    spec!("hoop.recovery_bandwidth_gbps", DefaultValue::Float(10.0), "GB/s", Check::Range(0.001, 1e6),
+    p!("hoop.recovery_bandwidth_gbps", float 10.0, "GB/s", Check::Range(0.001, 1e6),
         "HOOP §IV experiment (g) (10 to 25 GB/s; lower end)",
         "NVM bandwidth available to recovery in the recovery-time model"),
-    spec!("hoop.recovery_thread_gbps", DefaultValue::Float(2.0), "GB/s", Check::Range(0.001, 1e6), MC,
+    p!("hoop.recovery_thread_gbps", float 2.0, "GB/s", Check::Range(0.001, 1e6),
+        MC,
         "rate at which one recovery thread parses slices and fills its hash map"),
-    spec!("hoop.recovery_merge_ns", DefaultValue::Float(5.0), "ns/entry", Check::Range(0.0, 1e6), MC,
+    p!("hoop.recovery_merge_ns", float 5.0, "ns/entry", Check::Range(0.0, 1e6),
+        MC,
         "cost for one recovery thread to merge one local hash-map entry into the global map; the merge is partitioned by home address over the recovery threads"),
-    spec!("hoop.mutant", DefaultValue::Str("none"), "",
-        Check::OneOf(&["none", "commit-before-last-slice", "gc-frees-before-home-writes", "recovery-skips-newest"]),
-        super::MUTANT_SOURCE,
+    p!("hoop.mutant", str "none", &["none", "commit-before-last-slice", "gc-frees-before-home-writes", "recovery-skips-newest"],
+        crate::schemes::MUTANT_SOURCE,
         "test-only planted bug (tests/mutants.rs; refused by the CLI): commit-before-last-slice = TxEnd persists the commit entry before the transaction's last data slice; gc-frees-before-home-writes = GC retires the migrated transactions' address slices before its home writes; recovery-skips-newest = recovery does not replay the newest committed transaction"),
 ];
 

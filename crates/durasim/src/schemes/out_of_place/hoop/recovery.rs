@@ -12,9 +12,9 @@ use super::layout::{
 };
 use super::Geometry;
 use crate::config::Params;
-use crate::crash::resume::{ResumableScan, ScanIo};
 use crate::error::{Error, Result};
 use crate::mem::MemWrite;
+use crate::recovery::{ResumableScan, ScanIo};
 use crate::schemes::{Layout, RecoveryReport};
 use crate::types::Addr;
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -106,10 +106,10 @@ fn corrupt(what: String) -> Error {
 /// The recovery function registered for HOOP: [`HoopScan`] from scratch.
 pub fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<RecoveryReport> {
     Geometry::new(p, layout)?;
-    crate::crash::resume::recover_by_scan(new_scan(p, layout), img, p)
+    crate::recovery::recover_by_scan(new_scan(p, layout), img, p)
 }
 
-/// HOOP's recovery as a scan that follows the writes (crash/resume.rs).
+/// HOOP's recovery as a scan that follows the writes (recovery/scan.rs).
 pub(crate) fn new_scan(p: &Params, layout: &Layout) -> Box<dyn ResumableScan> {
     Box::new(HoopScan {
         g: Geometry::new(p, layout).ok(),
@@ -482,7 +482,7 @@ impl ResumableScan for HoopScan {
             //    set bits, not the region's block count: the index is read
             //    a 4 KiB piece at a time, pieces that read as zero are
             //    skipped (zeros_until), and only nonzero words are examined
-            //    (issue 21 part 7: 4 KiB blocks made this loop the cost).
+            //    (4 KiB blocks made this loop the cost).
             let index_bytes = g.index_bytes();
             let mut piece = [0u8; 4096];
             let mut off = 0u64;

@@ -395,7 +395,7 @@ fn crash_prefixes(workload: &str) {
 }
 
 /// Home writes of a [`recovery::new_scan`] kept across resumes: each word
-/// written once, replaced or withdrawn in place (crash/resume.rs).
+/// written once, replaced or withdrawn in place (recovery/scan.rs).
 struct KeptHomes<'a> {
     img: &'a SparseImage,
     homes: &'a mut rustc_hash::FxHashMap<Addr, Vec<u8>>,
@@ -409,7 +409,7 @@ impl MemRead for KeptHomes<'_> {
         self.img.zeros_until(addr, end)
     }
 }
-impl crate::crash::resume::ScanIo for KeptHomes<'_> {
+impl crate::recovery::ScanIo for KeptHomes<'_> {
     fn home(&mut self, addr: Addr, data: &[u8]) {
         assert!(
             self.homes.insert(addr, data.to_vec()).is_none(),
@@ -459,7 +459,7 @@ fn kept_recovery_scan_equals_a_fresh_one_at_every_persist_event() {
     let mut kept = recovery::new_scan(&p, &layout);
     let mut kept_homes = rustc_hash::FxHashMap::default();
     let mut withdrawn = 0u64;
-    let finish = |scan: &dyn crate::crash::resume::ResumableScan| {
+    let finish = |scan: &dyn crate::recovery::ResumableScan| {
         let mut v = Vec::new();
         scan.finish(&mut |a, d| v.push((a, d.to_vec())));
         v

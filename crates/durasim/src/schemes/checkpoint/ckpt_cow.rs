@@ -22,20 +22,22 @@
 //! paper's "ideal, unbounded" table: no reclaim, no forced checkpoints).
 
 use super::{ContextArea, EPOCH_CYCLES};
-use crate::config::{Check, DefaultValue, ParamSpec, Params};
+use crate::config::{p, Check, ParamSpec, Params};
 use crate::error::{Error, Result};
-use crate::mem::hybrid::{LINES_PER_PAGE, PAGE_BYTES};
+use crate::mem::layout::{LINES_PER_PAGE, PAGE_BYTES};
 use crate::mem::MemWrite;
-use crate::schemes::{Durability, Layout, MemCtx, RecoveryReport, Scheme, SchemeInfo, SchemeStats};
+use crate::schemes::{
+    Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
+};
 use crate::types::{Addr, CoreId, Cycle, LineData, Purpose, LINE_BYTES};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 pub static PARAMS: &[ParamSpec] = &[
     EPOCH_CYCLES,
-    crate::config::spec!("ckpt-cow.lookup_cycles", DefaultValue::Int(16), "cycles", Check::Range(0.0, 10000.0),
+    p!("ckpt-cow.lookup_cycles", int 16, "cycles", Check::Range(0.0, 10000.0),
         "dual-page checkpointing paper §5.1.1 (mapping-table lookup 16 cycles, as the DPT)",
         "mapping-table lookup on every page fill and page write-back between the DRAM cache and NVM"),
-    crate::config::spec!("ckpt-cow.mutant", DefaultValue::Str("none"), "", Check::OneOf(&["none", "copy-after-switch"]),
+    p!("ckpt-cow.mutant", str "none", &["none", "copy-after-switch"],
         crate::schemes::MUTANT_SOURCE,
         "test-only planted bug (tests/ckpt.rs; refused by the CLI): copy-after-switch = a page's clean lines are copied to its new location only after the checkpoint's switch committed the mapping"),
 ];
@@ -48,6 +50,8 @@ pub static INFO: SchemeInfo = SchemeInfo {
     reserved_bytes,
     build,
     recover,
+    recovery: RecoveryForm::CopiesHome,
+    contexts: Some(recovered_contexts),
 };
 
 /// Physical address width the mapping-table figure assumes (x86-64, the
@@ -572,15 +576,13 @@ impl Scheme for Cow {
     }
 }
 
-/// The CPU contexts the valid recovery context holds.
-pub fn recovered_contexts(
+/// The CPU contexts the valid recovery context holds (`SchemeInfo::contexts`).
+fn recovered_contexts(
     img: &dyn crate::mem::MemRead,
     p: &Params,
     layout: &Layout,
 ) -> std::result::Result<Vec<super::CoreContext>, String> {
-    let g = Geometry::new(p, layout);
-    let s = g.area.read_switch(img)?.map(|(_, s)| s);
-    g.area.read_contexts(img, s)
+    Geometry::new(p, layout).area.recovered_contexts(img)
 }
 
 /// Recovery: the switch pointer names the valid recovery context; every
@@ -589,7 +591,7 @@ pub fn recovered_contexts(
 /// modified).
 ///
 /// Its crashed re-runs end on its image (the epoch oracle proves them
-/// instead of running them: `crash::epochs::copies_home`). It reads the
+/// instead of running them: `RecoveryForm::CopiesHome`). It reads the
 /// switch pointer, contexts, header, table and shadow pages, all in the
 /// reserved area, which it never writes; at home it reads only a line it
 /// is about to copy, and writes the shadow line there if the two differ.
