@@ -1,0 +1,171 @@
+//! The layers of docs/ARCHITECTURE.md, checked against the source: a module
+//! may name (`crate::x`, `super::..` staying inside itself) only modules on
+//! a lower floor, so the crate has no import loop and nothing reaches up.
+//! Test code (`#[cfg(test)]` modules, `tests.rs` files) is exempt: a unit
+//! test may build an engine to drive the module it tests.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// Floor of each top-level module (higher may import lower, never the
+/// reverse; equal floors may not import each other).
+const FLOORS: &[(&str, u32)] = &[
+    ("types", 1),
+    ("error", 1),
+    ("alloc", 1),
+    ("config", 2),
+    ("mem", 3),
+    ("cache", 3),
+    ("recovery", 4),
+    ("workloads", 4),
+    ("stats", 4),
+    ("trace", 4),
+    ("schemes", 5),
+    ("engine", 6),
+    ("crash", 7),
+    ("cli", 8),
+];
+
+fn floor(m: &str) -> Option<u32> {
+    FLOORS.iter().find(|(n, _)| *n == m).map(|(_, f)| *f)
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// The production part of a source file: everything before its first
+/// `#[cfg(test)]` module (test modules sit at the end by convention).
+fn production(src: &str) -> String {
+    let mut out = String::new();
+    let mut lines = src.lines().peekable();
+    while let Some(l) = lines.next() {
+        if l.trim() == "#[cfg(test)]" {
+            if let Some(next) = lines.peek() {
+                let n = next.trim_start();
+                if n.starts_with("mod ") || n.starts_with("pub mod ") || n.starts_with("pub(crate) mod ")
+                {
+                    break;
+                }
+            }
+            // A single test-only item (function, impl): skip it up to the
+            // next blank line.
+            for l in lines.by_ref() {
+                if l.trim().is_empty() {
+                    break;
+                }
+            }
+            continue;
+        }
+        // Comments may name any module.
+        let code = l.split("//").next().unwrap_or("");
+        out.push_str(code);
+        out.push('\n');
+    }
+    out
+}
+
+/// Top-level modules that `src` names through `crate::`.
+fn named_modules(src: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for (i, _) in src.match_indices("crate::") {
+        let rest = &src[i + 7..];
+        let name: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        if !name.is_empty() {
+            found.push(name);
+        }
+    }
+    found
+}
+
+#[test]
+fn no_module_imports_a_higher_or_equal_floor() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut violations: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for f in &files {
+        let rel = f.strip_prefix(&src).unwrap();
+        let first = rel.components().next().unwrap().as_os_str().to_string_lossy();
+        let module = first.trim_end_matches(".rs").to_string();
+        if rel.file_name().is_some_and(|n| n == "tests.rs") {
+            continue;
+        }
+        let Some(own) = floor(&module) else {
+            // lib.rs and bin/ sit above everything.
+            continue;
+        };
+        let text = production(&fs::read_to_string(f).unwrap());
+        for m in named_modules(&text) {
+            if m == module {
+                continue;
+            }
+            let Some(theirs) = floor(&m) else {
+                continue;
+            };
+            if theirs >= own {
+                violations
+                    .entry(rel.display().to_string())
+                    .or_default()
+                    .push(format!("{module} (floor {own}) -> {m} (floor {theirs})"));
+            }
+        }
+    }
+    for v in violations.values_mut() {
+        v.sort();
+        v.dedup();
+    }
+    assert!(
+        violations.is_empty(),
+        "imports against the layers of docs/ARCHITECTURE.md:\n{violations:#?}"
+    );
+}
+
+#[test]
+fn every_top_level_module_has_a_floor() {
+    let lib = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs")).unwrap();
+    for l in lib.lines() {
+        if let Some(m) = l.strip_prefix("pub mod ").and_then(|r| r.strip_suffix(';')) {
+            assert!(
+                floor(m).is_some(),
+                "module `{m}` has no floor in tests/layers.rs (and docs/ARCHITECTURE.md)"
+            );
+        }
+    }
+}
+
+#[test]
+fn crash_and_config_name_no_scheme_or_workload() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let scheme_names = [
+        "\"hoop\"", "\"opt-undo\"", "\"opt-redo\"", "\"lad\"", "\"osp\"", "\"lsm\"", "\"dpc\"",
+        "\"fwb\"", "\"fwb-unsafe\"", "\"redu\"", "\"morlog\"", "\"morlog-dp\"", "\"ehou\"",
+        "\"thynvm\"", "\"page-overlay\"", "\"ckpt-logging\"", "\"ckpt-cow\"", "\"dudetm\"",
+        "\"pmdk-undo\"",
+    ];
+    let workload_names = ["\"tpcc\"", "\"ycsb\"", "\"array\"", "\"sps\"", "\"hashtable\""];
+    let mut files = Vec::new();
+    rust_files(&src.join("crash"), &mut files);
+    files.push(src.join("config.rs"));
+    for f in files {
+        let text = production(&fs::read_to_string(&f).unwrap());
+        for n in scheme_names.iter().chain(&workload_names) {
+            assert!(
+                !text.contains(n),
+                "{} names {n}: capabilities belong in the registry entries",
+                f.display()
+            );
+        }
+    }
+}
