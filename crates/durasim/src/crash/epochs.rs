@@ -19,12 +19,11 @@
 //! stronger check.
 
 use super::memo::ReadSet;
+use super::options::{replay_line, CrashOptions};
 use super::oracle::RecView;
-use super::RecStats;
-use super::{
-    first_difference, guarded, points, replay_line, CrashOptions, CrashReport, Recorder, Violation,
-    ViolationKind,
-};
+use super::points;
+use super::recorder::{first_difference, guarded, Recorder};
+use super::report::{CrashReport, RecStats, Violation, ViolationKind};
 use crate::engine::{Engine, RunSpec};
 use crate::error::{Error, Result};
 use crate::mem::Layout;
@@ -730,10 +729,11 @@ pub fn crashtest_checkpoints(
     // Contiguous chunks merged in point order, as in the transactional
     // driver: each starts cold (oracle advanced from point 0), which never
     // changes a verdict, so results do not depend on the thread count.
-    let (pool, host_threads, chunk) = super::parallel_plan(opts.host_threads, selected.len(), n)?;
+    let (pool, host_threads, chunk) =
+        super::parallel::parallel_plan(opts.host_threads, selected.len(), n)?;
     let total = selected.len() as u64;
     let start = Instant::now();
-    let parts: Vec<Result<EpochTally>> = super::run_chunks(
+    let parts: Vec<Result<EpochTally>> = super::parallel::run_chunks(
         pool,
         &selected,
         chunk,
@@ -795,7 +795,7 @@ pub fn crashtest_checkpoints(
         background_persist_events: background.iter().map(|r| r.end - r.start).sum(),
         background_points_tested: selected
             .iter()
-            .filter(|&&k| super::background_range_of(background, k, false).is_some())
+            .filter(|&&k| super::history::background_range_of(background, k, false).is_some())
             .count() as u64,
         // Per-kind counts and deduplication are the transactional driver's.
         background_by_kind: Vec::new(),
@@ -1035,7 +1035,7 @@ fn epoch_chunk(
 /// [`EpochOracle::keep`] takes, if it succeeded (errors are left to
 /// [`check_point`]).
 fn recover_offer(sh: &EpochShared, o: &EpochOracle) -> Option<KeepOffer> {
-    let mut tracked = super::Tracked::new(Overlay::new(&o.cur));
+    let mut tracked = super::recorder::Tracked::new(Overlay::new(&o.cur));
     let report = guarded(|| (sh.info.recover)(&mut tracked, sh.params, sh.layout)).ok()?;
     let (rec, reads, _) = tracked.into_parts();
     Some((reads, rec.writes, report.bytes_written, report.modeled_ns))
@@ -1068,10 +1068,10 @@ fn kept_matches_scratch(sh: &EpochShared, o: &EpochOracle) -> bool {
 fn fresh_parts<'s, W: MemWrite + 's>(
     sh: &EpochShared,
     t: &mut EpochTally,
-    fresh: super::Fresh<W>,
+    fresh: super::recorder::Fresh<W>,
     slot: &'s mut Option<(Recorder<W>, ReadSet, RecoveryReport)>,
 ) -> (&'s dyn MemRead, &'s [Addr], &'s Writes, usize, usize) {
-    let super::Fresh {
+    let super::recorder::Fresh {
         mut rec,
         reads,
         proven,
@@ -1236,10 +1236,12 @@ fn check_point(
                 )
             };
             let (img, words, writes, n, proven) = if o.pending.is_empty() {
-                let fresh = match super::recover_from_scratch(info, params, layout, &o.cur, opts) {
-                    Ok(f) => f,
-                    Err(e) => return failed(e),
-                };
+                let fresh =
+                    match super::recorder::recover_from_scratch(info, params, layout, &o.cur, opts)
+                    {
+                        Ok(f) => f,
+                        Err(e) => return failed(e),
+                    };
                 fresh_parts(sh, t, fresh, &mut scratch)
             } else {
                 // A checkpoint just advanced: recovery restores all of it
@@ -1252,10 +1254,11 @@ fn check_point(
                 // read trace ([`reruns_repeat`]; if not, all of them run).
                 let img = o.cur.clone();
                 let track = !sh.copies_home;
-                let fresh = match super::recover_on(info, params, layout, img, opts, track) {
-                    Ok(f) => f,
-                    Err(e) => return failed(e),
-                };
+                let fresh =
+                    match super::recorder::recover_on(info, params, layout, img, opts, track) {
+                        Ok(f) => f,
+                        Err(e) => return failed(e),
+                    };
                 fresh_parts(sh, t, fresh, &mut whole)
             };
             (img, words, writes, n, proven, None)
