@@ -43,7 +43,6 @@
 //!   everything after the first non-persisted one in commit order is
 //!   undone.
 
-use crate::cache::hierarchy::WritebackCause;
 use crate::cache::LineExt;
 use crate::config::{p, Check, ParamSpec, Params};
 use crate::error::{Error, Result};
@@ -56,7 +55,7 @@ use crate::schemes::kit::hw_log::{
 use crate::schemes::logging::txtable::TxTable;
 use crate::schemes::{
     raise_advice, Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo,
-    SchemeStats,
+    SchemeStats, Store, Writeback,
 };
 use crate::types::{line_of, Addr, CoreId, Cycle, LineData, Purpose};
 use rustc_hash::FxHashMap;
@@ -1053,17 +1052,15 @@ impl Scheme for MorLog {
         t
     }
 
-    fn store(
-        &mut self,
-        ctx: &mut MemCtx,
-        core: CoreId,
-        addr: Addr,
-        old: u64,
-        new: u64,
-        in_tx: bool,
-        ext: &mut LineExt,
-        now: Cycle,
-    ) -> Cycle {
+    fn store(&mut self, ctx: &mut MemCtx, ev: Store, ext: &mut LineExt) -> Cycle {
+        let Store {
+            core,
+            addr,
+            old,
+            new,
+            in_tx,
+            now,
+        } = ev;
         if !in_tx {
             return now;
         }
@@ -1218,16 +1215,13 @@ impl Scheme for MorLog {
         }
     }
 
-    fn writeback(
-        &mut self,
-        ctx: &mut MemCtx,
-        _core: CoreId,
-        line_addr: Addr,
-        data: &LineData,
-        _ext: &LineExt,
-        _cause: WritebackCause,
-        now: Cycle,
-    ) -> Cycle {
+    fn writeback(&mut self, ctx: &mut MemCtx, ev: Writeback<'_>) -> Cycle {
+        let Writeback {
+            line_addr,
+            data,
+            now,
+            ..
+        } = ev;
         let mut t = now;
         if !self.no_order {
             if let Some(s) = self
