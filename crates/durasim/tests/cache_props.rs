@@ -1,7 +1,7 @@
 //! Property tests of the caches: inclusion, LRU order, no lost dirty data,
 //! back-invalidation merging the newest bytes.
 
-use durasim::cache::hierarchy::WritebackCause;
+use durasim::cache::hierarchy::Writeback;
 use durasim::cache::{Cache, Hierarchy, LineExt, MemSide};
 use durasim::config::Params;
 use durasim::mem::{MemRead, MemWrite, SparseImage};
@@ -30,15 +30,13 @@ impl MemSide for Backing {
         self.image.read_bytes(line_addr, out);
         (now + 100, false)
     }
-    fn writeback(
-        &mut self,
-        _core: CoreId,
-        line_addr: Addr,
-        data: &LineData,
-        _ext: &LineExt,
-        _cause: WritebackCause,
-        now: Cycle,
-    ) -> Cycle {
+    fn writeback(&mut self, ev: Writeback<'_>) -> Cycle {
+        let Writeback {
+            line_addr,
+            data,
+            now,
+            ..
+        } = ev;
         let want = self.arch.read_line(line_addr);
         if &want != data && self.bad_writeback.is_none() {
             self.bad_writeback = Some(format!("write-back of {line_addr:#x} is stale"));

@@ -4,7 +4,6 @@
 //! crash-checked through `crash::crashtest_with`; they are not in the
 //! shipped registry.
 
-use durasim::cache::hierarchy::WritebackCause;
 use durasim::cache::LineExt;
 use durasim::cli::{main_with, Cli};
 use durasim::config::Params;
@@ -13,7 +12,7 @@ use durasim::error::{Error, Result};
 use durasim::mem::Layout;
 use durasim::mem::MemWrite;
 use durasim::recovery::{Durability, RecoveryForm, RecoveryReport};
-use durasim::schemes::{MemCtx, Scheme, SchemeInfo};
+use durasim::schemes::{MemCtx, Scheme, SchemeInfo, Store, Writeback};
 use durasim::types::{Addr, CoreId, Cycle, LineData, Purpose};
 use durasim::RunSpec;
 use std::collections::BTreeMap;
@@ -195,17 +194,15 @@ impl<const V: u8> Scheme for Redo<V> {
         t
     }
 
-    fn store(
-        &mut self,
-        _ctx: &mut MemCtx,
-        core: CoreId,
-        addr: Addr,
-        _old: u64,
-        new: u64,
-        in_tx: bool,
-        _ext: &mut LineExt,
-        now: Cycle,
-    ) -> Cycle {
+    fn store(&mut self, _ctx: &mut MemCtx, ev: Store, _ext: &mut LineExt) -> Cycle {
+        let Store {
+            core,
+            addr,
+            new,
+            in_tx,
+            now,
+            ..
+        } = ev;
         if in_tx {
             self.open[core].insert(addr, new);
         }
@@ -237,16 +234,8 @@ impl<const V: u8> Scheme for Redo<V> {
 
     /// Home locations are written by the scheme at (or after) commit;
     /// cache write-backs never reach NVM (they could carry uncommitted data).
-    fn writeback(
-        &mut self,
-        _ctx: &mut MemCtx,
-        _core: CoreId,
-        _line_addr: Addr,
-        _data: &LineData,
-        _ext: &LineExt,
-        _cause: WritebackCause,
-        now: Cycle,
-    ) -> Cycle {
+    fn writeback(&mut self, _ctx: &mut MemCtx, ev: Writeback<'_>) -> Cycle {
+        let Writeback { now, .. } = ev;
         now
     }
 

@@ -4,7 +4,7 @@
 //! with a replay line (negative control), the planted mutants, and the
 //! named design presets.
 
-use durasim::cache::hierarchy::{MemSide, WritebackCause};
+use durasim::cache::hierarchy::{MemSide, Writeback, WritebackCause};
 use durasim::cache::{Hierarchy, LineExt};
 use durasim::config::Params;
 use durasim::crash::{CrashOptions, PointSel};
@@ -31,15 +31,13 @@ impl MemSide for Recorder {
     ) -> (Cycle, bool) {
         (now + 100, false)
     }
-    fn writeback(
-        &mut self,
-        _core: CoreId,
-        line: Addr,
-        _data: &LineData,
-        _ext: &LineExt,
-        cause: WritebackCause,
-        now: Cycle,
-    ) -> Cycle {
+    fn writeback(&mut self, ev: Writeback<'_>) -> Cycle {
+        let Writeback {
+            line_addr: line,
+            cause,
+            now,
+            ..
+        } = ev;
         self.writebacks.push((line, cause));
         now
     }

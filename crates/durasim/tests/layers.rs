@@ -51,7 +51,9 @@ fn production(src: &str) -> String {
         if l.trim() == "#[cfg(test)]" {
             if let Some(next) = lines.peek() {
                 let n = next.trim_start();
-                if n.starts_with("mod ") || n.starts_with("pub mod ") || n.starts_with("pub(crate) mod ")
+                if n.starts_with("mod ")
+                    || n.starts_with("pub mod ")
+                    || n.starts_with("pub(crate) mod ")
                 {
                     break;
                 }
@@ -97,7 +99,12 @@ fn no_module_imports_a_higher_or_equal_floor() {
     let mut violations: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for f in &files {
         let rel = f.strip_prefix(&src).unwrap();
-        let first = rel.components().next().unwrap().as_os_str().to_string_lossy();
+        let first = rel
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_string_lossy();
         let module = first.trim_end_matches(".rs").to_string();
         if rel.file_name().is_some_and(|n| n == "tests.rs") {
             continue;
@@ -149,12 +156,33 @@ fn every_top_level_module_has_a_floor() {
 fn crash_and_config_name_no_scheme_or_workload() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let scheme_names = [
-        "\"hoop\"", "\"opt-undo\"", "\"opt-redo\"", "\"lad\"", "\"osp\"", "\"lsm\"", "\"dpc\"",
-        "\"fwb\"", "\"fwb-unsafe\"", "\"redu\"", "\"morlog\"", "\"morlog-dp\"", "\"ehou\"",
-        "\"thynvm\"", "\"page-overlay\"", "\"ckpt-logging\"", "\"ckpt-cow\"", "\"dudetm\"",
+        "\"hoop\"",
+        "\"opt-undo\"",
+        "\"opt-redo\"",
+        "\"lad\"",
+        "\"osp\"",
+        "\"lsm\"",
+        "\"dpc\"",
+        "\"fwb\"",
+        "\"fwb-unsafe\"",
+        "\"redu\"",
+        "\"morlog\"",
+        "\"morlog-dp\"",
+        "\"ehou\"",
+        "\"thynvm\"",
+        "\"page-overlay\"",
+        "\"ckpt-logging\"",
+        "\"ckpt-cow\"",
+        "\"dudetm\"",
         "\"pmdk-undo\"",
     ];
-    let workload_names = ["\"tpcc\"", "\"ycsb\"", "\"array\"", "\"sps\"", "\"hashtable\""];
+    let workload_names = [
+        "\"tpcc\"",
+        "\"ycsb\"",
+        "\"array\"",
+        "\"sps\"",
+        "\"hashtable\"",
+    ];
     let mut files = Vec::new();
     rust_files(&src.join("crash"), &mut files);
     files.push(src.join("config.rs"));

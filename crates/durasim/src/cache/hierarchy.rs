@@ -30,6 +30,21 @@ pub enum WritebackCause {
     ForceWriteBack,
 }
 
+/// A dirty line written towards memory, as [`MemSide::writeback`] and the
+/// scheme's `writeback` hook see it: one value built where the line leaves
+/// the caches and handed down unchanged.
+#[derive(Clone, Copy, Debug)]
+pub struct Writeback<'a> {
+    pub core: CoreId,
+    pub line_addr: Addr,
+    /// The line's newest bytes.
+    pub data: &'a LineData,
+    /// The line's scheme state.
+    pub ext: &'a LineExt,
+    pub cause: WritebackCause,
+    pub now: Cycle,
+}
+
 /// One force-write-back pass over the caches
 /// ([`Hierarchy::force_write_back_pass`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -63,15 +78,7 @@ pub trait MemSide {
     /// A dirty line leaves the LLC (or is flushed); returns the time the
     /// write is persisted (write-backs are posted: callers other than flush
     /// do not wait for it).
-    fn writeback(
-        &mut self,
-        core: CoreId,
-        line_addr: Addr,
-        data: &LineData,
-        ext: &LineExt,
-        cause: WritebackCause,
-        now: Cycle,
-    ) -> Cycle;
+    fn writeback(&mut self, ev: Writeback<'_>) -> Cycle;
     /// A dirty line leaves a private L1 (MorLog observes this).
     /// The line's extension is mutable: MorLog's L1 state leaves with the
     /// line.
@@ -392,7 +399,14 @@ impl Hierarchy {
         }
         if dirty {
             let (data, ext) = (self.llc.data(slot), self.llc.ext(slot));
-            return mem.writeback(core, vaddr, data, ext, WritebackCause::Eviction, t);
+            return mem.writeback(Writeback {
+                core,
+                line_addr: vaddr,
+                data,
+                ext,
+                cause: WritebackCause::Eviction,
+                now: t,
+            });
         }
         t
     }
@@ -442,14 +456,14 @@ impl Hierarchy {
         if !dirty {
             return now;
         }
-        mem.writeback(
+        mem.writeback(Writeback {
             core,
             line_addr,
-            self.llc.data(s3),
-            self.llc.ext(s3),
+            data: self.llc.data(s3),
+            ext: self.llc.ext(s3),
             cause,
-            now + self.llc.latency,
-        )
+            now: now + self.llc.latency,
+        })
     }
 
     /// clwb of `line_addr` by whichever core's private caches hold it

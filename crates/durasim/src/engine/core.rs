@@ -8,6 +8,7 @@ use super::Engine;
 use crate::cache::hierarchy::HitLevel;
 use crate::cache::Hierarchy;
 use crate::error::{Error, Result};
+use crate::schemes::Store;
 use crate::types::{line_of, read_word, word_index, write_word, Addr, CoreId, Cycle};
 use crate::workloads::Op;
 
@@ -624,7 +625,6 @@ fn check_read(
 /// One load or store through the scheme's access hook (if it has one) and
 /// the cache hierarchy: (completion time, L1 slot of the line).
 #[inline]
-#[allow(clippy::too_many_arguments)]
 fn mem_access(
     hier: &mut Hierarchy,
     below: &mut Below,
@@ -645,6 +645,8 @@ fn mem_access(
 /// (the line is there since `done`), seen by the scheme: when the store
 /// completes.
 #[inline(always)]
+// The store's fields come apart: its `Store` event is built here, once the
+// old word has been read.
 #[allow(clippy::too_many_arguments)]
 fn write_l1(
     hier: &mut Hierarchy,
@@ -660,9 +662,15 @@ fn write_l1(
     let w = word_index(addr);
     let old = read_word(data, w);
     write_word(data, w, value);
-    below
-        .scheme
-        .store(below.ctx, c, addr, old, value, in_tx, ext, done)
+    let ev = Store {
+        core: c,
+        addr,
+        old,
+        new: value,
+        in_tx,
+        now: done,
+    };
+    below.scheme.store(below.ctx, ev, ext)
 }
 
 /// An access of the out-of-order core, issued at `t`, through its L1
@@ -673,6 +681,7 @@ fn write_l1(
 /// The L1 hit path without an access hook is inlined into the replay
 /// loop; everything else is [`ooo_access_slow`].
 #[inline(always)]
+// The replay loop's split borrows (core, caches, below) and one access.
 #[allow(clippy::too_many_arguments)]
 fn ooo_access(
     core: &mut Core,
@@ -713,6 +722,7 @@ fn ooo_access(
 
 /// [`ooo_access`] except an L1 hit without an access hook.
 #[inline(never)]
+// The replay loop's split borrows (core, caches, below) and one access.
 #[allow(clippy::too_many_arguments)]
 fn ooo_access_slow(
     core: &mut Core,

@@ -20,7 +20,7 @@
 //! misses and write-backs through it to the scheme. Schemes never see the
 //! cache itself, only its page-level hooks.
 
-use crate::cache::hierarchy::{MemSide, WritebackCause};
+use crate::cache::hierarchy::{MemSide, Writeback};
 use crate::cache::LineExt;
 use crate::config::Params;
 use crate::error::{Error, Result};
@@ -282,11 +282,15 @@ impl DramCache {
         &mut self,
         scheme: &mut dyn Scheme,
         ctx: &mut MemCtx,
-        core: CoreId,
-        line_addr: Addr,
-        data: &LineData,
-        now: Cycle,
+        ev: Writeback<'_>,
     ) -> Cycle {
+        let Writeback {
+            core,
+            line_addr,
+            data,
+            now,
+            ..
+        } = ev;
         let t = now + self.lookup;
         let page = line_addr / PAGE_BYTES;
         let idx = ((line_addr % PAGE_BYTES) / LINE_BYTES) as usize;
@@ -405,20 +409,11 @@ impl MemSide for Below<'_> {
             .read_miss(self.ctx, core, line_addr, now, out, ext)
     }
     #[inline]
-    fn writeback(
-        &mut self,
-        core: CoreId,
-        line_addr: Addr,
-        data: &LineData,
-        ext: &LineExt,
-        cause: WritebackCause,
-        now: Cycle,
-    ) -> Cycle {
+    fn writeback(&mut self, ev: Writeback<'_>) -> Cycle {
         if let Some(dc) = self.dram_cache.as_deref_mut() {
-            return dc.writeback(self.scheme, self.ctx, core, line_addr, data, now);
+            return dc.writeback(self.scheme, self.ctx, ev);
         }
-        self.scheme
-            .writeback(self.ctx, core, line_addr, data, ext, cause, now)
+        self.scheme.writeback(self.ctx, ev)
     }
     #[inline]
     fn l1_evict(

@@ -17,6 +17,8 @@ pub mod software;
 
 use crate::cache::hierarchy::WritebackCause;
 use crate::cache::LineExt;
+// The event a write-back hook receives (built by the caches).
+pub use crate::cache::hierarchy::Writeback;
 use crate::config::{Check, ParamSpec, Params};
 use crate::error::{Error, Result};
 use crate::mem::{MemRead, MemoryController};
@@ -93,6 +95,20 @@ pub fn is_public_param(key: &str) -> bool {
 /// crash tests count points inside them per kind).
 pub const FWB_KIND: &str = "force-write-back";
 
+/// A store performed in core `core`'s L1: the word at `addr` changed from
+/// `old` to `new` at `now` (`in_tx` when inside TxBegin/TxEnd). What
+/// [`Scheme::store`] receives; the line's mutable extension is passed
+/// beside it.
+#[derive(Clone, Copy, Debug)]
+pub struct Store {
+    pub core: CoreId,
+    pub addr: Addr,
+    pub old: u64,
+    pub new: u64,
+    pub in_tx: bool,
+    pub now: Cycle,
+}
+
 /// Scheme-specific statistics, reported under `scheme_stats`.
 pub type SchemeStats = Vec<(&'static str, f64)>;
 
@@ -109,22 +125,10 @@ pub trait Scheme: Send {
     /// written into the persistence domain before this returns.
     fn tx_end(&mut self, ctx: &mut MemCtx, core: CoreId, now: Cycle) -> Cycle;
 
-    /// A store performed in the L1 (`in_tx` when inside TxBegin/TxEnd). The
-    /// scheme may update the line's extension. Returns when the store
-    /// completes (>= now).
-    #[allow(clippy::too_many_arguments)]
-    fn store(
-        &mut self,
-        _ctx: &mut MemCtx,
-        _core: CoreId,
-        _addr: Addr,
-        _old: u64,
-        _new: u64,
-        _in_tx: bool,
-        _ext: &mut LineExt,
-        now: Cycle,
-    ) -> Cycle {
-        now
+    /// A store performed in the L1 ([`Store`]). The scheme may update the
+    /// line's extension `ext`. Returns when the store completes (>= now).
+    fn store(&mut self, _ctx: &mut MemCtx, ev: Store, _ext: &mut LineExt) -> Cycle {
+        ev.now
     }
 
     /// `line_addr` may soon reach [`Scheme::read_miss`] (it missed an L1)
@@ -151,18 +155,9 @@ pub trait Scheme: Send {
 
     /// A dirty line leaves the LLC (or is flushed / drained). Returns the
     /// time the write is persisted.
-    #[allow(clippy::too_many_arguments)]
-    fn writeback(
-        &mut self,
-        ctx: &mut MemCtx,
-        _core: CoreId,
-        line_addr: Addr,
-        data: &LineData,
-        _ext: &LineExt,
-        _cause: WritebackCause,
-        now: Cycle,
-    ) -> Cycle {
-        ctx.nvm.write(line_addr, data, Purpose::WriteBack, now)
+    fn writeback(&mut self, ctx: &mut MemCtx, ev: Writeback<'_>) -> Cycle {
+        ctx.nvm
+            .write(ev.line_addr, ev.data, Purpose::WriteBack, ev.now)
     }
 
     /// A dirty line leaves a private L1 (the scheme may reset the line's
@@ -310,12 +305,14 @@ pub trait Scheme: Send {
             let line: &LineData = data[i * 64..i * 64 + 64].try_into().expect("64 B");
             done = done.max(self.writeback(
                 ctx,
-                0,
-                page_addr + i as u64 * 64,
-                line,
-                &LineExt::default(),
-                WritebackCause::Eviction,
-                now,
+                Writeback {
+                    core: 0,
+                    line_addr: page_addr + i as u64 * 64,
+                    data: line,
+                    ext: &LineExt::default(),
+                    cause: WritebackCause::Eviction,
+                    now,
+                },
             ));
         }
         done

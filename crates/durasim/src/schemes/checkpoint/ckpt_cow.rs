@@ -28,6 +28,7 @@ use crate::mem::layout::{LINES_PER_PAGE, PAGE_BYTES};
 use crate::mem::MemWrite;
 use crate::schemes::{
     Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
+    Writeback,
 };
 use crate::types::{Addr, CoreId, Cycle, LineData, Purpose, LINE_BYTES};
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -413,16 +414,13 @@ impl Scheme for Cow {
         (t, false)
     }
 
-    fn writeback(
-        &mut self,
-        ctx: &mut MemCtx,
-        _core: CoreId,
-        line_addr: Addr,
-        data: &LineData,
-        _ext: &crate::cache::LineExt,
-        _cause: crate::cache::hierarchy::WritebackCause,
-        now: Cycle,
-    ) -> Cycle {
+    fn writeback(&mut self, ctx: &mut MemCtx, ev: Writeback<'_>) -> Cycle {
+        let Writeback {
+            line_addr,
+            data,
+            now,
+            ..
+        } = ev;
         let page_addr = line_addr - line_addr % PAGE_BYTES;
         let k = ((line_addr % PAGE_BYTES) / LINE_BYTES) as usize;
         let mut buf = [0u8; PAGE_BYTES as usize];

@@ -28,8 +28,9 @@ use crate::mem::{MemRead, MemWrite};
 use crate::recovery::{UnitCounts, UnitRecovery};
 use crate::schemes::{
     Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
+    Writeback,
 };
-use crate::types::{Addr, CoreId, Cycle, LineData, Purpose, LINE_BYTES};
+use crate::types::{Addr, CoreId, Cycle, Purpose, LINE_BYTES};
 use rustc_hash::FxHashSet;
 
 pub static PARAMS: &[ParamSpec] = &[
@@ -249,16 +250,13 @@ impl Scheme for Logging {
         now
     }
 
-    fn writeback(
-        &mut self,
-        ctx: &mut MemCtx,
-        _core: CoreId,
-        line_addr: Addr,
-        data: &LineData,
-        _ext: &crate::cache::LineExt,
-        _cause: crate::cache::hierarchy::WritebackCause,
-        now: Cycle,
-    ) -> Cycle {
+    fn writeback(&mut self, ctx: &mut MemCtx, ev: Writeback<'_>) -> Cycle {
+        let Writeback {
+            line_addr,
+            data,
+            now,
+            ..
+        } = ev;
         self.write_line(ctx, line_addr, data, now)
     }
 

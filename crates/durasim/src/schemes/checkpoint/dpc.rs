@@ -39,7 +39,7 @@ use crate::mem::{MemRead, MemWrite};
 use crate::recovery::{UnitCounts, UnitRecovery};
 use crate::schemes::{
     raise_advice, Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo,
-    SchemeStats,
+    SchemeStats, Writeback,
 };
 use crate::types::{Addr, CoreId, Cycle, LineData, Purpose, LINE_BYTES};
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -546,11 +546,9 @@ impl Dpc {
 impl Dpc {
     /// Read the lines `want` of a page from where P points (fallback
     /// entries first); returns when line `first` arrived.
-    #[allow(clippy::too_many_arguments)]
     fn fill_lines(
         &mut self,
         ctx: &mut MemCtx,
-        _core: CoreId,
         page_addr: Addr,
         first: usize,
         want: u64,
@@ -611,7 +609,7 @@ impl Scheme for Dpc {
         } else {
             (1u64 << (out.len() / LINE_BYTES as usize)) - 1
         };
-        self.fill_lines(ctx, _core, page_addr, first, all, out, now)
+        self.fill_lines(ctx, page_addr, first, all, out, now)
     }
 
     fn page_dirtied(&mut self, ctx: &mut MemCtx, page_addr: Addr, now: Cycle) {
@@ -708,7 +706,7 @@ impl Scheme for Dpc {
     fn read_miss(
         &mut self,
         ctx: &mut MemCtx,
-        core: CoreId,
+        _core: CoreId,
         line_addr: Addr,
         now: Cycle,
         out: &mut LineData,
@@ -718,22 +716,19 @@ impl Scheme for Dpc {
         let k = ((line_addr % PAGE_BYTES) / LINE_BYTES) as usize;
         let mut page = [0u8; PAGE_BYTES as usize];
         // Only line k is read: a one-line "page" starting at it.
-        let t = self.fill_lines(ctx, core, page_addr, k, 1 << k, &mut page, now);
+        let t = self.fill_lines(ctx, page_addr, k, 1 << k, &mut page, now);
         out.copy_from_slice(&page[k * LINE_BYTES as usize..(k + 1) * LINE_BYTES as usize]);
         self.cached.remove(&(page_addr / PAGE_BYTES));
         (t, false)
     }
 
-    fn writeback(
-        &mut self,
-        ctx: &mut MemCtx,
-        _core: CoreId,
-        line_addr: Addr,
-        data: &LineData,
-        _ext: &crate::cache::LineExt,
-        _cause: crate::cache::hierarchy::WritebackCause,
-        now: Cycle,
-    ) -> Cycle {
+    fn writeback(&mut self, ctx: &mut MemCtx, ev: Writeback<'_>) -> Cycle {
+        let Writeback {
+            line_addr,
+            data,
+            now,
+            ..
+        } = ev;
         let page_addr = line_addr - line_addr % PAGE_BYTES;
         let k = ((line_addr % PAGE_BYTES) / LINE_BYTES) as usize;
         let page = page_addr / PAGE_BYTES;

@@ -32,6 +32,7 @@ use crate::mem::{MemRead, MemWrite};
 use crate::schemes::kit::page_fill::page_fill;
 use crate::schemes::{
     Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
+    Writeback,
 };
 use crate::types::{Addr, CoreId, Cycle, LineData, Purpose, LINE_BYTES};
 use rustc_hash::FxHashMap;
@@ -430,16 +431,13 @@ impl Scheme for PageOverlay {
         )
     }
 
-    fn writeback(
-        &mut self,
-        ctx: &mut MemCtx,
-        _core: CoreId,
-        line_addr: Addr,
-        data: &LineData,
-        _ext: &crate::cache::LineExt,
-        _cause: crate::cache::hierarchy::WritebackCause,
-        now: Cycle,
-    ) -> Cycle {
+    fn writeback(&mut self, ctx: &mut MemCtx, ev: Writeback<'_>) -> Cycle {
+        let Writeback {
+            line_addr,
+            data,
+            now,
+            ..
+        } = ev;
         let page_addr = line_addr - line_addr % PAGE_BYTES;
         let k = ((line_addr % PAGE_BYTES) / LINE_BYTES) as usize;
         // Only the dirty line of the buffer is read: a page-sized view

@@ -52,6 +52,7 @@ use crate::mem::MemWrite;
 use crate::schemes::kit::page_fill::page_fill;
 use crate::schemes::{
     Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
+    Writeback,
 };
 use crate::types::{Addr, CoreId, Cycle, LineData, Purpose, LINE_BYTES};
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -745,16 +746,13 @@ impl Scheme for ThyNvm {
         )
     }
 
-    fn writeback(
-        &mut self,
-        ctx: &mut MemCtx,
-        _core: CoreId,
-        line_addr: Addr,
-        data: &LineData,
-        _ext: &crate::cache::LineExt,
-        _cause: crate::cache::hierarchy::WritebackCause,
-        now: Cycle,
-    ) -> Cycle {
+    fn writeback(&mut self, ctx: &mut MemCtx, ev: Writeback<'_>) -> Cycle {
+        let Writeback {
+            line_addr,
+            data,
+            now,
+            ..
+        } = ev;
         let page_addr = line_addr - line_addr % PAGE_BYTES;
         let k = ((line_addr % PAGE_BYTES) / LINE_BYTES) as usize;
         // Only line k of the page buffer is read (the dirty mask).

@@ -103,6 +103,7 @@ impl UndoLog {
     /// Encode and write undo record `index`; returns its persist time, or
     /// `None` (nothing written) when the log cannot hold it: the caller
     /// reports the parameter as too small ([`UndoLog::too_small`]).
+    // Where the record goes (core, slot) and its fields (txid, home, old).
     #[allow(clippy::too_many_arguments)]
     pub fn append(
         &self,

@@ -44,7 +44,6 @@
 //!   redone in log order, the others undone in reverse log order; then the
 //!   head moves to the end (idempotent: a crash inside recovery repeats it).
 
-use crate::cache::hierarchy::WritebackCause;
 use crate::cache::LineExt;
 use crate::config::{p, Check, ParamSpec, Params};
 use crate::error::{Error, Result};
@@ -56,9 +55,9 @@ use crate::schemes::kit::hw_log::{
 };
 use crate::schemes::{
     raise_advice, Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo,
-    SchemeStats,
+    SchemeStats, Store, Writeback,
 };
-use crate::types::{line_of, Addr, CoreId, Cycle, LineData, Purpose};
+use crate::types::{line_of, Addr, CoreId, Cycle, Purpose};
 use std::collections::VecDeque;
 
 const PERIOD_SOURCE: &str = "MorLog §VI-A: force-write-back every three million cycles, in line with FWB (Ogleari et al. HPCA 2018)";
@@ -427,17 +426,15 @@ impl Scheme for Fwb {
         t
     }
 
-    fn store(
-        &mut self,
-        ctx: &mut MemCtx,
-        core: CoreId,
-        addr: Addr,
-        old: u64,
-        new: u64,
-        in_tx: bool,
-        _ext: &mut LineExt,
-        now: Cycle,
-    ) -> Cycle {
+    fn store(&mut self, ctx: &mut MemCtx, ev: Store, _ext: &mut LineExt) -> Cycle {
+        let Store {
+            core,
+            addr,
+            old,
+            new,
+            in_tx,
+            now,
+        } = ev;
         if !in_tx {
             return now;
         }
@@ -478,16 +475,13 @@ impl Scheme for Fwb {
         done
     }
 
-    fn writeback(
-        &mut self,
-        ctx: &mut MemCtx,
-        _core: CoreId,
-        line_addr: Addr,
-        data: &LineData,
-        _ext: &LineExt,
-        _cause: WritebackCause,
-        now: Cycle,
-    ) -> Cycle {
+    fn writeback(&mut self, ctx: &mut MemCtx, ev: Writeback<'_>) -> Cycle {
+        let Writeback {
+            line_addr,
+            data,
+            now,
+            ..
+        } = ev;
         // The data cannot reach the controller before it traversed the
         // hierarchy from the store that last wrote it.
         let mut t = now;

@@ -26,7 +26,6 @@
 //! The record encoding is `kit/undo_log.rs`'s, shared with LAD's overflow
 //! fallback and pmdk-undo.
 
-use crate::cache::hierarchy::WritebackCause;
 use crate::cache::LineExt;
 use crate::config::{p, Check, ParamSpec, Params};
 use crate::error::Result;
@@ -37,6 +36,7 @@ use crate::schemes::kit::log::{
 use crate::schemes::kit::undo_log::{encode_record, scan_records, UNDO_REC_BYTES};
 use crate::schemes::{
     Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
+    Store, Writeback,
 };
 use crate::types::{line_of, word_index, write_word, Addr, CoreId, Cycle, LineData, Purpose};
 use rustc_hash::FxHashMap;
@@ -108,6 +108,7 @@ impl RingLog {
     }
 
     /// Encode and write record `seq`; returns its persist time.
+    // Where the record goes (core, slot) and its fields (txid, home, old).
     #[allow(clippy::too_many_arguments)]
     pub fn append(
         &self,
@@ -294,17 +295,15 @@ impl Scheme for OptUndo {
         now
     }
 
-    fn store(
-        &mut self,
-        ctx: &mut MemCtx,
-        core: CoreId,
-        addr: Addr,
-        _old: u64,
-        new: u64,
-        in_tx: bool,
-        ext: &mut LineExt,
-        now: Cycle,
-    ) -> Cycle {
+    fn store(&mut self, ctx: &mut MemCtx, ev: Store, ext: &mut LineExt) -> Cycle {
+        let Store {
+            core,
+            addr,
+            new,
+            in_tx,
+            now,
+            ..
+        } = ev;
         if !in_tx {
             return now;
         }
@@ -352,16 +351,14 @@ impl Scheme for OptUndo {
         now
     }
 
-    fn writeback(
-        &mut self,
-        ctx: &mut MemCtx,
-        _core: CoreId,
-        line_addr: Addr,
-        data: &LineData,
-        ext: &LineExt,
-        _cause: WritebackCause,
-        now: Cycle,
-    ) -> Cycle {
+    fn writeback(&mut self, ctx: &mut MemCtx, ev: Writeback<'_>) -> Cycle {
+        let Writeback {
+            line_addr,
+            data,
+            ext,
+            now,
+            ..
+        } = ev;
         if ext.txid == 0 {
             return ctx.nvm.write(line_addr, data, Purpose::WriteBack, now);
         }

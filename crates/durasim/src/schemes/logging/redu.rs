@@ -30,7 +30,6 @@
 //!   then persist the new head. Idempotent, so a crash inside recovery is
 //!   repaired by running it again.
 
-use crate::cache::hierarchy::WritebackCause;
 use crate::cache::LineExt;
 use crate::config::{p, Check, ParamSpec, Params};
 use crate::error::Result;
@@ -40,6 +39,7 @@ use crate::schemes::kit::log::{log_stride, owner_of, MAX_CORES};
 use crate::schemes::kit::redo_log::{self, Headers, RedoLog, TxBuffer, REC_BYTES};
 use crate::schemes::{
     Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
+    Store, Writeback,
 };
 use crate::types::{line_of, Addr, CoreId, Cycle, LineData, Purpose};
 use rustc_hash::FxHashMap;
@@ -450,17 +450,15 @@ impl Scheme for Redu {
         now
     }
 
-    fn store(
-        &mut self,
-        ctx: &mut MemCtx,
-        core: CoreId,
-        addr: Addr,
-        _old: u64,
-        new: u64,
-        in_tx: bool,
-        ext: &mut LineExt,
-        now: Cycle,
-    ) -> Cycle {
+    fn store(&mut self, ctx: &mut MemCtx, ev: Store, ext: &mut LineExt) -> Cycle {
+        let Store {
+            core,
+            addr,
+            new,
+            in_tx,
+            now,
+            ..
+        } = ev;
         if !in_tx {
             return now;
         }
@@ -534,16 +532,14 @@ impl Scheme for Redu {
         (ctx.nvm.read(line_addr, out, Purpose::Demand, t), false)
     }
 
-    fn writeback(
-        &mut self,
-        ctx: &mut MemCtx,
-        _core: CoreId,
-        line_addr: Addr,
-        data: &LineData,
-        ext: &LineExt,
-        _cause: WritebackCause,
-        now: Cycle,
-    ) -> Cycle {
+    fn writeback(&mut self, ctx: &mut MemCtx, ev: Writeback<'_>) -> Cycle {
+        let Writeback {
+            line_addr,
+            data,
+            ext,
+            now,
+            ..
+        } = ev;
         if ext.txid != 0 {
             // Its bytes are in the log buffer, the DRAM cache or home.
             self.st_dropped_writebacks += 1;

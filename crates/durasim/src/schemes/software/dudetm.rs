@@ -33,7 +33,6 @@
 //! No DRAM cache of NVM is involved (docs/MODEL.md "DudeTM").
 
 use super::Instructions;
-use crate::cache::hierarchy::WritebackCause;
 use crate::cache::LineExt;
 use crate::config::{p, Check, ParamSpec, Params};
 use crate::error::{Error, Result};
@@ -42,6 +41,7 @@ use crate::recovery::{ResumableScan, ScanIo};
 use crate::schemes::kit::log::{csum, header_line, line_word, recovery_ns};
 use crate::schemes::{
     Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
+    Writeback,
 };
 use crate::types::{line_of, write_word, Addr, CoreId, Cycle, LineData, Purpose, LINE_BYTES};
 use crate::workloads::Op;
@@ -623,16 +623,13 @@ impl Scheme for DudeTm {
         (ctx.dram.read(a, out, Purpose::Demand, now), false)
     }
 
-    fn writeback(
-        &mut self,
-        ctx: &mut MemCtx,
-        _core: CoreId,
-        line_addr: Addr,
-        data: &LineData,
-        _ext: &LineExt,
-        _cause: WritebackCause,
-        now: Cycle,
-    ) -> Cycle {
+    fn writeback(&mut self, ctx: &mut MemCtx, ev: Writeback<'_>) -> Cycle {
+        let Writeback {
+            line_addr,
+            data,
+            now,
+            ..
+        } = ev;
         if !self.is_shadow(line_addr) {
             return ctx.nvm.write(line_addr, data, Purpose::WriteBack, now);
         }

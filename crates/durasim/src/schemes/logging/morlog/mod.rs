@@ -58,13 +58,14 @@ pub mod state;
 #[cfg(test)]
 mod tests;
 
-use crate::cache::hierarchy::WritebackCause;
 use crate::cache::LineExt;
 use crate::config::Params;
 use crate::error::{Error, Result};
 use crate::schemes::kit::hw_log::{Record, Ring, TYPE_COMMIT, TYPE_DATA};
 use crate::schemes::logging::txtable::TxTable;
-use crate::schemes::{Durability, Layout, MemCtx, RecoveryForm, Scheme, SchemeInfo, SchemeStats};
+use crate::schemes::{
+    Durability, Layout, MemCtx, RecoveryForm, Scheme, SchemeInfo, SchemeStats, Store, Writeback,
+};
 use crate::types::{line_of, Addr, CoreId, Cycle, LineData, Purpose};
 use buffers::{RedoEntry, UrEntry};
 use commit::Pending;
@@ -353,17 +354,15 @@ impl Scheme for MorLog {
         t
     }
 
-    fn store(
-        &mut self,
-        ctx: &mut MemCtx,
-        core: CoreId,
-        addr: Addr,
-        old: u64,
-        new: u64,
-        in_tx: bool,
-        ext: &mut LineExt,
-        now: Cycle,
-    ) -> Cycle {
+    fn store(&mut self, ctx: &mut MemCtx, ev: Store, ext: &mut LineExt) -> Cycle {
+        let Store {
+            core,
+            addr,
+            old,
+            new,
+            in_tx,
+            now,
+        } = ev;
         if !in_tx {
             return now;
         }
@@ -518,16 +517,13 @@ impl Scheme for MorLog {
         }
     }
 
-    fn writeback(
-        &mut self,
-        ctx: &mut MemCtx,
-        _core: CoreId,
-        line_addr: Addr,
-        data: &LineData,
-        _ext: &LineExt,
-        _cause: WritebackCause,
-        now: Cycle,
-    ) -> Cycle {
+    fn writeback(&mut self, ctx: &mut MemCtx, ev: Writeback<'_>) -> Cycle {
+        let Writeback {
+            line_addr,
+            data,
+            now,
+            ..
+        } = ev;
         let mut t = now;
         if !self.no_order {
             if let Some(s) = self

@@ -30,7 +30,6 @@
 //!   or both mapped and reclaimed); finally every remapped line is copied
 //!   home and its AIT entry reset (the physical view the oracle reads).
 
-use crate::cache::hierarchy::WritebackCause;
 use crate::cache::LineExt;
 use crate::config::{p, Check, ParamSpec, Params};
 use crate::error::{Error, Result};
@@ -41,7 +40,7 @@ use crate::recovery::{ResumableScan, ScanIo};
 use crate::schemes::kit::log::{csum, owner_of, recovery_ns, MAX_CORES};
 use crate::schemes::{
     raise_advice, Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo,
-    SchemeStats, MUTANT_SOURCE,
+    SchemeStats, Store, Writeback, MUTANT_SOURCE,
 };
 use crate::types::{line_of, word_index, write_word, Addr, CoreId, Cycle, LineData, Purpose};
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -687,17 +686,15 @@ impl Scheme for Ehou {
         now
     }
 
-    fn store(
-        &mut self,
-        ctx: &mut MemCtx,
-        core: CoreId,
-        addr: Addr,
-        _old: u64,
-        new: u64,
-        in_tx: bool,
-        ext: &mut LineExt,
-        now: Cycle,
-    ) -> Cycle {
+    fn store(&mut self, ctx: &mut MemCtx, ev: Store, ext: &mut LineExt) -> Cycle {
+        let Store {
+            core,
+            addr,
+            new,
+            in_tx,
+            now,
+            ..
+        } = ev;
         if !in_tx {
             // Written back in place at its committed location.
             ext.tx = false;
@@ -746,16 +743,14 @@ impl Scheme for Ehou {
         (ctx.nvm.read(a, out, Purpose::Demand, t), false)
     }
 
-    fn writeback(
-        &mut self,
-        ctx: &mut MemCtx,
-        _core: CoreId,
-        line_addr: Addr,
-        data: &LineData,
-        ext: &LineExt,
-        _cause: WritebackCause,
-        now: Cycle,
-    ) -> Cycle {
+    fn writeback(&mut self, ctx: &mut MemCtx, ev: Writeback<'_>) -> Cycle {
+        let Writeback {
+            line_addr,
+            data,
+            ext,
+            now,
+            ..
+        } = ev;
         self.claim(ctx);
         let owner = owner_of(&ctx.layout, line_addr);
         let c = &self.cores[owner];
@@ -1726,6 +1721,7 @@ fn nonzero_pages(io: &dyn ScanIo, base: Addr, end: Addr, mut each: impl FnMut(u6
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cache::hierarchy::WritebackCause;
     use crate::mem::{MemRead, MemoryController, Overlay};
 
     /// One core, a 1-set x 2-way AIT cache, a small NVM.
@@ -1757,10 +1753,26 @@ mod tests {
     /// write the line back (it reaches the controller before commit).
     fn store_and_write_back(e: &mut Ehou, ctx: &mut MemCtx, line: Addr, v: u64) {
         let mut ext = LineExt::default();
-        e.store(ctx, 0, line, 0, v, true, &mut ext, 0);
+        let ev = Store {
+            core: 0,
+            addr: line,
+            old: 0,
+            new: v,
+            in_tx: true,
+            now: 0,
+        };
+        e.store(ctx, ev, &mut ext);
         let mut data = [0u8; 64];
         data[..8].copy_from_slice(&v.to_le_bytes());
-        e.writeback(ctx, 0, line, &data, &ext, WritebackCause::Eviction, 0);
+        let ev = Writeback {
+            core: 0,
+            line_addr: line,
+            data: &data,
+            ext: &ext,
+            cause: WritebackCause::Eviction,
+            now: 0,
+        };
+        e.writeback(ctx, ev);
     }
 
     /// Recover a copy of the durable image; returns (word 0 of each line,

@@ -20,13 +20,14 @@ pub mod recovery;
 #[cfg(test)]
 mod tests;
 
-use crate::cache::hierarchy::WritebackCause;
 use crate::cache::LineExt;
 use crate::config::{p, Check, ParamSpec, Params, MC};
 use crate::error::{Error, Result};
 use crate::mem::image::PAGE_BYTES;
 use crate::mem::SparseImage;
-use crate::schemes::{Durability, Layout, MemCtx, RecoveryForm, Scheme, SchemeInfo, SchemeStats};
+use crate::schemes::{
+    Durability, Layout, MemCtx, RecoveryForm, Scheme, SchemeInfo, SchemeStats, Store, Writeback,
+};
 use crate::types::{line_of, prefetch, Addr, CoreId, Cycle, LineData, Purpose, LINE_BYTES};
 use layout::{BlockHeader, BlockState, CommitEntry, DataSlice, SLICE_BYTES};
 use mapping::{EvictionBuffer, Indirection};
@@ -769,17 +770,15 @@ impl Scheme for Hoop {
         now
     }
 
-    fn store(
-        &mut self,
-        ctx: &mut MemCtx,
-        core: CoreId,
-        addr: Addr,
-        _old: u64,
-        new: u64,
-        in_tx: bool,
-        ext: &mut LineExt,
-        now: Cycle,
-    ) -> Cycle {
+    fn store(&mut self, ctx: &mut MemCtx, ev: Store, ext: &mut LineExt) -> Cycle {
+        let Store {
+            core,
+            addr,
+            new,
+            in_tx,
+            now,
+            ..
+        } = ev;
         if !in_tx {
             return now;
         }
@@ -955,16 +954,14 @@ impl Scheme for Hoop {
         (ctx.nvm.read(line_addr, out, Purpose::Demand, t0), false)
     }
 
-    fn writeback(
-        &mut self,
-        ctx: &mut MemCtx,
-        _core: CoreId,
-        line_addr: Addr,
-        data: &LineData,
-        ext: &LineExt,
-        _cause: WritebackCause,
-        now: Cycle,
-    ) -> Cycle {
+    fn writeback(&mut self, ctx: &mut MemCtx, ev: Writeback<'_>) -> Cycle {
+        let Writeback {
+            line_addr,
+            data,
+            ext,
+            now,
+            ..
+        } = ev;
         if let Some(new) = self.ind.map_if_oop(line_addr) {
             // Its transactional words are in the OOP region/buffer: never
             // written home before GC; track it in the mapping table.

@@ -1,9 +1,10 @@
 //! HOOP unit and end-to-end tests.
 
 use super::*;
+use crate::cache::hierarchy::WritebackCause;
 use crate::engine::{self, Engine, RunSpec};
 use crate::mem::{MemRead, MemWrite, MemoryController, Overlay, SparseImage};
-use crate::schemes::Scheme;
+use crate::schemes::{Scheme, Store, Writeback};
 use crate::types::write_word;
 
 fn small_params() -> Params {
@@ -28,7 +29,15 @@ fn machine(p: &Params, threads: usize) -> (Hoop, MemCtx) {
 }
 
 fn st(h: &mut Hoop, ctx: &mut MemCtx, core: usize, addr: Addr, v: u64, ext: &mut LineExt) {
-    h.store(ctx, core, addr, 0, v, true, ext, 0);
+    let ev = Store {
+        core,
+        addr,
+        old: 0,
+        new: v,
+        in_tx: true,
+        now: 0,
+    };
+    h.store(ctx, ev, ext);
 }
 
 fn logical(h: &Hoop, ctx: &MemCtx, addr: Addr) -> u64 {
@@ -155,12 +164,14 @@ fn mapping_table_rules_and_load_path_merge() {
     let before = ctx.nvm.stats.total_written();
     h.writeback(
         &mut ctx,
-        0,
-        line,
-        &cached,
-        &ext,
-        WritebackCause::Eviction,
-        0,
+        Writeback {
+            core: 0,
+            line_addr: line,
+            data: &cached,
+            ext: &ext,
+            cause: WritebackCause::Eviction,
+            now: 0,
+        },
     );
     assert_eq!(
         ctx.nvm.stats.total_written(),
@@ -182,12 +193,14 @@ fn mapping_table_rules_and_load_path_merge() {
     // the next miss reads the slice from NVM in parallel with home.
     h.writeback(
         &mut ctx,
-        0,
-        line,
-        &cached,
-        &fill,
-        WritebackCause::Eviction,
-        0,
+        Writeback {
+            core: 0,
+            line_addr: line,
+            data: &cached,
+            ext: &fill,
+            cause: WritebackCause::Eviction,
+            now: 0,
+        },
     );
     assert!(h.ind.is_mapped(line));
     let reads = ctx.nvm.stats.reads;
@@ -200,12 +213,14 @@ fn mapping_table_rules_and_load_path_merge() {
     );
     h.writeback(
         &mut ctx,
-        0,
-        line,
-        &cached,
-        &fill,
-        WritebackCause::Eviction,
-        0,
+        Writeback {
+            core: 0,
+            line_addr: line,
+            data: &cached,
+            ext: &fill,
+            cause: WritebackCause::Eviction,
+            now: 0,
+        },
     );
     // GC migrates the line home and removes the entry; the line is then
     // served by the eviction buffer.
@@ -218,12 +233,14 @@ fn mapping_table_rules_and_load_path_merge() {
     // A transactional line whose words are all home is dropped on eviction.
     h.writeback(
         &mut ctx,
-        0,
-        line,
-        &cached,
-        &ext,
-        WritebackCause::Eviction,
-        0,
+        Writeback {
+            core: 0,
+            line_addr: line,
+            data: &cached,
+            ext: &ext,
+            cause: WritebackCause::Eviction,
+            now: 0,
+        },
     );
     assert_eq!(h.stats.tx_evictions_already_home, 1);
 }
@@ -728,16 +745,15 @@ fn gc_engine_bounds_outstanding_reads() {
     for i in 0..200u64 {
         h.tx_begin(&mut ctx, 0, t);
         for w in 0..9u64 {
-            h.store(
-                &mut ctx,
-                0,
-                0x10000 + i * 4096 + w * 8,
-                0,
-                i + w,
-                true,
-                &mut ext,
-                t,
-            );
+            let ev = Store {
+                core: 0,
+                addr: 0x10000 + i * 4096 + w * 8,
+                old: 0,
+                new: i + w,
+                in_tx: true,
+                now: t,
+            };
+            h.store(&mut ctx, ev, &mut ext);
         }
         t = h.tx_end(&mut ctx, 0, t) + 10;
     }

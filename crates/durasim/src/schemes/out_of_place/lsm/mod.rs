@@ -29,7 +29,6 @@
 //! A transaction's entries and commit record always lie in one segment, so
 //! freeing a segment removes whole transactions.
 
-use crate::cache::hierarchy::WritebackCause;
 use crate::cache::LineExt;
 use crate::config::{p, Check, ParamSpec, Params, MC};
 use crate::error::{Error, Result};
@@ -37,6 +36,7 @@ use crate::mem::MemWrite;
 use crate::recovery::{ResumableScan, ScanIo};
 use crate::schemes::{
     Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
+    Store, Writeback,
 };
 use crate::types::{
     line_of, read_word, word_index, write_word, Addr, CoreId, Cycle, LineData, Purpose, LINE_BYTES,
@@ -1181,17 +1181,15 @@ impl Scheme for Lsm {
         now
     }
 
-    fn store(
-        &mut self,
-        _ctx: &mut MemCtx,
-        core: CoreId,
-        addr: Addr,
-        _old: u64,
-        new: u64,
-        in_tx: bool,
-        ext: &mut LineExt,
-        now: Cycle,
-    ) -> Cycle {
+    fn store(&mut self, _ctx: &mut MemCtx, ev: Store, ext: &mut LineExt) -> Cycle {
+        let Store {
+            core,
+            addr,
+            new,
+            in_tx,
+            now,
+            ..
+        } = ev;
         let w = word_index(addr);
         if !in_tx {
             // Non-transactional word: goes through the log on write-back.
@@ -1331,16 +1329,14 @@ impl Scheme for Lsm {
         (done, false)
     }
 
-    fn writeback(
-        &mut self,
-        ctx: &mut MemCtx,
-        _core: CoreId,
-        line_addr: Addr,
-        data: &LineData,
-        ext: &LineExt,
-        _cause: WritebackCause,
-        now: Cycle,
-    ) -> Cycle {
+    fn writeback(&mut self, ctx: &mut MemCtx, ev: Writeback<'_>) -> Cycle {
+        let Writeback {
+            line_addr,
+            data,
+            ext,
+            now,
+            ..
+        } = ev;
         if (self.index_base..self.index_base + INDEX_SPAN).contains(&line_addr) {
             // Index lines are only loaded, never dirty; nothing to write.
             return now;

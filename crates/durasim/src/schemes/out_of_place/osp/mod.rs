@@ -32,7 +32,6 @@
 //!   (`osp/recovery.rs`), which crash verification resumes from point to
 //!   point; the registered recovery is the same scan run from scratch.
 
-use crate::cache::hierarchy::WritebackCause;
 use crate::cache::LineExt;
 use crate::config::{p, Check, ParamSpec, Params};
 use crate::error::Result;
@@ -40,6 +39,7 @@ use crate::mem::{MemRead, MemWrite};
 use crate::schemes::kit::log::{csum, header_line, line_word, owner_of, MAX_CORES};
 use crate::schemes::{
     Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
+    Store, Writeback,
 };
 use crate::types::{line_of, word_index, write_word, Addr, CoreId, Cycle, LineData, Purpose};
 use rustc_hash::FxHashMap;
@@ -582,17 +582,15 @@ impl Scheme for Osp {
         now
     }
 
-    fn store(
-        &mut self,
-        ctx: &mut MemCtx,
-        core: CoreId,
-        addr: Addr,
-        _old: u64,
-        new: u64,
-        in_tx: bool,
-        ext: &mut LineExt,
-        now: Cycle,
-    ) -> Cycle {
+    fn store(&mut self, ctx: &mut MemCtx, ev: Store, ext: &mut LineExt) -> Cycle {
+        let Store {
+            core,
+            addr,
+            new,
+            in_tx,
+            now,
+            ..
+        } = ev;
         if !in_tx {
             return now;
         }
@@ -687,16 +685,14 @@ impl Scheme for Osp {
         (ctx.nvm.read(a, out, Purpose::Demand, now), false)
     }
 
-    fn writeback(
-        &mut self,
-        ctx: &mut MemCtx,
-        _core: CoreId,
-        line_addr: Addr,
-        data: &LineData,
-        ext: &LineExt,
-        _cause: WritebackCause,
-        now: Cycle,
-    ) -> Cycle {
+    fn writeback(&mut self, ctx: &mut MemCtx, ev: Writeback<'_>) -> Cycle {
+        let Writeback {
+            line_addr,
+            data,
+            ext,
+            now,
+            ..
+        } = ev;
         let owner = owner_of(&ctx.layout, line_addr);
         let c = &self.cores[owner];
         if ext.txid != 0 && !(c.in_tx && ext.txid == c.txid) {
