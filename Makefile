@@ -55,9 +55,16 @@ report: python
 lint:
 	cargo fmt --all -- --check
 	cargo clippy --all-targets -- -D warnings
+	cargo clippy -p durasim --all-targets --features example-scheme -- -D warnings
 
+# The test-only example scheme (docs/ARCHITECTURE.md "Adding a scheme"):
+# its own tests, then the registry-wide loops it joins, run on it alone.
 test-rust:
 	cargo test --workspace
+	cargo test -p durasim --features example-scheme --test example_scheme
+	DURASIM_TEST_SCHEMES=example-redo cargo test -p durasim --features example-scheme \
+		--test crash_oracle --test engine_runs --test mutants \
+		-- every_registered_scheme every_scheme_and_workload every_declared_mutant
 
 test-python: python
 	$(VENV)/bin/ruff check python

@@ -7,7 +7,7 @@
 //! Mutants that cannot fail under the modelled faults are listed in
 //! [`SURVIVORS`] and asserted to pass, so the documentation stays true.
 
-use durasim::config::Params;
+use durasim::config::{Check, Params};
 use durasim::crash::{self, CrashOptions, CrashReport};
 use durasim::engine::RunSpec;
 
@@ -225,6 +225,48 @@ const SURVIVORS: &[Mutant] = &[
     },
 ];
 
+/// Mutant switches whose values are crash-tested in their scheme's own
+/// test file (configurations specific to the scheme); every other declared
+/// value not in [`MUTANTS`] or [`SURVIVORS`] runs in [`DEFAULT_MUTANT`].
+const TESTED_ELSEWHERE: &[(&str, &str)] = &[
+    ("fwb.mutant", "tests/fwb.rs"),
+    ("morlog.mutant", "tests/morlog.rs"),
+    ("morlog-dp.mutant", "tests/morlog.rs"),
+    ("ckpt-logging.mutant", "tests/ckpt.rs"),
+    ("ckpt-cow.mutant", "tests/ckpt.rs"),
+    ("thynvm.mutant", "tests/thynvm.rs"),
+    ("overlay.mutant", "tests/thynvm.rs"),
+];
+
+/// The configuration of a declared mutant listed nowhere here: small
+/// caches (steals), exhaustive, so that a new scheme's planted bug is
+/// tested as soon as its `<scheme>.mutant` parameter declares it.
+const DEFAULT_MUTANT: Mutant = Mutant {
+    scheme: "",
+    key: "",
+    value: "",
+    sets: SMALL_CACHES,
+    tx: 60,
+    recovery_crashes: 0,
+    torn: false,
+};
+
+/// Every value but `none` of every registered scheme's `<scheme>.mutant`
+/// parameter, with its scheme.
+fn declared_mutants() -> Vec<(&'static str, &'static str, &'static str)> {
+    let mut v = Vec::new();
+    for info in durasim::schemes::REGISTRY {
+        for spec in info.params.iter().filter(|s| s.key.ends_with(".mutant")) {
+            if let Check::OneOf(values) = spec.check {
+                for value in values.iter().filter(|&&x| x != "none") {
+                    v.push((info.name, spec.key, *value));
+                }
+            }
+        }
+    }
+    v
+}
+
 fn run_mutant(m: &Mutant, torn: bool) -> CrashReport {
     let mut sets = m.sets.to_vec();
     sets.push((m.key, m.value));
@@ -267,6 +309,62 @@ fn every_mutant_fails_the_oracle() {
         }
     }
     assert!(passed.is_empty(), "mutants not caught: {passed:?}");
+}
+
+/// The harness needs no entry for a new scheme's mutants: each declared
+/// value is listed above, tested in its scheme's file, or run here in
+/// [`DEFAULT_MUTANT`], where it must fail with a replay line.
+#[test]
+fn every_declared_mutant_is_tested() {
+    let declared = declared_mutants();
+    for m in MUTANTS.iter().chain(SURVIVORS) {
+        assert!(
+            declared.contains(&(m.scheme, m.key, m.value)),
+            "{}={} is not declared by {}",
+            m.key,
+            m.value,
+            m.scheme
+        );
+    }
+    let listed = |key: &str, value: &str| {
+        MUTANTS
+            .iter()
+            .chain(SURVIVORS)
+            .any(|m| m.key == key && m.value == value)
+            || TESTED_ELSEWHERE.iter().any(|e| e.0 == key)
+    };
+    for (scheme, key, value) in declared {
+        if listed(key, value) {
+            continue;
+        }
+        let m = Mutant {
+            scheme,
+            key,
+            value,
+            ..DEFAULT_MUTANT
+        };
+        let r = run_mutant(&m, m.torn);
+        let v = r
+            .first_violation
+            .unwrap_or_else(|| panic!("{key}={value} passed the oracle"));
+        eprintln!(
+            "{scheme} {key}={value}: {} violations\n  replay: {}",
+            r.violations, v.replay
+        );
+        assert!(
+            v.replay.contains("--crash-at") && v.replay.contains(&format!("{key}={value}")),
+            "{}",
+            v.replay
+        );
+        // And its configuration passes without it.
+        let r = crashtest(scheme, m.tx, m.sets, &opts(m.recovery_crashes));
+        assert_eq!(
+            r.violations,
+            0,
+            "{scheme} {:?}",
+            r.first_violation.map(|v| v.message)
+        );
+    }
 }
 
 #[test]
@@ -382,16 +480,28 @@ fn crash_points_fall_inside_every_kind_of_background_work() {
         ("thynvm", &[], &[]),
         ("page-overlay", &[], &[]),
     ];
+    // A scheme without background work needs no entry: it is crash-tested
+    // with its defaults. One with background work must name a
+    // configuration that forces it.
+    let mut cases = cases.to_vec();
     for info in durasim::schemes::REGISTRY {
-        if info.durability != durasim::schemes::Durability::None {
-            assert!(
-                cases.iter().any(|c| c.0 == info.name),
-                "{}: no background-coverage configuration",
-                info.name
-            );
+        if info.durability == durasim::schemes::Durability::None
+            || cases.iter().any(|c| c.0 == info.name)
+        {
+            continue;
         }
+        let e = durasim::Engine::new(RunSpec::new(info.name, "vector").unwrap()).unwrap();
+        let s = &e.scheme;
+        assert!(
+            s.next_event_at().is_none()
+                && s.force_write_back_cycles().is_none()
+                && s.epoch_cycles().is_none(),
+            "{}: background work but no background-coverage configuration",
+            info.name
+        );
+        cases.push((info.name, &[], &[]));
     }
-    for (scheme, sets, kinds) in cases {
+    for (scheme, sets, kinds) in &cases {
         let r = crashtest(scheme, 200, sets, &opts(1));
         assert_eq!(r.violations, 0, "{scheme} {sets:?}");
         if r.background_persist_events > 0 {

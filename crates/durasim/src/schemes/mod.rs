@@ -423,6 +423,8 @@ pub static REGISTRY: &[&SchemeInfo] = &[
     &checkpoint::page_overlay::INFO,
     &checkpoint::ckpt_logging::INFO,
     &checkpoint::ckpt_cow::INFO,
+    #[cfg(feature = "example-scheme")]
+    &logging::example_redo::INFO,
 ];
 
 /// A named design: a registered scheme with fixed parameter settings (e.g.

@@ -48,6 +48,13 @@ pub fn small_spec(scheme: &str, workload: &str, seed: u64) -> RunSpec {
     s
 }
 
+/// Whether a registry-wide loop tests `scheme`: every scheme, unless
+/// `DURASIM_TEST_SCHEMES` lists names (comma-separated); `make test` runs
+/// the loops of its `--features example-scheme` build on the example only.
+pub fn scheme_selected(scheme: &str) -> bool {
+    std::env::var("DURASIM_TEST_SCHEMES").map_or(true, |v| v.split(',').any(|s| s == scheme))
+}
+
 pub fn crashtest(s: RunSpec, opts: &CrashOptions) -> CrashReport {
     let name = format!("{} x {}", s.scheme, s.workload);
     crash::crashtest(s, opts, &mut |_, _| {}).unwrap_or_else(|e| panic!("{name}: {e}"))
