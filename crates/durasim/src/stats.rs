@@ -6,7 +6,8 @@ use crate::types::Purpose;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-/// Metric names scripts rely on (issue #2): keep them stable.
+/// Metric names scripts rely on: keep them stable. Every key's definition,
+/// unit and the paper that uses it: docs/model/metrics.md.
 ///
 /// Rates, latencies, traffic, energy, miss ratio and load/store counts are
 /// over the measured window (after the warm-up, docs/MODEL.md "Metrics");
@@ -72,8 +73,8 @@ pub struct Metrics {
     pub dram_cache_hit_ratio: f64,
     pub dram_cache_page_fills: u64,
     pub dram_cache_dirty_evictions: u64,
-    /// Workload characteristics (issue 13 part 4, beside the dual-page
-    /// checkpointing paper's Table 5): simulated memory the run touched
+    /// Workload characteristics (beside the dual-page checkpointing
+    /// paper's Table 5): simulated memory the run touched
     /// (4 KiB pages of the architectural image, all threads, setup
     /// included), loads per store in the window, the DRAM cache's miss
     /// ratio (1 - `dram_cache_hit_ratio`; zero without it) and its reads

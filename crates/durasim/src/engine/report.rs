@@ -199,8 +199,8 @@ impl Engine {
     }
 
     /// The parallel-read share under both definitions, with explicit
-    /// names, for a scheme that counts LLC misses served by parallel home
-    /// + out-of-place reads (`parallel_read_misses`, HOOP):
+    /// names, for a scheme that counts LLC misses served by parallel
+    /// home and out-of-place reads (`parallel_read_misses`, HOOP):
     /// `parallel_reads_per_llc_miss` (the scheme's `parallel_read_fraction`;
     /// HOOP §IV (j)'s seed text: "fraction of LLC misses") and
     /// `parallel_reads_per_mem_op` (per load + store of the window).
