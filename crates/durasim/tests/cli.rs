@@ -259,6 +259,28 @@ fn compare_prints_a_table_and_csv() {
     assert!(out.contains("vector") && out.contains("norm_tput"));
     let text = std::fs::read_to_string(&csv).unwrap();
     assert_eq!(text.lines().count(), 2);
+    // The first twelve columns keep their names and order; the paper
+    // definitions and the workload characterisation follow.
+    let header: Vec<&str> = text.lines().next().unwrap().split(',').collect();
+    assert_eq!(
+        header[..12].join(","),
+        "workload,scheme,committed_tx,sim_cycles,throughput_tx_per_mcycle,critical_path_cycles_mean,critical_path_cycles_p99,nvm_bytes_written,nvm_bytes_read,write_bytes_per_tx,energy_nj,llc_miss_ratio"
+    );
+    for k in [
+        "llc_misses_per_mem_op",
+        "pm_write_overhead_ops",
+        "log_bits_written_no_expansion",
+        "program_stores_per_tx",
+        "words_per_written_line",
+        "repeated_store_share",
+        "written_line_compression_ratio_fpc",
+        "written_line_compression_ratio_dldc",
+        "llc_misses_per_write_back",
+    ] {
+        assert!(header.contains(&k), "csv lacks {k}");
+    }
+    let row = text.lines().nth(1).unwrap();
+    assert_eq!(row.split(',').count(), header.len());
 }
 
 #[test]

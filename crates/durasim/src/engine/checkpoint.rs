@@ -88,7 +88,12 @@ impl Engine {
             .collect();
         let state = encode_contexts(&contexts);
         // 1. Dirty CPU cache lines to the DRAM cache (or the scheme).
-        let mut below = Below::new(&mut *self.scheme, &mut self.ctx, &mut self.dram_cache);
+        let mut below = Below::new(
+            &mut *self.scheme,
+            &mut self.ctx,
+            &mut self.dram_cache,
+            &mut self.llc_write_backs,
+        );
         let t1 = self.hier.drain(t, &mut below);
         // 2. Dirty DRAM pages to NVM.
         let t2 = below.flush_dram_cache(t1);

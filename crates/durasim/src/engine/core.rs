@@ -4,6 +4,7 @@
 //! through the cache hierarchy and the scheme.
 
 use super::dram_cache::Below;
+use super::write_set::TxWrites;
 use super::Engine;
 use crate::cache::hierarchy::HitLevel;
 use crate::cache::Hierarchy;
@@ -42,6 +43,8 @@ pub(super) struct Core {
     pub(super) warm_tx: u64,
     /// Out-of-order window (unused by the in-order core).
     ooo: Window,
+    /// This transaction's stores to program data (characterisation).
+    pub(super) writes: super::write_set::TxWrites,
 }
 
 /// Load dependencies are looked up this many loads back (`Op::Load::dep`
@@ -244,6 +247,7 @@ impl Core {
             req_front: 0,
             warm_tx,
             ooo,
+            writes: Default::default(),
         }
     }
 
@@ -440,7 +444,13 @@ impl Engine {
     pub(super) fn replay(&mut self, c: usize, until: Cycle) -> Result<bool> {
         let core = &mut self.cores[c];
         let hier = &mut self.hier;
-        let below = &mut Below::new(&mut *self.scheme, &mut self.ctx, &mut self.dram_cache);
+        let home_limit = self.ctx.layout.home_limit;
+        let below = &mut Below::new(
+            &mut *self.scheme,
+            &mut self.ctx,
+            &mut self.dram_cache,
+            &mut self.llc_write_backs,
+        );
         let access_hook = self.access_hook;
         while let Some(&op) = core.ops.get(core.pos) {
             core.pos += 1;
@@ -459,7 +469,8 @@ impl Engine {
                     let t = core.sb_wait_slot(core.time);
                     core.time = t;
                     let (done, slot, _) = mem_access(hier, below, access_hook, c, addr, true, t);
-                    let done = write_l1(hier, below, c, slot, addr, value, core.in_tx, done);
+                    let rec = (addr < home_limit).then_some(&mut core.writes);
+                    let done = write_l1(hier, below, c, slot, addr, value, core.in_tx, done, rec);
                     core.sb_push(done);
                     core.time = t + 1;
                 }
@@ -509,7 +520,13 @@ impl Engine {
     pub(super) fn replay_ooo(&mut self, c: usize, until: Cycle) -> Result<bool> {
         let core = &mut self.cores[c];
         let hier = &mut self.hier;
-        let below = &mut Below::new(&mut *self.scheme, &mut self.ctx, &mut self.dram_cache);
+        let home_limit = self.ctx.layout.home_limit;
+        let below = &mut Below::new(
+            &mut *self.scheme,
+            &mut self.ctx,
+            &mut self.dram_cache,
+            &mut self.llc_write_backs,
+        );
         let access_hook = self.access_hook;
         let (w, rob) = (self.issue_width, self.rob_entries);
         // The op stream is moved out of the core and its cursor kept in a
@@ -547,7 +564,9 @@ impl Engine {
                         // The write leaves the store queue for the L1 at retirement (TSO).
                         let (done, slot) =
                             ooo_access(core, hier, below, access_hook, c, addr, true, r);
-                        let done = write_l1(hier, below, c, slot, addr, value, core.in_tx, done);
+                        let rec = (addr < home_limit).then_some(&mut core.writes);
+                        let done =
+                            write_l1(hier, below, c, slot, addr, value, core.in_tx, done, rec);
                         core.sb_push(done);
                         core.rob_push(1, r);
                     }
@@ -643,7 +662,8 @@ fn mem_access(
 
 /// A store's write of `value` at `addr` into core `c`'s L1 slot `slot`
 /// (the line is there since `done`), seen by the scheme: when the store
-/// completes.
+/// completes. A store to program data is recorded in `rec` (the
+/// transaction's write set, for its characterisation).
 #[inline(always)]
 // The store's fields come apart: its `Store` event is built here, once the
 // old word has been read.
@@ -657,11 +677,15 @@ fn write_l1(
     value: u64,
     in_tx: bool,
     done: Cycle,
+    rec: Option<&mut TxWrites>,
 ) -> Cycle {
     let (data, ext) = hier.l1_write(c, slot);
     let w = word_index(addr);
     let old = read_word(data, w);
     write_word(data, w, value);
+    if let Some(r) = rec {
+        r.record(addr, old, value, data);
+    }
     let ev = Store {
         core: c,
         addr,

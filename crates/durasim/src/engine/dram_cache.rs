@@ -358,6 +358,9 @@ pub(super) struct Below<'a> {
     pub(super) scheme: &'a mut dyn Scheme,
     pub(super) ctx: &'a mut MemCtx,
     pub(super) dram_cache: Option<&'a mut DramCache>,
+    /// Dirty lines the LLC sent down (evictions, flushes, force
+    /// write-backs): the engine's count.
+    write_backs: &'a mut u64,
 }
 
 impl<'a> Below<'a> {
@@ -367,11 +370,13 @@ impl<'a> Below<'a> {
         scheme: &'a mut dyn Scheme,
         ctx: &'a mut MemCtx,
         dram_cache: &'a mut Option<Box<DramCache>>,
+        write_backs: &'a mut u64,
     ) -> Self {
         Below {
             scheme,
             ctx,
             dram_cache: dram_cache.as_deref_mut(),
+            write_backs,
         }
     }
 
@@ -410,6 +415,7 @@ impl MemSide for Below<'_> {
     }
     #[inline]
     fn writeback(&mut self, ev: Writeback<'_>) -> Cycle {
+        *self.write_backs += 1;
         if let Some(dc) = self.dram_cache.as_deref_mut() {
             return dc.writeback(self.scheme, self.ctx, ev);
         }

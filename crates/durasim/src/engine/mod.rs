@@ -15,6 +15,8 @@
 //! - `checkpoint.rs`: whole-system checkpoints (`Engine::checkpoint`);
 //! - `report.rs`: the measured window, metrics, JSON report and the
 //!   equivalence and invariant checks;
+//! - `write_set.rs`: the transactions' write sets reduced to the workload
+//!   characterisation counts (stores, words, lines, repeats, compression);
 //! - this file: what to run, the engine's state, the scheduling loop with
 //!   its background work, and the end of a run.
 
@@ -26,11 +28,13 @@ pub mod footprint;
 mod producer;
 mod report;
 mod tx;
+mod write_set;
 
 use self::core::Core;
 use self::dram_cache::{Below, DramCache};
 use self::producer::{Running, StopFeed};
 use self::report::dirty_cached_lines;
+use self::write_set::WriteSetStats;
 use crate::cache::Hierarchy;
 use crate::config::Params;
 use crate::error::Result;
@@ -195,6 +199,15 @@ pub struct Engine {
     tx_mode: bool,
     /// Non-memory instructions executed (compute ops), for IPC.
     compute_instrs: u64,
+    /// Dirty lines the LLC sent to memory (evictions, flushes, force
+    /// write-backs), in the measured window.
+    llc_write_backs: u64,
+    /// LLC misses and `llc_write_backs` at the last commit (before
+    /// `finish` drains).
+    run_llc: Option<(u64, u64)>,
+    /// The write sets of the transactions committed in the measured
+    /// window (workload characterisation, `write_set.rs`).
+    write_set: WriteSetStats,
     /// Whole-system checkpointing (schemes/checkpoint/): the epoch length,
     /// when the next checkpoint is due, and every checkpoint taken (the
     /// crash oracle's per-epoch record).
@@ -282,6 +295,7 @@ impl Engine {
             self.hier.llc_miss_ratio(),
             dirty_cached_lines(&self.hier),
         ));
+        self.run_llc = Some((self.hier.llc.misses, self.llc_write_backs));
         Ok(())
     }
 
@@ -353,7 +367,12 @@ impl Engine {
             // Checkpointing schemes end with a final checkpoint.
             self.checkpoint(self.run_end)
         } else {
-            let mut below = Below::new(&mut *self.scheme, &mut self.ctx, &mut self.dram_cache);
+            let mut below = Below::new(
+                &mut *self.scheme,
+                &mut self.ctx,
+                &mut self.dram_cache,
+                &mut self.llc_write_backs,
+            );
             let t = self.hier.drain(self.run_end, &mut below);
             below.flush_dram_cache(t)
         };
@@ -397,7 +416,12 @@ impl Engine {
     /// controller (docs/MODEL.md "FWB and force write-back").
     fn force_write_back(&mut self, now: Cycle) -> Result<()> {
         let before = self.ctx.nvm.persist_log.count();
-        let mut below = Below::new(&mut *self.scheme, &mut self.ctx, &mut self.dram_cache);
+        let mut below = Below::new(
+            &mut *self.scheme,
+            &mut self.ctx,
+            &mut self.dram_cache,
+            &mut self.llc_write_backs,
+        );
         let pass = self.hier.force_write_back_pass(now, &mut below);
         self.fwb.passes_total += 1;
         self.fwb.passes += 1;

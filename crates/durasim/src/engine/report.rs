@@ -20,6 +20,8 @@ impl Engine {
         self.stores = 0;
         self.persist_ops = PersistOpStats::default();
         self.compute_instrs = 0;
+        self.llc_write_backs = 0;
+        self.write_set = Default::default();
         self.fwb = FwbStats {
             passes_total: self.fwb.passes_total,
             ..FwbStats::default()
@@ -49,6 +51,12 @@ impl Engine {
         let measured = committed - self.window_tx0;
         let cycles = self.run_end.saturating_sub(self.window_start).max(1);
         let written = nvm.total_written();
+        let (llc_misses, llc_write_backs) = self
+            .run_llc
+            .unwrap_or((self.hier.llc.misses, self.llc_write_backs));
+        let (overhead_ops, overhead_bytes) = nvm.overhead_write_requests();
+        let ws = &self.write_set;
+        let ratio = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
         let dirty_growth =
             (dirty1 as i64 - self.window_dirty0 as i64) * crate::types::LINE_BYTES as i64;
         Metrics {
@@ -108,6 +116,23 @@ impl Engine {
                 let s = &h.stats;
                 (s.read_hits + s.read_misses) as f64 / (s.write_hits + s.write_misses).max(1) as f64
             }),
+            llc_misses,
+            llc_write_backs,
+            llc_misses_per_mem_op: ratio(llc_misses, self.loads + self.stores),
+            llc_misses_per_write_back: ratio(llc_misses, llc_write_backs),
+            nvm_write_requests_by_purpose: by_purpose(&nvm.write_requests),
+            pm_write_overhead_ops: overhead_ops,
+            pm_write_overhead_bytes: overhead_bytes,
+            log_bits_written_no_expansion: nvm.media.log_bits_written,
+            program_stores: ws.stores,
+            program_stores_per_tx: ratio(ws.stores, measured),
+            written_words: ws.words,
+            written_lines: ws.lines,
+            words_per_written_line: ratio(ws.words, ws.lines),
+            repeated_store_share: ratio(ws.repeated_stores(), ws.stores),
+            silent_store_share: ratio(ws.silent_stores, ws.stores),
+            written_line_compression_ratio_fpc: ratio(ws.lines * 512, ws.fpc_bits),
+            written_line_compression_ratio_dldc: ratio(ws.lines * 512, ws.dldc_bits),
         }
     }
 
@@ -124,12 +149,13 @@ impl Engine {
 
     /// The whole result as the CLI's JSON document.
     pub fn report_json(&self) -> serde_json::Value {
-        let stats: serde_json::Map<String, serde_json::Value> = self
+        let mut stats: serde_json::Map<String, serde_json::Value> = self
             .scheme
             .stats()
             .into_iter()
             .map(|(k, v)| (k.to_string(), serde_json::json!(v)))
             .collect();
+        self.add_per_op_scheme_stats(&mut stats);
         let mut doc = serde_json::json!({
             "scheme": self.spec.scheme,
             "workload": self.spec.workload,
@@ -170,6 +196,30 @@ impl Engine {
             doc["nvm_dimm"] = nvm.dimm.to_json();
         }
         doc
+    }
+
+    /// The parallel-read share under both definitions, with explicit
+    /// names, for a scheme that counts LLC misses served by parallel
+    /// home and out-of-place reads (`parallel_read_misses`, HOOP):
+    /// `parallel_reads_per_llc_miss` (the scheme's `parallel_read_fraction`;
+    /// HOOP §IV (j)'s seed text: "fraction of LLC misses") and
+    /// `parallel_reads_per_mem_op` (per load + store of the window).
+    fn add_per_op_scheme_stats(&self, stats: &mut serde_json::Map<String, serde_json::Value>) {
+        let get = |k: &str| stats.get(k).and_then(serde_json::Value::as_f64);
+        let (Some(parallel), Some(misses)) = (get("parallel_read_misses"), get("llc_misses"))
+        else {
+            return;
+        };
+        let per = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
+        let ops = (self.loads + self.stores) as f64;
+        stats.insert(
+            "parallel_reads_per_llc_miss".into(),
+            serde_json::json!(per(parallel, misses)),
+        );
+        stats.insert(
+            "parallel_reads_per_mem_op".into(),
+            serde_json::json!(per(parallel, ops)),
+        );
     }
 
     /// After [`Engine::finish`]: every byte of program data read through the

@@ -42,6 +42,7 @@ impl Engine {
                     core.time
                 };
                 let core = &mut self.cores[c];
+                core.writes.close(&mut self.write_set);
                 core.in_tx = false;
                 core.done_tx += 1;
                 self.committed_tx += 1;
@@ -97,6 +98,7 @@ impl Engine {
         let end = self.scheme.tx_end(&mut self.ctx, c, t);
         self.check_pending_error()?;
         let core = &mut self.cores[c];
+        core.writes.close(&mut self.write_set);
         core.ooo_restart(end);
         core.in_tx = false;
         Ok(end - begin)
@@ -172,7 +174,12 @@ impl Engine {
         let begin = self.cores[c].time;
         let mut done = begin;
         {
-            let mut below = Below::new(&mut *self.scheme, &mut self.ctx, &mut self.dram_cache);
+            let mut below = Below::new(
+                &mut *self.scheme,
+                &mut self.ctx,
+                &mut self.dram_cache,
+                &mut self.llc_write_backs,
+            );
             for (i, &line) in lines.iter().enumerate() {
                 let t = begin + i as Cycle;
                 done = done.max(self.hier.flush_owned(

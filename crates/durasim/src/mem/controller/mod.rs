@@ -510,6 +510,8 @@ impl MemoryController {
             tap.write(addr, data, purpose, now);
         }
         self.advance(now.min(self.time_bound));
+        self.stats.write_requests[purpose.index()] += 1;
+        self.stats.write_request_bytes[purpose.index()] += data.len() as u64;
         let mut persisted = now;
         let mut done = 0usize;
         while done < data.len() {

@@ -13,6 +13,13 @@ pub struct MemStats {
     /// Bytes written by purpose, in 64 B device bursts: a write merged into
     /// a queued one adds none (the burst is charged to the first writer).
     pub bytes_written: [u64; Purpose::COUNT],
+    /// Write requests by purpose: one per `write` call whatever its size
+    /// (an 8 B entry and a 64 B line are one each, a request spanning
+    /// lines is one), merged or not: the schemes' PM write operations.
+    pub write_requests: [u64; Purpose::COUNT],
+    /// Bytes of those requests (the sizes the schemes asked for, not the
+    /// device's 64 B bursts).
+    pub write_request_bytes: [u64; Purpose::COUNT],
     pub reads: u64,
     /// Write bursts issued to the device.
     pub writes: u64,
@@ -48,6 +55,20 @@ impl MemStats {
     }
     pub fn total_written(&self) -> u64 {
         self.bytes_written.iter().sum()
+    }
+    /// PM write operations the CPU did not issue: every write request
+    /// whose purpose is not an LLC write-back of program data (logs,
+    /// metadata, GC, checkpoints), and their bytes.
+    pub fn overhead_write_requests(&self) -> (u64, u64) {
+        let mut ops = 0;
+        let mut bytes = 0;
+        for p in Purpose::ALL {
+            if p != Purpose::WriteBack {
+                ops += self.write_requests[p.index()];
+                bytes += self.write_request_bytes[p.index()];
+            }
+        }
+        (ops, bytes)
     }
     pub fn energy_nj(&self) -> f64 {
         (self.read_energy_pj + self.write_energy_pj) / 1000.0
