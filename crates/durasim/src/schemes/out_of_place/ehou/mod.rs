@@ -1,5 +1,5 @@
 //! EHOU: efficient hardware-assisted out-place update on the Optane AIT
-//! (Deng, Yue, Lu, Zhu; ../shared/papers/ehou.md §III), at cache-line
+//! (Deng, Yue, Lu, Zhu; EHOU paper §III), at cache-line
 //! granularity.
 //!
 //! - A transactional write of line P goes out of place: P's AIT-cache entry
