@@ -250,6 +250,7 @@ pub static ENGINE_PARAMS: &[ParamSpec] = &[
     p!("workload.graph_edge_factor", int 16, "edges/vertex", Check::Range(1.0, 1024.0), "Graph500 specification v3 (edgefactor 16)", "pagerank/cc/cd: generated edges per vertex"),
     p!("run.warmup_tx_share", float 0.25, "fraction", Check::Range(0.0, 0.95), MC, "share of each thread's transactions run as warm-up before the measured window (caches, scheme tables and logs fill; excluded from the metrics)"),
     p!("run.warmup_tx_per_thread", int 0, "tx/thread", Check::Range(0.0, 1e12), MC, "if > 0: warm-up transactions per thread instead of run.warmup_tx_share (capped below each thread's total)"),
+    p!("run.characterise", bool true, "", MC, "record each transaction's stores for the write-set characterisation metrics (program_stores, written_words/lines, repeated/silent store shares, written-line compression ratios); costs 3-9 % host time, no simulated time; false (speed benches) reports those metrics as 0"),
     p!("run.check_reads", bool false, "", MC, "verify every load against the architectural value (test mode; slower)"),
     // Hybrid memory: a page-granularity DRAM cache between the LLC and NVM.
     p!("run.transactions", bool true, "", "dual-page checkpointing paper §3.1/§5.1.3 (checkpointing runs ordinary programs)", "false: programs without transactions: each workload operation runs as plain code (no TxBegin/TxEnd reach the scheme, no serialisation between operations); headline metrics are execution_time_ns and ipc"),

@@ -444,7 +444,13 @@ impl Engine {
     pub(super) fn replay(&mut self, c: usize, until: Cycle) -> Result<bool> {
         let core = &mut self.cores[c];
         let hier = &mut self.hier;
-        let home_limit = self.ctx.layout.home_limit;
+        // Stores below this address are recorded for the write-set
+        // characterisation (program data; none when it is off).
+        let record_below = if self.characterise {
+            self.ctx.layout.home_limit
+        } else {
+            0
+        };
         let below = &mut Below::new(
             &mut *self.scheme,
             &mut self.ctx,
@@ -469,7 +475,7 @@ impl Engine {
                     let t = core.sb_wait_slot(core.time);
                     core.time = t;
                     let (done, slot, _) = mem_access(hier, below, access_hook, c, addr, true, t);
-                    let rec = (addr < home_limit).then_some(&mut core.writes);
+                    let rec = (addr < record_below).then_some(&mut core.writes);
                     let done = write_l1(hier, below, c, slot, addr, value, core.in_tx, done, rec);
                     core.sb_push(done);
                     core.time = t + 1;
@@ -520,7 +526,13 @@ impl Engine {
     pub(super) fn replay_ooo(&mut self, c: usize, until: Cycle) -> Result<bool> {
         let core = &mut self.cores[c];
         let hier = &mut self.hier;
-        let home_limit = self.ctx.layout.home_limit;
+        // Stores below this address are recorded for the write-set
+        // characterisation (program data; none when it is off).
+        let record_below = if self.characterise {
+            self.ctx.layout.home_limit
+        } else {
+            0
+        };
         let below = &mut Below::new(
             &mut *self.scheme,
             &mut self.ctx,
@@ -564,7 +576,7 @@ impl Engine {
                         // The write leaves the store queue for the L1 at retirement (TSO).
                         let (done, slot) =
                             ooo_access(core, hier, below, access_hook, c, addr, true, r);
-                        let rec = (addr < home_limit).then_some(&mut core.writes);
+                        let rec = (addr < record_below).then_some(&mut core.writes);
                         let done =
                             write_l1(hier, below, c, slot, addr, value, core.in_tx, done, rec);
                         core.sb_push(done);
