@@ -767,8 +767,8 @@ impl Hoop {
     }
 
     /// A line entered the mapping table (`Indirection::map_if_oop`) at
-    /// `now`. The insert that fills the table runs GC at once (§III-C: a
-    /// full table triggers GC), sealing the active block so every committed
+    /// `now`. The insert that fills the table runs GC at once (the paper
+    /// is silent on a full table: our choice), sealing the active block so every committed
     /// transaction can go; every core stalls until it is done (the next
     /// tick applies the stall to all). Returns when the insert completes.
     fn mapping_inserted(&mut self, ctx: &mut MemCtx, now: Cycle) -> Cycle {
