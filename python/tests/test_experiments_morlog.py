@@ -132,7 +132,10 @@ def test_plans_cover_the_paper_at_paper_scale():
     # 6 micro-benchmarks x 2 datasets x 6 designs, 8 threads, 100K tx (§VI-A).
     assert len(micro.specs) == 6 * 2 * 6 and not micro.skipped
     assert {s["threads"] for s in micro.specs} == {8}
-    assert {s["tx"] for s in micro.specs} == {100_000}
+    # At least §VI-A's 100K, more where 100K hold too few force-write-back periods.
+    assert {s["tx"] for s in micro.specs} == {
+        max(100_000, morlog_exp.STEADY_TX[w]) for w in morlog_exp.MICRO
+    }
     assert {s[morlog_exp.P_ITEM] for s in micro.specs} == {64, 4096}
     macro = morlog_exp.plan_macro(sc, av)
     # echo, ycsb x 2 datasets + tpcc (new-order, fixed rows), four threads.

@@ -77,9 +77,7 @@ def test_hoop_default_runs_hold_two_gc_periods():
     rate, so a short probe cannot stand for it): at least MIN_GC_PERIODS
     periods elapse in its window and as many periodic GC passes ran."""
     sc = hoop_exp.SCALES["small"]
-    est = {
-        w: hoop_exp.run_tx(sc, w) / r for w, r in hoop_exp.STEADY_TX_PER_MCYCLE.items()
-    }
+    est = {w: hoop_exp.run_tx(sc, w) / r for w, r in hoop_exp.STEADY_TX_PER_MCYCLE.items()}
     w = min(est, key=est.get)
     item = hoop_exp._item_sizes(sc, w)[0]
     r = _one(hoop_exp._grid_spec(sc, "hoop", w, item))

@@ -59,6 +59,10 @@ def analyze(
             row["llc_misses_per_write_back"] = float("nan")
         for c in paper_cols:
             row[f"paper: {c}"] = paper.get(lbl, paper.get(str(r.get("workload")), {})).get(c)
+        # The run's parameters and error column, for the CSV's provenance.
+        for c in raw.columns:
+            if c == "error" or ("." in c and not c.startswith(("stat.", "sim.", "nvm_media."))):
+                row.setdefault(c, r[c])
         rows.append(row)
     df = pd.DataFrame(rows)
     df.attrs["normalization"] = "none (window metrics of the native system's runs)"
@@ -79,10 +83,11 @@ def table(df: pd.DataFrame) -> pd.DataFrame:
     """The report's table: workload, run size, measured and paper columns."""
     if not len(df):
         return pd.DataFrame({"workload": []})
-    heads = dict(MEASURED)
+    extra = [tuple(x) for x in df.attrs.get("extra_columns") or []]
+    heads = dict([*MEASURED, *extra])
     cols = (
         ["workload", "threads", "tx"]
-        + [c for c, _ in MEASURED]
+        + [c for c, _ in [*MEASURED, *extra]]
         + [c for c in df.columns if str(c).startswith("paper: ")]
     )
     t = df[[c for c in cols if c in df.columns]].copy()
@@ -92,7 +97,7 @@ def table(df: pd.DataFrame) -> pd.DataFrame:
 def figure(df: pd.DataFrame) -> Figure:
     """The table drawn as a figure (every report section has one)."""
     t = table(df)
-    fig, axes = new_figure(df, "Workload characteristics", width=10.5)
+    fig, axes = new_figure(df, "Workload characteristics", width=max(10.5, 0.66 * len(t.columns)))
     fig.set_figheight(1.9 + 0.28 * max(len(t), 1))
     ax = axes[0]
     ax.set_axis_off()

@@ -637,7 +637,7 @@ PAPER_ITEMS = {
     "threads": "MorLog §VI-E",
     "write_latency": "MorLog §VI-E",
     "log_management": "MorLog §III-F (not evaluated there)",
-    "workloads": "MorLog Table IV workloads",
+    "workloads": "MorLog §VI-A (Table IV workloads)",
 }
 
 
