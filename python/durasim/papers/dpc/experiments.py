@@ -983,11 +983,18 @@ def _stopped(part: pd.DataFrame, sc: dict[str, Any]) -> list[str]:
 # ---------------------------------------------------------------------------
 # What each scale keeps and shortens.
 
-#: Measured cost per scale on the 2-core reference host (every distinct run
-#: of the plan at 1/20 of its length, CPU time extrapolated per run, fixed
-#: set-up cost counted once per run); wall time on two idle cores is about
+#: Cost per scale on the 2-core reference host, estimated 2026-11-29 on a
+#: loaded host: every distinct run of the plan at 1/20 of its length, CPU
+#: time extrapolated per run with its fixed set-up counted once (one full
+#: HOOP vector run took 8.5 s of CPU against 6.1 s estimated: read these
+#: as lower bounds, up to ~40 % low); wall time on two idle cores is about
 #: half the CPU time.
-COST: dict[str, str] = {}
+COST: dict[str, str] = {
+    "small": (
+        "89 distinct runs; about 1,470 s of CPU time (≈ 12 min wall on two idle cores), "
+        "ann, kdtree, TPC-C and the lbm sweeps the largest shares"
+    ),
+}
 
 #: Footprint (MB, 4 threads) of the transactional workloads at 16,384
 #: items per thread, measured (linear in the rows; see TX_SIZES).

@@ -440,11 +440,15 @@ def empty_runs() -> pd.DataFrame:
 # ---------------------------------------------------------------------------
 # What each scale keeps and shortens.
 
-#: Measured cost per scale on the 2-core reference host (every distinct run
-#: of the plan at 1/20 of its length, CPU time extrapolated per run, fixed
-#: set-up cost counted once per run); wall time on two idle cores is about
+#: Cost per scale on the 2-core reference host, estimated 2026-11-29 on a
+#: loaded host: every distinct run of the plan at 1/20 of its length, CPU
+#: time extrapolated per run with its fixed set-up counted once (one full
+#: HOOP vector run took 8.5 s of CPU against 6.1 s estimated: read these
+#: as lower bounds, up to ~40 % low); wall time on two idle cores is about
 #: half the CPU time.
-COST: dict[str, str] = {}
+COST: dict[str, str] = {
+    "small": "56 distinct runs; about 160 s of CPU time (≈ 1.5 min wall on two idle cores)",
+}
 
 
 def _ait_turnover(row: pd.Series) -> float:

@@ -702,11 +702,18 @@ def cite(e: Experiment) -> str:
 # ---------------------------------------------------------------------------
 # What each scale keeps and shortens.
 
-#: Measured cost per scale on the 2-core reference host (every distinct run
-#: of the plan at 1/20 of its length, CPU time extrapolated per run, fixed
-#: set-up cost counted once per run); wall time on two idle cores is about
+#: Cost per scale on the 2-core reference host, estimated 2026-11-29 on a
+#: loaded host: every distinct run of the plan at 1/20 of its length, CPU
+#: time extrapolated per run with its fixed set-up counted once (one full
+#: HOOP vector run took 8.5 s of CPU against 6.1 s estimated: read these
+#: as lower bounds, up to ~40 % low); wall time on two idle cores is about
 #: half the CPU time.
-COST: dict[str, str] = {}
+COST: dict[str, str] = {
+    "small": (
+        "96 distinct runs; about 740 s of CPU time (≈ 6 min wall on two idle cores); "
+        "the TLC device model is most of it"
+    ),
+}
 
 
 def _fwb_periods_in_window(row: pd.Series) -> float:
