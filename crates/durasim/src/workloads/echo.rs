@@ -353,7 +353,7 @@ mod tests {
             assert!(
                 t.iter().all(|&(w, _)| w == 0
                     || (w as u64 >= base
-                        && (w as u64 - base) % 5 == 0
+                        && (w as u64 - base).is_multiple_of(5)
                         && (w as u64 - base) / 5 <= a.echo_batch)),
                 "{base}"
             );

@@ -288,13 +288,13 @@ pub fn delta(old: u64, h: u64) -> u64 {
         .sum();
     let mut u = b.below(u64::from(total)) as u32;
     let mut class = CLASSES - 1;
-    for c in 0..CLASSES {
+    for (c, &w) in WEIGHTS.iter().enumerate() {
         if feasible(c) {
-            if u < WEIGHTS[c] {
+            if u < w {
                 class = c;
                 break;
             }
-            u -= WEIGHTS[c];
+            u -= w;
         }
     }
     // 4. Fill the k bytes from the class's byte set, each different from
@@ -406,10 +406,7 @@ mod tests {
             }
             old = new;
         }
-        let mut s = [0.0; CLASSES];
-        for c in 0..CLASSES {
-            s[c] = shares[c] as f64 / dirty as f64;
-        }
+        let s = shares.map(|x| x as f64 / dirty as f64);
         let clean = 1.0 - dirty as f64 / (8 * n) as f64;
         (s, clean, silent as f64 / n as f64, dirty as f64 / n as f64)
     }
