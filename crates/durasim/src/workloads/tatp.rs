@@ -20,6 +20,10 @@
 //! hex / byte2 columns in one to two words). Every row is an item of one
 //! size, `workload.item_bytes` raised to at least [`MIN_RECORD_BYTES`]
 //! (the subscriber row's packed columns); index entries are 24 B items.
+//! Row bytes beyond the named columns are filled by the value model
+//! (`workload.values`; realistic: MorLog's delta model from a zero word);
+//! the named columns keep the packed encodings above (the description's
+//! ASCII strings are not laid out: modelling choice).
 //!
 //! Updates assign the named columns and the row's seal (update_words); an
 //! insert writes the whole row and links it (heap cursor + row + next +
@@ -145,6 +149,7 @@ pub(crate) struct Tatp {
     rb: u64,
     buckets: [Addr; TABLES],
     masks: [u64; TABLES],
+    vm: super::ValueModel,
     /// Transactions run per type (tests check the mix).
     pub(crate) mix: [u64; 7],
 }
@@ -169,6 +174,7 @@ impl Tatp {
             // ~1, 1, 2.5, 2.5, 3.75 rows per subscriber.
             masks: [pow - 1, pow - 1, 4 * pow - 1, 4 * pow - 1, 4 * pow - 1],
             mix: [0; 7],
+            vm: a.vm(),
         }
     }
 
@@ -199,7 +205,7 @@ impl Tatp {
     fn insert(&self, ctx: &mut TxCtx, t: usize, key: u64, fields: &[u64]) {
         let rb = self.rbytes(t);
         let n = ctx.alloc(rb + 8);
-        write_item_fields(ctx, n, rb, key, 0, fields);
+        write_item_fields(ctx, self.vm, n, rb, key, 0, fields);
         let b = self.buckets[t] + (mix64(key) & self.masks[t]) * 8;
         let head = ctx.load(b);
         ctx.store(n + rb, head);
@@ -220,7 +226,9 @@ impl Tatp {
     fn s_id(&mut self) -> u64 {
         match self.dist {
             KeyDist::Uniform => self.rng.gen_range(1..=self.p),
-            KeyDist::Zipfian => 1 + self.keys_dist.index(&mut self.rng, self.p as usize) as u64,
+            KeyDist::Zipfian | KeyDist::NStoreSkew => {
+                1 + self.keys_dist.index(&mut self.rng, self.p as usize) as u64
+            }
             KeyDist::Default => nurand_sid(&mut self.rng, self.p),
         }
     }

@@ -15,8 +15,15 @@
 //! trimmed to one 8-byte word; o_entry_d is a per-warehouse logical clock.
 //!
 //! Layout: the root holds table pointers and sizes; records are 64 B
-//! (order lines 80 B). An order is one heap block { order, lines };
-//! per district, an index array o_id -> block and a NEW-ORDER array.
+//! (order lines 80 B). The ORDER record and each ORDER-LINE are allocated
+//! separately, as N-Store's `do_new_order` does (so the heap cursor is
+//! written 1 + o_ol_cnt times per transaction); the bump allocator places
+//! them one after the other (lines 128 B apart). Per district, an index
+//! array o_id -> order and a NEW-ORDER array.
+//!
+//! Values: every column is the structure's own (ids, counters, quantities,
+//! money in cents per §4.3.3.1, the clock); text columns are trimmed to one
+//! word and hold what setup's generator put there (not yet spec text).
 
 use super::{
     check_ptr, heap_bounds, mix64, rng, TxCtx, Workload, WorkloadArgs, WorkloadInfo, ROOT_OFFSET,
@@ -40,14 +47,17 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
             ("workload.tpcc_customers_per_district", DISTRICTS * REC),
         ]),
         default_item_bytes: super::DEFAULT_ITEM_BYTES,
-        // An order of up to 15 lines of 80 B plus its records.
-        per_tx: super::TxGrowth::Bytes(1344),
+        // An order record and up to 15 lines, each allocated on its own.
+        per_tx: super::TxGrowth::Bytes(REC + MAX_OL * OL_STRIDE),
     },
 };
 
 pub const DISTRICTS: u64 = 10;
 const REC: u64 = 64;
 const OL_BYTES: u64 = 80;
+/// Heap distance of consecutive order lines: each is its own 64 B-aligned
+/// allocation of OL_BYTES, made right after the previous one.
+const OL_STRIDE: u64 = 128;
 const NO_BYTES: u64 = 32;
 const MIN_OL: u64 = 5;
 const MAX_OL: u64 = 15;
@@ -258,7 +268,10 @@ impl Tpcc {
         ctx.store(self.root + R_CLOCK, entry_d);
 
         let n = lines.len() as u64;
-        let o = ctx.alloc(REC + n * OL_BYTES);
+        // N-Store's do_new_order allocates each record separately (the
+        // ORDER here; each ORDER-LINE below): the heap cursor is written
+        // once per allocation.
+        let o = ctx.alloc(REC);
         for (f, v) in [
             (O_ID, o_id),
             (O_D_ID, d),
@@ -295,7 +308,8 @@ impl Tpcc {
             ctx.store(s + S_ORDER_CNT, cnt + 1);
             let amount = qty * price;
             total_cents += amount;
-            let ol = o + REC + k as u64 * OL_BYTES;
+            let ol = ctx.alloc(OL_BYTES);
+            debug_assert_eq!(ol, o + REC + k as u64 * OL_STRIDE);
             for (f, v) in [
                 (OL_O_ID, o_id),
                 (OL_D_ID, d),
@@ -488,7 +502,7 @@ fn check(img: &dyn MemRead, region_base: Addr, _item_bytes: u64) -> Result<u64, 
         "tpcc NEW-ORDER",
     )?;
     // Every order occupies a heap block of at least REC + 5 lines.
-    if clock > DISTRICTS * mo || clock > heap / (REC + MIN_OL * OL_BYTES) {
+    if clock > DISTRICTS * mo || clock > heap / (REC + MIN_OL * OL_STRIDE) {
         return Err(format!("tpcc: clock {clock} exceeds the order capacity"));
     }
 
@@ -537,7 +551,12 @@ fn check(img: &dyn MemRead, region_base: Addr, _item_bytes: u64) -> Result<u64, 
             if !(MIN_OL..=MAX_OL).contains(&ol_cnt) {
                 return Err(field_err("ORDER", oa, "o_ol_cnt", ol_cnt, MIN_OL));
             }
-            check_ptr(oa, REC + ol_cnt * OL_BYTES, bounds, "tpcc ORDER block")?;
+            check_ptr(
+                oa,
+                REC + (ol_cnt - 1) * OL_STRIDE + OL_BYTES,
+                bounds,
+                "tpcc ORDER block",
+            )?;
             expect(
                 img,
                 "ORDER",
@@ -569,7 +588,7 @@ fn check(img: &dyn MemRead, region_base: Addr, _item_bytes: u64) -> Result<u64, 
                 &[("no_o_id", 0, o), ("no_d_id", 8, d), ("no_w_id", 16, w)],
             )?;
             for k in 0..ol_cnt {
-                let ol = oa + REC + k * OL_BYTES;
+                let ol = oa + REC + k * OL_STRIDE;
                 expect(
                     img,
                     "ORDER-LINE",
@@ -634,7 +653,7 @@ fn check(img: &dyn MemRead, region_base: Addr, _item_bytes: u64) -> Result<u64, 
     for &(d, o) in &by_entry {
         let oa = img.read_u64(t.order_slot(mo, d, o));
         for k in 0..img.read_u64(oa + O_OL_CNT) {
-            let ol = oa + REC + k * OL_BYTES;
+            let ol = oa + REC + k * OL_STRIDE;
             let i = img.read_u64(ol + OL_I_ID);
             let qty = img.read_u64(ol + OL_QUANTITY);
             let s = &mut stock[(i - 1) as usize];
@@ -755,14 +774,15 @@ mod tests {
 
     /// New-Order with n lines: d_next_o_id, the clock, the heap cursor, the
     /// ORDER row (8 words), its index slot, the NEW-ORDER row (3), and per
-    /// line 3 STOCK words and the ORDER-LINE row (10): 15 + 13 n words,
-    /// 3 + 2 n records.
+    /// line 3 STOCK words, the heap cursor again (each ORDER-LINE is its own
+    /// allocation) and the ORDER-LINE row (10): 15 + 14 n words, 3 + 2 n
+    /// records.
     #[test]
     fn stores_per_tx_follow_the_code_path() {
         let t = tx_stores(&INFO, &args(64, 0, 300, 0.0), 300);
         for &(s, _) in &t {
             assert!(
-                (15 + 13 * 5..=15 + 13 * 15).contains(&s) && (s - 15) % 13 == 0,
+                (15 + 14 * 5..=15 + 14 * 15).contains(&s) && (s - 15) % 14 == 0,
                 "{s}"
             );
         }
