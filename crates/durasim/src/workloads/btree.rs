@@ -598,6 +598,16 @@ pub(crate) struct Incremental {
     gone_items: Vec<Addr>,
 }
 
+/// Where a node sits in the tree the walk expects: its depth, the key
+/// bounds its parent's separators give it, and the parent itself.
+#[derive(Clone, Copy)]
+struct Place {
+    depth: u64,
+    lo: Option<u64>,
+    hi: Option<u64>,
+    parent: Addr,
+}
+
 /// What one incremental walk reads.
 struct Ctx<'a> {
     img: &'a dyn MemRead,
@@ -670,7 +680,13 @@ impl Incremental {
             ib,
         };
         let mut prev_leaf = 0;
-        let agg = self.visit(&cx, top, 0, None, None, 0, &mut prev_leaf)?;
+        let top_place = Place {
+            depth: 0,
+            lo: None,
+            hi: None,
+            parent: 0,
+        };
+        let agg = self.visit(&cx, top, top_place, &mut prev_leaf)?;
         check_totals(img, agg.last_leaf, agg.keys, count).ok()?;
         if agg.nodes > (bounds.1 - bounds.0) / NODE_BYTES {
             return None;
@@ -716,19 +732,15 @@ impl Incremental {
         }
     }
 
-    /// [`Walk::visit`] of node `n`, reusing its subtree's verdict when
-    /// nothing in it changed; `None`: not shown to pass.
-    #[allow(clippy::too_many_arguments)]
-    fn visit(
-        &mut self,
-        cx: &Ctx,
-        n: Addr,
-        depth: u64,
-        lo: Option<u64>,
-        hi: Option<u64>,
-        parent: Addr,
-        prev_leaf: &mut Addr,
-    ) -> Option<Agg> {
+    /// [`Walk::visit`] of node `n` at `place`, reusing its subtree's
+    /// verdict when nothing in it changed; `None`: not shown to pass.
+    fn visit(&mut self, cx: &Ctx, n: Addr, place: Place, prev_leaf: &mut Addr) -> Option<Agg> {
+        let Place {
+            depth,
+            lo,
+            hi,
+            parent,
+        } = place;
         let gen = self.gen;
         if depth >= cx.height {
             return None; // below the leaf level: the full checker decides
@@ -807,7 +819,13 @@ impl Incremental {
         } else {
             for (i, kid) in kids.iter_mut().enumerate().take(nk + 1) {
                 let (c, clo, chi) = child(img, n, nk, i, lo, hi);
-                let a = self.visit(cx, c, depth + 1, clo, chi, n, prev_leaf)?;
+                let below = Place {
+                    depth: depth + 1,
+                    lo: clo,
+                    hi: chi,
+                    parent: n,
+                };
+                let a = self.visit(cx, c, below, prev_leaf)?;
                 if i == 0 {
                     agg.first_leaf = a.first_leaf;
                 }

@@ -276,6 +276,8 @@ pub struct WorkloadArgs {
     pub echo_update_share: f64,
     /// `workload.echo_keys` (0: `initial_items`).
     pub echo_keys: u64,
+    /// `workload.tatp_subscribers` (0: `initial_items`).
+    pub tatp_subscribers: u64,
 }
 
 impl WorkloadArgs {
@@ -311,6 +313,7 @@ impl WorkloadArgs {
             echo_put_share: p.f64("workload.echo_put_share"),
             echo_update_share: p.f64("workload.echo_update_share"),
             echo_keys: p.u64("workload.echo_keys"),
+            tatp_subscribers: p.u64("workload.tatp_subscribers"),
         }
     }
 
@@ -1201,6 +1204,7 @@ pub(crate) mod testutil {
             echo_put_share: 0.8,
             echo_update_share: 0.7,
             echo_keys: 0,
+            tatp_subscribers: 0,
         }
     }
 

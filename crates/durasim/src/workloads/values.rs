@@ -204,6 +204,62 @@ impl ValueModel {
     }
 }
 
+impl ValueModel {
+    /// A text column of a benchmark record: under `realistic` the word
+    /// holding `text` (its first 8 bytes, NUL-padded as a fixed-width CHAR
+    /// column), under `zero` 0, under `random` `old` (the packed value
+    /// durasim stored before text columns were laid out).
+    #[inline]
+    pub fn text_or(&self, text: &[u8], old: u64) -> u64 {
+        match self.mode {
+            ValueMode::Realistic => text_word(text),
+            ValueMode::Zero => 0,
+            ValueMode::Random => old,
+        }
+    }
+}
+
+/// Up to 8 bytes of text as a little-endian word, NUL-padded.
+#[inline]
+pub fn text_word(text: &[u8]) -> u64 {
+    let mut b = [0u8; 8];
+    let n = text.len().min(8);
+    b[..n].copy_from_slice(&text[..n]);
+    u64::from_le_bytes(b)
+}
+
+/// TPC-C v5.11 §4.3.2.2 "random a-string [x .. y]": random alphanumeric
+/// characters, length uniform in [x, y], from the random bits `h`. Written
+/// into `out` (at most `out.len()` characters); returns the length.
+pub fn astring(h: u64, x: usize, y: usize, out: &mut [u8]) -> usize {
+    let mut b = Bits(h);
+    let len = (x + b.below((y - x + 1) as u64) as usize).min(out.len());
+    for c in out.iter_mut().take(len) {
+        *c = ALNUM[b.below(62) as usize];
+    }
+    len
+}
+
+/// TPC-C §4.3.2.2 "random n-string [x .. y]": random numeric characters.
+pub fn nstring(h: u64, x: usize, y: usize, out: &mut [u8]) -> usize {
+    let mut b = Bits(h);
+    let len = (x + b.below((y - x + 1) as u64) as usize).min(out.len());
+    for c in out.iter_mut().take(len) {
+        *c = b'0' + b.below(10) as u8;
+    }
+    len
+}
+
+/// `n` as `width` decimal digits, zero-padded (TATP's sub_nbr and
+/// numberx: "15-digit string", s_id zero-padded). Returns the ASCII bytes
+/// in `out[..width]`.
+pub fn decimal(mut n: u64, width: usize, out: &mut [u8]) {
+    for c in out[..width].iter_mut().rev() {
+        *c = b'0' + (n % 10) as u8;
+        n /= 10;
+    }
+}
+
 /// N-Store `utils.cpp` `alphanum`: the 62 characters its strings use.
 const ALNUM: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
