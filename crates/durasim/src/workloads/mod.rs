@@ -501,14 +501,14 @@ pub static REGISTRY: &[&WorkloadInfo] = &[
     &btree::INFO,
     &ycsb::INFO,
     &tpcc::INFO,
-    // Issue 13: the other papers' transactional workloads.
+    // The other papers' transactional workloads.
     &tatp::INFO,
     &echo::INFO,
     &sps::INFO,
     &sdg::INFO,
     &array::INFO,
     &hashtable::INFO,
-    // Issue 13 part 3: programs without transactions (DPC paper Table 5).
+    // Programs without transactions (DPC paper Table 5).
     &pagerank::INFO,
     &cc::INFO,
     &cd::INFO,
@@ -546,7 +546,7 @@ pub(crate) fn keys_match_count(
     Ok(count)
 }
 
-/// Programs without transactions (issue 13 part 3; the dual-page
+/// Programs without transactions (the dual-page
 /// checkpointing paper's Table 5): sized by `workload.footprint_bytes`.
 pub const PROGRAMS: [&str; 7] = ["pagerank", "cc", "cd", "ann", "kdtree", "stencil3d", "lbm"];
 

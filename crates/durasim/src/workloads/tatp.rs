@@ -15,15 +15,21 @@
 //! 1-4 SPECIAL_FACILITY rows with distinct types, is_active = 1 for 85%,
 //! and 0-3 CALL_FORWARDING rows per facility with distinct start times in
 //! {0, 8, 16} and end_time = start_time + rand(1, 8). P is
-//! `workload.initial_items` (the description's smallest scale is 100,000).
-//! Strings are packed to words (sub_nbr as 15 BCD digits, the ten bit /
-//! hex / byte2 columns in one to two words). Every row is an item of one
+//! `workload.tatp_subscribers` (0: `workload.initial_items`; the
+//! description's smallest population is 100,000). The ten bit / hex /
+//! byte2 columns are packed into one to two words. Under
+//! `workload.values = realistic` the description's strings are text:
+//! sub_nbr and numberx ("15-digit string", zero-padded) hold their last 8
+//! digits in ASCII (a column trimmed to its word; the first 7 digits are
+//! '0' below 10^8 subscribers), data3 3 and data4 / data_b 5 capital
+//! letters A-Z, NUL-padded; under `random` and `zero` sub_nbr and numberx
+//! are packed BCD and the letter columns random words (`zero`: 0). The
+//! sub_nbr index is keyed by the BCD number in every mode. Every row is an item of one
 //! size, `workload.item_bytes` raised to at least [`MIN_RECORD_BYTES`]
 //! (the subscriber row's packed columns); index entries are 24 B items.
 //! Row bytes beyond the named columns are filled by the value model
 //! (`workload.values`; realistic: MorLog's delta model from a zero word);
-//! the named columns keep the packed encodings above (the description's
-//! ASCII strings are not laid out: modelling choice).
+//! the named columns are as above.
 //!
 //! Updates assign the named columns and the row's seal (update_words); an
 //! insert writes the whole row and links it (heap cursor + row + next +

@@ -11,8 +11,9 @@
 //! home warehouse (remote warehouses belong to other threads, and threads
 //! own disjoint data); the 1% rollback of an unused item id is not
 //! generated; the 3,000 initial orders per district are not loaded (New-
-//! Order never reads them), so order ids start at 1; S_DIST_01..10 is
-//! trimmed to one 8-byte word; o_entry_d is a per-warehouse logical clock.
+//! Order never reads them), so order ids start at 1; text columns are
+//! trimmed to one 8-byte word each (I_NAME: three); o_entry_d is a
+//! per-warehouse logical clock.
 //!
 //! Layout: the root holds table pointers and sizes; records are 64 B
 //! (order lines 80 B). The ORDER record and each ORDER-LINE are allocated
@@ -21,9 +22,20 @@
 //! them one after the other (lines 128 B apart). Per district, an index
 //! array o_id -> order and a NEW-ORDER array.
 //!
-//! Values: every column is the structure's own (ids, counters, quantities,
-//! money in cents per §4.3.3.1, the clock); text columns are trimmed to one
-//! word and hold what setup's generator put there (not yet spec text).
+//! Values: ids, counters, quantities, money in cents (§4.3.3.1) and the
+//! clock are the structure's own. Text columns follow `workload.values`:
+//! under `realistic` they hold the specification's strings (§4.3.2.2-3,
+//! §4.3.3.1), NUL-padded as fixed-width CHAR columns and trimmed to their
+//! word: a-strings of random alphanumeric characters with the column's
+//! length range (W_/D_NAME 6-10, streets and cities 10-20, I_NAME 14-24,
+//! I_DATA/S_DATA 26-50, S_DIST_xx 24), "ORIGINAL" in 10% of I_DATA and
+//! S_DATA, C_LAST as its three syllables, C_CREDIT "GC"/"BC"; OL_DIST_INFO
+//! copies the district's S_DIST_xx. Under `random` they keep the packed
+//! numbers durasim stored before (random words, 0/1 flags, C_LAST's
+//! number); under `zero` they are 0. (WHISPER's N-Store fills its strings
+//! with one character repeated, `get_rand_astring`; the specification's
+//! random characters are used here.) C_DATA is not stored: New-Order never
+//! touches it.
 
 use super::{
     check_ptr, heap_bounds, mix64, rng, values, TxCtx, Workload, WorkloadArgs, WorkloadInfo,
