@@ -967,6 +967,7 @@ mod tests {
         let text = |w: u64| w.to_le_bytes();
         let mut a = args(64, 0, 10, 0.0);
         a.tpcc_items = 2000;
+        a.tpcc_customers = 1000;
         let (img, _) = run_direct(&INFO, &a, 0);
         let t = Tables::read(&img, BASE + ROOT_OFFSET);
         let mut name = [0u8; 15];
