@@ -1,4 +1,4 @@
-//! Issue 13: the other papers' transactional workloads (tatp, echo, sps,
+//! The other papers' transactional workloads (tatp, echo, sps,
 //! sdg, array, hashtable) and the knobs every keyed workload honours
 //! (`workload.key_dist`, `workload.item_bytes` up to 4 KB,
 //! `workload.copies`). Exhaustive crash verification of every registered

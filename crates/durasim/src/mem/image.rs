@@ -59,7 +59,7 @@ const _: () = assert!(PAGE_CACHE_ENTRIES == 1 << 8, "the hash keeps 8 bits");
 /// Page cache entry of `page_no`: the top 8 bits of its Fibonacci hash.
 /// Thread regions are 2 MiB-aligned (a power-of-two page stride), so the
 /// page number modulo 256 put every thread's root page, and each equal
-/// heap offset, in one entry; the hash spreads them (issue 12 part 8: the
+/// heap offset, in one entry; the hash spreads them (measured: the
 /// btree workload's read misses 83 k -> 68 k per 20k-tx run of `hoop`, for
 /// one more instruction per lookup).
 #[inline(always)]
@@ -78,8 +78,7 @@ fn line_mask(off: usize, len: usize) -> u64 {
 }
 
 /// A page's bytes with the number of images holding it: pages are shared
-/// copy-on-write between clones, so identical 4 KiB pages are stored once
-/// (issue 15 part 7).
+/// copy-on-write between clones, so identical 4 KiB pages are stored once.
 #[repr(C)]
 struct Block {
     /// Images (map entries) holding this block; atomic because images that
@@ -148,7 +147,7 @@ fn line_of(page: &PageBytes, i: usize) -> &Line {
 }
 
 /// A page of a *dependent* image stored as "the base image's page plus the
-/// lines that differ" (issue 15 part 7: the NVM media's home pages differ
+/// lines that differ" (the NVM media's home pages differ
 /// from the architectural image in a few lines per page, so storing whole
 /// pages kept the footprint twice). Lines whose bit is set in `shared` read
 /// from the base image's block; the others are stored in `own`, in line
@@ -276,7 +275,7 @@ struct Slot {
 
 /// A sparse image made of 4 KiB pages allocated on first write.
 ///
-/// Two ways of not storing bytes twice (issue 15 part 7):
+/// Two ways of not storing bytes twice (host memory):
 /// - *Clones* share pages: reference-counted blocks, copy-on-write (a write
 ///   to a shared block first copies it), so no image sees another's writes.
 /// - *Dependent pages* ([`Self::link_page`], [`Self::link_equal_lines`]): a
