@@ -163,7 +163,7 @@ fn mutants_fail_the_epoch_oracle() {
     }
 }
 
-/// Host memory (pages stored once, mem/image.rs): setup stores the footprint once (every
+/// Host memory (pages stored once, mem/image/): setup stores the footprint once (every
 /// NVM media page depends on its architectural page, sharing all 64
 /// lines); the run's writes to either side never reach the other; the dpc
 /// run still ends with the NVM image equal to the architectural one, each
