@@ -9,9 +9,9 @@ use std::alloc::dealloc;
 use std::sync::atomic::Ordering;
 
 /// A page of a *dependent* image stored as "the base image's page plus the
-/// lines that differ" (the NVM media's home pages differ
-/// from the architectural image in a few lines per page, so storing whole
-/// pages kept the footprint twice). Lines whose bit is set in `shared` read
+/// lines that differ" (the NVM media's home pages differ from the
+/// architectural image in a few lines per page, so storing whole pages
+/// kept the footprint twice). Lines whose bit is set in `shared` read
 /// from the base image's block; the others are stored in `own`, in line
 /// order. Invariant, kept by the base image: before the base changes a
 /// line still shared (or lets go of the block), it copies the old line into
