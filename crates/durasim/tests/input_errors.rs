@@ -204,7 +204,7 @@ fn default_sizes_still_run() {
     }
 }
 
-// ---- Issue 21: every listed bad input is an exit-2 error before any work
+// ---- Input errors: every listed bad input is an exit-2 error before any work
 // starts, naming the field and what is valid (run through the binary).
 
 fn durasim(args: &[&str]) -> (i32, String, String) {

@@ -1,4 +1,4 @@
-//! The mutant suite (issue 21 part 6): planted bugs kept as permanent
+//! The mutant suite: planted bugs kept as permanent
 //! test-only switches of the real schemes (`<scheme>.mutant`, refused by
 //! the CLI), each crash-tested in a configuration that forces the code path
 //! it breaks, and each asserted to FAIL the oracle. A mutant that passes
@@ -424,7 +424,7 @@ fn the_cli_refuses_mutants() {
     );
 }
 
-/// Issue 21 part 5: every scheme's background work (checkpoint, GC,
+/// Background-work coverage: every scheme's background work (checkpoint, GC,
 /// cleaning, migration, consolidation) happens many times inside a crash
 /// test of these configurations, and crash points fall inside each kind.
 /// A scheme whose crash test has background work with no crash point in

@@ -677,8 +677,7 @@ fn mem_access(
 /// completes. A store to program data is recorded in `rec` (the
 /// transaction's write set, for its characterisation).
 #[inline(always)]
-// The store's fields come apart: its `Store` event is built here, once the
-// old word has been read.
+// Hot path (inlined per store): the `Store` event is built here, once the old word is read.
 #[allow(clippy::too_many_arguments)]
 fn write_l1(
     hier: &mut Hierarchy,
@@ -717,7 +716,7 @@ fn write_l1(
 /// The L1 hit path without an access hook is inlined into the replay
 /// loop; everything else is [`ooo_access_slow`].
 #[inline(always)]
-// The replay loop's split borrows (core, caches, below) and one access.
+// Hot path: the replay loop's split borrows (core, caches, below) and one access.
 #[allow(clippy::too_many_arguments)]
 fn ooo_access(
     core: &mut Core,
@@ -758,7 +757,7 @@ fn ooo_access(
 
 /// [`ooo_access`] except an L1 hit without an access hook.
 #[inline(never)]
-// The replay loop's split borrows (core, caches, below) and one access.
+// Hot path: the replay loop's split borrows (core, caches, below) and one access.
 #[allow(clippy::too_many_arguments)]
 fn ooo_access_slow(
     core: &mut Core,

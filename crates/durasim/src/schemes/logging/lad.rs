@@ -31,7 +31,7 @@ use crate::mem::MemWrite;
 use crate::schemes::kit::log::{
     csum, header_line, line_word, log_stride, owner_of, recovery_ns, MAX_CORES,
 };
-use crate::schemes::kit::undo_log::UndoLog;
+use crate::schemes::kit::undo_log::{UndoLog, UndoRecord};
 use crate::schemes::{
     Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
     Store, Writeback,
@@ -282,10 +282,13 @@ impl Lad {
                 let (addr, n) = (tl.addr, c.undo_records);
                 // A full log is reported at TxEnd (with the full count);
                 // the line then goes home unlogged and the run ends there.
-                let at = self
-                    .log
-                    .append(ctx, core, n, txid, addr, &old, r)
-                    .unwrap_or(r);
+                let rec = UndoRecord {
+                    txid,
+                    index: n,
+                    home: addr,
+                    old: &old,
+                };
+                let at = self.log.append(ctx, core, rec, r).unwrap_or(r);
                 let c = &mut self.cores[core];
                 c.undo_records += 1;
                 c.lines[i].undo_at = Some(at);

@@ -33,7 +33,7 @@ use crate::mem::MemWrite;
 use crate::schemes::kit::log::{
     csum, header_line, line_word, log_stride, owner_of, recovery_ns, MAX_CORES,
 };
-use crate::schemes::kit::undo_log::{encode_record, scan_records, UNDO_REC_BYTES};
+use crate::schemes::kit::undo_log::{scan_records, UndoRecord, UNDO_REC_BYTES};
 use crate::schemes::{
     Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
     Store, Writeback,
@@ -107,22 +107,15 @@ impl RingLog {
         self.core_base(core) + 128 + (seq % self.slots()) * UNDO_REC_BYTES
     }
 
-    /// Encode and write record `seq`; returns its persist time.
-    // Where the record goes (core, slot) and its fields (txid, home, old).
-    #[allow(clippy::too_many_arguments)]
-    pub fn append(
-        &self,
-        ctx: &mut MemCtx,
-        core: usize,
-        seq: u64,
-        txid: u32,
-        home: Addr,
-        old: &LineData,
-        now: Cycle,
-    ) -> Cycle {
-        let rec = encode_record(u64::from(txid), seq, home, old);
-        ctx.nvm
-            .write(self.record_addr(core, seq), &rec, Purpose::Log, now)
+    /// Encode and write `rec` (its index is its sequence number) into
+    /// `core`'s ring; returns its persist time.
+    pub fn append(&self, ctx: &mut MemCtx, core: usize, rec: UndoRecord<'_>, now: Cycle) -> Cycle {
+        ctx.nvm.write(
+            self.record_addr(core, rec.index),
+            &rec.encode(),
+            Purpose::Log,
+            now,
+        )
     }
 
     fn header(txid: u64, head: u64) -> LineData {
@@ -326,7 +319,13 @@ impl Scheme for OptUndo {
                 } else if n < self.log.slots() {
                     let seq = c.start_seq + n;
                     c.tail_seq = seq + 1;
-                    self.log.append(ctx, core, seq, c.txid, line, &old, now)
+                    let rec = UndoRecord {
+                        txid: c.txid,
+                        index: seq,
+                        home: line,
+                        old: &old,
+                    };
+                    self.log.append(ctx, core, rec, now)
                 } else {
                     // The ring would overwrite this transaction's own
                     // records: reported at TxEnd with the full count; the
