@@ -150,7 +150,12 @@ def params_page(d: dict) -> str:
         "",
     ]
     for sec, keys in sections.items():
-        out += [f"## {sec}", "", "| key | default | unit | valid | source | what |", "|---|---|---|---|---|---|"]
+        out += [
+            f"## {sec}",
+            "",
+            "| key | default | unit | valid | source | what |",
+            "|---|---|---|---|---|---|",
+        ]
         for k in keys:
             p = params[k]
             default = json.dumps(p["default"]) if isinstance(p["default"], str) else p["default"]
@@ -187,7 +192,13 @@ def schemes_page(d: dict) -> str:
         own = s["name"] if s["name"] in sections else None
         plink = f"[`{own}.*`](params.md#{anchor(own)})" if own else "—"
         out.append(f"| `{s['name']}` | {_cell(s['description'])} | {s['durability']} | {plink} |")
-    out += ["", "## Presets", "", "| preset | scheme | settings | description |", "|---|---|---|---|"]
+    out += [
+        "",
+        "## Presets",
+        "",
+        "| preset | scheme | settings | description |",
+        "|---|---|---|---|",
+    ]
     for s in presets:
         sets = ", ".join(f"`{k}={v}`" for k, v in s["preset"]["set"].items())
         out.append(
@@ -226,7 +237,9 @@ def metric_definitions() -> dict[str, tuple[str, str, str, str]]:
         if line.startswith("## "):
             section = line[3:].strip()
             continue
-        cells = [c.strip() for c in line.strip().strip("|").split("|")] if line.startswith("|") else []
+        cells = (
+            [c.strip() for c in line.strip().strip("|").split("|")] if line.startswith("|") else []
+        )
         if len(cells) < 4 or cells[0] in ("key", "") or set(cells[0]) <= set("-: "):
             continue
         stem = None
@@ -243,8 +256,23 @@ def metric_definitions() -> dict[str, tuple[str, str, str, str]]:
 def metrics_page() -> str:
     b = str(durasim_bin())
     doc = json.loads(
-        _run([b, "run", "--scheme", "ideal", "--workload", "vector", "--threads", "1",
-              "--tx", "20", "--quiet", "--json", "-"])
+        _run(
+            [
+                b,
+                "run",
+                "--scheme",
+                "ideal",
+                "--workload",
+                "vector",
+                "--threads",
+                "1",
+                "--tx",
+                "20",
+                "--quiet",
+                "--json",
+                "-",
+            ]
+        )
     )
     defs = metric_definitions()
     out = [
@@ -257,7 +285,7 @@ def metrics_page() -> str:
         "paper whose definition it follows, from "
         "[docs/model/metrics.md](../model/metrics.md), which also defines the "
         "derived scheme statistics and the optional blocks (`nvm_media`, "
-        "`nvm_dimm`, ...). \"Window\" is the measured window "
+        '`nvm_dimm`, ...). "Window" is the measured window '
         "([running and comparing](../guide/running-and-comparing.md#one-run)).",
         "",
         "| key | definition | unit | used by | section of metrics.md |",
@@ -292,14 +320,24 @@ def papers_page() -> str:
         "",
     ]
     for name, paper in PAPERS.items():
-        out += [f"## {name}", "", f"{paper.title}.", "", "| id | paper item | title |", "|---|---|---|"]
+        out += [
+            f"## {name}",
+            "",
+            f"{paper.title}.",
+            "",
+            "| id | paper item | title |",
+            "|---|---|---|",
+        ]
         for eid, e in paper.experiments.items():
-            out.append(f"| `{eid}` | {_cell(e.paper_item)} | {_cell(e.title)} |")
+            out.append(f"| `{eid}` | {_cell(paper.cite(e))} | {_cell(e.title)} |")
         scales = list(paper.scales)
         settings = {s: paper.scale_settings(s) for s in scales}
         keys = sorted({k for s in settings.values() for k in s})
-        out += ["", "| setting | " + " | ".join(f"`{s}`" for s in scales) + " |",
-                "|---|" + "---|" * len(scales)]
+        out += [
+            "",
+            "| setting | " + " | ".join(f"`{s}`" for s in scales) + " |",
+            "|---|" + "---|" * len(scales),
+        ]
         for k in keys:
             vals = [_cell(json.dumps(settings[s].get(k, "—"))) for s in scales]
             out.append(f"| `{k}` | " + " | ".join(vals) + " |")
@@ -308,24 +346,26 @@ def papers_page() -> str:
 
 
 def index_page() -> str:
-    return "\n".join([
-        "# Reference",
-        "",
-        GENERATED_NOTE,
-        "",
-        "Generated from the code by `scripts/docs.py gen`; `make docs` fails "
-        "when a page is stale.",
-        "",
-        "- [Command-line reference](cli.md): every command and flag of "
-        "`durasim` and `durasim-lab`.",
-        "- [Parameters](params.md): every parameter with its default, unit, "
-        "valid values and source.",
-        "- [Metrics](metrics.md): every metric key with its definition, unit "
-        "and the paper whose definition it follows.",
-        "- [Schemes](schemes.md) and their presets; [workloads](workloads.md).",
-        "- [Paper experiments](papers.md): each report's experiments and scales.",
-        "",
-    ])
+    return "\n".join(
+        [
+            "# Reference",
+            "",
+            GENERATED_NOTE,
+            "",
+            "Generated from the code by `scripts/docs.py gen`; `make docs` fails "
+            "when a page is stale.",
+            "",
+            "- [Command-line reference](cli.md): every command and flag of "
+            "`durasim` and `durasim-lab`.",
+            "- [Parameters](params.md): every parameter with its default, unit, "
+            "valid values and source.",
+            "- [Metrics](metrics.md): every metric key with its definition, unit "
+            "and the paper whose definition it follows.",
+            "- [Schemes](schemes.md) and their presets; [workloads](workloads.md).",
+            "- [Paper experiments](papers.md): each report's experiments and scales.",
+            "",
+        ]
+    )
 
 
 def reference() -> dict[Path, str]:
@@ -367,7 +407,9 @@ def with_quotes(text: str) -> str:
 
 
 def quote_files() -> list[Path]:
-    return sorted(p for p in (ROOT / "docs" / "guide").rglob("*.md") if "<!-- quote:" in p.read_text())
+    return sorted(
+        p for p in (ROOT / "docs" / "guide").rglob("*.md") if "<!-- quote:" in p.read_text()
+    )
 
 
 # ------------------------------------------------------------------ links
@@ -430,18 +472,26 @@ def check_links() -> list[str]:
                     if dest not in cache:
                         cache[dest] = anchors(dest)
                     if frag not in cache[dest]:
-                        errors.append(f"{where}: no heading with anchor #{frag} in {dest.relative_to(ROOT)}")
+                        errors.append(
+                            f"{where}: no heading with anchor #{frag} in {dest.relative_to(ROOT)}"
+                        )
     return errors
 
 
 def check_no_issue_numbers() -> list[str]:
     errors = []
-    files = [ROOT / "README.md", *sorted((ROOT / "docs" / "guide").rglob("*.md")),
-             *sorted(REF.rglob("*.md"))]
+    files = [
+        ROOT / "README.md",
+        *sorted((ROOT / "docs" / "guide").rglob("*.md")),
+        *sorted(REF.rglob("*.md")),
+    ]
     for f in files:
         for n, line in enumerate(f.read_text().splitlines(), 1):
             if re.search(r"\bissues? [0-9]", line, re.I):
-                errors.append(f"{f.relative_to(ROOT)}:{n}: a tracker issue number (only CHANGELOG.md may cite them)")
+                errors.append(
+                    f"{f.relative_to(ROOT)}:{n}: a tracker issue number"
+                    " (only CHANGELOG.md may cite them)"
+                )
     return errors
 
 
@@ -471,10 +521,20 @@ def main(argv: list[str]) -> int:
     for p, text in expected().items():
         old = p.read_text() if p.exists() else ""
         if old != text:
-            diff = list(difflib.unified_diff(old.splitlines(), text.splitlines(), str(p.relative_to(ROOT)),
-                                             "generated", lineterm="", n=1))
-            errors.append(f"{p.relative_to(ROOT)} is stale (run `.venv/bin/python scripts/docs.py gen`):\n"
-                          + "\n".join(diff[:40]))
+            diff = list(
+                difflib.unified_diff(
+                    old.splitlines(),
+                    text.splitlines(),
+                    str(p.relative_to(ROOT)),
+                    "generated",
+                    lineterm="",
+                    n=1,
+                )
+            )
+            errors.append(
+                f"{p.relative_to(ROOT)} is stale (run `.venv/bin/python scripts/docs.py gen`):\n"
+                + "\n".join(diff[:40])
+            )
     errors += check_links()
     errors += check_no_issue_numbers()
     for e in errors:

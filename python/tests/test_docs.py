@@ -102,9 +102,19 @@ def test_python_snippets_run(page, workdir):
     if page.name == "README.md" and page.parent == ROOT:
         hows.append(([sys.executable, "-"], src))
     for cmd, stdin in hows:
-        res = subprocess.run(cmd, cwd=workdir, input=stdin, capture_output=True, text=True,
-                             timeout=600, check=False, env=env())
-        assert res.returncode == 0, f"{rel(page)} snippet failed ({cmd[-1]}):\n{res.stdout}\n{res.stderr}"
+        res = subprocess.run(
+            cmd,
+            cwd=workdir,
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+            env=env(),
+        )
+        assert res.returncode == 0, (
+            f"{rel(page)} snippet failed ({cmd[-1]}):\n{res.stdout}\n{res.stderr}"
+        )
         # Not a terminal: no progress bars in the log.
         assert "it/s" not in res.stderr and "run/s" not in res.stderr, res.stderr
 
@@ -166,8 +176,15 @@ SH_PAGES = [p for p in PAGES if sh_of(p)]
 def test_commands_run(page, workdir):
     for cmd, want in sh_of(page):
         run = shrink(cmd)
-        res = subprocess.run(["bash", "-c", run], cwd=workdir, capture_output=True, text=True,
-                             timeout=600, check=False, env=env())
+        res = subprocess.run(
+            ["bash", "-c", run],
+            cwd=workdir,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+            env=env(),
+        )
         assert res.returncode == want, (
             f"{rel(page)}: `{cmd}`\n  ran as `{run}`: exit {res.returncode}, expected {want}\n"
             f"{res.stdout[-2000:]}\n{res.stderr[-3000:]}"
@@ -175,6 +192,13 @@ def test_commands_run(page, workdir):
 
 
 def test_reference_links_and_quotes_are_current():
-    res = subprocess.run([sys.executable, str(ROOT / "scripts" / "docs.py"), "check"], cwd=ROOT,
-                         capture_output=True, text=True, timeout=300, check=False, env=env())
+    res = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "docs.py"), "check"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        env=env(),
+    )
     assert res.returncode == 0, res.stdout + res.stderr
