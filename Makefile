@@ -71,12 +71,11 @@ test-python: python
 	$(VENV)/bin/ruff check python
 	$(VENV)/bin/python -m pytest -q python/tests --ignore=python/tests/test_docs.py
 
-# The documentation: docs/reference/ regenerated and diffed, quoted code in
-# sync, every relative link and anchor resolves, and every command and
-# snippet of README.md and docs/guide/ runs (at small sizes; see
-# python/tests/test_docs.py). Needs the release CLI and the extension.
+# The documentation (python/tests/test_docs.py): docs/reference/ regenerated
+# and diffed and quoted code in sync (scripts/docs.py check), every relative
+# link and anchor resolves, every command and snippet of README.md and
+# docs/guide/ runs at small sizes. Needs the release CLI and the extension.
 docs: build python
-	$(PY) scripts/docs.py check
 	$(VENV)/bin/python -m pytest -q python/tests/test_docs.py
 
 # Rewrite docs/reference/ and the guide's quoted code from the sources.

@@ -51,8 +51,18 @@ def durasim_bin() -> Path:
     return target / "release" / "durasim"
 
 
-def lab_cmd() -> list[str]:
-    return [sys.executable, "-m", "durasim.lab"]
+def lab_help(args: list[str]) -> str:
+    """`durasim-lab ARGS --help`, from its parser in this process."""
+    import contextlib
+    import io
+
+    from durasim.lab import _parser
+
+    out = io.StringIO()
+    os.environ["COLUMNS"] = "100"
+    with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
+        _parser().parse_args([*args, "--help"])
+    return out.getvalue()
 
 
 def _run(cmd: list[str], **kw) -> str:
@@ -99,10 +109,7 @@ def cli_page() -> str:
         text = _run([b, *c[1:], "--help"])
         out.append(_section(" ".join(c), "", text))
     for c in (["durasim-lab"], ["durasim-lab", "reproduce"], ["durasim-lab", "list"]):
-        text = _run([*lab_cmd(), *c[1:], "--help"])
-        # argparse names the program after argv[0]; `-m durasim.lab` says lab.py.
-        text = re.sub(r"usage: \S+", "usage: durasim-lab", text)
-        out.append(_section(" ".join(c), "", text))
+        out.append(_section(" ".join(c), "", lab_help(c[1:])))
     return "\n".join(out)
 
 

@@ -129,10 +129,18 @@ def commands(code: str) -> list[str]:
     return out
 
 
-def first_experiment(paper: str) -> str:
+def cheapest(paper: str, ids: list[str] | None = None) -> str:
+    """Of a paper's experiments (or of `ids`, which must all exist), the one
+    with the fewest runs at tiny scale."""
     from durasim.papers import PAPERS
+    from durasim.papers._base import Avail
 
-    return next(iter(PAPERS[paper].experiments))
+    p = PAPERS[paper]
+    ids = ids or list(p.experiments)
+    unknown = [i for i in ids if i not in p.experiments]
+    assert not unknown, f"{paper} has no experiment {unknown}: {list(p.experiments)}"
+    sc = p.scale_settings("tiny")
+    return min(ids, key=lambda i: len(p.experiments[i].plan(sc, Avail()).specs))
 
 
 def shrink(cmd: str) -> str:
@@ -152,8 +160,12 @@ def shrink(cmd: str) -> str:
             args[args.index("--scale") + 1] = "tiny"
         else:
             args += ["--scale", "tiny"]
-        if "--only" not in args:
-            args += ["--only", first_experiment(args[2])]
+        # One experiment, the cheapest of those named (all of them checked).
+        if "--only" in args:
+            i = args.index("--only") + 1
+            args[i] = cheapest(args[2], args[i].split(","))
+        else:
+            args += ["--only", cheapest(args[2])]
         if not {"--scheduler", "--workers", "--slurm-jobs"} & set(args):
             args += ["--scheduler", "serial"]
     return shlex.join(args)
