@@ -62,7 +62,8 @@ def lab_help(args: list[str]) -> str:
     os.environ["COLUMNS"] = "100"
     with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
         _parser().parse_args([*args, "--help"])
-    return out.getvalue()
+    # Python < 3.10 titles the options "optional arguments".
+    return out.getvalue().replace("optional arguments:", "options:")
 
 
 def _run(cmd: list[str], **kw) -> str:
