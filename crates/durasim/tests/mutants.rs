@@ -68,7 +68,10 @@ struct Mutant {
 }
 
 /// A three-line staging partition: LAD spills most lines to its undo log.
-const LAD_SPILL: &[(&str, &str)] = &[("lad.staging_lines_per_core", "3")];
+const LAD_SPILL: &[(&str, &str)] = &[
+    ("lad.staging_lines_per_core", "3"),
+    ("workload.item_bytes", "1024"),
+];
 const REDO_CKPT: &[(&str, &str)] = &[("opt-redo.checkpoint_period_ms", "0.002")];
 const HOOP_GC: &[(&str, &str)] = &[("hoop.gc_period_ms", "0.002")];
 const LSM_HOME: &[(&str, &str)] = &[

@@ -570,7 +570,11 @@ impl Scheme for Lad {
         let mut released = commit_at;
         for tl in &c.lines {
             if let Where::Staged(_) = tl.at {
-                released = released.max(ctx.nvm.write(tl.addr, &tl.data, Purpose::WriteBack, commit_at));
+                released =
+                    released.max(
+                        ctx.nvm
+                            .write(tl.addr, &tl.data, Purpose::WriteBack, commit_at),
+                    );
                 self.s_released += 1;
             }
         }

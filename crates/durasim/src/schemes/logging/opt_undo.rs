@@ -23,6 +23,11 @@
 //!   uncommitted transaction; they are rolled back in reverse order and the
 //!   other header is advanced (idempotent).
 //!
+//! - Optionally (`opt-undo.drop_queued_records`, after Proteus's log
+//!   pending queue; docs/model/opt-undo.md) records wait in an ADR queue of
+//!   the controller and reach the NVM log only when it overflows; a commit
+//!   drops its records still queued, after its truncation.
+//!
 //! The record encoding is `kit/undo_log.rs`'s, shared with LAD's overflow
 //! fallback and pmdk-undo.
 

@@ -341,7 +341,8 @@ impl DudeTm {
             .max(layout.capacity_bytes);
         let vlog_bytes = p.u64("dudetm.volatile_log_bytes_per_core");
         let vlog_base = layout.home_limit;
-        let stm_base = (vlog_base + layout.threads as u64 * vlog_bytes).next_multiple_of(PAGE_BYTES);
+        let stm_base =
+            (vlog_base + layout.threads as u64 * vlog_bytes).next_multiple_of(PAGE_BYTES);
         if stm_base + tinystm::span_bytes(layout.threads) > SHADOW_SPAN {
             return Err(Error::input(format!(
                 "nvm.capacity_bytes={} is too large for dudetm's shadow address space (at most {} bytes of data); lower nvm.capacity_bytes",
@@ -411,6 +412,12 @@ impl DudeTm {
             fresh = true;
             next
         });
+        if fresh && off >= self.home_limit {
+            // Logs and STM metadata: the OS hands out a zeroed page (the
+            // DRAM device may hold other bytes at that frame).
+            ctx.dram
+                .preload(frame * PAGE_BYTES, &[0u8; PAGE_BYTES as usize]);
+        }
         if fresh && next == self.max_frames {
             ctx.input_error(format!(
                 "dudetm.dram_bytes={} holds {} pages of 4 KiB, but this run's shadow data and volatile logs need more; raise dudetm.dram_bytes",

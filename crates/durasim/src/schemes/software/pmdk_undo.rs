@@ -9,12 +9,13 @@
 //! - Before the first store to a line in the transaction
 //!   (`pmemobj_tx_add_range` of that 64 B range): the range-tree and
 //!   checksum work (`Compute`), 8 loads of the old line (the snapshot's
-//!   memcpy source), 16 stores of a 128 B undo entry into the core's undo
-//!   log in NVM, a clwb of each of its two lines and an sfence (PMDK's
+//!   memcpy source), the next entry's header line zeroed, clwb'd and fenced
+//!   (`ulog_clobber_entry`), 16 stores of a 128 B undo entry into the core's
+//!   undo log in NVM, a clwb of each of its two lines and an sfence (PMDK's
 //!   `ulog_entry_buf_create`: non-temporal copy + `pmemops_drain`). Only then
 //!   the program's store.
-//! - Commit (`pmemobj_tx_commit`): clwb of every modified line, sfence, then
-//!   the log is invalidated by one persisted write (PMDK increments the
+//! - Commit (`pmemobj_tx_commit`): clwb of every modified line, sfence (and
+//!   `palloc_exec_actions`' second, empty one), then the log is invalidated by one persisted write (PMDK increments the
 //!   ulog's generation number): the log header line saying "resolved up to
 //!   this txid", clwb, sfence. Read-only transactions log nothing and skip it.
 //!

@@ -138,7 +138,11 @@ impl TinyStm {
     }
 
     fn rset(&self, core: usize, i: u64) -> Addr {
-        self.base + 4096 + LOCKS * 8 + core as u64 * PER_CORE_BYTES + (i % SET_ENTRIES) * R_ENTRY_BYTES
+        self.base
+            + 4096
+            + LOCKS * 8
+            + core as u64 * PER_CORE_BYTES
+            + (i % SET_ENTRIES) * R_ENTRY_BYTES
     }
 
     fn wset(&self, core: usize, j: u64) -> Addr {
@@ -220,7 +224,13 @@ impl TinyStm {
 
     /// After the program's load (read from memory): the orec re-check and
     /// the read-set entry.
-    pub fn after_load(&mut self, out: &mut Vec<Op>, ins: &mut Instructions, core: usize, addr: Addr) -> u32 {
+    pub fn after_load(
+        &mut self,
+        out: &mut Vec<Op>,
+        ins: &mut Instructions,
+        core: usize,
+        addr: Addr,
+    ) -> u32 {
         let o = self.orec(addr);
         self.load(out, o);
         let e = self.rset(core, self.reads);
@@ -412,7 +422,10 @@ mod tests {
         tx(&mut stm, 1, 0, 1);
         let (_, ins) = tx(&mut stm, 0, 10, 8);
         assert_eq!(ins.total, 52 + 10 * 44 + 8 * 47 + 53 + 8 * 12 + 10 * 10);
-        assert_eq!(stm.stats.validations, 2, "core 1 saw core 0's commit, then core 0 saw core 1's");
+        assert_eq!(
+            stm.stats.validations, 2,
+            "core 1 saw core 0's commit, then core 0 saw core 1's"
+        );
     }
 
     #[test]
