@@ -67,6 +67,11 @@ struct Mutant {
     torn: bool,
 }
 
+/// A three-line staging partition: LAD spills most lines to its undo log.
+const LAD_SPILL: &[(&str, &str)] = &[
+    ("lad.staging_lines_per_core", "3"),
+    ("workload.item_bytes", "1024"),
+];
 const REDO_CKPT: &[(&str, &str)] = &[("opt-redo.checkpoint_period_ms", "0.002")];
 const HOOP_GC: &[(&str, &str)] = &[("hoop.gc_period_ms", "0.002")];
 const LSM_HOME: &[(&str, &str)] = &[
@@ -135,6 +140,51 @@ const MUTANTS: &[Mutant] = &[
         key: "lad.mutant",
         value: "release-before-commit",
         sets: &[],
+        tx: 60,
+        recovery_crashes: 0,
+        torn: false,
+    },
+    // LAD's commit protocol: the controllers record the commit before the
+    // flushed lines have arrived (a crash in between applies a partial
+    // transaction).
+    Mutant {
+        scheme: "lad",
+        key: "lad.mutant",
+        value: "commit-before-flush-acks",
+        sets: &[],
+        tx: 60,
+        recovery_crashes: 0,
+        torn: false,
+    },
+    // LAD's overflow fallback: a spilled line goes home without its undo
+    // record (a tiny partition makes most lines spill).
+    Mutant {
+        scheme: "lad",
+        key: "lad.mutant",
+        value: "overflow-skips-log",
+        sets: LAD_SPILL,
+        tx: 60,
+        recovery_crashes: 0,
+        torn: false,
+    },
+    // LAD across two controllers: a crash between their commit updates,
+    // decided per controller, applies half a transaction.
+    Mutant {
+        scheme: "lad",
+        key: "lad.mutant",
+        value: "per-controller-decision",
+        sets: &[("lad.controllers", "2")],
+        tx: 60,
+        recovery_crashes: 0,
+        torn: false,
+    },
+    // Opt-undo's queued-record drop done before the force: a crash among
+    // the forced lines finds no records to roll them back.
+    Mutant {
+        scheme: "opt-undo",
+        key: "opt-undo.mutant",
+        value: "drop-before-force",
+        sets: &[("opt-undo.drop_queued_records", "true")],
         tx: 60,
         recovery_crashes: 0,
         torn: false,
