@@ -515,7 +515,13 @@ impl Scheme for OptUndo {
             ("undo_records_spilled", self.stat_records_spilled as f64),
             (
                 "undo_log_bytes_written",
-                ((self.stat_log_records - self.stat_records_dropped) * UNDO_REC_BYTES) as f64,
+                // With the queue, only spilled records reach the NVM log; a
+                // record queued before the window and dropped in it must not
+                // be subtracted from the window's count.
+                (match self.queue {
+                    Some(_) => self.stat_records_spilled,
+                    None => self.stat_log_records,
+                } * UNDO_REC_BYTES) as f64,
             ),
         ]
     }

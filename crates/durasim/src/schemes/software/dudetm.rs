@@ -300,6 +300,10 @@ struct DudeTm {
     /// Shadow offset of core 0's volatile log ring (above the data).
     vlog_base: u64,
     vlog_bytes: u64,
+    /// Shadow offset of the STM metadata and the bytes of one core's alias
+    /// of it (tinystm.rs); every alias maps to the same frames.
+    stm_base: u64,
+    stm_alias_bytes: u64,
     /// Shadow page -> DRAM frame, assigned on first touch.
     frames: FxHashMap<u64, u64>,
     max_frames: u64,
@@ -359,6 +363,8 @@ impl DudeTm {
             shadow_base,
             vlog_base,
             vlog_bytes,
+            stm_base,
+            stm_alias_bytes: tinystm::alias_bytes(layout.threads),
             frames: FxHashMap::default(),
             max_frames: p.u64("dudetm.dram_bytes") / PAGE_BYTES,
             vlog_pos: vec![0; n],
@@ -404,7 +410,11 @@ impl DudeTm {
     /// DRAM address of a shadow address: (address, whether its page was
     /// just assigned a frame).
     fn dram_addr(&mut self, ctx: &mut MemCtx, shadow: Addr) -> (Addr, bool) {
-        let off = shadow - self.shadow_base;
+        let mut off = shadow - self.shadow_base;
+        if off >= self.stm_base {
+            // One copy of the STM metadata in DRAM, whichever core's alias.
+            off = self.stm_base + (off - self.stm_base) % self.stm_alias_bytes;
+        }
         let page = off / PAGE_BYTES;
         let next = self.frames.len() as u64;
         let mut fresh = false;
@@ -603,7 +613,7 @@ impl Scheme for DudeTm {
         let mut emitted: u32 = 0;
         self.load_pos.clear();
         if let Some(stm) = stm.as_mut() {
-            emitted += stm.begin(out, &mut ins);
+            emitted += stm.begin(out, &mut ins, core);
         }
         for &op in ops {
             match op {

@@ -29,6 +29,12 @@
 //! Metadata contents are not modelled: every metadata store writes 0, so
 //! every metadata load reads 0 (the shared clock and orecs hold the same
 //! value for every core, which keeps `run.check_reads` exact).
+//!
+//! Each core addresses the metadata through its own alias (`alias_bytes`
+//! apart; DudeTM maps every alias to the same DRAM frames): the cache model
+//! has no coherence protocol and keeps a line in one core's private caches
+//! (docs/MODEL.md "Caches"), so a line two cores cached would leave one of
+//! them linked to an LLC slot another line reuses.
 
 use super::Instructions;
 use crate::config::Params;
@@ -48,9 +54,15 @@ const W_ENTRY_BYTES: u64 = 64;
 const SET_ENTRIES: u64 = 4096;
 const PER_CORE_BYTES: u64 = SET_ENTRIES * (R_ENTRY_BYTES + W_ENTRY_BYTES);
 
-/// Bytes of the shadow address space the STM metadata takes for `threads`.
-pub(crate) fn span_bytes(threads: usize) -> u64 {
+/// Bytes of one core's alias of the STM metadata for `threads` cores (a
+/// whole number of 4 KiB pages): clock page, orecs, every core's sets.
+pub(crate) fn alias_bytes(threads: usize) -> u64 {
     4096 + LOCKS * 8 + threads as u64 * PER_CORE_BYTES
+}
+
+/// Bytes of the shadow address space the STM metadata's aliases take.
+pub(crate) fn span_bytes(threads: usize) -> u64 {
+    threads as u64 * alias_bytes(threads)
 }
 
 /// Per-call instruction counts (params `dudetm.stm_*`).
@@ -98,8 +110,10 @@ struct WEntry {
 }
 
 pub(crate) struct TinyStm {
-    /// Shadow address of the clock line; orecs and per-core sets follow.
+    /// Shadow address of core 0's alias of the clock line; orecs and
+    /// per-core sets follow; core c's alias is `c * alias` above.
     base: Addr,
+    alias: u64,
     costs: StmCosts,
     /// Commits of all threads so far, and the count each thread saw at its
     /// previous commit (validation runs when another thread committed).
@@ -117,6 +131,7 @@ impl TinyStm {
     pub fn new(base: Addr, threads: usize, costs: StmCosts) -> Self {
         TinyStm {
             base,
+            alias: alias_bytes(threads),
             costs,
             commits: 0,
             seen_commits: vec![0; threads],
@@ -128,17 +143,23 @@ impl TinyStm {
         }
     }
 
-    fn clock(&self) -> Addr {
-        self.base
+    /// `core`'s alias of the metadata.
+    fn view(&self, core: usize) -> Addr {
+        self.base + core as u64 * self.alias
     }
 
-    /// The orec of program address `a` (shared by all cores).
-    fn orec(&self, a: Addr) -> Addr {
-        self.base + 4096 + ((a >> STRIPE_SHIFT) & (LOCKS - 1)) * 8
+    fn clock(&self, core: usize) -> Addr {
+        self.view(core)
+    }
+
+    /// The orec of program address `a` (shared by all cores), as `core`
+    /// addresses it.
+    fn orec(&self, core: usize, a: Addr) -> Addr {
+        self.view(core) + 4096 + ((a >> STRIPE_SHIFT) & (LOCKS - 1)) * 8
     }
 
     fn rset(&self, core: usize, i: u64) -> Addr {
-        self.base
+        self.view(core)
             + 4096
             + LOCKS * 8
             + core as u64 * PER_CORE_BYTES
@@ -146,7 +167,7 @@ impl TinyStm {
     }
 
     fn wset(&self, core: usize, j: u64) -> Addr {
-        self.base
+        self.view(core)
             + 4096
             + LOCKS * 8
             + core as u64 * PER_CORE_BYTES
@@ -190,12 +211,12 @@ impl TinyStm {
     }
 
     /// `stm_start`. Returns the loads emitted.
-    pub fn begin(&mut self, out: &mut Vec<Op>, ins: &mut Instructions) -> u32 {
+    pub fn begin(&mut self, out: &mut Vec<Op>, ins: &mut Instructions, core: usize) -> u32 {
         self.words.clear();
         self.word_idx.clear();
         self.stripes.clear();
         self.reads = 0;
-        self.load(out, self.clock());
+        self.load(out, self.clock(core));
         Self::charge(out, ins, self.costs.start, 1);
         1
     }
@@ -210,7 +231,7 @@ impl TinyStm {
         core: usize,
         addr: Addr,
     ) -> (u32, bool) {
-        let o = self.orec(addr);
+        let o = self.orec(core, addr);
         if let Some(&w) = self.word_idx.get(&addr) {
             self.load(out, o);
             let e = self.wset(core, self.words[w].slot);
@@ -231,7 +252,7 @@ impl TinyStm {
         core: usize,
         addr: Addr,
     ) -> u32 {
-        let o = self.orec(addr);
+        let o = self.orec(core, addr);
         self.load(out, o);
         let e = self.rset(core, self.reads);
         self.reads += 1;
@@ -252,7 +273,7 @@ impl TinyStm {
         addr: Addr,
         value: u64,
     ) -> u32 {
-        let o = self.orec(addr);
+        let o = self.orec(core, addr);
         let stripe = addr >> STRIPE_SHIFT;
         self.load(out, o);
         if let Some(&w) = self.word_idx.get(&addr) {
@@ -303,7 +324,7 @@ impl TinyStm {
             return 0;
         }
         let mut loads = 0;
-        self.atomic(out, self.clock());
+        self.atomic(out, self.clock(core));
         loads += 1;
         let mut n = self.costs.commit + self.costs.commit_per_write * self.words.len() as u64;
         let mut mem = 1u64;
@@ -333,7 +354,7 @@ impl TinyStm {
             loads += 1;
             mem += 2;
             if released.insert(w.addr >> STRIPE_SHIFT, ()).is_none() {
-                self.store(out, self.orec(w.addr));
+                self.store(out, self.orec(core, w.addr));
                 mem += 1;
             }
         }
@@ -382,7 +403,7 @@ mod tests {
     fn tx(stm: &mut TinyStm, core: usize, r: u64, w: u64) -> (Vec<Op>, Instructions) {
         let mut out = Vec::new();
         let mut ins = Instructions::default();
-        stm.begin(&mut out, &mut ins);
+        stm.begin(&mut out, &mut ins, core);
         for i in 0..r {
             let a = 0x10_0000 + i * 64;
             let (_, from_wset) = stm.read_barrier(&mut out, &mut ins, core, a);
@@ -428,12 +449,44 @@ mod tests {
         );
     }
 
+    /// The cache model keeps a line in one core's private caches, so no
+    /// metadata line may be addressed by two cores; the clock and the
+    /// orecs of a core are the other core's shifted by one alias (DudeTM
+    /// maps both to the same DRAM bytes).
+    #[test]
+    fn cores_address_the_metadata_through_disjoint_aliases() {
+        let base = 1 << 40;
+        let mut stm = TinyStm::new(base, 2, costs());
+        let meta = |out: &[Op]| -> Vec<Addr> {
+            out.iter()
+                .filter_map(|op| match *op {
+                    Op::Load { addr, .. } | Op::Store { addr, .. } if addr >= base => Some(addr),
+                    _ => None,
+                })
+                .collect()
+        };
+        // The same program addresses on both cores: same clock, same orecs.
+        let (out0, _) = tx(&mut stm, 0, 4, 4);
+        let (out1, _) = tx(&mut stm, 1, 4, 4);
+        let (m0, m1) = (meta(&out0), meta(&out1));
+        let lines0: std::collections::HashSet<Addr> = m0.iter().map(|a| a / 64).collect();
+        assert!(
+            m1.iter().all(|a| !lines0.contains(&(a / 64))),
+            "a metadata line is shared by cores 0 and 1"
+        );
+        let alias = alias_bytes(2);
+        assert_eq!(alias % 4096, 0, "aliases are page-aligned");
+        assert_eq!(m1[0], m0[0] + alias, "clock");
+        assert_eq!(m1[1], m0[1] + alias, "first orec");
+        assert!(base + span_bytes(2) > *m1.iter().max().unwrap());
+    }
+
     #[test]
     fn rewrites_and_reads_of_written_words_use_the_write_set() {
         let mut stm = TinyStm::new(1 << 40, 1, costs());
         let mut out = Vec::new();
         let mut ins = Instructions::default();
-        stm.begin(&mut out, &mut ins);
+        stm.begin(&mut out, &mut ins, 0);
         stm.write(&mut out, &mut ins, 0, 0x1000, 1);
         stm.write(&mut out, &mut ins, 0, 0x1000, 2); // same word
         stm.write(&mut out, &mut ins, 0, 0x1008, 3); // same stripe, new word
