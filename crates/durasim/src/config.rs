@@ -141,7 +141,7 @@ macro_rules! p {
 pub(crate) use p;
 
 const T2: &str = "HOOP paper Table II";
-/// Source of a default chosen by us (explained in docs/MODEL.md).
+/// Source of a default chosen by us (explained in docs/model/, indexed by docs/MODEL.md).
 pub(crate) const MC: &str = "modelling choice, see docs/MODEL.md";
 /// The HOOP preset's reference core (the paper gives no core sizes).
 const SNB: &str = "Intel Sandy Bridge (Intel 64 and IA-32 Optimization Reference Manual, Sandy Bridge section: 168-entry ROB, 64 load / 36 store buffers, 10 L1D fill buffers, 4-wide)";

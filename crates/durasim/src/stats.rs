@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 /// unit and the paper that uses it: docs/model/metrics.md.
 ///
 /// Rates, latencies, traffic, energy, miss ratio and load/store counts are
-/// over the measured window (after the warm-up, docs/MODEL.md "Metrics");
+/// over the measured window (after the warm-up, docs/model/metrics.md);
 /// `committed_tx` and `sim_cycles` cover the whole run.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct Metrics {

@@ -249,7 +249,7 @@ const MUTANTS: &[Mutant] = &[
 ];
 
 /// Planted bugs the modelled faults cannot expose, asserted to pass (and
-/// documented in docs/MODEL.md). Opt-undo's write-backs and forced lines
+/// documented in docs/model/crash.md). Opt-undo's write-backs and forced lines
 /// not waiting for their undo record: the record is issued at the store,
 /// before any write-back or force of its line, and the controller accepts
 /// (ADR) and the model's media persists (no ADR) a core's writes to the

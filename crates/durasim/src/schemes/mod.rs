@@ -46,7 +46,7 @@ pub struct MemCtx {
     pub pending_error: Option<Error>,
     /// Lines a scheme asks the caches to write back (clwb) before the
     /// core that just began a transaction may go on (MorLog's transaction
-    /// table when full, docs/MODEL.md). The engine services it right
+    /// table when full, docs/model/morlog.md). The engine services it right
     /// after `Scheme::tx_begin` and reports the time through
     /// [`Scheme::write_back_request_done`].
     pub write_back_request: Vec<Addr>,

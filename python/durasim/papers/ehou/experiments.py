@@ -18,7 +18,7 @@ Workloads (§IV-A): Array, Hash Table, Hash Map, B+Tree (``btree``), B-tree
 and RB-tree with Zipfian keys (``workload.key_dist=zipfian``), TATP, TPC-C;
 four cores (``threads``), each running its own copy (``workload.copies``
 is the per-thread count: the paper's "four copies at the same time" on
-four cores is one copy per thread, docs/MODEL.md).
+four cores is one copy per thread, docs/model/experiments.md).
 """
 
 from __future__ import annotations

@@ -383,7 +383,7 @@ def an_traffic(raw: pd.DataFrame) -> pd.DataFrame:
     df = with_labels(raw)
     # write_bytes_per_tx is the engine's steady-state figure: NVM writes in
     # the measured window plus the window's growth of dirty cached data,
-    # per measured transaction (docs/MODEL.md, Metrics).
+    # per measured transaction (docs/model/metrics.md).
     base = normalize(df, "write_bytes_per_tx", [NATIVE], ["config_label"], "norm_write_traffic")
     bad = df.attrs.get("not_normalizable") or {}
     for k, why in list(bad.items()):

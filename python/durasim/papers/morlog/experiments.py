@@ -352,7 +352,7 @@ def plan_write_latency(sc: dict[str, Any], av: Avail) -> Plan:
 
 #: Log bits as the paper counts them (§VI-C, expansion coding disabled):
 #: the data-aware media's code-word bits of log-region line writes
-#: (docs/MODEL.md "Log bits"), flattened by durasim.sweep.
+#: (docs/model/nvm-media.md "Log bits"), flattened by durasim.sweep.
 COL_LOG_BITS = "nvm_media.log_bits_written"
 #: Fallback: the schemes' count before encoding (Fig. 7 record sizes).
 STAT_LOG_BITS = ("log_bits",)
@@ -382,7 +382,7 @@ def an_throughput(raw: pd.DataFrame) -> pd.DataFrame:
 
 def an_traffic(raw: pd.DataFrame) -> pd.DataFrame:
     df = with_labels(raw)
-    # Steady-state NVM bytes written per measured tx (docs/MODEL.md, Metrics).
+    # Steady-state NVM bytes written per measured tx (docs/model/metrics.md).
     _norm(
         df, "write_bytes_per_tx", ["config_label"], "norm_write_traffic", "NVM bytes written per tx"
     )

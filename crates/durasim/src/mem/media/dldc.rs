@@ -5,7 +5,7 @@
 //!
 //! Table II leaves open how dirty bytes matching no pattern are marked: we
 //! store one "matched" bit before the tag (0: the dirty bytes follow raw).
-//! Modelling choice, docs/MODEL.md.
+//! Modelling choice, docs/model/nvm-media.md.
 
 use super::bits::{sext, BitReader, BitWriter};
 

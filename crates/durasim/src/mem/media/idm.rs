@@ -6,7 +6,7 @@
 //! allows. The papers' exact mapping tables were not found by our library
 //! search; the tables below are built from MorLog Table III by the IDM rule
 //! (a k-bit symbol over g cells uses the 2^k cheapest g-cell state
-//! combinations, symbol value = cost rank). Modelling choice, docs/MODEL.md.
+//! combinations, symbol value = cost rank). Modelling choice, docs/model/nvm-media.md.
 
 use super::bits::BitWriter;
 use super::{TABLE3_WRITE_NS, TABLE3_WRITE_PJ};

@@ -486,7 +486,7 @@ fn word(data: &LineData, i: usize) -> u64 {
 /// taken against the previous word of the line (the first against zero), so
 /// an undo/redo pair stored side by side keeps only the redo's dirty bytes
 /// (MorLog §V, Fig. 11) and the line decodes on its own. Modelling choice
-/// (the DIMM sees lines, not log entries), docs/MODEL.md.
+/// (the DIMM sees lines, not log entries), docs/model/nvm-media.md.
 fn dldc_line_size(data: &LineData) -> usize {
     let mut prev = 0;
     let mut n = 0;

@@ -30,7 +30,7 @@
 //! LLC miss or write-back goes to the DRAM controller at a frame assigned on
 //! the page's first touch (4 KiB demand paging, at most `dudetm.dram_bytes`);
 //! the first touch of a data page copies it from NVM (a timed 4 KiB NVM read).
-//! No DRAM cache of NVM is involved (docs/MODEL.md "DudeTM").
+//! No DRAM cache of NVM is involved (docs/model/software.md).
 
 use super::tinystm::{self, StmCosts, TinyStm};
 use super::Instructions;

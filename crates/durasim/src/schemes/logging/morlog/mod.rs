@@ -18,7 +18,7 @@
 //!   writes lazily (when full, or at commit). A buffered redo entry is
 //!   discarded when its transaction updates the line again: the word is
 //!   back in the L1 in ULog state (the paper's rule).
-//! - Deviation (docs/MODEL.md "MorLog"): the paper also discards a buffered
+//! - Deviation (docs/model/morlog.md): the paper also discards a buffered
 //!   redo entry when the LLC writes its line back. That loses the newest
 //!   redo of a word whose older redo is in the log: after commit, recovery
 //!   redoes the older value over the newer home data. `morlog` writes such

@@ -376,7 +376,7 @@ pub struct Hoop {
     /// With ADR, the current address slice's bytes, held in the controller's
     /// write-pending queue (persistence domain) where successive commit
     /// entries to the same line coalesce; written to NVM as one 128 B slice
-    /// when full or when its block is sealed. See docs/MODEL.md.
+    /// when full or when its block is sealed. See docs/model/hoop.md.
     addr_slice_bytes: [u8; SLICE_BYTES as usize],
     epoch_next: u32,
     /// FULL blocks in epoch (allocation) order = commit order.
