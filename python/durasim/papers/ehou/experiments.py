@@ -487,27 +487,14 @@ def scale_doc(scale: str, sc: dict[str, Any] | None = None) -> ScaleDoc:
         for w in sc["workloads"]
     }
     fewest = min(per_w, key=per_w.get)
-    av = Avail()
-    set_by_scale = sorted(
-        {
-            k
-            for e in EXPERIMENTS.values()
-            for spec in e.plan(sc, av).specs
-            for k in spec
-            if "." in k
-            and k not in (P_SETS, P_PERSIST, "workload.key_dist", "run.characterise")
-            and not (k == P_COPIES and spec[k] == 1)
-        }
+    set_by_scale = _characterise.set_by_scale(
+        EXPERIMENTS,
+        sc,
+        {P_SETS, P_PERSIST, "workload.key_dist"},
+        keep=lambda k, v: not (k == P_COPIES and v == 1),
     )
     keeps = [
-        Ratio(
-            "machine or workload parameters the scale changes"
-            + (f" ({', '.join(set_by_scale)})" if set_by_scale else ""),
-            "every mechanism (Table I machine, §IV-A workloads)",
-            len(set_by_scale),
-            0,
-            at_most=0,
-        ),
+        _characterise.unchanged_ratio(set_by_scale, "Table I machine, §IV-A workloads"),
         Ratio(
             f"AIT-cache accesses / entries of the largest swept cache ({largest} sets; "
             f"fewest: {fewest}, estimated)",

@@ -729,25 +729,9 @@ def scale_doc(scale: str, sc: dict[str, Any] | None = None) -> ScaleDoc:
     longest = max(sc["period_ms"])
     sweep = sc["period_tx"] / VECTOR_1KB_TX_PER_MCYCLE * 1e6 * window / period_cycles(longest)
     swept = {P_ITEM, P_GC_PERIOD, P_MAPPING, P_READ_NS, P_WRITE_NS, P_REC_THREADS, P_REC_BW}
-    av = Avail()
-    machine = sorted(
-        {
-            k
-            for e in EXPERIMENTS.values()
-            for spec in e.plan(sc, av).specs
-            for k in spec
-            if "." in k and k not in swept and k != "run.characterise"
-        }
-    )
+    machine = _characterise.set_by_scale(EXPERIMENTS, sc, swept)
     keeps = [
-        Ratio(
-            "machine or workload parameters the scale changes"
-            + (f" ({', '.join(machine)})" if machine else ""),
-            "every mechanism (Table II machine, Table III workloads)",
-            len(machine),
-            0,
-            at_most=0,
-        ),
+        _characterise.unchanged_ratio(machine, "Table II machine, Table III workloads"),
         Ratio(
             f"GC periods in the measured window, grid runs (fewest: {fewest}, "
             "estimated from the steady-state rate)",

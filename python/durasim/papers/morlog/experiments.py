@@ -755,29 +755,16 @@ def scale_doc(scale: str, sc: dict[str, Any] | None = None) -> ScaleDoc:
     fewest = min(per_w, key=per_w.get)
     swept = {P_ITEM, *P_TLC_WRITE_NS}
     av = Avail()
-    cat = _scheme_params()
-    av.scheme_params = cat  # type: ignore[attr-defined]
-    machine = sorted(
-        {
-            k
-            for e in EXPERIMENTS.values()
-            for spec in e.plan(sc, av).specs
-            for k in spec
-            if "." in k
-            and k not in swept
-            and not k.endswith(("_entries", ".log_management"))
-            and k != "run.characterise"
-        }
+    av.scheme_params = _scheme_params()  # type: ignore[attr-defined]
+    machine = _characterise.set_by_scale(
+        EXPERIMENTS,
+        sc,
+        swept,
+        keep=lambda k, _: not k.endswith(("_entries", ".log_management")),
+        av=av,
     )
     keeps = [
-        Ratio(
-            "machine or workload parameters the scale changes"
-            + (f" ({', '.join(machine)})" if machine else ""),
-            "every mechanism (Table III system, Table IV workloads)",
-            len(machine),
-            0,
-            at_most=0,
-        ),
+        _characterise.unchanged_ratio(machine, "Table III system, Table IV workloads"),
         Ratio(
             f"force-write-back periods (3 M cycles) in the measured window (fewest: {fewest}, "
             "estimated from FWB-CRADE's rate)",
