@@ -81,7 +81,8 @@ class Claim:
     """``base(sc, scheme)`` is a run's spec before the point's parameters
     (scheme, workload, threads, tx, seed and what the paper fixes);
     ``fixed`` the paper's value of a swept parameter where it is not the
-    catalogue default; ``notes(runs)`` extra notes from the runs."""
+    catalogue default (the base spec's value, if it sets one, comes first);
+    ``notes(runs)`` extra notes from the runs."""
 
     claim: str
     scheme: str
@@ -93,6 +94,8 @@ class Claim:
     fixed: dict[str, Any] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)
     notes: Callable[[pd.DataFrame], list[str]] | None = None
+    #: Adds derived metric columns to the runs before the analysis.
+    derive: Callable[[pd.DataFrame], pd.DataFrame] | None = None
 
     @property
     def schemes(self) -> list[str]:
@@ -123,7 +126,7 @@ def plan(claim: Claim) -> Callable[[dict[str, Any], Avail], Plan]:
         p = Plan()
         schemes, _, _ = av.filter(p, claim.schemes, [])
         keys = sorted(claim.swept_keys(sc))
-        missing_keys = [k for k in keys if k not in av.params]
+        missing_keys = [k for k in keys if "." in k and k not in av.params]
         if missing_keys:
             p.skipped += [f"parameter '{k}' (not in durasim.params())" for k in missing_keys]
             return p
@@ -169,6 +172,8 @@ def analyze(claim: Claim) -> Callable[[pd.DataFrame], pd.DataFrame]:
         ref = dict(meta.get("claim_ref") or {})
         points = meta.get("claim_points") or {}
         ran = raw[raw["scheme"].isin(claim.schemes)] if len(raw) else raw
+        if claim.derive is not None and len(ran):
+            ran = claim.derive(ran.copy())
         for a in claim.axes:
             for order, pt in enumerate(points.get(a.key, [])):
                 at: dict[str, pd.Series] = {}
@@ -223,11 +228,7 @@ def analyze(claim: Claim) -> Callable[[pd.DataFrame], pd.DataFrame]:
         notes = [
             f"claim tested: {claim.claim}",
             f"sweep: {claim.what}",
-            f"advantage = {claim.name(claim.scheme)}'s value / the rival's for "
-            + ", ".join(m.label for m in claim.metrics if m.higher_is_better)
-            + "; the rival's / "
-            + f"{claim.name(claim.scheme)}'s for "
-            + ", ".join(m.label for m in claim.metrics if not m.higher_is_better),
+            _definition(claim),
         ]
         if claim.notes is not None and len(ran):
             notes += claim.notes(ran)
@@ -241,6 +242,16 @@ def analyze(claim: Claim) -> Callable[[pd.DataFrame], pd.DataFrame]:
         return df
 
     return f
+
+
+def _definition(claim: Claim) -> str:
+    me = claim.name(claim.scheme)
+    up = ", ".join(m.label for m in claim.metrics if m.higher_is_better)
+    down = ", ".join(m.label for m in claim.metrics if not m.higher_is_better)
+    parts = ([f"{me}'s value / the rival's for {up}"] if up else []) + (
+        [f"the rival's value / {me}'s for {down}"] if down else []
+    )
+    return "advantage = " + "; ".join(parts)
 
 
 def _num(row: pd.Series | None, col: str) -> float:
@@ -323,6 +334,13 @@ def figure(df: pd.DataFrame) -> Figure:
             part = df[(df["metric"] == m) & (df["axis"] == a)].sort_values("point_order")
             pts = list(dict.fromkeys(part["point"]))
             numeric = part["x"].notna().all() and part["x"].nunique() == len(pts)
+            xs_all = part.drop_duplicates("point")["x"].astype(float)
+            ticks = list(pts)
+            if numeric and not _spread(xs_all):
+                # Measured values too close to read apart: evenly spaced,
+                # each tick labelled with its value.
+                numeric = False
+                ticks = [f"{fmt(v)}\n{p}" for v, p in zip(xs_all, pts)]
             for rival in dict.fromkeys(part["rival"]):
                 r = part[part["rival"] == rival]
                 xs = r["x"].astype(float) if numeric else r["point_order"]
@@ -341,14 +359,14 @@ def figure(df: pd.DataFrame) -> Figure:
                 ax.xaxis.set_minor_locator(FixedLocator([]))
                 ax.tick_params(axis="x", labelsize=7)
             else:
-                ax.set_xticks(range(len(pts)), [_wrap(p) for p in pts], fontsize=7)
+                ax.set_xticks(range(len(pts)), [_wrap(p) for p in ticks], fontsize=7)
                 ax.set_xlim(-0.4, len(pts) - 0.6)
             lo, hi = np.nanmin(part["advantage"]), np.nanmax(part["advantage"])
             if not (math.isnan(lo) or math.isnan(hi)):
                 ax.set_ylim(min(lo, 1.0) * 0.9, max(hi, 1.0) * 1.1)
             ax.grid(alpha=0.3)
             if i == len(metrics) - 1:
-                ax.set_xlabel(part["axis_label"].iloc[0], fontsize=8)
+                ax.set_xlabel(textwrap.fill(part["axis_label"].iloc[0], 48), fontsize=8)
             if j == 0:
                 ax.set_ylabel(f"{who} advantage (×)\n{part['metric_label'].iloc[0]}", fontsize=8)
             if j == ncols - 1:
@@ -362,7 +380,19 @@ def figure(df: pd.DataFrame) -> Figure:
 
 
 def _wrap(text: str, width: int = 16) -> str:
-    return textwrap.fill(str(text), width)
+    return "\n".join(textwrap.fill(line, width) for line in str(text).split("\n"))
+
+
+def _spread(xs: pd.Series) -> bool:
+    """Whether ``xs`` lie far enough apart to be read on a numeric axis
+    (log-spaced when they span more than 8x)."""
+    v = sorted(float(x) for x in xs)
+    if len(v) < 2:
+        return True
+    if v[0] > 0 and v[-1] / v[0] > 8:
+        v = [math.log(x) for x in v]
+    span = v[-1] - v[0]
+    return span > 0 and min(b - a for a, b in zip(v, v[1:])) >= 0.2 * span
 
 
 def experiment(claim: Claim, id: str, item: str, title: str, section: str = "") -> Experiment:

@@ -32,6 +32,7 @@ from ... import _core
 from .. import _characterise
 from .._base import CONFIGS, Avail, Experiment, Plan, Setup, missing
 from .._scale import Ratio, ScaleDoc, Steady
+from .claim import EXPERIMENT as CLAIM_EXPERIMENT
 
 #: How a frame cites the paper (with the item and section).
 PAPER_REF = "DPC §5"
@@ -908,6 +909,7 @@ EXPERIMENTS: dict[str, Experiment] = {
             section="§5.1.3/Table 5",
             table=_characterise.table,
         ),
+        CLAIM_EXPERIMENT,
     ]
 }
 

@@ -34,6 +34,8 @@ from ... import _core
 from .. import _characterise
 from .._base import CONFIGS, Avail, Experiment, Plan, Setup, missing
 from .._scale import Ratio, ScaleDoc, Steady
+from .claim import CLAIM
+from .claim import EXPERIMENT as CLAIM_EXPERIMENT
 
 SCHEMES = ["redu", "osp", "ehou"]
 #: (label, workload, extra parameters): §IV-A's workload list.
@@ -409,6 +411,7 @@ EXPERIMENTS: dict[str, Experiment] = {
             an_workloads,
             table=_characterise.table,
         ),
+        CLAIM_EXPERIMENT,
     ]
 }
 
@@ -490,7 +493,7 @@ def scale_doc(scale: str, sc: dict[str, Any] | None = None) -> ScaleDoc:
     set_by_scale = _characterise.set_by_scale(
         EXPERIMENTS,
         sc,
-        {P_SETS, P_PERSIST, "workload.key_dist"},
+        {P_SETS, P_PERSIST, "workload.key_dist", *CLAIM.swept_keys(sc)},
         keep=lambda k, v: not (k == P_COPIES and v == 1),
     )
     keeps = [

@@ -89,7 +89,11 @@ CLAIM = _claims.Claim(
             "locality",
             "update locality (64 B items)",
             _locality,
-            show=("stat.gc_data_reduction_ratio",),
+            show=(
+                "stat.gc_data_reduction_ratio",
+                "stat.gc_runs_periodic",
+                "stat.gc_runs_on_demand",
+            ),
         ),
     ),
     base=_base,

@@ -25,6 +25,8 @@ from .. import _characterise
 from .._base import CONFIGS, Avail, Experiment, Plan, Setup
 from .._grid import KB, P_ITEM, normalize, stat_column, with_labels
 from .._scale import Ratio, ScaleDoc, Steady
+from .claim import CLAIM
+from .claim import EXPERIMENT as CLAIM_EXPERIMENT
 
 #: The paper's six designs (§VI-A) as durasim's presets, in the paper's order.
 #: Every experiment takes its designs from here.
@@ -117,6 +119,7 @@ SCALES: dict[str, dict[str, Any]] = {
         "sens_item": 64,
         "latency_scale": [1, 32],
         "tx_table_entries": [2, 64],
+        "claim": {"tx": 100},
     },
     "small": {
         "seed": 1,
@@ -134,6 +137,8 @@ SCALES: dict[str, dict[str, Any]] = {
         "sens_item": 64,
         "latency_scale": [1, 8, 32],
         "tx_table_entries": [16, 1024],
+        # About 1.4 force-write-back periods on hashmap: the claim sweep's CPU budget.
+        "claim": {"tx": 48_000},
     },
     "paper": {
         "seed": 1,
@@ -154,6 +159,7 @@ SCALES: dict[str, dict[str, Any]] = {
         "latency_scale": [1, 2, 4, 8, 16, 32],  # §VI-E: 1x..32x
         # §III-F gives no table size (not evaluated there): a sweep.
         "tx_table_entries": [16, 64, 256, 1024, 4096],
+        "claim": {"tx": STEADY_TX["hashmap"]},
     },
 }
 
@@ -621,6 +627,7 @@ EXPERIMENTS: dict[str, Experiment] = {
             an_workloads,
             table=_characterise.table,
         ),
+        CLAIM_EXPERIMENT,
     ]
 }
 
@@ -638,6 +645,7 @@ PAPER_ITEMS = {
     "write_latency": "MorLog §VI-E",
     "log_management": "MorLog §III-F (not evaluated there)",
     "workloads": "MorLog §VI-A (Table IV workloads)",
+    "claim": "MorLog abstract and §VI-B",
 }
 
 
@@ -734,7 +742,7 @@ def scale_doc(scale: str, sc: dict[str, Any] | None = None) -> ScaleDoc:
             "periods of 3 M cycles",
             _fwb_periods_in_window,
             MIN_FWB_PERIODS,
-            tuple(e for e in EXPERIMENTS if e not in ("workloads", "log_management")),
+            tuple(e for e in EXPERIMENTS if e not in ("workloads", "log_management", "claim")),
             tuple(DESIGNS),
         )
     ]
@@ -753,7 +761,7 @@ def scale_doc(scale: str, sc: dict[str, Any] | None = None) -> ScaleDoc:
         for w in [*sc["micro"], *sc["macro"]]
     }
     fewest = min(per_w, key=per_w.get)
-    swept = {P_ITEM, *P_TLC_WRITE_NS}
+    swept = {P_ITEM, *P_TLC_WRITE_NS, *CLAIM.swept_keys(sc)}
     av = Avail()
     av.scheme_params = _scheme_params()  # type: ignore[attr-defined]
     machine = _characterise.set_by_scale(
