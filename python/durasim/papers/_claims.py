@@ -32,7 +32,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter
 
-from ..plotting import empty_figure, footnote, legend_outside, new_figure
+from .. import _core
+from ..plotting import empty_figure, footnote, legend_outside, log_ticks, new_figure
 from ._base import Avail, Experiment, Plan, _same, missing
 from ._scale import fmt
 
@@ -132,7 +133,10 @@ def plan(claim: Claim) -> Callable[[dict[str, Any], Avail], Plan]:
             return p
         seen = set()
         base = claim.base(sc, claim.scheme)
-        ref = {k: base.get(k, claim.fixed.get(k, av.defaults.get(k))) for k in keys}
+        defaults = getattr(av, "defaults", None) or {
+            k: v.get("default") for k, v in _core.params().items()
+        }
+        ref = {k: base.get(k, claim.fixed.get(k, defaults.get(k))) for k in keys}
         points = {a.key: a.points(sc) for a in claim.axes}
         for a in claim.axes:
             for pt in points[a.key]:
@@ -363,12 +367,19 @@ def figure(df: pd.DataFrame) -> Figure:
                 ax.set_xlim(-0.4, len(pts) - 0.6)
             lo, hi = np.nanmin(part["advantage"]), np.nanmax(part["advantage"])
             if not (math.isnan(lo) or math.isnan(hi)):
-                ax.set_ylim(min(lo, 1.0) * 0.9, max(hi, 1.0) * 1.1)
+                lo, hi = min(lo, 1.0), max(hi, 1.0)
+                if lo > 0 and hi / lo > 20:
+                    # Advantages from below 1 to tens: parity stays readable.
+                    ax.set_yscale("log")
+                    log_ticks(ax, "y")
+                    ax.set_ylim(lo / 1.3, hi * 1.3)
+                else:
+                    ax.set_ylim(lo * 0.9, hi * 1.1)
             ax.grid(alpha=0.3)
             if i == len(metrics) - 1:
                 ax.set_xlabel(textwrap.fill(part["axis_label"].iloc[0], 48), fontsize=8)
-            if j == 0:
-                ax.set_ylabel(f"{who} advantage (×)\n{part['metric_label'].iloc[0]}", fontsize=8)
+            # Every panel says what it plots (its row's metric).
+            ax.set_ylabel(f"{who} advantage (×)\n{part['metric_label'].iloc[0]}", fontsize=8)
             if j == ncols - 1:
                 legend_outside(ax)
     # The readings (one sentence per line of the figure) are in the

@@ -719,7 +719,8 @@ def cite(e: Experiment) -> str:
 COST: dict[str, str] = {
     "small": (
         "96 distinct runs; about 740 s of CPU time (≈ 6 min wall on two idle cores); "
-        "the TLC device model is most of it"
+        "the TLC device model is most of it; the claim sweep (l) adds 18 runs, 110 s of CPU "
+        "measured (2026-11-29, serial, loaded host)"
     ),
 }
 
