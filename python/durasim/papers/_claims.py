@@ -193,6 +193,20 @@ def analyze(claim: Claim) -> Callable[[pd.DataFrame], pd.DataFrame]:
                 if a.x_metric and me is not None and not missing(me.get(a.x_metric)):
                     x = float(me[a.x_metric])
                 shown = {c: (me.get(c) if me is not None else float("nan")) for c in a.show}
+                # The claimed scheme's run parameters (the CSV's provenance)
+                # and any run of the point that stopped.
+                given = {}
+                if me is not None:
+                    given = {
+                        c: me[c]
+                        for c in me.index
+                        if "." in str(c) and not str(c).startswith(("stat.", "sim.", "nvm_media."))
+                    }
+                errors = [
+                    str(r.get("error"))
+                    for r in at.values()
+                    if "error" in r.index and not missing(r.get("error"))
+                ]
                 for rival in claim.rivals:
                     other = at.get(rival)
                     for m in claim.metrics:
@@ -218,7 +232,10 @@ def analyze(claim: Claim) -> Callable[[pd.DataFrame], pd.DataFrame]:
                                 "advantage": adv,
                                 **{f"{claim.scheme} {c}": v for c, v in shown.items()},
                                 "workload": me.get("workload") if me is not None else None,
+                                "threads": me.get("threads") if me is not None else None,
                                 "tx": me.get("tx") if me is not None else None,
+                                **given,
+                                "error": "; ".join(errors) if errors else None,
                                 **{k: pt.for_scheme(claim.scheme).get(k, ref.get(k)) for k in keys},
                             }
                         )
@@ -376,8 +393,11 @@ def figure(df: pd.DataFrame) -> Figure:
                 else:
                     ax.set_ylim(lo * 0.9, hi * 1.1)
             ax.grid(alpha=0.3)
-            if i == len(metrics) - 1:
-                ax.set_xlabel(textwrap.fill(part["axis_label"].iloc[0], 48), fontsize=8)
+            # Every panel names its input (the top row's in small print).
+            ax.set_xlabel(
+                textwrap.fill(part["axis_label"].iloc[0], 48),
+                fontsize=8 if i == len(metrics) - 1 else 6.5,
+            )
             # Every panel says what it plots (its row's metric).
             ax.set_ylabel(f"{who} advantage (×)\n{part['metric_label'].iloc[0]}", fontsize=8)
             if j == ncols - 1:

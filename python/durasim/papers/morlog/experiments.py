@@ -645,7 +645,7 @@ PAPER_ITEMS = {
     "write_latency": "MorLog §VI-E",
     "log_management": "MorLog §III-F (not evaluated there)",
     "workloads": "MorLog §VI-A (Table IV workloads)",
-    "claim": "MorLog abstract and §VI-B",
+    "claim": "MorLog §VI-B (the abstract's claim)",
 }
 
 
