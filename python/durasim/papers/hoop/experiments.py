@@ -679,7 +679,7 @@ COST: dict[str, str] = {
     "small": (
         "90 distinct runs; about 1,070 s of CPU time (≈ 9 min wall on two idle cores), "
         "YCSB's 1 KB runs and LSM the largest shares; the claim sweep (l) adds 15 runs, "
-        "81 s of CPU measured (2026-11-29, serial, loaded host)"
+        "about 115 s of CPU (measured 2026-11-29, serial, loaded host)"
     ),
 }
 
