@@ -27,7 +27,7 @@ def frames():
 def test_registry_and_figures():
     assert PAPERS["dpc"] is dpc.PAPER
     assert set(dpc.PAPER.figures) == set(dpc_exp.EXPERIMENTS)
-    assert [e.item for e in dpc_exp.EXPERIMENTS.values()] == list("abcdefgh")
+    assert [e.item for e in dpc_exp.EXPERIMENTS.values()] == list("abcdefghi")
 
 
 def test_plans_at_paper_scale():

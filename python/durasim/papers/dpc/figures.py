@@ -13,7 +13,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from ...plotting import empty_figure, footnote, legend_outside, log_ticks, new_figure
-from .. import _characterise
+from .. import _characterise, _claims
 from .experiments import DIRECT, HW_SCHEMES, LABELS, SOFTWARE, WORKLOADS
 
 ORDER = {s: i for i, s in enumerate([*HW_SCHEMES, *SOFTWARE, DIRECT])}
@@ -235,4 +235,5 @@ FIGURES = {
     "interval": fig_interval,
     "metadata_space": fig_metadata_space,
     "workloads": _characterise.figure,
+    "claim": _claims.figure,
 }

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from ...plotting import empty_figure, footnote, legend_outside, new_figure
-from .. import _characterise
+from .. import _characterise, _claims
 from .experiments import SCHEMES
 
 
@@ -98,4 +98,5 @@ FIGURES = {
     "persist": fig_persist,
     "ait_cache": fig_ait,
     "workloads": _characterise.figure,
+    "claim": _claims.figure,
 }

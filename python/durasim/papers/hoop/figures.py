@@ -24,7 +24,7 @@ from ...plotting import (
     new_figure,
     ordered_schemes,
 )
-from .. import _characterise
+from .. import _characterise, _claims
 from .experiments import P_GC_PERIOD, P_REC_BW, P_REC_THREADS, SCHEMES
 
 
@@ -218,4 +218,5 @@ FIGURES = {
     "mapping_table": fig_mapping_table,
     "profiling": fig_profiling,
     "workloads": _characterise.figure,
+    "claim": _claims.figure,
 }

@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter
 
 from ...plotting import bars, empty_figure, footnote, legend_outside, new_figure
-from .. import _characterise
+from .. import _characterise, _claims
 from .experiments import DESIGNS, EXPERIMENTS
 
 ORDER = {d: i for i, d in enumerate(DESIGNS)}
@@ -136,3 +136,4 @@ def figure(df: pd.DataFrame) -> Figure:
 
 FIGURES = {eid: figure for eid in EXPERIMENTS if eid != "workloads"}
 FIGURES["workloads"] = _characterise.figure
+FIGURES["claim"] = _claims.figure
