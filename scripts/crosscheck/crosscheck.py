@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Cross-check durasim's memory system against DRAMsim3, Ramulator 2, NVMain
-and VANS on identical traces (issue 23). Runs outside CI: the peers take
-minutes to build (see the recipe, shared/peers/README.md and build.sh).
+and VANS on identical traces. Runs outside CI: the peers take minutes to
+build (see the peers recipe's README.md and build.sh; RECIPE is its directory).
 
 Every trace comes from the recipe's gen_trace.py (one seeded stream written in
 each simulator's format). durasim replays the DRAMsim3 file with the peers'
@@ -19,7 +19,7 @@ Traces: random (uniform lines over 1 GiB, reads:writes 2:1), seq (the same
 over a sequential stream), rdlow (random reads, one per 1000 memory cycles:
 idle latency), chase (the rdlow reads as dependent loads, VANS 'C').
 
-  scripts/crosscheck/crosscheck.py --recipe ../shared/peers --peers PEERS_WORK \\
+  scripts/crosscheck/crosscheck.py --recipe RECIPE --peers PEERS_WORK \\
       [--durasim target/release/durasim] [--n 1000000] [--work /tmp/crosscheck]
 
 A peer whose binary is absent under PEERS_WORK/src (build.sh's layout) is not
