@@ -61,7 +61,7 @@ class Flag:
         return {"check": self.check, "where": self.where, "text": self.text, "form": self.form}
 
 
-def _finite(values: Sequence[Any]) -> list[float]:
+def finite(values: Sequence[Any]) -> list[float]:
     out = []
     for v in values:
         try:
@@ -80,7 +80,7 @@ def same(a: float, b: float, rel_tol: float = REL_TOL) -> bool:
 
 def all_equal(values: Sequence[Any], rel_tol: float = REL_TOL) -> bool:
     """At least two finite values, every one the same."""
-    v = _finite(values)
+    v = finite(values)
     return len(v) >= 2 and all(same(x, v[0], rel_tol) for x in v)
 
 
@@ -124,7 +124,7 @@ def overlaps(
 
 def zero_bars(values: Mapping[Hashable, Any]) -> list[Hashable]:
     """Bars whose value is exactly 0 (drawn as nothing)."""
-    return [k for k, v in values.items() if _finite([v]) == [0.0]]
+    return [k for k, v in values.items() if finite([v]) == [0.0]]
 
 
 def small_bars(values: Mapping[Hashable, Any], log_axis: bool = False) -> list[Hashable]:
@@ -132,7 +132,7 @@ def small_bars(values: Mapping[Hashable, Any], log_axis: bool = False) -> list[H
     (positive, below :data:`SMALL_BAR` of it); none on a log axis, nor for
     a signed quantity (a bar near 0 among negative ones reads as "about
     0", which it is)."""
-    v = {k: x for k, x in values.items() if _finite([x])}
+    v = {k: x for k, x in values.items() if finite([x])}
     top = max((abs(float(x)) for x in v.values()), default=0.0)
     if log_axis or top == 0 or any(float(x) < 0 for x in v.values()):
         return []
@@ -141,14 +141,14 @@ def small_bars(values: Mapping[Hashable, Any], log_axis: bool = False) -> list[H
 
 def span(values: Sequence[Any]) -> float:
     """Largest over smallest positive value (1 when fewer than two)."""
-    v = [x for x in _finite(values) if x > 0]
+    v = [x for x in finite(values) if x > 0]
     return max(v) / min(v) if len(v) >= 2 else 1.0
 
 
 def wants_log(values: Sequence[Any]) -> bool:
     """Values spanning more than :data:`LOG_SPAN`, none negative (a log
     axis would drop them)."""
-    v = _finite(values)
+    v = finite(values)
     return not any(x < 0 for x in v) and span(v) > LOG_SPAN
 
 
@@ -156,7 +156,7 @@ def below_spread(values: Sequence[Any], spread_rel: float | None, ref: float | N
     """Every value within ``ref`` ± ``spread_rel`` (relative; ``ref``
     defaults to the values' midpoint) while not all equal: an axis fitted
     to the data would draw run-to-run noise as a shape."""
-    v = _finite(values)
+    v = finite(values)
     if spread_rel is None or not spread_rel > 0 or len(v) < 2 or all_equal(v):
         return False
     centre = ref if ref is not None else (max(v) + min(v)) / 2
@@ -171,7 +171,7 @@ def seed_spread(groups: Mapping[Hashable, Sequence[Any]]) -> float | None:
     replicates)."""
     best = None
     for vals in groups.values():
-        v = _finite(vals)
+        v = finite(vals)
         if len(v) < 2:
             continue
         m = sum(v) / len(v)

@@ -233,11 +233,30 @@ def _flag_ax(ax, f: Flag) -> None:
         flag(ax.figure, f)
 
 
+def _panel(ax) -> str:
+    """'panel "<title or y label>": ' when the figure has several panels."""
+    fig = ax.figure
+    if fig is None or sum(a.axison for a in fig.axes) < 2:
+        return ""
+    return f'panel "{_where(ax)}": '
+
+
 def bar_labels(ax, drawn: Sequence[tuple[float, float, str]]) -> None:
     """Label the bars a reader could not see: a bar of 0 (drawn as
     nothing) says "0"; on a linear axis a bar under 2 % of the tallest
     carries its value."""
     by_key = {(x, who): v for x, v, who in drawn}
+    vals = list(by_key.values())
+    if len(fc.finite(vals)) > 2 and fc.all_equal(vals):
+        _flag_ax(
+            ax,
+            Flag(
+                fc.ALL_EQUAL,
+                _where(ax),
+                f"{_panel(ax)}every bar is {fc.number(fc.finite(vals)[0])}: "
+                "the bars compare nothing in these runs",
+            ),
+        )
     zeros = fc.zero_bars(by_key)
     log = ax.get_yscale() == "log"
     small = fc.small_bars(by_key, log_axis=log)
@@ -319,6 +338,12 @@ def lines(
       resolved."""
     where = _where(ax)
     hidden = fc.overlaps({c[0]: (c[1], c[2]) for c in curves})
+    # Each group of identical curves shares one dash cycle: every member
+    # draws its own segment of it, so every colour shows along the line.
+    group: dict[str, list[str]] = {}
+    for h, under in hidden.items():
+        group.setdefault(under, [under]).append(h)
+    member = {m: (j, len(g)) for g in group.values() for j, m in enumerate(g)}
     flat = [c[0] for c in curves if fc.all_equal(c[2])]
     all_y: list[float] = []
     for label, xs, ys, kw in curves:
@@ -326,9 +351,13 @@ def lines(
         all_y += ys
         kw = {"marker": "o", **kw}
         shown = label
-        if label in hidden:
-            kw.update(ls="--", mfc="none", ms=9, mew=1.5, zorder=3)
-            shown = f"{label} (= {hidden[label]}, dashed over it)"
+        if label in member:
+            j, k = member[label]
+            seg = 4.0
+            kw.update(ls=(j * seg, (seg, (k - 1) * seg)), lw=2.0, zorder=2 + j * 0.01)
+            if j:
+                kw.update(mfc="none", ms=6 + 3 * j, mew=1.5)
+                shown = f"{label} (= {hidden[label]}, drawn in alternating dashes)"
         step = fc.one_point_step(ys)
         if step is not None and label not in hidden:
             kw.update(ls="none", ms=7)
@@ -337,7 +366,7 @@ def lines(
                 Flag(
                     fc.ONE_POINT_STEP,
                     where,
-                    f"{label}: one point carries the whole change: "
+                    f"{_panel(ax)}{label}: one point carries the whole change: "
                     + fc.describe_step(xs, ys, step, xfmt, yfmt)
                     + "; drawn as points (no line: nothing was measured between them)",
                     "markers without a line, values labelled",
@@ -353,8 +382,8 @@ def lines(
             Flag(
                 fc.OVERLAP,
                 where,
-                "identical curves, drawn dashed over each other: " + _list(pairs),
-                "dashed, hollow markers",
+                "identical curves, drawn in alternating dashes of their colours: " + _list(pairs),
+                "alternating dashes, nested hollow markers",
             ),
         )
     if curves and len(flat) == len(curves):
@@ -373,8 +402,9 @@ def lines(
             Flag(
                 fc.ALL_EQUAL,
                 where,
-                f"every point of every curve is {' or '.join(vals)}: the swept value changed "
-                "nothing in these runs" + (f" ({flat_why})" if flat_why else ""),
+                f"{_panel(ax)}every point of every curve is {' or '.join(vals)}: "
+                "the swept value changed nothing in these runs"
+                + (f" ({flat_why})" if flat_why else ""),
                 "stated, values labelled",
             ),
         )
@@ -391,14 +421,15 @@ def lines(
         lo, hi = ax.get_ylim()
         ax.set_ylim(min(lo, ref - 3 * band), max(hi, ref + 3 * band))
         if fc.below_spread(all_y, spread, ref):
+            src = f", {spread_source}" if spread_source else ""
             dev = max(abs(v - ref) for v in all_y if v == v) / abs(ref)
             flag(
                 ax.figure,
                 Flag(
                     fc.BELOW_SPREAD,
                     where,
-                    f"every point within ±{dev:.1%} of {yfmt(ref)}, inside the run-to-run "
-                    f"spread (±{spread:.1%}{', ' + spread_source if spread_source else ''}): "
+                    f"{_panel(ax)}every point within ±{dev:.1%} of {yfmt(ref)}, "
+                    f"inside the run-to-run spread (±{spread:.1%}{src}): "
                     "no effect is resolved; the axis is kept at ±3× the spread",
                     "spread band, axis no narrower than it",
                 ),

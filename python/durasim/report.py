@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from . import _core
-from ._figcheck import readable
+from ._figcheck import NOT_STEADY, readable
 from .papers import _scale
 from .papers._base import Paper
 from .plotting import flags, save
@@ -312,6 +312,9 @@ def _section(
             + "</p>"
         )
     checks = [c for c in attrs.get("figure_checks") or [] if c.get("text")]
+    # The steady-state finding is a note already (shown in bold below).
+    stamped = [c for c in checks if c.get("check") == NOT_STEADY]
+    checks = [c for c in checks if c.get("check") != NOT_STEADY]
     if checks:
         parts.append(
             "<p>What the figure's checks of its own data found (and what it did):</p><ul>"
@@ -322,7 +325,13 @@ def _section(
             + "</ul>"
         )
     if notes:
-        parts.append(f"<p>Notes:</p><ul>{_li(notes)}</ul>")
+        items = "".join(
+            f"<li><b>{esc(readable(str(n)))} (stamped on the figure)</b></li>"
+            if any(str(n) in c["text"] for c in stamped)
+            else f"<li>{esc(readable(str(n)))}</li>"
+            for n in notes
+        )
+        parts.append(f"<p>Notes:</p><ul>{items}</ul>")
     if skipped:
         parts.append(
             "<details><summary>Not available in this build, skipped "
