@@ -76,21 +76,30 @@ def _not_steady(fig: Figure, df: pd.DataFrame) -> None:
     if not why:
         return
     for ax in fig.axes:
-        if ax.axison and ax.get_label() != "<colorbar>":
-            ax.text(
-                0.5,
-                0.5,
-                "NOT STEADY STATE",
-                transform=ax.transAxes,
-                ha="center",
-                va="center",
-                rotation=20,
-                fontsize=22,
-                color="#c00",
-                alpha=0.18,
-                zorder=0,
-                fontweight="bold",
-            )
+        if not ax.axison:
+            continue
+        # Above the panel (bars cannot hide it) and behind the data.
+        ax.set_title(
+            "NOT STEADY STATE (see below)",
+            loc="left",
+            fontsize=7.5,
+            color="#c00",
+            fontweight="bold",
+        )
+        ax.text(
+            0.5,
+            0.5,
+            "NOT STEADY STATE",
+            transform=ax.transAxes,
+            ha="center",
+            va="center",
+            rotation=20,
+            fontsize=22,
+            color="#c00",
+            alpha=0.15,
+            zorder=0,
+            fontweight="bold",
+        )
     flag(
         fig,
         Flag(
