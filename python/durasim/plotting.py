@@ -147,7 +147,7 @@ def log_ticks(ax, axis: str = "y") -> None:
     """A log axis labels 1-2-5 ticks in plain numbers (not just powers of 10)."""
     a = ax.yaxis if axis == "y" else ax.xaxis
     a.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-    a.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    a.set_major_formatter(FuncFormatter(lambda v, _: fc.number(v)))
     a.set_minor_formatter(NullFormatter())
 
 
@@ -331,6 +331,7 @@ def lines(
     spread: float | None = None,
     spread_source: str = "",
     flat_why: str = "",
+    min_halfspan: float | None = None,
 ) -> None:
     """Draw a sweep's curves ``(label, xs, ys, plot kwargs)`` after checking
     them:
@@ -344,7 +345,10 @@ def lines(
     - with ``ref`` and ``spread`` (relative run-to-run spread), the band
       ``ref`` ± spread is shaded and the axis never zooms in below it;
       when every point lies inside it, the figure says no effect is
-      resolved."""
+      resolved;
+    - with ``ref`` and ``min_halfspan`` (relative), the axis shows at least
+      ``ref`` ± that much: a ratio's few-percent differences are drawn as
+      few-percent, not stretched over the whole axis."""
     where = _where(ax)
     hidden = fc.overlaps({c[0]: (c[1], c[2]) for c in curves})
     # Each group of identical curves shares one dash cycle: every member
@@ -417,6 +421,10 @@ def lines(
                 "stated, values labelled",
             ),
         )
+    if ref is not None and min_halfspan:
+        lo, hi = ax.get_ylim()
+        half = min_halfspan * abs(ref)
+        ax.set_ylim(min(lo, ref - half), max(hi, ref + half))
     if ref is not None and spread:
         band = spread * abs(ref)
         ax.axhspan(
@@ -425,7 +433,7 @@ def lines(
             color="#999",
             alpha=0.15,
             lw=0,
-            label=f"run-to-run spread ±{spread:.1%}",
+            label=f"run-to-run spread ±{_pct(spread)}",
         )
         lo, hi = ax.get_ylim()
         ax.set_ylim(min(lo, ref - 3 * band), max(hi, ref + 3 * band))
@@ -437,13 +445,18 @@ def lines(
                 Flag(
                     fc.BELOW_SPREAD,
                     where,
-                    f"{_panel(ax)}every point within ±{dev:.1%} of {yfmt(ref)}, "
-                    f"inside the run-to-run spread (±{spread:.1%}{src}): "
+                    f"{_panel(ax)}every point within ±{_pct(dev)} of {yfmt(ref)}, "
+                    f"inside the run-to-run spread (±{_pct(spread)}{src}): "
                     "no effect is resolved; the axis is kept at ±3× the spread",
                     "spread band, axis no narrower than it",
                 ),
             )
     ax.grid(alpha=0.3)
+
+
+def _pct(rel: float) -> str:
+    """A relative spread as a percentage with two significant digits."""
+    return f"{rel * 100:.2g} %"
 
 
 def _point_labels(ax, xs, ys, yfmt) -> None:

@@ -218,7 +218,23 @@ def test_hoop_mapping_table_step_is_drawn_as_labelled_points():
     assert {"0.630", "1.000"} <= labels
 
 
-def test_hoop_gc_period_noise_gets_the_spread_band_and_a_statement():
+def test_noise_inside_a_measured_spread_gets_the_band_and_a_statement():
+    from matplotlib.figure import Figure
+
+    from durasim.plotting import lines
+
+    fig = Figure()
+    ax = fig.subplots()
+    ys = [1.013, 0.991, 1.0, 1.008]
+    lines(ax, [("vector-1KB", [2, 6, 10, 14], ys, {})], ref=1.0, spread=0.02)
+    got = _checks(fig)
+    assert fc.BELOW_SPREAD in got
+    assert "±1.3 %" in got[fc.BELOW_SPREAD][0].text
+    lo, hi = ax.get_ylim()
+    assert lo <= 0.94 and hi >= 1.06  # never zoomed in below ±3x the spread
+
+
+def test_hoop_gc_period_axis_draws_percent_differences_as_percent():
     from durasim.papers.hoop.experiments import P_GC_PERIOD
     from durasim.papers.hoop.figures import fig_gc_period
 
@@ -230,10 +246,13 @@ def test_hoop_gc_period_noise_gets_the_spread_band_and_a_statement():
         ]
     )
     fig = fig_gc_period(df)
-    got = _checks(fig)
-    assert fc.BELOW_SPREAD in got
     lo, hi = fig.axes[0].get_ylim()
-    assert lo <= 0.94 and hi >= 1.06  # never zoomed in below ±3x the spread
+    assert lo <= 0.95 and hi >= 1.05
+    assert any(lbl.startswith("run-to-run spread") for lbl in flags_labels(fig))
+
+
+def flags_labels(fig) -> list[str]:
+    return fig.axes[0].get_legend_handles_labels()[1]
 
 
 def test_hoop_gc_period_real_effect_is_not_flagged():

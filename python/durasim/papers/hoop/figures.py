@@ -105,6 +105,7 @@ def fig_gc_period(df: pd.DataFrame) -> Figure:
         ref=1.0,
         spread=spread,
         spread_source=source,
+        min_halfspan=0.05,
     )
     ax.set_xlabel("GC period (ms)")
     ax.set_ylabel("normalized throughput (×)")
@@ -141,7 +142,7 @@ def fig_recovery(df: pd.DataFrame) -> Figure:
     _lines(ax, df, P_REC_THREADS, "recovery_ms", P_REC_BW, fmt=lambda v: f"{v:g} GB/s")
     ax.set_xscale("log", base=2)
     ax.xaxis.set_major_locator(FixedLocator(sorted(set(df[P_REC_THREADS]))))
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: fc.number(v)))
     ax.set_xlabel("recovery threads (count, log2 scale)")
     ax.set_ylabel("recovery time (ms)")
     footnote(fig, df)
@@ -186,7 +187,7 @@ def fig_mapping_table(df: pd.DataFrame) -> Figure:
     )
     ax.set_xscale("log", base=2)
     ax.xaxis.set_major_locator(FixedLocator(sorted(set(df["mapping_table_kb"]))))
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: fc.number(v)))
     ax.set_xlabel("mapping table size (KB, log2 scale)")
     ax.set_ylabel("normalized throughput (×)")
     footnote(fig, df)

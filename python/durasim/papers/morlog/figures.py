@@ -11,6 +11,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter
 
+from ... import _figcheck as fc
 from ...plotting import bars, empty_figure, footnote, legend_outside, lines, new_figure
 from .. import _characterise
 from .experiments import DESIGNS, EXPERIMENTS
@@ -91,7 +92,7 @@ def fig_lines(eid: str, df: pd.DataFrame) -> Figure:
             ax.set_xscale("log", base=2)
         if xs:
             ax.xaxis.set_major_locator(FixedLocator(xs))
-            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: fc.number(v)))
         ax.set_title(lbl, fontsize=9)
         ax.set_xlabel(xlabel, fontsize=8)
         ax.set_ylabel(f"normalized throughput (× {base})", fontsize=8)
