@@ -470,6 +470,7 @@ def _point_labels(ax, xs, ys, yfmt) -> None:
             xytext=(0, 5),
             textcoords="offset points",
         )
+    ax.margins(y=0.12)  # room above the top point for its label
 
 
 def series(fig: Figure) -> list[str]:

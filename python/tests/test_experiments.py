@@ -12,6 +12,7 @@ from conftest import FullAvail, fake_frames
 
 import durasim
 from durasim import lab
+from durasim._figcheck import readable
 from durasim.papers import hoop
 from durasim.papers.hoop import experiments as hoop_exp
 from durasim.plotting import series
@@ -67,7 +68,8 @@ def test_figure_has_expected_series(frames, eid):
         # Shown as "not normalized: <what is plotted>", never "[none (...)]".
         assert "[none" not in fig.get_suptitle()
         norm = norm[len("none (") : -1]
-    assert norm in fig.get_suptitle()
+    # Raw numbers in it are formatted for reading (2097152 -> 2,097,152).
+    assert readable(norm) in fig.get_suptitle()
 
 
 def test_normalizations(frames):
