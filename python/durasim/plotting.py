@@ -369,7 +369,7 @@ def lines(
             seg = 4.0
             kw.update(ls=(j * seg, (seg, (k - 1) * seg)), lw=2.0, zorder=2 + j * 0.01)
             if j:
-                kw.update(mfc="none", ms=6 + 3 * j, mew=1.5)
+                kw.update(mfc="none", ms=min(6 + 2.5 * j, 14), mew=1.5)
                 shown = f"{label} (= {hidden[label]}, drawn in alternating dashes)"
         step = fc.one_point_step(ys)
         if step is not None and label not in hidden:
