@@ -178,6 +178,8 @@ def run_report(paper: str, out: Path) -> list[str]:
     cfg = json.loads((out / "config.json").read_text())
     problems = []
     for eid, e in cfg["experiments"].items():
+        if "figure_checks" not in e:
+            problems.append(f"{paper} ({eid}): the report recorded no figure checks")
         for f in e.get("figure_checks", []):
             if f["check"] == STAMP or not f["form"].startswith("stated"):
                 continue

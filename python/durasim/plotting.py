@@ -250,10 +250,11 @@ def _panel(ax) -> str:
     return f'panel "{_where(ax)}": '
 
 
-def bar_labels(ax, drawn: Sequence[tuple[float, float, str]]) -> None:
+def bar_labels(ax, drawn: Sequence[tuple[float, float, str]], label: bool = True) -> None:
     """Label the bars a reader could not see: a bar of 0 (drawn as
     nothing) says "0"; on a linear axis a bar under 2 % of the tallest
-    carries its value."""
+    carries its value (``label=False``: the figure labels every bar
+    itself, only the checks run). Bars all of one value are stated."""
     by_key = {(x, who): v for x, v, who in drawn}
     vals = list(by_key.values())
     if len(fc.finite(vals)) > 2 and fc.all_equal(vals):
@@ -266,6 +267,8 @@ def bar_labels(ax, drawn: Sequence[tuple[float, float, str]]) -> None:
                 "the bars compare nothing in these runs",
             ),
         )
+    if not label:
+        return
     zeros = fc.zero_bars(by_key)
     log = ax.get_yscale() == "log"
     small = fc.small_bars(by_key, log_axis=log)

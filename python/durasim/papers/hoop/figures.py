@@ -17,6 +17,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter
 
 from ... import _figcheck as fc
 from ...plotting import (
+    bar_labels,
     bars,
     empty_figure,
     footnote,
@@ -215,6 +216,7 @@ def fig_profiling(df: pd.DataFrame) -> Figure:
             for v in df.set_index("config_label")[col].reindex(labels)
         ]
         ax.bar(x, vals, 0.6, label=col)
+        bar_labels(ax, [(float(a), v, lbl) for a, v, lbl in zip(x, vals, labels)], label=False)
         for xi, v in zip(x, vals):
             if np.isnan(v):
                 ax.text(
