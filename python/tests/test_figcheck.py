@@ -346,3 +346,11 @@ def test_not_steady_state_is_stamped_on_the_figure():
     fig = fig_overhead(_frame(rows, not_steady=["AIT cache: 0.5 passes (required ≥ 2)"]))
     assert fc.NOT_STEADY in _checks(fig)
     assert any(t.get_text() == "NOT STEADY STATE" for t in fig.axes[0].texts)
+
+
+@given(st.floats(min_value=1e-4, max_value=1e14, allow_nan=False))
+def test_readable_leaves_no_exponent_and_is_idempotent(v):
+    text = f"gc_bytes_migrated {v:g}–{v * 3:g} B"
+    once = fc.readable(text)
+    assert "e+" not in once and "e-" not in once
+    assert fc.readable(once) == once
