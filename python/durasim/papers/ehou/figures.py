@@ -97,7 +97,8 @@ def fig_ait(df: pd.DataFrame):
         curves,
         xfmt=lambda v: f"{v:,.0f} entries",
         yfmt=lambda v: f"{v:.3f}",
-        ref=1.0 if spread else None,
+        ref=1.0,
+        min_halfspan=0.05,
         spread=spread,
         spread_source="half-range over this sweep's seeds" if spread else "",
     )

@@ -83,7 +83,8 @@ def fig_lines(eid: str, df: pd.DataFrame) -> Figure:
                     ax.axhline(
                         float(ref.iloc[0]), color="grey", ls="--", lw=1, label=f"{d} (defaults)"
                     )
-        lines(ax, curves, yfmt=lambda v: f"{v:.3f}")
+        # A ratio's few-percent differences are drawn as few-percent.
+        lines(ax, curves, yfmt=lambda v: f"{v:.3f}", ref=1.0, min_halfspan=0.05)
         if eid == "log_management" and part[x].isna().any():
             # Each design's force-write-back run is its own 1.0.
             ax.axhline(1.0, color="grey", ls="--", lw=1, label="force-write-back (each design)")
