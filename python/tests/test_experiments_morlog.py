@@ -11,6 +11,7 @@ import pytest
 
 import durasim
 from durasim import _core, lab
+from durasim._figcheck import readable
 from durasim.papers import PAPERS, hoop, morlog
 from durasim.papers._base import Avail
 from durasim.papers.morlog import experiments as morlog_exp
@@ -234,7 +235,7 @@ def test_figure_of_every_experiment_shows_every_design(eid):
     for ax in fig.axes:
         if ax.axison:
             assert "(" in ax.get_ylabel() and ax.get_xlabel()
-    assert df.attrs["normalization"].split(" / ")[0] in fig.get_suptitle()
+    assert readable(df.attrs["normalization"].split(" / ")[0]) in fig.get_suptitle()
     if eid in morlog_fig.BARS:
         # Bars in the paper's design order.
         assert labels == [d for d in morlog_exp.DESIGNS if d in want]
