@@ -20,7 +20,7 @@
 //! Run: `cargo bench -p durasim --bench sim_speed` (`make bench`); one
 //! group: append `-- sim_speed_paper`.
 
-use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion, SamplingMode, Throughput};
 use durasim::engine::GenThread;
 use durasim::{schemes, Engine, Params, RunSpec};
 use std::path::Path;
@@ -156,9 +156,13 @@ const PAPERS: &[(&str, &str, usize, u64, &[&str])] = &[
 
 fn sim_speed_paper(c: &mut Criterion) {
     let mut g = c.benchmark_group("sim_speed_paper");
+    // Ten samples of equal run counts (one run each when a run takes
+    // 0.5 s or more): 29 benchmarks in minutes, not the 55+ runs each of
+    // criterion's linear sampling.
     g.sample_size(10);
+    g.sampling_mode(SamplingMode::Flat);
     g.warm_up_time(std::time::Duration::from_secs(1));
-    g.measurement_time(std::time::Duration::from_secs(10));
+    g.measurement_time(std::time::Duration::from_secs(5));
     for &(config, workload, threads, tx, names) in PAPERS {
         for scheme in std::iter::once(&"ideal").chain(names) {
             let mut spec = spec_on(scheme, workload, config, threads, tx);

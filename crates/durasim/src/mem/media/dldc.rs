@@ -90,15 +90,20 @@ pub fn best_pattern_by_tag(v: u64, n: usize) -> Option<(u64, usize)> {
 }
 
 /// Gather the bytes of `data` whose flag is set (bit i: byte i), little-endian.
+/// Visits only the dirty bytes; an all-dirty word is the word.
 #[inline]
 fn gather(data: u64, flags: u8) -> (u64, usize) {
+    if flags == 0xff {
+        return (data, 8);
+    }
     let mut v = 0u64;
     let mut n = 0;
-    for i in 0..8 {
-        if flags >> i & 1 == 1 {
-            v |= ((data >> (8 * i)) & 0xff) << (8 * n);
-            n += 1;
-        }
+    let mut f = flags;
+    while f != 0 {
+        let i = f.trailing_zeros();
+        v |= ((data >> (8 * i)) & 0xff) << (8 * n);
+        n += 1;
+        f &= f - 1;
     }
     (v, n)
 }
@@ -290,6 +295,16 @@ mod tests {
                 }
             }
             prop_assert_eq!(dirty_flags(v, w), f);
+            // gather: the flagged bytes in order, packed from byte 0.
+            let (mut want, mut k) = (0u64, 0);
+            for i in 0..8 {
+                if f >> i & 1 == 1 {
+                    want |= ((w >> (8 * i)) & 0xff) << (8 * k);
+                    k += 1;
+                }
+            }
+            prop_assert_eq!(gather(w, f), (want, k));
+            prop_assert_eq!(gather(w, 0xff), (w, 8));
         }
 
         /// Decoding writes exactly the dirty bytes over the old value.
