@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Print the README's speed table from a run of the criterion benchmark.
 
-    make bench                      # or: cargo bench -p durasim --bench sim_speed -- sim_speed_paper
-    python3 scripts/speed_table.py  # reads target/criterion (or $CARGO_TARGET_DIR/criterion)
+    make bench        # or: cargo bench -p durasim --bench sim_speed -- sim_speed_paper
+    python3 scripts/speed_table.py      # target/criterion or $CARGO_TARGET_DIR/criterion
     python3 scripts/speed_table.py --criterion DIR
 
 One row per scheme of the `sim_speed_paper` group (ids `scheme@preset`):
@@ -46,10 +46,15 @@ def machine() -> str:
     return f"{model}, {os.cpu_count()} CPUs, {platform.system()} {platform.release()}"
 
 
+def fail(msg: str) -> None:
+    print(f"error: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
 def read_runs(root: Path) -> list[dict]:
     group = root / GROUP
     if not group.is_dir():
-        sys.exit(f"error: no '{GROUP}' results in {root} (run `make bench` first, or pass --criterion DIR)")
+        fail(f"no '{GROUP}' results in {root} (run `make bench` first, or pass --criterion DIR)")
     runs = []
     for bench in sorted(group.iterdir()):
         meta_file, est_file = bench / "new" / "benchmark.json", bench / "new" / "estimates.json"
@@ -71,7 +76,7 @@ def read_runs(root: Path) -> list[dict]:
             }
         )
     if not runs:
-        sys.exit(f"error: '{GROUP}' in {root} holds no finished benchmark")
+        fail(f"'{GROUP}' in {root} holds no finished benchmark")
     return runs
 
 
