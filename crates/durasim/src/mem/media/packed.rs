@@ -28,6 +28,8 @@ const CHUNKS: usize = CELLS.div_ceil(CHUNK_CELLS);
 const CHUNK_MASK: u64 = (1 << 63) - 1;
 /// The low bit of each of a chunk's 21 cells.
 const LOW_BITS: u64 = 0x1249_2492_4924_9249 & CHUNK_MASK;
+// The chunks cover every cell; the tag cells sit in one word.
+const _: () = assert!(CHUNKS * 63 >= CELL_BITS && TAG_BIT % 64 + 9 <= 64);
 
 struct Tables {
     /// Expansion: 8 one-bit symbols -> 8 cells (mode 3); 4 two-bit
@@ -196,7 +198,6 @@ pub fn contract(p: &Packed, mode: usize) -> BitWriter {
 #[inline]
 pub fn set_tag(p: &mut Packed, tag: u64) {
     let (w, b) = (TAG_BIT / 64, TAG_BIT % 64);
-    debug_assert!(b + 9 <= 64);
     let cells = u64::from(tables().tag_exp[(tag & 63) as usize]);
     p[w] = (p[w] & !(0x1ff << b)) | cells << b;
 }
@@ -247,7 +248,6 @@ const POP3: [u32; 8] = [0, 1, 1, 2, 1, 2, 2, 3];
 /// called for every changed cell in cell order (new state, changed bits).
 #[inline]
 pub fn diff(old: &Packed, new: &Packed, mut each: impl FnMut(usize, u32)) -> Change {
-    debug_assert!(CHUNKS * 63 >= CELL_BITS);
     let mut ch = Change {
         bits: 0,
         cells: 0,
