@@ -84,8 +84,10 @@ docs-gen: build python
 
 test: lint test-rust test-python docs
 
+# Criterion speed benchmarks, then the per-scheme speed table (README).
 bench:
 	cargo bench -p durasim --bench sim_speed
+	python3 scripts/speed_table.py
 
 clean:
 	cargo clean

@@ -157,7 +157,25 @@ pub struct SimInfo {
     /// The workloads' op streams were generated on a second host thread
     /// (`--gen-thread`; no simulated effect).
     pub gen_thread: bool,
+    /// Peak resident host memory of the process so far (MiB; getrusage's
+    /// `ru_maxrss`, 0 where unavailable).
+    pub peak_rss_mib: f64,
     pub version: &'static str,
+}
+
+/// Peak resident memory of this process so far, in MiB (0 where the OS
+/// does not report it).
+pub fn peak_rss_mib() -> f64 {
+    #[cfg(unix)]
+    {
+        // SAFETY: getrusage only writes the struct it is given.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } == 0 {
+            // ru_maxrss is in KiB on Linux.
+            return ru.ru_maxrss as f64 / 1024.0;
+        }
+    }
+    0.0
 }
 
 /// Latency samples, one per transaction (reserved up front).

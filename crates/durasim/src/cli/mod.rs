@@ -375,10 +375,11 @@ fn print_summary(e: &engine::Engine) {
         }
     }
     println!(
-        "  sim: {:.2} host s, {} memory ops, {:.2} M ops/host s{}",
+        "  sim: {:.2} host s, {} memory ops, {:.2} M ops/host s, peak RSS {:.0} MiB{}",
         s.host_seconds,
         s.sim_mem_ops,
         s.mem_ops_per_host_second / 1e6,
+        s.peak_rss_mib,
         if s.gen_thread {
             " (op streams generated on a second host thread)"
         } else {

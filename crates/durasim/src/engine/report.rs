@@ -143,6 +143,7 @@ impl Engine {
             sim_mem_ops: ops,
             mem_ops_per_host_second: ops as f64 / self.host_seconds.max(1e-9),
             gen_thread: self.fed,
+            peak_rss_mib: crate::stats::peak_rss_mib(),
             version: env!("CARGO_PKG_VERSION"),
         }
     }

@@ -70,6 +70,14 @@ fn tables() -> &'static Tables {
     })
 }
 
+/// The mapping: states cheapest first, each state's rank, the 32 pair
+/// code words and each pair's symbol (0xff: none).
+#[allow(clippy::type_complexity)]
+pub(super) fn mapping() -> ([u8; 8], [u8; 8], [(u8, u8); 32], [u8; 64]) {
+    let t = tables();
+    (t.order, t.rank, t.pairs, t.pair_symbol)
+}
+
 /// The sparsest mode whose capacity holds `bits`.
 pub fn sparsest_mode(bits: usize) -> usize {
     (0..4)
