@@ -18,6 +18,7 @@ from ._core import (
     version,
     workloads,
 )
+from . import cluster  # durasim.cluster.slurm(...) after a plain `import durasim`
 from .sweep import SweepError, expand, sweep, to_frame
 
 __version__ = version()
@@ -25,6 +26,7 @@ __version__ = version()
 __all__ = [
     "SweepError",
     "__version__",
+    "cluster",
     "crashtest",
     "describe",
     "expand",

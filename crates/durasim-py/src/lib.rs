@@ -55,15 +55,15 @@ impl Throttle {
 /// total_tx)`, when given, is called with the GIL at most every 0.2 s and
 /// once at the end.
 #[pyfunction]
-#[pyo3(signature = (scheme, workload, threads, tx, seed, config=None, set=Vec::new(), progress=None))]
+#[pyo3(signature = (scheme, workload, threads=None, tx=None, seed=1, config=None, set=Vec::new(), progress=None))]
 // External API: each argument is a Python keyword argument (the CLI's options).
 #[allow(clippy::too_many_arguments)]
 fn run(
     py: Python<'_>,
     scheme: &str,
     workload: &str,
-    threads: usize,
-    tx: u64,
+    threads: Option<usize>,
+    tx: Option<u64>,
     seed: u64,
     config: Option<String>,
     set: Vec<(String, String)>,
@@ -77,6 +77,11 @@ fn run(
         seed,
     };
     let spec = spec_for(scheme, workload, &common).map_err(to_py)?;
+    // As the CLI: a scheme without the hardware its mechanism needs is
+    // warned about on stderr.
+    if let Some(w) = durasim::cli::hardware_warning(scheme, &spec.params) {
+        eprintln!("{w}");
+    }
     let total_tx = spec.tx;
     let report = py
         .allow_threads(move || {
@@ -135,8 +140,8 @@ fn crashtest(
     let common = CommonArgs {
         config,
         set,
-        threads,
-        tx,
+        threads: Some(threads),
+        tx: Some(tx),
         seed,
     };
     let spec = spec_for(scheme, workload, &common).map_err(to_py)?;

@@ -56,6 +56,12 @@ pub static INFO: SchemeInfo = SchemeInfo {
     recover,
     recovery: RecoveryForm::Units(new_units),
     contexts: Some(recovered_contexts),
+    defaults: crate::schemes::RunDefaults {
+        machine: Some(&crate::schemes::machines::DPC),
+        tx: 80_000,
+        reaches: "checkpoints every checkpoint.epoch_cycles (30 M cycles)",
+        needs: Some(crate::schemes::machines::needs_dram_cache),
+    },
 };
 
 /// Physical address width the mapping-table figure assumes (x86-64, the
