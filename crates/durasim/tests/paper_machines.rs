@@ -80,12 +80,18 @@ fn no_config_is_the_papers_machine_and_default_is_the_bare_one() {
 fn missing_hardware_is_named() {
     let bare = build_params("dpc", &common(Some("default"))).unwrap();
     let w = hardware_warning("dpc", &bare).unwrap();
-    assert!(w.contains("DRAM cache") && w.contains("configs/dpc.toml"), "{w}");
+    assert!(
+        w.contains("DRAM cache") && w.contains("configs/dpc.toml"),
+        "{w}"
+    );
     let p = build_params("dpc", &common(None)).unwrap();
     assert_eq!(hardware_warning("dpc", &p), None);
     let bare = build_params("ehou", &common(Some("default"))).unwrap();
     let w = hardware_warning("ehou", &bare).unwrap();
-    assert!(w.contains("Optane") && w.contains("configs/ehou.toml"), "{w}");
+    assert!(
+        w.contains("Optane") && w.contains("configs/ehou.toml"),
+        "{w}"
+    );
     assert_eq!(hardware_warning("hoop", &bare), None);
 }
 
@@ -110,6 +116,9 @@ fn compare_puts_a_grid_on_one_machine_and_says_which() {
 
     let c = common(Some("configs/hoop.toml"));
     let g = grid_setup(&names(&["hoop", "dpc"]), "hoop", &c).unwrap();
-    assert!(matches!(g.machine, MachineChoice::File("configs/hoop.toml")));
+    assert!(matches!(
+        g.machine,
+        MachineChoice::File("configs/hoop.toml")
+    ));
     assert!(g.warnings.is_empty() && g.note.is_none());
 }

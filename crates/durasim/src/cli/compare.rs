@@ -91,12 +91,19 @@ pub fn grid_setup<'a>(
                 .iter()
                 .map(|(pm, v)| format!("{} ({}): {}", pm.paper, pm.path, v.join(", ")))
                 .collect();
+            let whose = if papers
+                .iter()
+                .any(|(pm, v)| std::ptr::eq(*pm, m) && v.contains(&baseline))
+            {
+                format!("the baseline's, {baseline}'s")
+            } else {
+                "the first listed scheme's; the baseline has none".to_string()
+            };
             warnings.push(format!(
-                "warning: these schemes are defined on different papers' machines ({}); every run uses {} ({} the baseline's{}); pass --config to choose another",
+                "warning: these schemes are defined on different papers' machines ({}); every run uses {}, the {} paper's machine ({whose}); pass --config to choose another",
                 groups.join("; "),
                 m.path,
                 m.paper,
-                if papers.iter().any(|(pm, v)| std::ptr::eq(*pm, m) && v.contains(&baseline)) { "" } else { " first scheme's, not" },
             ));
         }
         let machine = pick.map_or(MachineChoice::Bare, MachineChoice::Paper);

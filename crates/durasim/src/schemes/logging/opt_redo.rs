@@ -67,7 +67,7 @@ pub static INFO: SchemeInfo = SchemeInfo {
     defaults: crate::schemes::RunDefaults {
         machine: Some(&crate::schemes::machines::HOOP),
         tx: 300_000,
-        reaches: "checkpoints every opt-redo.checkpoint_period_ms (10 ms = 25 M cycles)",
+        reaches: "checkpoints every 10 ms (25 M cycles), HOOP's GC period, which runs twice in this length on btree",
         needs: None,
     },
 };

@@ -46,7 +46,7 @@ pub static INFO: SchemeInfo = SchemeInfo {
     defaults: crate::schemes::RunDefaults {
         machine: Some(&crate::schemes::machines::HOOP),
         tx: 300_000,
-        reaches: "periodic GC every hoop.gc_period_ms (10 ms = 25 M cycles)",
+        reaches: "2 periodic GCs (10 ms = 25 M cycles) and 2 on-demand ones on btree",
         needs: None,
     },
 };

@@ -75,7 +75,7 @@ pub static INFO: SchemeInfo = SchemeInfo {
     defaults: crate::schemes::RunDefaults {
         machine: Some(&crate::schemes::machines::HOOP),
         tx: 300_000,
-        reaches: "log cleaning every lsm.gc_period_ms (10 ms = 25 M cycles)",
+        reaches: "log cleaning every 10 ms (25 M cycles), HOOP's GC period, which runs twice in this length on btree",
         needs: None,
     },
 };
