@@ -7,6 +7,7 @@ schemes. Python front: single runs, Dask sweeps, paper experiments, reports.
 200
 """
 
+from . import cluster  # durasim.cluster.slurm(...) after a plain `import durasim`
 from ._core import (
     crashtest,
     describe,
@@ -18,7 +19,6 @@ from ._core import (
     version,
     workloads,
 )
-from . import cluster  # durasim.cluster.slurm(...) after a plain `import durasim`
 from .sweep import SweepError, expand, sweep, to_frame
 
 __version__ = version()

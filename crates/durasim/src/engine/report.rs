@@ -293,12 +293,11 @@ pub(super) fn dirty_cached_lines(h: &Hierarchy) -> u64 {
 /// that `gc_runs_periodic` reads `2` in JSON and is an `int` in Python;
 /// everything else as a float.
 fn stat_json(key: &str, v: f64) -> serde_json::Value {
-    const NOT_COUNTS: [&str; 8] = [
-        "share", "ratio", "fraction", "mean", "per_", "avg", "rate", "_per",
-    ];
+    // Whole words of the name: `gc_runs_periodic` is a count, `pages_per_epoch` is not.
+    const NOT_COUNTS: [&str; 7] = ["share", "ratio", "fraction", "mean", "per", "avg", "rate"];
     let is_count = v.fract() == 0.0
         && (0.0..9.0e15).contains(&v)
-        && !NOT_COUNTS.iter().any(|w| key.contains(w));
+        && !key.split('_').any(|w| NOT_COUNTS.contains(&w));
     if is_count {
         serde_json::json!(v as u64)
     } else {
@@ -313,6 +312,7 @@ mod stat_json_tests {
     #[test]
     fn counts_are_integers_and_shares_stay_floats() {
         assert_eq!(stat_json("gc_runs_periodic", 0.0).to_string(), "0");
+        assert_eq!(stat_json("gc_runs_periodic", 2.0).to_string(), "2");
         assert_eq!(stat_json("checkpoints", 7.0).to_string(), "7");
         assert_eq!(stat_json("checkpoint_time_share", 0.0).to_string(), "0.0");
         assert_eq!(
