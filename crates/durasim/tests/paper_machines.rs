@@ -64,6 +64,18 @@ fn no_config_is_the_papers_machine_and_default_is_the_bare_one() {
     assert_eq!(p.str("dimm.model"), "optane");
     let p = build_params("dpc", &common(Some("default"))).unwrap();
     assert_eq!(p.u64("hybrid.dram_cache_bytes"), 0);
+    // The dual-page checkpointing paper's software schemes run on its
+    // machine without the DRAM cache (§5.1.2): with it they would not be
+    // crash-consistent, and are warned about.
+    let p = build_params("pmdk-undo", &common(None)).unwrap();
+    assert_eq!(p.u64("hybrid.dram_cache_bytes"), 0);
+    assert_eq!(p.u64("nvm.capacity_bytes"), 8 << 30);
+    assert_eq!(hardware_warning("pmdk-undo", &p), None);
+    let dpc_toml = concat!(env!("CARGO_MANIFEST_DIR"), "/../../configs/dpc.toml");
+    let p = build_params("dudetm", &common(Some(dpc_toml))).unwrap();
+    assert!(hardware_warning("dudetm", &p)
+        .unwrap()
+        .contains("not crash-consistent"));
 
     let spec = spec_for("dpc", "btree", &common(None)).unwrap();
     assert_eq!((spec.threads, spec.tx), (4, 80_000));
@@ -109,7 +121,9 @@ fn compare_puts_a_grid_on_one_machine_and_says_which() {
     assert!(matches!(g.machine, MachineChoice::Paper(m) if m.paper == "dpc"));
     let w = g.warnings.join("\n");
     assert!(
-        w.contains("hoop (configs/hoop.toml): hoop") && w.contains("dpc (configs/dpc.toml): dpc"),
+        w.contains("hoop (configs/hoop.toml): hoop")
+            && w.contains("dpc (configs/dpc.toml): dpc")
+            && w.contains("every run uses configs/dpc.toml"),
         "{w}"
     );
     assert_eq!(g.tx, 300_000);

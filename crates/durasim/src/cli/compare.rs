@@ -89,7 +89,9 @@ pub fn grid_setup<'a>(
             let m = pick.expect("several papers");
             let groups: Vec<String> = papers
                 .iter()
-                .map(|(pm, v)| format!("{} ({}): {}", pm.paper, pm.path, v.join(", ")))
+                .map(|(pm, v)| {
+                    format!("{} ({}{}): {}", pm.paper, pm.path, pm.variant, v.join(", "))
+                })
                 .collect();
             let whose = if papers
                 .iter()
@@ -100,9 +102,10 @@ pub fn grid_setup<'a>(
                 "the first listed scheme's; the baseline has none".to_string()
             };
             warnings.push(format!(
-                "warning: these schemes are defined on different papers' machines ({}); every run uses {}, the {} paper's machine ({whose}); pass --config to choose another",
+                "warning: these schemes are defined on different machines ({}); every run uses {}{}, the {} paper's machine ({whose}); pass --config to choose another",
                 groups.join("; "),
                 m.path,
+                m.variant,
                 m.paper,
             ));
         }

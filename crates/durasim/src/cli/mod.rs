@@ -125,7 +125,9 @@ impl MachineChoice<'_> {
         match self {
             MachineChoice::Bare => "the bare default machine (--config default)".to_string(),
             MachineChoice::File(p) => p.to_string(),
-            MachineChoice::Paper(m) => format!("{} (the {} paper's machine)", m.path, m.paper),
+            MachineChoice::Paper(m) => {
+                format!("{}{} (the {} paper's machine)", m.path, m.variant, m.paper)
+            }
         }
     }
 }
@@ -203,7 +205,12 @@ pub fn build_base_params(
             let text = crate::config::read_config(path)?;
             p.apply_toml(&text, path)?;
         }
-        MachineChoice::Paper(m) => p.apply_toml(m.toml, m.path)?,
+        MachineChoice::Paper(m) => {
+            p.apply_toml(m.toml, m.path)?;
+            for (k, v) in m.set {
+                p.set_str(k, v)?;
+            }
+        }
     }
     // A preset's settings win over --config (a paper preset may name the
     // encoding another way); a contradicting --set is an error.
@@ -492,7 +499,12 @@ fn cmd_list(what: &str) -> Result<i32> {
                 let d = &s.defaults;
                 let machine = d.machine.map_or_else(
                     || format!("bare default machine, {DEFAULT_THREADS} threads"),
-                    |m| format!("{} ({} paper), {} threads", m.path, m.paper, m.threads),
+                    |m| {
+                        format!(
+                            "{}{} ({} paper), {} threads",
+                            m.path, m.variant, m.paper, m.threads
+                        )
+                    },
                 );
                 println!(
                     "{:<w$} {} [default: {machine}; --tx {}: {}]",

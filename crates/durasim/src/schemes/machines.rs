@@ -19,6 +19,10 @@ pub struct Machine {
     pub toml: &'static str,
     /// Threads the paper runs its workloads with (its core count).
     pub threads: usize,
+    /// Settings applied over the preset for this use of it (what the
+    /// paper changes for some of its schemes), and how they are named.
+    pub set: &'static [(&'static str, &'static str)],
+    pub variant: &'static str,
 }
 
 impl std::fmt::Debug for Machine {
@@ -34,6 +38,8 @@ pub static HOOP: Machine = Machine {
     path: "configs/hoop.toml",
     toml: include_str!("../../../../configs/hoop.toml"),
     threads: 8,
+    set: &[],
+    variant: "",
 };
 
 /// Dual-page checkpointing §5.1: quad core, 256 MB DRAM cache before PCM.
@@ -42,6 +48,8 @@ pub static DPC: Machine = Machine {
     path: "configs/dpc.toml",
     toml: include_str!("../../../../configs/dpc.toml"),
     threads: 4,
+    set: &[],
+    variant: "",
 };
 
 /// MorLog (ISCA 2020) Table III: 8 in-order cores, TLC RRAM; 8 threads for
@@ -51,6 +59,8 @@ pub static MORLOG: Machine = Machine {
     path: "configs/morlog.toml",
     toml: include_str!("../../../../configs/morlog.toml"),
     threads: 8,
+    set: &[],
+    variant: "",
 };
 
 /// EHOU Table I: 4 cores on an Optane-like DIMM; 4 threads (§IV-A).
@@ -59,9 +69,21 @@ pub static EHOU: Machine = Machine {
     path: "configs/ehou.toml",
     toml: include_str!("../../../../configs/ehou.toml"),
     threads: 4,
+    set: &[],
+    variant: "",
 };
 
-/// Every paper machine.
+/// Dual-page checkpointing §5.1.2: the software schemes (NVML, DudeTM)
+/// need DRAM and NVM both directly addressable, so they run on the same
+/// machine without the DRAM cache (with it, their flushes would stop in
+/// the volatile DRAM cache and they would not be crash-consistent).
+pub static DPC_DIRECT: Machine = Machine {
+    set: &[("hybrid.dram_cache_bytes", "0")],
+    variant: " without its DRAM cache",
+    ..DPC
+};
+
+/// Every paper preset file.
 pub static MACHINES: &[&Machine] = &[&HOOP, &DPC, &MORLOG, &EHOU];
 
 /// What a scheme's run starts from when the command line names no
@@ -99,6 +121,18 @@ pub fn needs_dram_cache(p: &Params) -> Option<String> {
         "checkpoints the pages of a DRAM cache in front of NVM, and this machine has none \
          (hybrid.dram_cache_bytes = 0): nothing is checkpointed and the run measures no \
          checkpointing; use its paper's machine (no --config, or --config configs/dpc.toml)"
+            .to_string()
+    })
+}
+
+/// Software logging flushes lines to the persistence domain; a volatile
+/// DRAM cache between the LLC and NVM would keep them.
+pub fn needs_no_dram_cache(p: &Params) -> Option<String> {
+    (p.u64("hybrid.dram_cache_bytes") > 0).then(|| {
+        "flushes its log and data towards NVM, and this machine has a volatile DRAM cache in \
+         front of NVM (hybrid.dram_cache_bytes > 0): the flushed lines stop there, so the run is \
+         not crash-consistent; its paper runs it without the DRAM cache (no --config, or \
+         --set hybrid.dram_cache_bytes=0)"
             .to_string()
     })
 }

@@ -79,10 +79,10 @@ pub static INFO: SchemeInfo = SchemeInfo {
     recovery: RecoveryForm::Plain,
     contexts: None,
     defaults: crate::schemes::RunDefaults {
-        machine: Some(&crate::schemes::machines::DPC),
+        machine: Some(&crate::schemes::machines::DPC_DIRECT),
         tx: 10_000,
         reaches: "no background mechanism (software undo log at commit)",
-        needs: None,
+        needs: Some(crate::schemes::machines::needs_no_dram_cache),
     },
 };
 
