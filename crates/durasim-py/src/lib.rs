@@ -158,7 +158,8 @@ fn crashtest(
     Ok(report.to_json().to_string())
 }
 
-/// Registered schemes as JSON: `[{name, description, durability, params}]`.
+/// Registered schemes as JSON: `[{name, description, durability, params,
+/// defaults}]`.
 #[pyfunction]
 fn schemes_json() -> String {
     let v: Vec<serde_json::Value> = schemes::REGISTRY
@@ -169,6 +170,8 @@ fn schemes_json() -> String {
                 "description": s.description,
                 "durability": format!("{:?}", s.durability),
                 "params": s.params.iter().map(|p| p.key).collect::<Vec<_>>(),
+                // What it runs on and for how long without config/tx.
+                "defaults": defaults_json(&s.defaults),
             })
         })
         // Named designs (schemes::PRESETS): a scheme with fixed settings.
@@ -179,11 +182,23 @@ fn schemes_json() -> String {
                 "description": p.description,
                 "durability": format!("{:?}", base.durability),
                 "params": base.params.iter().map(|q| q.key).collect::<Vec<_>>(),
+                "defaults": defaults_json(&base.defaults),
                 "preset": {"scheme": p.scheme, "set": p.set.iter().map(|(k, v)| (k.to_string(), serde_json::json!(v))).collect::<serde_json::Map<_, _>>()},
             })
         }))
         .collect();
     serde_json::Value::Array(v).to_string()
+}
+
+/// A scheme's default machine and run length (`durasim list schemes`).
+fn defaults_json(d: &schemes::RunDefaults) -> serde_json::Value {
+    serde_json::json!({
+        "machine": d.machine.map(|m| format!("{}{}", m.path, m.variant)),
+        "paper": d.machine.map(|m| m.paper),
+        "threads": d.machine.map_or(durasim::cli::DEFAULT_THREADS, |m| m.threads),
+        "tx": d.tx,
+        "reaches": d.reaches,
+    })
 }
 
 /// Registered workloads as JSON: `[{name, description}]`.
