@@ -223,7 +223,18 @@ def test_slurm_needs_dask_jobqueue(monkeypatch):
         return real(name, *a, **k)
 
     monkeypatch.setattr(builtins, "__import__", fake)
-    from durasim import cluster
+    # The guide's snippet: `durasim.cluster.slurm(...)` after `import durasim`.
+    with pytest.raises(ImportError, match=r"pip install '\.\[slurm\]'"):
+        durasim.cluster.slurm(jobs=1)
 
-    with pytest.raises(ImportError, match=r"durasim\[slurm\]"):
-        cluster.slurm(jobs=1)
+
+def test_the_slurm_extra_is_declared():
+    # `pip install '.[slurm]'` from a checkout installs dask-jobqueue.
+    import pathlib
+
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    extras = tomllib.loads((root / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    assert any(d.startswith("dask-jobqueue") for d in extras["slurm"])

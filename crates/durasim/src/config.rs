@@ -190,7 +190,7 @@ pub static ENGINE_PARAMS: &[ParamSpec] = &[
     p!("nvm.array_read_pj_per_bit", float 2.47, "pJ/bit", Check::Range(0.0, 1e6), T2, "array read energy"),
     p!("nvm.array_write_pj_per_bit", float 16.82, "pJ/bit", Check::Range(0.0, 1e6), T2, "array write energy"),
     p!("nvm.address_mapping", str "permutation", &["permutation", "line-interleaved", "row-interleaved"], "permutation-based interleaving (Zhang, Zhu, Zhang, MICRO 2000), generalised to fold all higher bits; docs/MODEL.md", "permutation: line-interleaved with the rank:bank:channel index XORed with all higher address bits folded to its width, so structures at power-of-two strides (thread regions, per-core logs) fall in different banks; line-interleaved: consecutive 64 B lines go to different banks (row:column:rank:bank:channel), so a sequential write stream is not serialised behind one bank's 150 ns programming; row-interleaved: a row fills first (row:rank:bank:column:channel)"),
-    p!("nvm.write_model", str "uniform", &["uniform", "dcw", "tlc"], MC, "uniform: every written bit costs array energy; dcw: data-comparison write, only flipped bits; tlc: TLC RRAM cells (3 bits/cell), differential write, latency = slowest programmed cell state, energy = sum over programmed cells (nvm.tlc_write_*; MorLog Table III; README \"Data-aware NVM\")"),
+    p!("nvm.write_model", str "uniform", &["uniform", "dcw", "tlc"], MC, "uniform: every written bit costs array energy; dcw: data-comparison write, only flipped bits; tlc: TLC RRAM cells (3 bits/cell), differential write, latency = slowest programmed cell state, energy = sum over programmed cells (nvm.tlc_write_*; MorLog Table III; docs/guide/configuration-and-presets.md \"Data-aware NVM\")"),
     p!("nvm.encoding", str "none", &["none", "fpc", "crade", "slde"], "modelling choice: off by default (the HOOP system has no encoder); MorLog (Wei et al.) §IV for slde, docs/MODEL.md", "encoder on the DIMM's write path, decoder on its read path: none; fpc (64-bit frequent pattern compression); crade (FPC + incomplete-data-mapping expansion by compression ratio); slde (MorLog: FPC or, for log data, DLDC, whichever is smaller, then CRADE expansion)"),
     p!("nvm.tlc_write_ns_000", float 15.2, "ns", Check::Range(0.0, 1e6), "MorLog (Wei et al.) Table III (TLC RRAM, from its refs [42], [45], [61])", "TLC write latency of a cell programmed to state 000 (nvm.write_model = tlc)"),
     p!("nvm.tlc_write_ns_001", float 46.8, "ns", Check::Range(0.0, 1e6), "MorLog (Wei et al.) Table III (TLC RRAM, from its refs [42], [45], [61])", "TLC write latency of a cell programmed to state 001 (nvm.write_model = tlc)"),
@@ -398,6 +398,17 @@ impl Params {
                 toml::Value::Integer(i) if i >= 0 => Value::Int(i as u64),
                 toml::Value::Float(f) => Value::Float(f),
                 toml::Value::Boolean(b) => Value::Bool(b),
+                // A size or time with its unit ("4MB", "300ns") is read
+                // exactly as `--set` reads it.
+                toml::Value::String(s)
+                    if self
+                        .spec(&key)
+                        .is_ok_and(|sp| !matches!(sp.default, DefaultValue::Str(_))) =>
+                {
+                    self.set_str(&key, &s)
+                        .map_err(|e| Error::input(format!("{origin}: {e}")))?;
+                    continue;
+                }
                 toml::Value::String(s) => Value::Str(s),
                 other => {
                     return Err(Error::input(format!(
@@ -545,7 +556,7 @@ pub fn validate_run(p: &Params, tx: u64, history: bool) -> Result<()> {
     };
     if tx > ceiling {
         return Err(Error::input(format!(
-            "invalid value '{tx}' for 'tx': expected at most {ceiling} for {what} (the documented ceiling, README 'Input limits')"
+            "invalid value '{tx}' for 'tx': expected at most {ceiling} for {what} (the documented ceiling, docs/guide/configuration-and-presets.md 'Input limits')"
         )));
     }
     let line = crate::types::LINE_BYTES;
@@ -759,6 +770,37 @@ mod tests {
             .contains("dcw"));
         assert!(p.set_str("nvm.array_read_ns", "250").is_ok());
         assert_eq!(p.ns_cycles("nvm.array_read_ns"), 625);
+    }
+
+    #[test]
+    fn toml_presets_take_units_as_set_does() {
+        let mut p = Params::defaults(&[]);
+        p.apply_toml(
+            "[cache]\nllc_size_bytes = \"4MB\"\n[nvm]\narray_write_ns = \"300ns\"\nwrite_model = \"tlc\"\n",
+            "t.toml",
+        )
+        .unwrap();
+        let mut q = Params::defaults(&[]);
+        q.set_str("cache.llc_size_bytes", "4MB").unwrap();
+        q.set_str("nvm.array_write_ns", "300ns").unwrap();
+        q.set_str("nvm.write_model", "tlc").unwrap();
+        for k in [
+            "cache.llc_size_bytes",
+            "nvm.array_write_ns",
+            "nvm.write_model",
+        ] {
+            assert_eq!(p.get(k), q.get(k), "{k}");
+        }
+        assert_eq!(p.u64("cache.llc_size_bytes"), 4 << 20);
+        // A bad unit names the file and the field, as --set's error does.
+        let e = Params::defaults(&[])
+            .apply_toml("[cache]\nllc_size_bytes = \"4 furlongs\"\n", "t.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("t.toml") && e.contains("cache.llc_size_bytes") && e.contains("4 furlongs"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -77,8 +77,11 @@ pub struct Metrics {
     /// paper's Table 5): simulated memory the run touched
     /// (4 KiB pages of the architectural image, all threads, setup
     /// included), loads per store in the window, the DRAM cache's miss
-    /// ratio (1 - `dram_cache_hit_ratio`; zero without it) and its reads
-    /// (LLC misses) per write (LLC write-backs) in the window.
+    /// ratio (1 - `dram_cache_hit_ratio`; zero without it) and the
+    /// memory's reads per write in the window: the DRAM cache's (LLC
+    /// misses and write-backs it serves), or without one the NVM's
+    /// (= `llc_misses_per_write_back`). `read_write_ratio` is the
+    /// program's loads per store, above the caches.
     pub footprint_bytes: u64,
     pub read_write_ratio: f64,
     pub dram_cache_miss_ratio: f64,

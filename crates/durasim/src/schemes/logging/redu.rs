@@ -72,6 +72,12 @@ pub static INFO: SchemeInfo = SchemeInfo {
     recover,
     recovery: RecoveryForm::Scan(new_scan),
     contexts: None,
+    defaults: crate::schemes::RunDefaults {
+        machine: Some(&crate::schemes::machines::EHOU),
+        tx: 10_000,
+        reaches: "background application from the DRAM write cache every redu.apply_period_us (1 us)",
+        needs: None,
+    },
 };
 
 fn reserved_bytes(p: &Params) -> u64 {

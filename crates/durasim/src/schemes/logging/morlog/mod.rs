@@ -87,6 +87,12 @@ pub static INFO: SchemeInfo = SchemeInfo {
     recover,
     recovery: RecoveryForm::Scan(new_scan),
     contexts: None,
+    defaults: crate::schemes::RunDefaults {
+        machine: Some(&crate::schemes::machines::MORLOG),
+        tx: 40_000,
+        reaches: "force-write-back every 3 M cycles: 3 passes in fwb's measured window on btree",
+        needs: None,
+    },
 };
 
 pub static DP_INFO: SchemeInfo = SchemeInfo {
@@ -99,6 +105,12 @@ pub static DP_INFO: SchemeInfo = SchemeInfo {
     recover: recover_dp,
     recovery: RecoveryForm::Scan(new_scan_dp),
     contexts: None,
+    defaults: crate::schemes::RunDefaults {
+        machine: Some(&crate::schemes::machines::MORLOG),
+        tx: 40_000,
+        reaches: "force-write-back every 3 M cycles: 3 passes in fwb's measured window on btree",
+        needs: None,
+    },
 };
 
 #[derive(Default)]

@@ -95,6 +95,12 @@ pub static INFO: SchemeInfo = SchemeInfo {
     recover,
     recovery: RecoveryForm::Scan(new_scan),
     contexts: None,
+    defaults: crate::schemes::RunDefaults {
+        machine: Some(&crate::schemes::machines::EHOU),
+        tx: 10_000,
+        reaches: "no periodic mechanism (AIT-cache overflow log when sets fill)",
+        needs: Some(crate::schemes::machines::needs_optane_dimm),
+    },
 };
 
 fn reserved_bytes(p: &Params) -> u64 {

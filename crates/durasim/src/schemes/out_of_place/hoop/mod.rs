@@ -35,7 +35,7 @@ use std::collections::VecDeque;
 
 pub static INFO: SchemeInfo = SchemeInfo {
     name: "hoop",
-    description: "hardware-assisted out-of-place update with coalescing GC (HOOP, MICRO 2020)",
+    description: "hardware-assisted out-of-place update with coalescing GC (HOOP, ISCA 2020)",
     durability: Durability::AtCommit,
     params: PARAMS,
     reserved_bytes,
@@ -43,6 +43,12 @@ pub static INFO: SchemeInfo = SchemeInfo {
     recover: recovery::recover,
     recovery: RecoveryForm::Scan(recovery::new_scan),
     contexts: None,
+    defaults: crate::schemes::RunDefaults {
+        machine: Some(&crate::schemes::machines::HOOP),
+        tx: 300_000,
+        reaches: "2 periodic GCs (10 ms = 25 M cycles) and 2 on-demand ones on btree",
+        needs: None,
+    },
 };
 
 pub static PARAMS: &[ParamSpec] = &[
