@@ -18,7 +18,10 @@ from hypothesis import strategies as st
 import durasim
 from durasim.sweep import SweepError, deterministic, expand
 
+# The bare machine for every scheme (not each one's paper machine): this file
+# tests the sweep's mechanics, and the grid runs every scheme x workload.
 GRID = {
+    "config": "default",
     "scheme": durasim.schemes(),
     "workload": durasim.workloads(),
     "threads": 2,
@@ -56,6 +59,7 @@ def test_grid_frame_shape(serial_frame):
         threads=2,
         tx=120,
         seed=2,
+        config="default",
         **{"workload.item_bytes": 256},
     )
     row = serial_frame.iloc[3]
