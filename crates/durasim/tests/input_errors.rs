@@ -515,27 +515,45 @@ fn lsm_small_segments_at_default_capacity_are_cheap() {
     assert!(start.elapsed().as_secs() < 10, "took {:?}", start.elapsed());
 }
 
-/// A crashtest whose report cannot be written still prints its verdict,
-/// and the exit code keeps it: 1 for violations, 2 (not 0) for a pass
-/// whose report was lost.
+/// A report path that can be opened but not written (/dev/full, a /proc
+/// file) is refused before the work, like a missing directory: exit 2, no
+/// verdict printed. The same for run's --json and --trace-out.
 #[test]
-fn crashtest_verdict_survives_an_unwritable_report() {
-    for (scheme, code_want, verdict) in [("opt-redo", 2, "PASS"), ("ideal", 1, "violations")] {
-        let (code, out, err) = durasim(&[
-            "crashtest",
-            "--scheme",
-            scheme,
-            "--workload",
-            "vector",
-            "--tx",
-            "20",
-            "--points",
-            "20",
-            "--json",
-            "/dev/full",
-        ]);
-        assert_eq!(code, code_want, "{scheme}: {out}\n{err}");
-        assert!(out.contains(verdict), "{scheme}: {out}");
-        assert!(err.contains("/dev/full"), "{scheme}: {err}");
+fn unwritable_special_report_paths_are_refused_before_the_work() {
+    let (code, out, err) = durasim(&[
+        "crashtest",
+        "--scheme",
+        "opt-redo",
+        "--workload",
+        "vector",
+        "--tx",
+        "20",
+        "--points",
+        "20",
+        "--json",
+        "/dev/full",
+    ]);
+    assert_eq!(code, 2, "{out}\n{err}");
+    assert!(
+        !out.contains("PASS") && err.contains("/dev/full"),
+        "{out}\n{err}"
+    );
+    for (flag, path) in [
+        ("--json", "/dev/full"),
+        ("--json", "/proc/version"),
+        ("--trace-out", "/dev/full"),
+        ("--trace-out", "t.trace.bz2"),
+    ] {
+        let (code, out, err) = durasim(&run_args("ideal", &[flag, path]));
+        assert_eq!(code, 2, "{flag} {path}: {out}\n{err}");
+        assert!(err.contains(flag) && err.contains(path), "{err}");
+        assert!(!out.contains("committed"), "{out}");
     }
+    assert!(!std::path::Path::new("t.trace.bz2").exists());
+    let (code, _, err) = durasim(&run_args("ideal", &["--trace-format", "vans"]));
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--trace-out"), "{err}");
+    // /dev/null still takes a report.
+    let (code, _, err) = durasim(&run_args("ideal", &["--json", "/dev/null"]));
+    assert_eq!(code, 0, "{err}");
 }

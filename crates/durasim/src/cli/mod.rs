@@ -173,10 +173,10 @@ pub struct RunArgs {
     /// FILE (`.gz`/`.xz`: compressed), for `trace replay` or the peers.
     #[arg(long, value_name = "FILE")]
     pub trace_out: Option<String>,
-    /// Format of --trace-out: durasim (purposes, values, TxBegin/TxEnd),
-    /// dramsim3, ramulator2, vans, nvmain.
-    #[arg(long, default_value = "durasim")]
-    pub trace_format: String,
+    /// Format of --trace-out: durasim (purposes, values, TxBegin/TxEnd;
+    /// the default), dramsim3, ramulator2, vans, nvmain.
+    #[arg(long, value_name = "FORMAT")]
+    pub trace_format: Option<String>,
     /// Generate the workload's op streams on a second host thread: auto
     /// (when a host CPU is spare for it), on, off. Host speed only: every
     /// simulated result is the same bit for bit.
@@ -256,6 +256,11 @@ pub fn check_output_path(flag: &str, path: Option<&str>) -> Result<()> {
             "invalid value '{path}' for '{flag}': is a directory; expected a file path (or '-' for stdout)"
         )));
     }
+    if let Some(why) = unwritable_special(p) {
+        return Err(Error::input(format!(
+            "invalid value '{path}' for '{flag}': {why}; expected a regular file path (or '-' for stdout)"
+        )));
+    }
     let existed = p.exists();
     match std::fs::OpenOptions::new()
         .append(true)
@@ -272,6 +277,54 @@ pub fn check_output_path(flag: &str, path: Option<&str>) -> Result<()> {
             "invalid value '{path}' for '{flag}': cannot write it ({e}); expected a writable file path (or '-' for stdout)"
         ))),
     }
+}
+
+/// Why an existing special file cannot take a report, found before the
+/// run (opening such files for writing succeeds; the writes fail, after
+/// the work): a device other than /dev/null or a terminal (/dev/full,
+/// /dev/zero, a disk), or a file of a kernel pseudo-filesystem (/proc,
+/// /sys). Pipes and /dev/stdout stay allowed.
+fn unwritable_special(p: &std::path::Path) -> Option<String> {
+    #[cfg(unix)]
+    {
+        use std::io::IsTerminal;
+        use std::os::unix::fs::{FileTypeExt, MetadataExt};
+        let m = std::fs::metadata(p).ok()?;
+        let t = m.file_type();
+        if t.is_block_device() {
+            return Some("is a block device".into());
+        }
+        // /dev/null is character device 1:3.
+        let dev_null = m.rdev() == libc::makedev(1, 3);
+        if t.is_char_device() && !dev_null {
+            let tty = std::fs::OpenOptions::new()
+                .write(true)
+                .open(p)
+                .is_ok_and(|f| f.is_terminal());
+            if !tty {
+                return Some("is a device that does not store files".into());
+            }
+        }
+        if t.is_file() {
+            let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).ok()?;
+            // SAFETY: statfs only writes the struct it is given.
+            let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
+            if unsafe { libc::statfs(c.as_ptr(), &mut fs) } == 0 {
+                const PROC_SUPER_MAGIC: i64 = 0x9fa0;
+                const SYSFS_MAGIC: i64 = 0x6265_6572;
+                #[allow(clippy::unnecessary_cast)]
+                let kind = fs.f_type as i64;
+                if kind == PROC_SUPER_MAGIC || kind == SYSFS_MAGIC {
+                    return Some(
+                        "is a kernel file (/proc or /sys), not a file to write a report to".into(),
+                    );
+                }
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = p;
+    None
 }
 
 /// An unknown scheme or workload name: the error names the valid choices
@@ -375,10 +428,22 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
     }
     spec.gen_thread = a.gen_thread;
     check_output_path("--json", a.json.as_deref())?;
+    if a.trace_out.is_none() {
+        if let Some(f) = &a.trace_format {
+            return Err(Error::input(format!(
+                "invalid use of '--trace-format {f}': it sets the format of --trace-out, which is not given; add --trace-out FILE"
+            )));
+        }
+    }
+    let trace_format = a.trace_format.as_deref().unwrap_or("durasim");
+    if let Some(path) = a.trace_out.as_deref() {
+        crate::trace::check_trace_out_name(path)?;
+        check_output_path("--trace-out", Some(path))?;
+    }
     let tap: Option<Box<dyn crate::mem::RequestTap>> = match a.trace_out.as_deref() {
         None => None,
         Some(path) => {
-            let fmt = crate::trace::Format::parse(&a.trace_format, "--trace-format", false)?
+            let fmt = crate::trace::Format::parse(trace_format, "--trace-format", false)?
                 .expect("no auto");
             let unit = crate::trace::TimeUnit::new(
                 spec.params.f64("trace.cycle_ns"),
@@ -393,7 +458,7 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
     bar.finish();
     if let (Some(path), Some(tap)) = (a.trace_out.as_deref(), e.ctx.nvm.request_tap.take()) {
         let n = tap.finish()?;
-        eprintln!("trace: {n} requests written to {path} ({})", a.trace_format);
+        eprintln!("trace: {n} requests written to {path} ({trace_format})");
     }
     let report = e.report_json();
     match a.json.as_deref() {

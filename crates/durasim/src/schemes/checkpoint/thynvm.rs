@@ -198,6 +198,17 @@ impl Unit {
     }
 }
 
+/// Host bytes of the tables the scheme allocates whole (the run's host
+/// memory estimate, engine/footprint.rs): per entry a unit slot and a free
+/// slot; per BTT entry a ghost count.
+pub(crate) fn host_table_bytes(p: &Params) -> u64 {
+    let per_entry = std::mem::size_of::<Option<Unit>>() as u64 + 4;
+    let (btt, ptt) = (p.u64("thynvm.btt_entries"), p.u64("thynvm.ptt_entries"));
+    btt.saturating_add(ptt)
+        .saturating_mul(per_entry)
+        .saturating_add(btt)
+}
+
 /// A table of units with fixed-capacity entries (slots indexed by entry).
 struct Table {
     units: Vec<Option<Unit>>,
