@@ -467,6 +467,51 @@ fn every_reviewed_bad_input_is_a_clean_exit_2() {
             ],
             &["--csv", "/nonexistent-dir/g.csv"],
         ),
+        (
+            vec![
+                "crashtest",
+                "--scheme",
+                "opt-redo",
+                "--workload",
+                "pagerank",
+                "--tx",
+                "100",
+                "--threads",
+                "1",
+                "--points",
+                "20",
+                "--set",
+                "run.transactions=false",
+            ],
+            &["run.transactions=false", "dpc", "no"],
+        ),
+        (
+            run_args("thynvm", &["--set", "thynvm.to_block_threshold=30"]),
+            &[
+                "thynvm.to_block_threshold",
+                "thynvm.to_page_threshold",
+                "at most 22",
+            ],
+        ),
+        (run_args("ideal", &["--tx", "-1"]), &["--tx", "'-1'"]),
+        (
+            run_args("ideal", &["--threads", "-2"]),
+            &["--threads", "'-2'"],
+        ),
+        (
+            run_args(
+                "ehou",
+                &[
+                    "--config",
+                    "../../configs/ehou.toml",
+                    "--set",
+                    "dimm.ait_cache_sets=16777216",
+                    "--set",
+                    "dimm.ait_cache_ways=256",
+                ],
+            ),
+            &["host memory", "AIT cache", "dimm.ait_cache_sets"],
+        ),
     ];
     for (args, parts) in cases {
         let start = std::time::Instant::now();
@@ -556,4 +601,54 @@ fn unwritable_special_report_paths_are_refused_before_the_work() {
     // /dev/null still takes a report.
     let (code, _, err) = durasim(&run_args("ideal", &["--json", "/dev/null"]));
     assert_eq!(code, 0, "{err}");
+}
+
+/// Output into a closed pipe (`durasim list params | head -1`) ends the
+/// program quietly, as for any Unix filter, not with a panic.
+#[test]
+fn a_closed_pipe_is_not_a_panic() {
+    use std::io::Read;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_durasim"))
+        .args(["list", "params"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 16];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+    // The read end is dropped here: later writes meet a closed pipe.
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert!(!err.contains("panicked"), "{err}");
+    assert_ne!(status.code(), Some(101), "{err}");
+}
+
+/// A run too short for its scheme's periodic mechanism says so on stderr
+/// (and still runs); a long-enough period or a scheme without one is quiet.
+#[test]
+fn runs_shorter_than_a_period_are_warned_about() {
+    let (code, _, err) = durasim(&run_args("hoop", &["--tx", "20"]));
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("warning: hoop")
+            && err.contains("hoop.gc_period_ms")
+            && err.contains("--tx 300000"),
+        "{err}"
+    );
+    assert_eq!(err.matches("hoop.gc_period_ms (").count(), 1, "{err}");
+    let (code, _, err) = durasim(&run_args(
+        "hoop",
+        &["--tx", "20", "--set", "hoop.gc_period_ms=0.001"],
+    ));
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("warning"), "{err}");
+    let (code, _, err) = durasim(&run_args("opt-undo", &["--tx", "20"]));
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("warning"), "{err}");
 }

@@ -463,6 +463,11 @@ fn overlong_lines_and_directories_exit_2() {
         err.contains("line 2") && err.contains("longer than"),
         "{err}"
     );
+    // A transaction marker names a core a run can have (at most 256).
+    std::fs::write(&p, "R 0x40 0\nTXB 99999 0\n").unwrap();
+    let (code, _, err) = durasim(&["trace", "replay", p.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("line 2") && err.contains("99999"), "{err}");
     let d = std::env::temp_dir();
     let (code, _, err) = durasim(&["trace", "replay", d.to_str().unwrap()]);
     assert_eq!(code, 2, "{err}");

@@ -83,15 +83,15 @@ pub struct CommonArgs {
     pub set: Vec<String>,
     /// Simulated cores = workload threads [default: the paper machine's
     /// thread count; 8 with --config]
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub threads: Option<usize>,
     /// Total transactions, split evenly over threads [default: the
     /// scheme's run length, long enough for its background mechanism to
     /// run several times (`durasim list schemes`)]
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub tx: Option<u64>,
     /// RNG seed.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     pub seed: u64,
 }
 
@@ -156,6 +156,66 @@ pub fn hardware_warning(scheme: &str, p: &Params) -> Option<String> {
     let info = schemes::find(scheme).ok()?;
     let msg = info.defaults.needs.and_then(|f| f(p))?;
     Some(format!("warning: {scheme} {msg}"))
+}
+
+/// Warnings about a finished run too short for its scheme's mechanism: a
+/// checkpointing scheme that took no checkpoint, or a measured window
+/// shorter than one period of a periodic mechanism (the scheme's
+/// `*period_ms`, `*period_us`, `*period_cycles` parameters, and
+/// `checkpoint.epoch_cycles` for whole-system checkpointing). The results
+/// of such a run measure none of that mechanism; the advice names the
+/// scheme's default run length (`durasim list schemes`).
+pub fn run_length_warnings(scheme: &str, e: &engine::Engine) -> Vec<String> {
+    let Ok(info) = schemes::find(scheme) else {
+        return Vec::new();
+    };
+    let p = &e.params;
+    let window = e.metrics().sim_cycles;
+    let d = &info.defaults;
+    let advice = format!(
+        "run longer (its default, --tx {}, reaches: {})",
+        d.tx, d.reaches
+    );
+    let checkpointing = info.durability == crate::recovery::Durability::Checkpoint;
+    let mut out = Vec::new();
+    if checkpointing {
+        let taken = e
+            .scheme
+            .stats()
+            .into_iter()
+            .find(|(k, _)| *k == "checkpoints")
+            .map(|(_, v)| v);
+        if taken == Some(0.0) {
+            out.push(format!(
+                "warning: {scheme} took no checkpoint in this run (measured window {window} cycles, checkpoint.epoch_cycles = {}): the results measure no checkpointing; {advice}, or lower checkpoint.epoch_cycles",
+                p.u64("checkpoint.epoch_cycles")
+            ));
+            return out;
+        }
+    }
+    let freq = p.f64("cpu.freq_ghz");
+    let mut keys: Vec<&str> = info.params.iter().map(|s| s.key).collect();
+    if checkpointing && !keys.contains(&"checkpoint.epoch_cycles") {
+        keys.push("checkpoint.epoch_cycles");
+    }
+    for key in keys {
+        let cycles = if key.ends_with("period_cycles") || key.ends_with("epoch_cycles") {
+            p.u64(key)
+        } else if key.ends_with("period_ms") {
+            crate::config::ns_to_cycles(p.f64(key) * 1e6, freq)
+        } else if key.ends_with("period_us") {
+            crate::config::ns_to_cycles(p.f64(key) * 1e3, freq)
+        } else {
+            continue;
+        };
+        // 0 turns a periodic mechanism off: nothing to reach.
+        if cycles > 0 && window < cycles {
+            out.push(format!(
+                "warning: {scheme}'s measured window ({window} cycles) is shorter than one period of {key} ({cycles} cycles): the results may include none of that mechanism; {advice}, or lower {key}"
+            ));
+        }
+    }
+    out
 }
 
 #[derive(Args, Debug)]
@@ -456,6 +516,9 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
     let mut bar = LazyProgress::new(spec.tx, format!("{}/{}", a.scheme, a.workload));
     let mut e = engine::run_tapped(spec, tap, &mut |d| bar.update(d))?;
     bar.finish();
+    for w in run_length_warnings(&a.scheme, &e) {
+        eprintln!("{w}");
+    }
     if let (Some(path), Some(tap)) = (a.trace_out.as_deref(), e.ctx.nvm.request_tap.take()) {
         let n = tap.finish()?;
         eprintln!("trace: {n} requests written to {path} ({trace_format})");

@@ -159,6 +159,17 @@ fn reserved_bytes(p: &Params) -> u64 {
 }
 
 fn build(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
+    let (to_page, to_block) = (
+        p.u64("thynvm.to_page_threshold"),
+        p.u64("thynvm.to_block_threshold"),
+    );
+    // Between the two thresholds a unit keeps its mode (hysteresis,
+    // ThyNVM §4.2); crossed, a page would switch mode every epoch.
+    if to_block > to_page {
+        return Err(Error::input(format!(
+            "invalid value '{to_block}' for 'thynvm.to_block_threshold': a page returns to block remapping below it and a block becomes a page at thynvm.to_page_threshold ({to_page}); expected at most {to_page}"
+        )));
+    }
     Ok(Box::new(ThyNvm::new(p, layout)))
 }
 
