@@ -405,16 +405,52 @@ const IN_PROCESS_BUDGET: Duration = Duration::from_secs(10);
 fn trace_line() -> impl Strategy<Value = String> {
     let field = prop::sample::select(
         &[
-            "R", "W", "C", "R:3", "READ", "WRITE", "LD", "ST", "TXB", "TXE", "NVMV0", "NVMV1",
-            "0x40", "0x80", "0xfffc0", "0x100000", "0x7fffffffc0", "0x8000000000",
-            "0xffffffffffffffc0", "0xffffffffffffffff", "18446744073709551615", "0xZZ", "-1",
-            "0", "1", "5", "255", "256", "99999", "1e9", "4294967296", "demand", "log",
-            "writeback", "00", "ff", "#", "",
+            "R",
+            "W",
+            "C",
+            "R:3",
+            "READ",
+            "WRITE",
+            "LD",
+            "ST",
+            "TXB",
+            "TXE",
+            "NVMV0",
+            "NVMV1",
+            "0x40",
+            "0x80",
+            "0xfffc0",
+            "0x100000",
+            "0x7fffffffc0",
+            "0x8000000000",
+            "0xffffffffffffffc0",
+            "0xffffffffffffffff",
+            "18446744073709551615",
+            "0xZZ",
+            "-1",
+            "0",
+            "1",
+            "5",
+            "255",
+            "256",
+            "99999",
+            "1e9",
+            "4294967296",
+            "demand",
+            "log",
+            "writeback",
+            "00",
+            "ff",
+            "#",
+            "",
         ][..],
     );
     let data = Just("00".repeat(64));
-    prop::collection::vec(prop_oneof![8 => field.prop_map(str::to_string), 1 => data], 1..7)
-        .prop_map(|f| f.join(" "))
+    prop::collection::vec(
+        prop_oneof![8 => field.prop_map(str::to_string), 1 => data],
+        1..7,
+    )
+    .prop_map(|f| f.join(" "))
 }
 
 /// Run `f` on another thread and fail if it takes longer than the budget.
