@@ -237,7 +237,7 @@ def crashtest(
     threads: int = 2,
     tx: int = 1000,
     seed: int = 1,
-    points: int | str = "all",
+    points: int | str | None = None,
     crash_at: int | None = None,
     tear_mask: int | str | None = None,
     torn: bool = False,
@@ -250,8 +250,9 @@ def crashtest(
     ``durasim crashtest --json -`` (``violations``, ``first_violation`` with
     its ``replay`` line, ``crash_points_tested``, ``points_per_second``, ...).
 
-    ``points`` is ``"all"`` (every crash point) or a number of seeded
-    samples; ``crash_at=K`` tests one point (``tear_mask`` optional);
+    ``points`` is ``"all"`` (every crash point; the default) or a number of
+    seeded samples; ``crash_at=K`` tests one point (``tear_mask`` optional;
+    not with ``points``, as the CLI's ``--crash-at`` excludes ``--points``);
     ``torn`` also tests torn in-flight writes; ``recovery_crashes`` is the
     number of crashes injected into each recovery or ``"all"`` (default:
     the CLI's). Defaults and
@@ -264,6 +265,17 @@ def crashtest(
     threads = _count("threads", threads, 1)
     tx = _count("tx", tx, 1)
     seed = _count("seed", seed, 0)
+    if crash_at is not None and points is not None:
+        raise ValueError(
+            f"invalid use of points={points!r} with crash_at={crash_at!r}: crash_at tests one "
+            "crash point, points chooses many; pass only one of them"
+        )
+    if tear_mask is not None and crash_at is None:
+        raise ValueError(
+            "invalid use of 'tear_mask' without 'crash_at': a tear mask applies to one crash point"
+        )
+    if points is None:
+        points = "all"
     if not (
         isinstance(points, str)
         or (isinstance(points, numbers.Integral) and not isinstance(points, bool))
@@ -394,6 +406,10 @@ def version() -> str:
     return _native.version()
 
 
+#: Largest preset read (the CLI's bound, config.rs MAX_CONFIG_BYTES).
+MAX_CONFIG_BYTES = 1 << 20
+
+
 def load_preset(path: str | os.PathLike[str]) -> dict[str, Any]:
     """A TOML preset (``[section] key = value``) as ``{"section.key": value}``,
     validated against the parameter list."""
@@ -404,9 +420,20 @@ def load_preset(path: str | os.PathLike[str]) -> dict[str, Any]:
     p = os.fspath(path)
     try:
         with open(p, "rb") as f:
-            doc = tomllib.load(f)
+            # Bounded like the CLI's --config: /dev/urandom or /dev/zero
+            # would otherwise be read without end.
+            data = f.read(MAX_CONFIG_BYTES + 1)
     except OSError as e:
         raise ValueError(f"cannot read config {p}: {e}") from e
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ValueError(
+            f"invalid config {p}: larger than {MAX_CONFIG_BYTES} bytes "
+            "(a preset is a small TOML file)"
+        )
+    try:
+        doc = tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise ValueError(f"invalid config {p}: not UTF-8 text (expected a TOML preset)") from e
     except tomllib.TOMLDecodeError as e:
         raise ValueError(f"cannot parse config {p}: {e}") from e
     flat: dict[str, Any] = {}

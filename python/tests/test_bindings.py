@@ -159,6 +159,28 @@ def test_invalid_inputs_raise_value_error(kwargs, needles):
         assert n in str(exc.value), (n, str(exc.value))
 
 
+def test_front_end_arguments_are_checked_like_the_cli():
+    """What the CLI refuses, the Python front refuses before any work: a
+    preset that never ends, points with crash_at, a tear mask alone, a
+    progress value that is not a bool, a client or scheduler Dask would
+    reject with an error naming neither."""
+    with pytest.raises(ValueError, match="larger than 1048576 bytes"):
+        durasim._core.load_preset("/dev/urandom")
+    with pytest.raises(ValueError, match="points=5 with crash_at=3"):
+        durasim.crashtest("opt-redo", "vector", tx=10, points=5, crash_at=3)
+    with pytest.raises(ValueError, match="tear_mask"):
+        durasim.crashtest("opt-redo", "vector", tx=10, tear_mask=3)
+    with pytest.raises(ValueError, match="'progress'"):
+        durasim.run("ideal", "vector", tx=10, threads=1, progress="yes")
+    spec = {"scheme": "ideal", "workload": "vector", "tx": 10, "threads": 1}
+    with pytest.raises(ValueError, match=r"'client'.*submit"):
+        durasim.sweep(spec, client=object())
+    with pytest.raises(ValueError, match=r"'scheduler'.*tcp://"):
+        durasim.sweep(spec, scheduler="bogus")
+    with pytest.raises(ValueError, match="did you mean 'serial'"):
+        durasim.sweep(spec, scheduler="seriel")
+
+
 def test_gil_released_during_run():
     # If the GIL were held, the main thread could not run at all while the
     # simulation runs: the longest pause between its iterations would span it.

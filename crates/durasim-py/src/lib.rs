@@ -89,7 +89,13 @@ fn run(
             engine::run(spec, &mut |done| {
                 throttle.call(progress.as_ref(), done, total_tx)
             })
-            .map(|e| e.report_json())
+            .map(|e| {
+                // As the CLI: a run too short for its scheme's mechanism.
+                for w in durasim::cli::run_length_warnings(scheme, &e) {
+                    eprintln!("{w}");
+                }
+                e.report_json()
+            })
         })
         .map_err(to_py)?;
     Ok(report.to_string())

@@ -206,6 +206,7 @@ fn check_run(spec: &RunSpec, params: &Params, workload_info: &WorkloadInfo) -> R
     footprint::check(
         params,
         &workload_info.sizing,
+        &spec.scheme,
         spec.threads,
         spec.tx,
         spec.record_history,
