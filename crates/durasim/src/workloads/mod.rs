@@ -489,6 +489,13 @@ impl Sizing {
     /// name them.
     pub fn initial_params(&self) -> String {
         if let Some(k) = self.items_param {
+            // A graph program is sized by its footprint unless the vertex
+            // count is given.
+            if matches!(self.initial, InitialSize::FootprintOrItems) {
+                return format!(
+                    "workload.footprint_bytes (or {k}, or workload.initial_items / workload.item_bytes)"
+                );
+            }
             return format!("{k} (or workload.initial_items) / workload.item_bytes");
         }
         match self.initial {
