@@ -204,7 +204,28 @@ def run(
     ``progress``: a bar over committed transactions with an ETA, drawn once
     the run has taken a second; ``None`` (default) shows it on a terminal or
     in a notebook, ``False`` never (sweeps draw their own bar instead).
+    Warnings (a scheme without the hardware its mechanism needs, a run
+    shorter than one period of its mechanism) are printed on stderr, as
+    the CLI prints them, and kept in the document's ``warnings`` list.
     """
+    doc = _run(scheme, workload, threads, tx, seed, config, progress, overrides)
+    for w in doc.get("warnings", []):
+        print(f"warning: {w}", file=sys.stderr)
+    return doc
+
+
+def _run(
+    scheme: str,
+    workload: str,
+    threads: int | None,
+    tx: int | None,
+    seed: int,
+    config: str | os.PathLike[str] | None,
+    progress: bool | None,
+    overrides: Mapping[str, Any],
+) -> dict:
+    """:func:`run` without printing its warnings (sweeps keep them in the
+    frame's ``warnings`` column)."""
     _names(scheme, workload)
     threads = None if threads is None else _count("threads", threads, 1)
     tx = None if tx is None else _count("tx", tx, 1)
@@ -471,5 +492,13 @@ def split_spec(spec: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]
 def run_spec(spec: Mapping[str, Any]) -> dict:
     """Run a spec dict (``{"scheme":..., "workload":..., "hoop.gc_period_ms": 2}``)."""
     args, sets = split_spec(spec)
-    args.setdefault("progress", False)
-    return run(**args, **sets)
+    return _run(
+        args["scheme"],
+        args["workload"],
+        args.get("threads"),
+        args.get("tx"),
+        args.get("seed", 1),
+        args.get("config"),
+        args.get("progress", False),
+        sets,
+    )

@@ -101,7 +101,8 @@ def result_row(
 ) -> dict[str, Any]:
     """One DataFrame row: the spec (with defaults filled in), then the
     metrics (nested dicts flattened with dots), ``stat.<name>`` for the
-    scheme's statistics, ``sim.*`` for host speed, and ``error``."""
+    scheme's statistics, ``sim.*`` for host speed, ``warnings`` (the
+    run's warnings, joined with "; "; empty without any) and ``error``."""
     row: dict[str, Any] = {"scheme": spec["scheme"], "workload": spec["workload"]}
     for f in ("threads", "tx", "seed", "config"):
         # Without a value in the spec a run takes its scheme's machine and
@@ -119,6 +120,8 @@ def result_row(
         if "nvm_media" in report:
             _flatten("nvm_media", report["nvm_media"], row)
         _flatten("sim", report.get("sim", {}), row)
+        # What `durasim.run` would print on stderr, one run's per cell.
+        row["warnings"] = "; ".join(report.get("warnings", [])) or None
     row["error"] = error
     return row
 

@@ -7,6 +7,7 @@ import subprocess
 import threading
 import time
 
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -328,6 +329,26 @@ def test_run_progress_reaches_total_and_stays_quiet_off_terminal(monkeypatch, ca
     # progress=False so runs inside them never draw their own bar.
     durasim.run("ideal", "vector", threads=1, tx=50)
     assert capsys.readouterr().err == ""
+
+
+def test_warnings_are_printed_by_run_and_kept_by_sweep(capsys):
+    # A run shorter than one HOOP GC period: durasim.run prints the warning
+    # on stderr, as the CLI does, and lists it in the document.
+    doc = durasim.run("hoop", "btree", threads=2, tx=150)
+    assert any("hoop.gc_period_ms" in w for w in doc["warnings"]), doc["warnings"]
+    err = capsys.readouterr().err
+    assert [f"warning: {w}" for w in doc["warnings"]] == err.splitlines()
+    # A sweep prints nothing and keeps each run's warnings in a column.
+    df = durasim.sweep(
+        [
+            {"scheme": "hoop", "workload": "btree", "threads": 2, "tx": 150},
+            {"scheme": "ideal", "workload": "btree", "threads": 2, "tx": 150},
+        ],
+        scheduler="serial",
+    )
+    assert capsys.readouterr().err == ""
+    assert df["warnings"].iloc[0] == "; ".join(doc["warnings"])
+    assert pd.isna(df["warnings"].iloc[1])
 
 
 def test_a_scheme_runs_on_its_papers_machine_by_default():

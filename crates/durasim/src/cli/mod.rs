@@ -218,6 +218,19 @@ pub fn run_length_warnings(scheme: &str, e: &engine::Engine) -> Vec<String> {
     out
 }
 
+/// Put `warnings` (as printed on stderr) into a run's JSON report as its
+/// `warnings` list, each without the `warning: ` prefix; an empty list
+/// when the run drew none.
+pub fn add_warnings(report: &mut serde_json::Value, warnings: &[String]) {
+    if let Some(o) = report.as_object_mut() {
+        let list: Vec<&str> = warnings
+            .iter()
+            .map(|w| w.strip_prefix("warning: ").unwrap_or(w))
+            .collect();
+        o.insert("warnings".into(), serde_json::json!(list));
+    }
+}
+
 #[derive(Args, Debug)]
 pub struct RunArgs {
     #[arg(long)]
@@ -483,7 +496,10 @@ pub fn main_with(cli: Cli) -> Result<i32> {
 
 fn cmd_run(a: RunArgs) -> Result<i32> {
     let mut spec = spec_for(&a.scheme, &a.workload, &a.common)?;
-    if let Some(w) = hardware_warning(&a.scheme, &spec.params) {
+    let mut warnings: Vec<String> = hardware_warning(&a.scheme, &spec.params)
+        .into_iter()
+        .collect();
+    for w in &warnings {
         eprintln!("{w}");
     }
     spec.gen_thread = a.gen_thread;
@@ -518,12 +534,14 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
     bar.finish();
     for w in run_length_warnings(&a.scheme, &e) {
         eprintln!("{w}");
+        warnings.push(w);
     }
     if let (Some(path), Some(tap)) = (a.trace_out.as_deref(), e.ctx.nvm.request_tap.take()) {
         let n = tap.finish()?;
         eprintln!("trace: {n} requests written to {path} ({trace_format})");
     }
-    let report = e.report_json();
+    let mut report = e.report_json();
+    add_warnings(&mut report, &warnings);
     match a.json.as_deref() {
         Some("-") => println!("{}", serde_json::to_string_pretty(&report).unwrap()),
         Some(path) => {

@@ -190,21 +190,22 @@ MIN_CHECKPOINTS = 3
 WARMUP_SHARE = 0.25  # run.warmup_tx_share default
 MARGIN = 1.25
 #: Cycles per operation per thread of the native system at SMALL_DIVISOR
-#: (4 threads, Table 5 footprints / 8, 32 MB DRAM cache, 1,000 operations
-#: per thread): the smaller of the whole run's and the window's, so a run
-#: sized from it holds at least the checkpoints it is sized for.
+#: (4 threads, Table 5 footprints / 8, 32 MB DRAM cache started warm,
+#: 1,000 operations per thread): the smaller of the whole run's and the
+#: window's, so a run sized from it holds at least the checkpoints it is
+#: sized for.
 CYCLES_PER_OP: dict[str, float] = {
-    "pagerank": 71_445,
-    "cc": 70_472,
-    "cd": 65_787,
-    "ann": 10_122,
-    "kdtree": 2_983,
-    "stencil3d": 14_972,
-    "lbm": 15_685,
-    "tatp": 24_465,
-    "tpcc": 55_227,
-    "echo": 89_691,
-    "ycsb": 10_869,
+    "pagerank": 68_257,
+    "cc": 53_725,
+    "cd": 58_382,
+    "ann": 10_029,
+    "kdtree": 2_376,
+    "stencil3d": 10_828,
+    "lbm": 12_602,
+    "tatp": 22_027,
+    "tpcc": 62_571,
+    "echo": 120_726,
+    "ycsb": 9_853,
 }
 
 

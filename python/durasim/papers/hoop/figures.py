@@ -85,7 +85,7 @@ def fig_gc_reduction(df: pd.DataFrame) -> Figure:
     ax.set_xscale("log")
     log_ticks(ax, "x")
     ax.set_xlabel("transactions (count, log scale)")
-    ax.set_ylabel("data reduction ratio (% of bytes written by tx)")
+    ax.set_ylabel("data reduction ratio (% of words written by tx)")
     footnote(fig, df)
     return fig
 

@@ -773,6 +773,10 @@ impl Scheme for Dpc {
         t
     }
 
+    fn page_cached(&mut self, page_addr: Addr) {
+        self.cached.insert(page_addr / PAGE_BYTES);
+    }
+
     fn page_evicted(&mut self, page_addr: Addr) {
         self.cached.remove(&(page_addr / PAGE_BYTES));
     }
