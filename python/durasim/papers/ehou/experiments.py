@@ -481,8 +481,9 @@ def empty_runs() -> pd.DataFrame:
 #: half the CPU time.
 COST: dict[str, str] = {
     "small": (
-        "56 distinct runs; about 160 s of CPU time (≈ 1.5 min wall on two idle cores); the "
-        "claim sweep (f) adds 13 runs (its 18 took 39 s of CPU measured, 2026-11-29)"
+        "69 distinct runs, the claim sweep (f) included; about 260 s of host time "
+        "(≈ 2.5 min wall on two idle cores; measured 2026-11-29, runs one after the other "
+        "at load 3)"
     ),
 }
 

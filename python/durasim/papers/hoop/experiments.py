@@ -706,9 +706,9 @@ def cite(e: Experiment) -> str:
 #: half the CPU time.
 COST: dict[str, str] = {
     "small": (
-        "90 distinct runs; about 1,070 s of CPU time (≈ 9 min wall on two idle cores), "
-        "YCSB's 1 KB runs and LSM the largest shares; the claim sweep (l) adds 15 runs, "
-        "about 115 s of CPU (measured 2026-11-29, serial, loaded host)"
+        "105 distinct runs, the claim sweep (l) included; about 2,500 s of host time summed "
+        "over its runs (≈ 21 min wall on two idle cores), YCSB's 1 KB runs and LSM the "
+        "largest shares (measured 2026-11-29, runs one after the other at load 3)"
     ),
 }
 

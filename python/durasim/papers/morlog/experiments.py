@@ -723,9 +723,9 @@ def cite(e: Experiment) -> str:
 #: half the CPU time.
 COST: dict[str, str] = {
     "small": (
-        "96 distinct runs; about 740 s of CPU time (≈ 6 min wall on two idle cores); "
-        "the TLC device model is most of it; the claim sweep (l) adds 18 runs, 110 s of CPU "
-        "measured (2026-11-29, serial, loaded host)"
+        "114 distinct runs, the claim sweep (l) included; about 800 s of host time summed "
+        "over its runs (≈ 7 min wall on two idle cores); the TLC device model is most of it "
+        "(measured 2026-11-29, runs one after the other at load 3)"
     ),
 }
 
