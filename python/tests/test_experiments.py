@@ -126,6 +126,10 @@ def test_experiments_filter_to_this_build():
     found = e["stat.gc_words_in_slices"] + e["stat.gc_words_in_slices_end_of_run"]
     moved = e["stat.gc_words_migrated"] + e["stat.gc_words_migrated_end_of_run"]
     assert (found > 0).all() and (moved <= found).all()
+    # Figure (j) under the HOOP paper's definitions (per memory operation).
+    j = out["profiling"]
+    assert j.attrs["panels"] == "per_mem_op"
+    assert (j["llc_misses_per_mem_op_j"] <= 1).all() and (j["parallel_reads_per_mem_op"] >= 0).all()
     grid = out["throughput"]
     assert len(grid) == len(have & set(hoop_exp.SCHEMES)) * sum(
         len(hoop_exp._item_sizes(hoop_exp.SCALES["tiny"], w))
