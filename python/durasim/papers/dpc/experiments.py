@@ -994,10 +994,9 @@ def _stopped(part: pd.DataFrame, sc: dict[str, Any]) -> list[str]:
 #: half the CPU time.
 COST: dict[str, str] = {
     "small": (
-        "89 distinct runs; about 1,470 s of CPU time (≈ 12 min wall on two idle cores), "
-        "ann, kdtree, TPC-C and the lbm sweeps the largest shares; the claim sweep (i) "
-        "reuses the interval and pool runs and adds 2 (ThyNVM at two table sizes, about 11 s "
-        "of CPU: its 13 runs took 74 s measured, 2026-11-29)"
+        "91 distinct runs, the claim sweep (i) included; 1,819 s for all of them one after "
+        "the other at load 3 (≈ 15 min wall on two idle cores), ann, kdtree, TPC-C and the "
+        "lbm sweeps the largest shares (measured 2026-11-29)"
     ),
 }
 
