@@ -63,6 +63,7 @@ NEEDS: dict[str, dict[str, list[str]]] = {
         "b_traffic.csv": ["write_bytes_per_tx"],
         "c_energy.csv": ["write_energy_nj_per_tx"],
         "e_macro.csv": [
+            "threads",
             "throughput_tx_per_mcycle",
             "write_bytes_per_tx",
             "window_cycles",
@@ -451,7 +452,7 @@ def morlog(r: Report) -> dict[str, str]:
             "49.9 % less NVMM write energy",
             f"MorLog-SLDE's write energy {rng(energy)} FWB-CRADE's on the micro-benchmarks "
             "(figure (c))",
-            f"{agreement(1 / energy)}"
+            f"{agreement(1 / energy)}, {size_word(1 / energy.min(), 1 / (1 - 0.499))}"
             + (
                 f"; not on {names(list(energy[~pos_e].index))}"
                 if (~pos_e).any() and pos_e.any()
@@ -477,8 +478,8 @@ def morlog(r: Report) -> dict[str, str]:
         f"(`silent_log_writes_dropped`); {x(mfewer['ycsb'])} fewer bytes than FWB-CRADE.",
     ]
     intro = (
-        f"Grid: {int(a['threads'].iloc[0])} threads (micro-benchmarks), "
-        f"{len(thr)} + {len(mthr)} workloads."
+        f"Grid: {len(thr)} micro-benchmarks at {int(a['threads'].iloc[0])} threads, "
+        f"{len(mthr)} macro-benchmarks at {int(e['threads'].iloc[0])}."
     )
     readme = (
         f"- **MorLog**: same direction, "
