@@ -488,7 +488,8 @@ def morlog(r: Report) -> dict[str, str]:
         ),
     ]
     ycsb = e[(e["scheme"] == me) & (e["workload"] == "ycsb")].iloc[0]
-    echo_rep = rep_thr["x"] if "x" in rep_thr else rep_slde["x"]
+    # MorLog-SLDE's measured repeated-store share at each point of the sweep.
+    echo_rep = rep_thr["morlog-slde repeated_store_share"]
     evidence = [
         f"Grid runs: {periods.min():.1f}–{periods.max():.1f} force-write-back periods (3 M cycles) "
         "in each measured window.",
