@@ -136,7 +136,7 @@ class Report:
 
     def __init__(self, paper: str, path: Path) -> None:
         if paper not in NEEDS:
-            raise SystemExit(f"readings.py: unknown paper '{paper}' (valid: {', '.join(NEEDS)})")
+            raise SystemExit(unknown_paper(paper))
         self.paper = paper
         self.path = Path(path)
         if not self.path.is_dir():
@@ -155,6 +155,14 @@ class Report:
         if "config_label" not in df.columns:
             df["config_label"] = df["workload"]
         return df
+
+
+def unknown_paper(paper: str) -> str:
+    import difflib
+
+    near = difflib.get_close_matches(paper, list(NEEDS), n=1)
+    hint = f"; did you mean '{near[0]}'?" if near else ""
+    return f"readings.py: unknown paper '{paper}' (valid: {', '.join(NEEDS)}){hint}"
 
 
 def source_of(path: Path) -> dict:
@@ -820,21 +828,38 @@ def snapshot(paper: str, report: Path, dest: Path | None = None) -> Path:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) >= 2 and argv[1] == "snapshot":
-        if len(argv) != 4:
-            print(__doc__)
+    try:
+        return run(argv[1:])
+    except SystemExit as e:
+        if isinstance(e.code, str):
+            print(e.code, file=sys.stderr)
             return 2
-        print(f"wrote {snapshot(argv[2], Path(argv[3]))}")
-        return 0
-    if len(argv) < 2 or argv[1] in ("-h", "--help"):
+        raise
+
+
+def run(args: list[str]) -> int:
+    if not args or args[0] in ("-h", "--help"):
         print(__doc__)
-        return 0 if len(argv) >= 2 else 2
-    if argv[1] not in PAPERS:
-        print(
-            f"readings.py: unknown paper '{argv[1]}' (valid: {', '.join(PAPERS)})", file=sys.stderr
-        )
-        return 2
-    print(block(argv[1:]))
+        return 0 if args else 2
+    if args[0] == "snapshot":
+        if len(args) != 3:
+            raise SystemExit("readings.py: usage: readings.py snapshot PAPER REPORT_DIR")
+        print(f"wrote {snapshot(args[1], Path(args[2]))}")
+        return 0
+    if args[0] not in PAPERS:
+        raise SystemExit(unknown_paper(args[0]))
+    rest = args[1:]
+    i = 0
+    while i < len(rest):
+        if rest[i] == "--readme":
+            i += 1
+        elif rest[i] == "--from" and i + 1 < len(rest):
+            i += 2
+        else:
+            raise SystemExit(
+                f"readings.py: unknown argument '{rest[i]}' (valid: --readme, --from REPORT_DIR)"
+            )
+    print(block(args))
     return 0
 
 
