@@ -838,14 +838,15 @@ def dpc(r: Report) -> dict[str, str]:
     fewer = hw_b.gt(1).all(axis=1)
     exceptions = "; ".join(
         f"on {name(w)} "
-        + ", ".join(f"{name_s(s)} {x(v)}" for s, v in hw_b.loc[w].items() if v <= 1)
+        + " and ".join(f"{name_s(s)} writes {x(v)}" for s, v in hw_b.loc[w].items() if v <= 1)
+        + " DPC's bytes"
         for w in hw_b.index[~fewer]
     )
     readme = (
         f"- **Dual-page checkpointing**: ThyNVM's execution time {rng(thy_t)} DPC's; DPC "
         f"writes fewer bytes than every hardware baseline on {int(fewer.sum())} of "
         f"{len(fewer)} workloads"
-        + (f" (not {exceptions} DPC's bytes)" if exceptions else "")
+        + (f" ({exceptions})" if exceptions else "")
         + ". Against the software libraries: "
         + "; ".join(sw_txt)
         + "."
