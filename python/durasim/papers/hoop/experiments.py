@@ -690,7 +690,7 @@ EXPERIMENTS: dict[str, Experiment] = {
         Experiment(
             "profiling",
             "j",
-            "HOOP profiling: loads per LLC miss, parallel reads, LLC miss ratio",
+            "HOOP profiling: loads per LLC miss; parallel reads and LLC misses per memory op",
             plan_profiling,
             an_profiling,
         ),
