@@ -530,7 +530,18 @@ fn ideal_fails_the_oracle() {
     s.scheme = "ideal".into();
     let r = crash::crashtest(s, &CrashOptions::default(), &mut |_, _| {}).unwrap();
     assert!(r.violations > 0);
-    assert_eq!(r.first_violation.unwrap().kind, ViolationKind::Oracle);
+    let v = r.first_violation.unwrap();
+    assert_eq!(v.kind, ViolationKind::Oracle);
+    // The report names the word's place in the thread's region and the
+    // transactions whose values were expected and found.
+    let t = v.thread.unwrap();
+    assert!(
+        v.message.contains(&format!("of thread {t}'s region"))
+            && v.message.contains("expected as")
+            && v.message.contains("found "),
+        "{}",
+        v.message
+    );
 }
 
 #[test]
