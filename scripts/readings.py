@@ -33,6 +33,8 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "docs" / "results"
 KEYS = ["scheme", "workload", "config_label"]
 
+#: What every claim sweep's CSV holds per point (python/durasim/papers/_claims.py).
+CLAIM_COLUMNS = ["axis", "point", "point_order", "x", "rival", "metric", "advantage"]
 # The CSV columns each paper's readings use (besides KEYS): what a
 # snapshot keeps.
 NEEDS: dict[str, dict[str, list[str]]] = {
@@ -65,7 +67,7 @@ NEEDS: dict[str, dict[str, list[str]]] = {
             "stat.gc_cycles",
             "nvm_write_queue_full_stall_cycles",
         ],
-        "l_claim.csv": ["axis", "point", "point_order", "x", "rival", "metric", "advantage"],
+        "l_claim.csv": CLAIM_COLUMNS,
     },
     "morlog": {
         "a_throughput.csv": ["threads", "throughput_tx_per_mcycle", "window_cycles"],
@@ -82,16 +84,7 @@ NEEDS: dict[str, dict[str, list[str]]] = {
             "stat.silent_log_writes_dropped",
         ],
         "k_workloads.csv": ["repeated_store_share"],
-        "l_claim.csv": [
-            "axis",
-            "point",
-            "point_order",
-            "x",
-            "rival",
-            "metric",
-            "advantage",
-            "morlog-slde repeated_store_share",
-        ],
+        "l_claim.csv": [*CLAIM_COLUMNS, "morlog-slde repeated_store_share"],
     },
     "ehou": {
         "a_overhead.csv": [
@@ -103,7 +96,7 @@ NEEDS: dict[str, dict[str, list[str]]] = {
         ],
         "b_throughput.csv": ["threads", "throughput_tx_per_mcycle"],
         "c_persist.csv": ["ehou.persist", "throughput_tx_per_mcycle"],
-        "f_claim.csv": ["axis", "point", "point_order", "x", "rival", "metric", "advantage"],
+        "f_claim.csv": CLAIM_COLUMNS,
     },
     "dpc": {
         "a_overall.csv": ["execution_time_ns", "nvm_bytes_written", "overhead_vs_baseline_pct"],
@@ -114,16 +107,7 @@ NEEDS: dict[str, dict[str, list[str]]] = {
             "dram_cache_miss_ratio",
         ],
         "h_workloads.csv": ["program_stores_per_tx", "words_per_written_line"],
-        "i_claim.csv": [
-            "axis",
-            "point",
-            "point_order",
-            "x",
-            "rival",
-            "metric",
-            "advantage",
-            "dpc stat.checkpoints",
-        ],
+        "i_claim.csv": [*CLAIM_COLUMNS, "dpc stat.checkpoints"],
     },
 }
 

@@ -172,6 +172,15 @@ impl DramCache {
         slot as u64 * PAGE_BYTES
     }
 
+    /// The slot `page` goes to: an invalid way of its set first, else the
+    /// least recently used.
+    fn victim(&self, page: u64) -> usize {
+        let base = self.set_of(page) * self.ways;
+        (base..base + self.ways)
+            .min_by_key(|&i| (self.tags[i] != INVALID, self.stamps[i]))
+            .expect("at least one way")
+    }
+
     /// Find `page` or bring it in (evicting the set's LRU page). Returns
     /// the slot and, on a miss, when line `first` arrived.
     fn lookup_or_fill(
@@ -187,11 +196,7 @@ impl DramCache {
             self.touch(s);
             return (s, None);
         }
-        let base = self.set_of(page) * self.ways;
-        // An invalid way first, else the least recently used.
-        let slot = (base..base + self.ways)
-            .min_by_key(|&i| (self.tags[i] != INVALID, self.stamps[i]))
-            .expect("at least one way");
+        let slot = self.victim(page);
         self.evict(scheme, ctx, slot, t);
         self.stats.page_fills += 1;
         let page_addr = page * PAGE_BYTES;
@@ -226,10 +231,7 @@ impl DramCache {
         if let Some(s) = self.find(page) {
             return s;
         }
-        let base = self.set_of(page) * self.ways;
-        let slot = (base..base + self.ways)
-            .min_by_key(|&i| (self.tags[i] != INVALID, self.stamps[i]))
-            .expect("at least one way");
+        let slot = self.victim(page);
         // Pages installed before are clean: evicting one writes nothing.
         self.evict(scheme, ctx, slot, 0);
         let dram = ctx.dram.media_mut();
