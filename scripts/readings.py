@@ -7,6 +7,7 @@ computed from a paper's small-scale report.
     python3 scripts/readings.py hoop --readme         # the README's bullet
     python3 scripts/readings.py hoop --from report/hoop   # from a full report instead
     python3 scripts/readings.py snapshot hoop report/hoop # refresh docs/results/hoop/
+    python3 scripts/readings.py times                 # the README's times (scripts/times.py)
 
 A report directory is either a full `durasim-lab reproduce PAPER` report
 (`config.json`, one CSV per experiment) or its trimmed snapshot under
@@ -906,6 +907,12 @@ def readme_block(paper: str, path: Path | None = None) -> str:
 
 def block(args: list[str]) -> str:
     """The text of the block `scripts/readings.py ARGS` prints (as a marker names it)."""
+    if args == ["times"]:
+        # The README's measured times (scripts/times.py, docs/results/times.json).
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import times
+
+        return times.table()
     paper, rest = args[0], args[1:]
     path = None
     if "--from" in rest:
@@ -955,6 +962,9 @@ def run(args: list[str]) -> int:
         if len(args) != 3:
             raise SystemExit("readings.py: usage: readings.py snapshot PAPER REPORT_DIR")
         print(f"wrote {snapshot(args[1], Path(args[2]))}")
+        return 0
+    if args == ["times"]:
+        print(block(args))
         return 0
     if args[0] not in PAPERS:
         raise SystemExit(unknown_paper(args[0]))
