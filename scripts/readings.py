@@ -8,6 +8,7 @@ computed from a paper's small-scale report.
     python3 scripts/readings.py hoop --from report/hoop   # from a full report instead
     python3 scripts/readings.py snapshot hoop report/hoop # refresh docs/results/hoop/
     python3 scripts/readings.py times                 # the README's times (scripts/times.py)
+    python3 scripts/readings.py quickstart            # the README's quick-start reading
 
 A report directory is either a full `durasim-lab reproduce PAPER` report
 (`config.json`, one CSV per experiment) or its trimmed snapshot under
@@ -905,8 +906,54 @@ def readme_block(paper: str, path: Path | None = None) -> str:
     return wrap(PAPERS[paper](rep)["readme"], "  ")
 
 
+QUICKSTART = RESULTS / "quickstart" / "compare.csv"
+QUICKSTART_COLUMNS = [
+    "workload",
+    "scheme",
+    "tx",
+    "threads",
+    "throughput_tx_per_mcycle",
+    "write_bytes_per_tx",
+    "stat.gc_runs_periodic",
+]
+
+
+def quickstart_block(path: Path = QUICKSTART) -> str:
+    """The README's reading of its quick-start comparison (`durasim compare
+    --csv` of opt-redo, hoop, lad, ideal on btree and hashmap)."""
+    df = pd.read_csv(path).set_index(["workload", "scheme"])
+    bt, hm = df.loc["btree"], df.loc["hashmap"]
+    tput = "throughput_tx_per_mcycle"
+    wr = "write_bytes_per_tx"
+    least = bt[wr].drop("ideal").idxmin()
+    return wrap(
+        f"On btree HOOP writes {num(bt.loc['hoop', wr] / bt.loc['opt-redo', wr])}× what "
+        f"redo logging writes ({bt.loc['hoop', wr]:.0f} against "
+        f"{bt.loc['opt-redo', wr]:.0f} B per transaction, its GC's migration included) at "
+        f"{x(bt.loc['hoop', tput] / bt.loc['opt-redo', tput])} its throughput "
+        f"({x(hm.loc['hoop', tput] / hm.loc['opt-redo', tput])} on hashmap); "
+        + (
+            "LAD, staging in the controller's ADR queues, writes least"
+            if least == "lad"
+            else f"{least} writes least"
+        )
+        + ". `durasim run` shows one run's detail, HOOP's GC among its scheme statistics "
+        f"(`gc_runs_periodic`: {int(bt.loc['hoop', 'stat.gc_runs_periodic'])} on btree at "
+        "this length):"
+    )
+
+
+def quickstart_snapshot(csv: Path) -> Path:
+    """Trim a `durasim compare --csv` of the quick start to the columns read."""
+    df = pd.read_csv(csv, usecols=lambda c: c in QUICKSTART_COLUMNS)[QUICKSTART_COLUMNS]
+    df.to_csv(QUICKSTART, index=False)
+    return QUICKSTART
+
+
 def block(args: list[str]) -> str:
     """The text of the block `scripts/readings.py ARGS` prints (as a marker names it)."""
+    if args == ["quickstart"]:
+        return quickstart_block()
     if args == ["times"]:
         # The README's measured times (scripts/times.py, docs/results/times.json).
         sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -958,12 +1005,15 @@ def run(args: list[str]) -> int:
     if not args or args[0] in ("-h", "--help"):
         print(__doc__)
         return 0 if args else 2
+    if args[:2] == ["snapshot", "quickstart"] and len(args) == 3:
+        print(f"wrote {quickstart_snapshot(Path(args[2]))}")
+        return 0
     if args[0] == "snapshot":
         if len(args) != 3:
             raise SystemExit("readings.py: usage: readings.py snapshot PAPER REPORT_DIR")
         print(f"wrote {snapshot(args[1], Path(args[2]))}")
         return 0
-    if args == ["times"]:
+    if args in (["times"], ["quickstart"]):
         print(block(args))
         return 0
     if args[0] not in PAPERS:

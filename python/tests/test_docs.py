@@ -397,3 +397,42 @@ def test_a_stale_readings_block_is_detected(tmp_path):
     assert {"README.md", "docs/guide/papers/hoop.md", "docs/guide/papers/ehou.md"} <= files
     for p in docs.readings_files():
         assert docs.with_readings(p.read_text()) == p.read_text(), f"{rel(p)} is stale"
+
+
+def test_quickstart_and_times_readings_compute_from_their_snapshots(tmp_path):
+    """The README's quick-start sentence and times table are computed from
+    their snapshots: made-up values give exactly these numbers."""
+    readings = _readings_module()
+    rows = [
+        ("btree", "opt-redo", 1000.0, 800.0, 0),
+        ("btree", "hoop", 1500.0, 400.0, 3),
+        ("btree", "lad", 1800.0, 300.0, 0),
+        ("btree", "ideal", 2000.0, 200.0, 0),
+        ("hashmap", "opt-redo", 1000.0, 800.0, 0),
+        ("hashmap", "hoop", 1250.0, 400.0, 2),
+        ("hashmap", "lad", 1800.0, 300.0, 0),
+        ("hashmap", "ideal", 2000.0, 200.0, 0),
+    ]
+    csv = tmp_path / "compare.csv"
+    csv.write_text(
+        "workload,scheme,tx,threads,throughput_tx_per_mcycle,write_bytes_per_tx,"
+        "stat.gc_runs_periodic\n"
+        + "".join(f"{w},{s},100,8,{t},{b},{g}\n" for w, s, t, b, g in rows)
+    )
+    text = " ".join(readings.quickstart_block(csv).split())
+    assert "HOOP writes 0.50× what redo logging writes (400 against 800 B" in text
+    assert "at 1.50× its throughput (1.25× on hashmap)" in text
+    assert "LAD, staging in the controller's ADR queues, writes least" in text
+    assert "(`gc_runs_periodic`: 3 on btree" in text
+    import json
+    import sys
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import times
+
+    rec = {"wall_s": 125.0, "cpu_s": None, "load": "2.5", "date": "2026-01-02", "machine": "x"}
+    data = {"docs": rec}
+    table = times.table(data)
+    assert "| the documentation check | `make docs` | 2 min 5 s | not recorded | 2.5 |" in table
+    assert "| `make report` | not measured |" in table
+    assert json.loads((ROOT / "docs" / "results" / "times.json").read_text())
