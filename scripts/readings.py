@@ -5,7 +5,7 @@ computed from a paper's small-scale report.
 
     python3 scripts/readings.py hoop                  # guide block, from docs/results/hoop/
     python3 scripts/readings.py hoop --readme         # the README's bullet
-    python3 scripts/readings.py hoop --grid           # every scheme of the grid (docs/model/hoop-grid.md)
+    python3 scripts/readings.py hoop --grid           # the grid page's scheme table
     python3 scripts/readings.py hoop --from report/hoop   # from a full report instead
     python3 scripts/readings.py snapshot hoop report/hoop # refresh docs/results/hoop/
     python3 scripts/readings.py times                 # the README's times (scripts/times.py)
@@ -1035,7 +1035,8 @@ def run(args: list[str]) -> int:
             i += 2
         else:
             raise SystemExit(
-                f"readings.py: unknown argument '{rest[i]}' (valid: --readme, --grid, --from REPORT_DIR)"
+                f"readings.py: unknown argument '{rest[i]}'"
+                " (valid: --readme, --grid, --from REPORT_DIR)"
             )
     print(block(args))
     return 0
