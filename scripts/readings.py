@@ -5,6 +5,7 @@ computed from a paper's small-scale report.
 
     python3 scripts/readings.py hoop                  # guide block, from docs/results/hoop/
     python3 scripts/readings.py hoop --readme         # the README's bullet
+    python3 scripts/readings.py hoop --grid           # the grid page's scheme table
     python3 scripts/readings.py hoop --from report/hoop   # from a full report instead
     python3 scripts/readings.py snapshot hoop report/hoop # refresh docs/results/hoop/
     python3 scripts/readings.py times                 # the README's times (scripts/times.py)
@@ -851,6 +852,59 @@ def dpc(r: Report) -> dict[str, str]:
     return {"intro": intro, "rows": rows, "evidence": evidence, "readme": readme}
 
 
+# The grid's schemes in the order docs/model/hoop-grid.md reads them.
+GRID_ORDER = ["ideal", "lad", "hoop", "osp", "opt-redo", "opt-undo", "lsm"]
+GRID_NAMES = {
+    "ideal": "native (`ideal`)",
+    "lad": "LAD",
+    "hoop": "HOOP",
+    "osp": "OSP",
+    "opt-redo": "Opt-Redo",
+    "opt-undo": "Opt-Undo",
+    "lsm": "LSM",
+}
+
+
+def hoop_grid_block(path: Path | None = None) -> str:
+    """Every scheme of the HOOP report's grid, (a)-(c): throughput against
+    Opt-Redo, critical-path latency and bytes written against the native
+    system, as ranges over the workloads (docs/model/hoop-grid.md)."""
+    rep = Report("hoop", path or RESULTS / "hoop")
+    a, b, c = rep.csv("a_throughput.csv"), rep.csv("b_latency.csv"), rep.csv("c_traffic.csv")
+    s = rep.source
+    schemes = [x for x in GRID_ORDER if x in set(a["scheme"])]
+    schemes += sorted(set(a["scheme"]) - set(schemes))
+    out = [
+        wrap(
+            f"Numbers: `python3 scripts/readings.py hoop --grid` from "
+            f"[docs/results/hoop/](../results/hoop/SOURCE.md) (the {s['scale']} report of "
+            f"{s['date']}, build {build_of(s)}; {a['workload'].nunique()} workloads, "
+            f"{int_rng(a['tx'])} transactions per run, 8 threads). Each cell is the range "
+            "over the workloads; per-workload values are the report's figures (a)-(c)."
+        ),
+        "",
+        "| scheme | throughput / Opt-Redo | ahead of Opt-Redo on | ahead of LAD on "
+        "| critical path / native | bytes written / native |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    thr = "throughput_tx_per_mcycle"
+    for sc in schemes:
+        t = ratio(a, thr, sc, "opt-redo")
+        ahead = sum(1 for v in t if v > 1 and not level(v))
+        lad = ratio(a, thr, sc, "lad")
+        ahead_lad = sum(1 for v in lad if v > 1 and not level(v))
+        lat = ratio(b, "critical_path_cycles_mean", sc, "ideal")
+        byt = ratio(c, "write_bytes_per_tx", sc, "ideal")
+        out.append(
+            f"| {GRID_NAMES.get(sc, sc)} | "
+            f"{'—' if sc == 'opt-redo' else rng(t)} | "
+            f"{'—' if sc == 'opt-redo' else f'{ahead} of {len(t)}'} | "
+            f"{'—' if sc == 'lad' else f'{ahead_lad} of {len(lad)}'} | "
+            f"{'—' if sc == 'ideal' else rng(lat)} | {'—' if sc == 'ideal' else rng(byt)} |"
+        )
+    return "\n".join(out)
+
+
 PAPERS = {"hoop": hoop, "morlog": morlog, "ehou": ehou, "dpc": dpc}
 HEADERS = {
     "hoop": "the paper says (abstract)",
@@ -964,6 +1018,10 @@ def block(args: list[str]) -> str:
     path = None
     if "--from" in rest:
         path = Path(rest[rest.index("--from") + 1])
+    if "--grid" in rest:
+        if paper != "hoop":
+            raise SystemExit("readings.py: --grid: only the hoop report has a grid page")
+        return hoop_grid_block(path)
     return readme_block(paper, path) if "--readme" in rest else guide_block(paper, path)
 
 
@@ -1021,13 +1079,14 @@ def run(args: list[str]) -> int:
     rest = args[1:]
     i = 0
     while i < len(rest):
-        if rest[i] == "--readme":
+        if rest[i] in ("--readme", "--grid"):
             i += 1
         elif rest[i] == "--from" and i + 1 < len(rest):
             i += 2
         else:
             raise SystemExit(
-                f"readings.py: unknown argument '{rest[i]}' (valid: --readme, --from REPORT_DIR)"
+                f"readings.py: unknown argument '{rest[i]}'"
+                " (valid: --readme, --grid, --from REPORT_DIR)"
             )
     print(block(args))
     return 0
