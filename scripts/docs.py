@@ -657,10 +657,11 @@ def measured_numbers(text: str) -> list[tuple[int, str]]:
 
 
 def measured_files() -> list[Path]:
-    """The model notes and the guide, the paper pages included (their
-    readings are generated blocks, which the scan skips)."""
+    """The model notes, the guide (the paper pages included: their readings
+    are generated blocks, which the scan skips) and the README."""
     files = [ROOT / "docs" / "MODEL.md", *sorted((ROOT / "docs" / "model").glob("*.md"))]
     files += sorted((ROOT / "docs" / "guide").rglob("*.md"))
+    files.append(ROOT / "README.md")
     return [f for f in files if f.exists()]
 
 
