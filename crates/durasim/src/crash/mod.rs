@@ -22,6 +22,7 @@
 
 mod check;
 mod chunk;
+pub mod coverage;
 mod driver;
 pub mod epochs;
 mod history;

@@ -1131,6 +1131,10 @@ impl Scheme for Hoop {
         "gc"
     }
 
+    fn recovery_paths(&self) -> &'static [&'static str] {
+        &["gc"]
+    }
+
     fn finish(&mut self, ctx: &mut MemCtx, now: Cycle) -> Cycle {
         self.in_finish = true;
         let (ns, live) = self.model_recovery_now();

@@ -481,7 +481,15 @@ impl Osp {
     }
 
     /// Copy a page's committed shadow lines home and reset its bitmap.
+    /// [`Osp::consolidate_page`] as the "consolidation" recovery path.
     fn consolidate(&mut self, ctx: &mut MemCtx, page: Addr, now: Cycle) -> Cycle {
+        let p = ctx.nvm.persist_log.path_start();
+        let t = self.consolidate_page(ctx, page, now);
+        ctx.nvm.persist_log.path_done("consolidation", p);
+        t
+    }
+
+    fn consolidate_page(&mut self, ctx: &mut MemCtx, page: Addr, now: Cycle) -> Cycle {
         let Some(ps) = self.pages.get(&page).copied() else {
             return now;
         };
@@ -847,6 +855,10 @@ impl Scheme for Osp {
 
     fn background_kind(&self) -> &'static str {
         "consolidation"
+    }
+
+    fn recovery_paths(&self) -> &'static [&'static str] {
+        &["consolidation"]
     }
 
     fn stats(&self) -> SchemeStats {
