@@ -25,6 +25,7 @@ mod chunk;
 mod driver;
 pub mod epochs;
 mod history;
+mod label;
 pub mod memo;
 mod options;
 pub mod oracle;
