@@ -559,8 +559,9 @@ impl<'h> Oracle<'h> {
     /// Which of thread `t`'s transactions a differing word belongs to, for
     /// a violation's message: the last of its first `prefix` transactions
     /// to write `addr` (whose value the oracle expected) and the last one
-    /// whose write equals `found`. Linear in the thread's writes: called
-    /// for the first violation only.
+    /// whose write equals `found`; `place` (what the word is) follows its
+    /// offset. Linear in the thread's writes: called for the first
+    /// violation only.
     pub fn word_writers(
         &self,
         t: usize,
