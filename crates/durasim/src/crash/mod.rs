@@ -26,6 +26,7 @@ pub mod coverage;
 mod driver;
 pub mod epochs;
 mod history;
+mod label;
 pub mod memo;
 mod options;
 pub mod oracle;
