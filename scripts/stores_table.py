@@ -19,11 +19,14 @@ as a stale page; `scripts/docs.py gen` rewrites the block. The binary is
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+# The CLI the docs check uses (scripts/ is on the path when run).
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from docs import durasim_bin
 
 ROOT = Path(__file__).resolve().parents[1]
 TX = 5000
@@ -41,15 +44,6 @@ ROWS = [
     ("echo", "64 B", ("1 KB", 1024)),
     ("tatp", "TATP rows", None),
 ]
-
-
-def durasim_bin() -> Path:
-    if os.environ.get("DURASIM_BIN"):
-        return Path(os.environ["DURASIM_BIN"])
-    target = Path(os.environ.get("CARGO_TARGET_DIR") or ROOT / "target")
-    if not target.is_absolute():
-        target = ROOT / target
-    return target / "release" / "durasim"
 
 
 def measure(workload: str, item_bytes: int) -> dict[str, float]:

@@ -16,13 +16,16 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import resource
 import subprocess
 import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+
+# The machine as the speed table names it (scripts/ is on the path when run).
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import speed_table
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMES = ROOT / "docs" / "results" / "times.json"
@@ -43,18 +46,6 @@ STEPS: dict[str, tuple[str, str]] = {
 
 def load() -> dict:
     return json.loads(TIMES.read_text()) if TIMES.exists() else {}
-
-
-def machine() -> str:
-    model = "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{os.cpu_count()} cores, {model}, {platform.system()} {platform.release()}"
 
 
 def measure(step: str) -> dict:
@@ -79,7 +70,7 @@ def measure(step: str) -> dict:
         "cpu_s": round(cpu, 1),
         "load": f"{load1:.1f}",
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
-        "machine": machine(),
+        "machine": speed_table.machine(),
     }
     data = load()
     data[step] = rec
