@@ -236,11 +236,7 @@ fn describe(img: &dyn MemRead, region_base: Addr, item_bytes: u64, addr: Addr) -
     }
     let ib = item_bytes_or(item_bytes, DEFAULT_ITEM_BYTES);
     let heap = Heap::of(img, region_base)?;
-    let nb = img.read_u64(root + NBUCKETS);
-    let buckets = img.read_u64(root + BUCKETS);
-    if !heap.holds(buckets, nb.saturating_mul(8)) {
-        return None;
-    }
+    let (buckets, nb) = heap.bucket_array(img, root + NBUCKETS, root + BUCKETS)?;
     if let Some(l) = labels::word_array("hashmap bucket array", buckets, nb, addr, "head") {
         return Some(l);
     }

@@ -225,6 +225,21 @@ impl Heap {
         super::check_ptr(p, bytes, (self.lo, self.hi), "").is_ok()
     }
 
+    /// The bucket array of a chained hash table whose root holds its
+    /// bucket count at `count_at` and its address at `array_at`: (array,
+    /// buckets), if the array lies in the heap.
+    pub fn bucket_array(
+        &self,
+        img: &dyn MemRead,
+        count_at: Addr,
+        array_at: Addr,
+    ) -> Option<(Addr, u64)> {
+        let nb = img.read_u64(count_at);
+        let buckets = img.read_u64(array_at);
+        self.holds(buckets, nb.saturating_mul(8))
+            .then_some((buckets, nb))
+    }
+
     /// Most objects of at least `bytes` the heap can hold (a walk's budget
     /// against cycles).
     pub fn max_objects(&self, bytes: u64) -> u64 {
