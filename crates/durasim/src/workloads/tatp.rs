@@ -659,11 +659,9 @@ fn describe(img: &dyn MemRead, region_base: Addr, item_bytes: u64, addr: Addr) -
     let rb = record_bytes(item_bytes);
     for (t, name) in TABLE_NAMES.iter().enumerate() {
         let tr = table_root(root, t);
-        let nb = img.read_u64(tr + T_NB);
-        let buckets = img.read_u64(tr + T_BUCKETS);
-        if !heap.holds(buckets, nb.saturating_mul(8)) {
+        let Some((buckets, nb)) = heap.bucket_array(img, tr + T_NB, tr + T_BUCKETS) else {
             continue;
-        }
+        };
         if let Some(l) = labels::word_array(
             &format!("tatp {name} bucket array"),
             buckets,
@@ -676,11 +674,9 @@ fn describe(img: &dyn MemRead, region_base: Addr, item_bytes: u64, addr: Addr) -
     }
     for (t, name) in TABLE_NAMES.iter().enumerate() {
         let tr = table_root(root, t);
-        let nb = img.read_u64(tr + T_NB);
-        let buckets = img.read_u64(tr + T_BUCKETS);
-        if !heap.holds(buckets, nb.saturating_mul(8)) {
+        let Some((buckets, nb)) = heap.bucket_array(img, tr + T_NB, tr + T_BUCKETS) else {
             continue;
-        }
+        };
         let row = if t == SUBNBR { INDEX_BYTES } else { rb };
         for b in 0..nb {
             let first = img.read_u64(buckets + b * 8);
