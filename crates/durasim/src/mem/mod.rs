@@ -9,6 +9,6 @@ pub mod persist;
 pub use controller::{DeviceTiming, MemStats, MemoryController, RequestTap};
 pub use image::{MemRead, MemWrite, Overlay, SparseImage};
 pub use layout::Layout;
-pub use persist::{DurableMark, PersistEvent, PersistLog};
+pub use persist::{DurableMark, PersistEvent, PersistLog, TimeOrder};
 pub mod media;
 pub mod optane;

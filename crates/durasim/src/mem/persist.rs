@@ -1,6 +1,9 @@
 //! The persistence domain, made explicit: every event at which bytes become
-//! durable is appended to a [`PersistLog`] (when recording is on). A crash at
-//! point `k` keeps exactly the initial media image plus events `0..k`.
+//! durable is appended to a [`PersistLog`] (when recording is on), with the
+//! time the persistence domain accepted it. The crash oracle puts the
+//! recorded events in acceptance-time order ([`PersistLog::order_by_time`]);
+//! a crash at point `k` then keeps exactly the initial media image plus the
+//! first `k` events of that order.
 
 use crate::types::{Addr, Cycle};
 
@@ -15,7 +18,8 @@ pub struct PersistEvent {
     pub at: Cycle,
 }
 
-/// Append-only record of durable writes, in the order they became durable.
+/// Append-only record of durable writes, in the order they were issued
+/// (each with its acceptance time) until [`PersistLog::order_by_time`].
 #[derive(Clone, Default)]
 pub struct PersistLog {
     enabled: bool,
@@ -93,6 +97,61 @@ impl PersistLog {
         &self.arena[e.data_off as usize..e.data_off as usize + e.len as usize]
     }
 
+    /// Put the recorded events in the order the persistence domain accepted
+    /// them, which is the crash-point order: by acceptance time, then by
+    /// call order among writes accepted in the same cycle. A write is
+    /// accepted no earlier than an earlier-issued write to the same 64 B
+    /// line (a write-pending queue merges or programs a line's writes in
+    /// issue order, so a later write never persists under an earlier one);
+    /// such a write's `at` is raised to that time. Durability reports are
+    /// moved to the first point holding every event issued before them.
+    /// Returns where each event went. A stable reorder: already-ordered
+    /// logs (the common case) cost one pass and no copy.
+    pub fn order_by_time(&mut self) -> TimeOrder {
+        // Same-line order: raise each write to its line's latest so far.
+        let mut line_at: rustc_hash::FxHashMap<Addr, Cycle> = Default::default();
+        let mut sorted = true;
+        let mut prev = 0;
+        for e in &mut self.events {
+            let line = e.addr - e.addr % 64;
+            let t = line_at.entry(line).or_insert(e.at);
+            e.at = e.at.max(*t);
+            *t = e.at;
+            sorted &= e.at >= prev;
+            prev = e.at;
+        }
+        drop(line_at);
+        if sorted {
+            return TimeOrder::default();
+        }
+        let mut order: Vec<(Cycle, u32)> = self
+            .events
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (e.at, i as u32))
+            .collect();
+        order.sort_unstable();
+        let mut pos = vec![0u32; order.len()];
+        for (k, &(_, i)) in order.iter().enumerate() {
+            pos[i as usize] = k as u32;
+        }
+        let old: Vec<u32> = order.iter().map(|&(_, i)| i).collect();
+        drop(order);
+        self.events = old.iter().map(|&i| self.events[i as usize]).collect();
+        let to = TimeOrder { pos, old };
+        let mut marks = std::mem::take(&mut self.marks);
+        let seqs: Vec<u64> = marks.iter().map(|m| m.seq).collect();
+        let mut i = 0;
+        to.all_before(seqs.into_iter(), |k| {
+            marks[i].seq = k;
+            i += 1;
+        });
+        // Stable: reports at one point keep their order.
+        marks.sort_by_key(|m| m.seq);
+        self.marks = marks;
+        to
+    }
+
     /// Forget recorded events (used when statistics are reset after warmup:
     /// the crash base image is then re-taken).
     pub fn clear(&mut self) {
@@ -100,5 +159,82 @@ impl PersistLog {
         self.arena.clear();
         self.marks.clear();
         self.count = 0;
+    }
+}
+
+/// Where the events of a [`PersistLog`] went when it was put in
+/// persistence-domain order ([`PersistLog::order_by_time`]), to translate
+/// positions taken in call order (acknowledgements, checkpoint commits,
+/// background work) into crash points of that order.
+#[derive(Clone, Debug, Default)]
+pub struct TimeOrder {
+    /// Crash-point position of each event, by its call-order index; empty
+    /// when the calls were already in time order (the identity).
+    pos: Vec<u32>,
+    /// Call-order index of the event at each position (empty: identity).
+    old: Vec<u32>,
+}
+
+impl TimeOrder {
+    /// Whether no event moved.
+    pub fn is_identity(&self) -> bool {
+        self.pos.is_empty()
+    }
+
+    /// Position of call-order event `i`.
+    #[inline]
+    pub fn position(&self, i: u64) -> u64 {
+        self.pos.get(i as usize).map_or(i, |&k| u64::from(k))
+    }
+
+    /// Call-order index of the event at position `k`.
+    #[inline]
+    pub fn call_index(&self, k: u64) -> u64 {
+        self.old.get(k as usize).map_or(k, |&i| u64::from(i))
+    }
+
+    /// The crash point right after event `seq - 1` persisted, the last one
+    /// recorded before position `seq` was taken in call order (0 for
+    /// `seq == 0`): a checkpoint's commit, taken right after its switch
+    /// write.
+    pub fn after_call(&self, seq: u64) -> u64 {
+        if seq == 0 {
+            0
+        } else {
+            self.position(seq - 1) + 1
+        }
+    }
+
+    /// For each call position of `seqs` (ascending), the first crash point
+    /// at which every event recorded before it has persisted.
+    pub fn all_before(&self, seqs: impl Iterator<Item = u64>, mut f: impl FnMut(u64)) {
+        let (mut i, mut top) = (0u64, 0u64);
+        for s in seqs {
+            while i < s {
+                top = top.max(self.position(i) + 1);
+                i += 1;
+            }
+            f(top);
+        }
+    }
+
+    /// The crash point of a marker taken at time `at` after `seq` calls (a
+    /// transaction's acknowledgement): past every event accepted before
+    /// `at`, and those accepted at `at` and issued before the marker.
+    /// `events`: the log's events in time order.
+    pub fn at_time(&self, events: &[PersistEvent], seq: u64, at: Cycle) -> u64 {
+        let lo = events.partition_point(|e| e.at < at);
+        let ties = events[lo..].partition_point(|e| e.at == at) as u64;
+        // Among ties the call order is kept: a binary search on it.
+        let (mut a, mut b) = (0u64, ties);
+        while a < b {
+            let m = a + (b - a) / 2;
+            if self.call_index(lo as u64 + m) < seq {
+                a = m + 1;
+            } else {
+                b = m;
+            }
+        }
+        lo as u64 + a
     }
 }

@@ -212,7 +212,9 @@ impl MorLog {
                 )));
             }
             let llc_lines = (p.u64("cache.llc_size_bytes") / 64) as usize;
-            Some(TxTable::new(n, llc_lines))
+            let mut tb = TxTable::new(n, llc_lines);
+            tb.mutant_newest_anchor = mutant == "anchor-newest-writer";
+            Some(tb)
         } else {
             None
         };
