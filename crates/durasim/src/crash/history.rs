@@ -80,7 +80,9 @@ fn to_time_order(engine: &mut Engine, history: &mut History) {
         }
         if i != u32::MAX {
             history.background.push(start as u64..k as u64);
-            history.background_kinds.push(kinds.get(i as usize).copied().unwrap_or(""));
+            history
+                .background_kinds
+                .push(kinds.get(i as usize).copied().unwrap_or(""));
         }
     }
 }

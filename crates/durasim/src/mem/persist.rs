@@ -24,6 +24,10 @@ pub struct PersistEvent {
 pub struct PersistLog {
     enabled: bool,
     events: Vec<PersistEvent>,
+    /// Per event: when it arrived at the write queue, for writes admitted
+    /// by a queue in arrival order; `Cycle::MAX` for the others (writes
+    /// persisted when programmed, ADR-protected structures).
+    arrived: Vec<Cycle>,
     arena: Vec<u8>,
     /// Count of events even when recording is off (crash point numbering).
     count: u64,
@@ -54,6 +58,14 @@ impl PersistLog {
 
     #[inline]
     pub fn record(&mut self, addr: Addr, data: &[u8], at: Cycle) {
+        self.record_queued(addr, data, Cycle::MAX, at);
+    }
+
+    /// [`Self::record`] of a write that arrived at the write queue at
+    /// `arrived` and was accepted at `at` (the queue admits writes in
+    /// arrival order).
+    #[inline]
+    pub fn record_queued(&mut self, addr: Addr, data: &[u8], arrived: Cycle, at: Cycle) {
         debug_assert!(data.len() <= 64 && (addr % 64) as usize + data.len() <= 64);
         self.count += 1;
         if self.enabled {
@@ -65,6 +77,7 @@ impl PersistLog {
                 data_off: off,
                 at,
             });
+            self.arrived.push(arrived);
         }
     }
 
@@ -99,28 +112,30 @@ impl PersistLog {
 
     /// Put the recorded events in the order the persistence domain accepted
     /// them, which is the crash-point order: by acceptance time, then by
-    /// call order among writes accepted in the same cycle. A write is
-    /// accepted no earlier than an earlier-issued write to the same 64 B
-    /// line (a write-pending queue merges or programs a line's writes in
-    /// issue order, so a later write never persists under an earlier one);
-    /// such a write's `at` is raised to that time. Durability reports are
-    /// moved to the first point holding every event issued before them.
-    /// Returns where each event went. A stable reorder: already-ordered
-    /// logs (the common case) cost one pass and no copy.
+    /// call order among writes accepted in the same cycle. A write that
+    /// overlaps an earlier-issued one (an 8-byte word of both) is accepted
+    /// no earlier than it: the simulator applies writes functionally in
+    /// issue order, so a later write's bytes are the ones that survive, and
+    /// a write-pending queue merges or programs a line's writes in that
+    /// order; such a write's `at` is raised to that time. Writes to other
+    /// words of a line keep their own times. A queue admits writes in
+    /// arrival order: a write accepted by the write queue is accepted no
+    /// earlier than one that arrived before it (the controller model
+    /// accepts a write that finds the queue full when some queued write
+    /// leaves, which can be earlier than an earlier arrival's acceptance). Durability reports are moved
+    /// to the first point holding every event issued before them. Returns
+    /// where each event went. Already-ordered logs cost one pass, no copy.
     pub fn order_by_time(&mut self) -> TimeOrder {
-        // Same-line order: raise each write to its line's latest so far.
-        let mut line_at: rustc_hash::FxHashMap<Addr, Cycle> = Default::default();
-        let mut sorted = true;
-        let mut prev = 0;
-        for e in &mut self.events {
-            let line = e.addr - e.addr % 64;
-            let t = line_at.entry(line).or_insert(e.at);
-            e.at = e.at.max(*t);
-            *t = e.at;
-            sorted &= e.at >= prev;
-            prev = e.at;
+        // Raise acceptance times until both rules hold (two passes
+        // almost always suffice).
+        for _ in 0..8 {
+            let a = self.raise_overlaps();
+            let b = self.raise_fifo();
+            if !a && !b {
+                break;
+            }
         }
-        drop(line_at);
+        let sorted = self.events.windows(2).all(|w| w[0].at <= w[1].at);
         if sorted {
             return TimeOrder::default();
         }
@@ -138,6 +153,9 @@ impl PersistLog {
         let old: Vec<u32> = order.iter().map(|&(_, i)| i).collect();
         drop(order);
         self.events = old.iter().map(|&i| self.events[i as usize]).collect();
+        if self.arrived.len() == old.len() {
+            self.arrived = old.iter().map(|&i| self.arrived[i as usize]).collect();
+        }
         let to = TimeOrder { pos, old };
         let mut marks = std::mem::take(&mut self.marks);
         let seqs: Vec<u64> = marks.iter().map(|m| m.seq).collect();
@@ -152,10 +170,56 @@ impl PersistLog {
         to
     }
 
+    /// Raise each write to the latest acceptance of an earlier-issued
+    /// write it overlaps (per 8-byte word); whether any changed.
+    fn raise_overlaps(&mut self) -> bool {
+        let mut words_at: rustc_hash::FxHashMap<Addr, [Cycle; 8]> = Default::default();
+        let mut changed = false;
+        for e in &mut self.events {
+            let line = e.addr - e.addr % 64;
+            let first = (e.addr % 64 / 8) as usize;
+            let last = ((e.addr % 64 + u64::from(e.len).max(1) - 1) / 8) as usize;
+            let words = words_at.entry(line).or_insert([0; 8]);
+            let t = words[first..=last].iter().fold(e.at, |t, &w| t.max(w));
+            changed |= t != e.at;
+            e.at = t;
+            words[first..=last].fill(t);
+        }
+        changed
+    }
+
+    /// Raise each queued write to the latest acceptance of a queued write
+    /// that arrived before it (by arrival time, then issue order); whether
+    /// any changed.
+    fn raise_fifo(&mut self) -> bool {
+        let mut q: Vec<(Cycle, u32)> = self
+            .arrived
+            .iter()
+            .enumerate()
+            .filter(|(_, &a)| a != Cycle::MAX)
+            .map(|(i, &a)| (a, i as u32))
+            .collect();
+        if !q.windows(2).all(|w| w[0] <= w[1]) {
+            q.sort_unstable();
+        }
+        let mut top = 0;
+        let mut changed = false;
+        for &(_, i) in &q {
+            let e = &mut self.events[i as usize];
+            if e.at < top {
+                e.at = top;
+                changed = true;
+            }
+            top = e.at;
+        }
+        changed
+    }
+
     /// Forget recorded events (used when statistics are reset after warmup:
     /// the crash base image is then re-taken).
     pub fn clear(&mut self) {
         self.events.clear();
+        self.arrived.clear();
         self.arena.clear();
         self.marks.clear();
         self.count = 0;

@@ -576,11 +576,11 @@ impl MemoryController {
                 // durable bytes are what the read path decodes from it.
                 let rt = m.roundtrip(&self.media.read_line(line), purpose);
                 self.persist_log
-                    .record(addr, &rt[off..off + data.len()], accept);
+                    .record_queued(addr, &rt[off..off + data.len()], now, accept);
                 self.stats.persist_events += 1;
                 return accept;
             }
-            self.persist_log.record(addr, data, accept);
+            self.persist_log.record_queued(addr, data, now, accept);
             self.stats.persist_events += 1;
             accept
         } else {
