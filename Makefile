@@ -1,6 +1,7 @@
 # durasim — one entry point for the main job, the tests and the checks.
 # `make report` builds the Python extension once and regenerates the HOOP
-# paper report at small scale; `make test` runs every test (Rust and Python).
+# paper report at small scale; `make test` runs every test (Rust and Python)
+# and `make docs` (links, the README's and guide's commands, the reference).
 # Builds are stamped: a second `make report`/`make test` reuses the
 # extension unless a Rust source, Cargo.toml/Cargo.lock or pyproject.toml
 # changed (Python sources are installed editable and need no rebuild).
@@ -17,7 +18,7 @@ RUST_SRC := Cargo.toml Cargo.lock pyproject.toml \
 	$(shell find crates -name '*.rs' -o -name Cargo.toml)
 EXT_STAMP := $(VENV)/.ext-built
 
-.PHONY: build run report test test-rust test-python lint bench python clean
+.PHONY: build run report test test-rust test-python lint bench python clean docs docs-gen
 
 build:
 	cargo build --release -p durasim
@@ -68,9 +69,20 @@ test-rust:
 
 test-python: python
 	$(VENV)/bin/ruff check python
-	$(VENV)/bin/python -m pytest -q python/tests
+	$(VENV)/bin/python -m pytest -q python/tests --ignore=python/tests/test_docs.py
 
-test: lint test-rust test-python
+# The documentation (python/tests/test_docs.py): docs/reference/ regenerated
+# and diffed and quoted code in sync (scripts/docs.py check), every relative
+# link and anchor resolves, every command and snippet of README.md and
+# docs/guide/ runs at small sizes. Needs the release CLI and the extension.
+docs: build python
+	$(VENV)/bin/python -m pytest -q python/tests/test_docs.py
+
+# Rewrite docs/reference/ and the guide's quoted code from the sources.
+docs-gen: build python
+	$(PY) scripts/docs.py gen
+
+test: lint test-rust test-python docs
 
 bench:
 	cargo bench -p durasim --bench sim_speed

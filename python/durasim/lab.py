@@ -2,7 +2,8 @@
 
     durasim-lab reproduce hoop|dpc|morlog|ehou [--scale small|paper|tiny] [--out DIR]
                                [--scheduler tcp://HOST:PORT | --scheduler serial]
-                               [--workers N] [--slurm-jobs N]
+                               [--workers N] [--slurm-jobs N] [--threads N]
+                               [--tx-factor F] [--set KEY=VALUE ...] [--scale-file F.toml]
     durasim-lab list [schemes|workloads|params]
 
 Exit codes: 0 success, 1 failed runs, 2 bad arguments. (``dpc``: a run that
@@ -59,6 +60,33 @@ def _parser() -> argparse.ArgumentParser:
     )
     r.add_argument("--only", default=None, help="comma-separated experiment ids (default: all)")
     r.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="simulated cores of every grid run (default: the paper's, per the scale)",
+    )
+    r.add_argument(
+        "--tx-factor",
+        type=float,
+        default=None,
+        help="multiply every run's transactions by F (the scale's lengths keep each "
+        "mechanism's periods; F < 1 may leave steady state, the report says so)",
+    )
+    r.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="parameter for every run (repeatable; an experiment's swept values win)",
+    )
+    r.add_argument(
+        "--scale-file",
+        default=None,
+        help="TOML file updating the scale's settings (keys as in the report's config.json "
+        "scale_settings, e.g. threads = 16 or [tx_by_workload] vector = 2000000)",
+    )
+    r.add_argument(
         "--quiet",
         "--no-progress",
         dest="no_progress",
@@ -72,10 +100,42 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _value(text: str) -> object:
+    """A --set value: bool, int or float where it reads as one, else text
+    (sizes and times with units, names) for durasim to parse."""
+    low = text.strip().lower()
+    if low in ("true", "false"):
+        return low == "true"
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _sets(items: list[str]) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for item in items:
+        key, eq, val = item.partition("=")
+        if not eq or not key.strip():
+            raise ValueError(f"invalid --set '{item}': expected KEY=VALUE")
+        out[_core.param_key(key.strip())] = _value(val.strip())
+    return out
+
+
 def _reproduce(a: argparse.Namespace) -> int:
     paper = PAPERS[a.paper]
     out = a.out or f"report/{a.paper}"
     only = a.only.split(",") if a.only else None
+    settings = paper.resolve_scale(a.scale, scale_file=a.scale_file, threads=a.threads)
+    overrides = _sets(a.sets)
+    options = {
+        "threads": a.threads,
+        "tx_factor": a.tx_factor,
+        "set": overrides,
+        "scale_file": a.scale_file,
+    }
     if sum(x is not None for x in (a.scheduler, a.workers, a.slurm_jobs)) > 1:
         raise ValueError("use only one of --scheduler, --workers, --slurm-jobs")
     client, owned = None, []
@@ -101,18 +161,25 @@ def _reproduce(a: argparse.Namespace) -> int:
             scheduler=a.scheduler,
             progress=False if a.no_progress else None,
             preset=a.config,
+            settings=settings,
+            overrides=overrides,
+            tx_factor=a.tx_factor,
         )
     finally:
         for o in owned:
             o.close()
+    distinct = max((df.attrs.get("sweep_runs", 0) for df in frames.values()), default=0)
     index = write_report(
         paper,
         frames,
         out,
         scale=a.scale,
-        command=regenerate_command(a.paper, a.scale, out, a.scheduler, a.config, only),
+        command=regenerate_command(
+            a.paper, a.scale, out, a.scheduler, a.config, only, options=options
+        ),
+        options=options,
+        cost={"runs": distinct, "wall_s": time.time() - t0},
     )
-    distinct = max((df.attrs.get("sweep_runs", 0) for df in frames.values()), default=0)
     # Papers whose runs may stop on a too-small table (dpc) list them in the
     # report instead of failing it; say how many here too.
     stopped = {

@@ -17,6 +17,7 @@ from typing import Any
 import pandas as pd
 
 from . import _core
+from .papers import _scale
 from .papers._base import Paper
 from .plotting import save
 
@@ -68,6 +69,7 @@ def regenerate_command(
     scheduler: str | None = None,
     preset: str | None = None,
     only: list[str] | None = None,
+    options: dict[str, Any] | None = None,
 ) -> str:
     cmd = ["durasim-lab", "reproduce", paper, "--scale", scale, "--out", out]
     if scheduler:
@@ -76,6 +78,15 @@ def regenerate_command(
         cmd += ["--config", preset]
     if only:
         cmd += ["--only", ",".join(only)]
+    o = options or {}
+    if o.get("threads") is not None:
+        cmd += ["--threads", str(o["threads"])]
+    if o.get("tx_factor") is not None:
+        cmd += ["--tx-factor", f"{o['tx_factor']:g}"]
+    for k, v in (o.get("set") or {}).items():
+        cmd += ["--set", f"{k}={str(v).lower() if isinstance(v, bool) else v}"]
+    if o.get("scale_file"):
+        cmd += ["--scale-file", str(o["scale_file"])]
     return shlex.join(cmd)
 
 
@@ -96,6 +107,8 @@ def write_report(
     *,
     scale: str,
     command: str,
+    options: dict[str, Any] | None = None,
+    cost: dict[str, Any] | None = None,
 ) -> Path:
     """Write figures, CSVs, ``config.json`` and ``index.html`` into ``out``.
 
@@ -112,7 +125,12 @@ def write_report(
         "durasim_version": _core.version(),
         "git_commit": _git_commit(),
         "scale": scale,
-        "scale_settings": paper.scale_settings(scale),
+        "scale_settings": next(
+            (df.attrs["scale_settings"] for df in frames.values() if "scale_settings" in df.attrs),
+            paper.scale_settings(scale),
+        ),
+        "run_options": options or {},
+        "cost": cost or {},
         "available": {"schemes": _core.schemes(), "workloads": _core.workloads()},
         "parameter_defaults": {k: v["default"] for k, v in params.items()},
         "parameter_sources": {k: v["source"] for k, v in params.items()},
@@ -122,6 +140,24 @@ def write_report(
     }
     sections: dict[str, str] = {}
     exps = paper.experiments
+    doc = paper.scale_doc(scale, config["scale_settings"]) if paper.scale_doc is not None else None
+    steady = _scale.steady_results(doc, frames) if doc is not None else []
+    if doc is not None:
+        config["scale_doc"] = {
+            "purpose": doc.purpose,
+            "shortens": doc.shortens,
+            "keeps": [{**r.__dict__, "holds": r.ok(), "bound": r.bound()} for r in doc.keeps],
+            "steady_state": steady,
+        }
+        # A figure whose runs miss a mechanism's steady state says so on its face.
+        for st, res in zip(doc.steady, steady):
+            if res["runs"] and not res["ok"]:
+                for eid in st.experiments:
+                    if eid in frames:
+                        notes = frames[eid].attrs.setdefault("notes", [])
+                        notes.extend(_scale.steady_text([res]))
+    header = _options_html(options or {}, cost or {})
+    header += _scale.to_html(doc, steady) if doc is not None else ""
     for eid, df in frames.items():
         e = exps[eid]
         stem = f"{e.item}_{eid}"
@@ -148,7 +184,12 @@ def write_report(
         )
         # A freshly run experiment names its scale and command like a kept one.
         attrs = {**df.attrs, "scale": scale, "command": command}
-        sections[eid] = _section(e, attrs, len(df), stem, pngs, csv, paper.cite(e))
+        table = ""
+        if e.table is not None:
+            t = e.table(df)
+            t.to_csv(out / f"{stem}_table.csv", index=False)
+            table = _table_html(t, f"{stem}_table.csv")
+        sections[eid] = _section(e, attrs, len(df), stem, pngs, csv, paper.cite(e), table)
     kept = []
     if prev is not None:
         for eid, entry in prev["experiments"].items():
@@ -175,8 +216,51 @@ def write_report(
     cfg_path = out / "config.json"
     cfg_path.write_text(json.dumps(_jsonable(config), indent=2, sort_keys=False) + "\n")
     index = out / "index.html"
-    index.write_text(_page(config, [sections[eid] for eid in order], paper.title, paper.intro))
+    index.write_text(
+        _page(config, [sections[eid] for eid in order], paper.title, paper.intro, header)
+    )
     return index
+
+
+def _options_html(options: dict[str, Any], cost: dict[str, Any]) -> str:
+    """What the user changed for this report, and what it cost, as a table."""
+    esc = html.escape
+    rows = []
+    if cost.get("runs") is not None:
+        wall = cost.get("wall_s")
+        rows.append(
+            (
+                "this report's runs",
+                f"{cost['runs']} distinct simulation runs"
+                + (
+                    f", {wall / 60:.1f} min wall on {platform.node() or 'this host'}"
+                    if wall is not None
+                    else ""
+                ),
+            )
+        )
+    if options.get("threads") is not None:
+        rows.append(("--threads", str(options["threads"])))
+    if options.get("tx_factor") is not None:
+        rows.append(("--tx-factor", f"{options['tx_factor']:g} × every run's transactions"))
+    for k, v in (options.get("set") or {}).items():
+        rows.append(("--set", f"{k} = {v}"))
+    if options.get("scale_file"):
+        rows.append(("--scale-file", str(options["scale_file"])))
+    if not rows:
+        return ""
+    body = "".join(f"<tr><th>{esc(a)}</th><td>{esc(b)}</td></tr>" for a, b in rows)
+    return f"<table class='scale'>{body}</table>"
+
+
+def _table_html(t: pd.DataFrame, csv_name: str) -> str:
+    """A characterisation table for reading: numbers formatted, no index."""
+    shown = t.copy()
+    for c in shown.columns:
+        if pd.api.types.is_numeric_dtype(shown[c]):
+            shown[c] = [_scale.fmt(v) for v in shown[c]]
+    body = shown.to_html(index=False, escape=True, na_rep="—", classes="char", border=0)
+    return f'{body}<p>Table data: <a href="{html.escape(csv_name)}">{html.escape(csv_name)}</a></p>'
 
 
 def _li(items: list[str]) -> str:
@@ -191,6 +275,7 @@ def _section(
     figs: list[Path],
     csv: Path,
     cited: str,
+    table: str = "",
 ) -> str:
     esc = html.escape
     png = next(p for p in figs if p.suffix == ".png").name
@@ -213,6 +298,8 @@ def _section(
         f'<p>Figure: <a href="{esc(png)}">PNG</a> · <a href="{esc(svg)}">SVG</a> · '
         f'data: <a href="{esc(csv.name)}">{esc(csv.name)}</a></p>',
     ]
+    if table:
+        parts.append(table)
     if stats:
         parts.append(
             "<p>Scheme statistics read: "
@@ -230,14 +317,15 @@ def _section(
     return "\n".join(parts)
 
 
-def _page(config: dict[str, Any], sections: list[str], title: str, intro: str) -> str:
+def _page(
+    config: dict[str, Any], sections: list[str], title: str, intro: str, header: str = ""
+) -> str:
     esc = html.escape
     now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    sc = json.dumps(config["scale_settings"], indent=1)
     pre = config.get("preset")
     preset = (
         f"<li>parameter preset: <code>{esc(str(pre['path']))}</code> "
-        f"<code>{esc(json.dumps(pre['values']))}</code></li>"
+        f"({len(pre['values'])} values, listed in config.json)</li>"
         if pre
         else "<li>parameter preset: none (every parameter at its documented default unless "
         "an experiment sets it)</li>"
@@ -246,10 +334,14 @@ def _page(config: dict[str, Any], sections: list[str], title: str, intro: str) -
 <html lang="en"><head><meta charset="utf-8">
 <title>durasim — {esc(title)} ({esc(config["scale"])} scale)</title>
 <style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto;line-height:1.4}}
-code,pre{{background:#f4f4f4;padding:2px 4px}} section{{margin-top:2.5em}}</style>
+code,pre{{background:#f4f4f4;padding:2px 4px}} section{{margin-top:2.5em}}
+table.scale,table.char{{border-collapse:collapse;font-size:0.85em;margin:0.5em 0}}
+table.scale td,table.scale th,table.char td,table.char th{{border:1px solid #ccc;
+padding:2px 6px}} table.char td{{text-align:right}}</style>
 </head><body>
 <h1>{esc(title)} — {esc(config["scale"])} scale</h1>
 <p>{esc(intro)}</p>
+{header}
 <ul>
 <li>durasim version: <code>{esc(config["durasim_version"])}</code></li>
 <li>git commit: <code>{esc(str(config["git_commit"]))}</code></li>
@@ -261,10 +353,9 @@ every other section)</li>
 workloads: {esc(", ".join(config["available"]["workloads"]))}</li>
 {preset}
 <li>exact configuration: <a href="config.json">config.json</a> (every parameter's default
-and source, the scale's run sizes, per-experiment settings); per-run parameter values are
-columns of each CSV.</li>
+and source, the scale's run sizes and what it keeps, per-experiment settings); per-run
+parameter values are columns of each CSV.</li>
 </ul>
-<details><summary>Scale settings</summary><pre>{esc(sc)}</pre></details>
 {"".join(sections)}
 </body></html>
 """

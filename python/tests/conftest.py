@@ -82,7 +82,10 @@ def fake_frames(scale: str = "tiny") -> dict:
         rows = [result_row(s, fake_report(s)) for s in plan.specs]
         import pandas as pd
 
-        df = e.analyze(pd.DataFrame(rows))
+        raw = pd.DataFrame(rows)
+        raw.attrs["plan_meta"] = dict(plan.meta)
+        df = e.analyze(raw)
+        df.attrs.pop("plan_meta", None)
         df.attrs.update(
             {
                 "experiment": eid,

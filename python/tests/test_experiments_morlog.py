@@ -132,7 +132,10 @@ def test_plans_cover_the_paper_at_paper_scale():
     # 6 micro-benchmarks x 2 datasets x 6 designs, 8 threads, 100K tx (§VI-A).
     assert len(micro.specs) == 6 * 2 * 6 and not micro.skipped
     assert {s["threads"] for s in micro.specs} == {8}
-    assert {s["tx"] for s in micro.specs} == {100_000}
+    # At least §VI-A's 100K, more where 100K hold too few force-write-back periods.
+    assert {s["tx"] for s in micro.specs} == {
+        max(100_000, morlog_exp.STEADY_TX[w]) for w in morlog_exp.MICRO
+    }
     assert {s[morlog_exp.P_ITEM] for s in micro.specs} == {64, 4096}
     macro = morlog_exp.plan_macro(sc, av)
     # echo, ycsb x 2 datasets + tpcc (new-order, fixed rows), four threads.
@@ -176,7 +179,8 @@ def test_every_experiment_runs_end_to_end(real):
         assert df.attrs["paper_item"].startswith(("MorLog §VI", "MorLog §III-F"))
         # The system of Table III applied to every run (not the design's own settings).
         assert (df["cpu.model"] == "in-order").all()
-        assert "nvm.encoding" not in df.columns or df["nvm.encoding"].isna().all()
+        if eid != "workloads":  # the native system takes the preset's encoding (none)
+            assert "nvm.encoding" not in df.columns or df["nvm.encoding"].isna().all()
     a = real["throughput"]
     assert a.attrs["baseline"] == "fwb-crade"
     assert (a[a["scheme"] == "fwb-crade"]["norm_throughput"] == 1.0).all()
@@ -209,7 +213,7 @@ def test_every_experiment_runs_end_to_end(real):
         assert (lb[lb["scheme"] == "fwb-crade"]["norm_log_bits"] == 1.0).all()
 
 
-@pytest.mark.parametrize("eid", list(morlog_exp.EXPERIMENTS))
+@pytest.mark.parametrize("eid", [e for e in morlog_exp.EXPERIMENTS if e != "workloads"])
 def test_figure_of_every_experiment_shows_every_design(eid):
     df = fake_frames()[eid]
     fig = morlog_fig.figure(df)

@@ -56,7 +56,7 @@ impl Throttle {
 /// once at the end.
 #[pyfunction]
 #[pyo3(signature = (scheme, workload, threads, tx, seed, config=None, set=Vec::new(), progress=None))]
-// The Python signature mirrors the CLI's options one to one.
+// External API: each argument is a Python keyword argument (the CLI's options).
 #[allow(clippy::too_many_arguments)]
 fn run(
     py: Python<'_>,
@@ -96,7 +96,7 @@ fn run(
 /// `None` for the CLI's default).
 #[pyfunction]
 #[pyo3(signature = (scheme, workload, threads, tx, seed, points, crash_at=None, tear_mask=None, torn=false, recovery_crashes=None, config=None, set=Vec::new(), progress=None))]
-// The Python signature mirrors the CLI's options one to one.
+// External API: each argument is a Python keyword argument (the CLI's options).
 #[allow(clippy::too_many_arguments)]
 fn crashtest(
     py: Python<'_>,

@@ -1,6 +1,6 @@
 //! Crash-verification speed: crash points checked per host second, per
 //! shipped durable scheme, on btree / 2 threads, exhaustive (every persist
-//! point, up to 4 crashes inside each recovery; issue 20 part 5). The
+//! point, up to 4 crashes inside each recovery). The
 //! checkpoint schemes run on their hybrid-memory preset (configs/dpc.toml)
 //! and are checked by the epoch oracle. Each iteration is one whole
 //! `crashtest` (simulation with history + every point); the throughput is

@@ -1,6 +1,6 @@
 //! Simulator speed: simulated memory operations (loads + stores) per host
 //! second on btree / 8 threads / 100 000 transactions with the HOOP preset
-//! (`configs/hoop.toml`; issue 2, part 12), for the engine alone (`ideal`)
+//! (`configs/hoop.toml`, the HOOP paper's machine), for the engine alone (`ideal`)
 //! and with HOOP. Only `Engine::run` is timed (not setup, nor the final
 //! drain): HOOP's one GC pass of this run (on demand, when the drain's
 //! write-backs fill the mapping table) is outside the timed window, and

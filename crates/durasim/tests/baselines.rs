@@ -154,6 +154,48 @@ fn crash_consistency_lad_overflow() {
     assert!(get(&st, "staging_overflow_txs") > 10.0, "{st:?}");
 }
 
+/// LAD across two controllers with a small queue each: the commit updates
+/// two headers, and lines that find their controller's queue full spill.
+#[test]
+fn crash_consistency_lad_two_controllers_spilling() {
+    let (_, st) = crash_all(
+        "lad",
+        "vector",
+        2,
+        60,
+        &[
+            ("lad.controllers", "2"),
+            ("lad.staging_lines_total", "8"),
+            ("workload.item_bytes", "1024"),
+        ],
+    );
+    assert!(get(&st, "staging_pool_full_lines") > 10.0, "{st:?}");
+    assert!(get(&st, "staging_pool_max_lines") <= 8.0, "{st:?}");
+}
+
+/// Opt-undo dropping queued records at commit, with a small queue so that
+/// records also spill to the NVM log mid-transaction; torn writes.
+#[test]
+fn crash_consistency_opt_undo_dropping_queued_records() {
+    for records in ["32", "4"] {
+        let (_, st) = crash_all(
+            "opt-undo",
+            "vector",
+            2,
+            60,
+            &[
+                ("opt-undo.drop_queued_records", "true"),
+                ("opt-undo.log_queue_records", records),
+                ("workload.item_bytes", "1024"),
+            ],
+        );
+        assert!(get(&st, "undo_records_dropped") > 0.0, "{st:?}");
+        if records == "4" {
+            assert!(get(&st, "undo_records_spilled") > 0.0, "{st:?}");
+        }
+    }
+}
+
 /// OSP with a one-entry TLB: pages are consolidated all the time, also
 /// while their lines are being written (deferred consolidation).
 #[test]

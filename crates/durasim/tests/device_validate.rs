@@ -1,4 +1,4 @@
-//! `durasim device validate` on `configs/optane.toml` (issue 19 part 2):
+//! `durasim device validate` on `configs/optane.toml`:
 //! the command runs, and the model's qualitative Optane properties hold
 //! (properties, not fitted numbers: README "Optane device validation").
 

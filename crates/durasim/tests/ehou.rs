@@ -1,4 +1,4 @@
-//! EHOU on the Optane-like DIMM (issue 19): crash verification of eager and
+//! EHOU on the Optane-like DIMM: crash verification of eager and
 //! lazy persisting on the EHOU preset with a small AIT cache (so speculative
 //! entries overflow to the log), the Fig. 5 mutant, and the DIMM itself.
 

@@ -1,4 +1,4 @@
-//! Fuzzing the input surface (issue 21 part 4): a proptest generator of
+//! Fuzzing the input surface: a proptest generator of
 //! command lines (subcommands including `device validate`, names, flags,
 //! `--set` overrides) and TOML
 //! presets, each run through the real binary. On every generated input the

@@ -1,4 +1,4 @@
-//! FWB (issue 18 parts 3 and 5): the engine's force-write-back scan, the
+//! FWB (MorLog's baseline): the engine's force-write-back scan, the
 //! `fwb` scheme's crash consistency (every crash point, every transactional
 //! workload, each encoding, crashes inside recovery), `fwb-unsafe` failing
 //! with a replay line (negative control), the planted mutants, and the

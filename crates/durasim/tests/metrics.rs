@@ -145,6 +145,29 @@ fn repeats_are_within_one_transaction() {
     assert_eq!(m.repeated_store_share, 0.0);
 }
 
+/// `run.characterise=false` records no write sets: the characterisation
+/// reads 0 and every other metric of the same ops is unchanged.
+#[test]
+fn characterisation_off_records_nothing_else_unchanged() {
+    let run = |on: &str| {
+        let mut e = machine(&[("run.characterise", on)]);
+        let a = cold_line(&e, 0);
+        e.run_ops(0, &[store(a, 1), store(a + 8, 2), store(a, 4)])
+            .unwrap();
+        e.metrics()
+    };
+    let (on, off) = (run("true"), run("false"));
+    assert_eq!((on.program_stores, on.written_words), (3, 2));
+    assert_eq!(
+        (off.program_stores, off.written_words, off.written_lines),
+        (0, 0, 0)
+    );
+    assert_eq!(off.written_line_compression_ratio_fpc, 0.0);
+    assert_eq!((off.stores, off.loads), (on.stores, on.loads));
+    assert_eq!(off.window_cycles, on.window_cycles);
+    assert_eq!(off.nvm_bytes_written, on.nvm_bytes_written);
+}
+
 /// One zero line gets two small values: FPC codes it in 20 bits (two
 /// 4-bit words at 3 + 4 bits, one run of six zero words at 6), DLDC in
 /// 8 x 8 flag bits plus two one-byte dirty words (matched bit, tag and a

@@ -1,4 +1,4 @@
-//! MorLog (issue 18 parts 1-4 and 6): `morlog` and `morlog-dp` run, keep
+//! MorLog: `morlog` and `morlog-dp` run, keep
 //! home equal to the architectural image, survive every crash point of
 //! every transactional workload with each encoding (and crashes inside
 //! recovery); planted mutants fail with a replay line; the ordering rule

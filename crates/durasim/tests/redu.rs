@@ -1,4 +1,4 @@
-//! REDU (schemes/logging/redu.rs, issue 19 part 4): exhaustive crash
+//! REDU (schemes/logging/redu.rs, EHOU's baseline): exhaustive crash
 //! verification on small runs of every transactional workload (clean and
 //! torn points, crashes inside recovery, crash points inside the background
 //! application), and the DRAM cache serving logged-but-not-applied lines.

@@ -1,4 +1,4 @@
-//! ThyNVM and page overlays (issue 16 parts 3-5): crash verification with
+//! ThyNVM and page overlays: crash verification with
 //! checkpoint semantics on small runs (every persist point, including the
 //! points inside ThyNVM's overlapped checkpoint and page overlays' merge),
 //! the planted bugs that must fail it, and the statistics that show the

@@ -1,7 +1,8 @@
-//! Issue 13: the other papers' transactional workloads (tatp, echo, sps,
-//! sdg, array, hashtable) and the knobs every keyed workload honours
+//! The other papers' transactional workloads (tatp, echo, sps, sdg,
+//! array, hashtable), the knobs every keyed workload honours
 //! (`workload.key_dist`, `workload.item_bytes` up to 4 KB,
-//! `workload.copies`). Exhaustive crash verification of every registered
+//! `workload.copies`, `workload.values`), and each workload's write set
+//! beside HOOP Table III. Exhaustive crash verification of every registered
 //! workload under every shipped durable scheme is
 //! `crash_oracle::every_registered_scheme_survives_every_crash_point`
 //! (it iterates the registry, so it covers these workloads); here the
@@ -118,6 +119,46 @@ fn key_dist_is_honoured_by_every_keyed_workload() {
     }
 }
 
+/// A hash of the architectural image after `s` ran.
+fn image_hash(s: RunSpec) -> u64 {
+    use durasim::mem::MemRead;
+    let e = engine::run(s, &mut |_| {}).unwrap();
+    let mut h = 0u64;
+    for p in e.arch.page_numbers() {
+        for w in 0..512 {
+            let v = e.arch.read_u64(p * 4096 + w * 8);
+            h = (h ^ v ^ (p << 9 | w))
+                .wrapping_mul(0x100_0000_01b3)
+                .rotate_left(29);
+        }
+    }
+    h
+}
+
+/// `workload.values`: every mode runs, validates and is deterministic (the
+/// same seed gives the same run), and the modes store different data.
+#[test]
+fn value_modes_run_validate_and_are_deterministic() {
+    for w in [
+        "vector", "hashmap", "rbtree", "btree", "ycsb", "echo", "tatp", "array",
+    ] {
+        let fps: Vec<_> = ["realistic", "random", "zero"]
+            .iter()
+            .map(|v| {
+                for scope in ["item", "field"] {
+                    let sets = [("workload.values", *v), ("workload.update_scope", scope)];
+                    let a = run_checked(spec("hoop", w, 150, &sets));
+                    let b = run_checked(spec("hoop", w, 150, &sets));
+                    assert_eq!(a, b, "{w}, values {v}, {scope}: not deterministic");
+                }
+                image_hash(spec("ideal", w, 150, &[("workload.values", *v)]))
+            })
+            .collect();
+        assert_ne!(fps[0], fps[1], "{w}: realistic = random");
+        assert_ne!(fps[1], fps[2], "{w}: random = zero");
+    }
+}
+
 /// `workload.copies = 4`: four independent instances per thread, each
 /// checked from the image; a corrupted copy is reported by number.
 #[test]
@@ -154,7 +195,18 @@ fn img_read(img: &dyn durasim::mem::MemRead, a: u64) -> u64 {
 /// keys, 4 KB items and copies, under every shipped durable scheme.
 #[test]
 fn knobs_survive_every_crash_point_under_every_durable_scheme() {
-    let runs: [(&str, u64, Sets); 3] = [
+    let runs: [(&str, u64, Sets); 5] = [
+        // Zero values: every payload store of an update is silent.
+        (
+            "vector",
+            24,
+            &[
+                ("workload.values", "zero"),
+                ("workload.initial_items", "16"),
+            ],
+        ),
+        // Echo's batches with gets and inserts; ycsb's N-Store text.
+        ("echo", 12, &[("workload.initial_items", "16")]),
         (
             "hashtable",
             24,
@@ -196,5 +248,95 @@ fn knobs_survive_every_crash_point_under_every_durable_scheme() {
             );
             assert_eq!(r.crash_points_tested, r.persist_events + 1);
         }
+    }
+}
+
+/// Write-set characterisation of one run under `ideal` (every other
+/// parameter at its default, 64 B items, 1 KB ycsb records): (program
+/// stores per transaction, words per written line, repeated-store share).
+fn write_set(workload: &str, sets: &[(&str, &str)]) -> (f64, f64, f64) {
+    let mut s = RunSpec::new("ideal", workload).unwrap();
+    s.threads = 1;
+    s.tx = 1500;
+    s.seed = 3;
+    s.params.set_str("workload.tpcc_items", "2000").unwrap();
+    s.params
+        .set_str("workload.tpcc_customers_per_district", "300")
+        .unwrap();
+    for (k, v) in sets {
+        s.params.set_str(k, v).unwrap();
+    }
+    let e = engine::run(s, &mut |_| {}).unwrap();
+    let m = e.metrics();
+    (
+        m.program_stores_per_tx,
+        m.words_per_written_line,
+        m.repeated_store_share,
+    )
+}
+
+/// Stores per transaction and words per written line, as every run JSON
+/// reports them, stay in the ranges docs/model/workloads.md tabulates
+/// beside HOOP Table III (vector/hashmap 8, queue 4, rbtree 2-10, btree
+/// 2-12, ycsb 8-32, tpcc 10-35; units differ, see the doc). The ranges
+/// pin what each structure's code path stores; they were measured, not
+/// chosen to meet Table III. Repeated stores: a word stored twice in a
+/// transaction where the real code does so (tree fix-ups, the heap cursor
+/// per allocation, echo's key count), none where one operation touches
+/// distinct words.
+#[test]
+fn write_set_beside_hoop_table_iii() {
+    // (workload, stores/tx range, words per written line range, repeats?)
+    type Range = (f64, f64);
+    let expect: [(&str, Range, Range, bool); 9] = [
+        ("vector", (8.0, 9.0), (5.0, 6.5), false),
+        ("hashmap", (9.0, 11.0), (2.8, 3.8), false),
+        ("queue", (8.0, 9.0), (5.0, 6.5), false),
+        ("rbtree", (12.0, 17.0), (3.0, 4.2), true),
+        ("btree", (14.0, 20.0), (3.4, 4.8), true),
+        ("ycsb", (90.0, 115.0), (7.5, 8.0), false),
+        ("tpcc", (145.0, 165.0), (3.9, 4.8), true),
+        ("echo", (70.0, 100.0), (3.0, 4.5), true),
+        ("tatp", (0.2, 1.0), (1.0, 2.0), false),
+    ];
+    let mut report = String::new();
+    for (w, st, wpl, repeats) in expect {
+        let (stores, words_per_line, rep) = write_set(w, &[]);
+        report += &format!(
+            "{w}: {stores:.2} stores/tx, {words_per_line:.2} words/line, repeated {rep:.4}\n"
+        );
+        assert!(
+            (st.0..=st.1).contains(&stores),
+            "{w}: {stores:.2} stores/tx outside {st:?}\n{report}"
+        );
+        assert!(
+            (wpl.0..=wpl.1).contains(&words_per_line),
+            "{w}: {words_per_line:.2} words per written line outside {wpl:?}\n{report}"
+        );
+        if repeats {
+            assert!(rep > 0.0, "{w}: no repeated store\n{report}");
+        } else {
+            assert_eq!(rep, 0.0, "{w}: repeated stores\n{report}");
+        }
+    }
+    eprintln!("{report}");
+}
+
+/// TPC-C and TATP text columns hold text under `workload.values =
+/// realistic` (TPC-C §4.3.3.1 a-strings, C_LAST syllables, "ORIGINAL";
+/// TATP digits and letters) and the packed values under `random`; the
+/// written lines compress differently, and both validate.
+#[test]
+fn spec_text_columns_follow_workload_values() {
+    let small = ("workload.tpcc_items", "1000");
+    for w in ["tpcc", "tatp"] {
+        let mut hashes = Vec::new();
+        for v in ["realistic", "random", "zero"] {
+            let sets = [("workload.values", v), small];
+            assert!(run_checked(spec("ideal", w, 100, &sets)).0 > 0, "{w} {v}");
+            hashes.push(image_hash(spec("ideal", w, 100, &sets)));
+        }
+        assert_ne!(hashes[0], hashes[1], "{w}: text columns did not change");
+        assert_ne!(hashes[1], hashes[2], "{w}: zero = random");
     }
 }

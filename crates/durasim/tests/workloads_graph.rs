@@ -1,4 +1,4 @@
-//! Issue 13 parts 3-4: the programs without transactions (pagerank, cc,
+//! The programs without transactions (pagerank, cc,
 //! cd, ann, kdtree, stencil3d, lbm) on the dual-page checkpointing preset
 //! (configs/dpc.toml) at a tiny footprint: their checkers accept the final
 //! image of a real run and reject a corrupted one, runs are deterministic,

@@ -15,6 +15,8 @@ client=None, scheduler=None, progress=None, preset=None)``."""
 
 from __future__ import annotations
 
+import copy
+import difflib
 import math
 import os
 from collections.abc import Callable, Sequence
@@ -32,6 +34,11 @@ from ..sweep import sweep
 CONFIGS = Path(__file__).resolve().parents[3] / "configs"
 
 
+#: The switch of the write-set characterisation metrics (absent in builds
+#: that always compute them).
+P_CHARACTERISE = "run.characterise"
+
+
 @dataclass
 class Plan:
     specs: list[dict[str, Any]] = field(default_factory=list)
@@ -45,7 +52,9 @@ class Avail:
     def __init__(self) -> None:
         self.schemes = set(_core.schemes())
         self.workloads = set(_core.workloads())
-        self.params = set(_core.params())
+        cat = _core.params()
+        self.params = set(cat)
+        self.defaults = {k: v.get("default") for k, v in cat.items()}
 
     def filter(
         self,
@@ -82,6 +91,9 @@ class Experiment:
     plan: Callable[[dict[str, Any], Avail], Plan]
     analyze: Callable[[pd.DataFrame], pd.DataFrame]
     section: str = ""
+    #: A table the report shows under the figure (and writes as
+    #: ``<stem>_table.csv``), made from the analysed frame.
+    table: Callable[[pd.DataFrame], pd.DataFrame] | None = None
 
 
 def missing(v: Any) -> bool:
@@ -112,6 +124,82 @@ def experiment_ids(ids: Sequence[str] | None, experiments: dict[str, Any]) -> li
 
 def _identity(spec: dict[str, Any]) -> dict[str, Any]:
     return spec
+
+
+def _adjust(
+    spec: dict[str, Any],
+    planned: dict[str, Any],
+    overrides: dict[str, Any],
+    tx_factor: float | None,
+) -> dict[str, Any]:
+    """``--set`` values on a merged spec (under what the experiment set) and
+    the run length times ``tx_factor``."""
+    spec = {**spec, **{k: v for k, v in overrides.items() if k not in planned}}
+    if tx_factor is not None and "tx" in spec:
+        threads = int(spec.get("threads") or 1)
+        spec["tx"] = max(threads, round(spec["tx"] * tx_factor / threads) * threads)
+    return spec
+
+
+def read_scale_file(path: str | os.PathLike[str], base: dict[str, Any]) -> dict[str, Any]:
+    """A scale file (TOML) as a dict, its keys checked against ``base``."""
+    try:
+        import tomllib
+    except ImportError:  # Python < 3.11
+        import tomli as tomllib
+    try:
+        with open(path, "rb") as f:
+            doc = tomllib.load(f)
+    except OSError as e:
+        raise ValueError(f"cannot read scale file {path}: {e}") from e
+    except tomllib.TOMLDecodeError as e:
+        raise ValueError(f"cannot parse scale file {path}: {e}") from e
+    return doc
+
+
+def merge_settings(base: dict[str, Any], new: dict[str, Any], where: str) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in new.items():
+        if k not in base:
+            near = difflib.get_close_matches(k, list(base), n=1)
+            hint = f" (did you mean '{near[0]}'?)" if near else ""
+            raise ValueError(
+                f"{where}: unknown scale key '{k}'{hint}; valid keys: {', '.join(base)}"
+            )
+        if isinstance(base[k], dict) and isinstance(v, dict):
+            out[k] = {**base[k], **v}
+        else:
+            out[k] = v
+    return out
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return float(a) == float(b)
+    return a == b
+
+
+def _lean(spec: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+    """The spec without parameters set to their default: the same run, so
+    an experiment that names a default explicitly (a sweep point) shares
+    the run of one that leaves it unset."""
+    return {k: v for k, v in spec.items() if not (k in defaults and _same(v, defaults[k]))}
+
+
+def _restore(part: pd.DataFrame, specs: list[dict[str, Any]]) -> pd.DataFrame:
+    """Every key of the experiment's own specs as a column of its rows
+    (a parameter left out of the run because it was at its default)."""
+    part = part.copy()
+    keys = dict.fromkeys(k for s in specs for k in s)
+    for k in keys:
+        vals = [s.get(k) for s in specs]
+        if k in part.columns:
+            old = list(part[k])
+            vals = [o if v is None else v for o, v in zip(old, vals)]
+        part[k] = vals
+    return part
 
 
 @dataclass
@@ -155,6 +243,15 @@ class Paper:
     run_spec: Callable[[dict[str, Any]], dict[str, Any]] = _identity
     #: Extra arguments of :func:`durasim.sweep.sweep` (e.g. ``errors``).
     sweep_kw: dict[str, Any] = field(default_factory=dict)
+    #: ``scale_doc(scale)``: what the scale keeps and shortens
+    #: (:class:`durasim.papers._scale.ScaleDoc`), shown atop the report.
+    scale_doc: Callable[[str], Any] | None = None
+    #: The scheme whose runs characterise the workloads: with
+    #: ``run.characterise`` in this build, its runs switch the write-set
+    #: metrics on (every run of it, so experiments still share its runs).
+    characterise_scheme: str = "ideal"
+    #: The scale keys ``--threads`` sets (the grids' thread counts).
+    thread_keys: tuple[str, ...] = ("threads",)
 
     def __post_init__(self) -> None:
         if set(self.figures) != set(self.experiments):
@@ -166,6 +263,27 @@ class Paper:
     def scale_settings(self, scale: str) -> dict[str, Any]:
         return settings_of(self.scales, scale)
 
+    def resolve_scale(
+        self,
+        scale: str,
+        *,
+        scale_file: str | os.PathLike[str] | None = None,
+        threads: int | None = None,
+    ) -> dict[str, Any]:
+        """The settings of ``scale``, updated by a scale file (TOML: the
+        paper's scale keys at top level, e.g. ``threads = 16`` or a
+        ``[tx_by_workload]`` table; nested tables update the scale's) and a
+        thread count for every run of the paper's grids."""
+        sc = copy.deepcopy(self.scale_settings(scale))
+        if scale_file is not None:
+            sc = merge_settings(sc, read_scale_file(scale_file, sc), str(scale_file))
+        if threads is not None:
+            if threads < 1:
+                raise ValueError(f"invalid value {threads} for 'threads': expected >= 1")
+            for k in self.thread_keys:
+                sc[k] = threads
+        return sc
+
     def run_experiments(
         self,
         ids: Sequence[str] | None = None,
@@ -175,6 +293,9 @@ class Paper:
         scheduler: str | None = None,
         progress: bool | None = None,
         preset: str | os.PathLike[str] | None = None,
+        settings: dict[str, Any] | None = None,
+        overrides: dict[str, Any] | None = None,
+        tx_factor: float | None = None,
     ) -> dict[str, pd.DataFrame]:
         """Run the experiments ``ids`` (all by default) as ONE sweep, shared
         runs executed once, and return ``{id: analysed frame}``. Failed runs
@@ -184,18 +305,33 @@ class Paper:
         the paper's own system preset, its values become explicit overrides
         of every run (so each spec is self-contained on remote workers and
         visible in the CSVs); what an experiment sets takes precedence, as
-        ``--set`` does over ``--config``."""
+        ``--set`` does over ``--config``.
+
+        ``settings`` replaces the scale's settings (see :meth:`resolve_scale`);
+        ``overrides`` are parameters set on every run over the preset (an
+        experiment's own sweep values still win); ``tx_factor`` multiplies
+        every run's transactions (rounded to whole transactions per thread)."""
         # A bad scale or experiment is reported before a bad preset.
-        sc = self.scale_settings(scale)
+        sc = self.scale_settings(scale) if settings is None else settings
+        overrides = dict(overrides or {})
+        if tx_factor is not None and not tx_factor > 0:
+            raise ValueError(f"invalid value {tx_factor} for 'tx_factor': expected > 0")
         ids = experiment_ids(ids, self.experiments)
         setup = self.setup(sc, preset)
         av = Avail()
         plans = {i: self.experiments[i].plan(sc, av) for i in ids}
         unique: dict[tuple, dict[str, Any]] = {}
+        for k in overrides:
+            if k not in av.params:
+                raise ValueError(f"unknown parameter '{k}' in --set; see durasim.params()")
         for p in plans.values():
-            p.specs = [setup.merge(s) for s in p.specs]
+            p.specs = [
+                self._characterise(_adjust(setup.merge(s), s, overrides, tx_factor), av)
+                for s in p.specs
+            ]
             for s in p.specs:
-                unique.setdefault(_spec_key(self.run_spec(s)), self.run_spec(s))
+                r = _lean(self.run_spec(s), av.defaults)
+                unique.setdefault(_spec_key(r), r)
         specs = list(unique.values())
         raw = (
             sweep(
@@ -213,14 +349,17 @@ class Paper:
         out = {}
         for eid, p in plans.items():
             e = self.experiments[eid]
-            picked = [index[_spec_key(self.run_spec(s))] for s in p.specs]
+            picked = [index[_spec_key(_lean(self.run_spec(s), av.defaults))] for s in p.specs]
             if picked:
                 part = raw.iloc[picked].reset_index(drop=True)
+                part = _restore(part, [self.run_spec(s) for s in p.specs])
             else:
                 part = self.empty() if self.empty is not None else raw.iloc[0:0]
             if setup.rows is not None:
                 part = setup.rows(p, part)
+            part.attrs["plan_meta"] = dict(p.meta)
             df = e.analyze(part)
+            df.attrs.pop("plan_meta", None)
             df.attrs.update(
                 {
                     "experiment": e.id,
@@ -231,6 +370,10 @@ class Paper:
                     "runs": len(p.specs),
                     # Distinct runs of the whole sweep (experiments share runs).
                     "sweep_runs": len(specs),
+                    "run_options": {
+                        "set": overrides,
+                        "tx_factor": tx_factor,
+                    },
                     "skipped": list(p.skipped),
                     **setup.extra,
                 }
@@ -240,6 +383,12 @@ class Paper:
                 setup.attrs(p, df)
             out[eid] = df
         return out
+
+    def _characterise(self, spec: dict[str, Any], av: Avail) -> dict[str, Any]:
+        if spec.get("scheme") == self.characterise_scheme and P_CHARACTERISE in av.params:
+            spec = {**spec}
+            spec.setdefault(P_CHARACTERISE, True)
+        return spec
 
     def one(self, eid: str) -> Callable[..., pd.DataFrame]:
         """``run_experiments([eid], ...)[eid]`` as a function named ``eid``."""

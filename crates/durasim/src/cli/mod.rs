@@ -408,7 +408,7 @@ fn cmd_list(what: &str) -> Result<i32> {
             for w in workloads::REGISTRY {
                 println!("{:<12} {}", w.name, w.description);
             }
-            // Issue 13 part 4: the programs' characteristics.
+            // Where the programs' characteristics are measured.
             println!(
                 "\nprograms without transactions ({}): sized per thread by workload.footprint_bytes; \
                  `durasim run --workload W --scheme ideal --config configs/dpc.toml --threads 4 --set run.transactions=false` \

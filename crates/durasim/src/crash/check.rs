@@ -6,7 +6,7 @@
 
 use super::memo::Memo;
 use super::options::replay_line;
-use super::oracle::Oracle;
+use super::oracle::{Oracle, Recovered};
 use super::points;
 use super::recorder::{first_difference, guarded, recover_from_scratch, Fresh, Recorder, Tracked};
 use super::report::{torn_note, Violation, ViolationKind};
@@ -16,23 +16,34 @@ use crate::recovery::writes::Writes;
 use crate::recovery::RecoveryReport;
 use crate::types::Addr;
 
-/// The violation of a recovery crashed after `m` of its `total` writes and
-/// re-run (`res`, writes recorded by `rec2`), compared with the
-/// uninterrupted recovery `first` (sorted words written `first_words`;
-/// both images share a base, so only written words can differ).
-#[allow(clippy::too_many_arguments)]
+/// A recovery crashed after `m` of its `total` writes and re-run: the
+/// re-run's result and its recorded writes.
+pub(super) struct Rerun<'r, W: MemWrite> {
+    pub m: usize,
+    pub total: usize,
+    pub res: std::result::Result<RecoveryReport, String>,
+    pub rec: &'r mut Recorder<W>,
+}
+
+/// The violation of the re-run `rerun` of a crashed recovery of point `k`,
+/// compared with the uninterrupted recovery `first` (sorted words written
+/// `first_words`; both images share a base, so only written words can
+/// differ).
 pub(super) fn rerun_violation<W: MemWrite>(
     sh: &Shared,
     oracle: &Oracle,
     k: u64,
     mask: Option<u8>,
-    m: usize,
-    total: usize,
-    res: std::result::Result<RecoveryReport, String>,
+    rerun: Rerun<'_, W>,
     first: &dyn MemRead,
     first_words: &[Addr],
-    rec2: &mut Recorder<W>,
 ) -> Option<Violation> {
+    let Rerun {
+        m,
+        total,
+        res,
+        rec: rec2,
+    } = rerun;
     let diff = match res {
         Err(e) => Some((None, format!("the second recovery failed: {e}"))),
         Ok(_) => {
@@ -113,7 +124,12 @@ pub(super) fn check_scratch(
         .add(fresh.report.bytes_written, fresh.report.modeled_ns);
     fresh.rec.words_sorted();
     let rec = &fresh.rec;
-    let mut ok = check_recovered(sh, oracle, scratch, tally, k, mask, rec, &rec.writes.words);
+    let recovered = Recovered {
+        image: rec,
+        written: &rec.writes.words,
+        on_view: false,
+    };
+    let mut ok = check_recovered(sh, oracle, scratch, tally, k, mask, recovered);
     let crashed = crash_recovery(sh, oracle, tally, k, mask, &mut fresh);
     ok &= crashed.is_some();
     if let (true, true, Some((reruns, elided))) = (ok, memoize, crashed) {
@@ -161,15 +177,13 @@ fn check_memoized(
     if sh.opts.verify_dedup && !same_as_from_scratch(sh, &oracle.cur, &img, &memo.writes.words) {
         tally.dedup_mismatches += 1;
     }
+    let recovered = Recovered {
+        image: &img,
+        written: &memo.writes.words,
+        on_view: false,
+    };
     Some(check_recovered(
-        sh,
-        oracle,
-        scratch,
-        tally,
-        k,
-        mask,
-        &img,
-        &memo.writes.words,
+        sh, oracle, scratch, tally, k, mask, recovered,
     ))
 }
 
@@ -213,18 +227,13 @@ fn crash_recovery(
         let res = guarded(|| (info.recover)(&mut rec2, params, layout));
         let (mut rec2, reads2, _) = rec2.into_parts();
         reads.extend(&reads2);
-        if let Some(v) = rerun_violation(
-            sh,
-            oracle,
-            k,
-            mask,
+        let rerun = Rerun {
             m,
-            rec.writes(),
+            total: rec.writes(),
             res,
-            &*rec,
-            &rec.writes.words,
-            &mut rec2,
-        ) {
+            rec: &mut rec2,
+        };
+        if let Some(v) = rerun_violation(sh, oracle, k, mask, rerun, &*rec, &rec.writes.words) {
             tally.recovery_crash += 1;
             tally.add(v);
             return None;
@@ -268,44 +277,25 @@ fn same_as_from_scratch(
     first_difference(fast, fast_words, &rec, &words, Addr::MAX).is_none()
 }
 
-/// Check a recovered image `rec` (recovery wrote the sorted words
-/// `written`) against the oracle and the workload's invariants.
-#[allow(clippy::too_many_arguments)]
-fn check_recovered(
+/// Check a recovered image `rec` (on the kept recovered image when
+/// resumed) against the oracle and the workload's invariants.
+pub(super) fn check_recovered(
     sh: &Shared,
     oracle: &Oracle,
     scratch: &mut Scratch,
     tally: &mut Tally,
     k: u64,
     mask: Option<u8>,
-    rec: &dyn MemRead,
-    written: &[Addr],
+    recovered: Recovered<'_>,
 ) -> bool {
-    check_recovered_with(sh, oracle, scratch, tally, k, mask, rec, written, false)
-}
-
-/// [`check_recovered`]; `view`: `rec` is the oracle's kept recovered
-/// image ([`super::oracle::RecView`]) with writes to the sorted words
-/// `written` over it (resumed recovery).
-#[allow(clippy::too_many_arguments)]
-pub(super) fn check_recovered_with(
-    sh: &Shared,
-    oracle: &Oracle,
-    scratch: &mut Scratch,
-    tally: &mut Tally,
-    k: u64,
-    mask: Option<u8>,
-    rec: &dyn MemRead,
-    written: &[Addr],
-    view: bool,
-) -> bool {
+    let rec = recovered.image;
     let replay = || replay_line(sh.spec, sh.opts, k, mask);
     let torn_note = torn_note(mask);
     let layout = sh.layout;
     let mut ok = true;
     for t in 0..layout.threads {
         let detail = tally.first.is_none();
-        match oracle.check_thread_with(t, k, rec, written, &mut scratch.extra, detail, view) {
+        match oracle.check_thread_with(t, k, recovered, &mut scratch.extra, detail) {
             Ok(p) => {
                 if sh.opts.memo_invariants
                     && (scratch.inv_memo.contains(&(t, p))

@@ -102,6 +102,16 @@ pub struct Mismatch {
     pub found: u64,
 }
 
+/// A recovered image to check, with the sorted, deduplicated words its
+/// recovery wrote. `on_view`: the image is the kept recovered image
+/// ([`RecView`]) with those writes over it, else the crash image with them.
+#[derive(Clone, Copy)]
+pub struct Recovered<'a> {
+    pub image: &'a dyn MemRead,
+    pub written: &'a [Addr],
+    pub on_view: bool,
+}
+
 pub struct Oracle<'h> {
     layout: Layout,
     /// Every transaction's write set (`History::writes`) and, per thread,
@@ -510,7 +520,6 @@ impl<'h> Oracle<'h> {
     /// `extra` is scratch space (values of candidates beyond the base).
     /// Without `detail` a mismatch stops at the first differing word (the
     /// verdict is the same; counts and the closest prefix are not exact).
-    #[allow(clippy::too_many_arguments)]
     pub fn check_thread(
         &self,
         t: usize,
@@ -520,23 +529,29 @@ impl<'h> Oracle<'h> {
         extra: &mut FxHashMap<Addr, u64>,
         detail: bool,
     ) -> Result<u64, Mismatch> {
-        self.check_thread_with(t, k, rec, written, extra, detail, false)
+        let rec = Recovered {
+            image: rec,
+            written,
+            on_view: false,
+        };
+        self.check_thread_with(t, k, rec, extra, detail)
     }
 
-    /// [`Oracle::check_thread`] of an image that is the kept recovered
-    /// image ([`RecView`]) with the writes `written` over it (`view`), or
-    /// the crash image with them.
-    #[allow(clippy::too_many_arguments)]
+    /// [`Oracle::check_thread`] of a [`Recovered`] image: the crash image
+    /// or the kept recovered image, with its recovery's writes over it.
     pub fn check_thread_with(
         &self,
         t: usize,
         k: u64,
-        rec: &dyn MemRead,
-        written: &[Addr],
+        rec: Recovered<'_>,
         extra: &mut FxHashMap<Addr, u64>,
         detail: bool,
-        view: bool,
     ) -> Result<u64, Mismatch> {
+        let Recovered {
+            image: rec,
+            written,
+            on_view: view,
+        } = rec;
         let (lo, hi) = self.guarantee.bounds(t, k);
         debug_assert_eq!(lo, self.base[t]);
         debug_assert!(self.stale.is_empty(), "refresh_stale before a check");

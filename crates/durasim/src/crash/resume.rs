@@ -5,8 +5,8 @@
 //! recovering every crash image from scratch (`verify_resume` checks it
 //! against recovery from scratch).
 
-use super::check::{check_recovered_with, rerun_violation};
-use super::oracle::Oracle;
+use super::check::{check_recovered, rerun_violation, Rerun};
+use super::oracle::{Oracle, Recovered};
 use super::points;
 use super::recorder::{first_difference, guarded, Recorder};
 use super::worker::{Fast, Shared, Tally, Worker};
@@ -292,7 +292,12 @@ pub(super) fn check_resumed(
     // Without finish writes the kept image is the recovered one (the
     // checker's reads then skip the empty overlay).
     let rec: &dyn MemRead = if fin.is_empty() { &view.img } else { &img };
-    let mut ok = check_recovered_with(sh, oracle, scratch, tally, k, None, rec, &fin.words, true);
+    let recovered = Recovered {
+        image: rec,
+        written: &fin.words,
+        on_view: true,
+    };
+    let mut ok = check_recovered(sh, oracle, scratch, tally, k, None, recovered);
     let key = digest.wrapping_mul(2);
     // A re-run crashed among the finish writes the scheme proves
     // repeats the uninterrupted recovery (`finish_reruns_repeat`).
@@ -311,9 +316,13 @@ pub(super) fn check_resumed(
         let res = guarded(|| (info.recover)(&mut rec2, params, layout));
         // Both images are the kept one with writes over it: they can only
         // differ where the finish writes or the re-run wrote.
-        if let Some(v) =
-            rerun_violation(sh, oracle, k, None, m, nw, res, &img, &fin.words, &mut rec2)
-        {
+        let rerun = Rerun {
+            m,
+            total: nw,
+            res,
+            rec: &mut rec2,
+        };
+        if let Some(v) = rerun_violation(sh, oracle, k, None, rerun, &img, &fin.words) {
             ok = false;
             tally.recovery_crash += 1;
             tally.add(v);

@@ -65,6 +65,7 @@ impl Engine {
             window_dirty0: 0,
             access_hook,
             check_reads: params.bool("run.check_reads"),
+            characterise: params.bool("run.characterise"),
             // Bounded: the vector grows past it, a huge --tx must not make
             // the up-front allocation fail.
             latencies: Latencies::with_capacity(spec.tx.min(1 << 24) as usize),

@@ -444,7 +444,13 @@ impl Engine {
     pub(super) fn replay(&mut self, c: usize, until: Cycle) -> Result<bool> {
         let core = &mut self.cores[c];
         let hier = &mut self.hier;
-        let home_limit = self.ctx.layout.home_limit;
+        // Stores below this address are recorded for the write-set
+        // characterisation (program data; none when it is off).
+        let record_below = if self.characterise {
+            self.ctx.layout.home_limit
+        } else {
+            0
+        };
         let below = &mut Below::new(
             &mut *self.scheme,
             &mut self.ctx,
@@ -469,7 +475,7 @@ impl Engine {
                     let t = core.sb_wait_slot(core.time);
                     core.time = t;
                     let (done, slot, _) = mem_access(hier, below, access_hook, c, addr, true, t);
-                    let rec = (addr < home_limit).then_some(&mut core.writes);
+                    let rec = (addr < record_below).then_some(&mut core.writes);
                     let done = write_l1(hier, below, c, slot, addr, value, core.in_tx, done, rec);
                     core.sb_push(done);
                     core.time = t + 1;
@@ -520,7 +526,13 @@ impl Engine {
     pub(super) fn replay_ooo(&mut self, c: usize, until: Cycle) -> Result<bool> {
         let core = &mut self.cores[c];
         let hier = &mut self.hier;
-        let home_limit = self.ctx.layout.home_limit;
+        // Stores below this address are recorded for the write-set
+        // characterisation (program data; none when it is off).
+        let record_below = if self.characterise {
+            self.ctx.layout.home_limit
+        } else {
+            0
+        };
         let below = &mut Below::new(
             &mut *self.scheme,
             &mut self.ctx,
@@ -564,7 +576,7 @@ impl Engine {
                         // The write leaves the store queue for the L1 at retirement (TSO).
                         let (done, slot) =
                             ooo_access(core, hier, below, access_hook, c, addr, true, r);
-                        let rec = (addr < home_limit).then_some(&mut core.writes);
+                        let rec = (addr < record_below).then_some(&mut core.writes);
                         let done =
                             write_l1(hier, below, c, slot, addr, value, core.in_tx, done, rec);
                         core.sb_push(done);
@@ -665,8 +677,7 @@ fn mem_access(
 /// completes. A store to program data is recorded in `rec` (the
 /// transaction's write set, for its characterisation).
 #[inline(always)]
-// The store's fields come apart: its `Store` event is built here, once the
-// old word has been read.
+// Hot path (inlined per store): the `Store` event is built here, once the old word is read.
 #[allow(clippy::too_many_arguments)]
 fn write_l1(
     hier: &mut Hierarchy,
@@ -705,7 +716,7 @@ fn write_l1(
 /// The L1 hit path without an access hook is inlined into the replay
 /// loop; everything else is [`ooo_access_slow`].
 #[inline(always)]
-// The replay loop's split borrows (core, caches, below) and one access.
+// Hot path: the replay loop's split borrows (core, caches, below) and one access.
 #[allow(clippy::too_many_arguments)]
 fn ooo_access(
     core: &mut Core,
@@ -746,7 +757,7 @@ fn ooo_access(
 
 /// [`ooo_access`] except an L1 hit without an access hook.
 #[inline(never)]
-// The replay loop's split borrows (core, caches, below) and one access.
+// Hot path: the replay loop's split borrows (core, caches, below) and one access.
 #[allow(clippy::too_many_arguments)]
 fn ooo_access_slow(
     core: &mut Core,

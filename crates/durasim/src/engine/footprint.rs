@@ -155,7 +155,8 @@ mod tests {
 
     /// The declared sizes give the numbers the check used when it named
     /// the workloads: ycsb's 1 KB default record, tpcc's fixed records and
-    /// 1344 B per order, a program's `workload.footprint_bytes`.
+    /// 1,984 B per order (the order record and 15 order lines, each its own
+    /// 128 B-strided allocation), a program's `workload.footprint_bytes`.
     #[test]
     fn declared_sizes() {
         let mut p = Params::defaults(&[]);
@@ -172,7 +173,7 @@ mod tests {
         );
         assert_eq!(
             tpcc.host_data_bytes,
-            2 * (tpcc.sim_bytes_per_thread + 10 * 1344)
+            2 * (tpcc.sim_bytes_per_thread + 10 * (64 + 15 * 128))
         );
         for w in workloads::PROGRAMS {
             let s = workloads::find(w).unwrap().sizing;

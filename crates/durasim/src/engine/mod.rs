@@ -169,6 +169,9 @@ pub struct Engine {
     /// The scheme's `wants_access_hook`, asked once.
     access_hook: bool,
     check_reads: bool,
+    /// `run.characterise`: record the transactions' write sets for the
+    /// workload-characterisation metrics (`write_set.rs`).
+    characterise: bool,
     loads: u64,
     stores: u64,
     /// Flush (clwb) and Fence (sfence) ops executed in the measured window,

@@ -1,4 +1,4 @@
-//! Optane-like DIMM (issue 19 part 1; EHOU paper §II-B, Fig. 1): an on-DIMM
+//! Optane-like DIMM (EHOU paper §II-B, Fig. 1): an on-DIMM
 //! controller behind the memory controller's ADR write-pending queue.
 //!
 //! - Every access is translated through the Address Indirection Table

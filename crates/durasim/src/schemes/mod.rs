@@ -82,7 +82,7 @@ pub(crate) fn raise_advice(specs: &[ParamSpec], key: &str, need: u64) -> String 
 /// permanent test-only switch so the oracle's strength is measured on every
 /// change (tests/mutants.rs). The CLI refuses any value but `none`.
 pub(crate) const MUTANT_SOURCE: &str =
-    "test-only mutant (issue 21 part 6; tests/mutants.rs), never a model setting";
+    "test-only mutant (the mutant suite, tests/mutants.rs), never a model setting";
 
 /// Whether a parameter is listed to users (`durasim list params`, the
 /// Python `params()`): the hidden test-only `<scheme>.mutant` keys are not.

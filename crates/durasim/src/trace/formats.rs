@@ -162,134 +162,155 @@ pub fn parse_line(
     req.len = 0;
     match fmt {
         Format::Durasim => parse_durasim(&tk, req),
-        Format::Dramsim3 => {
-            if tk.n != 3 {
-                return Err(format!(
-                    "expected 3 fields '0xADDR READ|WRITE CYCLE' (DRAMsim3), found {}",
-                    tk.n
-                ));
-            }
-            req.addr = parse_hex(t[0]).ok_or_else(|| bad_addr(t[0], "hex (0x optional)"))?;
-            req.op = match t[1] {
-                b"READ" | b"read" | b"P_MEM_RD" | b"P_FETCH" => Op::Read,
-                b"WRITE" | b"write" | b"P_MEM_WR" | b"BOFF" => Op::Write,
-                o => {
-                    return Err(format!(
-                        "invalid operation '{}': expected READ or WRITE (also read, write, P_MEM_RD, P_FETCH, P_MEM_WR, BOFF)",
-                        show(o)
-                    ))
-                }
-            };
-            req.cycle = Some(parse_time(t[2]).ok_or_else(|| bad_cycle(t[2]))?);
-            Ok(Record::Req)
-        }
-        Format::Ramulator2 => {
-            if tk.n != 2 {
-                return Err(format!(
-                    "expected 2 fields 'LD|ST ADDR' (Ramulator 2 LoadStoreTrace), found {}",
-                    tk.n
-                ));
-            }
-            req.op = match t[0] {
-                b"LD" => Op::Read,
-                b"ST" => Op::Write,
-                o => {
-                    return Err(format!(
-                        "invalid operation '{}': expected LD or ST",
-                        show(o)
-                    ))
-                }
-            };
-            req.addr =
-                parse_addr_any(t[1]).ok_or_else(|| bad_addr(t[1], "decimal or 0x-prefixed hex"))?;
-            Ok(Record::Req)
-        }
-        Format::Vans => {
-            if tk.n != 2 {
-                return Err(format!(
-                    "expected 2 fields '0xADDR R|W|C[:GAP]' (VANS), found {}",
-                    tk.n
-                ));
-            }
-            req.addr = parse_hex(t[0]).ok_or_else(|| bad_addr(t[0], "hex (0x optional)"))?;
-            let (op, rest) = t[1].split_at(1);
-            req.op = match op {
-                b"R" => Op::Read,
-                b"W" => Op::Write,
-                b"C" => Op::DepRead,
-                _ => {
-                    return Err(format!(
-                        "invalid operation '{}': expected R, W or C (dependent read), optionally with ':GAP'",
-                        show(t[1])
-                    ))
-                }
-            };
-            if !rest.is_empty() {
-                let g = rest
-                    .strip_prefix(b":")
-                    .and_then(parse_time)
-                    .ok_or_else(|| {
-                        format!(
-                        "invalid idle gap '{}': expected ':' and a decimal clock count, e.g. R:998",
-                        show(rest)
-                    )
-                    })?;
-                req.gap = Some(g);
-            }
-            Ok(Record::Req)
-        }
-        Format::Nvmain => {
-            if first && (t[0] == b"NVMV0" || t[0] == b"NVMV1") && tk.n == 1 {
-                return Ok(Record::Skip);
-            }
-            if tk.n != 5 && tk.n != 6 {
-                return Err(format!(
-                    "expected 5 fields 'CYCLE R|W 0xADDR DATA THREAD' (NVMain v0) or 6 (v1, with old data), found {}",
-                    tk.n
-                ));
-            }
-            req.cycle = Some(parse_time(t[0]).ok_or_else(|| bad_cycle(t[0]))?);
-            req.op = match t[1] {
-                b"R" => Op::Read,
-                b"W" => Op::Write,
-                o => return Err(format!("invalid operation '{}': expected R or W", show(o))),
-            };
-            req.addr = parse_hex(t[2]).ok_or_else(|| bad_addr(t[2], "0x-prefixed hex"))?;
-            let n = parse_data(t[3], &mut req.data).ok_or_else(|| {
-                format!(
-                    "invalid data '{}': expected up to 128 hex digits (one 64 B line)",
-                    show(t[3])
-                )
-            })?;
-            if tk.n == 6 {
-                let mut old = [0u8; 64];
-                parse_data(t[4], &mut old).ok_or_else(|| {
-                    format!(
-                        "invalid old data '{}': expected up to 128 hex digits",
-                        show(t[4])
-                    )
-                })?;
-            }
-            parse_dec(t[tk.n - 1]).ok_or_else(|| {
-                format!(
-                    "invalid thread id '{}': expected a decimal number",
-                    show(t[tk.n - 1])
-                )
-            })?;
-            // NVMain's data field is the whole line: keep it for writes.
-            req.len = if req.op == Op::Write && n == 64 {
-                64
-            } else {
-                0
-            };
-            if req.len > 0 {
-                req.addr -= req.addr % LINE_BYTES;
-            }
-            Ok(Record::Req)
-        }
+        Format::Dramsim3 => parse_dramsim3(&tk, req),
+        Format::Ramulator2 => parse_ramulator2(&tk, req),
+        Format::Vans => parse_vans(&tk, req),
+        Format::Nvmain => parse_nvmain(&tk, first, req),
     }
 }
 
+/// A DRAMsim3 line: `0xADDR READ|WRITE CYCLE` (its op aliases accepted,
+/// any other op refused).
+fn parse_dramsim3(tk: &Tokens<'_>, req: &mut Req) -> Result<Record, LineError> {
+    let t = &tk.toks;
+    if tk.n != 3 {
+        return Err(format!(
+            "expected 3 fields '0xADDR READ|WRITE CYCLE' (DRAMsim3), found {}",
+            tk.n
+        ));
+    }
+    req.addr = parse_hex(t[0]).ok_or_else(|| bad_addr(t[0], "hex (0x optional)"))?;
+    req.op = match t[1] {
+        b"READ" | b"read" | b"P_MEM_RD" | b"P_FETCH" => Op::Read,
+        b"WRITE" | b"write" | b"P_MEM_WR" | b"BOFF" => Op::Write,
+        o => {
+            return Err(format!(
+                "invalid operation '{}': expected READ or WRITE (also read, write, P_MEM_RD, P_FETCH, P_MEM_WR, BOFF)",
+                show(o)
+            ))
+        }
+    };
+    req.cycle = Some(parse_time(t[2]).ok_or_else(|| bad_cycle(t[2]))?);
+    Ok(Record::Req)
+}
+
+/// A Ramulator 2 LoadStoreTrace line: `LD|ST ADDR` (decimal or `0x` hex).
+fn parse_ramulator2(tk: &Tokens<'_>, req: &mut Req) -> Result<Record, LineError> {
+    let t = &tk.toks;
+    if tk.n != 2 {
+        return Err(format!(
+            "expected 2 fields 'LD|ST ADDR' (Ramulator 2 LoadStoreTrace), found {}",
+            tk.n
+        ));
+    }
+    req.op = match t[0] {
+        b"LD" => Op::Read,
+        b"ST" => Op::Write,
+        o => {
+            return Err(format!(
+                "invalid operation '{}': expected LD or ST",
+                show(o)
+            ))
+        }
+    };
+    req.addr = parse_addr_any(t[1]).ok_or_else(|| bad_addr(t[1], "decimal or 0x-prefixed hex"))?;
+    Ok(Record::Req)
+}
+
+/// A VANS line: `0xADDR R|W|C[:GAP]` (`C` a dependent read, `GAP` idle
+/// clocks before it).
+fn parse_vans(tk: &Tokens<'_>, req: &mut Req) -> Result<Record, LineError> {
+    let t = &tk.toks;
+    if tk.n != 2 {
+        return Err(format!(
+            "expected 2 fields '0xADDR R|W|C[:GAP]' (VANS), found {}",
+            tk.n
+        ));
+    }
+    req.addr = parse_hex(t[0]).ok_or_else(|| bad_addr(t[0], "hex (0x optional)"))?;
+    let (op, rest) = t[1].split_at(1);
+    req.op = match op {
+        b"R" => Op::Read,
+        b"W" => Op::Write,
+        b"C" => Op::DepRead,
+        _ => {
+            return Err(format!(
+            "invalid operation '{}': expected R, W or C (dependent read), optionally with ':GAP'",
+            show(t[1])
+        ))
+        }
+    };
+    if !rest.is_empty() {
+        let g = rest
+            .strip_prefix(b":")
+            .and_then(parse_time)
+            .ok_or_else(|| {
+                format!(
+                    "invalid idle gap '{}': expected ':' and a decimal clock count, e.g. R:998",
+                    show(rest)
+                )
+            })?;
+        req.gap = Some(g);
+    }
+    Ok(Record::Req)
+}
+
+/// An NVMain line: `CYCLE R|W 0xADDR DATA THREAD` (v0) or with the old data
+/// before `THREAD` (v1); the version header on line 1 is skipped. A
+/// full-line write keeps its data.
+fn parse_nvmain(tk: &Tokens<'_>, first: bool, req: &mut Req) -> Result<Record, LineError> {
+    let t = &tk.toks;
+    if first && (t[0] == b"NVMV0" || t[0] == b"NVMV1") && tk.n == 1 {
+        return Ok(Record::Skip);
+    }
+    if tk.n != 5 && tk.n != 6 {
+        return Err(format!(
+            "expected 5 fields 'CYCLE R|W 0xADDR DATA THREAD' (NVMain v0) or 6 (v1, with old data), found {}",
+            tk.n
+        ));
+    }
+    req.cycle = Some(parse_time(t[0]).ok_or_else(|| bad_cycle(t[0]))?);
+    req.op = match t[1] {
+        b"R" => Op::Read,
+        b"W" => Op::Write,
+        o => return Err(format!("invalid operation '{}': expected R or W", show(o))),
+    };
+    req.addr = parse_hex(t[2]).ok_or_else(|| bad_addr(t[2], "0x-prefixed hex"))?;
+    let n = parse_data(t[3], &mut req.data).ok_or_else(|| {
+        format!(
+            "invalid data '{}': expected up to 128 hex digits (one 64 B line)",
+            show(t[3])
+        )
+    })?;
+    if tk.n == 6 {
+        let mut old = [0u8; 64];
+        parse_data(t[4], &mut old).ok_or_else(|| {
+            format!(
+                "invalid old data '{}': expected up to 128 hex digits",
+                show(t[4])
+            )
+        })?;
+    }
+    parse_dec(t[tk.n - 1]).ok_or_else(|| {
+        format!(
+            "invalid thread id '{}': expected a decimal number",
+            show(t[tk.n - 1])
+        )
+    })?;
+    // NVMain's data field is the whole line: keep it for writes.
+    req.len = if req.op == Op::Write && n == 64 {
+        64
+    } else {
+        0
+    };
+    if req.len > 0 {
+        req.addr -= req.addr % LINE_BYTES;
+    }
+    Ok(Record::Req)
+}
+
+/// A durasim line: `R|W|C ADDR [CYCLE [PURPOSE [HEXDATA]]]` (data on writes
+/// only, within one 64 B line), or a transaction mark `TXB|TXE CORE CYCLE`.
 fn parse_durasim(tk: &Tokens<'_>, req: &mut Req) -> Result<Record, LineError> {
     let t = &tk.toks;
     if t[0] == b"TXB" || t[0] == b"TXE" {

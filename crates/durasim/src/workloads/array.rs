@@ -8,6 +8,10 @@
 //!
 //! Layout: root = { n, items_ptr }; element `i` holds key `i + 1`, so a
 //! misplaced element is detected.
+//!
+//! Values: payload words from the value model (`workload.values`,
+//! workloads/values.rs), each new value derived from the element's old
+//! one (realistic: MorLog's delta model, so most bytes stay unchanged).
 
 use super::{
     check_item, check_ptr, heap_bounds, item_bytes_or, rng, with_item_bytes, write_item,
@@ -57,7 +61,7 @@ impl Workload for Array {
         ctx.store(self.root + N, n);
         ctx.store(self.root + ITEMS, self.items);
         for i in 0..n {
-            write_item(ctx, self.items + i * ib, ib, i + 1, 0);
+            write_item(ctx, self.a.vm(), self.items + i * ib, ib, i + 1, 0);
         }
     }
 
@@ -69,7 +73,7 @@ impl Workload for Array {
         let e = self.items + i * ib;
         let key = ctx.load(e);
         let version = ctx.load(e + ITEM_SEAL) >> 32;
-        write_item(ctx, e, ib, key, (version + 1) & 0xffff_ffff);
+        write_item(ctx, self.a.vm(), e, ib, key, (version + 1) & 0xffff_ffff);
     }
 }
 

@@ -4,7 +4,16 @@
 //! existing key's item. Insert writes the new item (heap cursor and the
 //! whole item), the count, the words of the leaf that the sorted insertion
 //! shifts and its key count, and on a split the new node(s) and the parent
-//! entries; update assigns one field of the item and its seal (2 stores).
+//! entries; update assigns the whole item (item_bytes / 8 stores;
+//! `workload.update_scope = field`: one field and the seal, 2 stores).
+//! Node code stores only the words that change, so no word is stored
+//! twice in a transaction (PMDK's btree_map, which zeroes a new node and
+//! then fills it, would: modelling choice, docs/model/workloads.md).
+//!
+//! Values: keys uniform in [1, key_space) (or `workload.key_dist`); payload
+//! words from the value model (`workload.values`; realistic: the delta
+//! model fitted to MorLog Table II / Fig. 5, workloads/values.rs); links,
+//! counts and seals are the structure's own.
 //!
 //! Layout: root = { tree_root, count, height }; node (256 B, 4 lines) =
 //! { meta = nkeys | leaf << 32, keys[15], ptrs[16] }. In a leaf ptrs[i] is
@@ -13,7 +22,7 @@
 
 use super::{
     check_item, check_ptr, heap_bounds, item_bytes_or, item_payload_words, item_version, keyed_tx,
-    random_key, rng, update_field, with_item_bytes, write_item, TxCtx, Workload, WorkloadArgs,
+    random_key, rng, update_item, with_item_bytes, write_item, TxCtx, Workload, WorkloadArgs,
     WorkloadInfo, DEFAULT_ITEM_BYTES, ROOT_OFFSET,
 };
 use crate::mem::MemRead;
@@ -170,10 +179,17 @@ impl BTree {
         let (pos, found) = Self::leaf_pos(ctx, leaf, nk, key);
         if found {
             let item = ctx.load(ptr_at(leaf, pos));
-            return update_field(ctx, item, ib, item_payload_words(ib));
+            return update_item(
+                ctx,
+                self.a.vm(),
+                item,
+                ib,
+                self.a.update_scope,
+                item_payload_words(ib),
+            );
         }
         let item = ctx.alloc(ib);
-        write_item(ctx, item, ib, key, 0);
+        write_item(ctx, self.a.vm(), item, ib, key, 0);
         let c = ctx.load(self.root + COUNT);
         ctx.store(self.root + COUNT, c + 1);
         self.keys.push(key);
@@ -283,7 +299,14 @@ impl BTree {
         assert!(found, "update of key {key} the program never inserted");
         let item = ctx.load(ptr_at(leaf, pos));
         let ib = self.a.item_bytes;
-        update_field(ctx, item, ib, item_payload_words(ib))
+        update_item(
+            ctx,
+            self.a.vm(),
+            item,
+            ib,
+            self.a.update_scope,
+            item_payload_words(ib),
+        )
     }
 }
 
@@ -575,6 +598,16 @@ pub(crate) struct Incremental {
     gone_items: Vec<Addr>,
 }
 
+/// Where a node sits in the tree the walk expects: its depth, the key
+/// bounds its parent's separators give it, and the parent itself.
+#[derive(Clone, Copy)]
+struct Place {
+    depth: u64,
+    lo: Option<u64>,
+    hi: Option<u64>,
+    parent: Addr,
+}
+
 /// What one incremental walk reads.
 struct Ctx<'a> {
     img: &'a dyn MemRead,
@@ -647,7 +680,13 @@ impl Incremental {
             ib,
         };
         let mut prev_leaf = 0;
-        let agg = self.visit(&cx, top, 0, None, None, 0, &mut prev_leaf)?;
+        let top_place = Place {
+            depth: 0,
+            lo: None,
+            hi: None,
+            parent: 0,
+        };
+        let agg = self.visit(&cx, top, top_place, &mut prev_leaf)?;
         check_totals(img, agg.last_leaf, agg.keys, count).ok()?;
         if agg.nodes > (bounds.1 - bounds.0) / NODE_BYTES {
             return None;
@@ -693,19 +732,15 @@ impl Incremental {
         }
     }
 
-    /// [`Walk::visit`] of node `n`, reusing its subtree's verdict when
-    /// nothing in it changed; `None`: not shown to pass.
-    #[allow(clippy::too_many_arguments)]
-    fn visit(
-        &mut self,
-        cx: &Ctx,
-        n: Addr,
-        depth: u64,
-        lo: Option<u64>,
-        hi: Option<u64>,
-        parent: Addr,
-        prev_leaf: &mut Addr,
-    ) -> Option<Agg> {
+    /// [`Walk::visit`] of node `n` at `place`, reusing its subtree's
+    /// verdict when nothing in it changed; `None`: not shown to pass.
+    fn visit(&mut self, cx: &Ctx, n: Addr, place: Place, prev_leaf: &mut Addr) -> Option<Agg> {
+        let Place {
+            depth,
+            lo,
+            hi,
+            parent,
+        } = place;
         let gen = self.gen;
         if depth >= cx.height {
             return None; // below the leaf level: the full checker decides
@@ -784,7 +819,13 @@ impl Incremental {
         } else {
             for (i, kid) in kids.iter_mut().enumerate().take(nk + 1) {
                 let (c, clo, chi) = child(img, n, nk, i, lo, hi);
-                let a = self.visit(cx, c, depth + 1, clo, chi, n, prev_leaf)?;
+                let below = Place {
+                    depth: depth + 1,
+                    lo: clo,
+                    hi: chi,
+                    parent: n,
+                };
+                let a = self.visit(cx, c, below, prev_leaf)?;
                 if i == 0 {
                     agg.first_leaf = a.first_leaf;
                 }
@@ -862,7 +903,7 @@ mod tests {
         for ib in [64u64, 1024] {
             let t = tx_stores(&INFO, &args(ib, 1000, 600, 0.5), 600);
             let w = ib as usize / 8;
-            let ins: Vec<usize> = t.iter().map(|x| x.0).filter(|&s| s != 2).collect();
+            let ins: Vec<usize> = t.iter().map(|x| x.0).filter(|&s| s != w).collect();
             assert!(ins.len() > 200 && ins.len() < 400);
             assert!(ins.iter().all(|&s| s >= w + 5), "{ins:?}");
             let no_split = ins.iter().filter(|&&s| s <= w + 2 + 31).count();

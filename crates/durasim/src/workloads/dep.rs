@@ -3,7 +3,7 @@
 //! object span holds this address".
 //!
 //! Every recorded load asks the ring, so the lookup is the workload side's
-//! hottest loop (issue 12 part 8: a linear newest-first scan cost ~8 host
+//! hottest loop (a linear newest-first scan cost ~8 host
 //! instructions per entry, and loads through a node whose pointer was pushed
 //! out of reach scanned all 8). It checks the newest entry first (a walk
 //! through the node just loaded, the common case) and otherwise tests all

@@ -6,25 +6,40 @@
 //! every committed version of their value, newest first, each stamped with
 //! the global version number (GVN) of the commit that wrote it.
 //!
-//! A transaction commits one batch of [`BATCH_PUTS`] puts. Each put finds
-//! the key's entry, allocates a new value version (the whole item at the
-//! next per-key version, stamped with GVN + 1, linked before the previous
-//! newest) and makes it the entry's head: heap cursor + item_bytes / 8 + 3
-//! stores. The commit then publishes GVN + 1 (1 store). Keys are the
-//! `initial_items` keys set at load time, chosen by `workload.key_dist`
-//! (uniform by default); old versions are kept (Echo garbage-collects
-//! them off the critical path; not modelled).
+//! A transaction either gets one key (read-only; share 1 -
+//! `workload.echo_put_share`) or commits one batch of
+//! `workload.echo_batch` puts (WHISPER kv-echo `run.sh` 'large':
+//! `merge_every` 8, `put_prob` 0.8). Each put finds the key's entry,
+//! allocates a new value version (the whole item at the next per-key
+//! version, stamped with GVN + 1, linked before the previous newest) and
+//! makes it the entry's head: heap cursor + item_bytes / 8 + 3 stores; a
+//! put of a new key (share 1 - `workload.echo_update_share`, kv-echo
+//! `update_prob` 0.7) first creates its entry (heap cursor, entry, bucket
+//! head, key count). The heap cursor and the key count are thus written
+//! once per put of the batch: the repeated stores of the real merge. The
+//! commit then publishes GVN + 1 (1 store). Existing keys are chosen by
+//! `workload.key_dist` (uniform by default) among the keys loaded at setup
+//! (`workload.echo_keys`, `initial_items` when 0) and inserted since; old
+//! versions are kept (Echo garbage-collects them off the critical path;
+//! not modelled).
+//!
+//! Values (`workload.values = realistic`): kv-echo's evaluation driver
+//! runs with `use_random_values = false`, one lowercase string reused by
+//! every put; so does this workload (one string per run, fixed by the
+//! seed). Keys are integers (kv-echo's 128-character zero-padded decimal
+//! key strings are not laid out: modelling choice).
 //!
 //! Layout: root = { nbuckets, buckets_ptr, nkeys, gvn }; entry = { key,
 //! head, next } (64 B); version = { item (item_bytes) | gvn | older }.
 
 use super::{
     check_item, check_ptr, heap_bounds, item_bytes_or, item_version, keys_unique, mix64,
-    random_key, rng, with_item_bytes, write_item, KeyChooser, KeyDist, TxCtx, Workload,
-    WorkloadArgs, WorkloadInfo, DEFAULT_ITEM_BYTES, ITEM_SEAL, ROOT_OFFSET,
+    random_key, rng, with_item_bytes, write_item, Fill, KeyChooser, KeyDist, TxCtx, ValueModel,
+    Workload, WorkloadArgs, WorkloadInfo, DEFAULT_ITEM_BYTES, ITEM_SEAL, ROOT_OFFSET,
 };
 use crate::mem::MemRead;
 use crate::types::Addr;
+use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 pub static INFO: WorkloadInfo = WorkloadInfo {
@@ -35,11 +50,6 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
     check_incremental: None,
     sizing: super::Sizing::GROWING,
 };
-
-/// Puts per committed batch: modelling choice (Echo's clients batch puts
-/// in a local store before merging; WHISPER's Echo driver uses small
-/// batches; 4 keeps a transaction near the size of the other workloads').
-pub const BATCH_PUTS: u64 = 4;
 
 const NBUCKETS: u64 = 0;
 const BUCKETS: u64 = 8;
@@ -59,6 +69,9 @@ pub(crate) struct Echo {
     buckets: Addr,
     mask: u64,
     keys: Vec<u64>,
+    vm: ValueModel,
+    /// Keys loaded at setup.
+    n_keys: u64,
 }
 
 fn build(a: &WorkloadArgs) -> Box<dyn Workload> {
@@ -75,13 +88,20 @@ fn volder(ib: u64) -> u64 {
 impl Echo {
     pub(crate) fn new(a: &WorkloadArgs) -> Self {
         let a = with_item_bytes(a, DEFAULT_ITEM_BYTES);
+        let n_keys = if a.echo_keys == 0 {
+            a.initial_items
+        } else {
+            a.echo_keys
+        };
         Echo {
             rng: rng(a.seed),
             keys_dist: KeyChooser::new(a.key_dist.or(KeyDist::Uniform)),
             root: a.region_base + ROOT_OFFSET,
             buckets: 0,
-            mask: a.initial_items.next_power_of_two().max(16) - 1,
-            keys: Vec::with_capacity(a.initial_items as usize),
+            mask: n_keys.next_power_of_two().max(16) - 1,
+            keys: Vec::with_capacity(n_keys as usize),
+            vm: a.vm().with_fill(Fill::EchoText),
+            n_keys,
             a,
         }
     }
@@ -115,21 +135,48 @@ impl Echo {
             (h, ((ctx.load(h + ITEM_SEAL) >> 32) + 1) & 0xffff_ffff)
         };
         let v = ctx.alloc(ib + 16);
-        write_item(ctx, v, ib, key, version);
+        write_item(ctx, self.vm, v, ib, key, version);
         ctx.store(v + vgvn(ib), gvn);
         ctx.store(v + volder(ib), older);
         ctx.store(e + E_HEAD, v);
         version
     }
 
+    /// An existing key, chosen by `workload.key_dist`.
+    fn existing_key(&mut self) -> u64 {
+        self.keys[self.keys_dist.index(&mut self.rng, self.keys.len())]
+    }
+
     /// Commit one batch of puts (drawn from the local store).
     pub(crate) fn commit_batch(&mut self, ctx: &mut TxCtx) {
         let gvn = ctx.load(self.root + GVN) + 1;
-        for _ in 0..BATCH_PUTS {
-            let key = self.keys[self.keys_dist.index(&mut self.rng, self.keys.len())];
+        for _ in 0..self.a.echo_batch {
+            let update = self.a.echo_update_share >= 1.0
+                || (!self.keys.is_empty() && self.rng.gen_bool(self.a.echo_update_share));
+            let key = if update {
+                self.existing_key()
+            } else {
+                random_key(&mut self.rng, self.a.key_space)
+            };
             self.put(ctx, key, gvn);
         }
         ctx.store(self.root + GVN, gvn);
+    }
+
+    /// Get one key: its newest version's item (read-only); returns the
+    /// version.
+    pub(crate) fn get(&mut self, ctx: &mut TxCtx) -> u64 {
+        let key = self.existing_key();
+        let (_, e) = self.find(ctx, key);
+        let h = ctx.load(e + E_HEAD);
+        let mut version = 0;
+        for i in 0..self.a.item_bytes / 8 {
+            let w = ctx.load(h + i * 8);
+            if i * 8 == ITEM_SEAL {
+                version = w >> 32;
+            }
+        }
+        version
     }
 }
 
@@ -142,14 +189,21 @@ impl Workload for Echo {
         ctx.store(self.root + BUCKETS, self.buckets);
         ctx.store(self.root + NKEYS, 0);
         ctx.store(self.root + GVN, 0);
-        for _ in 0..self.a.initial_items {
+        for _ in 0..self.n_keys {
             let key = random_key(&mut self.rng, self.a.key_space);
             self.put(ctx, key, 0);
         }
     }
 
     fn run_tx(&mut self, ctx: &mut TxCtx) {
-        self.commit_batch(ctx);
+        if self.a.echo_put_share < 1.0
+            && !self.keys.is_empty()
+            && !self.rng.gen_bool(self.a.echo_put_share)
+        {
+            self.get(ctx);
+        } else {
+            self.commit_batch(ctx);
+        }
     }
 }
 
@@ -276,16 +330,34 @@ mod tests {
         })
         .unwrap();
         assert_eq!(n, e.keys.len() as u64);
-        assert_eq!(versions, n + 200 * BATCH_PUTS);
-        assert_eq!(img.read_u64(BASE + ROOT_OFFSET + GVN), 200);
+        let batches = img.read_u64(BASE + ROOT_OFFSET + GVN);
+        assert_eq!(versions, 40 + batches * a.echo_batch);
+        // 20% gets (kv-echo put_prob 0.8), 30% of puts new keys.
+        assert!((140..=180).contains(&batches), "{batches} batches");
+        let inserted = n - 40;
+        let puts = (batches * a.echo_batch) as f64;
+        assert!((0.2..0.4).contains(&(inserted as f64 / puts)), "{inserted}");
     }
 
+    /// A get stores nothing; a batch of 8 puts stores, per put, the heap
+    /// cursor, the version (item, GVN, older link) and the entry's head,
+    /// plus, for a new key, the heap cursor again, the entry (key, next),
+    /// the bucket head and the key count; then the GVN.
     #[test]
     fn stores_per_tx_follow_the_code_path() {
         for ib in [64u64, 4096] {
-            let t = tx_stores(&INFO, &args(ib, 50, 100, 0.5), 100);
-            let want = BATCH_PUTS * (ib / 8 + 4) + 1;
-            assert!(t.iter().all(|&(w, _)| w as u64 == want), "{want}");
+            let a = args(ib, 50, 100, 0.5);
+            let t = tx_stores(&INFO, &a, 100);
+            let base = a.echo_batch * (ib / 8 + 4) + 1;
+            assert!(t.iter().any(|&(w, _)| w == 0), "gets");
+            assert!(
+                t.iter().all(|&(w, _)| w == 0
+                    || (w as u64 >= base
+                        && (w as u64 - base).is_multiple_of(5)
+                        && (w as u64 - base) / 5 <= a.echo_batch)),
+                "{base}"
+            );
+            assert!(t.iter().any(|&(w, _)| w as u64 > base), "inserts");
         }
     }
 

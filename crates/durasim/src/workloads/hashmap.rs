@@ -1,9 +1,15 @@
 //! Hashmap (HOOP Table III, after ATOM): a chained hash table with a fixed
 //! bucket array. Insert adds an entry with a fresh random key (or updates
 //! it if the key is already present): heap cursor, the whole item, its next
-//! pointer, the bucket head and the count (item_bytes / 8 + 4 stores);
-//! update assigns one field of the item of a random existing key and its
-//! seal (2 stores).
+//! pointer, the bucket head and the count (item_bytes / 8 + 4 stores), as
+//! PMDK's `hm_tx_insert`; update assigns the whole item of a random
+//! existing key (item_bytes / 8 stores; `workload.update_scope = field`:
+//! one field and the seal, 2 stores).
+//!
+//! Values: keys uniform in [1, key_space) (or `workload.key_dist`); payload
+//! words from the value model (`workload.values`; realistic: the delta
+//! model fitted to MorLog Table II / Fig. 5, workloads/values.rs); links,
+//! counts and seals are the structure's own.
 //!
 //! Layout: root = { nbuckets, buckets_ptr, count }; buckets = nbuckets
 //! head pointers; node = { item (item_bytes) | next } so the item is
@@ -11,7 +17,7 @@
 
 use super::{
     check_item, check_ptr, heap_bounds, item_bytes_or, item_payload_words, item_version, keyed_tx,
-    keys_match_count, mix64, random_key, rng, update_field, with_item_bytes, write_item, TxCtx,
+    keys_match_count, mix64, random_key, rng, update_item, with_item_bytes, write_item, TxCtx,
     Workload, WorkloadArgs, WorkloadInfo, DEFAULT_ITEM_BYTES, ROOT_OFFSET,
 };
 use crate::mem::MemRead;
@@ -98,10 +104,17 @@ impl Hashmap {
         let ib = self.a.item_bytes;
         let (b, found) = self.find(ctx, key);
         if let Some(n) = found {
-            return update_field(ctx, n, ib, item_payload_words(ib));
+            return update_item(
+                ctx,
+                self.a.vm(),
+                n,
+                ib,
+                self.a.update_scope,
+                item_payload_words(ib),
+            );
         }
         let n = ctx.alloc(node_bytes(ib));
-        write_item(ctx, n, ib, key, 0);
+        write_item(ctx, self.a.vm(), n, ib, key, 0);
         let head = ctx.load(b);
         ctx.store(n + ib, head);
         ctx.store(b, n);
@@ -116,7 +129,14 @@ impl Hashmap {
         let (_, found) = self.find(ctx, key);
         let n = found.expect("update of a key the program inserted");
         let ib = self.a.item_bytes;
-        update_field(ctx, n, ib, item_payload_words(ib))
+        update_item(
+            ctx,
+            self.a.vm(),
+            n,
+            ib,
+            self.a.update_scope,
+            item_payload_words(ib),
+        )
     }
 }
 
@@ -234,8 +254,10 @@ mod tests {
     fn stores_per_tx_follow_the_code_path() {
         for ib in [64u64, 1024] {
             let t = tx_stores(&INFO, &args(ib, 100, 400, 0.5), 400);
-            assert!(t.iter().all(|&(w, _)| w == 2 || w as u64 == ib / 8 + 4));
-            assert!(t.iter().any(|&(w, _)| w == 2) && t.iter().any(|&(w, _)| w > 2));
+            // Update: the whole entry (workload.update_scope = item).
+            let u = ib as usize / 8;
+            assert!(t.iter().all(|&(w, _)| w == u || w == u + 4));
+            assert!(t.iter().any(|&(w, _)| w == u) && t.iter().any(|&(w, _)| w > u));
         }
     }
 

@@ -3,9 +3,15 @@
 //! probing whose slots hold the items inline. Insert adds a fresh key
 //! (`workload.key_dist`, uniform by default) in the first empty slot of
 //! its probe sequence and bumps the count (item_bytes / 8 + 1 stores), or
-//! updates the key if present; update assigns one field of an existing
-//! key's item and its seal (2 stores). There are no deletions (no
-//! tombstones). The existing `hashmap` stays the chained table.
+//! updates the key if present; update assigns an existing key's item
+//! whole (item_bytes / 8 stores; `workload.update_scope = field`: one
+//! field and the seal). There are no deletions (no tombstones). The
+//! existing `hashmap` stays the chained table.
+//!
+//! Values: keys uniform in [1, key_space) (or `workload.key_dist`); payload
+//! words from the value model (`workload.values`; realistic: the delta
+//! model fitted to MorLog Table II / Fig. 5, workloads/values.rs); links,
+//! counts and seals are the structure's own.
 //!
 //! Layout: root = { nslots, slots_ptr, count }; slot = item (key 0: empty).
 //! Capacity: a power of two, at least twice the items the run can hold
@@ -13,7 +19,7 @@
 
 use super::{
     check_item, check_ptr, heap_bounds, item_bytes_or, item_payload_words, keyed_tx,
-    keys_match_count, mix64, rng, update_field, with_item_bytes, write_item, KeyChooser, KeyDist,
+    keys_match_count, mix64, rng, update_item, with_item_bytes, write_item, KeyChooser, KeyDist,
     TxCtx, Workload, WorkloadArgs, WorkloadInfo, DEFAULT_ITEM_BYTES, ROOT_OFFSET,
 };
 use crate::mem::MemRead;
@@ -86,9 +92,16 @@ impl HashTable {
         let ib = self.a.item_bytes;
         let (slot, found) = self.probe(ctx, key);
         if found {
-            return update_field(ctx, slot, ib, item_payload_words(ib));
+            return update_item(
+                ctx,
+                self.a.vm(),
+                slot,
+                ib,
+                self.a.update_scope,
+                item_payload_words(ib),
+            );
         }
-        write_item(ctx, slot, ib, key, 0);
+        write_item(ctx, self.a.vm(), slot, ib, key, 0);
         let c = ctx.load(self.root + COUNT);
         ctx.store(self.root + COUNT, c + 1);
         self.keys.push(key);
@@ -99,7 +112,14 @@ impl HashTable {
         let (slot, found) = self.probe(ctx, key);
         assert!(found, "update of a key the program inserted");
         let ib = self.a.item_bytes;
-        update_field(ctx, slot, ib, item_payload_words(ib))
+        update_item(
+            ctx,
+            self.a.vm(),
+            slot,
+            ib,
+            self.a.update_scope,
+            item_payload_words(ib),
+        )
     }
 }
 
@@ -178,8 +198,9 @@ mod tests {
     fn stores_per_tx_follow_the_code_path() {
         for ib in [64u64, 4096] {
             let t = tx_stores(&INFO, &args(ib, 100, 300, 0.5), 300);
-            assert!(t.iter().all(|&(w, _)| w == 2 || w as u64 == ib / 8 + 1));
-            assert!(t.iter().any(|&(w, _)| w == 2) && t.iter().any(|&(w, _)| w > 2));
+            let u = ib as usize / 8;
+            assert!(t.iter().all(|&(w, _)| w == u || w == u + 1));
+            assert!(t.iter().any(|&(w, _)| w == u) && t.iter().any(|&(w, _)| w > u));
         }
     }
 

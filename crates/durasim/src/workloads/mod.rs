@@ -25,9 +25,11 @@ pub mod sps;
 pub mod stencil3d;
 pub mod tatp;
 pub mod tpcc;
+pub mod values;
 pub mod vector;
 pub mod ycsb;
 
+pub use self::values::{Fill, ValueMode, ValueModel};
 use crate::config::Params;
 use crate::error::{Error, Result};
 use crate::mem::{MemRead, SparseImage};
@@ -168,6 +170,14 @@ impl<'a> TxCtx<'a> {
         }
     }
 
+    /// The current content of a word, without recording a load: what the
+    /// value model ([`values`]) derives a new value from. The program
+    /// itself does not read it (a store overwrites it).
+    #[inline]
+    pub fn peek(&self, addr: Addr) -> u64 {
+        self.mem.read_word(addr)
+    }
+
     /// `n` non-memory instructions (hashing, comparisons, ...).
     #[inline]
     pub fn compute(&mut self, n: u32) {
@@ -244,6 +254,30 @@ pub struct WorkloadArgs {
     pub graph_vertices: u64,
     /// `workload.graph_edge_factor`.
     pub graph_edge_factor: u64,
+    /// `workload.values`: what the data words hold.
+    pub values: ValueMode,
+    /// `workload.update_scope`: whether an update assigns the whole item
+    /// or one field of it.
+    pub update_scope: UpdateScope,
+    /// `workload.ycsb_text = nstore`: ycsb's values are WHISPER N-Store's
+    /// text (else YCSB's random printable bytes).
+    pub ycsb_nstore_text: bool,
+    /// `workload.ycsb_read_share`.
+    pub ycsb_read_share: f64,
+    /// `workload.ycsb_fields`.
+    pub ycsb_fields: u64,
+    /// `workload.ycsb_records` (0: `initial_items`).
+    pub ycsb_records: u64,
+    /// `workload.echo_batch`.
+    pub echo_batch: u64,
+    /// `workload.echo_put_share`.
+    pub echo_put_share: f64,
+    /// `workload.echo_update_share`.
+    pub echo_update_share: f64,
+    /// `workload.echo_keys` (0: `initial_items`).
+    pub echo_keys: u64,
+    /// `workload.tatp_subscribers` (0: `initial_items`).
+    pub tatp_subscribers: u64,
 }
 
 impl WorkloadArgs {
@@ -269,6 +303,42 @@ impl WorkloadArgs {
             footprint_bytes: p.u64("workload.footprint_bytes"),
             graph_vertices: p.u64("workload.graph_vertices"),
             graph_edge_factor: p.u64("workload.graph_edge_factor"),
+            values: ValueMode::parse(p.str("workload.values")),
+            update_scope: UpdateScope::parse(p.str("workload.update_scope")),
+            ycsb_nstore_text: p.str("workload.ycsb_text") == "nstore",
+            ycsb_read_share: p.f64("workload.ycsb_read_share"),
+            ycsb_fields: p.u64("workload.ycsb_fields"),
+            ycsb_records: p.u64("workload.ycsb_records"),
+            echo_batch: p.u64("workload.echo_batch"),
+            echo_put_share: p.f64("workload.echo_put_share"),
+            echo_update_share: p.f64("workload.echo_update_share"),
+            echo_keys: p.u64("workload.echo_keys"),
+            tatp_subscribers: p.u64("workload.tatp_subscribers"),
+        }
+    }
+
+    /// The value model of this instance (`workload.values`, its seed).
+    pub fn vm(&self) -> ValueModel {
+        ValueModel::new(self.values, self.seed)
+    }
+}
+
+/// `workload.update_scope`: what an update of an item assigns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UpdateScope {
+    /// The whole item (`v[i] = entry`): key (unchanged, a silent store),
+    /// payload and seal.
+    Item,
+    /// One field of the payload and the seal.
+    Field,
+}
+
+impl UpdateScope {
+    pub fn parse(s: &str) -> Self {
+        if s == "field" {
+            UpdateScope::Field
+        } else {
+            UpdateScope::Item
         }
     }
 }
@@ -431,14 +501,14 @@ pub static REGISTRY: &[&WorkloadInfo] = &[
     &btree::INFO,
     &ycsb::INFO,
     &tpcc::INFO,
-    // Issue 13: the other papers' transactional workloads.
+    // The other papers' transactional workloads.
     &tatp::INFO,
     &echo::INFO,
     &sps::INFO,
     &sdg::INFO,
     &array::INFO,
     &hashtable::INFO,
-    // Issue 13 part 3: programs without transactions (DPC paper Table 5).
+    // Programs without transactions (DPC paper Table 5).
     &pagerank::INFO,
     &cc::INFO,
     &cd::INFO,
@@ -476,7 +546,7 @@ pub(crate) fn keys_match_count(
     Ok(count)
 }
 
-/// Programs without transactions (issue 13 part 3; the dual-page
+/// Programs without transactions (the dual-page
 /// checkpointing paper's Table 5): sized by `workload.footprint_bytes`.
 pub const PROGRAMS: [&str; 7] = ["pagerank", "cc", "cd", "ann", "kdtree", "stencil3d", "lbm"];
 
@@ -518,12 +588,14 @@ pub fn validate(p: &Params) -> Result<()> {
 // An item is a record of 8-byte words: [0] key, [1] seal, [2..) payload
 // fields. The seal holds the item's version (high 32 bits) and a 32-bit
 // checksum of (key, version, payload) (low 32 bits). An insert writes the
-// whole item; an update changes one field and the seal, as real code that
-// assigns one field of a record and maintains its version/checksum would.
-// The checksum is an XOR of per-word hashes, so the update computes the new
-// seal from the old seal and the old and new field words alone (no read of
-// the rest of the item), and a crash image in which the field and the seal
-// do not come from the same transaction fails the check.
+// whole item; an update (`workload.update_scope`) rewrites the whole item,
+// as code that assigns a whole entry does, or changes one field and the
+// seal, as code that assigns one field of a record and maintains its
+// version/checksum would. The checksum is an XOR of per-word hashes, so a
+// field update computes the new seal from the old seal and the old and new
+// field words alone (no read of the rest of the item), and a crash image in
+// which the payload and the seal do not come from the same transaction
+// fails the check. Payload values come from the value model ([`values`]).
 
 /// Word offset of the seal (version << 32 | checksum).
 pub const ITEM_SEAL: u64 = 8;
@@ -532,15 +604,11 @@ const ITEM_FIRST_FIELD_WORD: u64 = 2;
 /// Smallest item: key, seal and one payload word.
 pub const MIN_ITEM_BYTES: u64 = 24;
 
-/// Payload word `i` of an item with `key` written at `version`: a
-/// deterministic mix (the values are arbitrary; only the seal validates).
+/// Payload word `i` of an item with `key` written at `version` under
+/// `workload.values = random` (a deterministic 64-bit mix).
 #[inline]
 pub fn payload_word(key: u64, version: u64, i: u64) -> u64 {
-    let mut x = key ^ version.rotate_left(32) ^ i.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    x ^= x >> 33;
-    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    x ^= x >> 33;
-    x
+    values::random_word(key, version, i)
 }
 
 /// Checksum term of payload word `i` holding `w`.
@@ -584,17 +652,49 @@ pub fn field_words(item_bytes: u64, n_fields: u64, f: u64) -> (u64, u64) {
     )
 }
 
-/// Insert: write a whole item (key, seal, payload) at `addr`: item_bytes / 8
-/// stores.
-pub fn write_item(ctx: &mut TxCtx, addr: Addr, item_bytes: u64, key: u64, version: u64) {
+/// Write a whole item (key, seal, payload) at `addr`: item_bytes / 8
+/// stores; payload values from `vm`.
+pub fn write_item(
+    ctx: &mut TxCtx,
+    vm: ValueModel,
+    addr: Addr,
+    item_bytes: u64,
+    key: u64,
+    version: u64,
+) {
     let mut sum = sum_header(key, version);
     ctx.store(addr, key);
     for i in ITEM_FIRST_FIELD_WORD..item_bytes / 8 {
-        let w = payload_word(key, version, i);
+        let w = vm.word(key, version, i, ctx.peek(addr + i * 8), item_bytes);
         sum ^= sum_word(i, w);
         ctx.store(addr + i * 8, w);
     }
     ctx.store(addr + ITEM_SEAL, seal(version, sum));
+}
+
+/// Update the item at `addr` as `scope` says, bumping its version; returns
+/// the new version. `Item`: assign the whole item (the key word is
+/// rewritten unchanged, then the payload and the seal: item_bytes / 8
+/// stores), as `v[i] = entry` does. `Field`: [`update_field`] over
+/// `n_fields` fields.
+pub fn update_item(
+    ctx: &mut TxCtx,
+    vm: ValueModel,
+    addr: Addr,
+    item_bytes: u64,
+    scope: UpdateScope,
+    n_fields: u64,
+) -> u64 {
+    if scope == UpdateScope::Field {
+        return update_field(ctx, vm, addr, item_bytes, n_fields);
+    }
+    let key = ctx.load(addr);
+    let version = ctx.load(addr + ITEM_SEAL) >> 32;
+    let new_version = (version + 1) & 0xffff_ffff;
+    // Checksum and version-bump instructions.
+    ctx.compute(4 * item_payload_words(item_bytes) as u32 + 4);
+    write_item(ctx, vm, addr, item_bytes, key, new_version);
+    new_version
 }
 
 /// Update: assign one field of the item at `addr`, whose payload is split
@@ -602,7 +702,13 @@ pub fn write_item(ctx: &mut TxCtx, addr: Addr, item_bytes: u64, key: u64, versio
 /// new version. Which field changes is a hash of (key, version), uniform
 /// over the fields (the program's choice; YCSB draws it at random).
 /// Stores: the field's words plus the seal.
-pub fn update_field(ctx: &mut TxCtx, addr: Addr, item_bytes: u64, n_fields: u64) -> u64 {
+pub fn update_field(
+    ctx: &mut TxCtx,
+    vm: ValueModel,
+    addr: Addr,
+    item_bytes: u64,
+    n_fields: u64,
+) -> u64 {
     let key = ctx.load(addr);
     let old_seal = ctx.load(addr + ITEM_SEAL);
     let version = old_seal >> 32;
@@ -613,7 +719,7 @@ pub fn update_field(ctx: &mut TxCtx, addr: Addr, item_bytes: u64, n_fields: u64)
     let mut sum = old_seal ^ sum_header(key, version) ^ sum_header(key, new_version);
     for i in lo..hi {
         let old = ctx.load(addr + i * 8);
-        let w = payload_word(key, new_version, i);
+        let w = vm.word(key, new_version, i, old, item_bytes);
         sum ^= sum_word(i, old) ^ sum_word(i, w);
         ctx.store(addr + i * 8, w);
     }
@@ -649,6 +755,7 @@ pub fn check_item(
 /// are `fields` (the rest deterministic filler); item_bytes / 8 stores.
 pub fn write_item_fields(
     ctx: &mut TxCtx,
+    vm: ValueModel,
     addr: Addr,
     item_bytes: u64,
     key: u64,
@@ -661,7 +768,7 @@ pub fn write_item_fields(
         let w = fields
             .get((i - ITEM_FIRST_FIELD_WORD) as usize)
             .copied()
-            .unwrap_or_else(|| payload_word(key, version, i));
+            .unwrap_or_else(|| vm.word(key, version, i, ctx.peek(addr + i * 8), item_bytes));
         sum ^= sum_word(i, w);
         ctx.store(addr + i * 8, w);
     }
@@ -732,7 +839,16 @@ pub enum KeyDist {
     Default,
     Uniform,
     Zipfian,
+    /// WHISPER N-Store's `simple_skew` (its YCSB "zipf_dist"): with
+    /// probability [`NSTORE_SKEW`] one of the 10 hottest keys, else uniform
+    /// over the rest.
+    NStoreSkew,
 }
+
+/// WHISPER N-Store main.cpp default `ycsb_skew` (run.py passes no `-q`).
+pub const NSTORE_SKEW: f64 = 0.1;
+/// Hot keys of N-Store's `simple_skew`.
+pub const NSTORE_HOT_KEYS: u64 = 10;
 
 impl KeyDist {
     /// From the (already validated) `workload.key_dist` string.
@@ -740,6 +856,7 @@ impl KeyDist {
         match s {
             "uniform" => KeyDist::Uniform,
             "zipfian" => KeyDist::Zipfian,
+            "nstore-skew" => KeyDist::NStoreSkew,
             _ => KeyDist::Default,
         }
     }
@@ -768,6 +885,7 @@ pub const SCRAMBLED_ZIPF_ZETAN: f64 = 26.469_028_201_783_02;
 #[derive(Clone, Debug)]
 pub struct KeyChooser {
     zipf: Option<ycsb::Zipfian>,
+    nstore_skew: bool,
 }
 
 impl KeyChooser {
@@ -781,6 +899,7 @@ impl KeyChooser {
                     SCRAMBLED_ZIPF_ZETAN,
                 )
             }),
+            nstore_skew: dist == KeyDist::NStoreSkew,
         }
     }
 
@@ -788,10 +907,24 @@ impl KeyChooser {
         self.zipf.is_some()
     }
 
+    /// N-Store `simple_skew` over `[0, n)`, `n > 0`.
+    #[inline]
+    fn skewed(&self, rng: &mut impl Rng, n: u64) -> u64 {
+        let hot = NSTORE_HOT_KEYS.min(n);
+        if hot == n || rng.gen_bool(NSTORE_SKEW) {
+            rng.gen_range(0..hot)
+        } else {
+            rng.gen_range(hot..n)
+        }
+    }
+
     /// A key in `[1, key_space)`: uniform, or YCSB's scrambled Zipfian
     /// (`1 + fnvhash64(rank) % (key_space - 1)`).
     #[inline]
     pub fn key(&self, rng: &mut impl Rng, key_space: u64) -> u64 {
+        if self.nstore_skew {
+            return 1 + self.skewed(rng, key_space.max(2) - 1);
+        }
         match &self.zipf {
             None => random_key(rng, key_space),
             Some(z) => 1 + ycsb::fnvhash64(z.next(rng)) % (key_space.max(2) - 1),
@@ -801,6 +934,9 @@ impl KeyChooser {
     /// An index in `[0, n)`, `n > 0`: uniform, or scrambled Zipfian.
     #[inline]
     pub fn index(&self, rng: &mut impl Rng, n: usize) -> usize {
+        if self.nstore_skew {
+            return self.skewed(rng, n as u64) as usize;
+        }
         match &self.zipf {
             None => rng.gen_range(0..n),
             Some(z) => (ycsb::fnvhash64(z.next(rng)) % n as u64) as usize,
@@ -1058,6 +1194,17 @@ pub(crate) mod testutil {
             footprint_bytes: 0,
             graph_vertices: 0,
             graph_edge_factor: 16,
+            values: ValueMode::Realistic,
+            update_scope: UpdateScope::Item,
+            ycsb_nstore_text: true,
+            ycsb_read_share: 0.2,
+            ycsb_fields: 10,
+            ycsb_records: 0,
+            echo_batch: 8,
+            echo_put_share: 0.8,
+            echo_update_share: 0.7,
+            echo_keys: 0,
+            tatp_subscribers: 0,
         }
     }
 
@@ -1110,6 +1257,34 @@ pub(crate) mod testutil {
             lines.sort_unstable();
             lines.dedup();
             out.push((words, lines.len()));
+        }
+        (info.check)(&img, BASE, a.item_bytes).expect("clean image passes");
+        out
+    }
+
+    /// Setup + `n` transactions; per transaction, (words stored two or
+    /// more times, stores to the heap cursor).
+    pub fn tx_repeats(info: &WorkloadInfo, a: &WorkloadArgs, n: u64) -> Vec<(usize, usize)> {
+        let mut img = SparseImage::new();
+        let mut wl = (info.build)(a);
+        with_ctx(&mut img, false, |ctx| wl.setup(ctx));
+        let cursor = BASE + HDR_HEAP_CURSOR;
+        let mut out = Vec::with_capacity(n as usize);
+        let mut words = Vec::new();
+        for _ in 0..n {
+            let (_, ops) = with_ctx(&mut img, true, |ctx| wl.run_tx(ctx));
+            words.clear();
+            words.extend(ops.iter().filter_map(|o| match o {
+                Op::Store { addr, .. } => Some(*addr),
+                _ => None,
+            }));
+            let on_cursor = words.iter().filter(|&&w| w == cursor).count();
+            words.sort_unstable();
+            let repeated = words
+                .chunk_by(|x, y| x == y)
+                .filter(|run| run.len() >= 2)
+                .count();
+            out.push((repeated, on_cursor));
         }
         (info.check)(&img, BASE, a.item_bytes).expect("clean image passes");
         out
@@ -1401,7 +1576,16 @@ mod item_tests {
         for ib in [24u64, 64, 512, 1024] {
             for n_fields in [1, 10, item_payload_words(ib)] {
                 let mut img = SparseImage::new();
-                let (_, ops) = with_ctx(&mut img, true, |ctx| write_item(ctx, addr, ib, 77, 0));
+                let (_, ops) = with_ctx(&mut img, true, |ctx| {
+                    write_item(
+                        ctx,
+                        ValueModel::new(ValueMode::Realistic, 1),
+                        addr,
+                        ib,
+                        77,
+                        0,
+                    )
+                });
                 assert_eq!(
                     stores_of(&ops).len() as u64,
                     ib / 8,
@@ -1412,8 +1596,15 @@ mod item_tests {
                 let mut versions = vec![v0.clone()];
                 for round in 1..=3u64 {
                     let before = img.clone();
-                    let (v, ops) =
-                        with_ctx(&mut img, true, |ctx| update_field(ctx, addr, ib, n_fields));
+                    let (v, ops) = with_ctx(&mut img, true, |ctx| {
+                        update_field(
+                            ctx,
+                            ValueModel::new(ValueMode::Random, 1),
+                            addr,
+                            ib,
+                            n_fields,
+                        )
+                    });
                     assert_eq!(v, round);
                     assert_eq!(item_version(&img, addr), round);
                     assert_eq!(check_item(&img, addr, ib), Ok(77));
@@ -1475,6 +1666,127 @@ mod item_tests {
                 }
                 assert_eq!(next, ib / 8);
             }
+        }
+    }
+}
+
+/// Transaction shape from each structure's code path: which words a
+/// transaction stores more than once (docs/model/workloads.md).
+#[cfg(test)]
+mod shape_tests {
+    use super::testutil::*;
+    use super::*;
+
+    fn repeats(name: &str, a: &WorkloadArgs, n: u64) -> Vec<(usize, usize)> {
+        tx_repeats(find(name).unwrap(), a, n)
+    }
+
+    /// One operation per transaction on distinct words: no word is stored
+    /// twice (an update rewrites the item once; an insert writes the item,
+    /// its links and the counters once each).
+    #[test]
+    fn single_op_structures_store_no_word_twice() {
+        for name in [
+            "vector",
+            "hashmap",
+            "queue",
+            "hashtable",
+            "array",
+            "sps",
+            "sdg",
+            "tatp",
+            "ycsb",
+        ] {
+            for ib in [64u64, 1024] {
+                let mut a = args(ib, 200, 500, 0.5);
+                if name == "tatp" {
+                    a.item_bytes = 0;
+                }
+                let r = repeats(name, &a, 500);
+                assert!(
+                    r.iter().all(|&(rep, _)| rep == 0),
+                    "{name} ib {ib}: {:?}",
+                    r.iter().find(|x| x.0 > 0)
+                );
+            }
+        }
+    }
+
+    /// Echo's merge allocates a version per put: the heap cursor is
+    /// written once per put of the batch (twice for a new key), the key
+    /// count once per new key.
+    #[test]
+    fn echo_writes_the_heap_cursor_per_put() {
+        let a = args(64, 200, 500, 0.5);
+        let r = repeats("echo", &a, 500);
+        for &(rep, cursor) in &r {
+            if cursor > 0 {
+                let inserts = cursor as u64 - a.echo_batch;
+                assert!(inserts <= a.echo_batch, "{cursor}");
+                assert!(rep >= 1, "the cursor repeats");
+            } else {
+                assert_eq!(rep, 0, "a get stores nothing");
+            }
+        }
+        assert!(r.iter().any(|&(_, c)| c as u64 > a.echo_batch), "inserts");
+    }
+
+    /// TPC-C New-Order allocates the ORDER and each ORDER-LINE: the heap
+    /// cursor is written 1 + o_ol_cnt (6..=16) times; a STOCK row twice
+    /// when an item repeats among the lines (NURand; not forced).
+    #[test]
+    fn tpcc_writes_the_heap_cursor_per_record() {
+        let a = args(0, 0, 300, 0.0);
+        let r = repeats("tpcc", &a, 300);
+        assert!(r.iter().all(|&(rep, c)| (6..=16).contains(&c) && rep >= 1));
+    }
+
+    /// Red-black insertion: a fix-up's recolouring and rotations store
+    /// some words twice (a colour set red then black, a parent link
+    /// rewritten by the second rotation of a double rotation).
+    #[test]
+    fn rbtree_fixups_store_words_twice() {
+        let a = args(64, 200, 1000, 0.0);
+        let r = repeats("rbtree", &a, 1000);
+        let with = r.iter().filter(|x| x.0 > 0).count();
+        assert!(with >= 1, "no repeated store in 1,000 inserts");
+        let a = args(64, 200, 300, 1.0);
+        assert!(
+            repeats("rbtree", &a, 300).iter().all(|x| x.0 == 0),
+            "updates"
+        );
+    }
+
+    /// B+-tree: durasim's node code stores only the words that change
+    /// (shifts, the new slot, the count); the one word a transaction
+    /// stores twice is the heap cursor, when a split allocates a node
+    /// after the item.
+    #[test]
+    fn btree_repeats_only_the_heap_cursor_on_splits() {
+        let a = args(64, 200, 1000, 0.3);
+        let r = repeats("btree", &a, 1000);
+        assert!(r.iter().all(|&(rep, c)| rep == usize::from(c >= 2)));
+        assert!(r.iter().any(|&(_, c)| c >= 2), "splits happened");
+    }
+
+    /// `cargo test --release -p durasim --lib print_repeated_stores -- --ignored --nocapture`
+    #[test]
+    #[ignore]
+    fn print_repeated_stores() {
+        for info in REGISTRY.iter().filter(|i| !PROGRAMS.contains(&i.name)) {
+            let mut a = args(64, 16384, 5000, 0.5);
+            a.tpcc_items = 100_000;
+            a.tpcc_customers = 3000;
+            let r = tx_repeats(info, &a, 5000);
+            let n = r.len() as f64;
+            let with = r.iter().filter(|x| x.0 > 0).count() as f64;
+            let words = r.iter().map(|x| x.0).sum::<usize>() as f64;
+            eprintln!(
+                "{:10} tx with a repeated store {:5.1}%, repeated words/tx {:.2}",
+                info.name,
+                100.0 * with / n,
+                words / n
+            );
         }
     }
 }
@@ -1544,6 +1856,20 @@ mod key_tests {
         }
         let (mx, mn) = (idx.iter().max().unwrap(), idx.iter().min().unwrap());
         assert!(*mx > 2 * *mn, "skewed: {mx} vs {mn}");
+    }
+
+    /// `nstore-skew`: N-Store's simple_skew puts 10% of the draws on the
+    /// 10 hottest keys (indices [0, 10)), the rest uniform.
+    #[test]
+    fn nstore_skew_draws_ten_percent_hot() {
+        let c = KeyChooser::new(KeyDist::NStoreSkew);
+        let mut r = rng(4);
+        let n = 100_000;
+        let hot = (0..n).filter(|_| c.index(&mut r, 1000) < 10).count() as f64 / n as f64;
+        // 10% plus the uniform part's 0 (it draws from [10, n)).
+        assert!((hot - 0.1).abs() < 0.01, "{hot}");
+        let hot_keys = (0..n).filter(|_| c.key(&mut r, 1 << 32) <= 10).count() as f64 / n as f64;
+        assert!((hot_keys - 0.1).abs() < 0.01, "{hot_keys}");
     }
 
     /// Uniform is exactly the draw the workloads always made.

@@ -1,6 +1,5 @@
-//! Shared pieces of the programs without transactions (issue 13 part 3,
-//! the dual-page checkpointing paper's Table 5): footprint sizing, f64
-//! words, the seeded R-MAT (Graph500) generator, CSR graphs in simulated
+//! Shared pieces of the programs without transactions (the dual-page
+//! checkpointing paper's Table 5): footprint sizing, f64 words, the seeded R-MAT (Graph500) generator, CSR graphs in simulated
 //! memory and a union-find for the graph checkers.
 //!
 //! Each program is a long computation cut into operations (one `run_tx`

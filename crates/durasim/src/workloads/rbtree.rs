@@ -2,15 +2,23 @@
 //! recoloring and rotations (CLRS), or update of an existing key's item.
 //! Insert writes the new node (heap cursor, the whole item, its four link
 //! and color words), the parent's child link, the count, and whatever the
-//! fixup recolors and rotates; update assigns one field of the item and its
-//! seal (2 stores).
+//! fixup recolors and rotates (CLRS's fix-up stores some words twice: a
+//! grandparent coloured red and then black by a later step, a parent link
+//! rewritten by the second rotation of a double rotation); update assigns
+//! the whole item (item_bytes / 8 stores; `workload.update_scope = field`:
+//! one field and the seal, 2 stores).
+//!
+//! Values: keys uniform in [1, key_space) (or `workload.key_dist`); payload
+//! words from the value model (`workload.values`; realistic: the delta
+//! model fitted to MorLog Table II / Fig. 5, workloads/values.rs); links,
+//! counts and seals are the structure's own.
 //!
 //! Layout: root = { tree_root, count }; node = { item (item_bytes) | left,
 //! right, parent, color } so the item is line-aligned. Null is 0.
 
 use super::{
     check_item, check_ptr, heap_bounds, item_bytes_or, item_payload_words, item_version, keyed_tx,
-    random_key, rng, update_field, with_item_bytes, write_item, TxCtx, Workload, WorkloadArgs,
+    random_key, rng, update_item, with_item_bytes, write_item, TxCtx, Workload, WorkloadArgs,
     WorkloadInfo, DEFAULT_ITEM_BYTES, ROOT_OFFSET,
 };
 use crate::mem::MemRead;
@@ -117,13 +125,20 @@ impl RbTree {
             let k = ctx.load(x);
             ctx.compute(1);
             if k == key {
-                return update_field(ctx, x, ib, item_payload_words(ib));
+                return update_item(
+                    ctx,
+                    self.a.vm(),
+                    x,
+                    ib,
+                    self.a.update_scope,
+                    item_payload_words(ib),
+                );
             }
             right = key > k;
             x = self.child(ctx, x, right);
         }
         let z = ctx.alloc(ib + HDR_BYTES);
-        write_item(ctx, z, ib, key, 0);
+        write_item(ctx, self.a.vm(), z, ib, key, 0);
         ctx.store(self.f(z, LEFT), 0);
         ctx.store(self.f(z, RIGHT), 0);
         ctx.store(self.f(z, PARENT), parent);
@@ -184,7 +199,14 @@ impl RbTree {
             ctx.compute(1);
             if k == key {
                 let ib = self.a.item_bytes;
-                return update_field(ctx, x, ib, item_payload_words(ib));
+                return update_item(
+                    ctx,
+                    self.a.vm(),
+                    x,
+                    ib,
+                    self.a.update_scope,
+                    item_payload_words(ib),
+                );
             }
             x = self.child(ctx, x, key > k);
         }
@@ -364,7 +386,7 @@ mod tests {
         for ib in [64u64, 1024] {
             let t = tx_stores(&INFO, &args(ib, 1000, 600, 0.5), 600);
             let w = ib as usize / 8;
-            let ins: Vec<usize> = t.iter().map(|x| x.0).filter(|&s| s != 2).collect();
+            let ins: Vec<usize> = t.iter().map(|x| x.0).filter(|&s| s != w).collect();
             assert!(ins.len() > 200 && ins.len() < 400);
             // Height of ~1,300 nodes is at most 2 log2(n + 1) < 22.
             assert!(ins

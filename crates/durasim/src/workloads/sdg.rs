@@ -18,6 +18,10 @@
 //! head of the source's list and bumps the source's degree and the edge
 //! count: heap cursor + item_bytes / 8 + 4 stores.
 //!
+//! Values: the edge's weight item from the value model (`workload.values`,
+//! workloads/values.rs); vertex links, degrees and counts are the
+//! structure's own.
+//!
 //! Layout: root = { n_vertices, vertices_ptr, n_edges }; vertex = { head,
 //! degree } (16 B); edge node = { item (item_bytes) | next }.
 
@@ -143,7 +147,7 @@ impl Workload for Sdg {
         let version = ctx.load(self.root + N_EDGES);
         // The weight payload is a function of (edge, arrival), so parallel
         // edges differ.
-        write_item(ctx, e, ib, key, version & 0xffff_ffff);
+        write_item(ctx, self.a.vm(), e, ib, key, version & 0xffff_ffff);
         let head = ctx.load(vx + V_HEAD);
         ctx.store(e + ib, head);
         ctx.store(vx + V_HEAD, e);

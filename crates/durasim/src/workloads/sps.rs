@@ -8,6 +8,9 @@
 //! Layout: root = { n, items_ptr }. The array starts as keys 1..=n; the
 //! checker verifies every entry is a valid item and the keys are still a
 //! permutation of 1..=n (a torn swap duplicates one key and loses another).
+//!
+//! Values: the setup's payload words from the value model
+//! (`workload.values`, workloads/values.rs); a swap moves them unchanged.
 
 use super::{
     check_item, check_ptr, heap_bounds, item_bytes_or, rng, with_item_bytes, write_item,
@@ -61,7 +64,7 @@ impl Workload for Sps {
         ctx.store(self.root + N, n);
         ctx.store(self.root + ITEMS, self.items);
         for i in 0..n {
-            write_item(ctx, self.items + i * ib, ib, i + 1, 0);
+            write_item(ctx, self.a.vm(), self.items + i * ib, ib, i + 1, 0);
         }
     }
 

@@ -15,11 +15,21 @@
 //! 1-4 SPECIAL_FACILITY rows with distinct types, is_active = 1 for 85%,
 //! and 0-3 CALL_FORWARDING rows per facility with distinct start times in
 //! {0, 8, 16} and end_time = start_time + rand(1, 8). P is
-//! `workload.initial_items` (the description's smallest scale is 100,000).
-//! Strings are packed to words (sub_nbr as 15 BCD digits, the ten bit /
-//! hex / byte2 columns in one to two words). Every row is an item of one
+//! `workload.tatp_subscribers` (0: `workload.initial_items`; the
+//! description's smallest population is 100,000). The ten bit / hex /
+//! byte2 columns are packed into one to two words. Under
+//! `workload.values = realistic` the description's strings are text:
+//! sub_nbr and numberx ("15-digit string", zero-padded) hold their last 8
+//! digits in ASCII (a column trimmed to its word; the first 7 digits are
+//! '0' below 10^8 subscribers), data3 3 and data4 / data_b 5 capital
+//! letters A-Z, NUL-padded; under `random` and `zero` sub_nbr and numberx
+//! are packed BCD and the letter columns random words (`zero`: 0). The
+//! sub_nbr index is keyed by the BCD number in every mode. Every row is an item of one
 //! size, `workload.item_bytes` raised to at least [`MIN_RECORD_BYTES`]
 //! (the subscriber row's packed columns); index entries are 24 B items.
+//! Row bytes beyond the named columns are filled by the value model
+//! (`workload.values`; realistic: MorLog's delta model from a zero word);
+//! the named columns are as above.
 //!
 //! Updates assign the named columns and the row's seal (update_words); an
 //! insert writes the whole row and links it (heap cursor + row + next +
@@ -112,7 +122,27 @@ pub fn nurand_sid(rng: &mut impl Rng, p: u64) -> u64 {
     ((rng.gen_range(0..=nurand_a(p)) | rng.gen_range(1..=p)) % p) + 1
 }
 
-/// sub_nbr: s_id as 15 decimal digits, packed BCD.
+/// Capital letters A-Z, one per byte of `bits` (TATP data3, data4,
+/// data_b: "random string of n characters, each A-Z").
+fn letters(bits: u64, n: usize) -> [u8; 8] {
+    let mut out = [0u8; 8];
+    for (j, c) in out.iter_mut().enumerate().take(n) {
+        *c = b'A' + ((bits >> (8 * j)) & 0xff) as u8 % 26;
+    }
+    out
+}
+
+/// A 15-digit number column (sub_nbr, numberx: "s_id as a 15-digit
+/// string, zero-padded") trimmed to one word: its last 8 digits in ASCII
+/// (the first 7 are '0' up to 10^8 subscribers).
+pub fn number_text(n: u64) -> u64 {
+    let mut d = [0u8; 15];
+    super::values::decimal(n, 15, &mut d);
+    super::values::text_word(&d[7..])
+}
+
+/// sub_nbr: s_id as 15 decimal digits, packed BCD (the index key, and the
+/// subscriber column under `workload.values = random`).
 pub fn sub_nbr(s_id: u64) -> u64 {
     let (mut x, mut out) = (s_id, 0u64);
     for d in 0..15 {
@@ -145,6 +175,7 @@ pub(crate) struct Tatp {
     rb: u64,
     buckets: [Addr; TABLES],
     masks: [u64; TABLES],
+    vm: super::ValueModel,
     /// Transactions run per type (tests check the mix).
     pub(crate) mix: [u64; 7],
 }
@@ -155,7 +186,12 @@ fn build(a: &WorkloadArgs) -> Box<dyn Workload> {
 
 impl Tatp {
     pub(crate) fn new(a: &WorkloadArgs) -> Self {
-        let p = a.initial_items.max(1);
+        let p = if a.tatp_subscribers == 0 {
+            a.initial_items
+        } else {
+            a.tatp_subscribers
+        }
+        .max(1);
         let pow = p.next_power_of_two().max(16);
         let dist = a.key_dist.or(KeyDist::Default);
         Tatp {
@@ -169,6 +205,7 @@ impl Tatp {
             // ~1, 1, 2.5, 2.5, 3.75 rows per subscriber.
             masks: [pow - 1, pow - 1, 4 * pow - 1, 4 * pow - 1, 4 * pow - 1],
             mix: [0; 7],
+            vm: a.vm(),
         }
     }
 
@@ -199,7 +236,7 @@ impl Tatp {
     fn insert(&self, ctx: &mut TxCtx, t: usize, key: u64, fields: &[u64]) {
         let rb = self.rbytes(t);
         let n = ctx.alloc(rb + 8);
-        write_item_fields(ctx, n, rb, key, 0, fields);
+        write_item_fields(ctx, self.vm, n, rb, key, 0, fields);
         let b = self.buckets[t] + (mix64(key) & self.masks[t]) * 8;
         let head = ctx.load(b);
         ctx.store(n + rb, head);
@@ -220,7 +257,9 @@ impl Tatp {
     fn s_id(&mut self) -> u64 {
         match self.dist {
             KeyDist::Uniform => self.rng.gen_range(1..=self.p),
-            KeyDist::Zipfian => 1 + self.keys_dist.index(&mut self.rng, self.p as usize) as u64,
+            KeyDist::Zipfian | KeyDist::NStoreSkew => {
+                1 + self.keys_dist.index(&mut self.rng, self.p as usize) as u64
+            }
             KeyDist::Default => nurand_sid(&mut self.rng, self.p),
         }
     }
@@ -308,7 +347,12 @@ impl Tatp {
                 let sf_type = self.rng.gen_range(1..=4);
                 let start = 8 * self.rng.gen_range(0..3u64);
                 let end = start + self.rng.gen_range(1..=8u64);
-                let numberx = sub_nbr(self.rng.gen_range(1..=999_999_999_999_999u64));
+                let x = self.rng.gen_range(1..=999_999_999_999_999u64);
+                let numberx = if self.vm.mode == super::ValueMode::Realistic {
+                    number_text(x)
+                } else {
+                    sub_nbr(x)
+                };
                 let sid = self.sid_by_nbr(ctx, s);
                 let mut has = false;
                 for t in 1..=4 {
@@ -355,6 +399,16 @@ impl Workload for Tatp {
             ctx.store(tr + T_BUCKETS, self.buckets[t]);
             ctx.store(tr + T_COUNT, 0);
         }
+        let vm = self.vm;
+        let text = |t: [u8; 8], old: u64| vm.text_or(&t, old);
+        // Numbers stay numbers under `zero` (the checker reads sub_nbr).
+        let number = |n: u64, old: u64| {
+            if vm.mode == super::ValueMode::Realistic {
+                number_text(n)
+            } else {
+                old
+            }
+        };
         for s in 1..=self.p {
             let r = &mut self.rng;
             let bits = r.gen_range(0..1024u64);
@@ -363,24 +417,29 @@ impl Workload for Tatp {
             let b2hi = r.gen_range(0..1u64 << 16);
             let msc = r.gen_range(1..=u32::MAX as u64);
             let vlr = r.gen_range(1..=u32::MAX as u64);
-            self.insert(ctx, SUB, s, &[sub_nbr(s), bits, hex, b2lo, b2hi, msc, vlr]);
+            let nbr = number(s, sub_nbr(s));
+            self.insert(ctx, SUB, s, &[nbr, bits, hex, b2lo, b2hi, msc, vlr]);
             self.insert(ctx, SUBNBR, sub_nbr(s), &[s]);
             let n_ai = self.rng.gen_range(1..=4usize);
             for &t in &self.shuffled_types()[..n_ai] {
                 let r = &mut self.rng;
-                let d = [
+                let (d1, d2, d3, d4) = (
                     r.gen_range(0..256u64),
                     r.gen_range(0..256),
                     r.gen(),
                     r.gen(),
-                ];
+                );
+                // data3: 3 letters, data4: 5 letters.
+                let d = [d1, d2, text(letters(d3, 3), d3), text(letters(d4, 5), d4)];
                 self.insert(ctx, AI, ai_key(s, t), &d);
             }
             let n_sf = self.rng.gen_range(1..=4usize);
             for &t in &self.shuffled_types()[..n_sf] {
                 let r = &mut self.rng;
                 let active = u64::from(r.gen_bool(0.85));
-                let d = [active, r.gen_range(0..256u64), r.gen_range(0..256), r.gen()];
+                let (err, data_a, data_b) = (r.gen_range(0..256u64), r.gen_range(0..256), r.gen());
+                // data_b: 5 letters.
+                let d = [active, err, data_a, text(letters(data_b, 5), data_b)];
                 self.insert(ctx, SF, sf_key(s, t), &d);
                 let n_cf = self.rng.gen_range(0..=3usize);
                 let mut starts = [0u64, 8, 16];
@@ -389,7 +448,8 @@ impl Workload for Tatp {
                 }
                 for &st in &starts[..n_cf] {
                     let end = st + self.rng.gen_range(1..=8u64);
-                    let nx = sub_nbr(self.rng.gen_range(1..=999_999_999_999_999u64));
+                    let x = self.rng.gen_range(1..=999_999_999_999_999u64);
+                    let nx = number(x, sub_nbr(x));
                     self.insert(ctx, CF, cf_key(s, t, st), &[end, nx]);
                 }
             }
@@ -467,7 +527,9 @@ fn check(img: &dyn MemRead, region_base: Addr, item_bytes: u64) -> Result<u64, S
                 "tatp subscriber: s_id {k} out of 1..={p} or duplicated"
             ));
         }
-        if img.read_u64(n + SUB_NBR * 8) != sub_nbr(k) {
+        let nbr = img.read_u64(n + SUB_NBR * 8);
+        // Packed (random values) or text (realistic), both s_id's number.
+        if nbr != sub_nbr(k) && nbr != number_text(k) {
             return Err(format!("tatp subscriber {k}: wrong sub_nbr"));
         }
         Ok(())
@@ -597,6 +659,38 @@ mod tests {
         assert!(ks_uniform > 0.02, "NURand is not uniform: {ks_uniform}");
         let max = exact.iter().cloned().fold(0.0, f64::max);
         assert!(max > 3.0 / p as f64, "hot subscribers: {max}");
+    }
+
+    /// `workload.tatp_subscribers` sets P (else `initial_items`); under
+    /// realistic values sub_nbr is digits and data3/data4/data_b letters.
+    #[test]
+    fn population_knob_and_text_columns() {
+        let mut a = tatp_args(50);
+        assert_eq!(Tatp::new(&a).p, 50);
+        a.tatp_subscribers = 120;
+        let mut img = SparseImage::new();
+        let mut t = Tatp::new(&a);
+        with_ctx(&mut img, false, |ctx| t.setup(ctx));
+        assert!(check(&img, BASE, 0).unwrap() > 120);
+        assert_eq!(img.read_u64(t.root + R_P), 120);
+        assert_eq!(&number_text(12345).to_le_bytes(), b"00012345");
+        let mut ctx_img = img.clone();
+        let (_, n) = with_ctx(&mut ctx_img, false, |ctx| t.find(ctx, SUB, 77)).0;
+        assert_eq!(img.read_u64(n + SUB_NBR * 8), number_text(77));
+        let mut letters_seen = 0;
+        for s in 1..=120 {
+            for ty in 1..=4 {
+                let (_, r) = with_ctx(&mut ctx_img, false, |ctx| t.find(ctx, AI, ai_key(s, ty))).0;
+                if r != 0 {
+                    let d3 = img.read_u64(r + 4 * 8).to_le_bytes();
+                    let d4 = img.read_u64(r + 5 * 8).to_le_bytes();
+                    assert!(d3[..3].iter().all(u8::is_ascii_uppercase) && d3[3] == 0);
+                    assert!(d4[..5].iter().all(u8::is_ascii_uppercase) && d4[5] == 0);
+                    letters_seen += 1;
+                }
+            }
+        }
+        assert!(letters_seen >= 120);
     }
 
     #[test]

@@ -11,15 +11,35 @@
 //! home warehouse (remote warehouses belong to other threads, and threads
 //! own disjoint data); the 1% rollback of an unused item id is not
 //! generated; the 3,000 initial orders per district are not loaded (New-
-//! Order never reads them), so order ids start at 1; S_DIST_01..10 is
-//! trimmed to one 8-byte word; o_entry_d is a per-warehouse logical clock.
+//! Order never reads them), so order ids start at 1; text columns are
+//! trimmed to one 8-byte word each (I_NAME: three); o_entry_d is a
+//! per-warehouse logical clock.
 //!
 //! Layout: the root holds table pointers and sizes; records are 64 B
-//! (order lines 80 B). An order is one heap block { order, lines };
-//! per district, an index array o_id -> block and a NEW-ORDER array.
+//! (order lines 80 B). The ORDER record and each ORDER-LINE are allocated
+//! separately, as N-Store's `do_new_order` does (so the heap cursor is
+//! written 1 + o_ol_cnt times per transaction); the bump allocator places
+//! them one after the other (lines 128 B apart). Per district, an index
+//! array o_id -> order and a NEW-ORDER array.
+//!
+//! Values: ids, counters, quantities, money in cents (§4.3.3.1) and the
+//! clock are the structure's own. Text columns follow `workload.values`:
+//! under `realistic` they hold the specification's strings (§4.3.2.2-3,
+//! §4.3.3.1), NUL-padded as fixed-width CHAR columns and trimmed to their
+//! word: a-strings of random alphanumeric characters with the column's
+//! length range (W_/D_NAME 6-10, streets and cities 10-20, I_NAME 14-24,
+//! I_DATA/S_DATA 26-50, S_DIST_xx 24), "ORIGINAL" in 10% of I_DATA and
+//! S_DATA, C_LAST as its three syllables, C_CREDIT "GC"/"BC"; OL_DIST_INFO
+//! copies the district's S_DIST_xx. Under `random` they keep the packed
+//! numbers durasim stored before (random words, 0/1 flags, C_LAST's
+//! number); under `zero` they are 0. (WHISPER's N-Store fills its strings
+//! with one character repeated, `get_rand_astring`; the specification's
+//! random characters are used here.) C_DATA is not stored: New-Order never
+//! touches it.
 
 use super::{
-    check_ptr, heap_bounds, mix64, rng, TxCtx, Workload, WorkloadArgs, WorkloadInfo, ROOT_OFFSET,
+    check_ptr, heap_bounds, mix64, rng, values, TxCtx, Workload, WorkloadArgs, WorkloadInfo,
+    ROOT_OFFSET,
 };
 use crate::mem::MemRead;
 use crate::types::Addr;
@@ -40,14 +60,17 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
             ("workload.tpcc_customers_per_district", DISTRICTS * REC),
         ]),
         default_item_bytes: super::DEFAULT_ITEM_BYTES,
-        // An order of up to 15 lines of 80 B plus its records.
-        per_tx: super::TxGrowth::Bytes(1344),
+        // An order record and up to 15 lines, each allocated on its own.
+        per_tx: super::TxGrowth::Bytes(REC + MAX_OL * OL_STRIDE),
     },
 };
 
 pub const DISTRICTS: u64 = 10;
 const REC: u64 = 64;
 const OL_BYTES: u64 = 80;
+/// Heap distance of consecutive order lines: each is its own 64 B-aligned
+/// allocation of OL_BYTES, made right after the previous one.
+const OL_STRIDE: u64 = 128;
 const NO_BYTES: u64 = 32;
 const MIN_OL: u64 = 5;
 const MAX_OL: u64 = 15;
@@ -113,6 +136,29 @@ const OL_QUANTITY: u64 = 56;
 const OL_AMOUNT: u64 = 64;
 const OL_DIST_INFO: u64 = 72;
 
+/// Tables and columns whose text is drawn (`Tpcc::text_bits`).
+const T_WAREHOUSE: u64 = 1;
+const T_DISTRICT: u64 = 2;
+const T_ITEM_NAME: u64 = 3;
+const T_ITEM_DATA: u64 = 4;
+const T_STOCK_DIST: u64 = 5;
+const T_STOCK_DATA: u64 = 6;
+
+/// C_LAST (§4.3.2.3): the syllables of the three digits of `n` (0..=999)
+/// concatenated, e.g. 371 = "PRICALLYOUGHT"; returns the length.
+pub fn c_last(n: u64, out: &mut [u8; 15]) -> usize {
+    const SYL: [&[u8]; 10] = [
+        b"BAR", b"OUGHT", b"ABLE", b"PRI", b"PRES", b"ESE", b"ANTI", b"CALLY", b"ATION", b"EING",
+    ];
+    let mut len = 0;
+    for d in [n / 100, n / 10 % 10, n % 10] {
+        let s = SYL[d as usize];
+        out[len..len + s.len()].copy_from_slice(s);
+        len += s.len();
+    }
+    len
+}
+
 /// NURand A constants (TPC-C §2.1.6): customer ids and item ids.
 pub const A_C_ID: u64 = 1023;
 pub const A_OL_I_ID: u64 = 8191;
@@ -157,6 +203,8 @@ pub(crate) struct Tpcc {
     c_c_id: u64,
     c_ol_i_id: u64,
     c_last_load: u64,
+    /// Text columns (`workload.values`).
+    vm: super::ValueModel,
     t: Tables,
 }
 
@@ -223,16 +271,47 @@ impl Tpcc {
             c_c_id,
             c_ol_i_id,
             c_last_load: rng.gen_range(0..=255),
+            vm: a.vm(),
             t: Tables::default(),
             rng,
         }
     }
 
-    fn words(&mut self, ctx: &mut TxCtx, at: Addr, n: u64) {
-        for i in 0..n {
-            let w = self.rng.gen();
-            ctx.store(at + i * 8, w);
+    /// Text columns of one row, one word each: column k a random a-string
+    /// [x..y] (§4.3.3.1), trimmed to its first 8 characters
+    /// ([`values::ValueModel::text_or`]).
+    fn words(&mut self, ctx: &mut TxCtx, at: Addr, table: u64, row: u64, cols: &[(usize, usize)]) {
+        for (k, &(x, y)) in cols.iter().enumerate() {
+            let old = self.rng.gen();
+            let mut t = [0u8; 64];
+            let n = values::astring(self.text_bits(table, row, k as u64), x, y, &mut t);
+            ctx.store(at + k as u64 * 8, self.vm.text_or(&t[..n], old));
         }
+    }
+
+    /// The random bits of text column `col` of `row` in `table`: a
+    /// function of the load seed, so the text is the same in any order.
+    fn text_bits(&self, table: u64, row: u64, col: u64) -> u64 {
+        mix64(
+            self.load_seed
+                ^ table.wrapping_mul(0x9e37_79b9_7f4a_7c15)
+                ^ row.wrapping_mul(0xc2b2_ae3d_27d4_eb4f)
+                ^ col.rotate_left(48),
+        )
+    }
+
+    /// I_DATA / S_DATA (§4.3.3.1): a-string [26..50]; in 10% of rows
+    /// (`original`) "ORIGINAL" at a random position. The column is trimmed
+    /// to one word: "ORIGINAL" where it holds that marker, else the
+    /// string's first 8 characters.
+    fn data_column(&self, table: u64, row: u64, original: bool) -> u64 {
+        let old = u64::from(original);
+        if original {
+            return self.vm.text_or(b"ORIGINAL", old);
+        }
+        let mut t = [0u8; 64];
+        let n = values::astring(self.text_bits(table, row, 0), 26, 50, &mut t);
+        self.vm.text_or(&t[..n], old)
     }
 
     /// Execute New-Order for district `d`, customer `c` and `lines` of
@@ -258,7 +337,10 @@ impl Tpcc {
         ctx.store(self.root + R_CLOCK, entry_d);
 
         let n = lines.len() as u64;
-        let o = ctx.alloc(REC + n * OL_BYTES);
+        // N-Store's do_new_order allocates each record separately (the
+        // ORDER here; each ORDER-LINE below): the heap cursor is written
+        // once per allocation.
+        let o = ctx.alloc(REC);
         for (f, v) in [
             (O_ID, o_id),
             (O_D_ID, d),
@@ -295,7 +377,8 @@ impl Tpcc {
             ctx.store(s + S_ORDER_CNT, cnt + 1);
             let amount = qty * price;
             total_cents += amount;
-            let ol = o + REC + k as u64 * OL_BYTES;
+            let ol = ctx.alloc(OL_BYTES);
+            debug_assert_eq!(ol, o + REC + k as u64 * OL_STRIDE);
             for (f, v) in [
                 (OL_O_ID, o_id),
                 (OL_D_ID, d),
@@ -353,12 +436,20 @@ impl Workload for Tpcc {
             ctx.store(root + f, v);
         }
         // §4.3.3.1: W_TAX, D_TAX uniform [0, 0.2]; W_YTD 300,000.00,
-        // D_YTD 30,000.00 (cents); names/addresses are random words.
+        // D_YTD 30,000.00 (cents); names and addresses a-strings, one word
+        // each (W_NAME, W_STREET_1, W_STREET_2, W_CITY; W_STATE and W_ZIP
+        // share the fifth word as one 8-character a-string).
         ctx.store(t.warehouse + W_ID, self.w_id);
         let w_tax = self.rng.gen_range(0..=2000);
         ctx.store(t.warehouse + W_TAX, w_tax);
         ctx.store(t.warehouse + W_YTD, 30_000_000);
-        self.words(ctx, t.warehouse + 24, 5);
+        self.words(
+            ctx,
+            t.warehouse + 24,
+            T_WAREHOUSE,
+            self.w_id,
+            &[(6, 10), (10, 20), (10, 20), (10, 20), (8, 8)],
+        );
         for d in 1..=DISTRICTS {
             let a = t.district(d);
             ctx.store(a + D_ID, d);
@@ -367,7 +458,8 @@ impl Workload for Tpcc {
             ctx.store(a + D_TAX, d_tax);
             ctx.store(a + D_YTD, 3_000_000);
             ctx.store(a + D_NEXT_O_ID, 1);
-            self.words(ctx, a + 40, 3);
+            // D_NAME, D_STREET_1, D_CITY.
+            self.words(ctx, a + 40, T_DISTRICT, d, &[(6, 10), (10, 20), (10, 20)]);
             for c in 1..=self.n_cust {
                 let a = t.customer(self.n_cust, d, c);
                 ctx.store(a + C_ID, c);
@@ -380,8 +472,12 @@ impl Workload for Tpcc {
                 } else {
                     nurand(&mut self.rng, 255, self.c_last_load, 0, 999)
                 };
-                ctx.store(a + C_LAST, last);
-                ctx.store(a + C_CREDIT, u64::from(self.rng.gen_bool(0.1))); // 10% "BC"
+                let mut name = [0u8; 15];
+                let n = c_last(last, &mut name);
+                ctx.store(a + C_LAST, self.vm.text_or(&name[..n], last));
+                let bc = self.rng.gen_bool(0.1); // 10% "BC", else "GC"
+                let credit: &[u8] = if bc { b"BC" } else { b"GC" };
+                ctx.store(a + C_CREDIT, self.vm.text_or(credit, u64::from(bc)));
                 let disc = self.rng.gen_range(0..=5000);
                 ctx.store(a + C_DISCOUNT, disc);
                 ctx.store(a + 48, (-1000i64) as u64); // C_BALANCE -10.00
@@ -395,15 +491,27 @@ impl Workload for Tpcc {
             ctx.store(a + 8, im); // I_IM_ID
             let price = self.rng.gen_range(100..=10_000);
             ctx.store(a + I_PRICE, price);
-            self.words(ctx, a + I_NAME, 3);
-            ctx.store(a + I_DATA, u64::from(self.rng.gen_bool(0.1))); // "ORIGINAL"
+            // I_NAME: a-string [14..24], all three words of it.
+            let mut name = [0u8; 24];
+            let n = values::astring(self.text_bits(T_ITEM_NAME, i, 0), 14, 24, &mut name);
+            for k in 0..3 {
+                let old = self.rng.gen();
+                let w = self.vm.text_or(&name[(8 * k).min(n)..n], old);
+                ctx.store(a + I_NAME + 8 * k as u64, w);
+            }
+            let original = self.rng.gen_bool(0.1);
+            ctx.store(a + I_DATA, self.data_column(T_ITEM_DATA, i, original));
             let s = t.stock(i);
             ctx.store(s + S_I_ID, i);
             ctx.store(s + S_W_ID, self.w_id);
             ctx.store(s + S_QUANTITY, initial_quantity(self.load_seed, i));
-            let dist = self.rng.gen();
-            ctx.store(s + S_DIST, dist);
-            ctx.store(s + S_DATA, u64::from(self.rng.gen_bool(0.1)));
+            // S_DIST_xx: a-string [24..24], trimmed to one word.
+            let old = self.rng.gen();
+            let mut dist = [0u8; 24];
+            let n = values::astring(self.text_bits(T_STOCK_DIST, i, 0), 24, 24, &mut dist);
+            ctx.store(s + S_DIST, self.vm.text_or(&dist[..n], old));
+            let original = self.rng.gen_bool(0.1);
+            ctx.store(s + S_DATA, self.data_column(T_STOCK_DATA, i, original));
         }
     }
 
@@ -442,17 +550,61 @@ fn expect(
     Ok(())
 }
 
+/// The warehouse's root as the image holds it, bounds-checked.
+struct Header {
+    bounds: (Addr, Addr),
+    w: u64,
+    seed: u64,
+    n_items: u64,
+    n_cust: u64,
+    mo: u64,
+    clock: u64,
+    t: Tables,
+}
+
 /// Validate one warehouse from the image; returns the number of orders.
 fn check(img: &dyn MemRead, region_base: Addr, _item_bytes: u64) -> Result<u64, String> {
+    let h = read_header(img, region_base)?;
+    check_fixed_rows(img, &h)?;
+    // (district, o_id) of each order, by o_entry_d.
+    let mut by_entry: Vec<(u64, u64)> = vec![(0, 0); h.clock as usize];
+    let (mut orders, mut d_ytd_sum) = (0u64, 0u64);
+    for d in 1..=DISTRICTS {
+        let (n, ytd) = check_district(img, &h, d, &mut by_entry)?;
+        orders += n;
+        d_ytd_sum = d_ytd_sum.wrapping_add(ytd);
+    }
+    // TPC-C consistency condition 1: W_YTD = sum(D_YTD).
+    let w_ytd = img.read_u64(h.t.warehouse + W_YTD);
+    if w_ytd != d_ytd_sum {
+        return Err(format!("tpcc: w_ytd {w_ytd} != sum of d_ytd {d_ytd_sum}"));
+    }
+    if orders != h.clock {
+        return Err(format!(
+            "tpcc: {orders} orders but the clock is {}",
+            h.clock
+        ));
+    }
+    check_stock_replay(img, &h, &by_entry)?;
+    Ok(orders)
+}
+
+/// Root fields, table sizes and table pointers against the heap.
+fn read_header(img: &dyn MemRead, region_base: Addr) -> Result<Header, String> {
     let bounds = heap_bounds(img, region_base)?;
     let heap = bounds.1 - bounds.0;
     let root = region_base + ROOT_OFFSET;
-    let w = img.read_u64(root + R_W_ID);
-    let seed = img.read_u64(root + R_LOAD_SEED);
-    let n_items = img.read_u64(root + R_N_ITEMS);
-    let n_cust = img.read_u64(root + R_N_CUST);
-    let mo = img.read_u64(root + R_MAX_ORDERS);
-    let clock = img.read_u64(root + R_CLOCK);
+    let h = Header {
+        bounds,
+        w: img.read_u64(root + R_W_ID),
+        seed: img.read_u64(root + R_LOAD_SEED),
+        n_items: img.read_u64(root + R_N_ITEMS),
+        n_cust: img.read_u64(root + R_N_CUST),
+        mo: img.read_u64(root + R_MAX_ORDERS),
+        clock: img.read_u64(root + R_CLOCK),
+        t: Tables::read(img, root),
+    };
+    let (n_items, n_cust, mo) = (h.n_items, h.n_cust, h.mo);
     if n_items == 0
         || n_cust == 0
         || mo == 0
@@ -464,177 +616,213 @@ fn check(img: &dyn MemRead, region_base: Addr, _item_bytes: u64) -> Result<u64, 
             "tpcc: table sizes items={n_items} customers={n_cust} max_orders={mo} do not fit the heap"
         ));
     }
-    let t = Tables::read(img, root);
-    check_ptr(t.warehouse, REC, bounds, "tpcc WAREHOUSE")?;
-    check_ptr(t.districts, DISTRICTS * REC, bounds, "tpcc DISTRICT")?;
-    check_ptr(
-        t.customers,
-        DISTRICTS * n_cust * REC,
-        bounds,
-        "tpcc CUSTOMER",
-    )?;
-    check_ptr(t.items, n_items * REC, bounds, "tpcc ITEM")?;
-    check_ptr(t.stock, n_items * REC, bounds, "tpcc STOCK")?;
-    check_ptr(
-        t.order_index,
-        DISTRICTS * mo * 8,
-        bounds,
-        "tpcc order index",
-    )?;
-    check_ptr(
-        t.new_orders,
-        DISTRICTS * mo * NO_BYTES,
-        bounds,
-        "tpcc NEW-ORDER",
-    )?;
-    // Every order occupies a heap block of at least REC + 5 lines.
-    if clock > DISTRICTS * mo || clock > heap / (REC + MIN_OL * OL_BYTES) {
-        return Err(format!("tpcc: clock {clock} exceeds the order capacity"));
+    let t = &h.t;
+    for (at, bytes, name) in [
+        (t.warehouse, REC, "tpcc WAREHOUSE"),
+        (t.districts, DISTRICTS * REC, "tpcc DISTRICT"),
+        (t.customers, DISTRICTS * n_cust * REC, "tpcc CUSTOMER"),
+        (t.items, n_items * REC, "tpcc ITEM"),
+        (t.stock, n_items * REC, "tpcc STOCK"),
+        (t.order_index, DISTRICTS * mo * 8, "tpcc order index"),
+        (t.new_orders, DISTRICTS * mo * NO_BYTES, "tpcc NEW-ORDER"),
+    ] {
+        check_ptr(at, bytes, bounds, name)?;
     }
+    // Every order occupies a heap block of at least REC + 5 lines.
+    if h.clock > DISTRICTS * mo || h.clock > heap / (REC + MIN_OL * OL_STRIDE) {
+        return Err(format!(
+            "tpcc: clock {} exceeds the order capacity",
+            h.clock
+        ));
+    }
+    Ok(h)
+}
 
-    expect(img, "WAREHOUSE", t.warehouse, &[("w_id", W_ID, w)])?;
-    let mut d_ytd_sum = 0u64;
-    for i in 1..=n_items {
+/// The rows New-Order never inserts: WAREHOUSE, ITEM and CUSTOMER keys.
+fn check_fixed_rows(img: &dyn MemRead, h: &Header) -> Result<(), String> {
+    let t = &h.t;
+    expect(img, "WAREHOUSE", t.warehouse, &[("w_id", W_ID, h.w)])?;
+    for i in 1..=h.n_items {
         expect(img, "ITEM", t.item(i), &[("i_id", I_ID, i)])?;
     }
     for d in 1..=DISTRICTS {
-        for c in 1..=n_cust {
+        for c in 1..=h.n_cust {
             expect(
                 img,
                 "CUSTOMER",
-                t.customer(n_cust, d, c),
+                t.customer(h.n_cust, d, c),
                 &[
                     ("c_id", C_ID, c),
                     ("c_d_id", C_D_ID, d),
-                    ("c_w_id", C_W_ID, w),
+                    ("c_w_id", C_W_ID, h.w),
                 ],
             )?;
         }
     }
-    // (district, o_id) of each order, by o_entry_d.
-    let mut by_entry: Vec<(u64, u64)> = vec![(0, 0); clock as usize];
-    let mut orders = 0u64;
-    for d in 1..=DISTRICTS {
-        let da = t.district(d);
-        expect(
-            img,
-            "DISTRICT",
-            da,
-            &[("d_id", D_ID, d), ("d_w_id", D_W_ID, w)],
-        )?;
-        d_ytd_sum = d_ytd_sum.wrapping_add(img.read_u64(da + D_YTD));
-        let next = img.read_u64(da + D_NEXT_O_ID);
-        if next == 0 || next - 1 > mo {
+    Ok(())
+}
+
+/// District `d` and its orders 1..d_next_o_id; records each order's entry
+/// stamp in `by_entry`. Returns (orders, d_ytd).
+fn check_district(
+    img: &dyn MemRead,
+    h: &Header,
+    d: u64,
+    by_entry: &mut [(u64, u64)],
+) -> Result<(u64, u64), String> {
+    let (t, mo) = (&h.t, h.mo);
+    let da = t.district(d);
+    expect(
+        img,
+        "DISTRICT",
+        da,
+        &[("d_id", D_ID, d), ("d_w_id", D_W_ID, h.w)],
+    )?;
+    let d_ytd = img.read_u64(da + D_YTD);
+    let next = img.read_u64(da + D_NEXT_O_ID);
+    if next == 0 || next - 1 > mo {
+        return Err(format!(
+            "tpcc: district {d}: d_next_o_id {next} outside 1..={}",
+            mo + 1
+        ));
+    }
+    for o in 1..next {
+        let oa = img.read_u64(t.order_slot(mo, d, o));
+        let e = check_order(img, h, d, o, oa)?;
+        if by_entry[(e - 1) as usize] != (0, 0) {
             return Err(format!(
-                "tpcc: district {d}: d_next_o_id {next} outside 1..={}",
-                mo + 1
+                "tpcc: order ({d}, {o}) has o_entry_d {e}: not a fresh value in 1..={}",
+                h.clock
             ));
         }
-        for o in 1..next {
-            let oa = img.read_u64(t.order_slot(mo, d, o));
-            check_ptr(oa, REC, bounds, "tpcc ORDER")?;
-            let ol_cnt = img.read_u64(oa + O_OL_CNT);
-            if !(MIN_OL..=MAX_OL).contains(&ol_cnt) {
-                return Err(field_err("ORDER", oa, "o_ol_cnt", ol_cnt, MIN_OL));
-            }
-            check_ptr(oa, REC + ol_cnt * OL_BYTES, bounds, "tpcc ORDER block")?;
-            expect(
-                img,
-                "ORDER",
-                oa,
-                &[
-                    ("o_id", O_ID, o),
-                    ("o_d_id", O_D_ID, d),
-                    ("o_w_id", O_W_ID, w),
-                    ("o_carrier_id", O_CARRIER_ID, 0),
-                    ("o_all_local", O_ALL_LOCAL, 1),
-                ],
-            )?;
-            let c = img.read_u64(oa + O_C_ID);
-            if c == 0 || c > n_cust {
-                return Err(field_err("ORDER", oa, "o_c_id", c, 1));
-            }
-            let e = img.read_u64(oa + O_ENTRY_D);
-            if e == 0 || e > clock || by_entry[(e - 1) as usize] != (0, 0) {
-                return Err(format!(
-                    "tpcc: order ({d}, {o}) has o_entry_d {e}: not a fresh value in 1..={clock}"
-                ));
-            }
-            by_entry[(e - 1) as usize] = (d, o);
-            let no = t.new_order(mo, d, o);
-            expect(
-                img,
-                "NEW-ORDER",
-                no,
-                &[("no_o_id", 0, o), ("no_d_id", 8, d), ("no_w_id", 16, w)],
-            )?;
-            for k in 0..ol_cnt {
-                let ol = oa + REC + k * OL_BYTES;
-                expect(
-                    img,
-                    "ORDER-LINE",
-                    ol,
-                    &[
-                        ("ol_o_id", OL_O_ID, o),
-                        ("ol_d_id", OL_D_ID, d),
-                        ("ol_w_id", OL_W_ID, w),
-                        ("ol_number", OL_NUMBER, k + 1),
-                        ("ol_supply_w_id", OL_SUPPLY_W_ID, w),
-                        ("ol_delivery_d", OL_DELIVERY_D, 0),
-                    ],
-                )?;
-                let i = img.read_u64(ol + OL_I_ID);
-                if i == 0 || i > n_items {
-                    return Err(field_err("ORDER-LINE", ol, "ol_i_id", i, 1));
-                }
-                let qty = img.read_u64(ol + OL_QUANTITY);
-                if !(1..=10).contains(&qty) {
-                    return Err(field_err("ORDER-LINE", ol, "ol_quantity", qty, 1));
-                }
-                let price = img.read_u64(t.item(i) + I_PRICE);
-                expect(
-                    img,
-                    "ORDER-LINE",
-                    ol,
-                    &[
-                        ("ol_amount", OL_AMOUNT, qty.wrapping_mul(price)),
-                        (
-                            "ol_dist_info",
-                            OL_DIST_INFO,
-                            img.read_u64(t.stock(i) + S_DIST),
-                        ),
-                    ],
-                )?;
-            }
-            orders += 1;
-        }
-        // Nothing past the last order (a half-made order would show here).
-        if next <= mo {
-            let slot = img.read_u64(t.order_slot(mo, d, next));
-            let no = img.read_u64(t.new_order(mo, d, next));
-            if slot != 0 || no != 0 {
-                return Err(format!(
-                    "tpcc: district {d}: order {next} exists past d_next_o_id"
-                ));
-            }
+        by_entry[(e - 1) as usize] = (d, o);
+        check_order_lines(img, h, d, o, oa)?;
+    }
+    // Nothing past the last order (a half-made order would show here).
+    if next <= mo {
+        let slot = img.read_u64(t.order_slot(mo, d, next));
+        let no = img.read_u64(t.new_order(mo, d, next));
+        if slot != 0 || no != 0 {
+            return Err(format!(
+                "tpcc: district {d}: order {next} exists past d_next_o_id"
+            ));
         }
     }
-    // TPC-C consistency condition 1: W_YTD = sum(D_YTD).
-    let w_ytd = img.read_u64(t.warehouse + W_YTD);
-    if w_ytd != d_ytd_sum {
-        return Err(format!("tpcc: w_ytd {w_ytd} != sum of d_ytd {d_ytd_sum}"));
+    Ok((next - 1, d_ytd))
+}
+
+/// ORDER row `oa` of order (`d`, `o`) and its NEW-ORDER row; returns its
+/// o_entry_d (in 1..=clock).
+fn check_order(img: &dyn MemRead, h: &Header, d: u64, o: u64, oa: Addr) -> Result<u64, String> {
+    check_ptr(oa, REC, h.bounds, "tpcc ORDER")?;
+    let ol_cnt = img.read_u64(oa + O_OL_CNT);
+    if !(MIN_OL..=MAX_OL).contains(&ol_cnt) {
+        return Err(field_err("ORDER", oa, "o_ol_cnt", ol_cnt, MIN_OL));
     }
-    if orders != clock {
-        return Err(format!("tpcc: {orders} orders but the clock is {clock}"));
+    check_ptr(
+        oa,
+        REC + (ol_cnt - 1) * OL_STRIDE + OL_BYTES,
+        h.bounds,
+        "tpcc ORDER block",
+    )?;
+    expect(
+        img,
+        "ORDER",
+        oa,
+        &[
+            ("o_id", O_ID, o),
+            ("o_d_id", O_D_ID, d),
+            ("o_w_id", O_W_ID, h.w),
+            ("o_carrier_id", O_CARRIER_ID, 0),
+            ("o_all_local", O_ALL_LOCAL, 1),
+        ],
+    )?;
+    let c = img.read_u64(oa + O_C_ID);
+    if c == 0 || c > h.n_cust {
+        return Err(field_err("ORDER", oa, "o_c_id", c, 1));
     }
-    // Replay the stock rule over every order line in entry order.
-    let mut stock: Vec<(u64, u64, u64)> = (1..=n_items)
-        .map(|i| (initial_quantity(seed, i), 0, 0))
+    let e = img.read_u64(oa + O_ENTRY_D);
+    if e == 0 || e > h.clock {
+        return Err(format!(
+            "tpcc: order ({d}, {o}) has o_entry_d {e}: not a fresh value in 1..={}",
+            h.clock
+        ));
+    }
+    expect(
+        img,
+        "NEW-ORDER",
+        h.t.new_order(h.mo, d, o),
+        &[("no_o_id", 0, o), ("no_d_id", 8, d), ("no_w_id", 16, h.w)],
+    )?;
+    Ok(e)
+}
+
+/// The ORDER-LINE rows of order (`d`, `o`) at `oa`: keys, quantity, amount
+/// = quantity x I_PRICE and the district's S_DIST text.
+fn check_order_lines(
+    img: &dyn MemRead,
+    h: &Header,
+    d: u64,
+    o: u64,
+    oa: Addr,
+) -> Result<(), String> {
+    let (t, w) = (&h.t, h.w);
+    for k in 0..img.read_u64(oa + O_OL_CNT) {
+        let ol = oa + REC + k * OL_STRIDE;
+        expect(
+            img,
+            "ORDER-LINE",
+            ol,
+            &[
+                ("ol_o_id", OL_O_ID, o),
+                ("ol_d_id", OL_D_ID, d),
+                ("ol_w_id", OL_W_ID, w),
+                ("ol_number", OL_NUMBER, k + 1),
+                ("ol_supply_w_id", OL_SUPPLY_W_ID, w),
+                ("ol_delivery_d", OL_DELIVERY_D, 0),
+            ],
+        )?;
+        let i = img.read_u64(ol + OL_I_ID);
+        if i == 0 || i > h.n_items {
+            return Err(field_err("ORDER-LINE", ol, "ol_i_id", i, 1));
+        }
+        let qty = img.read_u64(ol + OL_QUANTITY);
+        if !(1..=10).contains(&qty) {
+            return Err(field_err("ORDER-LINE", ol, "ol_quantity", qty, 1));
+        }
+        let price = img.read_u64(t.item(i) + I_PRICE);
+        expect(
+            img,
+            "ORDER-LINE",
+            ol,
+            &[
+                ("ol_amount", OL_AMOUNT, qty.wrapping_mul(price)),
+                (
+                    "ol_dist_info",
+                    OL_DIST_INFO,
+                    img.read_u64(t.stock(i) + S_DIST),
+                ),
+            ],
+        )?;
+    }
+    Ok(())
+}
+
+/// Replay the stock rule over every order line in entry order and compare
+/// each STOCK row.
+fn check_stock_replay(
+    img: &dyn MemRead,
+    h: &Header,
+    by_entry: &[(u64, u64)],
+) -> Result<(), String> {
+    let t = &h.t;
+    let mut stock: Vec<(u64, u64, u64)> = (1..=h.n_items)
+        .map(|i| (initial_quantity(h.seed, i), 0, 0))
         .collect();
-    for &(d, o) in &by_entry {
-        let oa = img.read_u64(t.order_slot(mo, d, o));
+    for &(d, o) in by_entry {
+        let oa = img.read_u64(t.order_slot(h.mo, d, o));
         for k in 0..img.read_u64(oa + O_OL_CNT) {
-            let ol = oa + REC + k * OL_BYTES;
+            let ol = oa + REC + k * OL_STRIDE;
             let i = img.read_u64(ol + OL_I_ID);
             let qty = img.read_u64(ol + OL_QUANTITY);
             let s = &mut stock[(i - 1) as usize];
@@ -648,7 +836,7 @@ fn check(img: &dyn MemRead, region_base: Addr, _item_bytes: u64) -> Result<u64, 
             t.stock(i),
             &[
                 ("s_i_id", S_I_ID, i),
-                ("s_w_id", S_W_ID, w),
+                ("s_w_id", S_W_ID, h.w),
                 ("s_quantity", S_QUANTITY, q),
                 ("s_ytd", S_YTD, ytd),
                 ("s_order_cnt", S_ORDER_CNT, cnt),
@@ -656,7 +844,7 @@ fn check(img: &dyn MemRead, region_base: Addr, _item_bytes: u64) -> Result<u64, 
             ],
         )?;
     }
-    Ok(orders)
+    Ok(())
 }
 
 #[cfg(test)]
@@ -664,6 +852,7 @@ mod tests {
     use super::*;
     use crate::mem::SparseImage;
     use crate::workloads::testutil::*;
+    use crate::workloads::ValueMode;
 
     #[test]
     fn nurand_in_range_and_skewed() {
@@ -755,17 +944,64 @@ mod tests {
 
     /// New-Order with n lines: d_next_o_id, the clock, the heap cursor, the
     /// ORDER row (8 words), its index slot, the NEW-ORDER row (3), and per
-    /// line 3 STOCK words and the ORDER-LINE row (10): 15 + 13 n words,
-    /// 3 + 2 n records.
+    /// line 3 STOCK words, the heap cursor again (each ORDER-LINE is its own
+    /// allocation) and the ORDER-LINE row (10): 15 + 14 n words, 3 + 2 n
+    /// records.
     #[test]
     fn stores_per_tx_follow_the_code_path() {
         let t = tx_stores(&INFO, &args(64, 0, 300, 0.0), 300);
         for &(s, _) in &t {
             assert!(
-                (15 + 13 * 5..=15 + 13 * 15).contains(&s) && (s - 15) % 13 == 0,
+                (15 + 14 * 5..=15 + 14 * 15).contains(&s) && (s - 15) % 14 == 0,
                 "{s}"
             );
         }
+    }
+
+    /// Text columns as TPC-C §4.3.3.1 defines them (realistic values):
+    /// C_LAST syllables, C_CREDIT "GC"/"BC", alphanumeric a-strings of
+    /// their lengths, "ORIGINAL" in about 10% of I_DATA and S_DATA; random
+    /// values keep the packed numbers.
+    #[test]
+    fn text_columns_follow_the_spec() {
+        let text = |w: u64| w.to_le_bytes();
+        let mut a = args(64, 0, 10, 0.0);
+        a.tpcc_items = 2000;
+        a.tpcc_customers = 1000;
+        let (img, _) = run_direct(&INFO, &a, 0);
+        let t = Tables::read(&img, BASE + ROOT_OFFSET);
+        let mut name = [0u8; 15];
+        let n = c_last(371, &mut name);
+        assert_eq!(&name[..n], b"PRICALLYOUGHT");
+        // The first 1,000 customers' C_LAST is the syllables of c - 1.
+        let c = img.read_u64(t.customer(a.tpcc_customers, 1, 372) + C_LAST);
+        assert_eq!(&text(c), b"PRICALLY");
+        let credit = img.read_u64(t.customer(a.tpcc_customers, 2, 5) + C_CREDIT);
+        assert!([*b"GC\0\0\0\0\0\0", *b"BC\0\0\0\0\0\0"].contains(&text(credit)));
+        let mut original = 0;
+        for i in 1..=a.tpcc_items {
+            let dist = text(img.read_u64(t.stock(i) + S_DIST));
+            assert!(dist.iter().all(u8::is_ascii_alphanumeric), "{dist:?}");
+            let nm: Vec<u8> = (0..3)
+                .flat_map(|k| text(img.read_u64(t.item(i) + I_NAME + 8 * k)))
+                .take_while(|&c| c != 0)
+                .collect();
+            assert!((14..=24).contains(&nm.len()), "I_NAME {nm:?}");
+            assert!(nm.iter().all(u8::is_ascii_alphanumeric));
+            for w in [t.item(i) + I_DATA, t.stock(i) + S_DATA] {
+                let d = text(img.read_u64(w));
+                original += usize::from(&d == b"ORIGINAL");
+                assert!(d.iter().all(u8::is_ascii_alphanumeric), "{d:?}");
+            }
+        }
+        let share = original as f64 / (2 * a.tpcc_items) as f64;
+        assert!((0.08..0.12).contains(&share), "ORIGINAL in {share:.3}");
+        // Random values: the packed numbers durasim stored before.
+        a.values = ValueMode::Random;
+        let (img, _) = run_direct(&INFO, &a, 0);
+        let c = img.read_u64(t.customer(a.tpcc_customers, 1, 372) + C_LAST);
+        assert_eq!(c, 371);
+        assert!(img.read_u64(t.item(7) + I_DATA) <= 1);
     }
 
     #[test]

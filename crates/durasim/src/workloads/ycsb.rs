@@ -1,15 +1,29 @@
 //! YCSB on a table store (HOOP paper §IV-A: WHISPER's YCSB on an N-store
-//! table): each thread owns a table of `initial_items` records of
-//! `item_bytes` each, reached through a persistent hash index. 20% of the
-//! transactions read a record, 80% update it (HOOP §IV-A, "20:80");
-//! records are chosen with YCSB's Zipfian generator (constant 0.99).
+//! table): each thread owns a table of `workload.ycsb_records` records
+//! (`initial_items` when 0) of `item_bytes` each, reached through a
+//! persistent hash index. `workload.ycsb_read_share` of the transactions
+//! (0.2: HOOP §IV-A, "20:80"; WHISPER nstore 'large' -p0.8) read a
+//! record, the rest update it; records are chosen with YCSB's Zipfian
+//! generator (constant 0.99), or N-Store's own `simple_skew` with
+//! `workload.key_dist = nstore-skew`.
 //!
-//! A record is an item (key, seal, payload) whose payload is YCSB's ten
-//! fields (CoreWorkload `fieldcount` = 10); an update assigns one field
-//! (YCSB's default `writeallfields=false`) and the seal, a read loads every
-//! field (`readallfields=true`). The record size is `workload.item_bytes`,
-//! 1 KB when that is 0 (HOOP §IV-A uses 512 B and 1 KB key-value pairs;
-//! 1 KB is also YCSB's default record, 10 fields x 100 B).
+//! A record is an item (key, seal, payload) whose payload is
+//! `workload.ycsb_fields` fields (YCSB CoreWorkload `fieldcount` = 10). An
+//! update assigns every value field, as WHISPER's N-Store does
+//! (`ycsb_benchmark.cpp`: `if (1 || !update_one)`), with
+//! `workload.update_scope = item`: item_bytes / 8 stores; with `field` it
+//! assigns one field (YCSB's `writeallfields=false`) and the seal. A read
+//! loads every field (`readallfields=true`). The record size is
+//! `workload.item_bytes`, 1 KB when that is 0 (HOOP §IV-A uses 512 B and
+//! 1 KB key-value pairs; 1 KB is also YCSB's default record, 10 fields x
+//! 100 B).
+//!
+//! Values (`workload.values = realistic`): N-Store's text by default
+//! (`workload.ycsb_text = nstore`: at load each field is one random
+//! alphanumeric character repeated, `get_rand_astring`; every update writes
+//! `'x'` over every field, so a record's second and later updates store
+//! the values it already holds), or YCSB's random printable bytes
+//! (`ycsb`). Keys are `fnvhash64(rank)`; the seal is the structure's.
 //!
 //! Layout: root = { n_records, n_slots, index_ptr }; index = n_slots
 //! slots { key, record_ptr }, linear probing from `mix64(key)`. Record `r` (a Zipf rank) has the
@@ -18,8 +32,9 @@
 //! hot ranks are not adjacent in memory.
 
 use super::{
-    check_item, check_ptr, heap_bounds, item_bytes_or, item_version, mix64, rng, update_field,
-    with_item_bytes, write_item, KeyDist, TxCtx, Workload, WorkloadArgs, WorkloadInfo, ROOT_OFFSET,
+    check_item, check_ptr, heap_bounds, item_bytes_or, item_version, mix64, rng, update_item,
+    with_item_bytes, write_item, Fill, KeyChooser, KeyDist, TxCtx, ValueModel, Workload,
+    WorkloadArgs, WorkloadInfo, ROOT_OFFSET,
 };
 use crate::mem::MemRead;
 use crate::types::Addr;
@@ -43,13 +58,8 @@ const N_SLOTS: u64 = 8;
 const INDEX: u64 = 16;
 const SLOT_BYTES: u64 = 16;
 
-/// Share of read-only transactions: HOOP paper §IV-A ("the ratio of reads
-/// to updates is 20:80").
-pub const READ_FRACTION: f64 = 0.2;
 /// YCSB's default Zipfian constant (ZipfianGenerator.ZIPFIAN_CONSTANT).
 pub const ZIPFIAN_CONSTANT: f64 = 0.99;
-/// Fields per record: YCSB CoreWorkload's default `fieldcount`.
-pub const FIELDS: u64 = 10;
 /// Record size when `workload.item_bytes` is 0: 1 KB, one of the HOOP
 /// paper's two sizes (§IV-A) and YCSB's default record (10 x 100 B).
 pub const DEFAULT_RECORD_BYTES: u64 = 1024;
@@ -127,6 +137,15 @@ pub fn fnvhash64(mut val: u64) -> u64 {
     (h as i64).unsigned_abs()
 }
 
+/// Records per thread: `workload.ycsb_records`, or `initial_items` when 0.
+pub(crate) fn records(a: &WorkloadArgs) -> u64 {
+    if a.ycsb_records == 0 {
+        a.initial_items
+    } else {
+        a.ycsb_records
+    }
+}
+
 /// Key of the record with Zipf rank `r` (0 is reserved for empty slots).
 fn record_key(r: u64) -> u64 {
     fnvhash64(r).max(1)
@@ -138,6 +157,11 @@ pub(crate) struct Ycsb {
     zipf: Zipfian,
     /// `workload.key_dist = uniform`: ranks uniform instead of Zipfian.
     uniform: bool,
+    /// `workload.key_dist = nstore-skew`: N-Store's `simple_skew` ranks.
+    nstore_skew: Option<KeyChooser>,
+    /// Records per thread.
+    n: u64,
+    vm: ValueModel,
     index: Addr,
     mask: u64,
 }
@@ -149,13 +173,25 @@ fn build(a: &WorkloadArgs) -> Box<dyn Workload> {
 impl Ycsb {
     pub(crate) fn new(a: &WorkloadArgs) -> Self {
         let a = &with_item_bytes(a, DEFAULT_RECORD_BYTES);
+        let n = records(a);
+        let fill = if a.ycsb_nstore_text {
+            Fill::NStoreText {
+                fields: a.ycsb_fields,
+            }
+        } else {
+            Fill::YcsbText
+        };
+        let dist = a.key_dist.or(KeyDist::Zipfian);
         Ycsb {
             rng: rng(a.seed),
-            zipf: Zipfian::new(a.initial_items, ZIPFIAN_CONSTANT),
-            uniform: a.key_dist.or(KeyDist::Zipfian) == KeyDist::Uniform,
+            zipf: Zipfian::new(n, ZIPFIAN_CONSTANT),
+            uniform: dist == KeyDist::Uniform,
+            nstore_skew: (dist == KeyDist::NStoreSkew).then(|| KeyChooser::new(dist)),
+            n,
+            vm: a.vm().with_fill(fill),
             index: 0,
             // Load factor at most 1/2.
-            mask: (2 * a.initial_items).next_power_of_two().max(16) - 1,
+            mask: (2 * n).next_power_of_two().max(16) - 1,
             a: a.clone(),
         }
     }
@@ -189,18 +225,25 @@ impl Ycsb {
         version
     }
 
-    /// Update transaction: assign one field of the record; returns its
-    /// version.
+    /// Update transaction: assign the record's value fields
+    /// (`workload.update_scope`); returns its version.
     pub(crate) fn update(&self, ctx: &mut TxCtx, rank: u64) -> u64 {
         let rec = self.lookup(ctx, rank);
-        update_field(ctx, rec, self.a.item_bytes, FIELDS)
+        update_item(
+            ctx,
+            self.vm,
+            rec,
+            self.a.item_bytes,
+            self.a.update_scope,
+            self.a.ycsb_fields,
+        )
     }
 }
 
 impl Workload for Ycsb {
     fn setup(&mut self, ctx: &mut TxCtx) {
         ctx.init_region();
-        let n = self.a.initial_items;
+        let n = self.n;
         let nslots = self.mask + 1;
         let root = ctx.region_base() + ROOT_OFFSET;
         self.index = ctx.alloc(nslots * SLOT_BYTES);
@@ -215,7 +258,7 @@ impl Workload for Ycsb {
         for r in order {
             let key = record_key(r);
             let rec = ctx.alloc(self.a.item_bytes);
-            write_item(ctx, rec, self.a.item_bytes, key, 0);
+            write_item(ctx, self.vm, rec, self.a.item_bytes, key, 0);
             let mut s = mix64(key) & self.mask;
             while ctx.load(self.index + s * SLOT_BYTES) != 0 {
                 s = (s + 1) & self.mask;
@@ -227,11 +270,13 @@ impl Workload for Ycsb {
 
     fn run_tx(&mut self, ctx: &mut TxCtx) {
         let rank = if self.uniform {
-            self.rng.gen_range(0..self.a.initial_items)
+            self.rng.gen_range(0..self.n)
+        } else if let Some(c) = &self.nstore_skew {
+            c.index(&mut self.rng, self.n as usize) as u64
         } else {
             self.zipf.next(&mut self.rng)
         };
-        if self.rng.gen_bool(READ_FRACTION) {
+        if self.rng.gen_bool(self.a.ycsb_read_share) {
             self.read(ctx, rank);
         } else {
             self.update(ctx, rank);
@@ -383,7 +428,7 @@ mod tests {
         for _ in 0..500 {
             let rank = y.zipf.next(&mut r);
             let key = record_key(rank);
-            if r.gen_bool(READ_FRACTION) {
+            if r.gen_bool(a.ycsb_read_share) {
                 let (v, ops) = with_ctx(&mut img, true, |ctx| y.read(ctx, rank));
                 assert_eq!(v, model[&key]);
                 assert!(ops
@@ -407,16 +452,27 @@ mod tests {
         );
     }
 
+    /// `workload.ycsb_read_share` of the transactions store nothing; an
+    /// update stores the whole record once.
+    #[test]
+    fn read_share_and_update_shape() {
+        let a = args(512, 200, 10_000, 0.0);
+        let t = tx_stores(&INFO, &a, 10_000);
+        let reads = t.iter().filter(|x| x.0 == 0).count() as f64 / t.len() as f64;
+        assert!((reads - 0.2).abs() < 0.01, "{reads}");
+        assert!(t.iter().all(|&(w, l)| w == 0 || (w == 64 && l == 8)));
+    }
+
     #[test]
     fn checker_passes_and_detects_corruption() {
         for ib in [512, 1024] {
             let a = args(ib, 100, 300, 0.0);
             let (img, stores) = run_direct(&INFO, &a, 300);
             assert_eq!(check(&img, BASE, ib).unwrap(), 100);
-            // 80% updates of one field (a tenth of the payload) and the seal.
-            let per_update = ((ib / 8 - 2) as f64 / FIELDS as f64).ceil() + 1.0;
+            // 80% updates of the whole record (N-Store writes every field).
+            let per_update = (ib / 8) as f64;
             assert!(
-                stores > 0.7 * (per_update - 1.0) && stores < 0.9 * per_update,
+                stores > 0.7 * per_update && stores < 0.9 * per_update,
                 "{stores}"
             );
             let root = BASE + ROOT_OFFSET;
@@ -432,11 +488,17 @@ mod tests {
         }
     }
 
-    /// Read: no store; update: one of ten fields and the seal.
+    /// Read: no store; update: the whole record (N-Store writes every
+    /// field); with `workload.update_scope = field`, one of ten fields and
+    /// the seal.
     #[test]
     fn stores_per_tx_follow_the_code_path() {
         for ib in [512u64, 1024] {
-            let t = tx_stores(&INFO, &args(ib, 1000, 600, 0.0), 600);
+            let mut a = args(ib, 1000, 600, 0.0);
+            let t = tx_stores(&INFO, &a, 600);
+            assert!(t.iter().all(|&(s, _)| s == 0 || s as u64 == ib / 8));
+            a.update_scope = crate::workloads::UpdateScope::Field;
+            let t = tx_stores(&INFO, &a, 600);
             let p = ib as usize / 8 - 2;
             let (lo, hi) = (p / 10 + 1, p.div_ceil(10) + 1);
             assert!(t.iter().all(|&(s, _)| s == 0 || (lo..=hi).contains(&s)));

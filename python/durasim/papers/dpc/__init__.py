@@ -33,6 +33,7 @@ PAPER = Paper(
     ),
     no_runs=experiments.no_runs,
     sweep_kw={"errors": "include"},
+    scale_doc=experiments.scale_doc,
 )
 
 run_experiments = PAPER.run_experiments
@@ -43,3 +44,4 @@ pool_size = PAPER.one("pool_size")
 metadata = PAPER.one("metadata")
 interval = PAPER.one("interval")
 metadata_space = PAPER.one("metadata_space")
+workloads = PAPER.one("workloads")

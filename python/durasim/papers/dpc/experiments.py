@@ -29,7 +29,9 @@ from typing import Any
 import pandas as pd
 
 from ... import _core
+from .. import _characterise
 from .._base import CONFIGS, Avail, Experiment, Plan, Setup, missing
+from .._scale import Ratio, ScaleDoc, Steady
 
 #: How a frame cites the paper (with the item and section).
 PAPER_REF = "DPC §5"
@@ -107,8 +109,9 @@ PLACEMENTS = [
 
 
 #: Sizes of the transactional workloads (their footprints are set by rows,
-#: not by workload.footprint_bytes), per scale: about 2x the DRAM cache in
-#: all (small, tiny; as the programs) or Table 5's footprints (paper), from
+#: not by workload.footprint_bytes), per scale: about 2x the DRAM cache
+#: (tiny), Table 5's footprints / SMALL_DIVISOR (small) or Table 5's
+#: footprints (paper), from
 #: the footprints measured at the defaults (4 threads, 16,384 items/thread:
 #: tatp 93 MB, ycsb 69 MB, echo 15 MB, tpcc 63 MB), linear in the rows.
 TX_SIZES: dict[str, dict[str, dict[str, int]]] = {
@@ -118,11 +121,12 @@ TX_SIZES: dict[str, dict[str, dict[str, int]]] = {
         "echo": {"workload.initial_items": 1024},
         "tpcc": {"workload.tpcc_items": 1600, "workload.tpcc_customers_per_district": 48},
     },
+    # Table 5's footprints / SMALL_DIVISOR (TPC-C: the specification's).
     "small": {
-        "tatp": {"workload.initial_items": 1400},
-        "ycsb": {"workload.initial_items": 2048},
-        "echo": {"workload.initial_items": 8192},
-        "tpcc": {"workload.tpcc_items": 12500, "workload.tpcc_customers_per_district": 375},
+        "tatp": {"workload.initial_items": 218_000 // 8},
+        "ycsb": {"workload.initial_items": 258_000 // 8},
+        "echo": {"workload.initial_items": 884_000 // 8},
+        "tpcc": {},
     },
     "paper": {
         # Table 5: TATP 1,247 MB, N-Store 1,090 MB, Echo 818 MB over 4 threads.
@@ -136,47 +140,82 @@ TX_SIZES: dict[str, dict[str, dict[str, int]]] = {
 }
 
 
-def _scaled(div: int, threads: int, footprint: dict[str, int], ops: dict[str, int]) -> dict:
+def _scaled(
+    div: int,
+    threads: int,
+    footprint: dict[str, int],
+    ops: dict[str, int],
+    time_div: int = 1,
+    interval_points: Sequence[int] = (0, 1, 2, 3, 4),
+    pool_points: Sequence[int] = (0, 1, 2, 3, 4),
+) -> dict:
+    """Space (DRAM cache, derivative pool and what is tied to it) divided by
+    ``div``; time (epoch, intervals, DudeTM's group commit) by ``time_div``."""
     pool = PAPER_POOL // div // PAGE * PAGE
+    intervals = [PAPER_INTERVALS[i] for i in interval_points]
+    pools = [PAPER_POOL_SWEEP[i] for i in pool_points]
     return {
         "divisor": div,
+        "time_divisor": time_div,
         "threads": threads,
         "seed": 1,
         "dram_cache_bytes": PAPER_DRAM // div,
-        "epoch_cycles": PAPER_EPOCH // div,
+        "epoch_cycles": PAPER_EPOCH // time_div,
         "pool_bytes": pool,
         "btt_entries": PAPER_BTT // div,
         "ptt_entries": PAPER_PTT // div,
-        "group_commit_ms": PAPER_GROUP_MS / div,
+        "group_commit_ms": PAPER_GROUP_MS / time_div,
         "cached_entries": [c // div for c in PAPER_CACHED],
-        "pool_sweep_bytes": [b // div // PAGE * PAGE for b in PAPER_POOL_SWEEP],
-        "intervals": [c // div for c in PAPER_INTERVALS],
+        "pool_sweep_bytes": [b // div // PAGE * PAGE for b in pools],
+        "paper_pool_sweep_bytes": pools,
+        "intervals": [c // time_div for c in intervals],
+        "paper_intervals": intervals,
         "footprint_bytes": footprint,
         "ops": ops,
         "sweep_workloads": ["pagerank", "lbm", "tpcc"],
     }
 
 
-#: Operations per thread. ``small``: every run's window holds 17-241
-#: checkpoints and takes 1-2 s of host CPU (measured on the 2-core host);
-#: ``paper``: about 1.5 B instructions per run (§5.1.3), from the
-#: instructions per operation the small runs measure (metrics.instructions).
-SMALL_OPS = {
-    "pagerank": 4_000,
-    "cc": 4_000,
-    "cd": 4_000,
-    "ann": 1_500,
-    "kdtree": 4_000,
-    "stencil3d": 8_000,
-    "lbm": 8_000,
-    "tatp": 4_000,
-    "tpcc": 500,
-    "echo": 2_000,
-    "ycsb": 4_000,
+#: The reduced scale's space divisor: the DRAM cache, the derivative pool
+#: (ThyNVM's tables, the overlay store and the cached DPT entries with it)
+#: and every footprint are the paper's / SMALL_DIVISOR, so the DRAM cache
+#: keeps its share of each footprint (Table 5) and the pool its size
+#: against the cache; the epoch (and the interval sweep, and DudeTM's group
+#: commit) stays the paper's, so an epoch keeps its length against a 4 KB
+#: page.
+SMALL_DIVISOR = 8
+#: Checkpoints a steady-state window holds at least.
+MIN_CHECKPOINTS = 3
+WARMUP_SHARE = 0.25  # run.warmup_tx_share default
+MARGIN = 1.25
+#: Cycles per operation per thread of the native system at SMALL_DIVISOR
+#: (4 threads, Table 5 footprints / 8, 32 MB DRAM cache, 1,000 operations
+#: per thread): the smaller of the whole run's and the window's, so a run
+#: sized from it holds at least the checkpoints it is sized for.
+CYCLES_PER_OP: dict[str, float] = {
+    "pagerank": 71_445,
+    "cc": 70_472,
+    "cd": 65_787,
+    "ann": 10_122,
+    "kdtree": 2_983,
+    "stencil3d": 14_972,
+    "lbm": 15_685,
+    "tatp": 24_465,
+    "tpcc": 55_227,
+    "echo": 89_691,
+    "ycsb": 10_869,
 }
-#: Instructions per operation in the measured window of the small dpc
-#: runs (metrics.instructions / metrics.measured_tx; loads and stores
-#: included; TATP's transactions are short: 9 memory ops each).
+
+
+def steady_ops(workload: str, interval: int = PAPER_EPOCH) -> int:
+    """Operations per thread for MIN_CHECKPOINTS intervals in the window."""
+    cycles = MIN_CHECKPOINTS * interval / (1 - WARMUP_SHARE) * MARGIN
+    return int(-(-cycles / CYCLES_PER_OP[workload] // 100) * 100)
+
+
+#: Instructions per operation in the measured window of dpc runs
+#: (metrics.instructions / metrics.measured_tx; loads and stores included;
+#: TATP's transactions are short: 9 memory ops each).
 INSTRUCTIONS_PER_OP = {
     "pagerank": 1414,
     "cc": 1367,
@@ -190,11 +229,19 @@ INSTRUCTIONS_PER_OP = {
     "echo": 106,
     "ycsb": 102,
 }
+#: ``paper``: about 1.5 B instructions per run (§5.1.3).
 PAPER_OPS = {w: 1_500_000_000 // (n * 4) for w, n in INSTRUCTIONS_PER_OP.items()}
+SMALL_OPS = {w: steady_ops(w) for w in WORKLOADS}
 
 SCALES: dict[str, dict[str, Any]] = {
     "tiny": {
-        **_scaled(1024, 2, {w: 256 * KB for w in PROGRAMS}, {w: 200 for w in WORKLOADS}),
+        **_scaled(
+            1024,
+            2,
+            {w: 256 * KB for w in PROGRAMS},
+            {w: 200 for w in WORKLOADS},
+            time_div=1024,
+        ),
         "dram_cache_ways": 4,
         # Tests only: ThyNVM's tables at the DPT's size (75 / 150 entries)
         # cannot hold one tiny epoch's sparse writes; tiny runs check that
@@ -205,8 +252,17 @@ SCALES: dict[str, dict[str, Any]] = {
         "tx_sizes": TX_SIZES["tiny"],
     },
     "small": {
-        **_scaled(64, 4, {w: 2 * MB for w in PROGRAMS}, SMALL_OPS),
+        **_scaled(
+            SMALL_DIVISOR,
+            4,
+            {w: mb * MB // 4 // SMALL_DIVISOR for w, mb in PAPER_FOOTPRINT_MB.items()},
+            SMALL_OPS,
+            interval_points=(0, 1, 2),
+            pool_points=(0, 2, 4),
+        ),
         "dram_cache_ways": 64,
+        # The cheapest program per simulated cycle (pagerank costs 4x).
+        "sweep_workloads": ["lbm"],
         "tx_sizes": TX_SIZES["small"],
     },
     "paper": {
@@ -388,12 +444,18 @@ def _scale_note(df: pd.DataFrame) -> list[str]:
     if not len(df):
         return []
     div = int(df.attrs.get("divisor", 1) or 1)
-    if div == 1:
+    tdiv = int(df.attrs.get("time_divisor", div) or 1)
+    if div == 1 and tdiv == 1:
         return []
-    return [
+    note = (
         f"scaled machine: DRAM cache, derivative pool (and ThyNVM tables, overlay store, cached "
-        f"entries), epoch and DudeTM group commit are the paper's / {div}"
-    ]
+        f"entries) and footprints are the paper's / {div}"
+    )
+    if tdiv == 1:
+        note += "; epoch, intervals and DudeTM's group commit are the paper's"
+    else:
+        note += f"; epoch and DudeTM group commit / {tdiv}"
+    return [note]
 
 
 def an_overall(raw: pd.DataFrame) -> pd.DataFrame:
@@ -495,9 +557,9 @@ def an_software(raw: pd.DataFrame) -> pd.DataFrame:
         df["throughput_vs_dpc"], df["series"] = [], []
     df.attrs["normalization"] = "throughput / dpc's, same workload; NVM bytes per transaction"
     df.attrs["notes"] = [
-        "durability differs: PMDK per transaction, DudeTM per 16 ms group commit (scaled "
-        "with the epoch), dpc only per checkpoint (a transaction is durable when the next "
-        "checkpoint completes)",
+        "durability differs: PMDK per transaction, DudeTM per 16 ms group commit (divided "
+        "like the epoch where a scale divides it), dpc only per checkpoint (a transaction is "
+        "durable when the next checkpoint completes)",
         "PMDK and DudeTM run without the DRAM cache (§5.1.2: NVML addresses DRAM and NVM "
         "directly; DudeTM has its own DRAM); Baseline and dpc on the hybrid memory",
     ]
@@ -512,7 +574,9 @@ def _paper_value(
     attrs = attrs if attrs is not None else df.attrs
     sc = attrs.get("scale_settings") or {}
     div = attrs.get("divisor", 1) or 1
-    m = dict(zip(sc.get(key, []), paper))
+    if key == "intervals":
+        div = attrs.get("time_divisor", sc.get("time_divisor", div)) or 1
+    m = dict(zip(sc.get(key, []), sc.get(f"paper_{key}", paper)))
     return pd.Series([float(m.get(v, v * div)) for v in _f(df, col)], index=df.index)
 
 
@@ -727,6 +791,51 @@ def an_metadata_space(raw: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
+#: Table 5 (DRAM cache miss rate, read/write ratio, footprint), by durasim's
+#: workload names (SPEC1 = stencil3d, SPEC2 = lbm, Flann = kdtree, N-Store = ycsb).
+TABLE_5 = {
+    "pagerank": ("17.61%", 2.23, 1548),
+    "cd": ("15.14%", 1.91, 1357),
+    "cc": ("5.30%", 2.27, 1208),
+    "ann": ("13.26%", 2.15, 773),
+    "kdtree": ("12.58%", 1.55, 576),
+    "stencil3d": ("16.08%", 4.54, 1199),
+    "lbm": ("5.43%", 1.80, 1473),
+    "tatp": ("56.72%", 2.47, 1247),
+    "tpcc": ("53.96%", 1.72, 864),
+    "echo": ("43.57%", 1.43, 818),
+    "ycsb": ("35.82%", 1.38, 1090),
+}
+
+
+def plan_workloads(sc: dict[str, Any], av: Avail) -> Plan:
+    """The Baseline's runs of the grid (native system on the hybrid memory)."""
+    plan = Plan()
+    schemes, workloads, _ = av.filter(plan, [BASELINE], WORKLOADS)
+    for w in workloads:
+        for s in schemes:
+            plan.specs.append(_spec(sc, s, w))
+    return plan
+
+
+def an_workloads(raw: pd.DataFrame) -> pd.DataFrame:
+    paper = {
+        w: {"DRAM cache miss rate": m, "read/write": rw, "footprint (MB)": fp}
+        for w, (m, rw, fp) in TABLE_5.items()
+    }
+    return _characterise.analyze(
+        raw,
+        lambda r: str(r["workload"]),
+        paper,
+        "Table 5 (DRAM cache miss rate, read/write ratio, footprint at the paper's size; "
+        "the runs' footprints are the paper's / the scale's divisor)",
+        extra=[
+            ("dram_cache_miss_ratio", "DRAM cache miss ratio"),
+            ("memory_read_write_ratio", "DRAM cache reads/writes"),
+        ],
+    )
+
+
 # ---------------------------------------------------------------------------
 # The experiment table.
 
@@ -790,6 +899,15 @@ EXPERIMENTS: dict[str, Experiment] = {
             an_metadata_space,
             section="§4/Table 3",
         ),
+        Experiment(
+            "workloads",
+            "h",
+            "Workload characteristics (Baseline runs) beside Table 5",
+            plan_workloads,
+            an_workloads,
+            section="§5.1.3/Table 5",
+            table=_characterise.table,
+        ),
     ]
 }
 
@@ -813,6 +931,7 @@ def setup(sc: dict[str, Any], preset: str | os.PathLike[str] | None) -> Setup:
         if "error" in part.columns:
             part = part[part["error"].isna()].reset_index(drop=True)
         part.attrs["divisor"] = sc["divisor"]
+        part.attrs["time_divisor"] = sc.get("time_divisor", sc["divisor"])
         part.attrs["scale_settings"] = sc
         return part
 
@@ -859,3 +978,144 @@ def _stopped(part: pd.DataFrame, sc: dict[str, Any]) -> list[str]:
         where = f"{r['scheme']} on {r['workload']}" + (f" ({', '.join(varied)})" if varied else "")
         out.append(f"run stopped, not plotted: {where}: {msg}")
     return out
+
+
+# ---------------------------------------------------------------------------
+# What each scale keeps and shortens.
+
+#: Cost per scale on the 2-core reference host, estimated 2026-11-29 on a
+#: loaded host: every distinct run of the plan at 1/20 of its length, CPU
+#: time extrapolated per run with its fixed set-up counted once (one full
+#: HOOP vector run took 8.5 s of CPU against 6.1 s estimated: read these
+#: as lower bounds, up to ~40 % low); wall time on two idle cores is about
+#: half the CPU time.
+COST: dict[str, str] = {
+    "small": (
+        "89 distinct runs; about 1,470 s of CPU time (≈ 12 min wall on two idle cores), "
+        "ann, kdtree, TPC-C and the lbm sweeps the largest shares"
+    ),
+}
+
+#: Footprint (MB, 4 threads) of the transactional workloads at 16,384
+#: items per thread, measured (linear in the rows; see TX_SIZES).
+MB_AT_DEFAULT_ITEMS = {"tatp": 93, "ycsb": 69, "echo": 15}
+
+
+def footprint_mb(sc: dict[str, Any], w: str) -> float | None:
+    """The run's footprint (MB, all threads) as the scale sets it."""
+    if w in PROGRAMS:
+        return sc["footprint_bytes"][w] * sc["threads"] / MB
+    items = sc["tx_sizes"].get(w, {}).get("workload.initial_items")
+    if w in MB_AT_DEFAULT_ITEMS and items:
+        return MB_AT_DEFAULT_ITEMS[w] * items / 16384 * sc["threads"] / 4
+    return None
+
+
+def _checkpoints(row: pd.Series) -> float:
+    return float(row.get("stat.checkpoints", float("nan")))
+
+
+def scale_doc(scale: str, sc: dict[str, Any] | None = None) -> ScaleDoc:
+    """What ``scale`` (its settings ``sc``, default ``SCALES[scale]``) keeps."""
+    sc = sc if sc is not None else SCALES[scale]
+    steady = [
+        Steady(
+            "checkpointing (every hardware scheme)",
+            "checkpoints",
+            _checkpoints,
+            MIN_CHECKPOINTS,
+            ("overall", "checkpoints", "pool_size", "metadata", "interval"),
+            tuple(CHECKPOINTING),
+        )
+    ]
+    if scale == "tiny":
+        return ScaleDoc(
+            scale,
+            "A smoke test (2 threads, 200 operations per thread, machine and epoch / 1024, "
+            "ThyNVM's tables enlarged): it keeps none of the paper's ratios. Do not read "
+            "its numbers.",
+            shortens=["everything"],
+            steady=steady,
+        )
+    rel = {}
+    for w in WORKLOADS:
+        fp = footprint_mb(sc, w)
+        if fp:
+            rel[w] = (sc["dram_cache_bytes"] / MB / fp) / (PAPER_DRAM / MB / TABLE_5[w][2])
+    worst = max(rel, key=lambda w: abs(rel[w] - 1))
+    tpcc_share = (sc["dram_cache_bytes"] / MB) / 63
+    window = 1 - WARMUP_SHARE
+    est = {
+        w: sc["ops"][w] * CYCLES_PER_OP[w] * window / sc["epoch_cycles"]
+        for w in WORKLOADS
+        if w in CYCLES_PER_OP
+    }
+    keeps = [
+        Ratio(
+            "epoch / 4 KB page (cycles per page)",
+            "CoW page copies, ThyNVM block/page switching, dirty lines per page",
+            sc["epoch_cycles"] / PAGE,
+            PAPER_EPOCH / PAGE,
+            rel_tol=0,
+        ),
+        Ratio(
+            f"DRAM cache / footprint, relative to the paper's (worst: {worst})",
+            "DRAM-cache misses, dirty pages per epoch (Table 5)",
+            rel[worst],
+            1.0,
+            rel_tol=0.05,
+        ),
+        Ratio(
+            "derivative pool / DRAM cache",
+            "dpc's pool pressure, forced checkpoints",
+            sc["pool_bytes"] / sc["dram_cache_bytes"],
+            PAPER_POOL / PAPER_DRAM,
+            rel_tol=0.01,
+        ),
+        Ratio(
+            "ThyNVM BTT entries / derivative pool pages (§5.1.2: the DPT's size)",
+            "ThyNVM table overflow",
+            sc["btt_entries"] / (sc["pool_bytes"] / PAGE),
+            PAPER_BTT / (PAPER_POOL / PAGE),
+            rel_tol=0.01,
+        ),
+        Ratio(
+            "TPC-C: DRAM cache / footprint (the specification's 63 MB, one warehouse per "
+            "thread; not scalable: a stated exception)",
+            "DRAM-cache misses",
+            tpcc_share,
+            (PAPER_DRAM / MB) / TABLE_5["tpcc"][2],
+        ),
+    ]
+    if est:
+        fewest = min(est, key=est.get)
+        keeps.append(
+            Ratio(
+                f"checkpoints in the measured window (fewest: {fewest}, estimated from "
+                "the native system's rate)",
+                "checkpointing (every scheme)",
+                est[fewest],
+                at_least=MIN_CHECKPOINTS,
+            )
+        )
+    shortens = []
+    if scale == "small":
+        shortens = [
+            f"space: DRAM cache ({sc['dram_cache_bytes'] // MB} MB), derivative pool and "
+            f"footprints are the paper's / {sc['divisor']}; an epoch's writes are therefore "
+            f"a {sc['divisor']}× larger share of the DRAM cache than at paper scale",
+            f"run length: at least {MIN_CHECKPOINTS} checkpoints in each window instead of "
+            "1.5 B instructions",
+            "sweeps on " + ", ".join(sc["sweep_workloads"]) + " (paper scale: pagerank, lbm, "
+            "tpcc); intervals "
+            + "/".join(f"{c // 1_000_000} M" for c in sc["intervals"])
+            + " cycles (paper: 10–50 M; longer intervals need longer runs); pools "
+            + "/".join(f"{b // MB} MB" for b in sc["paper_pool_sweep_bytes"])
+            + " at paper scale",
+        ]
+    purpose = (
+        "The paper's hybrid memory (configs/dpc.toml) with its 30 M-cycle epoch and 4 KB "
+        "pages, the DRAM cache in the same proportion to each footprint as Table 5, and runs "
+        f"long enough for at least {MIN_CHECKPOINTS} checkpoints inside the measured window."
+    )
+    return ScaleDoc(scale, purpose, keeps, shortens, steady, COST.get(scale, ""))

@@ -13,6 +13,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from ...plotting import empty_figure, footnote, legend_outside, log_ticks, new_figure
+from .. import _characterise
 from .experiments import DIRECT, HW_SCHEMES, LABELS, SOFTWARE, WORKLOADS
 
 ORDER = {s: i for i, s in enumerate([*HW_SCHEMES, *SOFTWARE, DIRECT])}
@@ -176,7 +177,7 @@ def fig_interval(df: pd.DataFrame) -> Figure:
     fig, axes = _new(df, "Checkpoint interval", ncols=len(ws), nrows=2, width=9.0)
     if not len(df):
         return empty_figure(fig, axes, df)
-    div = int(df.attrs.get("divisor", 1) or 1)
+    div = int(df.attrs.get("time_divisor", df.attrs.get("divisor", 1)) or 1)
     xl = "interval (M cycles at paper scale" + (f"; runs / {div})" if div > 1 else ")")
     for j, w in enumerate(ws):
         d = df[df["workload"] == w]
@@ -233,4 +234,5 @@ FIGURES = {
     "metadata": fig_metadata,
     "interval": fig_interval,
     "metadata_space": fig_metadata_space,
+    "workloads": _characterise.figure,
 }

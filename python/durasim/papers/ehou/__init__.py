@@ -27,6 +27,7 @@ PAPER = Paper(
         "figure states its normalization."
     ),
     empty=experiments.empty_runs,
+    scale_doc=experiments.scale_doc,
 )
 
 run_experiments = PAPER.run_experiments
@@ -34,3 +35,4 @@ overhead = PAPER.one("overhead")
 throughput = PAPER.one("throughput")
 persist = PAPER.one("persist")
 ait_cache = PAPER.one("ait_cache")
+workloads = PAPER.one("workloads")

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from ...plotting import empty_figure, footnote, legend_outside, new_figure
+from .. import _characterise
 from .experiments import SCHEMES
 
 
@@ -96,4 +97,5 @@ FIGURES = {
     "throughput": fig_throughput,
     "persist": fig_persist,
     "ait_cache": fig_ait,
+    "workloads": _characterise.figure,
 }

@@ -28,6 +28,7 @@ PAPER = Paper(
         "Results are this simulator's, not the paper's; each figure states its normalization."
     ),
     empty=empty_runs,
+    scale_doc=experiments.scale_doc,
 )
 
 run_experiments = PAPER.run_experiments
@@ -41,3 +42,4 @@ recovery = PAPER.one("recovery")
 ycsb_latency = PAPER.one("ycsb_latency")
 mapping_table = PAPER.one("mapping_table")
 profiling = PAPER.one("profiling")
+workloads = PAPER.one("workloads")

@@ -24,6 +24,7 @@ from ...plotting import (
     new_figure,
     ordered_schemes,
 )
+from .. import _characterise
 from .experiments import P_GC_PERIOD, P_REC_BW, P_REC_THREADS, SCHEMES
 
 
@@ -216,4 +217,5 @@ FIGURES = {
     "ycsb_latency": fig_ycsb_latency,
     "mapping_table": fig_mapping_table,
     "profiling": fig_profiling,
+    "workloads": _characterise.figure,
 }

@@ -31,6 +31,8 @@ PAPER = Paper(
     ),
     empty=empty_runs,
     run_spec=experiments.run_spec,
+    scale_doc=experiments.scale_doc,
+    thread_keys=("micro_threads", "macro_threads"),
 )
 
 run_experiments = PAPER.run_experiments
@@ -44,3 +46,4 @@ redo_buffer = PAPER.one("redo_buffer")
 threads = PAPER.one("threads")
 write_latency = PAPER.one("write_latency")
 log_management = PAPER.one("log_management")
+workloads = PAPER.one("workloads")

@@ -21,8 +21,10 @@ from typing import Any
 import pandas as pd
 
 from ... import _core
+from .. import _characterise
 from .._base import CONFIGS, Avail, Experiment, Plan, Setup
 from .._grid import KB, P_ITEM, normalize, stat_column, with_labels
+from .._scale import Ratio, ScaleDoc, Steady
 
 #: The paper's six designs (§VI-A) as durasim's presets, in the paper's order.
 #: Every experiment takes its designs from here.
@@ -54,12 +56,57 @@ DEFAULT_REDO = 32
 #: The paper's system (Table III); found beside the package in a checkout.
 DEFAULT_PRESET = CONFIGS / "morlog.toml"
 
+#: MorLog §VI-A: force-write-back every three million cycles; Table III:
+#: 3 GHz cores. A design's log space is reclaimed after two passes, so a
+#: steady-state window holds at least three.
+FWB_PERIOD_CYCLES = 3_000_000
+MIN_FWB_PERIODS = 3
+WARMUP_SHARE = 0.25  # run.warmup_tx_share default
+MARGIN = 1.2
+#: FWB-CRADE's throughput (tx per Mcycle) on configs/morlog.toml, 64 B
+#: items, 8 threads (micro) / 4 threads (macro), short runs (4,000 / 2,000
+#: transactions): the force-write-back passes of a long run only lower it,
+#: so a run sized from it holds at least the periods it is sized for.
+TX_PER_MCYCLE = {
+    "btree": 5387,
+    "hashmap": 9444,
+    "queue": 18362,
+    "rbtree": 3263,
+    "sdg": 8100,
+    "sps": 6611,
+    "echo": 1168,
+    "ycsb": 11749,
+    "tpcc": 776,
+}
+
+
+def steady_tx(rate_tx_per_mcycle: float, periods: float = MIN_FWB_PERIODS) -> int:
+    """Transactions for ``periods`` force-write-back periods inside the
+    measured window, rounded up to 8,000."""
+    cycles = periods * FWB_PERIOD_CYCLES / (1 - WARMUP_SHARE) * MARGIN
+    tx = rate_tx_per_mcycle * cycles / 1e6
+    return int(-(-tx // 8000) * 8000)
+
+
+STEADY_TX = {w: steady_tx(r) for w, r in TX_PER_MCYCLE.items()}
+
+
+def run_tx(sc: dict[str, Any], workload: str) -> int:
+    return sc["tx_by_workload"].get(workload) or sc["tx"]
+
+
+#: Run sizes. ``small`` (default) and ``paper`` run every workload for at
+#: least MIN_FWB_PERIODS force-write-back periods in the window (``paper``:
+#: and at least §VI-A's 100K transactions); ``small`` shortens the
+#: datasets (64 B only) and the sweeps (fewer points, one workload).
+#: ``tiny`` is a smoke test.
 SCALES: dict[str, dict[str, Any]] = {
     "tiny": {
         "seed": 1,
         "micro_threads": 2,
         "macro_threads": 2,
         "tx": 100,
+        "tx_by_workload": {},
         "items": [64],
         "micro": ["btree", "queue"],
         "macro": ["echo", "tpcc"],
@@ -69,31 +116,33 @@ SCALES: dict[str, dict[str, Any]] = {
         "sens_workloads": ["btree"],
         "sens_item": 64,
         "latency_scale": [1, 32],
-        "sens_tx": 100,
         "tx_table_entries": [2, 64],
     },
     "small": {
         "seed": 1,
         "micro_threads": 8,
         "macro_threads": 4,
-        "tx": 2000,
-        "items": [64, 4 * KB],
+        "tx": None,
+        "tx_by_workload": STEADY_TX,
+        "items": [64],
         "micro": MICRO,
         "macro": MACRO,
-        "undo_redo_entries": [1, 4, 16, 64],
-        "redo_entries": [2, 8, 32, 64],
-        "sens_threads": [1, 2, 4, 8],
-        "sens_workloads": ["btree", "hashmap"],
+        "undo_redo_entries": [1, 16],
+        "redo_entries": [2, 32],
+        "sens_threads": [1, 8],
+        "sens_workloads": ["btree"],
         "sens_item": 64,
-        "latency_scale": [1, 2, 4, 8, 16, 32],
-        "sens_tx": 2000,
-        "tx_table_entries": [16, 64, 256, 1024],
+        "latency_scale": [1, 8, 32],
+        "tx_table_entries": [16, 1024],
     },
     "paper": {
         "seed": 1,
         "micro_threads": 8,  # §VI-A
         "macro_threads": 4,  # §VI-A
-        "tx": 100_000,  # §VI-A: every workload executes 100K transactions
+        # §VI-A: every workload executes 100K transactions; more where 100K
+        # hold fewer than MIN_FWB_PERIODS force-write-back periods.
+        "tx": 100_000,
+        "tx_by_workload": {w: max(100_000, t) for w, t in STEADY_TX.items()},
         "items": [64, 4 * KB],  # §VI-A: small (64 B) and large (4 KB) datasets
         "micro": MICRO,
         "macro": MACRO,
@@ -103,7 +152,6 @@ SCALES: dict[str, dict[str, Any]] = {
         "sens_workloads": MICRO,
         "sens_item": 64,
         "latency_scale": [1, 2, 4, 8, 16, 32],  # §VI-E: 1x..32x
-        "sens_tx": 100_000,
         # §III-F gives no table size (not evaluated there): a sweep.
         "tx_table_entries": [16, 64, 256, 1024, 4096],
     },
@@ -165,7 +213,7 @@ def _grid(sc: dict[str, Any], av: Avail, workloads: Sequence[str], threads: int)
     for w in wls:
         for item in _items(sc, w):
             for d in designs:
-                spec = _spec(sc, d, w, threads, sc["tx"])
+                spec = _spec(sc, d, w, threads, run_tx(sc, w))
                 if item is not None:
                     spec[P_ITEM] = item
                 plan.specs.append(spec)
@@ -194,7 +242,7 @@ def plan_undo_redo_buffer(sc: dict[str, Any], av: Avail) -> Plan:
                     if n == sc["undo_redo_entries"][0]:
                         plan.skipped.append(f"scheme '{d}' (no undo+redo buffer parameter)")
                     continue
-                spec = _spec(sc, d, w, sc["macro_threads"], sc["sens_tx"])
+                spec = _spec(sc, d, w, sc["macro_threads"], run_tx(sc, w))
                 spec[P_ITEM] = sc["sens_item"]
                 spec[key] = n + DEFAULT_REDO if _is_unsafe(d) else n
                 spec["undo_redo_entries"] = n
@@ -210,7 +258,7 @@ def plan_redo_buffer(sc: dict[str, Any], av: Avail) -> Plan:
     cat = getattr(av, "scheme_params", None) or _scheme_params()
     for w in wls:
         if BASELINE in designs:
-            spec = _spec(sc, BASELINE, w, sc["macro_threads"], sc["sens_tx"])
+            spec = _spec(sc, BASELINE, w, sc["macro_threads"], run_tx(sc, w))
             spec[P_ITEM] = sc["sens_item"]
             plan.specs.append(spec)
         for d in designs:
@@ -220,7 +268,7 @@ def plan_redo_buffer(sc: dict[str, Any], av: Avail) -> Plan:
                     plan.skipped.append(f"scheme '{d}' (no redo buffer parameter)")
                 continue
             for n in sc["redo_entries"]:
-                spec = _spec(sc, d, w, sc["macro_threads"], sc["sens_tx"])
+                spec = _spec(sc, d, w, sc["macro_threads"], run_tx(sc, w))
                 spec[P_ITEM] = sc["sens_item"]
                 spec[key] = n
                 spec["redo_entries"] = n
@@ -255,7 +303,7 @@ def plan_log_management(sc: dict[str, Any], av: Avail) -> Plan:
                 continue
             mode, size = keys
             for n in [None, *sc["tx_table_entries"]]:
-                spec = _spec(sc, d, w, sc["micro_threads"], sc["sens_tx"])
+                spec = _spec(sc, d, w, sc["micro_threads"], run_tx(sc, w))
                 spec[P_ITEM] = sc["sens_item"]
                 spec[mode] = "force-write-back" if n is None else "tx-table"
                 if n is not None:
@@ -273,7 +321,7 @@ def plan_threads(sc: dict[str, Any], av: Avail) -> Plan:
     for w in wls:
         for t in sc["sens_threads"]:
             for d in designs:
-                spec = _spec(sc, d, w, t, sc["sens_tx"])
+                spec = _spec(sc, d, w, t, run_tx(sc, w))
                 spec[P_ITEM] = sc["sens_item"]
                 plan.specs.append(spec)
     return plan
@@ -290,7 +338,7 @@ def plan_write_latency(sc: dict[str, Any], av: Avail) -> Plan:
     for w in wls:
         for k in sc["latency_scale"]:
             for d in designs:
-                spec = _spec(sc, d, w, sc["micro_threads"], sc["sens_tx"])
+                spec = _spec(sc, d, w, sc["micro_threads"], run_tx(sc, w))
                 spec[P_ITEM] = sc["sens_item"]
                 for key, ns in base.items():
                     spec[key] = round(ns * k, 6)
@@ -492,6 +540,33 @@ def an_write_latency(raw: pd.DataFrame) -> pd.DataFrame:
     return _sens(raw, "write_latency_scale", "NVM write latency scale")
 
 
+def plan_workloads(sc: dict[str, Any], av: Avail) -> Plan:
+    """The native system on every workload configuration of (a) and (e),
+    with the runs' threads and lengths (characterisation)."""
+    plan = Plan()
+    schemes, wls, _ = av.filter(plan, ["ideal"], [*sc["micro"], *sc["macro"]], [P_ITEM])
+    for w in wls:
+        threads = sc["micro_threads"] if w in sc["micro"] else sc["macro_threads"]
+        for item in _items(sc, w):
+            for d in schemes:
+                spec = _spec(sc, d, w, threads, run_tx(sc, w))
+                if item is not None:
+                    spec[P_ITEM] = item
+                plan.specs.append(spec)
+    return plan
+
+
+def an_workloads(raw: pd.DataFrame) -> pd.DataFrame:
+    return _characterise.analyze(
+        with_labels(raw),
+        lambda r: r["config_label"],
+        {},
+        "MorLog gives no per-workload characterisation (Table IV names the benchmarks; "
+        "Table II gives the data-pattern shares of dirty log data measured on WHISPER, "
+        "which the FPC/DLDC columns stand beside)",
+    )
+
+
 # ---------------------------------------------------------------------------
 # The experiment table (items are the report's order; §VI subsections).
 
@@ -538,6 +613,14 @@ EXPERIMENTS: dict[str, Experiment] = {
             plan_log_management,
             an_log_management,
         ),
+        Experiment(
+            "workloads",
+            "k",
+            "Workload characteristics (native system's runs)",
+            plan_workloads,
+            an_workloads,
+            table=_characterise.table,
+        ),
     ]
 }
 
@@ -554,6 +637,7 @@ PAPER_ITEMS = {
     "threads": "MorLog §VI-E",
     "write_latency": "MorLog §VI-E",
     "log_management": "MorLog §III-F (not evaluated there)",
+    "workloads": "MorLog §VI-A (Table IV workloads)",
 }
 
 
@@ -613,3 +697,128 @@ def setup(sc: dict[str, Any], preset: str | os.PathLike[str] | None) -> Setup:
 
 def cite(e: Experiment) -> str:
     return PAPER_ITEMS[e.id]
+
+
+# ---------------------------------------------------------------------------
+# What each scale keeps and shortens.
+
+#: Cost per scale on the 2-core reference host, estimated 2026-11-29 on a
+#: loaded host: every distinct run of the plan at 1/20 of its length, CPU
+#: time extrapolated per run with its fixed set-up counted once (one full
+#: HOOP vector run took 8.5 s of CPU against 6.1 s estimated: read these
+#: as lower bounds, up to ~40 % low); wall time on two idle cores is about
+#: half the CPU time.
+COST: dict[str, str] = {
+    "small": (
+        "96 distinct runs; about 740 s of CPU time (≈ 6 min wall on two idle cores); "
+        "the TLC device model is most of it"
+    ),
+}
+
+
+def _fwb_periods_in_window(row: pd.Series) -> float:
+    period = FWB_PERIOD_CYCLES
+    for k, v in row.items():
+        if str(k).endswith(".period_cycles") and isinstance(v, (int, float)) and v == v:
+            period = float(v)
+            break
+    return float(row.get("window_cycles", float("nan"))) / period
+
+
+def scale_doc(scale: str, sc: dict[str, Any] | None = None) -> ScaleDoc:
+    """What ``scale`` (its settings ``sc``, default ``SCALES[scale]``) keeps."""
+    sc = sc if sc is not None else SCALES[scale]
+    steady = [
+        Steady(
+            "force write-back (every design)",
+            "periods of 3 M cycles",
+            _fwb_periods_in_window,
+            MIN_FWB_PERIODS,
+            tuple(e for e in EXPERIMENTS if e not in ("workloads", "log_management")),
+            tuple(DESIGNS),
+        )
+    ]
+    if scale == "tiny":
+        return ScaleDoc(
+            scale,
+            "A smoke test (2 threads, 100 transactions, two workloads per group): no "
+            "force-write-back period completes; it keeps none of the paper's ratios. Do not "
+            "read its numbers.",
+            shortens=["everything: thread counts, run length, workloads, sweep points"],
+            steady=steady,
+        )
+    window = 1 - WARMUP_SHARE
+    per_w = {
+        w: run_tx(sc, w) / TX_PER_MCYCLE[w] * 1e6 * window / FWB_PERIOD_CYCLES
+        for w in [*sc["micro"], *sc["macro"]]
+    }
+    fewest = min(per_w, key=per_w.get)
+    swept = {P_ITEM, *P_TLC_WRITE_NS}
+    av = Avail()
+    cat = _scheme_params()
+    av.scheme_params = cat  # type: ignore[attr-defined]
+    machine = sorted(
+        {
+            k
+            for e in EXPERIMENTS.values()
+            for spec in e.plan(sc, av).specs
+            for k in spec
+            if "." in k
+            and k not in swept
+            and not k.endswith(("_entries", ".log_management"))
+            and k != "run.characterise"
+        }
+    )
+    keeps = [
+        Ratio(
+            "machine or workload parameters the scale changes"
+            + (f" ({', '.join(machine)})" if machine else ""),
+            "every mechanism (Table III system, Table IV workloads)",
+            len(machine),
+            0,
+            at_most=0,
+        ),
+        Ratio(
+            f"force-write-back periods (3 M cycles) in the measured window (fewest: {fewest}, "
+            "estimated from FWB-CRADE's rate)",
+            "force write-back and log truncation after two passes",
+            per_w[fewest],
+            at_least=MIN_FWB_PERIODS,
+        ),
+        Ratio("micro-benchmark threads", "contention", sc["micro_threads"], 8, rel_tol=0),
+        Ratio("macro-benchmark threads", "contention", sc["macro_threads"], 4, rel_tol=0),
+    ]
+    shortens = []
+    if scale == "small":
+        shortens = [
+            f"run length: at least {MIN_FWB_PERIODS} force-write-back periods in each window "
+            "instead of 100K transactions (more than 100K on the fast workloads, fewer on "
+            "the slow ones)",
+            "datasets: 64 B only (the paper also runs 4 KB: scale 'paper')",
+            "undo+redo buffer sweep "
+            + "/".join(map(str, sc["undo_redo_entries"]))
+            + " and redo buffer sweep "
+            + "/".join(map(str, sc["redo_entries"]))
+            + " entries (paper: 1–64 and 2–64)",
+            "thread sweep "
+            + "/".join(map(str, sc["sens_threads"]))
+            + ", write-latency sweep "
+            + "/".join(f"{k}×" for k in sc["latency_scale"])
+            + ", transaction-table sizes "
+            + "/".join(map(str, sc["tx_table_entries"]))
+            + " on "
+            + ", ".join(sc["sens_workloads"])
+            + " (paper: every micro-benchmark)",
+        ]
+    else:
+        shortens = [
+            "nothing: §VI-A's sizes; runs longer than 100K transactions where 100K "
+            f"hold fewer than {MIN_FWB_PERIODS} force-write-back periods"
+        ]
+    purpose = (
+        "The paper's system (Table III, configs/morlog.toml) and workloads at §VI-A's thread "
+        f"counts, each run long enough for at least {MIN_FWB_PERIODS} force-write-back "
+        "passes (every 3 M cycles) inside the measured window, so log truncation after two "
+        "passes is in steady state in every measured number."
+    )
+    return ScaleDoc(scale, purpose, keeps, shortens, steady, COST.get(scale, ""))

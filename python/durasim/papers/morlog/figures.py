@@ -12,6 +12,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter
 
 from ...plotting import bars, empty_figure, footnote, legend_outside, new_figure
+from .. import _characterise
 from .experiments import DESIGNS, EXPERIMENTS
 
 ORDER = {d: i for i, d in enumerate(DESIGNS)}
@@ -133,4 +134,5 @@ def figure(df: pd.DataFrame) -> Figure:
     )
 
 
-FIGURES = {eid: figure for eid in EXPERIMENTS}
+FIGURES = {eid: figure for eid in EXPERIMENTS if eid != "workloads"}
+FIGURES["workloads"] = _characterise.figure

@@ -653,6 +653,214 @@ impl ThyNvm {
         }
         t
     }
+
+    /// The previous checkpoint must complete first (§3.1): the cores wait.
+    /// Returns when the cores resume and when this checkpoint starts.
+    fn wait_for_previous(
+        &mut self,
+        ctx: &mut MemCtx,
+        started: Cycle,
+        now: Cycle,
+    ) -> (Cycle, Cycle) {
+        if self.pending.is_some() {
+            let d = self.drain(ctx, started);
+            self.stats.checkpoint_stall_cycles += d.saturating_sub(started);
+            (d, d.max(now))
+        } else {
+            (started, now)
+        }
+    }
+
+    /// BTT at a checkpoint starting at `t`: working copies become the
+    /// checkpoint in flight; idle units not at home are copied home so they
+    /// can leave the BTT. Returns when the copies started by it complete
+    /// (at least `t`).
+    fn close_block_epoch(&mut self, ctx: &mut MemCtx, t: Cycle) -> Cycle {
+        let g = self.g;
+        let mut done = t;
+        for i in self.btt.live().collect::<Vec<_>>() {
+            let mut u = *self.btt.unit(i);
+            let page_written = self
+                .ptt
+                .get(u.key / PAGE_BYTES)
+                .is_some_and(|(_, pu)| pu.w != NONE);
+            if u.dead && !page_written {
+                // Its page went to page mode but was never written: the
+                // page goes back to block mode, the entry lives on.
+                self.btt.unit(i).dead = false;
+                u.dead = false;
+            }
+            if u.dead {
+                let v = self.btt.unit(i);
+                if v.w != NONE {
+                    v.p = v.w;
+                    v.w = NONE;
+                }
+                v.retiring = true;
+            } else if u.w != NONE {
+                let v = self.btt.unit(i);
+                v.p = v.w;
+                v.w = NONE;
+            } else if u.c != HOME {
+                done = done.max(Self::copy(ctx, g.line_loc(u.key, i, u.c), u.key, 1, t));
+                self.stats.migration_lines_written += 1;
+                self.btt.unit(i).p = HOME;
+            } else {
+                self.btt.unit(i).retiring = true;
+            }
+        }
+        done
+    }
+
+    /// PTT at a checkpoint starting at `t`: working copies become the
+    /// checkpoint in flight; page-mode pages stay when written densely,
+    /// else go back to blocks (copied home first). Returns when the copies
+    /// started by it complete (at least `t`).
+    fn close_page_epoch(&mut self, ctx: &mut MemCtx, t: Cycle) -> Cycle {
+        let g = self.g;
+        let lines = PAGE_BYTES / LINE_BYTES;
+        let mut done = t;
+        for j in self.ptt.live().collect::<Vec<_>>() {
+            let u = *self.ptt.unit(j);
+            if u.w != NONE {
+                let v = self.ptt.unit(j);
+                v.p = v.w;
+                v.w = NONE;
+            }
+            let page = u.key;
+            let n = self.counts.get(&page).copied().unwrap_or(0);
+            if self.page_mode.contains(&page) && n < self.to_block {
+                let v = *self.ptt.unit(j);
+                if v.newest() != HOME && v.c == HOME {
+                    // Home holds the last completed checkpoint: the page
+                    // can only go home once the one in flight commits.
+                    self.stats.deferred_block_switches += 1;
+                    continue;
+                }
+                self.page_mode.remove(&page);
+                self.stats.switches_to_block += 1;
+                if v.newest() != HOME {
+                    let src = g.page_loc(page, j, v.newest());
+                    done = done.max(Self::copy(ctx, src, page * PAGE_BYTES, lines, t));
+                    self.stats.migration_lines_written += lines;
+                    self.ptt.unit(j).p = HOME;
+                }
+                self.ptt.unit(j).retiring = true;
+            }
+        }
+        done
+    }
+
+    /// Dense block-mode pages switch to page writeback. The page's BTT
+    /// entries still hold this checkpoint; they retire at the checkpoint
+    /// after the page's first page-mode write-back, which gathers its lines
+    /// (ThyNVM §3.4 copies the page into DRAM; here it is cached there
+    /// already).
+    fn switch_dense_pages(&mut self) {
+        let lines = PAGE_BYTES / LINE_BYTES;
+        let mut dense: Vec<u64> = self
+            .counts
+            .iter()
+            .filter(|&(p, &n)| n >= self.to_page && !self.page_mode.contains(p))
+            .map(|(&p, _)| p)
+            .collect();
+        dense.sort_unstable();
+        for page in dense {
+            if self.ptt.get(page).is_some() {
+                // Its page entry still retires from the last switch.
+                self.stats.page_switches_denied += 1;
+                continue;
+            }
+            if self.ptt.alloc(page).is_none() {
+                self.stats.page_switches_denied += 1;
+                continue;
+            }
+            self.stats.ptt_peak = self.stats.ptt_peak.max(self.ptt.by_key.len() as u64);
+            for k in 0..lines {
+                if let Some((i, _)) = self.btt.get(page * PAGE_BYTES + k * LINE_BYTES) {
+                    self.btt.unit(i).dead = true;
+                }
+            }
+            self.page_mode.insert(page);
+            self.stats.switches_to_page += 1;
+        }
+    }
+
+    /// Adds this epoch's page-mode and block-mode page counts to the sums
+    /// behind their averages.
+    fn sample_modes(&mut self) {
+        self.stats.page_mode_pages_sum += self.page_mode.len() as u64;
+        self.stats.block_mode_pages_sum += {
+            let mut pages: FxHashSet<u64> = FxHashSet::default();
+            for i in self.btt.live() {
+                let u = self.btt.units[i as usize].expect("live");
+                if !u.retiring {
+                    pages.insert(u.key / PAGE_BYTES);
+                }
+            }
+            pages.len() as u64
+        };
+    }
+
+    /// The backup of standby slot `s`, as the lines to write: an entry
+    /// (key, location) for every unit whose checkpoint in flight is not at
+    /// home, BTT then PTT in index order, four to a line, then the slot's
+    /// header (magic, epoch, entry count), written last.
+    fn backup_lines(&mut self, s: usize) -> Vec<(Addr, [u8; 64])> {
+        let g = self.g;
+        let mut lines_out = self.spare.take().unwrap_or_default();
+        lines_out.clear();
+        let mut n = 0u64;
+        let mut line = [0u8; 64];
+        let base = g.area.meta(s) + 64;
+        let mut push = |key: u64, addr: Addr, n: &mut u64, out: &mut Vec<(Addr, [u8; 64])>| {
+            let o = (*n % 4 * ENTRY_BYTES) as usize;
+            line[o..o + 8].copy_from_slice(&key.to_le_bytes());
+            line[o + 8..o + 16].copy_from_slice(&addr.to_le_bytes());
+            *n += 1;
+            if (*n).is_multiple_of(4) {
+                out.push((base + (*n - 4) * ENTRY_BYTES, line));
+                line = [0u8; 64];
+            }
+        };
+        let mut ids: Vec<u32> = self.btt.live().collect();
+        ids.sort_unstable();
+        for i in ids {
+            let u = self.btt.units[i as usize].expect("live");
+            let at = if u.p != NONE { u.p } else { u.c };
+            if !u.retiring && at != HOME {
+                push(
+                    VALID | u.key,
+                    g.line_loc(u.key, i, at),
+                    &mut n,
+                    &mut lines_out,
+                );
+            }
+        }
+        let mut ids: Vec<u32> = self.ptt.live().collect();
+        ids.sort_unstable();
+        for j in ids {
+            let u = self.ptt.units[j as usize].expect("live");
+            let at = if u.p != NONE { u.p } else { u.c };
+            if !u.retiring && at != HOME {
+                push(
+                    VALID | PAGE_UNIT | u.key,
+                    g.page_loc(u.key, j, at),
+                    &mut n,
+                    &mut lines_out,
+                );
+            }
+        }
+        if !n.is_multiple_of(4) {
+            lines_out.push((base + (n - n % 4) * ENTRY_BYTES, line));
+        }
+        let mut hdr = [0u8; 64];
+        hdr[..8].copy_from_slice(&META_MAGIC.to_le_bytes());
+        hdr[8..16].copy_from_slice(&self.epoch.to_le_bytes());
+        hdr[16..24].copy_from_slice(&n.to_le_bytes());
+        lines_out.push((g.area.meta(s), hdr));
+        lines_out
+    }
 }
 
 impl Scheme for ThyNvm {
@@ -833,185 +1041,23 @@ impl Scheme for ThyNvm {
         now: Cycle,
     ) -> (Cycle, u64) {
         self.note_time(started);
-        // The previous checkpoint must complete first (§3.1): the cores wait.
-        let (resume, t) = if self.pending.is_some() {
-            let d = self.drain(ctx, started);
-            self.stats.checkpoint_stall_cycles += d.saturating_sub(started);
-            (d, d.max(now))
-        } else {
-            (started, now)
-        };
+        let (resume, t) = self.wait_for_previous(ctx, started, now);
         if self.forced {
             self.stats.forced_checkpoints += 1;
         }
         self.forced = false;
         self.epoch += 1;
         self.stats.checkpoints += 1;
-        let g = self.g;
-        let mut done = t;
-        // Working copies become the checkpoint in flight; idle units not
-        // at home are copied home so they can leave the BTT.
-        for i in self.btt.live().collect::<Vec<_>>() {
-            let mut u = *self.btt.unit(i);
-            let page_written = self
-                .ptt
-                .get(u.key / PAGE_BYTES)
-                .is_some_and(|(_, pu)| pu.w != NONE);
-            if u.dead && !page_written {
-                // Its page went to page mode but was never written: the
-                // page goes back to block mode, the entry lives on.
-                self.btt.unit(i).dead = false;
-                u.dead = false;
-            }
-            if u.dead {
-                let v = self.btt.unit(i);
-                if v.w != NONE {
-                    v.p = v.w;
-                    v.w = NONE;
-                }
-                v.retiring = true;
-            } else if u.w != NONE {
-                let v = self.btt.unit(i);
-                v.p = v.w;
-                v.w = NONE;
-            } else if u.c != HOME {
-                done = done.max(Self::copy(ctx, g.line_loc(u.key, i, u.c), u.key, 1, t));
-                self.stats.migration_lines_written += 1;
-                self.btt.unit(i).p = HOME;
-            } else {
-                self.btt.unit(i).retiring = true;
-            }
-        }
-        let lines = PAGE_BYTES / LINE_BYTES;
-        // Page-mode pages: stay when written densely, else back to blocks.
-        for j in self.ptt.live().collect::<Vec<_>>() {
-            let u = *self.ptt.unit(j);
-            if u.w != NONE {
-                let v = self.ptt.unit(j);
-                v.p = v.w;
-                v.w = NONE;
-            }
-            let page = u.key;
-            let n = self.counts.get(&page).copied().unwrap_or(0);
-            if self.page_mode.contains(&page) && n < self.to_block {
-                let v = *self.ptt.unit(j);
-                if v.newest() != HOME && v.c == HOME {
-                    // Home holds the last completed checkpoint: the page
-                    // can only go home once the one in flight commits.
-                    self.stats.deferred_block_switches += 1;
-                    continue;
-                }
-                self.page_mode.remove(&page);
-                self.stats.switches_to_block += 1;
-                if v.newest() != HOME {
-                    let src = g.page_loc(page, j, v.newest());
-                    done = done.max(Self::copy(ctx, src, page * PAGE_BYTES, lines, t));
-                    self.stats.migration_lines_written += lines;
-                    self.ptt.unit(j).p = HOME;
-                }
-                self.ptt.unit(j).retiring = true;
-            }
-        }
-        // Dense block-mode pages switch to page writeback. The page's
-        // BTT entries still hold this checkpoint; they retire at the
-        // checkpoint after the page's first page-mode write-back, which
-        // gathers its lines (ThyNVM §3.4 copies the page into DRAM; here
-        // it is cached there already).
-        let mut dense: Vec<u64> = self
-            .counts
-            .iter()
-            .filter(|&(p, &n)| n >= self.to_page && !self.page_mode.contains(p))
-            .map(|(&p, _)| p)
-            .collect();
-        dense.sort_unstable();
-        for page in dense {
-            if self.ptt.get(page).is_some() {
-                // Its page entry still retires from the last switch.
-                self.stats.page_switches_denied += 1;
-                continue;
-            }
-            if self.ptt.alloc(page).is_none() {
-                self.stats.page_switches_denied += 1;
-                continue;
-            }
-            self.stats.ptt_peak = self.stats.ptt_peak.max(self.ptt.by_key.len() as u64);
-            for k in 0..lines {
-                if let Some((i, _)) = self.btt.get(page * PAGE_BYTES + k * LINE_BYTES) {
-                    self.btt.unit(i).dead = true;
-                }
-            }
-            self.page_mode.insert(page);
-            self.stats.switches_to_page += 1;
-        }
+        let done = self.close_block_epoch(ctx, t);
+        let done = done.max(self.close_page_epoch(ctx, t));
+        self.switch_dense_pages();
         self.counts.clear();
-        self.stats.page_mode_pages_sum += self.page_mode.len() as u64;
-        self.stats.block_mode_pages_sum += {
-            let mut pages: FxHashSet<u64> = FxHashSet::default();
-            for i in self.btt.live() {
-                let u = self.btt.units[i as usize].expect("live");
-                if !u.retiring {
-                    pages.insert(u.key / PAGE_BYTES);
-                }
-            }
-            pages.len() as u64
-        };
-        // The backup of the standby slot: every unit whose checkpoint in
-        // flight is not at home.
+        self.sample_modes();
         let s = self.valid_slot.map_or(0, |v| 1 - v);
-        let mut lines_out = self.spare.take().unwrap_or_default();
-        lines_out.clear();
-        let mut n = 0u64;
-        let mut line = [0u8; 64];
-        let base = g.area.meta(s) + 64;
-        let mut push = |key: u64, addr: Addr, n: &mut u64, out: &mut Vec<(Addr, [u8; 64])>| {
-            let o = (*n % 4 * ENTRY_BYTES) as usize;
-            line[o..o + 8].copy_from_slice(&key.to_le_bytes());
-            line[o + 8..o + 16].copy_from_slice(&addr.to_le_bytes());
-            *n += 1;
-            if (*n).is_multiple_of(4) {
-                out.push((base + (*n - 4) * ENTRY_BYTES, line));
-                line = [0u8; 64];
-            }
-        };
-        let mut ids: Vec<u32> = self.btt.live().collect();
-        ids.sort_unstable();
-        for i in ids {
-            let u = self.btt.units[i as usize].expect("live");
-            let at = if u.p != NONE { u.p } else { u.c };
-            if !u.retiring && at != HOME {
-                push(
-                    VALID | u.key,
-                    g.line_loc(u.key, i, at),
-                    &mut n,
-                    &mut lines_out,
-                );
-            }
-        }
-        let mut ids: Vec<u32> = self.ptt.live().collect();
-        ids.sort_unstable();
-        for j in ids {
-            let u = self.ptt.units[j as usize].expect("live");
-            let at = if u.p != NONE { u.p } else { u.c };
-            if !u.retiring && at != HOME {
-                push(
-                    VALID | PAGE_UNIT | u.key,
-                    g.page_loc(u.key, j, at),
-                    &mut n,
-                    &mut lines_out,
-                );
-            }
-        }
-        if !n.is_multiple_of(4) {
-            lines_out.push((base + (n - n % 4) * ENTRY_BYTES, line));
-        }
-        let mut hdr = [0u8; 64];
-        hdr[..8].copy_from_slice(&META_MAGIC.to_le_bytes());
-        hdr[8..16].copy_from_slice(&self.epoch.to_le_bytes());
-        hdr[16..24].copy_from_slice(&n.to_le_bytes());
-        lines_out.push((g.area.meta(s), hdr));
+        let lines = self.backup_lines(s);
         self.pending = Some(Pending {
             slot: s,
-            lines: lines_out,
+            lines,
             next: 0,
             contexts: cpu_state.to_vec(),
             at: done,

@@ -31,6 +31,24 @@ pub(crate) fn encode_record(
     rec
 }
 
+/// One undo record's fields: its transaction, its index in the log (a
+/// slot number, or a ring's sequence number), the home line it saves and
+/// that line's old bytes.
+#[derive(Clone, Copy)]
+pub(crate) struct UndoRecord<'a> {
+    pub txid: u32,
+    pub index: u64,
+    pub home: Addr,
+    pub old: &'a LineData,
+}
+
+impl UndoRecord<'_> {
+    /// The record's bytes ([`encode_record`]).
+    pub fn encode(&self) -> [u8; UNDO_REC_BYTES as usize] {
+        encode_record(u64::from(self.txid), self.index, self.home, self.old)
+    }
+}
+
 /// Per-core undo logs in NVM: `[header line][record 0][record 1]...`.
 /// Header = {magic, resolved txid, checksum}; record header = {magic, txid,
 /// index, home line, checksum(over those and the data)}.
@@ -100,29 +118,26 @@ impl UndoLog {
         self.core_base(core) + 64 + index * UNDO_REC_BYTES
     }
 
-    /// Encode and write undo record `index`; returns its persist time, or
-    /// `None` (nothing written) when the log cannot hold it: the caller
-    /// reports the parameter as too small ([`UndoLog::too_small`]).
-    // Where the record goes (core, slot) and its fields (txid, home, old).
-    #[allow(clippy::too_many_arguments)]
+    /// Encode and write `rec` into `core`'s log at its index; returns its
+    /// persist time, or `None` (nothing written) when the log cannot hold
+    /// it: the caller reports the parameter as too small
+    /// ([`UndoLog::too_small`]).
     pub fn append(
         &self,
         ctx: &mut MemCtx,
         core: usize,
-        index: u64,
-        txid: u32,
-        home: Addr,
-        old: &LineData,
+        rec: UndoRecord<'_>,
         now: Cycle,
     ) -> Option<Cycle> {
-        if index >= self.capacity_records() {
+        if rec.index >= self.capacity_records() {
             return None;
         }
-        let rec = encode_record(u64::from(txid), index, home, old);
-        Some(
-            ctx.nvm
-                .write(self.record_addr(core, index), &rec, Purpose::Log, now),
-        )
+        Some(ctx.nvm.write(
+            self.record_addr(core, rec.index),
+            &rec.encode(),
+            Purpose::Log,
+            now,
+        ))
     }
 
     /// The input error for a transaction on `core` that needed `records`

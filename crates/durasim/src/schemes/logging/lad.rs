@@ -1,28 +1,37 @@
 //! LAD: logless atomic durability (Gupta, Daglis and Falsafi, MICRO 2019),
 //! as the HOOP paper's baseline (§IV-A, BASELINES.md).
 //!
-//! - A transaction's updated lines are staged in ADR-protected queues of the
-//!   memory controller: when a line arrives (evicted mid-transaction, or
-//!   flushed at TxEnd) it is written into the core's staging partition, an
-//!   ADR structure (`persist_adr_structure` at `layout.adr_base`), as an
-//!   entry {magic, txid, index, home, checksum} + data. Staged lines never
-//!   reach home before commit; misses are served from staging.
-//! - TxEnd flushes the transaction's remaining lines into staging, then
-//!   persists the staging header {txid, committed, count, checksum}: the
-//!   atomic commit point. The staged lines are then released to NVM one
-//!   cache line at a time and the header is cleared.
-//! - Overflow fallback (defined here; LAD leaves it to a logging fallback):
-//!   a line arriving when the core's partition or the shared staging queue
-//!   is full is undo-logged instead. LAD stages in the controller's own ADR
-//!   write-pending queue, so all cores share `lad.staging_lines_total`
-//!   lines, at most `mc.write_queue_entries` (one controller here). It is: the controller reads the old line from home, appends an undo
-//!   record (the Opt-Undo format) and writes the line in place once the
-//!   record is durable. Commit then also truncates the undo log.
+//! - A transaction's updated lines are staged, speculative, in the
+//!   ADR-protected write-pending queues of the memory controllers (LAD's
+//!   abstract: "persistent buffering space at the MCs"); a line goes to the
+//!   controller that owns its address (`lad.controllers`, line-interleaved).
+//!   When a line arrives (evicted mid-transaction, or flushed at TxEnd) it
+//!   is written into the core's staging partition, an ADR structure
+//!   (`persist_adr_structure` at `layout.adr_base`), as an entry {magic,
+//!   txid, index, home, checksum} + data. Staged lines never reach home
+//!   before commit; misses are served from staging.
+//! - Commit (LAD's distributed protocol): the core flushes the lines still
+//!   in its caches, waits for every controller's reception ACK, sends a
+//!   commit request (thread, txid) to every controller, each controller
+//!   records the thread's committed txid in its ADR array (the per-controller
+//!   commit header here) and clears the entries' speculative state, and the
+//!   core resumes on the last commit ACK. Each message is one on-chip
+//!   traversal (`cache.llc_latency_cycles`). The committed entries then
+//!   drain to NVM as ordinary writes; the core does not wait for NVM.
+//! - Bounded queues: each controller holds at most `lad.staging_lines_total`
+//!   speculative lines (capped at `mc.write_queue_entries`), shared by all
+//!   cores. A line arriving when its controller's queue (or the core's
+//!   partition) is full spills to LAD's logging fallback: the controller
+//!   reads the old line from home, appends an undo record (the Opt-Undo
+//!   format) and writes the line in place once the record is durable.
+//!   Commit then also truncates the undo log.
 //! - Lines of committed transactions were released at commit, so their
 //!   later evictions are clean.
-//! - Recovery: apply the staged lines of a committed header, discard staged
-//!   lines otherwise, roll back the undo records of a transaction that did
-//!   not commit, clear the header.
+//! - Recovery: a core's transaction is committed if any controller's header
+//!   says so (LAD takes the newest committed txid over all controllers, as
+//!   a crash can fall between two controllers' updates); apply its staged
+//!   lines, or discard them and roll back its undo records; clear the
+//!   headers.
 
 use crate::cache::LineExt;
 use crate::config::{p, Check, ParamSpec, Params};
@@ -31,7 +40,7 @@ use crate::mem::MemWrite;
 use crate::schemes::kit::log::{
     csum, header_line, line_word, log_stride, owner_of, recovery_ns, MAX_CORES,
 };
-use crate::schemes::kit::undo_log::UndoLog;
+use crate::schemes::kit::undo_log::{UndoLog, UndoRecord};
 use crate::schemes::{
     Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
     Store, Writeback,
@@ -44,14 +53,20 @@ pub static PARAMS: &[ParamSpec] = &[
         "modelling choice, see docs/MODEL.md (a partition may hold the whole shared queue, lad.staging_lines_total)",
         "most lines one core may stage; more lines in one transaction fall back to undo logging"),
     p!("lad.staging_lines_total", int 64, "lines", Check::Range(1.0, 65536.0),
-        "LAD (Gupta et al., MICRO 2019) stages in the memory controller's existing ADR write-pending queue; one controller here, so its mc.write_queue_entries (USIMM default 64) bounds it (capped at that value)",
-        "ADR staging lines shared by all cores (at most mc.write_queue_entries); a line arriving when it is full falls back to undo logging"),
+        "LAD (Gupta et al., MICRO 2019) stages in each memory controller's existing ADR write-pending queue; its size is mc.write_queue_entries (USIMM default 64), which caps this value",
+        "speculative lines each controller's write-pending queue holds for all cores (at most mc.write_queue_entries); a line arriving when its controller's queue is full spills to the undo-logging fallback"),
+    p!("lad.controllers", int 1, "controllers", Check::Range(1.0, 16.0),
+        "modelling choice, see docs/MODEL.md: durasim models one memory controller (nvm.channels channels behind it); LAD's commit protocol spans every controller, so more than one splits the lines across controllers (line-interleaved), each with its own queue and commit header",
+        "memory controllers LAD's commit protocol spans"),
+    p!("lad.commit_update_cycles", int 1, "cycles", Check::Range(0.0, 1e6),
+        "modelling choice, see docs/MODEL.md (LAD gives no latency): one cycle for a controller to write the thread's committed txid and flash-clear the speculative bits",
+        "controller-side work between a commit request and its ACK"),
     p!("lad.undo_log_bytes_per_core", int 1 << 20, "bytes", Check::PowerOfTwo(1 << 16, 1 << 30),
         "modelling choice, see docs/MODEL.md (same as opt-undo.log_bytes_per_core)",
         "per-core undo log in NVM for the staging-overflow fallback"),
-    p!("lad.mutant", str "none", &["none", "release-before-commit"],
+    p!("lad.mutant", str "none", &["none", "release-before-commit", "commit-before-flush-acks", "overflow-skips-log", "per-controller-decision"],
         crate::schemes::MUTANT_SOURCE,
-        "test-only planted bug (tests/mutants.rs; refused by the CLI): release-before-commit = staged lines are released to NVM before the commit header persists"),
+        "test-only planted bug (tests/mutants.rs; refused by the CLI): release-before-commit = staged lines are released to NVM before the commit header persists; commit-before-flush-acks = the controllers record the commit before the flushed lines have arrived; overflow-skips-log = a spilled line is written in place without its undo record; per-controller-decision = recovery applies each controller's lines by that controller's header alone"),
 ];
 
 pub static INFO: SchemeInfo = SchemeInfo {
@@ -75,12 +90,17 @@ const ENTRY_MAGIC: u64 = 0x4c41_4453_5447_4531; // "LADSTGE1"
 const COMMITTED: u64 = 1;
 const ENTRY_BYTES: u64 = 128;
 
-/// The ADR staging partitions, one per core.
+/// Most controllers `lad.controllers` accepts.
+const MAX_CONTROLLERS: u64 = 16;
+
+/// The ADR structures: each controller's commit headers (one line per
+/// core: the thread's committed txid), then one staging partition per core.
 #[derive(Clone, Copy, Debug)]
 struct Staging {
     base: Addr,
     stride: u64,
     cap: u64,
+    controllers: u64,
 }
 
 impl Staging {
@@ -88,15 +108,21 @@ impl Staging {
         let cap = p.u64("lad.staging_lines_per_core");
         Staging {
             base: layout.adr_base,
-            stride: (64 + cap * ENTRY_BYTES).next_multiple_of(4096),
+            stride: (cap * ENTRY_BYTES).next_multiple_of(4096),
             cap,
+            controllers: p.u64("lad.controllers"),
         }
     }
-    fn header_addr(&self, core: usize) -> Addr {
-        self.base + core as u64 * self.stride
+    /// Controller `ctrl`'s commit header of `core`.
+    fn header_addr(&self, ctrl: u64, core: usize) -> Addr {
+        self.base + (ctrl * MAX_CORES + core as u64) * 64
     }
     fn entry_addr(&self, core: usize, i: u64) -> Addr {
-        self.header_addr(core) + 64 + i * ENTRY_BYTES
+        self.base + MAX_CONTROLLERS * MAX_CORES * 64 + core as u64 * self.stride + i * ENTRY_BYTES
+    }
+    /// The controller that owns `line` (line-interleaved; our choice).
+    fn controller_of(&self, line: Addr) -> u64 {
+        (line / 64) % self.controllers
     }
     fn header(txid: u64, state: u64, count: u64) -> LineData {
         let w = [STAGE_MAGIC, txid, state, count];
@@ -138,17 +164,40 @@ struct CoreState {
     lines: Vec<TxLine>,
     index: FxHashMap<Addr, usize>,
     staged: u32,
+    /// Lines this transaction stages at each controller.
+    staged_at: Vec<u64>,
     undo_records: u64,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mutant {
+    None,
+    ReleaseFirst,
+    CommitBeforeFlushAcks,
+    OverflowSkipsLog,
+    PerControllerDecision,
+}
+
+fn mutant(p: &Params) -> Mutant {
+    match p.str("lad.mutant") {
+        "release-before-commit" => Mutant::ReleaseFirst,
+        "commit-before-flush-acks" => Mutant::CommitBeforeFlushAcks,
+        "overflow-skips-log" => Mutant::OverflowSkipsLog,
+        "per-controller-decision" => Mutant::PerControllerDecision,
+        _ => Mutant::None,
+    }
 }
 
 struct Lad {
     /// Test-only planted bug (`lad.mutant`).
-    mutant_release_first: bool,
+    mutant: Mutant,
     st: Staging,
     log: UndoLog,
     cores: Vec<CoreState>,
     next_txid: u32,
+    /// One on-chip traversal between a core and a controller.
     flush_latency: Cycle,
+    commit_update_cycles: Cycle,
     s_staged: u64,
     s_overflow_lines: u64,
     s_overflow_txs: u64,
@@ -158,23 +207,32 @@ struct Lad {
     s_served_from_staging: u64,
     s_pool_full_lines: u64,
     s_pool_max_lines: u64,
-    /// Staging lines shared by all cores (the controller's write queue).
+    s_commit_protocol_cycles: u64,
+    s_commits: u64,
+    /// Speculative lines each controller's write queue holds, shared by all
+    /// cores, and how many it holds now.
     pool_cap: u64,
-    pool_used: u64,
+    pool_used: Vec<u64>,
 }
 
 fn build(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
     Ok(Box::new(Lad {
-        mutant_release_first: p.str("lad.mutant") == "release-before-commit",
+        mutant: mutant(p),
         st: Staging::new(p, layout),
         log: UndoLog::new(
             layout.reserved_base,
             p.u64("lad.undo_log_bytes_per_core"),
             p,
         ),
-        cores: (0..layout.threads).map(|_| CoreState::default()).collect(),
+        cores: (0..layout.threads)
+            .map(|_| CoreState {
+                staged_at: vec![0; p.u64("lad.controllers") as usize],
+                ..CoreState::default()
+            })
+            .collect(),
         next_txid: 1,
         flush_latency: p.u64("cache.llc_latency_cycles"),
+        commit_update_cycles: p.u64("lad.commit_update_cycles"),
         s_staged: 0,
         s_overflow_lines: 0,
         s_overflow_txs: 0,
@@ -184,10 +242,12 @@ fn build(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
         s_served_from_staging: 0,
         s_pool_full_lines: 0,
         s_pool_max_lines: 0,
+        s_commit_protocol_cycles: 0,
+        s_commits: 0,
         pool_cap: p
             .u64("lad.staging_lines_total")
             .min(p.u64("mc.write_queue_entries")),
-        pool_used: 0,
+        pool_used: vec![0; p.u64("lad.controllers") as usize],
     }))
 }
 
@@ -198,21 +258,30 @@ fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<Recove
         p.u64("lad.undo_log_bytes_per_core"),
         p,
     );
+    let per_controller = mutant(p) == Mutant::PerControllerDecision;
     let (mut read, mut written, mut applied_tx, mut rolled) = (0u64, 0u64, 0u64, 0u64);
     for c in 0..layout.threads {
         // Staging lives in the ADR domain: reading it costs no NVM traffic.
-        let h = img.read_line(st.header_addr(c));
-        let w = [
-            line_word(&h, 0),
-            line_word(&h, 1),
-            line_word(&h, 2),
-            line_word(&h, 3),
-        ];
-        let committed =
-            (w[0] == STAGE_MAGIC && line_word(&h, 4) == csum(&w, &[]) && w[2] == COMMITTED)
-                .then_some(w[1]);
-        if let Some(txid) = committed {
-            for i in 0..w[3].min(st.cap) {
+        // Each controller's header: (txid, count) of a committed transaction.
+        let headers: Vec<Option<(u64, u64)>> = (0..st.controllers)
+            .map(|ctrl| {
+                let h = img.read_line(st.header_addr(ctrl, c));
+                let w = [
+                    line_word(&h, 0),
+                    line_word(&h, 1),
+                    line_word(&h, 2),
+                    line_word(&h, 3),
+                ];
+                (w[0] == STAGE_MAGIC && line_word(&h, 4) == csum(&w, &[]) && w[2] == COMMITTED)
+                    .then_some((w[1], w[3]))
+            })
+            .collect();
+        // A crash between two controllers' updates leaves some headers
+        // behind: the newest committed txid over all of them decides.
+        let newest = headers.iter().flatten().max_by_key(|h| h.0).copied();
+        let committed = newest.map(|h| h.0);
+        if let Some((txid, count)) = newest {
+            for i in 0..count.min(st.cap) {
                 let a = st.entry_addr(c, i);
                 let m = img.read_line(a);
                 let d = img.read_line(a + 64);
@@ -231,6 +300,11 @@ fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<Recove
                         "lad recovery: core {c}: staging entry {i} of committed transaction {txid} is invalid"
                     )));
                 }
+                if per_controller
+                    && headers[st.controller_of(ew[3]) as usize].map(|h| h.0) != Some(txid)
+                {
+                    continue;
+                }
                 img.write_bytes(ew[3], &d);
                 written += 1;
             }
@@ -240,7 +314,9 @@ fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<Recove
         rolled += r;
         read += rd;
         written += wr;
-        img.write_bytes(st.header_addr(c), &Staging::header(0, 0, 0));
+        for ctrl in 0..st.controllers {
+            img.write_bytes(st.header_addr(ctrl, c), &Staging::header(0, 0, 0));
+        }
     }
     Ok(RecoveryReport {
         bytes_read: read * 64,
@@ -263,13 +339,15 @@ impl Lad {
         let txid = c.txid;
         let tl = &mut c.lines[i];
         if tl.slot.is_none() && tl.undo_at.is_none() {
-            let pool_full = self.pool_used >= self.pool_cap;
+            let ctrl = st.controller_of(tl.addr) as usize;
+            let pool_full = self.pool_used[ctrl] >= self.pool_cap;
             if (c.staged as u64) < st.cap && !pool_full {
                 tl.slot = Some(c.staged);
                 c.staged += 1;
-                self.pool_used += 1;
+                c.staged_at[ctrl] += 1;
+                self.pool_used[ctrl] += 1;
                 self.s_staged_max = self.s_staged_max.max(c.staged as u64);
-                self.s_pool_max_lines = self.s_pool_max_lines.max(self.pool_used);
+                self.s_pool_max_lines = self.s_pool_max_lines.max(self.pool_used[ctrl]);
             } else {
                 // Another core's staged lines may fill the shared queue.
                 self.s_pool_full_lines += u64::from(pool_full);
@@ -282,10 +360,17 @@ impl Lad {
                 let (addr, n) = (tl.addr, c.undo_records);
                 // A full log is reported at TxEnd (with the full count);
                 // the line then goes home unlogged and the run ends there.
-                let at = self
-                    .log
-                    .append(ctx, core, n, txid, addr, &old, r)
-                    .unwrap_or(r);
+                let at = if self.mutant == Mutant::OverflowSkipsLog {
+                    r
+                } else {
+                    let rec = UndoRecord {
+                        txid,
+                        index: n,
+                        home: addr,
+                        old: &old,
+                    };
+                    self.log.append(ctx, core, rec, r).unwrap_or(r)
+                };
                 let c = &mut self.cores[core];
                 c.undo_records += 1;
                 c.lines[i].undo_at = Some(at);
@@ -322,6 +407,7 @@ impl Scheme for Lad {
         c.lines.clear();
         c.index.clear();
         c.staged = 0;
+        c.staged_at.fill(0);
         c.undo_records = 0;
         now
     }
@@ -417,21 +503,39 @@ impl Scheme for Lad {
         self.cores[core].in_tx = false;
         let n = self.cores[core].lines.len();
         if n == 0 {
+            // No dirty line: no flush, no commit protocol.
             return now;
         }
+        let st = self.st;
+        let hop = self.flush_latency;
+        let header = |c: &CoreState| Staging::header(c.txid as u64, COMMITTED, c.staged as u64);
+        if self.mutant == Mutant::CommitBeforeFlushAcks {
+            let h = header(&self.cores[core]);
+            for ctrl in 0..st.controllers {
+                ctx.nvm
+                    .persist_adr_structure(st.header_addr(ctrl, core), &h, now);
+            }
+        }
         // Flush the lines still only in the caches (pipelined, one per
-        // cycle after the LLC latency).
-        let arrive = now + self.flush_latency;
-        let mut done = now;
+        // cycle after the LLC latency); each controller ACKs a line's
+        // reception (a spilled line once it is durable).
+        let arrive = now + hop;
+        let mut received = now;
         let mut k = 0;
         for i in 0..n {
             if self.cores[core].lines[i].at == Where::Cache {
-                done = done.max(self.arrive(ctx, core, i, arrive + k));
+                received = received.max(self.arrive(ctx, core, i, arrive + k));
                 k += 1;
             }
         }
-        // Commit point: the staging header (ADR).
-        let st = self.st;
+        let acks = if k > 0 { received + hop } else { now };
+        // Commit request to every controller (in parallel); each records
+        // the thread's committed txid (the commit point) and clears the
+        // entries' speculative state, then ACKs.
+        let commit_at = acks + hop + self.commit_update_cycles;
+        let done = commit_at + hop;
+        self.s_commit_protocol_cycles += done - now;
+        self.s_commits += 1;
         let c = &mut self.cores[core];
         if c.undo_records > self.log.capacity_records() {
             let msg = self.log.too_small(
@@ -440,14 +544,14 @@ impl Scheme for Lad {
                 core,
                 c.undo_records,
                 &format!(
-                    "{} modified lines, staged up to lad.staging_lines_per_core={} in a pool of min(lad.staging_lines_total, mc.write_queue_entries)={}",
+                    "{} modified lines, staged up to lad.staging_lines_per_core={} in a queue of min(lad.staging_lines_total, mc.write_queue_entries)={} lines per controller",
                     c.lines.len(),
                     st.cap,
                     self.pool_cap
                 ),
             );
             // More staging helps only if the whole write set fits the
-            // shared pool (the controller's write-pending queue).
+            // shared queue (the controller's write-pending queue).
             let lines = c.lines.len() as u64;
             if lines <= self.pool_cap {
                 ctx.input_error(format!(
@@ -457,35 +561,47 @@ impl Scheme for Lad {
                 ctx.input_error(msg);
             }
         }
-        let release_first = self.mutant_release_first;
-        if !release_first {
-            ctx.nvm.persist_adr_structure(
-                st.header_addr(core),
-                &Staging::header(c.txid as u64, COMMITTED, c.staged as u64),
-                done,
-            );
+        let release_first = self.mutant == Mutant::ReleaseFirst;
+        let h = header(c);
+        if !release_first && self.mutant != Mutant::CommitBeforeFlushAcks {
+            for ctrl in 0..st.controllers {
+                ctx.nvm
+                    .persist_adr_structure(st.header_addr(ctrl, core), &h, commit_at);
+            }
         }
-        // Release staged lines to NVM, one line at a time.
+        // The committed entries leave staging as ordinary writes and drain
+        // to NVM at the controller's pace; the core does not wait for them.
+        let mut released = commit_at;
         for tl in &c.lines {
             if let Where::Staged(_) = tl.at {
-                ctx.nvm.write(tl.addr, &tl.data, Purpose::WriteBack, done);
+                released =
+                    released.max(
+                        ctx.nvm
+                            .write(tl.addr, &tl.data, Purpose::WriteBack, commit_at),
+                    );
                 self.s_released += 1;
             }
         }
         if release_first {
-            ctx.nvm.persist_adr_structure(
-                st.header_addr(core),
-                &Staging::header(c.txid as u64, COMMITTED, c.staged as u64),
-                done,
-            );
+            for ctrl in 0..st.controllers {
+                ctx.nvm
+                    .persist_adr_structure(st.header_addr(ctrl, core), &h, commit_at);
+            }
         }
         if c.undo_records > 0 {
-            self.log.resolve(ctx, core, c.txid, done);
+            self.log.resolve(ctx, core, c.txid, commit_at);
         }
-        // Released: the partition and its share of the queue are free again.
-        self.pool_used -= u64::from(c.staged);
-        ctx.nvm
-            .persist_adr_structure(st.header_addr(core), &Staging::header(0, 0, 0), done);
+        // Released: the partition and its share of each queue are free.
+        for (used, &mine) in self.pool_used.iter_mut().zip(&c.staged_at) {
+            *used -= mine;
+        }
+        for ctrl in 0..st.controllers {
+            ctx.nvm.persist_adr_structure(
+                st.header_addr(ctrl, core),
+                &Staging::header(0, 0, 0),
+                released,
+            );
+        }
         done
     }
 
@@ -505,6 +621,10 @@ impl Scheme for Lad {
             ("staging_pool_lines", self.pool_cap as f64),
             ("staging_pool_max_lines", self.s_pool_max_lines as f64),
             ("staging_pool_full_lines", self.s_pool_full_lines as f64),
+            (
+                "commit_protocol_cycles_mean",
+                self.s_commit_protocol_cycles as f64 / self.s_commits.max(1) as f64,
+            ),
         ]
     }
 
@@ -518,6 +638,8 @@ impl Scheme for Lad {
         self.s_served_from_staging = 0;
         self.s_pool_full_lines = 0;
         self.s_pool_max_lines = 0;
+        self.s_commit_protocol_cycles = 0;
+        self.s_commits = 0;
     }
 }
 
@@ -551,14 +673,14 @@ mod tests {
             for ev in pl.events() {
                 let d = pl.data(ev);
                 let w = |i: usize| u64::from_le_bytes(d[i * 8..i * 8 + 8].try_into().unwrap());
-                if ev.addr >= st.base {
-                    let off = (ev.addr - st.base) % st.stride;
-                    if off == 0 && w(0) == STAGE_MAGIC && w(2) == COMMITTED {
+                let entries = st.entry_addr(0, 0);
+                if ev.addr >= st.base && ev.addr < entries {
+                    if w(0) == STAGE_MAGIC && w(2) == COMMITTED {
                         staged_uncommitted.remove(&w(1));
-                    } else if off >= 64
-                        && (off - 64).is_multiple_of(ENTRY_BYTES)
-                        && w(0) == ENTRY_MAGIC
-                    {
+                    }
+                } else if ev.addr >= entries {
+                    let off = (ev.addr - entries) % st.stride;
+                    if off.is_multiple_of(ENTRY_BYTES) && w(0) == ENTRY_MAGIC {
                         staged_uncommitted.entry(w(1)).or_default().insert(w(3));
                         staged_seen += 1;
                     }
@@ -632,7 +754,7 @@ mod tests {
                 .iter()
                 .filter(|ev| {
                     let d = pl.data(ev);
-                    ev.addr == st.header_addr(0)
+                    ev.addr == st.header_addr(0, 0)
                         && u64::from_le_bytes(d[16..24].try_into().unwrap()) == COMMITTED
                 })
                 .count();

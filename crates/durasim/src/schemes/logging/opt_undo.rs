@@ -23,6 +23,11 @@
 //!   uncommitted transaction; they are rolled back in reverse order and the
 //!   other header is advanced (idempotent).
 //!
+//! - Optionally (`opt-undo.drop_queued_records`, after Proteus's log
+//!   pending queue; docs/model/opt-undo.md) records wait in an ADR queue of
+//!   the controller and reach the NVM log only when it overflows; a commit
+//!   drops its records still queued, after its truncation.
+//!
 //! The record encoding is `kit/undo_log.rs`'s, shared with LAD's overflow
 //! fallback and pmdk-undo.
 
@@ -33,21 +38,29 @@ use crate::mem::MemWrite;
 use crate::schemes::kit::log::{
     csum, header_line, line_word, log_stride, owner_of, recovery_ns, MAX_CORES,
 };
-use crate::schemes::kit::undo_log::{encode_record, scan_records, UNDO_REC_BYTES};
+use crate::schemes::kit::undo_log::{encode_record, scan_records, UndoRecord, UNDO_REC_BYTES};
 use crate::schemes::{
     Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
     Store, Writeback,
 };
 use crate::types::{line_of, word_index, write_word, Addr, CoreId, Cycle, LineData, Purpose};
 use rustc_hash::FxHashMap;
+use std::collections::VecDeque;
 
 pub static PARAMS: &[ParamSpec] = &[
     p!("opt-undo.log_bytes_per_core", int 1 << 20, "bytes", Check::PowerOfTwo(1 << 16, 1 << 30),
         "modelling choice, see docs/MODEL.md (ATOM sizes its log per transaction; 1 MiB holds 8191 line records, far above any workload's write set)",
         "per-core undo log region in NVM (64 B header + 128 B per record)"),
-    p!("opt-undo.mutant", str "none", &["none", "skip-record", "data-before-record", "truncate-before-rollback"],
+    p!("opt-undo.drop_queued_records", bool false,
+        "",
+        "Proteus (Shin et al., MICRO 2017): log entries wait in the controller's log pending queue until it fills, and the commit message invalidates the committed transaction's entries still there. Off by default: HOOP §IV-A describes its Opt-Undo as ATOM's in-controller log/data ordering only, and ATOM's own text was not reachable; docs/MODEL.md",
+        "undo records wait in an ADR-protected controller queue (opt-undo.log_queue_records) and are written to the NVM log only when it overflows; a commit drops its records still queued (only with mc.adr)"),
+    p!("opt-undo.log_queue_records", int 32, "records", Check::Range(1.0, 65536.0),
+        "modelling choice (Proteus gives no size here): 32 records of two lines = 64 lines, USIMM's 64-entry write queue (mc.write_queue_entries)",
+        "undo records the controller's log queue holds for all cores with opt-undo.drop_queued_records; one more writes the oldest to the NVM log"),
+    p!("opt-undo.mutant", str "none", &["none", "skip-record", "data-before-record", "truncate-before-rollback", "drop-before-force"],
         crate::schemes::MUTANT_SOURCE,
-        "test-only planted bug (tests/mutants.rs; refused by the CLI): skip-record = the first line of each transaction gets no undo record; data-before-record = write-backs and forced lines do not wait for their undo record; truncate-before-rollback = recovery resolves the log header before rolling back"),
+        "test-only planted bug (tests/mutants.rs; refused by the CLI): skip-record = the first line of each transaction gets no undo record; data-before-record = write-backs and forced lines do not wait for their undo record; truncate-before-rollback = recovery resolves the log header before rolling back; drop-before-force = with opt-undo.drop_queued_records, a commit drops its queued records before forcing its lines"),
 ];
 
 pub static INFO: SchemeInfo = SchemeInfo {
@@ -107,22 +120,15 @@ impl RingLog {
         self.core_base(core) + 128 + (seq % self.slots()) * UNDO_REC_BYTES
     }
 
-    /// Encode and write record `seq`; returns its persist time.
-    // Where the record goes (core, slot) and its fields (txid, home, old).
-    #[allow(clippy::too_many_arguments)]
-    pub fn append(
-        &self,
-        ctx: &mut MemCtx,
-        core: usize,
-        seq: u64,
-        txid: u32,
-        home: Addr,
-        old: &LineData,
-        now: Cycle,
-    ) -> Cycle {
-        let rec = encode_record(u64::from(txid), seq, home, old);
-        ctx.nvm
-            .write(self.record_addr(core, seq), &rec, Purpose::Log, now)
+    /// Encode and write `rec` (its index is its sequence number) into
+    /// `core`'s ring; returns its persist time.
+    pub fn append(&self, ctx: &mut MemCtx, core: usize, rec: UndoRecord<'_>, now: Cycle) -> Cycle {
+        ctx.nvm.write(
+            self.record_addr(core, rec.index),
+            &rec.encode(),
+            Purpose::Log,
+            now,
+        )
     }
 
     fn header(txid: u64, head: u64) -> LineData {
@@ -237,6 +243,23 @@ struct OptUndo {
     /// Test-only planted bugs (`opt-undo.mutant`).
     mutant_skip_record: bool,
     mutant_data_first: bool,
+    mutant_drop_first: bool,
+    /// The controller's log queue (`opt-undo.drop_queued_records` with
+    /// ADR), oldest first, and its capacity; `None` when off.
+    queue: Option<VecDeque<Queued>>,
+    queue_cap: usize,
+    stat_records_dropped: u64,
+    stat_records_spilled: u64,
+}
+
+/// An undo record waiting in the controller's ADR log queue: durable there,
+/// not yet written to its NVM log slot (whose older bytes are `old`).
+struct Queued {
+    core: usize,
+    txid: u32,
+    slot: Addr,
+    rec: [u8; UNDO_REC_BYTES as usize],
+    old: [u8; UNDO_REC_BYTES as usize],
 }
 
 fn build(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
@@ -257,6 +280,11 @@ fn build(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
         stat_ordering_delay_cycles: 0,
         mutant_skip_record: p.str("opt-undo.mutant") == "skip-record",
         mutant_data_first: p.str("opt-undo.mutant") == "data-before-record",
+        mutant_drop_first: p.str("opt-undo.mutant") == "drop-before-force",
+        queue: (p.bool("opt-undo.drop_queued_records") && p.bool("mc.adr")).then(VecDeque::new),
+        queue_cap: p.u64("opt-undo.log_queue_records") as usize,
+        stat_records_dropped: 0,
+        stat_records_spilled: 0,
     }))
 }
 
@@ -326,7 +354,40 @@ impl Scheme for OptUndo {
                 } else if n < self.log.slots() {
                     let seq = c.start_seq + n;
                     c.tail_seq = seq + 1;
-                    self.log.append(ctx, core, seq, c.txid, line, &old, now)
+                    match self.queue.as_mut() {
+                        Some(q) => {
+                            // Durable in the controller's ADR queue at once;
+                            // written to the log only if it leaves the queue
+                            // before its transaction commits.
+                            let slot = self.log.record_addr(core, seq);
+                            let rec = encode_record(u64::from(c.txid), seq, line, &old);
+                            let mut prev = [0u8; UNDO_REC_BYTES as usize];
+                            ctx.nvm.peek(slot, &mut prev);
+                            ctx.nvm.persist_adr_structure(slot, &rec, now);
+                            q.push_back(Queued {
+                                core,
+                                txid: c.txid,
+                                slot,
+                                rec,
+                                old: prev,
+                            });
+                            if q.len() > self.queue_cap {
+                                let e = q.pop_front().unwrap();
+                                ctx.nvm.write(e.slot, &e.rec, Purpose::Log, now);
+                                self.stat_records_spilled += 1;
+                            }
+                            now
+                        }
+                        None => {
+                            let rec = UndoRecord {
+                                txid: c.txid,
+                                index: seq,
+                                home: line,
+                                old: &old,
+                            };
+                            self.log.append(ctx, core, rec, now)
+                        }
+                    }
                 } else {
                     // The ring would overwrite this transaction's own
                     // records: reported at TxEnd with the full count; the
@@ -401,6 +462,10 @@ impl Scheme for OptUndo {
             );
             ctx.input_error(msg);
         }
+        if self.mutant_drop_first {
+            self.drop_queued(ctx, core, now);
+        }
+        let c = &mut self.cores[core];
         // Force: the modified lines travel to the controller (pipelined,
         // one per cycle after the LLC latency) and are written home once
         // their undo records are durable.
@@ -426,6 +491,8 @@ impl Scheme for OptUndo {
             .log
             .truncate(ctx, core, which, c.txid, c.tail_seq, done);
         self.stat_commits += 1;
+        // The truncation made the records dead: drop those still queued.
+        self.drop_queued(ctx, core, done);
         done
     }
 
@@ -444,6 +511,18 @@ impl Scheme for OptUndo {
                 "log_before_data_delay_cycles",
                 self.stat_ordering_delay_cycles as f64,
             ),
+            ("undo_records_dropped", self.stat_records_dropped as f64),
+            ("undo_records_spilled", self.stat_records_spilled as f64),
+            (
+                "undo_log_bytes_written",
+                // With the queue, only spilled records reach the NVM log; a
+                // record queued before the window and dropped in it must not
+                // be subtracted from the window's count.
+                (match self.queue {
+                    Some(_) => self.stat_records_spilled,
+                    None => self.stat_log_records,
+                } * UNDO_REC_BYTES) as f64,
+            ),
         ]
     }
 
@@ -454,6 +533,30 @@ impl Scheme for OptUndo {
         self.stat_dropped_clean = 0;
         self.stat_commits = 0;
         self.stat_ordering_delay_cycles = 0;
+        self.stat_records_dropped = 0;
+        self.stat_records_spilled = 0;
+    }
+}
+
+impl OptUndo {
+    /// Remove `core`'s records from the controller's log queue at `at`:
+    /// they never reach the NVM log, whose slots keep their older bytes
+    /// (the crash image after `at` no longer holds the queued records).
+    fn drop_queued(&mut self, ctx: &mut MemCtx, core: usize, at: Cycle) {
+        let Some(q) = self.queue.as_mut() else {
+            return;
+        };
+        let txid = self.cores[core].txid;
+        let mut dropped = 0;
+        q.retain(|e| {
+            let mine = e.core == core && e.txid == txid;
+            if mine {
+                ctx.nvm.persist_adr_structure(e.slot, &e.old, at);
+                dropped += 1;
+            }
+            !mine
+        });
+        self.stat_records_dropped += dropped;
     }
 }
 

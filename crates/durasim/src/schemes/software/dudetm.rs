@@ -32,6 +32,7 @@
 //! the first touch of a data page copies it from NVM (a timed 4 KiB NVM read).
 //! No DRAM cache of NVM is involved (docs/MODEL.md "DudeTM").
 
+use super::tinystm::{self, StmCosts, TinyStm};
 use super::Instructions;
 use crate::cache::LineExt;
 use crate::config::{p, Check, ParamSpec, Params};
@@ -61,12 +62,33 @@ pub static PARAMS: &[ParamSpec] = &[
         "modelling choice: a per-thread ring in DRAM; a fuller ring forces an early group commit that the worker waits for",
         "per-core volatile redo log ring in DRAM"),
     p!("dudetm.tx_instructions", int 20, "instructions", Check::Range(0.0, 1e6),
-        "modelling choice: transaction id from a global counter (one atomic add) and the commit marker's bookkeeping; concurrency control is not modelled for any scheme (threads own disjoint data)",
-        "Perform step: per-transaction bookkeeping besides the commit marker store"),
+        "modelling choice: DudeTM's own per-transaction bookkeeping (the commit marker's ring slot and transaction id); the STM's begin and commit are dudetm.stm_*",
+        "Perform step: per-transaction redo-log bookkeeping besides the commit marker store"),
     p!("dudetm.write_instructions", int 4, "instructions", Check::Range(0.0, 1e6),
         "modelling choice: ring index bump, wrap check and address computation of one redo-log append",
         "Perform step: per-store redo-log append besides its two stores"),
+    p!("dudetm.stm", str "tinystm", &["tinystm", "none"],
+        "DudeTM (Liu et al., ASPLOS 2017) runs its Perform step on an STM, TinySTM in its STM variant; docs/design/baselines.md §3.1",
+        "concurrency control of the Perform step: tinystm = TinySTM WB-ETL barriers, write-set buffering and commit; none = no STM work (ablation)"),
+    p!("dudetm.stm_start_instructions", int 52, "instructions", Check::Range(0.0, 1e6),
+        STM_SOURCE, "stm_start + sigsetjmp"),
+    p!("dudetm.stm_load_instructions", int 44, "instructions", Check::Range(0.0, 1e6),
+        STM_SOURCE, "stm_load of a word the transaction has not written"),
+    p!("dudetm.stm_load_raw_instructions", int 37, "instructions", Check::Range(0.0, 1e6),
+        STM_SOURCE, "stm_load of a word the transaction wrote (read from the write set)"),
+    p!("dudetm.stm_store_instructions", int 47, "instructions", Check::Range(0.0, 1e6),
+        STM_SOURCE, "stm_store, first write to its stripe (orec CAS, new write-set entry)"),
+    p!("dudetm.stm_store_waw_instructions", int 39, "instructions", Check::Range(0.0, 1e6),
+        STM_SOURCE, "stm_store to a stripe the transaction owns"),
+    p!("dudetm.stm_commit_instructions", int 53, "instructions", Check::Range(0.0, 1e6),
+        STM_SOURCE, "stm_commit of an update transaction, fixed part"),
+    p!("dudetm.stm_commit_per_write_instructions", int 12, "instructions", Check::Range(0.0, 1e6),
+        STM_SOURCE, "stm_commit, per write-set entry (write-back, lock release)"),
+    p!("dudetm.stm_commit_per_read_instructions", int 10, "instructions", Check::Range(0.0, 1e6),
+        STM_SOURCE, "stm_commit, per read-set entry when it validates"),
 ];
+
+const STM_SOURCE: &str = "TinySTM @02c10cc (patrickmarlier/tinystm), default WB-ETL build, gcc 12.2 -O2, callgrind Ir per call, one thread (per-read validation: two threads); docs/design/baselines.md §3.1";
 
 pub static INFO: SchemeInfo = SchemeInfo {
     name: "dudetm",
@@ -278,6 +300,10 @@ struct DudeTm {
     /// Shadow offset of core 0's volatile log ring (above the data).
     vlog_base: u64,
     vlog_bytes: u64,
+    /// Shadow offset of the STM metadata and the bytes of one core's alias
+    /// of it (tinystm.rs); every alias maps to the same frames.
+    stm_base: u64,
+    stm_alias_bytes: u64,
     /// Shadow page -> DRAM frame, assigned on first touch.
     frames: FxHashMap<u64, u64>,
     max_frames: u64,
@@ -298,6 +324,10 @@ struct DudeTm {
     tx_instructions: u64,
     write_instructions: u64,
     ack_early: bool,
+    /// TinySTM's barriers (None: `dudetm.stm = none`).
+    stm: Option<TinyStm>,
+    /// Scratch: where each program load landed in the rewritten stream.
+    load_pos: Vec<u32>,
     /// The shadow holds the set-up data (see `load_shadow`).
     loaded: bool,
     /// Scratch: the group's entry bytes and its lines for reproduce.
@@ -315,7 +345,9 @@ impl DudeTm {
             .max(layout.capacity_bytes);
         let vlog_bytes = p.u64("dudetm.volatile_log_bytes_per_core");
         let vlog_base = layout.home_limit;
-        if vlog_base + layout.threads as u64 * vlog_bytes > SHADOW_SPAN {
+        let stm_base =
+            (vlog_base + layout.threads as u64 * vlog_bytes).next_multiple_of(PAGE_BYTES);
+        if stm_base + tinystm::span_bytes(layout.threads) > SHADOW_SPAN {
             return Err(Error::input(format!(
                 "nvm.capacity_bytes={} is too large for dudetm's shadow address space (at most {} bytes of data); lower nvm.capacity_bytes",
                 layout.capacity_bytes, SHADOW_SPAN / 2
@@ -331,6 +363,8 @@ impl DudeTm {
             shadow_base,
             vlog_base,
             vlog_bytes,
+            stm_base,
+            stm_alias_bytes: tinystm::alias_bytes(layout.threads),
             frames: FxHashMap::default(),
             max_frames: p.u64("dudetm.dram_bytes") / PAGE_BYTES,
             vlog_pos: vec![0; n],
@@ -346,6 +380,14 @@ impl DudeTm {
             tx_instructions: p.u64("dudetm.tx_instructions"),
             write_instructions: p.u64("dudetm.write_instructions"),
             ack_early,
+            stm: (p.str("dudetm.stm") == "tinystm").then(|| {
+                TinyStm::new(
+                    shadow_base + stm_base,
+                    layout.threads,
+                    StmCosts::from_params(p),
+                )
+            }),
+            load_pos: Vec::new(),
             loaded: false,
             bytes: Vec::new(),
             lines: Vec::new(),
@@ -368,7 +410,11 @@ impl DudeTm {
     /// DRAM address of a shadow address: (address, whether its page was
     /// just assigned a frame).
     fn dram_addr(&mut self, ctx: &mut MemCtx, shadow: Addr) -> (Addr, bool) {
-        let off = shadow - self.shadow_base;
+        let mut off = shadow - self.shadow_base;
+        if off >= self.stm_base {
+            // One copy of the STM metadata in DRAM, whichever core's alias.
+            off = self.stm_base + (off - self.stm_base) % self.stm_alias_bytes;
+        }
         let page = off / PAGE_BYTES;
         let next = self.frames.len() as u64;
         let mut fresh = false;
@@ -376,6 +422,12 @@ impl DudeTm {
             fresh = true;
             next
         });
+        if fresh && off >= self.home_limit {
+            // Logs and STM metadata: the OS hands out a zeroed page (the
+            // DRAM device may hold other bytes at that frame).
+            ctx.dram
+                .preload(frame * PAGE_BYTES, &[0u8; PAGE_BYTES as usize]);
+        }
         if fresh && next == self.max_frames {
             ctx.input_error(format!(
                 "dudetm.dram_bytes={} holds {} pages of 4 KiB, but this run's shadow data and volatile logs need more; raise dudetm.dram_bytes",
@@ -546,25 +598,67 @@ impl Scheme for DudeTm {
     }
 
     fn instrument(&mut self, core: CoreId, ops: &[Op], out: &mut Vec<Op>) -> bool {
-        out.reserve(ops.len() * 2 + 8);
+        out.reserve(ops.len() * 6 + 16);
         let mut ins = self.stats.instructions;
         ins.emit(out, self.tx_instructions);
         let mut cur = std::mem::take(&mut self.cur[core]);
         cur.clear();
+        let mut stm = self.stm.take();
         let mut pos = self.vlog_pos[core];
         let start = pos;
+        let shadow = self.shadow_base;
+        // Loads emitted so far; `load_pos[k]` is the load that gives the
+        // k-th program load its value, so a program dependency distance is
+        // renumbered across the STM's loads in between.
+        let mut emitted: u32 = 0;
+        self.load_pos.clear();
+        if let Some(stm) = stm.as_mut() {
+            emitted += stm.begin(out, &mut ins, core);
+        }
         for &op in ops {
             match op {
-                Op::Load { addr, value, dep } if addr < self.home_limit => out.push(Op::Load {
-                    addr: self.shadow_base + addr,
-                    value,
-                    dep,
-                }),
-                Op::Store { addr, value } if addr < self.home_limit => {
-                    out.push(Op::Store {
-                        addr: self.shadow_base + addr,
+                Op::Load { addr, value, dep } if addr < self.home_limit => {
+                    let (n, from_wset) = match stm.as_mut() {
+                        Some(stm) => stm.read_barrier(out, &mut ins, core, addr),
+                        None => (0, false),
+                    };
+                    emitted += n;
+                    if from_wset {
+                        self.load_pos.push(emitted - 1);
+                        continue;
+                    }
+                    let dep = if dep > 0 {
+                        let k = self.load_pos.len();
+                        let producer = self.load_pos.get(k.wrapping_sub(dep as usize));
+                        producer.map_or(0, |&p| u8::try_from(emitted - p).unwrap_or(0))
+                    } else {
+                        0
+                    };
+                    out.push(Op::Load {
+                        addr: shadow + addr,
                         value,
+                        dep,
                     });
+                    self.load_pos.push(emitted);
+                    emitted += 1;
+                    if let Some(stm) = stm.as_mut() {
+                        emitted += stm.after_load(out, &mut ins, core, addr);
+                    }
+                }
+                Op::Load { .. } => {
+                    self.load_pos.push(emitted);
+                    emitted += 1;
+                    out.push(op);
+                }
+                Op::Store { addr, value } if addr < self.home_limit => {
+                    match stm.as_mut() {
+                        // Buffered in the write set, written at commit.
+                        Some(stm) => emitted += stm.write(out, &mut ins, core, addr, value),
+                        None => out.push(Op::Store {
+                            addr: shadow + addr,
+                            value,
+                        }),
+                    }
                     out.push(Op::Store {
                         addr: self.vlog_addr(core, pos),
                         value: addr,
@@ -580,6 +674,10 @@ impl Scheme for DudeTm {
                 _ => out.push(op),
             }
         }
+        if let Some(stm) = stm.as_mut() {
+            stm.commit(out, &mut ins, core, |a| shadow + a);
+        }
+        self.stm = stm;
         out.push(Op::Store {
             addr: self.vlog_addr(core, pos),
             value: COMMIT_MARK | (self.committed[core] + 1),
@@ -665,6 +763,7 @@ impl Scheme for DudeTm {
 
     fn stats(&self) -> SchemeStats {
         let s = &self.stats;
+        let stm = self.stm.as_ref().map(|m| m.stats).unwrap_or_default();
         vec![
             ("transactions", s.transactions as f64),
             ("redo_entries", s.redo_entries as f64),
@@ -679,10 +778,17 @@ impl Scheme for DudeTm {
             ("shadow_page_faults", s.page_faults as f64),
             ("dram_frames", self.frames.len() as f64),
             ("library_instructions", s.instructions.total as f64),
+            ("library_loads", stm.loads as f64),
+            ("library_stores", stm.stores as f64),
+            ("library_atomics", stm.atomics as f64),
+            ("stm_validations", stm.validations as f64),
         ]
     }
 
     fn reset_stats(&mut self) {
         self.stats = Stats::default();
+        if let Some(m) = self.stm.as_mut() {
+            m.stats = Default::default();
+        }
     }
 }

@@ -16,6 +16,7 @@
 
 pub mod dudetm;
 pub mod pmdk_undo;
+mod tinystm;
 
 use crate::types::Addr;
 use crate::workloads::Op;

@@ -9,12 +9,13 @@
 //! - Before the first store to a line in the transaction
 //!   (`pmemobj_tx_add_range` of that 64 B range): the range-tree and
 //!   checksum work (`Compute`), 8 loads of the old line (the snapshot's
-//!   memcpy source), 16 stores of a 128 B undo entry into the core's undo
-//!   log in NVM, a clwb of each of its two lines and an sfence (PMDK's
+//!   memcpy source), the next entry's header line zeroed, clwb'd and fenced
+//!   (`ulog_clobber_entry`), 16 stores of a 128 B undo entry into the core's
+//!   undo log in NVM, a clwb of each of its two lines and an sfence (PMDK's
 //!   `ulog_entry_buf_create`: non-temporal copy + `pmemops_drain`). Only then
 //!   the program's store.
-//! - Commit (`pmemobj_tx_commit`): clwb of every modified line, sfence, then
-//!   the log is invalidated by one persisted write (PMDK increments the
+//! - Commit (`pmemobj_tx_commit`): clwb of every modified line, sfence (and
+//!   `palloc_exec_actions`' second, empty one), then the log is invalidated by one persisted write (PMDK increments the
 //!   ulog's generation number): the log header line saying "resolved up to
 //!   this txid", clwb, sfence. Read-only transactions log nothing and skip it.
 //!
@@ -44,24 +45,27 @@ use crate::types::{line_of, Addr, CoreId, Cycle, LineData, LINE_BYTES};
 use crate::workloads::Op;
 use rustc_hash::FxHashSet;
 
-const PMDK_SRC: &str = "estimated from the code path in PMDK src/libpmemobj/tx.c and ulog.c (github.com/pmem/pmdk @52b9545), see docs/MODEL.md";
+const PMDK_SRC: &str = "measured: libpmemobj (github.com/pmem/pmdk @52b9545), gcc 12.2 -O2, callgrind Ir per call, 64 B ranges at distinct lines, 1,000 transactions; docs/design/baselines.md §3.2";
 
 pub static PARAMS: &[ParamSpec] = &[
     p!("pmdk-undo.log_bytes_per_core", int 1 << 20, "bytes", Check::PowerOfTwo(1 << 12, 1 << 30),
         "modelling choice (PMDK starts from a 2 KiB lane undo log and extends it from the heap; one contiguous 1 MiB region holds 8191 entries, above any workload's write set)",
         "per-core undo log in NVM (64 B header + 128 B per 64 B snapshot)"),
-    p!("pmdk-undo.tx_begin_instructions", int 200, "instructions", Check::Range(0.0, 1e6),
+    p!("pmdk-undo.tx_begin_instructions", int 427, "instructions", Check::Range(0.0, 1e6),
         PMDK_SRC,
-        "pmemobj_tx_begin: get_tx, setjmp, lane_hold, per-transaction vectors"),
-    p!("pmdk-undo.add_range_instructions", int 300, "instructions", Check::Range(0.0, 1e6),
+        "pmemobj_tx_begin (lane_hold 138 of it)"),
+    p!("pmdk-undo.add_range_instructions", int 1560, "instructions", Check::Range(0.0, 1e6),
         PMDK_SRC,
-        "pmemobj_tx_add_range of one 64 B range: range-tree find + insert (~150), util_checksum_seq over the 128 B entry + generation number (34 iterations x 4 = 136), entry setup"),
-    p!("pmdk-undo.commit_instructions", int 150, "instructions", Check::Range(0.0, 1e6),
+        "pmemobj_tx_add_range_direct of one 64 B range in a transaction of up to 8 ranges: ravl find + emplace ~360, ulog_entry_buf_create 650, util_checksum_seq 212, ulog_clobber_entry 134"),
+    p!("pmdk-undo.commit_instructions", int 1244, "instructions", Check::Range(0.0, 1e6),
         PMDK_SRC,
-        "pmemobj_tx_commit + pmemobj_tx_end: pre-commit, operation_finish (generation number), lane_release"),
-    p!("pmdk-undo.commit_instructions_per_range", int 20, "instructions", Check::Range(0.0, 1e6),
+        "pmemobj_tx_commit of a transaction with snapshots, less its per-range part (1,016 - 185 = 831), + pmemobj_tx_process (82) + pmemobj_tx_end (331)"),
+    p!("pmdk-undo.commit_instructions_per_range", int 185, "instructions", Check::Range(0.0, 1e6),
         PMDK_SRC,
-        "tx_pre_commit's ravl_delete_cb visit + tx_flush_range per snapshotted range (the clwb itself is a Flush op)"),
+        "pmemobj_tx_commit per further snapshotted range (176-195 measured; tx_pre_commit's ravl_delete_cb + tx_flush_range; the clwb itself is a Flush op)"),
+    p!("pmdk-undo.commit_readonly_instructions", int 675, "instructions", Check::Range(0.0, 1e6),
+        PMDK_SRC,
+        "commit of a transaction without snapshots: pmemobj_tx_commit 385 + pmemobj_tx_process 82 + pmemobj_tx_end 208"),
 ];
 
 pub static INFO: SchemeInfo = SchemeInfo {
@@ -164,6 +168,8 @@ fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<Recove
 struct Stats {
     transactions: u64,
     snapshots: u64,
+    /// Next-entry header lines zeroed (`ulog_clobber_entry`).
+    clobbers: u64,
     flushes: u64,
     fences: u64,
     log_bytes: u64,
@@ -189,6 +195,7 @@ struct PmdkUndo {
     add_range: u64,
     commit: u64,
     commit_per_range: u64,
+    commit_readonly: u64,
     mutant: Mutant,
     stats: Stats,
 }
@@ -207,6 +214,7 @@ impl PmdkUndo {
             add_range: p.u64("pmdk-undo.add_range_instructions"),
             commit: p.u64("pmdk-undo.commit_instructions"),
             commit_per_range: p.u64("pmdk-undo.commit_instructions_per_range"),
+            commit_readonly: p.u64("pmdk-undo.commit_readonly_instructions"),
             mutant,
             stats: Stats::default(),
         }
@@ -294,6 +302,19 @@ impl Scheme for PmdkUndo {
                             });
                         }
                         let rec_addr = self.log.record_addr(core, index);
+                        // ulog_clobber_entry: zero the header of the next
+                        // entry (non-temporal memset, then a drain), so a
+                        // stale entry behind this one never looks valid.
+                        if index + 1 < cap && self.mutant != Mutant::LogNotFlushed {
+                            let next = self.log.record_addr(core, index + 1);
+                            emit_stores(out, next, &[0u8; LINE_BYTES as usize]);
+                            out.push(Op::Flush { addr: next });
+                            out.push(Op::Fence);
+                            self.stats.log_bytes += LINE_BYTES;
+                            self.stats.clobbers += 1;
+                            flushes += 1;
+                            fences += 1;
+                        }
                         let rec = encode_record(u64::from(txid), index, line, &old);
                         emit_stores(out, rec_addr, &rec);
                         self.stats.log_bytes += rec.len() as u64;
@@ -336,13 +357,16 @@ impl Scheme for PmdkUndo {
                 });
             }
             out.push(Op::Fence);
+            // palloc_exec_actions drains again before processing the
+            // generation-number action (nothing is pending by then).
+            out.push(Op::Fence);
             self.stats.flushes += n;
-            self.stats.fences += 1;
+            self.stats.fences += 2;
             if self.mutant != Mutant::InvalidateBeforeFlush {
                 self.invalidate(out, core, txid);
             }
         } else {
-            ins.emit(out, self.commit);
+            ins.emit(out, self.commit_readonly);
         }
         self.stats.instructions = ins;
         self.stats.transactions += 1;
@@ -367,6 +391,7 @@ impl Scheme for PmdkUndo {
         vec![
             ("transactions", s.transactions as f64),
             ("snapshots", s.snapshots as f64),
+            ("log_clobber_lines", s.clobbers as f64),
             ("flushes", s.flushes as f64),
             ("fences", s.fences as f64),
             ("log_bytes", s.log_bytes as f64),

@@ -195,6 +195,22 @@ struct Job {
     last_read_at: Option<Cycle>,
     /// When the next lane frees up (the pass's next event).
     wake: Cycle,
+    /// The pass's data-reduction counts (HOOP §IV (e)), added to the
+    /// statistics only when it retires: a pass belongs wholly to the
+    /// window it ends in, so a window starting mid-pass never sees its
+    /// migrated words without its words in slices.
+    counts: PassCounts,
+}
+
+/// What one GC pass collected and wrote home.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct PassCounts {
+    /// Committed transactions migrated.
+    pub tx_migrated: u64,
+    /// Words in their data slices (every version).
+    pub words_in_slices: u64,
+    /// Words written home (newest version of each distinct word).
+    pub words_migrated: u64,
 }
 
 /// Stable sort of `v` by `key`; `tmp` is scratch. An LSD radix sort: a few
@@ -321,6 +337,7 @@ impl Hoop {
         sc.versions.clear(self.ind.len());
         sc.chain_slots.clear();
         sc.chain_ends.clear();
+        let mut counts = PassCounts::default();
         for c in &sc.commits {
             sc.chain.clear();
             sc.chain_blocks.clear();
@@ -347,13 +364,13 @@ impl Hoop {
             // Within a transaction a later slice holds the later update.
             for (slot, s) in sc.chain.iter().rev() {
                 let n = s.count as usize;
-                self.stats.gc_words_in_slices += n as u64;
+                counts.words_in_slices += n as u64;
                 for i in 0..n {
                     sc.versions.offer(s.homes[i], s.values[i], *slot as u32);
                 }
             }
         }
-        self.stats.gc_tx_migrated += sc.commits.len() as u64;
+        counts.tx_migrated = sc.commits.len() as u64;
         if self.mutant_gc_free_first {
             // Planted bug: the migrated transactions stop being replayable
             // before any of their home writes.
@@ -364,6 +381,7 @@ impl Hoop {
             }
         }
         sc.versions.sort();
+        self.stats.gc_passes_started += 1;
         sc.lanes.clear();
         sc.lanes.resize(
             self.gc_lanes,
@@ -379,6 +397,7 @@ impl Hoop {
             cursor: 0,
             last_read_at: None,
             wake: now,
+            counts,
         });
         self.gc_scratch = sc;
         self.gc_advance(ctx, now);
@@ -416,7 +435,8 @@ impl Hoop {
                         }
                         LaneWork::Write { k } => {
                             sc.lanes[li].work = LaneWork::Idle;
-                            Some(self.gc_write_line(ctx, &sc.versions, k as usize, now))
+                            let k = k as usize;
+                            Some(self.gc_write_line(ctx, &mut job, &sc.versions, k, now))
                         }
                         _ if job.cursor < items => {
                             let i = job.cursor;
@@ -447,7 +467,7 @@ impl Hoop {
                                         self.gc_read(ctx, &mut job, a, 64, now)
                                     } else {
                                         sc.lanes[li].work = LaneWork::Idle;
-                                        self.gc_write_line(ctx, &sc.versions, i, now)
+                                        self.gc_write_line(ctx, &mut job, &sc.versions, i, now)
                                     }
                                 }
                             })
@@ -523,6 +543,7 @@ impl Hoop {
     fn gc_write_line(
         &mut self,
         ctx: &mut MemCtx,
+        job: &mut Job,
         versions: &LineVersions,
         k: usize,
         now: Cycle,
@@ -539,7 +560,7 @@ impl Hoop {
             self.ind.prefetch(ahead);
             prefetch_media(ctx.nvm.media(), ahead, 64);
         }
-        self.stats.gc_words_migrated += u64::from(mask.count_ones());
+        job.counts.words_migrated += u64::from(mask.count_ones());
         let mut data = [0u8; 64];
         if mask != 0xff {
             ctx.nvm.peek(line, &mut data);
@@ -593,6 +614,7 @@ impl Hoop {
         for &b in sc.victims[..kept].iter().rev() {
             self.full.push_front(b);
         }
+        self.stats.add_pass(job.counts, self.in_finish);
         self.stats.gc_cycles += t_end - job.start;
         if job.kind == GcKind::Periodic {
             self.stats.gc_background_cycles += t_end - job.start;

@@ -41,6 +41,13 @@ impl LineLocs {
         m
     }
 
+    /// Mapping-table entries this line needs: one per distinct slice
+    /// holding its newest words (an entry holds one OOP address).
+    #[inline]
+    pub fn entries(&self) -> u64 {
+        entries_of(self.mask, &self.slot)
+    }
+
     /// Distinct slices holding this line's words (at most 8), written into
     /// `out`; returns how many.
     pub fn distinct_slots(&self, out: &mut [u64; 8]) -> usize {
@@ -55,6 +62,63 @@ impl LineLocs {
             }
         }
         n
+    }
+}
+
+/// Distinct slots among the words in `mask`.
+#[inline]
+fn entries_of(mask: u8, slot: &[u32; 8]) -> u64 {
+    let mut seen = [0u32; 8];
+    let mut n = 0;
+    for w in (0..8).filter(|w| mask & (1 << w) != 0) {
+        if !seen[..n].contains(&slot[w]) {
+            seen[n] = slot[w];
+            n += 1;
+        }
+    }
+    n as u64
+}
+
+/// One mapping-table entry as the controller stores it (HOOP §III-C: "each
+/// entry contains its home-region address as well as the OOP-region
+/// address"; §III-G: that address points into the OOP data buffer or an
+/// OOP block), 8 bytes, little-endian:
+///   bits  0..34  home line address >> 6 (40-bit home offsets, §III-C)
+///   bits 34..63  OOP slice index in the region (29 bit: 10 % of the
+///                paper's 512 GB NVM in 128 B slices is < 2^29, §III-D/H)
+///   bit  63      the slice is still in a core's OOP data buffer (§III-G)
+/// No word mask: the slice's metadata holds each word's home address
+/// (Fig. 5b), so the controller finds the line's words by unpacking it.
+/// A line whose newest words sit in k slices has k entries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MappingEntry {
+    pub line: Addr,
+    pub slot: u64,
+    pub in_buffer: bool,
+}
+
+/// Encoded size of a mapping-table entry.
+pub const MAPPING_ENTRY_BYTES: u64 = 8;
+pub const ENTRY_LINE_BITS: u32 = super::layout::HOME_ADDR_BITS - 6;
+pub const ENTRY_SLOT_BITS: u32 = 29;
+
+impl MappingEntry {
+    pub fn encode(&self) -> [u8; MAPPING_ENTRY_BYTES as usize] {
+        debug_assert!(self.line >> 6 < 1 << ENTRY_LINE_BITS);
+        debug_assert!(self.slot < 1 << ENTRY_SLOT_BITS, "checked by Geometry::new");
+        let w = (self.line >> 6)
+            | self.slot << ENTRY_LINE_BITS
+            | u64::from(self.in_buffer) << (ENTRY_LINE_BITS + ENTRY_SLOT_BITS);
+        w.to_le_bytes()
+    }
+
+    pub fn decode(b: &[u8; MAPPING_ENTRY_BYTES as usize]) -> Self {
+        let w = u64::from_le_bytes(*b);
+        MappingEntry {
+            line: (w & ((1 << ENTRY_LINE_BITS) - 1)) << 6,
+            slot: (w >> ENTRY_LINE_BITS) & ((1 << ENTRY_SLOT_BITS) - 1),
+            in_buffer: w >> (ENTRY_LINE_BITS + ENTRY_SLOT_BITS) & 1 != 0,
+        }
     }
 }
 
@@ -84,8 +148,11 @@ pub struct Indirection {
     /// 64 - log2(buckets): the bucket of a line is the top bits of its
     /// Fibonacci hash.
     shift: u32,
-    /// Lines flagged mapped (the mapping table's occupancy).
+    /// Lines flagged mapped.
     mapped: u64,
+    /// Their mapping-table entries (the table's occupancy): one per
+    /// distinct slice holding a mapped line's newest words.
+    mapped_entries: u64,
 }
 
 /// What `Indirection::migrated_line` left of a line.
@@ -113,6 +180,7 @@ impl Indirection {
             len: 0,
             shift: 64 - buckets.trailing_zeros(),
             mapped: 0,
+            mapped_entries: 0,
         }
     }
 
@@ -167,6 +235,7 @@ impl Indirection {
         }
         bigger.len = self.len;
         bigger.mapped = self.mapped;
+        bigger.mapped_entries = self.mapped_entries;
         *self = bigger;
     }
 
@@ -205,8 +274,25 @@ impl Indirection {
             Err(i) => self.insert_at(i, line),
         };
         let w = ((addr & 63) / 8) as usize;
-        self.keys[i] |= 1 << (MASK_SHIFT + w as u32);
+        let k = self.keys[i];
+        if k & MAPPED != 0 {
+            // An evicted line written again without a miss in between
+            // (not expected: the store's miss takes the entry); keep the
+            // entry count exact anyway.
+            self.rerecord_mapped(i, w, slot as u32);
+            return;
+        }
+        self.keys[i] = k | 1 << (MASK_SHIFT + w as u32);
         self.slots[i][w] = slot as u32;
+    }
+
+    #[cold]
+    fn rerecord_mapped(&mut self, i: usize, w: usize, slot: u32) {
+        let k = self.keys[i];
+        self.mapped_entries -= entries_of((k >> MASK_SHIFT) as u8, &self.slots[i]);
+        self.keys[i] = k | 1 << (MASK_SHIFT + w as u32);
+        self.slots[i][w] = slot;
+        self.mapped_entries += entries_of((self.keys[i] >> MASK_SHIFT) as u8, &self.slots[i]);
     }
 
     /// Put new line `line` into empty bucket `i` (growing first if the
@@ -252,10 +338,16 @@ impl Indirection {
         })
     }
 
-    /// Mapping-table entries.
+    /// Lines in the mapping table.
     #[inline]
     pub fn mapped_len(&self) -> u64 {
         self.mapped
+    }
+
+    /// Mapping-table entries (the table's occupancy).
+    #[inline]
+    pub fn mapped_entries(&self) -> u64 {
+        self.mapped_entries
     }
 
     #[cfg(test)]
@@ -268,10 +360,12 @@ impl Indirection {
     #[inline]
     pub fn map_if_oop(&mut self, line: Addr) -> Option<bool> {
         let i = self.find(line).ok()?;
-        let new = self.keys[i] & MAPPED == 0;
+        let k = self.keys[i];
+        let new = k & MAPPED == 0;
         if new {
             self.keys[i] |= MAPPED;
             self.mapped += 1;
+            self.mapped_entries += entries_of((k >> MASK_SHIFT) as u8, &self.slots[i]);
         }
         Some(new)
     }
@@ -286,6 +380,7 @@ impl Indirection {
         }
         self.keys[i] = k & !MAPPED;
         self.mapped -= 1;
+        self.mapped_entries -= entries_of((k >> MASK_SHIFT) as u8, &self.slots[i]);
         Some(LineLocs {
             slot: self.slots[i],
             mask: (k >> MASK_SHIFT) as u8,
@@ -311,8 +406,14 @@ impl Indirection {
                 left &= !(1 << w);
             }
         }
+        let was_mapped = k & MAPPED != 0;
+        if was_mapped {
+            let old = (k >> MASK_SHIFT) as u8;
+            self.mapped_entries -=
+                entries_of(old, &self.slots[i]) - entries_of(left, &self.slots[i]);
+        }
         if left == 0 {
-            let unmapped = k & MAPPED != 0;
+            let unmapped = was_mapped;
             self.mapped -= u64::from(unmapped);
             self.remove_at(i);
             Migrated {
@@ -472,6 +573,17 @@ mod tests {
     }
 
     impl Reference {
+        /// Entries of the mapped lines, counted from scratch.
+        fn entries(&self) -> u64 {
+            self.lines
+                .values()
+                .filter(|l| l.mapped)
+                .map(|l| l.entries())
+                .sum()
+        }
+    }
+
+    impl Reference {
         fn record(&mut self, addr: Addr, slot: u64) {
             let e = self.lines.entry(addr & !63).or_default();
             let w = ((addr & 63) / 8) as usize;
@@ -552,6 +664,7 @@ mod tests {
                 }
                 proptest::prop_assert_eq!(t.len(), r.lines.len());
                 proptest::prop_assert_eq!(t.mapped_len(), r.mapped);
+                proptest::prop_assert_eq!(t.mapped_entries(), r.entries());
             }
             for l in 0..48 {
                 proptest::prop_assert_eq!(t.get(line(l)), r.lines.get(&line(l)).copied());
@@ -559,6 +672,38 @@ mod tests {
             let words: u64 = r.lines.values().map(|l| u64::from(l.mask.count_ones())).sum();
             proptest::prop_assert_eq!(t.oop_words(), words);
         }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn mapping_entry_round_trips_in_8_bytes(
+            line in 0u64..(1 << ENTRY_LINE_BITS),
+            slot in 0u64..(1 << ENTRY_SLOT_BITS),
+            in_buffer in proptest::bool::ANY,
+        ) {
+            let e = MappingEntry { line: line << 6, slot, in_buffer };
+            let b = e.encode();
+            proptest::prop_assert_eq!(b.len() as u64, MAPPING_ENTRY_BYTES);
+            proptest::prop_assert_eq!(MappingEntry::decode(&b), e);
+        }
+    }
+
+    #[test]
+    fn a_line_needs_one_entry_per_slice_of_its_newest_words() {
+        let mut ind = Indirection::default();
+        // Words 0, 1 in slice 4; word 2 in slice 7; word 1 rewritten in 7.
+        ind.record(0x1000, 4);
+        ind.record(0x1008, 4);
+        ind.record(0x1010, 7);
+        ind.map_if_oop(0x1000);
+        assert_eq!((ind.mapped_len(), ind.mapped_entries()), (1, 2));
+        // GC migrates slice 4's words: one entry left.
+        let mut slots = [0u32; 8];
+        slots[..2].copy_from_slice(&[4, 4]);
+        ind.migrated_line(0x1000, 0b11, &slots);
+        assert_eq!((ind.mapped_len(), ind.mapped_entries()), (1, 1));
+        ind.take_mapped(0x1000);
+        assert_eq!((ind.mapped_len(), ind.mapped_entries()), (0, 0));
     }
 
     #[test]

@@ -30,7 +30,7 @@ use crate::schemes::{
 };
 use crate::types::{line_of, prefetch, Addr, CoreId, Cycle, LineData, Purpose, LINE_BYTES};
 use layout::{BlockHeader, BlockState, CommitEntry, DataSlice, SLICE_BYTES};
-use mapping::{EvictionBuffer, Indirection};
+use mapping::{EvictionBuffer, Indirection, MappingEntry};
 use std::collections::VecDeque;
 
 pub static INFO: SchemeInfo = SchemeInfo {
@@ -49,9 +49,9 @@ pub static PARAMS: &[ParamSpec] = &[
     p!("hoop.mapping_table_bytes", int 2 << 20, "bytes", Check::Range(0.0, 1e12),
         "HOOP §III-C and §III-H (256 KB per core, 2 MB total)",
         "address mapping table capacity (home line -> OOP slices); when full, GC runs on demand"),
-    p!("hoop.mapping_entry_bytes", int 16, "bytes", Check::Range(1.0, 4096.0),
-        MC,
-        "size of one mapping-table entry (40-bit home line address, OOP slice address, word mask)"),
+    p!("hoop.mapping_entry_bytes", int 8, "bytes", Check::Range(8.0, 4096.0),
+        "HOOP §III-C (an entry holds the home-region and the OOP-region address; 40-bit home offsets), §III-G (the OOP address points into the OOP data buffer or an OOP block), §III-D/§III-H (128 B slices in 10 % of 512 GB): 34 + 29 + 1 bits, docs/model/hoop.md",
+        "table space per mapping-table entry, one entry per (home line, OOP slice holding its newest words); the entry is encoded in 8 B, larger values model a wider entry (16 = durasim's former per-line entry with a word mask)"),
     p!("hoop.oop_buffer_bytes_per_core", int 1024, "bytes", Check::Range(128.0, 1048576.0),
         "HOOP §III-C and §III-H (1 KB per core)",
         "per-core OOP data buffer; holds the open 128 B slice and full slices waiting for the write queue"),
@@ -91,6 +91,9 @@ pub static PARAMS: &[ParamSpec] = &[
     p!("hoop.mutant", str "none", &["none", "commit-before-last-slice", "gc-frees-before-home-writes", "recovery-skips-newest"],
         crate::schemes::MUTANT_SOURCE,
         "test-only planted bug (tests/mutants.rs; refused by the CLI): commit-before-last-slice = TxEnd persists the commit entry before the transaction's last data slice; gc-frees-before-home-writes = GC retires the migrated transactions' address slices before its home writes; recovery-skips-newest = recovery does not replay the newest committed transaction"),
+    p!("hoop.read.mutant", str "none", &["none", "mapping-entry-without-buffer-bit"],
+        crate::schemes::MUTANT_SOURCE,
+        "test-only planted bug of the load path (hoop/tests.rs; refused by the CLI), caught by run.check_reads, not by the crash oracle: the mapping table is volatile and recovery never reads it. mapping-entry-without-buffer-bit = entries lose the bit saying their slice is still in the OOP data buffer (§III-G), so a miss reads that slot from NVM"),
 ];
 
 fn reserved_bytes(p: &Params) -> u64 {
@@ -153,10 +156,13 @@ impl Geometry {
             slots_per_block: block_bytes / SLICE_BYTES,
             first_block,
         };
-        if g.slots() >= u64::from(u32::MAX) {
+        if g.slots() > 1 << mapping::ENTRY_SLOT_BITS {
             return Err(Error::input(format!(
-                "hoop.oop_region_share={} gives an OOP region of more than 2^32 slices; lower it",
-                p.f64("hoop.oop_region_share")
+                "hoop.oop_region_share={} of nvm.capacity_bytes={} gives an OOP region of {} slices, more than the 2^{} a mapping-table entry addresses (HOOP sizes it for 10 % of 512 GB); lower hoop.oop_region_share or nvm.capacity_bytes",
+                p.f64("hoop.oop_region_share"),
+                layout.capacity_bytes,
+                g.slots(),
+                mapping::ENTRY_SLOT_BITS,
             )));
         }
         Ok(g)
@@ -264,6 +270,10 @@ pub struct Stats {
     pub mapping_removed_by_gc: u64,
     pub mapping_removed_by_miss: u64,
     pub mapping_peak_entries: u64,
+    pub mapping_peak_lines: u64,
+    /// Most entries inserted in one GC period (§III-C's sizing quantity),
+    /// over the periods that ended in the window.
+    pub mapping_entries_inserted_max_per_gc_period: u64,
     pub mapping_over_capacity_inserts: u64,
     pub tx_evictions_already_home: u64,
     pub llc_misses: u64,
@@ -275,9 +285,20 @@ pub struct Stats {
     pub gc_runs_on_demand: u64,
     pub gc_runs_final: u64,
     pub gc_blocks_freed: u64,
+    /// Passes with blocks to collect started in the window.
+    pub gc_passes_started: u64,
+    /// Passes retired in the window, and what they collected (each pass
+    /// counted when it retires, wholly).
+    pub gc_passes_retired: u64,
     pub gc_tx_migrated: u64,
     pub gc_words_in_slices: u64,
     pub gc_words_migrated: u64,
+    /// The same for passes retired by the end-of-run `finish` (outside
+    /// the window).
+    pub gc_passes_retired_end_of_run: u64,
+    pub gc_tx_migrated_end_of_run: u64,
+    pub gc_words_in_slices_end_of_run: u64,
+    pub gc_words_migrated_end_of_run: u64,
     pub gc_lines_written: u64,
     pub gc_bytes_migrated: u64,
     pub gc_home_reads: u64,
@@ -297,11 +318,51 @@ pub struct Stats {
     pub emergency_gc: u64,
 }
 
+impl Stats {
+    /// Count a retired pass, in the window or (`end_of_run`) in `finish`.
+    fn add_pass(&mut self, c: gc::PassCounts, end_of_run: bool) {
+        let (passes, tx, in_slices, migrated) = if end_of_run {
+            (
+                &mut self.gc_passes_retired_end_of_run,
+                &mut self.gc_tx_migrated_end_of_run,
+                &mut self.gc_words_in_slices_end_of_run,
+                &mut self.gc_words_migrated_end_of_run,
+            )
+        } else {
+            (
+                &mut self.gc_passes_retired,
+                &mut self.gc_tx_migrated,
+                &mut self.gc_words_in_slices,
+                &mut self.gc_words_migrated,
+            )
+        };
+        *passes += 1;
+        *tx += c.tx_migrated;
+        *in_slices += c.words_in_slices;
+        *migrated += c.words_migrated;
+    }
+
+    /// HOOP §IV (e): share of the words in collected slices that GC
+    /// coalescing did not write home; in [0, 1] since a pass writes each
+    /// distinct word of its slices at most once.
+    pub fn gc_data_reduction_ratio(&self) -> f64 {
+        if self.gc_words_in_slices == 0 {
+            0.0
+        } else {
+            1.0 - self.gc_words_migrated as f64 / self.gc_words_in_slices as f64
+        }
+    }
+}
+
 pub struct Hoop {
     g: Geometry,
+    /// Set by `finish`: passes retiring from then on are end-of-run work.
+    in_finish: bool,
     /// Test-only planted bugs (`hoop.mutant`).
     mutant_commit_first: bool,
     mutant_gc_free_first: bool,
+    /// Mapping entries encoded without the buffer bit (§III-G).
+    mutant_entry_no_buffer_bit: bool,
     txid_next: u32,
     cores: Vec<CoreState>,
     blocks: Vec<Block>,
@@ -328,6 +389,8 @@ pub struct Hoop {
     gc_scratch: gc::GcScratch,
     gc_lanes: usize,
     mapping_capacity: u64,
+    /// Mapping entries inserted since the last periodic GC was due.
+    entries_inserted_this_period: u64,
     demand_armed: bool,
     gc_demand: bool,
     /// End of an on-demand GC run inside an eviction: every core stalls
@@ -374,8 +437,11 @@ impl Hoop {
         }
         Ok(Hoop {
             g,
+            in_finish: false,
             mutant_commit_first: p.str("hoop.mutant") == "commit-before-last-slice",
             mutant_gc_free_first: p.str("hoop.mutant") == "gc-frees-before-home-writes",
+            mutant_entry_no_buffer_bit: p.str("hoop.read.mutant")
+                == "mapping-entry-without-buffer-bit",
             txid_next: 1,
             cores: (0..layout.threads).map(|_| CoreState::default()).collect(),
             blocks: (0..g.blocks)
@@ -403,6 +469,7 @@ impl Hoop {
             gc_lanes: p.usize("hoop.gc_outstanding_reads").max(1),
             evb: EvictionBuffer::new((p.u64("hoop.eviction_buffer_bytes") / LINE_BYTES) as usize),
             mapping_capacity,
+            entries_inserted_this_period: 0,
             demand_armed: true,
             gc_demand: false,
             stall_until: None,
@@ -700,14 +767,15 @@ impl Hoop {
     }
 
     /// A line entered the mapping table (`Indirection::map_if_oop`) at
-    /// `now`. The insert that fills the table runs GC at once (§III-C: a
-    /// full table triggers GC), sealing the active block so every committed
+    /// `now`. The insert that fills the table runs GC at once (the paper
+    /// is silent on a full table: our choice), sealing the active block so every committed
     /// transaction can go; every core stalls until it is done (the next
     /// tick applies the stall to all). Returns when the insert completes.
     fn mapping_inserted(&mut self, ctx: &mut MemCtx, now: Cycle) -> Cycle {
         self.stats.mapping_inserts += 1;
-        let n = self.ind.mapped_len();
+        let n = self.ind.mapped_entries();
         self.stats.mapping_peak_entries = self.stats.mapping_peak_entries.max(n);
+        self.stats.mapping_peak_lines = self.stats.mapping_peak_lines.max(self.ind.mapped_len());
         if n > self.mapping_capacity {
             // Only entries of transactions not committed since the last
             // full-table GC are left: GC cannot free them.
@@ -918,9 +986,23 @@ impl Scheme for Hoop {
             self.stats.miss_memory_loads += 1;
             let mut newest = 0;
             for &slot in &slots[..n] {
+                // The controller follows the line's entries as encoded.
+                let entry = MappingEntry {
+                    line: line_addr,
+                    slot,
+                    in_buffer: !self.mutant_entry_no_buffer_bit
+                        && self.open_slice_at(slot).is_some(),
+                }
+                .encode();
+                let MappingEntry {
+                    slot, in_buffer, ..
+                } = MappingEntry::decode(&entry);
                 // Only the words whose newest copy is in this slice.
                 let words = locs.words_in(slot);
-                let txid = if let Some(b) = self.open_slice_at(slot).map(DataSlice::encode) {
+                let buffered = in_buffer
+                    .then(|| self.open_slice_at(slot).map(DataSlice::encode))
+                    .flatten();
+                let txid = if let Some(b) = buffered {
                     self.stats.oop_slice_reads_from_buffer += 1;
                     layout::merge_slice_bytes(&b, line_addr, words, out)
                 } else {
@@ -934,7 +1016,13 @@ impl Scheme for Hoop {
                     self.stats.miss_memory_loads += 1;
                     layout::merge_slice_bytes(&b, line_addr, words, out)
                 };
-                newest = newest.max(txid.expect("mapped OOP slot holds a data slice"));
+                let txid = match txid {
+                    Some(t) => t,
+                    // The planted bug read a slot not yet written.
+                    None if self.mutant_entry_no_buffer_bit => 0,
+                    None => panic!("mapped OOP slot holds a data slice"),
+                };
+                newest = newest.max(txid);
             }
             self.mapping_removed();
             self.stats.mapping_removed_by_miss += 1;
@@ -962,10 +1050,12 @@ impl Scheme for Hoop {
             now,
             ..
         } = ev;
+        let before = self.ind.mapped_entries();
         if let Some(new) = self.ind.map_if_oop(line_addr) {
             // Its transactional words are in the OOP region/buffer: never
             // written home before GC; track it in the mapping table.
             if new {
+                self.entries_inserted_this_period += self.ind.mapped_entries() - before;
                 return self.mapping_inserted(ctx, now);
             }
             return now;
@@ -1001,7 +1091,7 @@ impl Scheme for Hoop {
             self.gc_demand = false;
             let t = self.gc_complete(ctx, now);
             // Seal the active block so its committed transactions can go.
-            if self.ind.mapped_len() >= self.mapping_capacity {
+            if self.ind.mapped_entries() >= self.mapping_capacity {
                 self.seal_active(ctx, None, t);
             }
             let end = self.run_gc(ctx, t, gc::GcKind::OnDemand);
@@ -1014,6 +1104,12 @@ impl Scheme for Hoop {
             self.gc_advance(ctx, now);
         }
         if now >= self.next_gc_at {
+            // §III-C sizes the table by the lines evicted between two GCs.
+            self.stats.mapping_entries_inserted_max_per_gc_period = self
+                .stats
+                .mapping_entries_inserted_max_per_gc_period
+                .max(self.entries_inserted_this_period);
+            self.entries_inserted_this_period = 0;
             if self.gc_busy() {
                 self.stats.gc_periodic_skipped_busy += 1;
             } else {
@@ -1029,6 +1125,7 @@ impl Scheme for Hoop {
     }
 
     fn finish(&mut self, ctx: &mut MemCtx, now: Cycle) -> Cycle {
+        self.in_finish = true;
         let (ns, live) = self.model_recovery_now();
         self.end_recovery_ns = ns;
         self.end_recovery_live_bytes = live;
@@ -1090,8 +1187,14 @@ impl Scheme for Hoop {
                 s.oop_buffer_full_stall_cycles as f64,
             ),
             ("mapping_capacity_entries", self.mapping_capacity as f64),
-            ("mapping_entries", self.ind.mapped_len() as f64),
+            ("mapping_entries", self.ind.mapped_entries() as f64),
+            ("mapping_lines", self.ind.mapped_len() as f64),
             ("mapping_peak_entries", s.mapping_peak_entries as f64),
+            ("mapping_peak_lines", s.mapping_peak_lines as f64),
+            (
+                "mapping_entries_inserted_max_per_gc_period",
+                s.mapping_entries_inserted_max_per_gc_period as f64,
+            ),
             (
                 "mapping_peak_occupancy",
                 div(s.mapping_peak_entries, self.mapping_capacity),
@@ -1123,16 +1226,27 @@ impl Scheme for Hoop {
             ("gc_runs_on_demand", s.gc_runs_on_demand as f64),
             ("gc_runs_final", s.gc_runs_final as f64),
             ("gc_blocks_freed", s.gc_blocks_freed as f64),
+            ("gc_passes_started", s.gc_passes_started as f64),
+            ("gc_passes_retired", s.gc_passes_retired as f64),
             ("gc_tx_migrated", s.gc_tx_migrated as f64),
             ("gc_words_in_slices", s.gc_words_in_slices as f64),
             ("gc_words_migrated", s.gc_words_migrated as f64),
+            ("gc_data_reduction_ratio", s.gc_data_reduction_ratio()),
             (
-                "gc_data_reduction_ratio",
-                if s.gc_words_in_slices == 0 {
-                    0.0
-                } else {
-                    1.0 - div(s.gc_words_migrated, s.gc_words_in_slices)
-                },
+                "gc_passes_retired_end_of_run",
+                s.gc_passes_retired_end_of_run as f64,
+            ),
+            (
+                "gc_tx_migrated_end_of_run",
+                s.gc_tx_migrated_end_of_run as f64,
+            ),
+            (
+                "gc_words_in_slices_end_of_run",
+                s.gc_words_in_slices_end_of_run as f64,
+            ),
+            (
+                "gc_words_migrated_end_of_run",
+                s.gc_words_migrated_end_of_run as f64,
             ),
             ("gc_lines_written", s.gc_lines_written as f64),
             ("gc_bytes_migrated", s.gc_bytes_migrated as f64),

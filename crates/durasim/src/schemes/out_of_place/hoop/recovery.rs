@@ -461,89 +461,79 @@ impl HoopScan {
     }
 }
 
-impl ResumableScan for HoopScan {
-    fn cursors(&self) -> usize {
-        1
+impl HoopScan {
+    /// 1. (Fresh scan.) Block index table (one bit per possibly live
+    ///    block), then the headers of the flagged blocks. Host time follows
+    ///    the set bits, not the region's block count: the index is read a
+    ///    4 KiB piece at a time, pieces that read as zero are skipped
+    ///    (zeros_until), and only nonzero words are examined (4 KiB blocks
+    ///    made this loop the cost).
+    fn read_index_table(&mut self, io: &dyn ScanIo, g: &Geometry) {
+        let index_bytes = g.index_bytes();
+        let mut piece = [0u8; 4096];
+        let mut off = 0u64;
+        while off < index_bytes {
+            let nz = io.zeros_until(g.base + off, g.base + index_bytes) - g.base;
+            off = nz & !7;
+            if off >= index_bytes {
+                break;
+            }
+            let n = (piece.len() as u64).min(index_bytes - off) as usize;
+            io.read_bytes(g.base + off, &mut piece[..n]);
+            for (i, w) in piece[..n].chunks(8).enumerate() {
+                let mut b = [0u8; 8];
+                b[..w.len()].copy_from_slice(w);
+                let bits = u64::from_le_bytes(b);
+                if bits != 0 {
+                    self.index_word(io, g, off / 8 + i as u64, bits);
+                }
+            }
+            off += n as u64;
+        }
     }
 
-    fn resume(&mut self, _c: usize, io: &mut dyn ScanIo) -> Result<()> {
-        let g = self
-            .g
-            .ok_or_else(|| corrupt("no valid OOP region geometry".into()))?;
-        let fresh = !self.started;
-        self.to_add.clear();
-        self.added.clear();
-        self.removed.clear();
-        self.touched.clear();
-        if fresh {
-            self.started = true;
-            // 1. Block index table (one bit per possibly live block), then
-            //    the headers of the flagged blocks. Host time follows the
-            //    set bits, not the region's block count: the index is read
-            //    a 4 KiB piece at a time, pieces that read as zero are
-            //    skipped (zeros_until), and only nonzero words are examined
-            //    (4 KiB blocks made this loop the cost).
-            let index_bytes = g.index_bytes();
-            let mut piece = [0u8; 4096];
-            let mut off = 0u64;
-            while off < index_bytes {
-                let nz = io.zeros_until(g.base + off, g.base + index_bytes) - g.base;
-                off = nz & !7;
-                if off >= index_bytes {
-                    break;
-                }
-                let n = (piece.len() as u64).min(index_bytes - off) as usize;
-                io.read_bytes(g.base + off, &mut piece[..n]);
-                for (i, w) in piece[..n].chunks(8).enumerate() {
-                    let mut b = [0u8; 8];
-                    b[..w.len()].copy_from_slice(w);
-                    let bits = u64::from_le_bytes(b);
-                    if bits != 0 {
-                        self.index_word(&*io, &g, off / 8 + i as u64, bits);
-                    }
-                }
-                off += n as u64;
+    /// 1'. (Kept scan.) Re-read the OOP-region ranges written since the
+    ///     last resume; stops at the first that makes the scan stale.
+    fn reread_pending(&mut self, io: &dyn ScanIo, g: &Geometry) {
+        let mut pending = std::mem::take(&mut self.pending);
+        for &(s, e) in &pending {
+            self.reread(io, g, s, e);
+            if self.stale {
+                break;
             }
-        } else {
-            let pending = std::mem::take(&mut self.pending);
-            for &(s, e) in &pending {
-                self.reread(&*io, &g, s, e);
-                if self.stale {
-                    return Ok(());
-                }
-            }
-            self.pending = pending;
-            self.pending.clear();
         }
-        // 2. Address slices of the blocks that became live, oldest first.
+        pending.clear();
+        self.pending = pending;
+    }
+
+    /// 2. Address slices of the blocks that became live, oldest first.
+    fn scan_new_blocks(&mut self, io: &dyn ScanIo, g: &Geometry) {
         let mut to_add = std::mem::take(&mut self.to_add);
         to_add.sort_unstable();
         for &(epoch, b) in &to_add {
-            self.scan_block(&*io, &g, b, epoch);
+            self.scan_block(io, g, b, epoch);
         }
         self.to_add = to_add;
-        if !fresh
-            && (self.skip_newest || self.ambiguous)
-            && !(self.added.is_empty() && self.removed.is_empty())
-        {
-            self.stale = true;
-            return Ok(());
-        }
-        // 3. Retired commits leave (their chains are intact: a write to
-        //    one makes the scan stale), then new ones join, newest first;
-        //    the first version of a word met is the newest.
+    }
+
+    /// 3a. Retired commits leave: their chains are intact (a write to one
+    ///     makes the scan stale), re-read to withdraw their versions.
+    fn withdraw_removed(&mut self, io: &dyn ScanIo, g: &Geometry) {
         let removed = std::mem::take(&mut self.removed);
         for &c in &removed {
-            if self.read_chain(&*io, &g, c).is_err() {
+            if self.read_chain(io, g, c).is_err() {
                 self.stale = true;
-                return Ok(());
+                break;
             }
             for i in 0..self.tx.len() {
                 let (w, v) = self.tx[i];
                 if !self.remove_version(w, c.txid, v) {
                     self.stale = true;
-                    return Ok(());
+                    break;
                 }
+            }
+            if self.stale {
+                break;
             }
             for s in &self.chain_at {
                 self.chain_slots.remove(s);
@@ -552,12 +542,21 @@ impl ResumableScan for HoopScan {
             self.chain_slices -= self.chain.len() as u64;
         }
         self.removed = removed;
+    }
+
+    /// 3b. New commits join, newest first: the first version of a word
+    ///     met is the newest.
+    fn join_added(&mut self, io: &dyn ScanIo, g: &Geometry, fresh: bool) -> Result<()> {
         let mut added = std::mem::take(&mut self.added);
         added.sort_unstable_by_key(|c| std::cmp::Reverse(c.txid));
         self.commits += added.len() as u64;
         let skip = usize::from(self.skip_newest && !added.is_empty());
+        let mut res = Ok(());
         for &c in &added[skip..] {
-            self.read_chain(&*io, &g, c)?;
+            res = self.read_chain(io, g, c);
+            if res.is_err() {
+                break;
+            }
             self.chain_slices += self.chain.len() as u64;
             self.chain_slots.extend(self.chain_at.iter().copied());
             for i in 0..self.tx.len() {
@@ -566,8 +565,13 @@ impl ResumableScan for HoopScan {
             }
         }
         self.added = added;
-        // 4. Home writes (sorted: deterministic write order), each word
-        //    once with its newest version: changes since the last resume.
+        res
+    }
+
+    /// 4. Home writes (sorted: deterministic write order), each word once
+    ///    with its newest version: every word on a fresh scan, else the
+    ///    words changed since the last resume.
+    fn write_home(&mut self, io: &mut dyn ScanIo, fresh: bool) -> Result<()> {
         let mut changed: Vec<(Addr, Option<u64>)> = if fresh {
             self.words.keys().map(|&a| (a, None)).collect()
         } else {
@@ -590,6 +594,47 @@ impl ResumableScan for HoopScan {
                 _ => {}
             }
         }
+        Ok(())
+    }
+}
+
+impl ResumableScan for HoopScan {
+    fn cursors(&self) -> usize {
+        1
+    }
+
+    fn resume(&mut self, _c: usize, io: &mut dyn ScanIo) -> Result<()> {
+        let g = self
+            .g
+            .ok_or_else(|| corrupt("no valid OOP region geometry".into()))?;
+        let fresh = !self.started;
+        self.to_add.clear();
+        self.added.clear();
+        self.removed.clear();
+        self.touched.clear();
+        if fresh {
+            self.started = true;
+            self.read_index_table(&*io, &g);
+        } else {
+            self.reread_pending(&*io, &g);
+            if self.stale {
+                return Ok(());
+            }
+        }
+        self.scan_new_blocks(&*io, &g);
+        if !fresh
+            && (self.skip_newest || self.ambiguous)
+            && !(self.added.is_empty() && self.removed.is_empty())
+        {
+            self.stale = true;
+            return Ok(());
+        }
+        self.withdraw_removed(&*io, &g);
+        if self.stale {
+            return Ok(());
+        }
+        self.join_added(&*io, &g, fresh)?;
+        self.write_home(io, fresh)?;
         io.mark();
         Ok(())
     }

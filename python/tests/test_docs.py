@@ -1,0 +1,216 @@
+"""The commands and snippets of the README and the user guide (docs/guide/),
+run as a newcomer would, at small sizes (`make docs`).
+
+- ```python blocks: the blocks of one page, joined, saved as a script and
+  run (the README's also piped into an interpreter, as typed at the prompt).
+  Transaction and crash-point counts are shrunk (``tx=``, ``"tx":``,
+  ``points=`` literals become 200).
+- ```sh blocks: each command (continuation lines joined, comments
+  dropped) runs in bash in a scratch directory that links `configs/` and
+  `scripts/`, with the release CLI and the venv's `durasim-lab` on PATH,
+  after the page's earlier commands (so `trace replay` finds the trace a
+  `run` wrote). `durasim run|compare|crashtest` get at most 300 (crashtest
+  200) transactions; `durasim-lab reproduce` runs at `--scale tiny`, in
+  this process's scheduler, one experiment unless `--only` names some.
+  Build and test commands (`make`, `cargo`, `export`, ...) are not run
+  here: `make test` runs them.
+- A block preceded by ``<!-- docs-test: skip (why) -->`` is not run (a
+  cluster, SLURM, a multi-minute build); ``<!-- docs-test: exit N -->``
+  expects exit code N from each of its commands.
+
+Links, anchors, quoted code and the generated reference are checked by
+`scripts/docs.py check`, which this file also runs."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+TX = re.compile(r'(\btx=|"tx":\s*|\bpoints=)\d[\d_]*')
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs" / "guide").rglob("*.md"))]
+NOT_RUN = ("make", "cargo", "export", "pip", "git", "valgrind", "source", "dask")
+FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```\s*$", re.M | re.S)
+MARK = re.compile(r"<!-- docs-test: (skip|exit (\d+))[^>]*-->\s*$")
+
+
+def rel(p: Path) -> str:
+    return str(p.relative_to(ROOT))
+
+
+def blocks(page: Path) -> list[tuple[str, str, str | None]]:
+    """(language, code, marker) of every fenced block of a page."""
+    text = page.read_text()
+    out = []
+    for m in FENCE.finditer(text):
+        before = text[: m.start()].rstrip("\n").rsplit("\n", 1)[-1]
+        mark = MARK.search(before)
+        out.append((m[1].strip(), m[2], mark[1] if mark else None))
+    return out
+
+
+def bin_dir() -> Path:
+    target = Path(os.environ.get("CARGO_TARGET_DIR") or ROOT / "target")
+    return (target if target.is_absolute() else ROOT / target) / "release"
+
+
+def env() -> dict[str, str]:
+    venv_bin = Path(sys.executable).parent
+    path = f"{bin_dir()}{os.pathsep}{venv_bin}{os.pathsep}{os.environ['PATH']}"
+    return dict(os.environ, PATH=path, COLUMNS="100")
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("docs")
+    for name in ("configs", "scripts"):
+        (d / name).symlink_to(ROOT / name)
+    return d
+
+
+def test_every_block_says_its_language():
+    bare = [rel(p) for p in PAGES for lang, _, _ in blocks(p) if not lang]
+    assert not bare, f"code blocks without a language (sh, python, text, ...): {bare}"
+
+
+def test_readme_python_is_the_quick_start():
+    src = "\n".join(code for lang, code, _ in blocks(ROOT / "README.md") if lang == "python")
+    assert "durasim.sweep(" in src and "durasim.run(" in src and "durasim.crashtest(" in src
+
+
+def python_of(page: Path) -> str:
+    code = [c for lang, c, mark in blocks(page) if lang == "python" and mark != "skip"]
+    return "\n".join(TX.sub(r"\g<1>200", c) for c in code)
+
+
+PY_PAGES = [p for p in PAGES if python_of(p)]
+
+
+@pytest.mark.parametrize("page", PY_PAGES, ids=rel)
+def test_python_snippets_run(page, workdir):
+    src = python_of(page)
+    assert not re.search(r"\btx=(?!200\b)\d", src)
+    script = workdir / (page.stem + "_example.py")
+    script.write_text(src)
+    hows = [([sys.executable, str(script)], None)]
+    if page.name == "README.md" and page.parent == ROOT:
+        hows.append(([sys.executable, "-"], src))
+    for cmd, stdin in hows:
+        res = subprocess.run(
+            cmd,
+            cwd=workdir,
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+            env=env(),
+        )
+        assert res.returncode == 0, (
+            f"{rel(page)} snippet failed ({cmd[-1]}):\n{res.stdout}\n{res.stderr}"
+        )
+        # Not a terminal: no progress bars in the log.
+        assert "it/s" not in res.stderr and "run/s" not in res.stderr, res.stderr
+
+
+def commands(code: str) -> list[str]:
+    joined = re.sub(r"\\\n\s*", " ", code)
+    out = []
+    for line in joined.splitlines():
+        line = re.sub(r"(^|\s)#.*$", "", line).strip()
+        if line and not line.startswith(NOT_RUN) and "-m pytest" not in line:
+            out.append(line)
+    return out
+
+
+def cheapest(paper: str, ids: list[str] | None = None) -> str:
+    """Of a paper's experiments (or of `ids`, which must all exist), the one
+    with the fewest runs at tiny scale."""
+    from durasim.papers import PAPERS
+    from durasim.papers._base import Avail
+
+    p = PAPERS[paper]
+    ids = ids or list(p.experiments)
+    unknown = [i for i in ids if i not in p.experiments]
+    assert not unknown, f"{paper} has no experiment {unknown}: {list(p.experiments)}"
+    sc = p.scale_settings("tiny")
+    return min(ids, key=lambda i: len(p.experiments[i].plan(sc, Avail()).specs))
+
+
+def shrink(cmd: str) -> str:
+    """The same command at a size CI can afford."""
+    args = shlex.split(cmd)
+    if args[0] == "python3":
+        args[0] = sys.executable
+    if args[0] == "durasim" and len(args) > 1 and args[1] in ("run", "compare", "crashtest"):
+        cap = 200 if args[1] == "crashtest" else 300
+        if "--tx" in args:
+            i = args.index("--tx") + 1
+            args[i] = str(min(int(args[i]), cap))
+        else:
+            args += ["--tx", str(cap)]
+    if args[:2] == ["durasim-lab", "reproduce"]:
+        if "--scale" in args:
+            args[args.index("--scale") + 1] = "tiny"
+        else:
+            args += ["--scale", "tiny"]
+        # One experiment, the cheapest of those named (all of them checked).
+        if "--only" in args:
+            i = args.index("--only") + 1
+            args[i] = cheapest(args[2], args[i].split(","))
+        else:
+            args += ["--only", cheapest(args[2])]
+        if not {"--scheduler", "--workers", "--slurm-jobs"} & set(args):
+            args += ["--scheduler", "serial"]
+    return shlex.join(args)
+
+
+def sh_of(page: Path) -> list[tuple[str, int]]:
+    out = []
+    for lang, code, mark in blocks(page):
+        if lang != "sh" or mark == "skip":
+            continue
+        want = int(mark.split()[1]) if mark and mark.startswith("exit") else 0
+        out += [(c, want) for c in commands(code)]
+    return out
+
+
+SH_PAGES = [p for p in PAGES if sh_of(p)]
+
+
+@pytest.mark.parametrize("page", SH_PAGES, ids=rel)
+def test_commands_run(page, workdir):
+    for cmd, want in sh_of(page):
+        run = shrink(cmd)
+        res = subprocess.run(
+            ["bash", "-c", run],
+            cwd=workdir,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+            env=env(),
+        )
+        assert res.returncode == want, (
+            f"{rel(page)}: `{cmd}`\n  ran as `{run}`: exit {res.returncode}, expected {want}\n"
+            f"{res.stdout[-2000:]}\n{res.stderr[-3000:]}"
+        )
+
+
+def test_reference_links_and_quotes_are_current():
+    res = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "docs.py"), "check"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        env=env(),
+    )
+    assert res.returncode == 0, res.stdout + res.stderr
