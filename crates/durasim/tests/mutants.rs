@@ -125,11 +125,12 @@ const TX_TABLE_SMALL: &[(&str, &str)] = &[
     ("cache.llc_ways", "2"),
 ];
 
-/// REDU with a 64-line DRAM write cache and a rare periodic application:
-/// the cache fills, and TxEnd's record writes wait for a forced application
-/// home, so its data records are accepted after the time TxEnd began.
+/// REDU with its smallest log (64 KiB per core) and a rare periodic
+/// application: the log fills, and TxEnd's record writes wait for a forced
+/// application home, so its data records are accepted after the time
+/// TxEnd began.
 const REDU_FORCED_APPLY: &[(&str, &str)] = &[
-    ("redu.dram_cache_bytes", "4096"),
+    ("redu.log_bytes_per_core", "65536"),
     ("redu.apply_period_us", "1000"),
 ];
 
@@ -142,10 +143,10 @@ const MUTANTS: &[Mutant] = &[
         key: "redu.mutant",
         value: "commit-before-records",
         sets: REDU_FORCED_APPLY,
-        tx: 120,
+        tx: 300,
         recovery_crashes: 0,
         torn: false,
-        threads: 2,
+        threads: 1,
         workload: "vector",
     },
     // The newest writer of a line takes its anchor: an older committed
@@ -336,6 +337,20 @@ const MUTANTS: &[Mutant] = &[
         threads: 2,
         workload: "vector",
     },
+    // Opt-undo's write-backs not waiting for their undo record (no ADR):
+    // the media programs the line before the record, so only the
+    // persist-time order exposes it (in call order the record comes first).
+    Mutant {
+        scheme: "opt-undo",
+        key: "opt-undo.mutant",
+        value: "data-before-record",
+        sets: SMALL_CACHES_NO_ADR,
+        tx: 120,
+        recovery_crashes: 0,
+        torn: true,
+        threads: 2,
+        workload: "vector",
+    },
     // Only torn writes expose it: a line holding the end of a data entry
     // and the commit record, persisted in part, leaves a stale data word
     // under a valid commit record.
@@ -353,35 +368,21 @@ const MUTANTS: &[Mutant] = &[
 ];
 
 /// Planted bugs the modelled faults cannot expose, asserted to pass (and
-/// documented in docs/MODEL.md). Opt-undo's write-backs and forced lines
-/// not waiting for their undo record: the record is issued at the store,
-/// before any write-back or force of its line, and the controller accepts
-/// (ADR) and the model's media persists (no ADR) a core's writes to the
-/// log and to home in issue order here, so the wait only changes timing.
-const SURVIVORS: &[Mutant] = &[
-    Mutant {
-        scheme: "opt-undo",
-        key: "opt-undo.mutant",
-        value: "data-before-record",
-        sets: SMALL_CACHES,
-        tx: 120,
-        recovery_crashes: 0,
-        torn: true,
-        threads: 2,
-        workload: "vector",
-    },
-    Mutant {
-        scheme: "opt-undo",
-        key: "opt-undo.mutant",
-        value: "data-before-record",
-        sets: SMALL_CACHES_NO_ADR,
-        tx: 120,
-        recovery_crashes: 0,
-        torn: true,
-        threads: 2,
-        workload: "vector",
-    },
-];
+/// documented in docs/MODEL.md). With ADR, opt-undo's write-backs and
+/// forced lines not waiting for their undo record: the record is accepted
+/// at the store, before any write-back of its line is issued, so the wait
+/// only changes timing.
+const SURVIVORS: &[Mutant] = &[Mutant {
+    scheme: "opt-undo",
+    key: "opt-undo.mutant",
+    value: "data-before-record",
+    sets: SMALL_CACHES,
+    tx: 120,
+    recovery_crashes: 0,
+    torn: true,
+    threads: 2,
+    workload: "vector",
+}];
 
 /// Mutant switches whose values are crash-tested in their scheme's own
 /// test file (configurations specific to the scheme); every other declared

@@ -36,19 +36,21 @@ pub(super) fn record(info: &'static SchemeInfo, spec: &mut RunSpec) -> Result<Re
     })
 }
 
-/// Put the persist log in acceptance-time order (the crash points) and
-/// move every position taken in call order with it: a transaction's
-/// acknowledgement becomes the point of its time (every write accepted
-/// before TxEnd returned, and those accepted in that cycle and issued
-/// before it), a checkpoint's commit the point right after its switch
-/// write, background work the runs of its events in the new order.
+/// Put the persist log in persist-time order (the crash points;
+/// `PersistLog::order_by_time`: each write stream by acceptance time, call
+/// order across streams) and move every position taken in call order with
+/// it: a transaction's acknowledgement becomes the point of its time (every
+/// write of its core accepted before TxEnd returned, and those accepted in
+/// that cycle and issued before it, and every write of another stream
+/// issued before it), a checkpoint's commit the point right after its
+/// switch write, background work the runs of its events in the new order.
 fn to_time_order(engine: &mut Engine, history: &mut History) {
     let log = &mut engine.ctx.nvm.persist_log;
     let order = log.order_by_time();
     let events = log.events();
-    for txs in &mut history.per_thread {
+    for (c, txs) in history.per_thread.iter_mut().enumerate() {
         for r in txs.iter_mut() {
-            r.ack_persist_seq = order.at_time(events, r.ack_persist_seq, r.ack_at);
+            r.ack_persist_seq = order.ack_point(c as u16, r.ack_persist_seq, r.ack_at);
         }
     }
     if order.is_identity() {

@@ -38,7 +38,7 @@ use self::write_set::WriteSetStats;
 use crate::cache::Hierarchy;
 use crate::config::Params;
 use crate::error::Result;
-use crate::mem::SparseImage;
+use crate::mem::{SparseImage, BACKGROUND_STREAM};
 use crate::schemes::{self, MemCtx, Scheme, SchemeInfo, FWB_KIND};
 use crate::stats::Latencies;
 use crate::types::{Addr, Cycle};
@@ -277,9 +277,11 @@ impl Engine {
             // controllers may issue queued writes up to it, no further.
             self.ctx.nvm.set_time_bound(now);
             self.ctx.dram.set_time_bound(now);
+            self.ctx.nvm.persist_log.set_stream(BACKGROUND_STREAM);
             if self.background_step(now, &mut until, &mut ready)? {
                 continue;
             }
+            self.ctx.nvm.persist_log.set_stream(c as u16);
             self.step_core(c, until)?;
             ready[c] = self.cores[c].ready_time();
             if self.committed_tx - last_report >= 256 {
@@ -288,6 +290,7 @@ impl Engine {
             }
         }
         self.check_pending_error()?;
+        self.ctx.nvm.persist_log.set_stream(BACKGROUND_STREAM);
         progress(self.committed_tx);
         self.ctx.nvm.set_time_bound(Cycle::MAX);
         self.ctx.dram.set_time_bound(Cycle::MAX);

@@ -7,6 +7,21 @@
 
 use crate::types::{Addr, Cycle};
 
+/// The write stream of background work: checkpoints, force-write-back
+/// passes, a scheme's timed events and its end-of-run work.
+pub const BACKGROUND_STREAM: u16 = u16::MAX;
+/// The write stream of a controller without ADR programming queued writes
+/// into the media (durable when programmed, in the controller's order).
+pub const MEDIA_STREAM: u16 = u16::MAX - 1;
+
+/// The first and last 8-byte word of its line that `e` writes.
+#[inline]
+fn word_span(e: &PersistEvent) -> (usize, usize) {
+    let first = (e.addr % 64 / 8) as usize;
+    let last = ((e.addr % 64 + u64::from(e.len).max(1) - 1) / 8) as usize;
+    (first, last)
+}
+
 /// One durable write: `len` bytes at `addr` (never crossing a 64 B line).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PersistEvent {
@@ -28,6 +43,10 @@ pub struct PersistLog {
     /// by a queue in arrival order; `Cycle::MAX` for the others (writes
     /// persisted when programmed, ADR-protected structures).
     arrived: Vec<Cycle>,
+    /// Per event: the write stream it was issued in ([`Self::set_stream`]).
+    streams: Vec<u16>,
+    /// The stream of the writes recorded from now on.
+    stream: u16,
     arena: Vec<u8>,
     /// Count of events even when recording is off (crash point numbering).
     count: u64,
@@ -48,6 +67,7 @@ impl PersistLog {
     pub fn new(enabled: bool) -> Self {
         PersistLog {
             enabled,
+            stream: BACKGROUND_STREAM,
             ..Default::default()
         }
     }
@@ -78,7 +98,18 @@ impl PersistLog {
                 at,
             });
             self.arrived.push(arrived);
+            self.streams.push(self.stream);
         }
+    }
+
+    /// The writes recorded from now on belong to `stream`: a core's
+    /// handling (its index), background work ([`BACKGROUND_STREAM`]) or the
+    /// media programming queued writes ([`MEDIA_STREAM`]); returns the
+    /// previous stream. Each stream is put in time order on its own
+    /// ([`Self::order_by_time`]).
+    #[inline]
+    pub fn set_stream(&mut self, stream: u16) -> u16 {
+        std::mem::replace(&mut self.stream, stream)
     }
 
     /// Report that `thread`'s first `tx_count` transactions are durable as of
@@ -106,57 +137,80 @@ impl PersistLog {
         &self.events
     }
 
+    /// Per recorded event, its write stream ([`Self::set_stream`]).
+    pub fn streams(&self) -> &[u16] {
+        &self.streams
+    }
+
     pub fn data(&self, e: &PersistEvent) -> &[u8] {
         &self.arena[e.data_off as usize..e.data_off as usize + e.len as usize]
     }
 
-    /// Put the recorded events in the order the persistence domain accepted
-    /// them, which is the crash-point order: by acceptance time, then by
-    /// call order among writes accepted in the same cycle. A write that
-    /// overlaps an earlier-issued one (an 8-byte word of both) is accepted
-    /// no earlier than it: the simulator applies writes functionally in
-    /// issue order, so a later write's bytes are the ones that survive, and
-    /// a write-pending queue merges or programs a line's writes in that
-    /// order; such a write's `at` is raised to that time. Writes to other
-    /// words of a line keep their own times. A queue admits writes in
-    /// arrival order: a write accepted by the write queue is accepted no
-    /// earlier than one that arrived before it (the controller model
-    /// accepts a write that finds the queue full when some queued write
-    /// leaves, which can be earlier than an earlier arrival's acceptance). Durability reports are moved
-    /// to the first point holding every event issued before them. Returns
-    /// where each event went. Already-ordered logs cost one pass, no copy.
+    /// Put the recorded events in crash-point order and return where each
+    /// went. Each write stream (a core's handling, background work, the
+    /// media's programming; [`Self::set_stream`]) is put in the order its
+    /// writes were accepted: by acceptance time, then call order among
+    /// writes accepted in the same cycle. A write that overlaps an
+    /// earlier-issued one (an 8-byte word of both) is accepted no earlier
+    /// than it: the simulator applies writes functionally in issue order,
+    /// so a later write's bytes are the ones that survive, and a
+    /// write-pending queue merges or programs a line's writes in that
+    /// order; such a write's `at` is raised to that time. A queue admits
+    /// writes in arrival order: a write accepted by the write queue is
+    /// accepted no earlier than one that arrived before it (the controller
+    /// model accepts a write that finds the queue full when some queued
+    /// write leaves, which can be earlier than an earlier arrival's
+    /// acceptance).
+    ///
+    /// Across streams the call (handling) order is kept: the k-th write of
+    /// a stream in call order gives its position to the stream's k-th write
+    /// in time order, and where writes of two streams overlap, the
+    /// earlier-issued one goes first. The engine handles one core's
+    /// operation at a time, whole, in the order the operations start, and
+    /// shared structures hand out slots in that order; a core whose
+    /// operation started later can still have writes accepted before those
+    /// of one handled earlier, and ordering those across cores by time
+    /// would persist a later slot before an earlier one, which no
+    /// controller that granted the slots in that order would do.
+    /// Durability reports are moved to the first point holding every event
+    /// issued before them.
     pub fn order_by_time(&mut self) -> TimeOrder {
-        // Raise acceptance times until both rules hold (two passes
-        // almost always suffice).
+        let n = self.events.len();
+        let streams = if self.streams.len() == n {
+            std::mem::take(&mut self.streams)
+        } else {
+            vec![BACKGROUND_STREAM; n]
+        };
+        // Raise acceptance times until both rules hold within each stream
+        // (two passes almost always suffice).
         for _ in 0..8 {
-            let a = self.raise_overlaps();
-            let b = self.raise_fifo();
+            let a = self.raise_overlaps(&streams);
+            let b = self.raise_fifo(&streams);
             if !a && !b {
                 break;
             }
         }
-        let sorted = self.events.windows(2).all(|w| w[0].at <= w[1].at);
-        if sorted {
-            return TimeOrder::default();
+        let pos = self.stream_positions(&streams);
+        let identity = pos.iter().enumerate().all(|(i, &k)| i as u32 == k);
+        let index = StreamIndex::new(&self.events, &streams, &pos);
+        if identity {
+            self.streams = streams;
+            return TimeOrder {
+                pos: Vec::new(),
+                old: Vec::new(),
+                index,
+            };
         }
-        let mut order: Vec<(Cycle, u32)> = self
-            .events
-            .iter()
-            .enumerate()
-            .map(|(i, e)| (e.at, i as u32))
-            .collect();
-        order.sort_unstable();
-        let mut pos = vec![0u32; order.len()];
-        for (k, &(_, i)) in order.iter().enumerate() {
-            pos[i as usize] = k as u32;
+        let mut old = vec![0u32; n];
+        for (i, &k) in pos.iter().enumerate() {
+            old[k as usize] = i as u32;
         }
-        let old: Vec<u32> = order.iter().map(|&(_, i)| i).collect();
-        drop(order);
         self.events = old.iter().map(|&i| self.events[i as usize]).collect();
-        if self.arrived.len() == old.len() {
+        if self.arrived.len() == n {
             self.arrived = old.iter().map(|&i| self.arrived[i as usize]).collect();
         }
-        let to = TimeOrder { pos, old };
+        self.streams = old.iter().map(|&i| streams[i as usize]).collect();
+        let to = TimeOrder { pos, old, index };
         let mut marks = std::mem::take(&mut self.marks);
         let seqs: Vec<u64> = marks.iter().map(|m| m.seq).collect();
         let mut i = 0;
@@ -170,16 +224,126 @@ impl PersistLog {
         to
     }
 
+    /// The crash-point position of each event (by call index): the
+    /// earliest-issued write goes next whose stream's writes accepted
+    /// before it (by time, then call order) and whose word's earlier-issued
+    /// writes (any stream) have gone. Within a stream that is time order;
+    /// across streams, call order, a write waiting only for its own
+    /// stream's earlier acceptances. Should the two constraints form a
+    /// cycle (a stream's late-issued write accepted early, tied through
+    /// shared words to another stream), the earliest-issued write left goes
+    /// next: the bytes that survive must be the last ones issued.
+    fn stream_positions(&self, streams: &[u16]) -> Vec<u32> {
+        let n = self.events.len();
+        let ev = &self.events;
+        // Background work keeps its call order: its writes are stamped
+        // ahead of the cores handled after it, which already see its state
+        // (a log head advanced, space retired).
+        let key = |i: u32| {
+            let s = streams[i as usize];
+            let at = if s == BACKGROUND_STREAM {
+                0
+            } else {
+                ev[i as usize].at
+            };
+            (s, at, i)
+        };
+        let mut by_time: Vec<u32> = (0..n as u32).collect();
+        if !by_time.windows(2).all(|w| key(w[0]) <= key(w[1])) {
+            by_time.sort_unstable_by_key(|&i| key(i));
+        }
+        // Each event's successor in its stream's time order, and how many
+        // predecessors it waits for.
+        let mut next = vec![u32::MAX; n];
+        let mut indeg = vec![0u8; n];
+        let mut in_call_order = true;
+        for w in by_time.windows(2) {
+            if streams[w[0] as usize] == streams[w[1] as usize] {
+                next[w[0] as usize] = w[1];
+                indeg[w[1] as usize] = 1;
+                in_call_order &= w[0] < w[1];
+            }
+        }
+        drop(by_time);
+        if in_call_order {
+            return (0..n as u32).collect();
+        }
+        // Writes of another stream to a word, earlier issued: (pred, succ).
+        // Same-stream word order follows from the time order (raised).
+        let mut cross: Vec<(u32, u32)> = Vec::new();
+        let mut words_last: rustc_hash::FxHashMap<Addr, [u32; 8]> = Default::default();
+        for (i, e) in ev.iter().enumerate() {
+            let words = words_last
+                .entry(e.addr - e.addr % 64)
+                .or_insert([u32::MAX; 8]);
+            let (first, last) = word_span(e);
+            for w in &mut words[first..=last] {
+                if *w != u32::MAX
+                    && streams[*w as usize] != streams[i]
+                    && cross.last() != Some(&(*w, i as u32))
+                {
+                    cross.push((*w, i as u32));
+                }
+                *w = i as u32;
+            }
+        }
+        drop(words_last);
+        cross.sort_unstable();
+        cross.dedup();
+        for &(_, j) in &cross {
+            indeg[j as usize] = indeg[j as usize].saturating_add(1);
+        }
+        use std::cmp::Reverse;
+        use std::collections::BinaryHeap;
+        let mut ready: BinaryHeap<Reverse<u32>> = (0..n as u32)
+            .filter(|&i| indeg[i as usize] == 0)
+            .map(Reverse)
+            .collect();
+        let mut pos = vec![u32::MAX; n];
+        let mut k = 0u32;
+        // The earliest-issued write not yet placed (the cycle breaker).
+        let mut oldest = 0usize;
+        fn release(j: u32, indeg: &mut [u8], ready: &mut BinaryHeap<Reverse<u32>>, pos: &[u32]) {
+            let d = &mut indeg[j as usize];
+            *d = d.saturating_sub(1);
+            if *d == 0 && pos[j as usize] == u32::MAX {
+                ready.push(Reverse(j));
+            }
+        }
+        while (k as usize) < n {
+            let i = match ready.pop() {
+                Some(Reverse(i)) if pos[i as usize] == u32::MAX => i,
+                Some(_) => continue,
+                None => {
+                    while pos[oldest] != u32::MAX {
+                        oldest += 1;
+                    }
+                    oldest as u32
+                }
+            };
+            pos[i as usize] = k;
+            k += 1;
+            if next[i as usize] != u32::MAX {
+                release(next[i as usize], &mut indeg, &mut ready, &pos);
+            }
+            let from = cross.partition_point(|&(p, _)| p < i);
+            for &(_, j) in cross[from..].iter().take_while(|&&(p, _)| p == i) {
+                release(j, &mut indeg, &mut ready, &pos);
+            }
+        }
+        pos
+    }
+
     /// Raise each write to the latest acceptance of an earlier-issued
-    /// write it overlaps (per 8-byte word); whether any changed.
-    fn raise_overlaps(&mut self) -> bool {
-        let mut words_at: rustc_hash::FxHashMap<Addr, [Cycle; 8]> = Default::default();
+    /// write of its stream it overlaps (per 8-byte word); whether any
+    /// changed.
+    fn raise_overlaps(&mut self, streams: &[u16]) -> bool {
+        let mut words_at: rustc_hash::FxHashMap<(u16, Addr), [Cycle; 8]> = Default::default();
         let mut changed = false;
-        for e in &mut self.events {
+        for (e, &s) in self.events.iter_mut().zip(streams) {
             let line = e.addr - e.addr % 64;
-            let first = (e.addr % 64 / 8) as usize;
-            let last = ((e.addr % 64 + u64::from(e.len).max(1) - 1) / 8) as usize;
-            let words = words_at.entry(line).or_insert([0; 8]);
+            let (first, last) = word_span(e);
+            let words = words_at.entry((s, line)).or_insert([0; 8]);
             let t = words[first..=last].iter().fold(e.at, |t, &w| t.max(w));
             changed |= t != e.at;
             e.at = t;
@@ -189,22 +353,25 @@ impl PersistLog {
     }
 
     /// Raise each queued write to the latest acceptance of a queued write
-    /// that arrived before it (by arrival time, then issue order); whether
-    /// any changed.
-    fn raise_fifo(&mut self) -> bool {
-        let mut q: Vec<(Cycle, u32)> = self
+    /// of its stream that arrived before it (by arrival time, then issue
+    /// order); whether any changed.
+    fn raise_fifo(&mut self, streams: &[u16]) -> bool {
+        let mut q: Vec<(u16, Cycle, u32)> = self
             .arrived
             .iter()
             .enumerate()
             .filter(|(_, &a)| a != Cycle::MAX)
-            .map(|(i, &a)| (a, i as u32))
+            .map(|(i, &a)| (streams[i], a, i as u32))
             .collect();
         if !q.windows(2).all(|w| w[0] <= w[1]) {
             q.sort_unstable();
         }
-        let mut top = 0;
+        let (mut top, mut stream) = (0, None);
         let mut changed = false;
-        for &(_, i) in &q {
+        for &(s, _, i) in &q {
+            if stream != Some(s) {
+                (top, stream) = (0, Some(s));
+            }
             let e = &mut self.events[i as usize];
             if e.at < top {
                 e.at = top;
@@ -220,6 +387,7 @@ impl PersistLog {
     pub fn clear(&mut self) {
         self.events.clear();
         self.arrived.clear();
+        self.streams.clear();
         self.arena.clear();
         self.marks.clear();
         self.count = 0;
@@ -237,6 +405,55 @@ pub struct TimeOrder {
     pos: Vec<u32>,
     /// Call-order index of the event at each position (empty: identity).
     old: Vec<u32>,
+    /// Each stream's events with their positions, for
+    /// [`TimeOrder::ack_point`].
+    index: StreamIndex,
+}
+
+/// Per write stream, its events in time order and in call order with
+/// their crash-point positions.
+#[derive(Clone, Debug, Default)]
+struct StreamIndex {
+    ids: Vec<u16>,
+    /// Per stream: (acceptance time, call index, the lowest point holding
+    /// its stream's events up to it) in time order.
+    chains: Vec<Vec<(Cycle, u32, u32)>>,
+    /// Per stream: call indices, ascending.
+    calls: Vec<Vec<u32>>,
+    /// Per stream: after its first j events in call order, the lowest
+    /// point holding all of them (`tops[s][j - 1]`).
+    tops: Vec<Vec<u32>>,
+}
+
+impl StreamIndex {
+    fn new(events: &[PersistEvent], streams: &[u16], pos: &[u32]) -> Self {
+        let mut ids: Vec<u16> = streams.to_vec();
+        ids.sort_unstable();
+        ids.dedup();
+        let mut ix = StreamIndex {
+            chains: vec![Vec::new(); ids.len()],
+            calls: vec![Vec::new(); ids.len()],
+            tops: vec![Vec::new(); ids.len()],
+            ids,
+        };
+        for (i, (e, &s)) in events.iter().zip(streams).enumerate() {
+            let k = ix.ids.binary_search(&s).expect("stream listed");
+            ix.chains[k].push((e.at, i as u32, pos[i]));
+            ix.calls[k].push(i as u32);
+            let top = ix.tops[k].last().copied().unwrap_or(0).max(pos[i] + 1);
+            ix.tops[k].push(top);
+        }
+        for c in &mut ix.chains {
+            c.sort_unstable_by_key(|&(at, i, _)| (at, i));
+            // The point holding the chain up to each event.
+            let mut top = 0;
+            for e in c.iter_mut() {
+                top = top.max(e.2 + 1);
+                e.2 = top;
+            }
+        }
+        ix
+    }
 }
 
 impl TimeOrder {
@@ -282,23 +499,28 @@ impl TimeOrder {
         }
     }
 
-    /// The crash point of a marker taken at time `at` after `seq` calls (a
-    /// transaction's acknowledgement): past every event accepted before
-    /// `at`, and those accepted at `at` and issued before the marker.
-    /// `events`: the log's events in time order.
-    pub fn at_time(&self, events: &[PersistEvent], seq: u64, at: Cycle) -> u64 {
-        let lo = events.partition_point(|e| e.at < at);
-        let ties = events[lo..].partition_point(|e| e.at == at) as u64;
-        // Among ties the call order is kept: a binary search on it.
-        let (mut a, mut b) = (0u64, ties);
-        while a < b {
-            let m = a + (b - a) / 2;
-            if self.call_index(lo as u64 + m) < seq {
-                a = m + 1;
+    /// The crash point of a marker of `stream` taken at time `at` after
+    /// `seq` calls (a core's transaction acknowledged): past every event of
+    /// its stream accepted before `at` (and those accepted at `at` and
+    /// issued before the marker), and every event of another stream issued
+    /// before the marker (across streams the call order is kept).
+    pub fn ack_point(&self, stream: u16, seq: u64, at: Cycle) -> u64 {
+        let ix = &self.index;
+        let mut point = 0u64;
+        for (k, &id) in ix.ids.iter().enumerate() {
+            if id == stream {
+                let c = &ix.chains[k];
+                let j = c.partition_point(|&(t, i, _)| (t, u64::from(i)) < (at, seq));
+                if j > 0 {
+                    point = point.max(u64::from(c[j - 1].2));
+                }
             } else {
-                b = m;
+                let j = ix.calls[k].partition_point(|&i| u64::from(i) < seq);
+                if j > 0 {
+                    point = point.max(u64::from(ix.tops[k][j - 1]));
+                }
             }
         }
-        lo as u64 + a
+        point
     }
 }

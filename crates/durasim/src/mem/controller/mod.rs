@@ -367,7 +367,11 @@ impl MemoryController {
             }
             None => self.media.read_bytes(a, &mut buf[..=last - first]),
         }
+        // Programmed in the controller's order, whichever core's handling
+        // issued it.
+        let stream = self.persist_log.set_stream(super::MEDIA_STREAM);
         self.persist_log.record(a, &buf[..=last - first], done);
+        self.persist_log.set_stream(stream);
         self.stats.persist_events += 1;
     }
 
