@@ -23,8 +23,11 @@ EXT_STAMP := $(VENV)/.ext-built
 build:
 	cargo build --release -p durasim
 
+# Three HOOP-paper schemes against the native system on the HOOP paper's
+# machine, each run long enough for HOOP's GC and Opt-Redo's checkpoints to
+# run in the measured window (the schemes' default length; a few minutes).
 run: build
-	./target/release/durasim compare --schemes ideal --workloads vector,hashmap,queue,rbtree,btree
+	./target/release/durasim compare --schemes opt-redo,hoop,lad,ideal --workloads btree,hashmap
 
 $(VENV)/.deps: pyproject.toml
 	@echo "== creating $(VENV) and installing Python dependencies (needs PyPI)"
@@ -84,8 +87,10 @@ docs-gen: build python
 
 test: lint test-rust test-python docs
 
+# Criterion speed benchmarks, then the per-scheme speed table (README).
 bench:
 	cargo bench -p durasim --bench sim_speed
+	python3 scripts/speed_table.py
 
 clean:
 	cargo clean

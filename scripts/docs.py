@@ -16,7 +16,10 @@ refreshes every code block that follows a quote marker
 with the lines of PATH from the first line starting with FIRST (stripped)
 to the next line starting with LAST, plus N more. `check` regenerates
 everything in memory and fails where a file differs, and checks every
-relative link and #anchor in README.md, CHANGELOG.md and docs/**.
+relative link and #anchor in README.md, CHANGELOG.md and docs/**, and
+fails on a tracker issue number, a /work/ path or a ../shared path in
+README.md, docs/** or the sources (crates/, python/, configs/); the
+history files CHANGELOG.md and docs/PERFORMANCE.md may cite them.
 Running the commands and snippets of the README and the guide is
 python/tests/test_docs.py.
 """
@@ -486,20 +489,58 @@ def check_links() -> list[str]:
     return errors
 
 
+# The history files: the only places that may name tracker issues, the
+# development machine's paths or the session that made a change.
+HISTORY_FILES = ("CHANGELOG.md", "docs/PERFORMANCE.md")
+# Source trees whose comments and strings are read by users too.
+SOURCE_DIRS = ("crates", "python", "configs")
+SOURCE_SUFFIXES = {".rs", ".py", ".pyi", ".toml", ".md", ".sh"}
+LEAKS = (
+    (re.compile(r"\bissues? #?[0-9]", re.I), "a tracker issue number"),
+    (
+        re.compile(r"(?<![\w.-])/work/"),
+        "a path on the development machine (/work/...) that no reader has",
+    ),
+    (re.compile(r"\.\./shared\b"), "a path outside the repository (../shared)"),
+)
+
+
+def leaks(text: str) -> list[tuple[int, str]]:
+    """(line number, what) of every tracker reference or outside path in a text."""
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        for pattern, what in LEAKS:
+            if pattern.search(line):
+                out.append((n, what))
+    return out
+
+
+def leak_files() -> list[Path]:
+    """README.md, every page under docs/ and every source file, less the
+    history files."""
+    files = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    for d in SOURCE_DIRS:
+        files += sorted(
+            p
+            for p in (ROOT / d).rglob("*")
+            if p.is_file()
+            and p.suffix in SOURCE_SUFFIXES
+            and not any(part in {"target", ".venv", "__pycache__"} for part in p.parts)
+        )
+    exempt = {ROOT / h for h in HISTORY_FILES}
+    return [f for f in files if f.exists() and f not in exempt]
+
+
 def check_no_issue_numbers() -> list[str]:
+    """No tracker issue numbers, /work/ or ../shared paths outside the
+    history files (CHANGELOG.md, docs/PERFORMANCE.md)."""
     errors = []
-    files = [
-        ROOT / "README.md",
-        *sorted((ROOT / "docs" / "guide").rglob("*.md")),
-        *sorted(REF.rglob("*.md")),
-    ]
-    for f in files:
-        for n, line in enumerate(f.read_text().splitlines(), 1):
-            if re.search(r"\bissues? [0-9]", line, re.I):
-                errors.append(
-                    f"{f.relative_to(ROOT)}:{n}: a tracker issue number"
-                    " (only CHANGELOG.md may cite them)"
-                )
+    for f in leak_files():
+        for n, what in leaks(f.read_text(errors="replace")):
+            errors.append(
+                f"{f.relative_to(ROOT)}:{n}: {what}"
+                f" (only {' and '.join(HISTORY_FILES)} may cite them)"
+            )
     return errors
 
 
@@ -550,7 +591,10 @@ def main(argv: list[str]) -> int:
     if errors:
         print(f"docs.py check: {len(errors)} problems", file=sys.stderr)
         return 1
-    print("docs.py check: reference current, quotes in sync, links and anchors resolve")
+    print(
+        "docs.py check: reference current, quotes in sync, links and anchors resolve,"
+        " no tracker numbers or outside paths"
+    )
     return 0
 
 

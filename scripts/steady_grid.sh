@@ -15,10 +15,16 @@ schemes=${SCHEMES:-ideal,opt-redo,opt-undo,osp,lsm,lad,hoop}
 declare -A TX=([vector]=600000 [hashmap]=300000 [queue]=600000 [rbtree]=150000
                [btree]=300000 [ycsb]=300000 [tpcc]=40000)
 tmp=$(mktemp -d)
+# Progress on stderr: a line per workload (minutes each), and compare's own
+# bar with its ETA when stderr is a terminal.
+i=0
 for w in vector hashmap queue rbtree btree ycsb tpcc; do
-  "$bin" compare --quiet --schemes "$schemes" --workloads "$w" --baseline opt-redo \
+  i=$((i + 1))
+  echo "steady_grid: [$i/7] $w, ${TX[$w]} tx x $(echo "$schemes" | tr , ' ' | wc -w) schemes ($(date +%H:%M:%S))" >&2
+  "$bin" compare --schemes "$schemes" --workloads "$w" --baseline opt-redo \
     --tx "${TX[$w]}" --csv "$tmp/$w.csv" "$@" > "$tmp/$w.txt"
 done
+echo "steady_grid: done ($(date +%H:%M:%S)); grid in $out" >&2
 head -1 "$tmp/vector.csv" > "$out"
 for w in vector hashmap queue rbtree btree ycsb tpcc; do tail -n +2 "$tmp/$w.csv" >> "$out"; done
 for w in vector hashmap queue rbtree btree ycsb tpcc; do cat "$tmp/$w.txt"; done

@@ -7,6 +7,7 @@ schemes. Python front: single runs, Dask sweeps, paper experiments, reports.
 200
 """
 
+from . import cluster  # durasim.cluster.slurm(...) after a plain `import durasim`
 from ._core import (
     crashtest,
     describe,
@@ -25,6 +26,7 @@ __version__ = version()
 __all__ = [
     "SweepError",
     "__version__",
+    "cluster",
     "crashtest",
     "describe",
     "expand",

@@ -24,7 +24,9 @@ from ._progress import Bar, wanted
 
 #: Run arguments that are not parameter overrides.
 RUN_FIELDS = ("scheme", "workload", "threads", "tx", "seed", "config")
-DEFAULTS: dict[str, Any] = {"threads": 8, "tx": 10_000, "seed": 1, "config": None}
+#: ``None``: the scheme's paper machine, its thread count and run length
+#: (``durasim list schemes``).
+DEFAULTS: dict[str, Any] = {"threads": None, "tx": None, "seed": 1, "config": None}
 
 
 def param_key(name: str) -> str:
@@ -180,8 +182,8 @@ def run(
     scheme: str,
     workload: str,
     *,
-    threads: int = 8,
-    tx: int = 10_000,
+    threads: int | None = None,
+    tx: int | None = None,
     seed: int = 1,
     config: str | os.PathLike[str] | None = None,
     progress: bool | None = None,
@@ -189,7 +191,13 @@ def run(
 ) -> dict:
     """Run one simulation; return the same document as ``durasim run --json -``.
 
-    ``config`` is a TOML preset path (the CLI's ``--config``); ``overrides``
+    ``config`` is a TOML preset path (the CLI's ``--config``); ``None``
+    (default) runs on the scheme's paper machine (``durasim list schemes``:
+    ``dpc`` on ``configs/dpc.toml``, embedded in the extension) and
+    ``"default"`` on the bare default machine. ``threads`` defaults to
+    that machine's thread count (8 with a ``config``), ``tx`` to the
+    scheme's run length (long enough for its GC, checkpoints or
+    force-write-back to run several times). ``overrides``
     are parameter keys (``hoop__gc_period_ms=2`` or ``**{"hoop.gc_period_ms": 2}``).
     Bad input raises ``ValueError`` naming the field and its valid choices.
     The GIL is released while the simulation runs.
@@ -198,12 +206,14 @@ def run(
     in a notebook, ``False`` never (sweeps draw their own bar instead).
     """
     _names(scheme, workload)
-    threads = _count("threads", threads, 1)
-    tx = _count("tx", tx, 1)
+    threads = None if threads is None else _count("threads", threads, 1)
+    tx = None if tx is None else _count("tx", tx, 1)
     seed = _count("seed", seed, 0)
     cfg = None if config is None else os.fspath(config)
     sets = _overrides(overrides, RUN_ARGS)
-    bar = Bar(tx, wanted(progress), f"{scheme}/{workload}", "tx", delay_s=1.0)
+    # The bar's total is corrected by the first progress call when the
+    # run length is the scheme's default.
+    bar = Bar(tx or 1, wanted(progress), f"{scheme}/{workload}", "tx", delay_s=1.0)
     try:
         doc = _native.run(
             scheme,
@@ -245,7 +255,8 @@ def crashtest(
     ``torn`` also tests torn in-flight writes; ``recovery_crashes`` is the
     number of crashes injected into each recovery or ``"all"`` (default:
     the CLI's). Defaults and
-    overrides as in the CLI. The GIL is released while it runs.
+    overrides as in the CLI: ``config=None`` is the scheme's paper machine,
+    ``"default"`` the bare default machine. The GIL is released while it runs.
     ``progress``: a bar with an ETA over the crash points; ``None`` (default)
     shows it on a terminal or in a notebook, ``False`` never.
     """

@@ -5,7 +5,8 @@
 * :func:`connect` — a running scheduler (``dask scheduler`` + ``dask worker``
   processes started by hand, by SSH, or by a batch system).
 * :func:`slurm` — a SLURM allocation through ``dask-jobqueue`` (the
-  ``durasim[slurm]`` extra), imported only when used.
+  ``slurm`` extra: ``pip install '.[slurm]'`` from a checkout), imported
+  only when used.
 
 Every worker must be able to ``import durasim`` (same version): install the
 package in the environment the workers start from.
@@ -55,14 +56,15 @@ def slurm(
 
     Use it with ``durasim.sweep(runs, client=Client(cluster))``. Extra keyword
     arguments go to ``SLURMCluster`` (e.g. ``job_extra_directives``,
-    ``local_directory``). Needs ``pip install 'durasim[slurm]'``.
+    ``local_directory``). Needs the ``slurm`` extra (``pip install '.[slurm]'``
+    from a checkout; durasim is not on PyPI) or ``pip install dask-jobqueue``.
     """
     try:
         from dask_jobqueue import SLURMCluster
     except ImportError as e:
         raise ImportError(
-            "durasim.cluster.slurm needs dask-jobqueue: pip install 'durasim[slurm]' "
-            "(or pip install dask-jobqueue)"
+            "durasim.cluster.slurm needs dask-jobqueue: pip install '.[slurm]' from a "
+            "durasim checkout (durasim is not on PyPI), or pip install dask-jobqueue"
         ) from e
     opts: dict[str, Any] = {
         "cores": cores,

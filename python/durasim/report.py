@@ -17,9 +17,10 @@ from typing import Any
 import pandas as pd
 
 from . import _core
+from ._figcheck import NOT_STEADY, readable
 from .papers import _scale
 from .papers._base import Paper
-from .plotting import save
+from .plotting import flags, save
 
 
 def _git_commit() -> str | None:
@@ -156,12 +157,15 @@ def write_report(
                     if eid in frames:
                         notes = frames[eid].attrs.setdefault("notes", [])
                         notes.extend(_scale.steady_text([res]))
+                        stamp = frames[eid].attrs.setdefault("not_steady", [])
+                        stamp.extend(_scale.steady_text([res]))
     header = _options_html(options or {}, cost or {})
     header += _scale.to_html(doc, steady) if doc is not None else ""
     for eid, df in frames.items():
         e = exps[eid]
         stem = f"{e.item}_{eid}"
         fig = paper.figures[eid](df)
+        checks = [f.as_dict() for f in flags(fig)]
         pngs = save(fig, out / stem)
         csv = out / f"{stem}.csv"
         df.to_csv(csv, index=False)
@@ -175,6 +179,7 @@ def write_report(
                 "stat_keys": df.attrs.get("stat_keys", {}),
                 "skipped": df.attrs.get("skipped", []),
                 "notes": df.attrs.get("notes", []),
+                "figure_checks": checks,
                 "scale": scale,
                 "durasim_version": config["durasim_version"],
                 "git_commit": config["git_commit"],
@@ -183,7 +188,7 @@ def write_report(
             }
         )
         # A freshly run experiment names its scale and command like a kept one.
-        attrs = {**df.attrs, "scale": scale, "command": command}
+        attrs = {**df.attrs, "scale": scale, "command": command, "figure_checks": checks}
         table = ""
         if e.table is not None:
             t = e.table(df)
@@ -264,7 +269,7 @@ def _table_html(t: pd.DataFrame, csv_name: str) -> str:
 
 
 def _li(items: list[str]) -> str:
-    return "".join(f"<li>{html.escape(str(x))}</li>" for x in items)
+    return "".join(f"<li>{html.escape(readable(str(x)))}</li>" for x in items)
 
 
 def _section(
@@ -292,7 +297,7 @@ def _section(
     parts = [
         f'<section id="{esc(e.id)}"><h2>({esc(e.item)}) {esc(e.title)}</h2>',
         f"<p>Paper: {esc(str(attrs.get('paper_item') or cited))}. Normalization: "
-        f"{esc(str(attrs.get('normalization') or 'none'))}. "
+        f"{esc(readable(str(attrs.get('normalization') or 'none')))}. "
         f"Runs: {rows}.{origin}</p>",
         f'<p><img src="{esc(png)}" alt="{esc(e.title)}" style="max-width:100%"></p>',
         f'<p>Figure: <a href="{esc(png)}">PNG</a> · <a href="{esc(svg)}">SVG</a> · '
@@ -306,8 +311,27 @@ def _section(
             + esc(", ".join(f"{k} ← {v}" for k, v in stats.items()))
             + "</p>"
         )
+    checks = [c for c in attrs.get("figure_checks") or [] if c.get("text")]
+    # The steady-state finding is a note already (shown in bold below).
+    stamped = [c for c in checks if c.get("check") == NOT_STEADY]
+    checks = [c for c in checks if c.get("check") != NOT_STEADY]
+    if checks:
+        parts.append(
+            "<p>What the figure's checks of its own data found (and what it did):</p><ul>"
+            + "".join(
+                f"<li><b>{esc(c['check'])}</b> ({esc(c['form'])}): {esc(readable(c['text']))}</li>"
+                for c in checks
+            )
+            + "</ul>"
+        )
     if notes:
-        parts.append(f"<p>Notes:</p><ul>{_li(notes)}</ul>")
+        items = "".join(
+            f"<li><b>{esc(readable(str(n)))} (stamped on the figure)</b></li>"
+            if any(str(n) in c["text"] for c in stamped)
+            else f"<li>{esc(readable(str(n)))}</li>"
+            for n in notes
+        )
+        parts.append(f"<p>Notes:</p><ul>{items}</ul>")
     if skipped:
         parts.append(
             "<details><summary>Not available in this build, skipped "

@@ -102,7 +102,9 @@ def result_row(
     scheme's statistics, ``sim.*`` for host speed, and ``error``."""
     row: dict[str, Any] = {"scheme": spec["scheme"], "workload": spec["workload"]}
     for f in ("threads", "tx", "seed", "config"):
-        v = spec.get(f, DEFAULTS[f])
+        # Without a value in the spec a run takes its scheme's machine and
+        # length: the report says which.
+        v = spec.get(f, DEFAULTS[f] if f == "config" else (report or {}).get(f, DEFAULTS[f]))
         row[f] = None if v is None else (os.fspath(v) if f == "config" else v)
     for k, v in spec.items():
         if k not in RUN_FIELDS:

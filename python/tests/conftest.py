@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from durasim import _core
 from durasim.papers import hoop
@@ -15,6 +16,11 @@ from durasim.papers.hoop import experiments as hoop_exp
 from durasim.sweep import result_row
 
 ROOT = Path(__file__).resolve().parents[2]
+
+# Property tests assert properties, not speed: a loaded 2-core host must not
+# fail them on hypothesis's per-example deadline.
+settings.register_profile("durasim", deadline=None)
+settings.load_profile("durasim")
 
 
 @pytest.fixture(scope="session")

@@ -296,3 +296,24 @@ def test_run_progress_reaches_total_and_stays_quiet_off_terminal(monkeypatch, ca
     # progress=False so runs inside them never draw their own bar.
     durasim.run("ideal", "vector", threads=1, tx=50)
     assert capsys.readouterr().err == ""
+
+
+def test_a_scheme_runs_on_its_papers_machine_by_default():
+    # No config: the scheme's paper machine (embedded), its thread count.
+    r = durasim.run("dpc", "btree", tx=200)
+    assert r["config"]["hybrid"]["dram_cache_bytes"] == 256 << 20
+    assert r["threads"] == 4
+    # config="default": the bare machine (no DRAM cache), 8 threads.
+    bare = durasim.run("dpc", "btree", tx=200, config="default")
+    assert bare["config"]["hybrid"]["dram_cache_bytes"] == 0
+    assert bare["threads"] == 8
+    ehou = durasim.run("ehou", "hashtable", tx=200)
+    assert ehou["config"]["dimm"]["model"] == "optane"
+
+
+def test_counts_come_back_as_ints():
+    r = durasim.run("hoop", "btree", threads=2, tx=200)
+    s = r["scheme_stats"]
+    assert isinstance(s["gc_runs_periodic"], int) and not isinstance(s["gc_runs_periodic"], bool)
+    assert isinstance(s["tx_committed"], int)
+    assert isinstance(r["metrics"]["committed_tx"], int)

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from durasim import lab
+from durasim._figcheck import readable
 from durasim.papers import PAPERS, ehou
 from durasim.papers.ehou import experiments as ehou_exp
 from durasim.plotting import series
@@ -83,7 +84,7 @@ def test_figures_have_series_and_units(frames, eid):
     assert series(fig)
     ax = fig.axes[0]
     assert "(" in ax.get_ylabel() and ax.get_xlabel()
-    assert frames[eid].attrs["normalization"] in fig.get_suptitle()
+    assert readable(frames[eid].attrs["normalization"]) in fig.get_suptitle()
 
 
 def test_lab_reproduce_ehou_writes_report(tmp_path, capsys):

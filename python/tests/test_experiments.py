@@ -12,6 +12,7 @@ from conftest import FullAvail, fake_frames
 
 import durasim
 from durasim import lab
+from durasim._figcheck import readable
 from durasim.papers import hoop
 from durasim.papers.hoop import experiments as hoop_exp
 from durasim.plotting import series
@@ -32,6 +33,7 @@ EXPECTED_SERIES = {
     "mapping_table": ["hoop"],
     "profiling": ["loads_per_llc_miss", "parallel_read_fraction", "llc_miss_ratio"],
     "workloads": [],
+    "claim": ["vs LAD", "vs Opt-Redo"],
 }
 
 
@@ -42,7 +44,7 @@ def frames():
 
 def test_every_experiment_has_a_figure():
     assert set(hoop.PAPER.figures) == set(hoop_exp.EXPERIMENTS) == set(EXPECTED_SERIES)
-    assert [e.item for e in hoop_exp.EXPERIMENTS.values()] == list("abcdefghijk")
+    assert [e.item for e in hoop_exp.EXPERIMENTS.values()] == list("abcdefghijkl")
 
 
 @pytest.mark.parametrize("eid", [e for e in hoop_exp.EXPERIMENTS if e != "workloads"])
@@ -50,8 +52,10 @@ def test_figure_has_expected_series(frames, eid):
     df = frames[eid]
     assert len(df) > 0
     fig = hoop.PAPER.figures[eid](df)
-    # A series drawn under another one is labelled so: "(same as ..., hidden under it)".
-    assert sorted(x.split(" (same as")[0] for x in series(fig)) == sorted(EXPECTED_SERIES[eid])
+    # A series identical to another one is labelled so: "(= ..., drawn in alternating
+    # dashes)"; the shaded run-to-run spread band has its own legend entry.
+    shown = [x.split(" (= ")[0] for x in series(fig) if not x.startswith("run-to-run spread")]
+    assert sorted(shown) == sorted(EXPECTED_SERIES[eid])
     plotted = 0
     for ax in fig.axes:
         # Stacked panels (profiling) share the x label of the bottom one.
@@ -65,7 +69,8 @@ def test_figure_has_expected_series(frames, eid):
         # Shown as "not normalized: <what is plotted>", never "[none (...)]".
         assert "[none" not in fig.get_suptitle()
         norm = norm[len("none (") : -1]
-    assert norm in fig.get_suptitle()
+    # Raw numbers in it are formatted for reading (2097152 -> 2,097,152).
+    assert readable(norm) in fig.get_suptitle()
 
 
 def test_normalizations(frames):

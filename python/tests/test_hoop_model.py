@@ -9,9 +9,7 @@ from hypothesis import strategies as st
 import durasim
 from durasim import _native
 
-pytestmark = pytest.mark.skipif(
-    "hoop" not in durasim.schemes(), reason="HOOP is not in this build"
-)
+pytestmark = pytest.mark.skipif("hoop" not in durasim.schemes(), reason="HOOP is not in this build")
 
 GIB = 1 << 30
 

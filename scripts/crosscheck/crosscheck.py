@@ -1,19 +1,25 @@
 #!/usr/bin/env python3
 """Cross-check durasim's memory system against DRAMsim3, Ramulator 2, NVMain
-and VANS on identical traces (issue 23). Runs outside CI: the peers take
-minutes to build (see the recipe, shared/peers/README.md and build.sh).
+and VANS on identical traces. Runs outside CI: the peers take minutes to
+build (see the peers recipe's README.md and build.sh; RECIPE is its directory).
 
 Every trace comes from the recipe's gen_trace.py (one seeded stream written in
 each simulator's format). durasim replays the DRAMsim3 file with the peers'
 clock (trace.cycle_ns = tCK 2 ns, one offer per 2 ns) on the device the
-peers' pcm_hoop configs model: 1 channel, 2 ranks x 8 banks, line-interleaved
-mapping, HOOP Table II timing (durasim's defaults).
+peers' pcm_hoop configs model: 1 channel, 2 ranks x 8 banks, HOOP Table II
+timing (durasim's defaults), once per address mapping a peer uses, and each
+peer's row is compared with the durasim run whose mapping matches the
+peer's (MAPPINGS): DRAMsim3 (rocorabgbach) and NVMain (R:C:RK:BK:CH) with
+line-interleaved, Ramulator 2 (RoBaRaCoCh: a 2 KiB row fills before the
+bank changes) with row-interleaved; VANS (an Optane model: 4 KiB AIT,
+256 B media blocks, no DDR timing) is shown beside line-interleaved but is
+not timing-matched.
 
 Traces: random (uniform lines over 1 GiB, reads:writes 2:1), seq (the same
 over a sequential stream), rdlow (random reads, one per 1000 memory cycles:
 idle latency), chase (the rdlow reads as dependent loads, VANS 'C').
 
-  scripts/crosscheck/crosscheck.py --recipe ../shared/peers --peers PEERS_WORK \\
+  scripts/crosscheck/crosscheck.py --recipe RECIPE --peers PEERS_WORK \\
       [--durasim target/release/durasim] [--n 1000000] [--work /tmp/crosscheck]
 
 A peer whose binary is absent under PEERS_WORK/src (build.sh's layout) is not
@@ -35,8 +41,21 @@ import sys
 import time
 
 LINE = 64
-DURASIM_MATCH = ["--set", "nvm.channels=1", "--set", "nvm.address_mapping=line-interleaved",
-                 "--set", "trace.cycle_ns=2", "--set", "trace.offer_interval_ns=2"]
+DURASIM_MATCH = ["--set", "nvm.channels=1", "--set", "trace.cycle_ns=2",
+                 "--set", "trace.offer_interval_ns=2"]
+#: Peer -> (the peer's address mapping as its config names it, the durasim
+#: nvm.address_mapping that places a sequential stream the same way).
+#: durasim's row-interleaved is row:rank:bank:column:channel, Ramulator's
+#: row:bank:rank:column:channel: both fill a 2 KiB row of one bank before
+#: moving on, and with one rank of 16 banks durasim gives the same numbers
+#: on these traces (the rank/bank order does not matter to them).
+MAPPINGS = {
+    "dramsim3": ("rocorabgbach (row:column:rank:bankgroup:bank:channel)", "line-interleaved"),
+    "ramulator2": ("RoBaRaCoCh (row:bank:rank:column:channel)", "row-interleaved"),
+    "nvmain": ("R:C:RK:BK:CH (row:column:rank:bank:channel)", "line-interleaved"),
+    "vans": ("Optane model: 4 KiB AIT blocks, 256 B media blocks (not timing-matched)",
+             "line-interleaved"),
+}
 
 
 LOADS = []  # 1-minute load average after every timed run (the host is shared)
@@ -63,10 +82,11 @@ def gen(recipe, traces, name, args):
                            "--out-prefix", os.path.join(traces, name)])
 
 
-def durasim_row(durasim, trace, work):
-    out = os.path.join(work, "durasim_" + os.path.basename(trace) + ".json")
-    rc, cpu, wall = run_timed([durasim, "trace", "replay", trace, *DURASIM_MATCH, "--json"],
-                              work, out)
+def durasim_row(durasim, trace, work, mapping):
+    out = os.path.join(work, "durasim_%s_%s.json" % (mapping, os.path.basename(trace)))
+    cmd = [durasim, "trace", "replay", trace, *DURASIM_MATCH,
+           "--set", "nvm.address_mapping=" + mapping, "--json"]
+    rc, cpu, wall = run_timed(cmd, work, out)
     if rc != 0:
         raise SystemExit("durasim failed on %s" % trace)
     r = json.load(open(out))
@@ -167,14 +187,16 @@ def main():
     rec = recipe_rows(recipe)
     results = {}  # (sim, kind) -> dict(lat, bw, req_cpu, src)
 
+    mappings = list(dict.fromkeys(m for _, m in MAPPINGS.values()))
     for kind, t in kinds:
-        d = durasim_row(durasim, os.path.join(traces, t + ".dramsim3.trace"), work)
-        d["src"] = "run"
-        d["trace"] = t
-        results[("durasim", kind)] = d
-        print("[durasim] %s: %.1f ns, %.2f GB/s, %.0f req/CPU-s (%.2fs CPU, %.2fs wall, load %.1f)"
-              % (t, d["lat"], d["bw"], d["req_cpu"] or 0, d["cpu"], d["wall"], LOADS[-1]),
-              file=sys.stderr)
+        for mapping in mappings:
+            d = durasim_row(durasim, os.path.join(traces, t + ".dramsim3.trace"), work, mapping)
+            d["src"] = "run"
+            d["trace"] = t
+            results[("durasim " + mapping, kind)] = d
+            print("[durasim %s] %s: %.1f ns, %.2f GB/s, %.0f req/CPU-s (%.2fs CPU, %.2fs wall, "
+                  "load %.1f)" % (mapping, t, d["lat"], d["bw"], d["req_cpu"] or 0, d["cpu"],
+                                  d["wall"], LOADS[-1]), file=sys.stderr)
         for sim, binary, tr, cmd, meta in peer_cmds(recipe, src, traces, t):
             chase = meta.get("chase") == "1"
             tt = t
@@ -215,12 +237,15 @@ def main():
             print("[%s] %s: rc %d, %.1fs CPU, %.1fs wall, load %.1f: %s ns, %s GB/s" % (
                 sim, tt, rc, cpu, wall, LOADS[-1], p["lat_ns"], p["bw"]), file=sys.stderr)
 
-    sims = ["durasim", "dramsim3", "ramulator2", "nvmain", "vans"]
+    sims = ["durasim " + m for m in mappings] + list(MAPPINGS)
     f = lambda x, s="%.1f": "-" if x is None else s % x
+    gap = lambda a, b: "-" if a is None or b is None or not b else "%+.1f %%" % (100 * (a / b - 1))
     rows = []
-    print("| simulator | idle read latency ns | loaded mean read latency ns (random / seq) | "
-          "bandwidth GB/s (random / seq) | requests per CPU-s (random / seq) | source |")
-    print("|---|---|---|---|---|---|")
+    print("| simulator | address mapping | idle read latency ns | loaded mean read latency ns "
+          "(random / seq) | bandwidth GB/s (random / seq) | durasim vs this row, same mapping: "
+          "latency (random / seq), bandwidth (random / seq) | requests per CPU-s "
+          "(random / seq) | source |")
+    print("|---|---|---|---|---|---|---|---|")
     for s in sims:
         idle = results.get((s, "idle_chase")) if s == "vans" else results.get((s, "idle"))
         rnd, seq = results.get((s, "random")), results.get((s, "seq"))
@@ -231,14 +256,51 @@ def main():
             note = " (R+W latency under load)"
         if s == "vans":
             note = " (Optane model, %s traces; idle = dependent C loads)" % small
-        row = dict(sim=s, idle_ns=g(idle, "lat"), rnd_lat=g(rnd, "lat"), seq_lat=g(seq, "lat"),
-                   rnd_bw=g(rnd, "bw"), seq_bw=g(seq, "bw"), rnd_req_cpu=g(rnd, "req_cpu"),
+        if s in MAPPINGS:
+            peer_map, ours = MAPPINGS[s]
+            mapping = "%s; durasim %s" % (peer_map, ours)
+            d = "durasim " + ours
+            dr, ds = results.get((d, "random")), results.get((d, "seq"))
+            vs = "%s / %s, %s / %s" % (
+                gap(g(dr, "lat"), g(rnd, "lat")), gap(g(ds, "lat"), g(seq, "lat")),
+                gap(g(dr, "bw"), g(rnd, "bw")), gap(g(ds, "bw"), g(seq, "bw")))
+            if s == "nvmain":
+                vs = "- / -, " + vs.split(", ")[1]  # no read latency to compare under load
+            if s == "vans":
+                vs = "not timing-matched"
+        else:
+            mapping, vs = s.split(" ", 1)[1], "(reference)"
+        row = dict(sim=s, mapping=mapping, idle_ns=g(idle, "lat"), rnd_lat=g(rnd, "lat"),
+                   seq_lat=g(seq, "lat"), rnd_bw=g(rnd, "bw"), seq_bw=g(seq, "bw"),
+                   durasim_vs=vs, rnd_req_cpu=g(rnd, "req_cpu"),
                    seq_req_cpu=g(seq, "req_cpu"), source="/".join(srcs))
         rows.append(row)
-        print("| %s | %s | %s / %s | %s / %s | %s / %s | %s%s |" % (
-            s, f(row["idle_ns"]), f(row["rnd_lat"]), f(row["seq_lat"]),
-            f(row["rnd_bw"], "%.2f"), f(row["seq_bw"], "%.2f"),
+        print("| %s | %s | %s | %s / %s | %s / %s | %s | %s / %s | %s%s |" % (
+            s, mapping, f(row["idle_ns"]), f(row["rnd_lat"]), f(row["seq_lat"]),
+            f(row["rnd_bw"], "%.2f"), f(row["seq_bw"], "%.2f"), vs,
             f(row["rnd_req_cpu"], "%.0f"), f(row["seq_req_cpu"], "%.0f"), row["source"], note))
+    # The sequential gap against Ramulator 2 (same mapping) is write recovery:
+    # durasim holds a bank for the 150 ns array write after every write burst
+    # (any access waits, as NVMain's write-through tWP), Ramulator 2 and
+    # DRAMsim3 only delay that bank's precharge by tWR = 150 ns. With the
+    # row-interleaved mapping a sequential stream's 32 lines of a row sit in
+    # one bank, so each write stalls the row hits behind it; line-interleaved
+    # spreads them over banks. Holding the bank only tWR (10 ns) closes it.
+    seq_t = os.path.join(traces, "seq_%s.dramsim3.trace" % big)
+    out = os.path.join(work, "durasim_row-interleaved_write10_seq.json")
+    rc, _, _ = run_timed([durasim, "trace", "replay", seq_t, *DURASIM_MATCH, "--set",
+                          "nvm.address_mapping=row-interleaved", "--set",
+                          "nvm.array_write_ns=10", "--json"], work, out)
+    ram = results.get(("ramulator2", "seq"))
+    if rc == 0 and ram:
+        r = json.load(open(out))
+        print("\nCheck of the sequential gap against Ramulator 2 (write recovery): durasim "
+              "row-interleaved with a write holding its bank tWR = 10 ns instead of the "
+              "150 ns array write (--set nvm.array_write_ns=10): %.1f ns, %.2f GB/s on "
+              "seq_%s (Ramulator 2: %.1f ns, %.2f GB/s; %s latency, %s bandwidth)" % (
+                  r["read_latency_mean_ns"], r["bandwidth_gb_per_s"], big, ram["lat"],
+                  ram["bw"], gap(r["read_latency_mean_ns"], ram["lat"]),
+                  gap(r["bandwidth_gb_per_s"], ram["bw"])))
     if LOADS:
         print("\nHost load average (1 min) after the timed runs: min %.1f, max %.1f "
               "(%d CPUs); requests per CPU-s use the child's user+sys time." % (

@@ -55,15 +55,15 @@ impl Throttle {
 /// total_tx)`, when given, is called with the GIL at most every 0.2 s and
 /// once at the end.
 #[pyfunction]
-#[pyo3(signature = (scheme, workload, threads, tx, seed, config=None, set=Vec::new(), progress=None))]
+#[pyo3(signature = (scheme, workload, threads=None, tx=None, seed=1, config=None, set=Vec::new(), progress=None))]
 // External API: each argument is a Python keyword argument (the CLI's options).
 #[allow(clippy::too_many_arguments)]
 fn run(
     py: Python<'_>,
     scheme: &str,
     workload: &str,
-    threads: usize,
-    tx: u64,
+    threads: Option<usize>,
+    tx: Option<u64>,
     seed: u64,
     config: Option<String>,
     set: Vec<(String, String)>,
@@ -77,6 +77,11 @@ fn run(
         seed,
     };
     let spec = spec_for(scheme, workload, &common).map_err(to_py)?;
+    // As the CLI: a scheme without the hardware its mechanism needs is
+    // warned about on stderr.
+    if let Some(w) = durasim::cli::hardware_warning(scheme, &spec.params) {
+        eprintln!("{w}");
+    }
     let total_tx = spec.tx;
     let report = py
         .allow_threads(move || {
@@ -135,8 +140,8 @@ fn crashtest(
     let common = CommonArgs {
         config,
         set,
-        threads,
-        tx,
+        threads: Some(threads),
+        tx: Some(tx),
         seed,
     };
     let spec = spec_for(scheme, workload, &common).map_err(to_py)?;
@@ -153,7 +158,8 @@ fn crashtest(
     Ok(report.to_json().to_string())
 }
 
-/// Registered schemes as JSON: `[{name, description, durability, params}]`.
+/// Registered schemes as JSON: `[{name, description, durability, params,
+/// defaults}]`.
 #[pyfunction]
 fn schemes_json() -> String {
     let v: Vec<serde_json::Value> = schemes::REGISTRY
@@ -164,6 +170,8 @@ fn schemes_json() -> String {
                 "description": s.description,
                 "durability": format!("{:?}", s.durability),
                 "params": s.params.iter().map(|p| p.key).collect::<Vec<_>>(),
+                // What it runs on and for how long without config/tx.
+                "defaults": defaults_json(&s.defaults),
             })
         })
         // Named designs (schemes::PRESETS): a scheme with fixed settings.
@@ -174,11 +182,23 @@ fn schemes_json() -> String {
                 "description": p.description,
                 "durability": format!("{:?}", base.durability),
                 "params": base.params.iter().map(|q| q.key).collect::<Vec<_>>(),
+                "defaults": defaults_json(&base.defaults),
                 "preset": {"scheme": p.scheme, "set": p.set.iter().map(|(k, v)| (k.to_string(), serde_json::json!(v))).collect::<serde_json::Map<_, _>>()},
             })
         }))
         .collect();
     serde_json::Value::Array(v).to_string()
+}
+
+/// A scheme's default machine and run length (`durasim list schemes`).
+fn defaults_json(d: &schemes::RunDefaults) -> serde_json::Value {
+    serde_json::json!({
+        "machine": d.machine.map(|m| format!("{}{}", m.path, m.variant)),
+        "paper": d.machine.map(|m| m.paper),
+        "threads": d.machine.map_or(durasim::cli::DEFAULT_THREADS, |m| m.threads),
+        "tx": d.tx,
+        "reaches": d.reaches,
+    })
 }
 
 /// Registered workloads as JSON: `[{name, description}]`.

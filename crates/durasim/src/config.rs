@@ -141,7 +141,7 @@ macro_rules! p {
 pub(crate) use p;
 
 const T2: &str = "HOOP paper Table II";
-/// Source of a default chosen by us (explained in docs/MODEL.md).
+/// Source of a default chosen by us (explained in docs/model/, indexed by docs/MODEL.md).
 pub(crate) const MC: &str = "modelling choice, see docs/MODEL.md";
 /// The HOOP preset's reference core (the paper gives no core sizes).
 const SNB: &str = "Intel Sandy Bridge (Intel 64 and IA-32 Optimization Reference Manual, Sandy Bridge section: 168-entry ROB, 64 load / 36 store buffers, 10 L1D fill buffers, 4-wide)";
@@ -190,7 +190,7 @@ pub static ENGINE_PARAMS: &[ParamSpec] = &[
     p!("nvm.array_read_pj_per_bit", float 2.47, "pJ/bit", Check::Range(0.0, 1e6), T2, "array read energy"),
     p!("nvm.array_write_pj_per_bit", float 16.82, "pJ/bit", Check::Range(0.0, 1e6), T2, "array write energy"),
     p!("nvm.address_mapping", str "permutation", &["permutation", "line-interleaved", "row-interleaved"], "permutation-based interleaving (Zhang, Zhu, Zhang, MICRO 2000), generalised to fold all higher bits; docs/MODEL.md", "permutation: line-interleaved with the rank:bank:channel index XORed with all higher address bits folded to its width, so structures at power-of-two strides (thread regions, per-core logs) fall in different banks; line-interleaved: consecutive 64 B lines go to different banks (row:column:rank:bank:channel), so a sequential write stream is not serialised behind one bank's 150 ns programming; row-interleaved: a row fills first (row:rank:bank:column:channel)"),
-    p!("nvm.write_model", str "uniform", &["uniform", "dcw", "tlc"], MC, "uniform: every written bit costs array energy; dcw: data-comparison write, only flipped bits; tlc: TLC RRAM cells (3 bits/cell), differential write, latency = slowest programmed cell state, energy = sum over programmed cells (nvm.tlc_write_*; MorLog Table III; README \"Data-aware NVM\")"),
+    p!("nvm.write_model", str "uniform", &["uniform", "dcw", "tlc"], MC, "uniform: every written bit costs array energy; dcw: data-comparison write, only flipped bits; tlc: TLC RRAM cells (3 bits/cell), differential write, latency = slowest programmed cell state, energy = sum over programmed cells (nvm.tlc_write_*; MorLog Table III; docs/guide/configuration-and-presets.md \"Data-aware NVM\")"),
     p!("nvm.encoding", str "none", &["none", "fpc", "crade", "slde"], "modelling choice: off by default (the HOOP system has no encoder); MorLog (Wei et al.) §IV for slde, docs/MODEL.md", "encoder on the DIMM's write path, decoder on its read path: none; fpc (64-bit frequent pattern compression); crade (FPC + incomplete-data-mapping expansion by compression ratio); slde (MorLog: FPC or, for log data, DLDC, whichever is smaller, then CRADE expansion)"),
     p!("nvm.tlc_write_ns_000", float 15.2, "ns", Check::Range(0.0, 1e6), "MorLog (Wei et al.) Table III (TLC RRAM, from its refs [42], [45], [61])", "TLC write latency of a cell programmed to state 000 (nvm.write_model = tlc)"),
     p!("nvm.tlc_write_ns_001", float 46.8, "ns", Check::Range(0.0, 1e6), "MorLog (Wei et al.) Table III (TLC RRAM, from its refs [42], [45], [61])", "TLC write latency of a cell programmed to state 001 (nvm.write_model = tlc)"),
@@ -245,7 +245,7 @@ pub static ENGINE_PARAMS: &[ParamSpec] = &[
     p!("workload.key_dist", str "default", &["default", "uniform", "zipfian", "nstore-skew"], "YCSB ScrambledZipfianGenerator (Zipfian constant 0.99, 10^10 items hashed onto the key range); EHOU and SSP run B-tree and RB-tree with Zipfian keys; nstore-skew: WHISPER N-Store simple_skew with its default ycsb_skew 0.1 (main.cpp)", "default: each workload's own (uniform for vector/hashmap/rbtree/btree/array/sps/hashtable/echo, Zipfian for ycsb, TATP's NURand for tatp); uniform, zipfian or nstore-skew (10% of draws on the 10 hottest keys, the rest uniform over the others) override it for every keyed workload (queue, sdg and tpcc draw no keys: FIFO order, generated edges, TPC-C's NURand)"),
     p!("workload.values", str "realistic", &["realistic", "random", "zero"], "MorLog (Wei et al., ISCA 2020) Table II and Fig. 5, measured on WHISPER; WHISPER N-Store utils.cpp/ycsb_benchmark.cpp and Echo evaluation.c; YCSB RandomByteIterator", "what data words hold (docs/model/workloads.md): realistic = payload words by a delta model fitted to MorLog Table II / Fig. 5 (70.5% of updated bytes clean, Table II's pattern mix), ycsb and echo values as their benchmark code writes them; random = a 64-bit hash mix per word (durasim's values before the value model); zero = every data word 0"),
     p!("workload.update_scope", str "item", &["item", "field"], "HOOP paper Table III (vector/hashmap: 8 stores per transaction = one 64 B entry, \"insert/update entries\"); WHISPER N-Store ycsb_benchmark.cpp (all value fields written)", "what an update assigns: item = the whole item (key rewritten unchanged, payload, seal: item_bytes / 8 stores), as code that assigns a whole entry; field = one field of the payload and the seal (ycsb: one of workload.ycsb_fields, YCSB's writeallfields=false)"),
-    p!("workload.ycsb_text", str "nstore", &["nstore", "ycsb"], "HOOP §IV-A and MorLog §VI-A run WHISPER's N-Store YCSB: utils.cpp get_rand_astring (one alphanumeric character repeated), ycsb_benchmark.cpp do_update (field of 'x'); YCSB RandomByteIterator", "ycsb value text under workload.values = realistic: nstore = N-Store's (load: one random alphanumeric character repeated over each field; update: 'x' over each field); ycsb = YCSB's RandomByteIterator bytes (0x20..=0x7F)"),
+    p!("workload.ycsb_text", str "nstore", &["nstore", "random-bytes"], "HOOP §IV-A and MorLog §VI-A run WHISPER's N-Store YCSB: utils.cpp get_rand_astring (one alphanumeric character repeated), ycsb_benchmark.cpp do_update (field of 'x'); YCSB RandomByteIterator", "ycsb value text under workload.values = realistic: nstore = N-Store's (load: one random alphanumeric character repeated over each field; update: 'x' over each field); random-bytes = YCSB's RandomByteIterator bytes (0x20..=0x7F)"),
     p!("workload.ycsb_read_share", float 0.2, "fraction", Check::Range(0.0, 1.0), "HOOP paper §IV-A (\"the ratio of reads to updates is 20:80\"); WHISPER nstore run.py 'large' -p0.8", "ycsb: share of read-only transactions (the rest update a record)"),
     p!("workload.ycsb_fields", int 10, "fields", Check::Range(1.0, 1024.0), "YCSB CoreWorkload fieldcount 10 (1 KB = 10 x 100 B); WHISPER N-Store main.cpp ycsb_num_val_fields 5 for 512 B records", "ycsb: value fields per record (a field update assigns one of them; N-Store text repeats one character per field)"),
     p!("workload.ycsb_records", int 0, "records/thread", Check::Range(0.0, 1e9), "paper silent; 0 keeps durasim's rule (workload.initial_items); WHISPER nstore run.py 'large' -k100000 in total (12,500 per thread at HOOP's 8 threads; MorLog preset: 25,000 at its 4 macro threads)", "ycsb: records in each thread's table (0 = workload.initial_items)"),
@@ -398,6 +398,17 @@ impl Params {
                 toml::Value::Integer(i) if i >= 0 => Value::Int(i as u64),
                 toml::Value::Float(f) => Value::Float(f),
                 toml::Value::Boolean(b) => Value::Bool(b),
+                // A size or time with its unit ("4MB", "300ns") is read
+                // exactly as `--set` reads it.
+                toml::Value::String(s)
+                    if self
+                        .spec(&key)
+                        .is_ok_and(|sp| !matches!(sp.default, DefaultValue::Str(_))) =>
+                {
+                    self.set_str(&key, &s)
+                        .map_err(|e| Error::input(format!("{origin}: {e}")))?;
+                    continue;
+                }
                 toml::Value::String(s) => Value::Str(s),
                 other => {
                     return Err(Error::input(format!(
@@ -545,7 +556,7 @@ pub fn validate_run(p: &Params, tx: u64, history: bool) -> Result<()> {
     };
     if tx > ceiling {
         return Err(Error::input(format!(
-            "invalid value '{tx}' for 'tx': expected at most {ceiling} for {what} (the documented ceiling, README 'Input limits')"
+            "invalid value '{tx}' for 'tx': expected at most {ceiling} for {what} (the documented ceiling, docs/guide/configuration-and-presets.md 'Input limits')"
         )));
     }
     let line = crate::types::LINE_BYTES;
@@ -759,6 +770,37 @@ mod tests {
             .contains("dcw"));
         assert!(p.set_str("nvm.array_read_ns", "250").is_ok());
         assert_eq!(p.ns_cycles("nvm.array_read_ns"), 625);
+    }
+
+    #[test]
+    fn toml_presets_take_units_as_set_does() {
+        let mut p = Params::defaults(&[]);
+        p.apply_toml(
+            "[cache]\nllc_size_bytes = \"4MB\"\n[nvm]\narray_write_ns = \"300ns\"\nwrite_model = \"tlc\"\n",
+            "t.toml",
+        )
+        .unwrap();
+        let mut q = Params::defaults(&[]);
+        q.set_str("cache.llc_size_bytes", "4MB").unwrap();
+        q.set_str("nvm.array_write_ns", "300ns").unwrap();
+        q.set_str("nvm.write_model", "tlc").unwrap();
+        for k in [
+            "cache.llc_size_bytes",
+            "nvm.array_write_ns",
+            "nvm.write_model",
+        ] {
+            assert_eq!(p.get(k), q.get(k), "{k}");
+        }
+        assert_eq!(p.u64("cache.llc_size_bytes"), 4 << 20);
+        // A bad unit names the file and the field, as --set's error does.
+        let e = Params::defaults(&[])
+            .apply_toml("[cache]\nllc_size_bytes = \"4 furlongs\"\n", "t.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("t.toml") && e.contains("cache.llc_size_bytes") && e.contains("4 furlongs"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 /// unit and the paper that uses it: docs/model/metrics.md.
 ///
 /// Rates, latencies, traffic, energy, miss ratio and load/store counts are
-/// over the measured window (after the warm-up, docs/MODEL.md "Metrics");
+/// over the measured window (after the warm-up, docs/model/metrics.md);
 /// `committed_tx` and `sim_cycles` cover the whole run.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct Metrics {
@@ -77,8 +77,11 @@ pub struct Metrics {
     /// paper's Table 5): simulated memory the run touched
     /// (4 KiB pages of the architectural image, all threads, setup
     /// included), loads per store in the window, the DRAM cache's miss
-    /// ratio (1 - `dram_cache_hit_ratio`; zero without it) and its reads
-    /// (LLC misses) per write (LLC write-backs) in the window.
+    /// ratio (1 - `dram_cache_hit_ratio`; zero without it) and the
+    /// memory's reads per write in the window: the DRAM cache's (LLC
+    /// misses and write-backs it serves), or without one the NVM's
+    /// (= `llc_misses_per_write_back`). `read_write_ratio` is the
+    /// program's loads per store, above the caches.
     pub footprint_bytes: u64,
     pub read_write_ratio: f64,
     pub dram_cache_miss_ratio: f64,
@@ -157,7 +160,25 @@ pub struct SimInfo {
     /// The workloads' op streams were generated on a second host thread
     /// (`--gen-thread`; no simulated effect).
     pub gen_thread: bool,
+    /// Peak resident host memory of the process so far (MiB; getrusage's
+    /// `ru_maxrss`, 0 where unavailable).
+    pub peak_rss_mib: f64,
     pub version: &'static str,
+}
+
+/// Peak resident memory of this process so far, in MiB (0 where the OS
+/// does not report it).
+pub fn peak_rss_mib() -> f64 {
+    #[cfg(unix)]
+    {
+        // SAFETY: getrusage only writes the struct it is given.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } == 0 {
+            // ru_maxrss is in KiB on Linux.
+            return ru.ru_maxrss as f64 / 1024.0;
+        }
+    }
+    0.0
 }
 
 /// Latency samples, one per transaction (reserved up front).

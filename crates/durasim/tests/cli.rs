@@ -59,6 +59,9 @@ fn run_json_has_the_documented_keys() {
     for k in ["host_seconds", "sim_mem_ops", "mem_ops_per_host_second"] {
         assert!(v["sim"].get(k).is_some(), "missing sim.{k}");
     }
+    // The process held at least the simulated footprint's pages.
+    let rss = v["sim"]["peak_rss_mib"].as_f64().expect("sim.peak_rss_mib");
+    assert!(rss > 1.0, "peak RSS {rss} MiB");
 }
 
 #[test]

@@ -191,7 +191,7 @@ fn txctx_infers_pointer_chasing_dependencies() {
     // The array below the nodes: no loaded pointer's span covers it. (An
     // object allocated right after a node whose pointer was loaded would be
     // inside that pointer's 4 KiB span: the rule's false positive,
-    // docs/MODEL.md.)
+    // docs/model/processor.md.)
     let array = ctx.alloc(8 * 64);
     // Nodes { value, next }, allocated 64 B aligned, linked in reverse.
     let mut next = 0;
@@ -272,7 +272,7 @@ fn run(scheme: &str, workload: &str, threads: usize, tx: u64, sets: &[(&str, &st
 }
 
 /// Native write traffic is never zero at a moderate run: the window's
-/// stores that are still dirty in the caches count (docs/MODEL.md).
+/// stores that are still dirty in the caches count (docs/model/metrics.md).
 #[test]
 fn ideal_vector_reports_nonzero_write_traffic() {
     let e = run("ideal", "vector", 8, 20_000, &[]);

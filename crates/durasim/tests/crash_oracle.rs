@@ -279,6 +279,7 @@ macro_rules! redo_info {
             recover: recover::<{ $v }>,
             recovery: RecoveryForm::Plain,
             contexts: None,
+            defaults: durasim::schemes::RunDefaults::BARE,
         };
     };
 }

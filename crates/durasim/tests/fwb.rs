@@ -52,7 +52,7 @@ fn store(h: &mut Hierarchy, m: &mut Recorder, line: Addr, t: Cycle) {
 /// The flag rule: a line dirty at two consecutive passes is written back
 /// (and stays cached, clean); one written back between the passes and
 /// dirtied again is only flagged; a store to a flagged line does not clear
-/// the flag (docs/MODEL.md: clearing it would let a line stored in every
+/// the flag (docs/model/morlog.md: clearing it would let a line stored in every
 /// period escape the write-back forever, and the log truncation with it).
 #[test]
 fn scan_writes_back_lines_dirty_across_two_passes() {

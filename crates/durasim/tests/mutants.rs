@@ -368,7 +368,7 @@ const MUTANTS: &[Mutant] = &[
 ];
 
 /// Planted bugs the modelled faults cannot expose, asserted to pass (and
-/// documented in docs/MODEL.md). With ADR, opt-undo's write-backs and
+/// documented in docs/model/crash.md). With ADR, opt-undo's write-backs and
 /// forced lines not waiting for their undo record: the record is accepted
 /// at the store, before any write-back of its line is issued, so the wait
 /// only changes timing.

@@ -513,7 +513,7 @@ fn replay_is_deterministic_and_equal_across_formats_and_compression() {
 
 /// Idle random reads (one per 2 us) see the device's closed-bank latency:
 /// tRCD→max(tRCD, 50 ns array) + tCL 10 + tBL 8 = 68 ns, or +tRP 10 ns on
-/// a row conflict (HOOP Table II timing, docs/MODEL.md).
+/// a row conflict (HOOP Table II timing, docs/model/memory.md).
 #[test]
 fn idle_reads_see_the_device_latency() {
     let mut s = stream(400, 3);
@@ -545,7 +545,7 @@ fn idle_reads_see_the_device_latency() {
 /// memory-side timing of the run within the effect of the missing cores
 /// (replay offers requests in file order, so a request the run's other
 /// cores would have sent while one core waited on a full queue waits too;
-/// docs/MODEL.md "Trace replay").
+/// docs/model/trace-replay.md).
 #[test]
 fn exported_run_replays_to_its_own_memory_timing() {
     let out = tmp("run.trace");

@@ -9,14 +9,15 @@ beside the paper's own characterisation where it gives one."""
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from typing import Any
 
 import pandas as pd
 from matplotlib.figure import Figure
 
 from ..plotting import footnote, new_figure
-from ._scale import fmt
+from ._base import P_CHARACTERISE, Avail, Experiment
+from ._scale import Ratio, fmt
 
 #: (metric column, table heading). Every one is a window metric of a run.
 MEASURED: list[tuple[str, str]] = [
@@ -117,3 +118,40 @@ def figure(df: pd.DataFrame) -> Figure:
             cell.set_facecolor("#eee")
     footnote(fig, df)
     return fig
+
+
+def set_by_scale(
+    experiments: dict[str, Experiment],
+    sc: dict[str, Any],
+    swept: Container[str] = (),
+    keep: Callable[[str, Any], bool] | None = None,
+    av: Avail | None = None,
+) -> list[str]:
+    """The machine and workload parameters (dotted keys) the plans of every
+    experiment at the scale ``sc`` set, other than what an experiment sweeps
+    (``swept``, or ``keep(key, value)`` false) and the characterisation
+    switch: a scale that sets one changes what the paper ran."""
+    av = av if av is not None else Avail()
+    return sorted(
+        {
+            k
+            for e in experiments.values()
+            for spec in e.plan(sc, av).specs
+            for k, v in spec.items()
+            if "." in k and k != P_CHARACTERISE and k not in swept and (keep is None or keep(k, v))
+        }
+    )
+
+
+def unchanged_ratio(changed: list[str], what: str) -> Ratio:
+    """The scale doc's ratio "no machine or workload parameter changed"
+    (``changed``: :func:`set_by_scale`); ``what`` names the paper's machine
+    and workload tables."""
+    return Ratio(
+        "machine or workload parameters the scale changes"
+        + (f" ({', '.join(changed)})" if changed else ""),
+        f"every mechanism ({what})",
+        len(changed),
+        0,
+        at_most=0,
+    )

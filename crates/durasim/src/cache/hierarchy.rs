@@ -164,8 +164,8 @@ impl Hierarchy {
     /// pass too, not written back since) is written back through the normal
     /// path ([`WritebackCause::ForceWriteBack`]) and stays cached clean, a
     /// dirty line without the flag gets it, a clean line loses it. The walk
-    /// reads one LLC set per cycle (modelling choice, docs/MODEL.md "FWB and
-    /// force write-back"): set `i`'s write-backs leave at `now + i`, so they
+    /// reads one LLC set per cycle (modelling choice, docs/model/morlog.md, "The
+    /// force-write-back scan"): set `i`'s write-backs leave at `now + i`, so they
     /// reach the controller as a stream over the walk instead of one burst,
     /// competing with the cores' requests there. The tag walk itself does
     /// not stall the cores (background work of the cache controller).

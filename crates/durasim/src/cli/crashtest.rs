@@ -14,7 +14,9 @@ pub struct CrashtestArgs {
     /// Workload to run (durasim list workloads).
     #[arg(long)]
     pub workload: String,
-    /// TOML preset (e.g. configs/hoop.toml).
+    /// TOML preset (e.g. configs/dpc.toml). Without it the crash test runs
+    /// on the scheme's paper machine (`durasim list schemes`); `--config
+    /// default` is the bare default machine.
     #[arg(long)]
     pub config: Option<String>,
     /// Override one parameter: --set section.key=value (repeatable).
@@ -86,11 +88,14 @@ pub fn cmd_crashtest(a: CrashtestArgs) -> Result<i32> {
     let common = CommonArgs {
         config: a.config.clone(),
         set: a.set.clone(),
-        threads: a.threads,
-        tx: a.tx,
+        threads: Some(a.threads),
+        tx: Some(a.tx),
         seed: a.seed,
     };
     let spec = spec_for(&a.scheme, &a.workload, &common)?;
+    if let Some(w) = super::hardware_warning(&a.scheme, &spec.params) {
+        eprintln!("{w}");
+    }
     super::check_output_path("--json", a.json.as_deref())?;
     let mut bar = LazyProgress::new(0, format!("crashtest {}/{}", a.scheme, a.workload));
     let report = crash::crashtest(spec, &opts, &mut |done, total| {

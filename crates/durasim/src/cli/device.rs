@@ -50,7 +50,11 @@ fn cmd_validate(a: ValidateArgs) -> Result<i32> {
             a.lines
         )));
     }
-    let p = build_base_params(None, a.config.as_deref(), &a.set)?;
+    let p = build_base_params(
+        None,
+        super::machine_choice(None, a.config.as_deref())?,
+        &a.set,
+    )?;
     check_output_path("--json", a.json.as_deref())?;
     let v = validate::validate(&p, a.lines, a.seed)?;
     let json = serde_json::to_string_pretty(&v).unwrap();

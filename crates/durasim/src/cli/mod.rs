@@ -72,21 +72,90 @@ pub enum Command {
 /// Options shared by every command that runs simulations.
 #[derive(Args, Debug, Clone)]
 pub struct CommonArgs {
-    /// TOML preset (e.g. configs/hoop.toml).
+    /// TOML preset (e.g. configs/dpc.toml). Without it a run is on its
+    /// scheme's paper machine (`durasim list schemes`, embedded in the
+    /// binary); `--config default` is the bare default machine (every
+    /// parameter at its documented default).
     #[arg(long)]
     pub config: Option<String>,
     /// Override one parameter: --set section.key=value (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
-    /// Simulated cores = workload threads.
-    #[arg(long, default_value_t = 8)]
-    pub threads: usize,
-    /// Total transactions (split evenly over threads).
-    #[arg(long, default_value_t = 10_000)]
-    pub tx: u64,
+    /// Simulated cores = workload threads [default: the paper machine's
+    /// thread count; 8 with --config]
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Total transactions, split evenly over threads [default: the
+    /// scheme's run length, long enough for its background mechanism to
+    /// run several times (`durasim list schemes`)]
+    #[arg(long)]
+    pub tx: Option<u64>,
     /// RNG seed.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+}
+
+/// Threads when neither `--threads` nor a paper machine gives them.
+pub const DEFAULT_THREADS: usize = 8;
+
+/// The `--config` value that names the bare default machine.
+pub const BARE_CONFIG: &str = "default";
+
+/// Where a run's machine comes from.
+#[derive(Clone, Copy, Debug)]
+pub enum MachineChoice<'a> {
+    /// `--config default`: every parameter at its documented default.
+    Bare,
+    /// `--config PATH`.
+    File(&'a str),
+    /// No `--config`: the embedded preset of a paper's machine.
+    Paper(&'static schemes::Machine),
+}
+
+impl MachineChoice<'_> {
+    /// The machine's thread count (the paper's), or [`DEFAULT_THREADS`].
+    pub fn threads(&self) -> usize {
+        match self {
+            MachineChoice::Paper(m) => m.threads,
+            _ => DEFAULT_THREADS,
+        }
+    }
+    /// How the machine is named in messages.
+    pub fn describe(&self) -> String {
+        match self {
+            MachineChoice::Bare => "the bare default machine (--config default)".to_string(),
+            MachineChoice::File(p) => p.to_string(),
+            MachineChoice::Paper(m) => {
+                format!("{}{} (the {} paper's machine)", m.path, m.variant, m.paper)
+            }
+        }
+    }
+}
+
+/// The machine `scheme` runs on under `--config` (`None`: its paper's).
+pub fn machine_choice<'a>(
+    scheme: Option<&str>,
+    config: Option<&'a str>,
+) -> Result<MachineChoice<'a>> {
+    Ok(match config {
+        Some(BARE_CONFIG) => MachineChoice::Bare,
+        Some(path) => MachineChoice::File(path),
+        None => match scheme {
+            Some(s) => schemes::find(s)?
+                .defaults
+                .machine
+                .map_or(MachineChoice::Bare, MachineChoice::Paper),
+            None => MachineChoice::Bare,
+        },
+    })
+}
+
+/// The warning for a scheme run without the hardware its mechanism needs
+/// (a DRAM cache, an Optane-like DIMM), if any.
+pub fn hardware_warning(scheme: &str, p: &Params) -> Option<String> {
+    let info = schemes::find(scheme).ok()?;
+    let msg = info.defaults.needs.and_then(|f| f(p))?;
+    Some(format!("warning: {scheme} {msg}"))
 }
 
 #[derive(Args, Debug)]
@@ -118,20 +187,30 @@ pub struct RunArgs {
 /// Build the parameter set for a scheme from defaults, preset, overrides.
 pub fn build_params(scheme: &str, common: &CommonArgs) -> Result<Params> {
     schemes::find(scheme)?;
-    build_base_params(Some(scheme), common.config.as_deref(), &common.set)
+    let machine = machine_choice(Some(scheme), common.config.as_deref())?;
+    build_base_params(Some(scheme), machine, &common.set)
 }
 
-/// Parameters from defaults, a preset and `--set` overrides, for any
-/// scheme (`trace replay` has none).
+/// Parameters from defaults, a machine (a preset) and `--set` overrides,
+/// for any scheme (`trace replay` has none).
 pub fn build_base_params(
     scheme: Option<&str>,
-    config: Option<&str>,
+    machine: MachineChoice<'_>,
     set: &[String],
 ) -> Result<Params> {
     let mut p = Params::defaults(&schemes::all_params());
-    if let Some(path) = config {
-        let text = crate::config::read_config(path)?;
-        p.apply_toml(&text, path)?;
+    match machine {
+        MachineChoice::Bare => {}
+        MachineChoice::File(path) => {
+            let text = crate::config::read_config(path)?;
+            p.apply_toml(&text, path)?;
+        }
+        MachineChoice::Paper(m) => {
+            p.apply_toml(m.toml, m.path)?;
+            for (k, v) in m.set {
+                p.set_str(k, v)?;
+            }
+        }
     }
     // A preset's settings win over --config (a paper preset may name the
     // encoding another way); a contradicting --set is an error.
@@ -215,10 +294,25 @@ pub fn check_names(scheme: &str, workload: &str) -> Result<()> {
 
 pub fn spec_for(scheme: &str, workload: &str, common: &CommonArgs) -> Result<RunSpec> {
     check_names(scheme, workload)?;
+    let machine = machine_choice(Some(scheme), common.config.as_deref())?;
+    let tx = common.tx.unwrap_or(schemes::find(scheme)?.defaults.tx);
+    spec_on(scheme, workload, common, machine, tx)
+}
+
+/// The run of `scheme` on `workload` on `machine` with `tx` transactions
+/// (`compare` puts every scheme of its grid on one machine and length).
+pub fn spec_on(
+    scheme: &str,
+    workload: &str,
+    common: &CommonArgs,
+    machine: MachineChoice<'_>,
+    tx: u64,
+) -> Result<RunSpec> {
+    check_names(scheme, workload)?;
     let mut spec = RunSpec::new(scheme, workload)?;
-    spec.params = build_params(scheme, common)?;
-    spec.threads = common.threads;
-    spec.tx = common.tx;
+    spec.params = build_base_params(Some(scheme), machine, &common.set)?;
+    spec.threads = common.threads.unwrap_or(machine.threads());
+    spec.tx = tx;
     spec.seed = common.seed;
     Ok(spec)
 }
@@ -276,6 +370,9 @@ pub fn main_with(cli: Cli) -> Result<i32> {
 
 fn cmd_run(a: RunArgs) -> Result<i32> {
     let mut spec = spec_for(&a.scheme, &a.workload, &a.common)?;
+    if let Some(w) = hardware_warning(&a.scheme, &spec.params) {
+        eprintln!("{w}");
+    }
     spec.gen_thread = a.gen_thread;
     check_output_path("--json", a.json.as_deref())?;
     let tap: Option<Box<dyn crate::mem::RequestTap>> = match a.trace_out.as_deref() {
@@ -346,7 +443,7 @@ fn print_summary(e: &engine::Engine) {
     println!("  NVM read                   {} B", m.nvm_bytes_read);
     println!("  NVM energy                 {:.1} nJ", m.energy_nj);
     println!("  LLC miss ratio             {:.4}", m.llc_miss_ratio);
-    // Workload characteristics (README "Programs without transactions").
+    // Workload characteristics (docs/guide/workloads.md "Programs without transactions").
     println!(
         "  footprint                  {:.1} MiB",
         m.footprint_bytes as f64 / (1u64 << 20) as f64
@@ -375,10 +472,11 @@ fn print_summary(e: &engine::Engine) {
         }
     }
     println!(
-        "  sim: {:.2} host s, {} memory ops, {:.2} M ops/host s{}",
+        "  sim: {:.2} host s, {} memory ops, {:.2} M ops/host s, peak RSS {:.0} MiB{}",
         s.host_seconds,
         s.sim_mem_ops,
         s.mem_ops_per_host_second / 1e6,
+        s.peak_rss_mib,
         if s.gen_thread {
             " (op streams generated on a second host thread)"
         } else {
@@ -390,13 +488,34 @@ fn print_summary(e: &engine::Engine) {
 fn cmd_list(what: &str) -> Result<i32> {
     match what {
         "schemes" => {
+            // One line per scheme (scripts take the first word): what it
+            // is, then the machine and run length it has by default.
+            let w = schemes::names()
+                .iter()
+                .map(|n| n.len())
+                .max()
+                .unwrap_or(12)
+                .max(12);
             for s in schemes::REGISTRY {
-                println!("{:<12} {}", s.name, s.description);
+                let d = &s.defaults;
+                let machine = d.machine.map_or_else(
+                    || format!("bare default machine, {DEFAULT_THREADS} threads"),
+                    |m| {
+                        format!(
+                            "{}{} ({} paper), {} threads",
+                            m.path, m.variant, m.paper, m.threads
+                        )
+                    },
+                );
+                println!(
+                    "{:<w$} {} [default: {machine}; --tx {}: {}]",
+                    s.name, s.description, d.tx, d.reaches
+                );
             }
             for p in schemes::presets() {
                 let set: Vec<String> = p.set.iter().map(|(k, v)| format!("{k}={v}")).collect();
                 println!(
-                    "{:<12} preset: {} + {} — {}",
+                    "{:<w$} preset: {} + {} — {}",
                     p.name,
                     p.scheme,
                     set.join(", "),
@@ -412,7 +531,7 @@ fn cmd_list(what: &str) -> Result<i32> {
             println!(
                 "\nprograms without transactions ({}): sized per thread by workload.footprint_bytes; \
                  `durasim run --workload W --scheme ideal --config configs/dpc.toml --threads 4 --set run.transactions=false` \
-                 prints their footprint, read/write ratio and DRAM-cache miss rate (README \"Programs without transactions\": measured values beside the paper's Table 5)",
+                 prints their footprint, read/write ratio and DRAM-cache miss rate (docs/guide/workloads.md \"Programs without transactions\": measured values beside the paper's Table 5)",
                 workloads::PROGRAMS.join(", ")
             );
         }

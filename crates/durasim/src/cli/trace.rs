@@ -41,7 +41,11 @@ pub fn cmd_trace(c: TraceCommand) -> Result<i32> {
 
 fn cmd_replay(a: ReplayArgs) -> Result<i32> {
     let fmt = Format::parse(&a.format, "--format", true)?;
-    let p = build_base_params(None, a.config.as_deref(), &a.set)?;
+    let p = build_base_params(
+        None,
+        super::machine_choice(None, a.config.as_deref())?,
+        &a.set,
+    )?;
     check_output_path("--json", a.json.as_deref())?;
     let mut mc = replay_controller(&p)?;
     let input = trace::open_input(&a.file)?;

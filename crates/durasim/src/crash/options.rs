@@ -65,8 +65,10 @@ pub(super) fn replay_line(
     point: u64,
     mask: Option<u8>,
 ) -> String {
+    // `--config default`: the overrides below are relative to the bare
+    // machine, not to the scheme's paper machine the CLI would otherwise use.
     let mut s = format!(
-        "durasim crashtest --scheme {} --workload {} --tx {} --threads {} --seed {} --crash-at {point}",
+        "durasim crashtest --scheme {} --workload {} --tx {} --threads {} --seed {} --config default --crash-at {point}",
         spec.scheme, spec.workload, spec.tx, spec.threads, spec.seed
     );
     if let Some(m) = mask {

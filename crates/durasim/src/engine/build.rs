@@ -142,7 +142,7 @@ impl Engine {
         // either side writes it; checkpoints re-share equal lines), other
         // schemes' share the whole blocks copy-on-write (kept in the page
         // caches: measured, dependent pages cost `ideal` 4% more host
-        // instructions, docs/MODEL.md).
+        // instructions, docs/model/images.md).
         for page in self.arch.page_numbers() {
             if self.epoch.is_some() {
                 // SAFETY: both images belong to this engine and are used

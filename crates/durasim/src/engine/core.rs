@@ -522,7 +522,7 @@ impl Engine {
     /// or when an L1 MSHR is free; retirement is in order, `issue_width`
     /// per cycle; a store writes the L1 after it retires (TSO). Memory
     /// requests may thus be issued after the dispatch front, by at most
-    /// the ROB's worth of latency (docs/MODEL.md "Processor").
+    /// the ROB's worth of latency (docs/model/processor.md).
     pub(super) fn replay_ooo(&mut self, c: usize, until: Cycle) -> Result<bool> {
         let core = &mut self.cores[c];
         let hier = &mut self.hier;
@@ -599,7 +599,7 @@ impl Engine {
                         // clwb is ordered after the older stores, and holds an
                         // L1 fill buffer (MSHR) from issue until the controller
                         // accepts its write-back: with every MSHR busy it waits
-                        // for the oldest (docs/MODEL.md "Flush and fence").
+                        // for the oldest (docs/model/processor.md "Flush and fence").
                         let (free_i, free_t) = core.ooo.mshr_first_free();
                         let t = d.max(core.sb_drained()).max(free_t);
                         core.req_front = core.req_front.max(t);

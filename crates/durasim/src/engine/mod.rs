@@ -179,7 +179,7 @@ pub struct Engine {
     pub persist_ops: PersistOpStats,
     /// Cycles a flush takes from the core to the LLC (L1 + L2 lookups);
     /// the LLC adds its own latency before the write-back reaches the
-    /// controller (docs/MODEL.md "Flush and fence").
+    /// controller (docs/model/processor.md "Flush and fence").
     flush_path_cycles: Cycle,
     run_end: Cycle,
     host_seconds: f64,
@@ -419,7 +419,7 @@ impl Engine {
     /// period): the caches write back the lines dirty since the previous
     /// pass, then the scheme may retire log space. The cores do not stall;
     /// the pass's write-backs compete with their requests in the memory
-    /// controller (docs/MODEL.md "FWB and force write-back").
+    /// controller (docs/model/morlog.md).
     fn force_write_back(&mut self, now: Cycle) -> Result<()> {
         let before = self.ctx.nvm.persist_log.count();
         let mut below = Below::new(

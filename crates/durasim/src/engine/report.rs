@@ -112,10 +112,16 @@ impl Engine {
                     1.0 - s.hit_ratio()
                 }
             }),
-            memory_read_write_ratio: self.dram_cache.as_ref().map_or(0.0, |h| {
-                let s = &h.stats;
-                (s.read_hits + s.read_misses) as f64 / (s.write_hits + s.write_misses).max(1) as f64
-            }),
+            // Without a DRAM cache the memory below the LLC is the NVM: its
+            // reads are the LLC misses and its writes the LLC write-backs.
+            memory_read_write_ratio: self.dram_cache.as_ref().map_or(
+                ratio(llc_misses, llc_write_backs),
+                |h| {
+                    let s = &h.stats;
+                    (s.read_hits + s.read_misses) as f64
+                        / (s.write_hits + s.write_misses).max(1) as f64
+                },
+            ),
             llc_misses,
             llc_write_backs,
             llc_misses_per_mem_op: ratio(llc_misses, self.loads + self.stores),
@@ -143,6 +149,7 @@ impl Engine {
             sim_mem_ops: ops,
             mem_ops_per_host_second: ops as f64 / self.host_seconds.max(1e-9),
             gen_thread: self.fed,
+            peak_rss_mib: crate::stats::peak_rss_mib(),
             version: env!("CARGO_PKG_VERSION"),
         }
     }
@@ -153,7 +160,7 @@ impl Engine {
             .scheme
             .stats()
             .into_iter()
-            .map(|(k, v)| (k.to_string(), serde_json::json!(v)))
+            .map(|(k, v)| (k.to_string(), stat_json(k, v)))
             .collect();
         self.add_per_op_scheme_stats(&mut stats);
         let mut doc = serde_json::json!({
@@ -280,4 +287,40 @@ pub(super) fn dirty_cached_lines(h: &Hierarchy) -> u64 {
         n += u64::from(dirty);
     }
     n
+}
+
+/// A scheme statistic as JSON: a count (a whole number whose name is not a
+/// share, ratio, fraction, mean, rate or per-unit value) as an integer, so
+/// that `gc_runs_periodic` reads `2` in JSON and is an `int` in Python;
+/// everything else as a float.
+fn stat_json(key: &str, v: f64) -> serde_json::Value {
+    // Whole words of the name: `gc_runs_periodic` is a count, `pages_per_epoch` is not.
+    const NOT_COUNTS: [&str; 7] = ["share", "ratio", "fraction", "mean", "per", "avg", "rate"];
+    let is_count = v.fract() == 0.0
+        && (0.0..9.0e15).contains(&v)
+        && !key.split('_').any(|w| NOT_COUNTS.contains(&w));
+    if is_count {
+        serde_json::json!(v as u64)
+    } else {
+        serde_json::json!(v)
+    }
+}
+
+#[cfg(test)]
+mod stat_json_tests {
+    use super::stat_json;
+
+    #[test]
+    fn counts_are_integers_and_shares_stay_floats() {
+        assert_eq!(stat_json("gc_runs_periodic", 0.0).to_string(), "0");
+        assert_eq!(stat_json("gc_runs_periodic", 2.0).to_string(), "2");
+        assert_eq!(stat_json("checkpoints", 7.0).to_string(), "7");
+        assert_eq!(stat_json("checkpoint_time_share", 0.0).to_string(), "0.0");
+        assert_eq!(
+            stat_json("block_mode_pages_per_epoch", 12.0).to_string(),
+            "12.0"
+        );
+        assert_eq!(stat_json("parallel_read_fraction", 1.0).to_string(), "1.0");
+        assert_eq!(stat_json("gc_bytes_migrated", 2.5).to_string(), "2.5");
+    }
 }

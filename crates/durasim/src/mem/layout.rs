@@ -52,7 +52,7 @@ impl Layout {
 
     /// Start of `thread`'s region (2 MiB aligned). No stagger is needed:
     /// the default permutation address mapping spreads equal offsets of
-    /// power-of-two-strided regions over banks (docs/MODEL.md).
+    /// power-of-two-strided regions over banks (docs/model/memory.md).
     pub fn thread_base(&self, thread: usize) -> Addr {
         thread as u64 * self.thread_stride_bytes
     }

@@ -113,7 +113,7 @@ pub trait ResumableScan: Send {
     /// Whether a recovery crashed after all its home writes and some of
     /// its finish writes, then run again, provably ends on the image of
     /// the uninterrupted recovery (the scheme's own argument, in
-    /// docs/MODEL.md; e.g. finish writes that only clear entries whose
+    /// docs/model/crash-reuse.md; e.g. finish writes that only clear entries whose
     /// mappings the home writes already applied). The driver then counts
     /// such re-runs of a resumed point as proven instead of running them;
     /// `verify_resume` runs them (from scratch) and compares.

@@ -20,6 +20,12 @@ pub static INFO: SchemeInfo = SchemeInfo {
     recover,
     recovery: RecoveryForm::Plain,
     contexts: None,
+    defaults: crate::schemes::RunDefaults {
+        machine: None,
+        tx: 10_000,
+        reaches: "no background mechanism (the native system)",
+        needs: None,
+    },
 };
 
 struct Ideal;

@@ -12,6 +12,7 @@ pub mod checkpoint;
 pub mod ideal;
 pub mod kit;
 pub mod logging;
+pub mod machines;
 pub mod out_of_place;
 pub mod software;
 
@@ -28,6 +29,7 @@ pub use crate::mem::Layout;
 pub use crate::recovery::{Durability, RecoverFn, RecoveryForm, RecoveryReport};
 use crate::types::{Addr, CoreId, Cycle, LineData, Purpose};
 use crate::workloads::Op;
+pub use machines::{Machine, RunDefaults};
 
 /// Everything below the caches that a scheme drives.
 pub struct MemCtx {
@@ -46,7 +48,7 @@ pub struct MemCtx {
     pub pending_error: Option<Error>,
     /// Lines a scheme asks the caches to write back (clwb) before the
     /// core that just began a transaction may go on (MorLog's transaction
-    /// table when full, docs/MODEL.md). The engine services it right
+    /// table when full, docs/model/morlog.md). The engine services it right
     /// after `Scheme::tx_begin` and reports the time through
     /// [`Scheme::write_back_request_done`].
     pub write_back_request: Vec<Addr>,
@@ -395,6 +397,9 @@ pub struct SchemeInfo {
     /// Whole-system checkpointing schemes ([`Durability::Checkpoint`]):
     /// reads the CPU contexts a recovered image resumes from.
     pub contexts: Option<checkpoint::ReadContextsFn>,
+    /// The machine (its paper's preset) and run length the scheme runs
+    /// with when the user names neither, and the hardware it needs.
+    pub defaults: RunDefaults,
 }
 
 pub fn no_reserve(_: &Params) -> u64 {

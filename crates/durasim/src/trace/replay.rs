@@ -6,7 +6,7 @@
 //! read finding `mc.read_queue_entries` reads outstanding is accepted when
 //! the earliest returns; a write finding the write queue full is accepted
 //! when a queued write issues (the controller's own rule). The run ends
-//! when every write is programmed (docs/MODEL.md "Trace replay").
+//! when every write is programmed (docs/model/trace-replay.md).
 
 use super::{formats, Format, LineReader, Op, Record, Req, TimeUnit};
 use crate::config::Params;

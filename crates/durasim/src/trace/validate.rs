@@ -3,7 +3,7 @@
 //! pointer-chasing and streaming patterns and set the model's idle read
 //! latency and bandwidth beside published measurements of a real
 //! first-generation Optane DIMM (`configs/optane.toml`;
-//! README "Optane device validation"; docs/MODEL.md "Optane device preset").
+//! docs/model/optane.md).
 //!
 //! Patterns (durasim trace text generated in memory, replayed by
 //! [`super::replay::replay`] on a fresh controller each):

@@ -568,8 +568,8 @@ struct Node {
     nkids: usize,
 }
 
-/// The btree checker made incremental (crash verification: docs/MODEL.md,
-/// "Crash verification"). It keeps the last tree it verified: every node
+/// The btree checker made incremental (crash verification: docs/model/crash.md).
+/// It keeps the last tree it verified: every node
 /// with its parent, depth, key range and subtree summary, and every item
 /// with its leaf. A new image is walked from the root like [`walk`] does,
 /// except that a subtree none of whose node or item words changed, reached

@@ -77,7 +77,7 @@ pub const HEAP_OFFSET: u64 = 4096;
 
 /// Bytes above a loaded pointer within which a later load is taken to be
 /// an access through that pointer (address dependency). Covers an object
-/// of up to 4 KiB (1 KiB items, 256 B B+-tree nodes, TPC-C rows); docs/MODEL.md.
+/// of up to 4 KiB (1 KiB items, 256 B B+-tree nodes, TPC-C rows); docs/model/processor.md.
 pub const DEP_SPAN_BYTES: u64 = 4096;
 
 /// The handle a workload uses to touch memory during one transaction (or
@@ -349,8 +349,8 @@ pub type CheckFn =
     fn(img: &dyn MemRead, region_base: Addr, item_bytes: u64) -> std::result::Result<u64, String>;
 
 /// An invariant checker that re-verifies only what changed since the last
-/// image it passed (crash verification: docs/MODEL.md, "Crash
-/// verification"). Sound by contract: `true` only if the workload's
+/// image it passed (crash verification: docs/model/crash.md).
+/// Sound by contract: `true` only if the workload's
 /// [`CheckFn`] passes on `img`; `false` means "not shown" (run the full
 /// checker for the verdict and its message). Never panics on any image.
 pub trait IncrementalCheck: Send {
@@ -1291,7 +1291,7 @@ pub(crate) mod testutil {
     }
 
     /// `cargo test --release -p durasim --lib print_stores_per_tx -- --ignored --nocapture`:
-    /// the stores/tx table of docs/MODEL.md (words and distinct lines).
+    /// the stores/tx table of docs/model/workloads.md (words and distinct lines).
     #[test]
     #[ignore]
     fn print_stores_per_tx() {

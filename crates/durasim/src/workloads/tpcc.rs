@@ -7,7 +7,7 @@
 //! New-Order reads or writes plus the keys. `workload.item_bytes` and
 //! `workload.initial_items` do not apply (record sizes are fixed).
 //!
-//! Simplifications (docs/MODEL.md): every order line is supplied by the
+//! Simplifications (docs/model/workloads.md): every order line is supplied by the
 //! home warehouse (remote warehouses belong to other threads, and threads
 //! own disjoint data); the 1% rollback of an unused item id is not
 //! generated; the 3,000 initial orders per district are not loaded (New-

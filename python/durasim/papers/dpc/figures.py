@@ -12,8 +12,16 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ...plotting import empty_figure, footnote, legend_outside, log_ticks, new_figure
-from .. import _characterise
+from ...plotting import (
+    auto_log,
+    bar_labels,
+    empty_figure,
+    footnote,
+    legend_outside,
+    lines,
+    new_figure,
+)
+from .. import _characterise, _claims
 from .experiments import DIRECT, HW_SCHEMES, LABELS, SOFTWARE, WORKLOADS
 
 ORDER = {s: i for i, s in enumerate([*HW_SCHEMES, *SOFTWARE, DIRECT])}
@@ -48,19 +56,19 @@ def _grouped(
     schemes = schemes or sorted(df[key].unique(), key=lambda s: (ORDER.get(s, 99), s))
     width = 0.8 / max(len(schemes), 1)
     x = np.arange(len(labels))
+    drawn: list[tuple[float, float, str]] = []
     for i, s in enumerate(schemes):
         part = df[df[key] == s].set_index("workload")[y]
         vals = [float(part.get(w, np.nan)) for w in labels]
-        ax.bar(
-            x + (i - (len(schemes) - 1) / 2) * width,
-            vals,
-            width,
-            label=LABELS.get(s, s),
-            color=COLORS.get(s),
-        )
+        xs = x + (i - (len(schemes) - 1) / 2) * width
+        ax.bar(xs, vals, width, label=LABELS.get(s, s), color=COLORS.get(s))
+        drawn += [(float(a), v, f"{LABELS.get(s, s)} on {w}") for a, v, w in zip(xs, vals, labels)]
     ax.set_xticks(x, labels, rotation=30, ha="right", fontsize=8)
     ax.set_xlim(-0.5, len(labels) - 0.5)
     ax.set_ylabel(ylabel, fontsize=8)
+    # TATP's bars beside TPC-C's (bytes per tx, checkpoints) span > 20x.
+    auto_log(ax, [v for _, v, _ in drawn])
+    bar_labels(ax, drawn)
     if ref_line is not None:
         ax.axhline(ref_line, color="grey", lw=0.8, ls="--")
     ax.grid(axis="y", alpha=0.3)
@@ -75,12 +83,6 @@ def fig_overall(df: pd.DataFrame) -> Figure:
     _grouped(axes[0], df, "time_vs_dpc", "execution time (× DPC)", ref_line=1.0)
     _grouped(axes[1], df, "writes_vs_dpc", "NVM bytes written (× DPC)", schemes=ck, ref_line=1.0)
     _grouped(axes[2], df, "overhead_vs_baseline_pct", "overhead over Baseline (% time)", ck)
-    for ax in axes[:2]:
-        v = pd.to_numeric(df[["time_vs_dpc", "writes_vs_dpc"]].stack(), errors="coerce")
-        v = v[v > 0]
-        if len(v) and v.max() / v.min() > 20:
-            ax.set_yscale("log")
-            log_ticks(ax)
     axes[-1].set_xlabel("workload")
     footnote(fig, df)
     return fig
@@ -114,10 +116,13 @@ def fig_software(df: pd.DataFrame) -> Figure:
 
 
 def _lines(ax, df: pd.DataFrame, x: str, y: str, series: str, label=str) -> None:
+    """Checked curves (see :func:`durasim.plotting.lines`), one per ``series``."""
+    curves = []
     for key in sorted(df[series].unique(), key=lambda v: (ORDER.get(v, W_ORDER.get(v, 99)), v)):
         p = df[df[series] == key].sort_values(x)
-        ax.plot(p[x], p[y], marker="o", label=label(key), color=COLORS.get(key))
-    ax.grid(alpha=0.3)
+        kw = {"color": COLORS[key]} if key in COLORS else {}
+        curves.append((label(key), list(p[x]), [float(v) for v in p[y]], kw))
+    lines(ax, curves, yfmt=lambda v: f"{v:.3g}")
 
 
 def fig_pool_size(df: pd.DataFrame) -> Figure:
@@ -235,4 +240,5 @@ FIGURES = {
     "interval": fig_interval,
     "metadata_space": fig_metadata_space,
     "workloads": _characterise.figure,
+    "claim": _claims.figure,
 }

@@ -8,8 +8,17 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from ...plotting import empty_figure, footnote, legend_outside, new_figure
-from .. import _characterise
+from ... import _figcheck as fc
+from ...plotting import (
+    auto_log,
+    bar_labels,
+    empty_figure,
+    footnote,
+    legend_outside,
+    lines,
+    new_figure,
+)
+from .. import _characterise, _claims
 from .experiments import SCHEMES
 
 
@@ -22,6 +31,7 @@ def _bar_fig(df: pd.DataFrame, y: str, ylabel: str, series_col: str, order: Sequ
     present = [s for s in order if s in set(df[series_col])]
     width = 0.8 / max(len(present), 1)
     seeds = df["seed"].nunique() if "seed" in df.columns else 1
+    drawn: list[tuple[float, float, str]] = []
     for j, s in enumerate(present):
         # Mean over seeds; the bar's whisker spans the seeds' min..max.
         g = df[df[series_col] == s].groupby("config_label")[y]
@@ -33,6 +43,7 @@ def _bar_fig(df: pd.DataFrame, y: str, ylabel: str, series_col: str, order: Sequ
             [hi.get(lab, v) - v for v, lab in zip(m, labels)],
         ]
         ax.bar(xs, m, width, label=s, yerr=err if seeds > 1 else None, capsize=2)
+        drawn += [(x, float(v), f"{s} on {lab}") for x, v, lab in zip(xs, m, labels)]
     ax.axhline(1.0, color="#444", lw=0.8, ls="--")
     ax.set_xticks(range(len(labels)))
     ax.set_xticklabels(labels, rotation=20, ha="right", fontsize=8)
@@ -41,6 +52,8 @@ def _bar_fig(df: pd.DataFrame, y: str, ylabel: str, series_col: str, order: Sequ
         + ("s, whiskers min–max)" if seeds > 1 else ")")
     )
     ax.set_ylabel(ylabel)
+    auto_log(ax, [v for _, v, _ in drawn])
+    bar_labels(ax, drawn)
     legend_outside(ax)
     footnote(fig, df)
     return fig
@@ -71,6 +84,24 @@ def fig_ait(df: pd.DataFrame):
     ax = axes[0]
     if not len(df):
         return empty_figure(fig, axes, df)
+    curves, replicates = [], {}
+    for lab in dict.fromkeys(df["config_label"]):
+        g = df[df["config_label"] == lab].groupby("ait_cache_entries")["norm_throughput"]
+        mean = g.mean()
+        curves.append((lab, list(mean.index), [float(v) for v in mean.values], {}))
+        for n, vals in g:
+            replicates[(lab, n)] = list(vals)
+    spread = fc.seed_spread(replicates)
+    lines(
+        ax,
+        curves,
+        xfmt=lambda v: f"{v:,.0f} entries",
+        yfmt=lambda v: f"{v:.3f}",
+        ref=1.0,
+        min_halfspan=0.05,
+        spread=spread,
+        spread_source="half-range over this sweep's seeds" if spread else "",
+    )
     for lab in dict.fromkeys(df["config_label"]):
         g = df[df["config_label"] == lab].groupby("ait_cache_entries")["norm_throughput"]
         mean = g.mean()
@@ -78,9 +109,9 @@ def fig_ait(df: pd.DataFrame):
             mean.index,
             mean.values,
             yerr=[mean - g.min(), g.max() - mean],
-            marker="o",
+            fmt="none",
+            ecolor="#444",
             capsize=2,
-            label=lab,
         )
     ax.set_xscale("log", base=2)
     seeds = df["seed"].nunique() if "seed" in df.columns else 1
@@ -98,4 +129,5 @@ FIGURES = {
     "persist": fig_persist,
     "ait_cache": fig_ait,
     "workloads": _characterise.figure,
+    "claim": _claims.figure,
 }

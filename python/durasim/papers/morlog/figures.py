@@ -11,8 +11,9 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter
 
-from ...plotting import bars, empty_figure, footnote, legend_outside, new_figure
-from .. import _characterise
+from ... import _figcheck as fc
+from ...plotting import bars, empty_figure, footnote, legend_outside, lines, new_figure
+from .. import _characterise, _claims
 from .experiments import DESIGNS, EXPERIMENTS
 
 ORDER = {d: i for i, d in enumerate(DESIGNS)}
@@ -69,12 +70,12 @@ def fig_lines(eid: str, df: pd.DataFrame) -> Figure:
     base = df.attrs.get("baseline") or "baseline"
     for ax, lbl in zip(axes, labels):
         part = df[df["config_label"] == lbl]
+        curves = []
         for d in sorted(part["scheme"].unique(), key=lambda s: (ORDER.get(s, 99), s)):
             p = part[(part["scheme"] == d) & part[x].notna()].sort_values(x)
             if len(p):
-                ax.plot(
-                    p[x], p["norm_throughput"], marker="o", label=d, color=f"C{ORDER.get(d, 9)}"
-                )
+                ys = [float(v) for v in p["norm_throughput"]]
+                curves.append((d, list(p[x]), ys, {"color": f"C{ORDER.get(d, 9)}"}))
             elif eid == "redo_buffer":
                 # The reference design (no redo buffer): one level, drawn as a line.
                 ref = part[part["scheme"] == d]["norm_throughput"]
@@ -82,6 +83,8 @@ def fig_lines(eid: str, df: pd.DataFrame) -> Figure:
                     ax.axhline(
                         float(ref.iloc[0]), color="grey", ls="--", lw=1, label=f"{d} (defaults)"
                     )
+        # A ratio's few-percent differences are drawn as few-percent.
+        lines(ax, curves, yfmt=lambda v: f"{v:.3f}", ref=1.0, min_halfspan=0.05)
         if eid == "log_management" and part[x].isna().any():
             # Each design's force-write-back run is its own 1.0.
             ax.axhline(1.0, color="grey", ls="--", lw=1, label="force-write-back (each design)")
@@ -90,11 +93,10 @@ def fig_lines(eid: str, df: pd.DataFrame) -> Figure:
             ax.set_xscale("log", base=2)
         if xs:
             ax.xaxis.set_major_locator(FixedLocator(xs))
-            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: fc.number(v)))
         ax.set_title(lbl, fontsize=9)
         ax.set_xlabel(xlabel, fontsize=8)
         ax.set_ylabel(f"normalized throughput (× {base})", fontsize=8)
-        ax.grid(alpha=0.3)
         if not any(len(line.get_xdata()) > 2 for line in ax.get_lines()) and not any(
             part[x].notna()
         ):
@@ -136,3 +138,4 @@ def figure(df: pd.DataFrame) -> Figure:
 
 FIGURES = {eid: figure for eid in EXPERIMENTS if eid != "workloads"}
 FIGURES["workloads"] = _characterise.figure
+FIGURES["claim"] = _claims.figure

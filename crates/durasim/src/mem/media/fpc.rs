@@ -4,7 +4,7 @@
 //! each stored as a 3-bit prefix and its significant bits. The prefixes are
 //! A&W's 32-bit table doubled to 64-bit words (the CompEx paper,
 //! Palangappa & Mohanram, HPCA 2016, uses FPC on 64-bit words; its exact
-//! table was not available to us: modelling choice, docs/MODEL.md):
+//! table was not available to us: modelling choice, docs/model/nvm-media.md):
 //!
 //! | prefix | pattern | data bits |
 //! | --- | --- | --- |

@@ -6,7 +6,7 @@
 //! allows. The papers' exact mapping tables were not found by our library
 //! search; the tables below are built from MorLog Table III by the IDM rule
 //! (a k-bit symbol over g cells uses the 2^k cheapest g-cell state
-//! combinations, symbol value = cost rank). Modelling choice, docs/MODEL.md.
+//! combinations, symbol value = cost rank). Modelling choice, docs/model/nvm-media.md.
 
 use super::bits::BitWriter;
 use super::{TABLE3_WRITE_NS, TABLE3_WRITE_PJ};
@@ -68,6 +68,14 @@ fn tables() -> &'static Tables {
             pair_symbol,
         }
     })
+}
+
+/// The mapping: states cheapest first, each state's rank, the 32 pair
+/// code words and each pair's symbol (0xff: none).
+#[allow(clippy::type_complexity)]
+pub(super) fn mapping() -> ([u8; 8], [u8; 8], [(u8, u8); 32], [u8; 64]) {
+    let t = tables();
+    (t.order, t.rank, t.pairs, t.pair_symbol)
 }
 
 /// The sparsest mode whose capacity holds `bits`.

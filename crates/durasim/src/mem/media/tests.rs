@@ -83,8 +83,8 @@ proptest! {
 fn tlc_cost_all_cells_to_111() {
     let m = Media::new(Encoding::None, true, 3.0);
     let mut st = MediaStats::default();
-    let old = [0u8; CELLS];
-    let new = [7u8; CELLS];
+    let old = packed::pack(&[0u8; CELLS]);
+    let new = packed::pack(&[7u8; CELLS]);
     let (ns, pj) = m.cost(&old, &new, Purpose::Log, &mut st);
     // Every one of the 174 cells goes to 111: 12.1 ns, 174 x 1.5 pJ.
     assert_eq!(CELLS, 174);
@@ -102,6 +102,7 @@ fn tlc_cost_one_cell_flips() {
     let old = [7u8; CELLS];
     let mut new = old;
     new[40] = 0b100;
+    let (old, new) = (packed::pack(&old), packed::pack(&new));
     let (ns, pj) = m.cost(&old, &new, Purpose::WriteBack, &mut st);
     assert_eq!((ns, pj), (150.0, 35.6));
     assert_eq!(st.bits_programmed[Purpose::WriteBack.index()], 2);
@@ -149,7 +150,7 @@ fn slde_chooses_dldc_for_log_pairs() {
     meta[0] = 9;
     m.program(128, &meta, Purpose::Metadata, &mut st);
     assert_eq!(st.expansion_modes[3], 1);
-    let c = &m.cells[m.slot[&128] as usize];
+    let c = &packed::unpack(&m.cells[m.slot[&128] as usize]);
     let tag = idm::contract(&c[DATA_CELLS..], 2).get(0, 6);
     assert_eq!(tag >> 4 & 1, 1, "metadata bit");
     // Tags use only the four cheapest states (111, 000, 001, 110).
@@ -191,4 +192,127 @@ fn log_bits_are_code_words_in_the_log_region() {
     let slde = bits(Encoding::Slde);
     assert_eq!(bits(Encoding::None), 6 + 512);
     assert!(slde < crade, "DLDC {slde} vs FPC {crade} bits");
+}
+
+/// Per-cell states, any of the 8 in every cell.
+fn any_cells() -> impl Strategy<Value = Cells> {
+    prop::collection::vec(0u8..8, CELLS).prop_map(|v| v.try_into().unwrap())
+}
+
+/// Mostly equal cell arrays: `old` with a few cells changed.
+fn cells_pair() -> impl Strategy<Value = (Cells, Cells)> {
+    (
+        any_cells(),
+        prop::collection::vec((0usize..CELLS, 0u8..8), 0..12),
+        any::<bool>(),
+    )
+        .prop_map(|(old, edits, all_new)| {
+            let mut new = old;
+            for (j, s) in edits {
+                new[j] = s;
+            }
+            if all_new {
+                new = std::array::from_fn(|j| (old[j] + j as u8 % 3) & 7);
+            }
+            (old, new)
+        })
+}
+
+/// Every counter of the cell-level stats, floats by their bits.
+fn stats_key(st: &MediaStats) -> Vec<u64> {
+    let mut k = Vec::new();
+    k.extend(st.bits_programmed);
+    k.extend(st.cells_programmed);
+    k.extend(st.cells_by_state);
+    k.extend(st.write_energy_pj.map(f64::to_bits));
+    k.extend(st.write_latency_ns.map(f64::to_bits));
+    k.extend(st.line_writes);
+    k.extend(st.lines_by_type);
+    k.extend(st.expansion_modes);
+    k.push(st.silent_writes);
+    k.push(st.silent_log_writes);
+    k.push(st.clean_log_words);
+    k
+}
+
+proptest! {
+    /// Packing is a bijection on cell states.
+    #[test]
+    fn pack_unpack(c in any_cells()) {
+        prop_assert_eq!(packed::unpack(&packed::pack(&c)), c);
+    }
+
+    /// The packed cost equals the cell-by-cell cost, for the TLC and the
+    /// one-bit-per-cell devices: latency, energy to the bit, every counter.
+    #[test]
+    fn packed_cost_is_the_per_cell_cost((old, new) in cells_pair(), p in 0usize..Purpose::COUNT, tlc in any::<bool>()) {
+        let m = Media::new(Encoding::Crade, tlc, 3.0);
+        let purpose = Purpose::ALL[p];
+        let (mut a, mut b) = (MediaStats::default(), MediaStats::default());
+        let want = reference::cost_cells(&m, &old, &new, purpose, &mut a);
+        let got = m.cost(&packed::pack(&old), &packed::pack(&new), purpose, &mut b);
+        prop_assert_eq!((got.0.to_bits(), got.1.to_bits()), (want.0.to_bits(), want.1.to_bits()));
+        prop_assert_eq!(stats_key(&b), stats_key(&a));
+    }
+
+    /// Packed expansion and contraction equal idm's per-cell ones in every
+    /// mode, whatever the cells held before (cells past the stream keep
+    /// their state; contraction reads every data cell).
+    #[test]
+    fn packed_expand_contract(old in any_cells(), words in prop::array::uniform8(any::<u64>()), mode in 0usize..4, cut in 0usize..=513) {
+        let len = cut.min(idm::CAPACITY_BITS[mode]);
+        let mut s = BitWriter::default();
+        for (i, &w) in words.iter().enumerate() {
+            s.put(w, 64);
+            if i == 7 { s.put(words[0] & 1, 1); }
+        }
+        // The stream's first `len` bits, zeros after (as an encoder leaves it).
+        let mut t = BitWriter::default();
+        for i in 0..len { t.put(s.bit(i), 1); }
+        let mut want = old;
+        idm::expand(&t, len, mode, &mut want[..DATA_CELLS]);
+        let mut got = packed::pack(&old);
+        packed::expand(&t, len, mode, &mut got);
+        prop_assert_eq!(packed::unpack(&got), want);
+        let (cw, cg) = (idm::contract(&old[..DATA_CELLS], mode), packed::contract(&packed::pack(&old), mode));
+        prop_assert_eq!(cg.len, cw.len);
+        prop_assert_eq!(cg.words, cw.words);
+        prop_assert_eq!(packed::tag(&packed::pack(&old)), idm::contract(&old[DATA_CELLS..], 2).get(0, 6));
+    }
+
+    /// A line programmed three times through the packed write path ends in
+    /// the cells, cycles, energy and counters (log bits included) of the
+    /// per-cell path, and both decode to the data, for every encoder,
+    /// device and purpose.
+    #[test]
+    fn packed_program_is_the_per_cell_program(
+        init in pattern_line(), x in pattern_line(), y in random_line(),
+        p in 0usize..Purpose::COUNT, q in 0usize..Purpose::COUNT, tlc in any::<bool>(),
+    ) {
+        for enc in ENCODINGS {
+            let mut m = Media::new(enc, tlc, 3.0);
+            m.set_log_region(0, 128);
+            let (mut a, mut b) = (MediaStats::default(), MediaStats::default());
+            let mut cells = [0u8; CELLS];
+            reference::place_cells(&m.encode(&init, Purpose::WriteBack), &mut cells);
+            m.ensure(64, &init);
+            let (mut prev, mut written, mut programmed) = (None, 0, 0);
+            for (data, purpose) in [(x, Purpose::ALL[p]), (y, Purpose::ALL[q]), (x, Purpose::ALL[q])] {
+                let (w, f) = reference::log_bits_cells(&m, &mut prev, &cells, &data, purpose);
+                written += w;
+                programmed += f;
+                let want = reference::program_cells(&m, &mut cells, &data, purpose, &mut a);
+                let got = m.program(64, &data, purpose, &mut b);
+                prop_assert_eq!((got.0, got.1.to_bits()), (want.0, want.1.to_bits()), "{:?}", enc);
+                prop_assert_eq!(packed::unpack(&m.cells[m.slot[&64] as usize]), cells);
+                prop_assert_eq!(reference::decode_cells(&cells), data);
+                prop_assert_eq!(m.stored(64).unwrap(), data);
+            }
+            prop_assert_eq!((b.log_bits_written, b.log_bits_programmed), (written, programmed));
+            // The per-cell path does not count line writes, types or modes.
+            let (ka, kb) = (stats_key(&a), stats_key(&b));
+            let cost_fields = 4 * Purpose::COUNT + 8;
+            prop_assert_eq!(&kb[..cost_fields], &ka[..cost_fields]);
+        }
+    }
 }

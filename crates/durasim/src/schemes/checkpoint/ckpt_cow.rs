@@ -53,6 +53,12 @@ pub static INFO: SchemeInfo = SchemeInfo {
     recover,
     recovery: RecoveryForm::CopiesHome,
     contexts: Some(recovered_contexts),
+    defaults: crate::schemes::RunDefaults {
+        machine: Some(&crate::schemes::machines::DPC),
+        tx: 80_000,
+        reaches: "30 M-cycle epochs: 2 checkpoints in dpc's measured window on btree (1 in 10,000 tx)",
+        needs: Some(crate::schemes::machines::needs_dram_cache),
+    },
 };
 
 /// Physical address width the mapping-table figure assumes (x86-64, the

@@ -77,6 +77,12 @@ pub static INFO: SchemeInfo = SchemeInfo {
     recover,
     recovery: RecoveryForm::Units(new_units),
     contexts: Some(recovered_contexts),
+    defaults: crate::schemes::RunDefaults {
+        machine: Some(&crate::schemes::machines::DPC),
+        tx: 80_000,
+        reaches: "30 M-cycle epochs: 2 checkpoints in dpc's measured window on btree (1 in 10,000 tx)",
+        needs: Some(crate::schemes::machines::needs_dram_cache),
+    },
 };
 
 /// DPT backup entry: word 0 = valid (bit 63) | base page number; word 1 = CPBV.

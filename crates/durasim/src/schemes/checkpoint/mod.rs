@@ -32,7 +32,7 @@ use crate::workloads::Op;
 
 /// A forced checkpoint starts within this many cycles of being requested:
 /// the engine bounds each scheduling step of a checkpointing run by it
-/// (modelling choice, docs/MODEL.md).
+/// (modelling choice, docs/model/checkpointing.md).
 pub const FORCED_CHECKPOINT_QUANTUM_CYCLES: Cycle = 1000;
 
 /// Parameters every checkpointing scheme shares.
@@ -53,7 +53,7 @@ const SWITCH_TAG: u64 = 0x80;
 /// (the operation in progress and how far into its op stream) and a
 /// register-file image. The registers hold the values of the last
 /// [`REGS`] loads of the operation in progress (newest in register 0):
-/// the state a resumed core needs besides memory (docs/MODEL.md).
+/// the state a resumed core needs besides memory (docs/model/checkpointing.md).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CoreContext {
     /// Index of the operation (transaction) in progress or next.

@@ -60,6 +60,12 @@ pub static INFO: SchemeInfo = SchemeInfo {
     recover,
     recovery: RecoveryForm::Plain,
     contexts: Some(recovered_contexts),
+    defaults: crate::schemes::RunDefaults {
+        machine: Some(&crate::schemes::machines::DPC),
+        tx: 80_000,
+        reaches: "30 M-cycle epochs: 2 checkpoints in dpc's measured window on btree (1 in 10,000 tx)",
+        needs: Some(crate::schemes::machines::needs_dram_cache),
+    },
 };
 
 const META_MAGIC: u64 = 0x6f76_6c61_7900_0001; // "ovlay" v1

@@ -12,7 +12,7 @@ pub(crate) const MAX_CORES: u64 = 256;
 /// Distance between two cores' log regions: one extra NVM row, so that
 /// with the row-interleaved address mapping different cores' log heads
 /// fall into different banks instead of all into bank 0 (modelling choice,
-/// see docs/MODEL.md).
+/// see docs/model/logging.md).
 pub(crate) fn log_stride(p: &Params, per_core_bytes: u64) -> u64 {
     per_core_bytes + p.u64("nvm.row_bytes")
 }

@@ -296,7 +296,7 @@ impl ResumableScan for RedoScan {
         }
     }
 
-    /// redu's (docs/MODEL.md "REDU's resumable recovery"): a re-run after
+    /// redu's (docs/model/crash-reuse.md "REDU's resumable recovery"): a re-run after
     /// all home writes and some truncations finds, in a truncated log, the
     /// records after the last commit the first run replayed, with no
     /// transaction open, i.e. nothing to replay, and writes no header there

@@ -55,6 +55,7 @@ pub static INFO: SchemeInfo = SchemeInfo {
     // then resumes the scan from one crash point to the next.
     recovery: RecoveryForm::Scan(new_scan),
     contexts: None,
+    defaults: crate::schemes::RunDefaults::BARE,
 };
 
 const COMMIT_MAGIC: u64 = 0x4558_5245_444f_4331; // "EXREDOC1"

@@ -100,6 +100,12 @@ pub static INFO: SchemeInfo = SchemeInfo {
     recover,
     recovery: RecoveryForm::Scan(new_scan),
     contexts: None,
+    defaults: crate::schemes::RunDefaults {
+        machine: Some(&crate::schemes::machines::MORLOG),
+        tx: 40_000,
+        reaches: "force-write-back every 3 M cycles: 3 passes in fwb's measured window on btree",
+        needs: None,
+    },
 };
 
 pub static UNSAFE_INFO: SchemeInfo = SchemeInfo {
@@ -113,6 +119,12 @@ pub static UNSAFE_INFO: SchemeInfo = SchemeInfo {
     recover: recover_unsafe,
     recovery: RecoveryForm::Scan(new_scan_unsafe),
     contexts: None,
+    defaults: crate::schemes::RunDefaults {
+        machine: Some(&crate::schemes::machines::MORLOG),
+        tx: 40_000,
+        reaches: "force-write-back every 3 M cycles: 3 passes in fwb's measured window on btree",
+        needs: None,
+    },
 };
 
 /// The parameter keys of one of the two variants.

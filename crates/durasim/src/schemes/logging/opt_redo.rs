@@ -64,6 +64,12 @@ pub static INFO: SchemeInfo = SchemeInfo {
     recover,
     recovery: RecoveryForm::Scan(new_scan),
     contexts: None,
+    defaults: crate::schemes::RunDefaults {
+        machine: Some(&crate::schemes::machines::HOOP),
+        tx: 300_000,
+        reaches: "checkpoints every 10 ms (25 M cycles), HOOP's GC period, which runs twice in this length on btree",
+        needs: None,
+    },
 };
 
 fn reserved_bytes(p: &Params) -> u64 {

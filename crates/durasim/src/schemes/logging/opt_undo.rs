@@ -73,6 +73,12 @@ pub static INFO: SchemeInfo = SchemeInfo {
     recover,
     recovery: RecoveryForm::Plain,
     contexts: None,
+    defaults: crate::schemes::RunDefaults {
+        machine: Some(&crate::schemes::machines::HOOP),
+        tx: 10_000,
+        reaches: "no background mechanism (undo records at commit)",
+        needs: None,
+    },
 };
 
 fn reserved_bytes(p: &Params) -> u64 {

@@ -2,7 +2,7 @@
 //! from a DRAM write cache (Jeong et al., "Efficient Hardware-assisted
 //! Logging with Asynchronous and Direct-Update for Persistent Memory",
 //! MICRO 2018), as the EHOU paper's baseline (EHOU §IV-A, ref. [5];
-//! BASELINES.md). docs/MODEL.md "REDU" records what is from the paper and
+//! BASELINES.md). docs/model/logging.md "REDU" records what is from the paper and
 //! what is a modelling choice.
 //!
 //! - Stores inside a transaction reach a per-core log buffer in the memory
@@ -72,6 +72,12 @@ pub static INFO: SchemeInfo = SchemeInfo {
     recover,
     recovery: RecoveryForm::Scan(new_scan),
     contexts: None,
+    defaults: crate::schemes::RunDefaults {
+        machine: Some(&crate::schemes::machines::EHOU),
+        tx: 10_000,
+        reaches: "background application from the DRAM write cache every redu.apply_period_us (1 us)",
+        needs: None,
+    },
 };
 
 fn reserved_bytes(p: &Params) -> u64 {
@@ -142,7 +148,7 @@ fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<Recove
 /// core, from the newest valid header's head, replay the data records of
 /// every transaction followed by its commit record (64 B-aligned home
 /// lines only), in log order; then persist the new head over the older
-/// header (the finish). docs/MODEL.md "REDU's resumable recovery".
+/// header (the finish). docs/model/crash-reuse.md "REDU's resumable recovery".
 pub(crate) fn new_scan(p: &Params, layout: &Layout) -> Box<dyn ResumableScan> {
     redo_log::redo_log_scan(Ring::new(p, layout).log, layout.threads)
 }

@@ -3,7 +3,7 @@
 //! library's extra instructions (`Compute`), log loads and stores, cache-line
 //! flushes (`Flush`, clwb) and fences (`Fence`, sfence), so their cost is what
 //! the core model, the caches and the controllers make of those ops
-//! (docs/MODEL.md "Software schemes").
+//! (docs/model/software.md).
 //!
 //! - [`pmdk_undo`]: libpmemobj-style undo logging (NVM only).
 //! - [`dudetm`]: DudeTM: volatile DRAM shadow, persistent redo log with

@@ -78,6 +78,12 @@ pub static INFO: SchemeInfo = SchemeInfo {
     recover,
     recovery: RecoveryForm::Plain,
     contexts: None,
+    defaults: crate::schemes::RunDefaults {
+        machine: Some(&crate::schemes::machines::DPC_DIRECT),
+        tx: 10_000,
+        reaches: "no background mechanism (software undo log at commit)",
+        needs: Some(crate::schemes::machines::needs_no_dram_cache),
+    },
 };
 
 /// Test-only: the undo entry is written but not flushed or fenced before
@@ -93,6 +99,7 @@ pub static MUTANT_LOG_NOT_FLUSHED: SchemeInfo = SchemeInfo {
     recover,
     recovery: RecoveryForm::Plain,
     contexts: None,
+    defaults: crate::schemes::RunDefaults::BARE,
 };
 
 /// Test-only: the log is invalidated before the modified data is flushed.
@@ -107,6 +114,7 @@ pub static MUTANT_INVALIDATE_BEFORE_FLUSH: SchemeInfo = SchemeInfo {
     recover,
     recovery: RecoveryForm::Plain,
     contexts: None,
+    defaults: crate::schemes::RunDefaults::BARE,
 };
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -33,7 +33,7 @@
 //! Each core addresses the metadata through its own alias (`alias_bytes`
 //! apart; DudeTM maps every alias to the same DRAM frames): the cache model
 //! has no coherence protocol and keeps a line in one core's private caches
-//! (docs/MODEL.md "Caches"), so a line two cores cached would leave one of
+//! (docs/model/processor.md "Caches"), so a line two cores cached would leave one of
 //! them linked to an LLC slot another line reuses.
 
 use super::Instructions;

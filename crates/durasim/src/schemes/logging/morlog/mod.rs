@@ -18,7 +18,7 @@
 //!   writes lazily (when full, or at commit). A buffered redo entry is
 //!   discarded when its transaction updates the line again: the word is
 //!   back in the L1 in ULog state (the paper's rule).
-//! - Deviation (docs/MODEL.md "MorLog"): the paper also discards a buffered
+//! - Deviation (docs/model/morlog.md): the paper also discards a buffered
 //!   redo entry when the LLC writes its line back. That loses the newest
 //!   redo of a word whose older redo is in the log: after commit, recovery
 //!   redoes the older value over the newer home data. `morlog` writes such
@@ -87,6 +87,12 @@ pub static INFO: SchemeInfo = SchemeInfo {
     recover,
     recovery: RecoveryForm::Scan(new_scan),
     contexts: None,
+    defaults: crate::schemes::RunDefaults {
+        machine: Some(&crate::schemes::machines::MORLOG),
+        tx: 40_000,
+        reaches: "force-write-back every 3 M cycles: 3 passes in fwb's measured window on btree",
+        needs: None,
+    },
 };
 
 pub static DP_INFO: SchemeInfo = SchemeInfo {
@@ -99,6 +105,12 @@ pub static DP_INFO: SchemeInfo = SchemeInfo {
     recover: recover_dp,
     recovery: RecoveryForm::Scan(new_scan_dp),
     contexts: None,
+    defaults: crate::schemes::RunDefaults {
+        machine: Some(&crate::schemes::machines::MORLOG),
+        tx: 40_000,
+        reaches: "force-write-back every 3 M cycles: 3 passes in fwb's measured window on btree",
+        needs: None,
+    },
 };
 
 #[derive(Default)]

@@ -7,7 +7,7 @@
 //!   (S); the memory controller keeps the transaction's write set per
 //!   core. Allocation: a line away from home goes back home, a line at
 //!   home takes a free line of the pool (free list), so recovery can
-//!   materialise every mapping by copying pool lines home (docs/MODEL.md).
+//!   materialise every mapping by copying pool lines home (docs/model/out-of-place.md).
 //! - Victim rule: a speculative entry is evicted only when every way of
 //!   its set is speculative; it then goes to the core's overflow log (a
 //!   FIFO in PM behind a small ADR log buffer) and the core's Bloom filter,
@@ -95,6 +95,12 @@ pub static INFO: SchemeInfo = SchemeInfo {
     recover,
     recovery: RecoveryForm::Scan(new_scan),
     contexts: None,
+    defaults: crate::schemes::RunDefaults {
+        machine: Some(&crate::schemes::machines::EHOU),
+        tx: 10_000,
+        reaches: "no periodic mechanism (AIT-cache overflow log when sets fill)",
+        needs: Some(crate::schemes::machines::needs_optane_dimm),
+    },
 };
 
 fn reserved_bytes(p: &Params) -> u64 {

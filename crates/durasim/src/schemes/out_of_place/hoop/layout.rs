@@ -11,7 +11,7 @@
 //!               between its two words reads as UNUSED)
 //! bytes 8..12: epoch (u32) — added by us: the block's allocation sequence
 //! number, so slices left over from a block's previous life are never taken
-//! for current ones (see docs/MODEL.md). Zeroed media = UNUSED block.
+//! for current ones (see docs/model/hoop.md). Zeroed media = UNUSED block.
 //!
 //! Data slice (Fig. 5b): bytes 0..64 hold up to eight 8-byte words; bytes
 //! 64..128 the metadata, packed little-endian bit by bit from bit 0 of byte 64:

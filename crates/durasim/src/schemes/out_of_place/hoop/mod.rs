@@ -35,7 +35,7 @@ use std::collections::VecDeque;
 
 pub static INFO: SchemeInfo = SchemeInfo {
     name: "hoop",
-    description: "hardware-assisted out-of-place update with coalescing GC (HOOP, MICRO 2020)",
+    description: "hardware-assisted out-of-place update with coalescing GC (HOOP, ISCA 2020)",
     durability: Durability::AtCommit,
     params: PARAMS,
     reserved_bytes,
@@ -43,6 +43,12 @@ pub static INFO: SchemeInfo = SchemeInfo {
     recover: recovery::recover,
     recovery: RecoveryForm::Scan(recovery::new_scan),
     contexts: None,
+    defaults: crate::schemes::RunDefaults {
+        machine: Some(&crate::schemes::machines::HOOP),
+        tx: 300_000,
+        reaches: "2 periodic GCs (10 ms = 25 M cycles) and 2 on-demand ones on btree",
+        needs: None,
+    },
 };
 
 pub static PARAMS: &[ParamSpec] = &[
@@ -376,7 +382,7 @@ pub struct Hoop {
     /// With ADR, the current address slice's bytes, held in the controller's
     /// write-pending queue (persistence domain) where successive commit
     /// entries to the same line coalesce; written to NVM as one 128 B slice
-    /// when full or when its block is sealed. See docs/MODEL.md.
+    /// when full or when its block is sealed. See docs/model/hoop.md.
     addr_slice_bytes: [u8; SLICE_BYTES as usize],
     epoch_next: u32,
     /// FULL blocks in epoch (allocation) order = commit order.

@@ -72,6 +72,12 @@ pub static INFO: SchemeInfo = SchemeInfo {
     recover,
     recovery: RecoveryForm::Scan(new_scan),
     contexts: None,
+    defaults: crate::schemes::RunDefaults {
+        machine: Some(&crate::schemes::machines::HOOP),
+        tx: 300_000,
+        reaches: "log cleaning every 10 ms (25 M cycles), HOOP's GC period, which runs twice in this length on btree",
+        needs: None,
+    },
 };
 
 pub static PARAMS: &[ParamSpec] = &[

@@ -91,6 +91,12 @@ pub static INFO: SchemeInfo = SchemeInfo {
     recover,
     recovery: RecoveryForm::Scan(recovery::new_scan),
     contexts: None,
+    defaults: crate::schemes::RunDefaults {
+        machine: Some(&crate::schemes::machines::HOOP),
+        tx: 10_000,
+        reaches: "no periodic mechanism (consolidation on TLB eviction)",
+        needs: None,
+    },
 };
 
 fn reserved_bytes(p: &Params) -> u64 {
