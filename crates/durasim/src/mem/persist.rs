@@ -255,7 +255,7 @@ impl PersistLog {
         // Each event's successor in its stream's time order, and how many
         // predecessors it waits for.
         let mut next = vec![u32::MAX; n];
-        let mut indeg = vec![0u8; n];
+        let mut indeg = vec![0u16; n];
         let mut in_call_order = true;
         for w in by_time.windows(2) {
             if streams[w[0] as usize] == streams[w[1] as usize] {
@@ -288,6 +288,33 @@ impl PersistLog {
             }
         }
         drop(words_last);
+        // Across core (and media) streams, a write issued before another
+        // and accepted no later than it goes first: time order and call
+        // order agree on that pair, and no crash keeps the later one
+        // without it. (Without this, a stream's early-stamped write that
+        // was issued late could hold back its stream's earlier-issued
+        // writes, letting another stream's later slot of a shared log
+        // persist before them.) One edge per other stream suffices: from
+        // its latest write (by time, then issue) of those issued earlier
+        // and accepted no later; its stream's earlier writes precede it.
+        let mut by_stream: rustc_hash::FxHashMap<u16, std::collections::BTreeSet<(Cycle, u32)>> =
+            Default::default();
+        for (i, e) in ev.iter().enumerate() {
+            let s = streams[i];
+            if s == BACKGROUND_STREAM {
+                continue;
+            }
+            for (&x, set) in &by_stream {
+                if x == s {
+                    continue;
+                }
+                if let Some(&(_, a)) = set.range(..=(e.at, u32::MAX)).next_back() {
+                    cross.push((a, i as u32));
+                }
+            }
+            by_stream.entry(s).or_default().insert((e.at, i as u32));
+        }
+        drop(by_stream);
         cross.sort_unstable();
         cross.dedup();
         for &(_, j) in &cross {
@@ -303,7 +330,7 @@ impl PersistLog {
         let mut k = 0u32;
         // The earliest-issued write not yet placed (the cycle breaker).
         let mut oldest = 0usize;
-        fn release(j: u32, indeg: &mut [u8], ready: &mut BinaryHeap<Reverse<u32>>, pos: &[u32]) {
+        fn release(j: u32, indeg: &mut [u16], ready: &mut BinaryHeap<Reverse<u32>>, pos: &[u32]) {
             let d = &mut indeg[j as usize];
             *d = d.saturating_sub(1);
             if *d == 0 && pos[j as usize] == u32::MAX {
@@ -503,24 +530,84 @@ impl TimeOrder {
     /// `seq` calls (a core's transaction acknowledged): past every event of
     /// its stream accepted before `at` (and those accepted at `at` and
     /// issued before the marker), and every event of another stream issued
-    /// before the marker (across streams the call order is kept).
+    /// before the marker and accepted by `at` (for background work, every
+    /// one issued before the marker: its writes keep their call order).
+    /// Another core's write issued earlier but accepted later is nothing
+    /// the acknowledged transaction waited for; counting it would move the
+    /// acknowledgement past the next transaction's own writes.
     pub fn ack_point(&self, stream: u16, seq: u64, at: Cycle) -> u64 {
         let ix = &self.index;
         let mut point = 0u64;
         for (k, &id) in ix.ids.iter().enumerate() {
-            if id == stream {
-                let c = &ix.chains[k];
+            let c = &ix.chains[k];
+            let by_time = || {
                 let j = c.partition_point(|&(t, i, _)| (t, u64::from(i)) < (at, seq));
                 if j > 0 {
-                    point = point.max(u64::from(c[j - 1].2));
+                    c[j - 1].2
+                } else {
+                    0
                 }
+            };
+            if id == stream {
+                point = point.max(u64::from(by_time()));
             } else {
                 let j = ix.calls[k].partition_point(|&i| u64::from(i) < seq);
                 if j > 0 {
-                    point = point.max(u64::from(ix.tops[k][j - 1]));
+                    let mut top = ix.tops[k][j - 1];
+                    if id != BACKGROUND_STREAM {
+                        // Both bounds hold every write issued before the
+                        // marker and accepted by `at`.
+                        top = top.min(by_time());
+                    }
+                    point = point.max(u64::from(top));
                 }
             }
         }
         point
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn log_of(writes: &[(u16, Addr, Cycle)]) -> PersistLog {
+        let mut log = PersistLog::new(true);
+        for &(s, addr, at) in writes {
+            log.set_stream(s);
+            log.record_queued(addr, &[1; 8], at, at);
+        }
+        log
+    }
+
+    /// Two cores' writes to consecutive slots of a shared log, accepted in
+    /// the same cycle: the earlier slot goes first even though its core's
+    /// unrelated write, issued later, was accepted earlier still.
+    #[test]
+    fn an_earlier_issued_write_accepted_no_later_goes_first_across_streams() {
+        let mut log = log_of(&[(1, 0x1000, 100), (0, 0x1040, 100), (1, 0x2000, 50)]);
+        let order = log.order_by_time();
+        assert!(order.position(0) < order.position(1));
+        assert!(order.position(2) < order.position(0));
+    }
+
+    /// A core's acknowledgement does not wait for another core's write
+    /// issued earlier but accepted later: that would move it past the
+    /// core's next transaction's writes.
+    #[test]
+    fn an_acknowledgement_ignores_other_cores_writes_accepted_after_it() {
+        // Core 0: a write issued first, accepted late, and one issued last,
+        // accepted earlier. Core 1: a transaction's write, acknowledged at
+        // 20 after two calls, then the next transaction's write.
+        let mut log = log_of(&[
+            (0, 0x1000, 1000),
+            (1, 0x2000, 10),
+            (1, 0x3000, 30),
+            (0, 0x4000, 500),
+        ]);
+        let order = log.order_by_time();
+        let ack = order.ack_point(1, 2, 20);
+        assert_eq!(ack, order.position(1) + 1);
+        assert!(ack <= order.position(2));
     }
 }

@@ -184,6 +184,15 @@ pub struct MorLog {
     release_on_l1_evict: bool,
     last_perform: Cycle,
     log_durable_at: Cycle,
+    /// When the last entry left for the log: the buffers drain into the
+    /// ring in slot order, so no entry is written earlier than the one
+    /// before it.
+    log_written_at: Cycle,
+    /// Per line: when the newest undo+redo entry already written for it
+    /// persisted. An entry can leave the buffer (at its due time) ahead of
+    /// the time the engine then writes its line back; the data still wait
+    /// for it (§III-B: a line is written back only after its entries).
+    line_logged_at: FxHashMap<Addr, Cycle>,
     cores: Vec<CoreState>,
     /// morlog-dp: committed transactions (core) in commit order, not yet
     /// reported durable.
@@ -254,6 +263,8 @@ impl MorLog {
             release_on_l1_evict: mutant == "release-on-l1-evict",
             last_perform: 0,
             log_durable_at: 0,
+            log_written_at: 0,
+            line_logged_at: FxHashMap::default(),
             cores: (0..layout.threads)
                 .map(|_| {
                     let mut shadow = FxHashMap::default();
@@ -569,6 +580,11 @@ impl Scheme for MorLog {
                 self.st.redo_discarded += (before - self.redo.len()) as u64;
             } else {
                 self.st.redo_kept_on_writeback += 1;
+            }
+        }
+        if let Some(at) = self.line_logged_at.remove(&line_addr) {
+            if !self.no_order {
+                t = t.max(at);
             }
         }
         if !ctx.nvm.is_adr() && !self.no_order {
