@@ -50,6 +50,7 @@ fn to_time_order(engine: &mut Engine, history: &mut History) {
     let events = log.events();
     for (c, txs) in history.per_thread.iter_mut().enumerate() {
         for r in txs.iter_mut() {
+            r.own_persist_seq = order.own_point(c as u16, r.ack_persist_seq, r.ack_at);
             r.ack_persist_seq = order.ack_point(c as u16, r.ack_persist_seq, r.ack_at);
         }
     }

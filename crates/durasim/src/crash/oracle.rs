@@ -22,6 +22,9 @@ struct Guarantee {
     durability: Durability,
     /// Per thread: ack_persist_seq of each committed transaction.
     ack: Vec<Vec<u64>>,
+    /// Per thread: own_persist_seq of each committed transaction (bounds
+    /// the transactions that may have begun).
+    own: Vec<Vec<u64>>,
     /// Per thread: (seq, tx_count) durability reports, in seq order, the
     /// count as a running maximum ([`running_max`]).
     marks: Vec<Vec<(u64, u64)>>,
@@ -45,6 +48,15 @@ impl Guarantee {
         self.ack[t].partition_point(|&s| s <= k) as u64
     }
 
+    /// Transactions whose core's own writes up to their acknowledgement
+    /// are all in point `k`: the next one may have begun. At least
+    /// [`Self::acked`] (an acknowledgement can also wait for another
+    /// core's write issued before it but accepted later).
+    fn begun_after(&self, t: usize, k: u64) -> u64 {
+        let own = self.own[t].partition_point(|&s| s <= k) as u64;
+        own.max(self.acked(t, k))
+    }
+
     fn reported(&self, t: usize, k: u64) -> u64 {
         let m = &self.marks[t];
         let i = m.partition_point(|&(s, _)| s <= k);
@@ -65,7 +77,7 @@ impl Guarantee {
             // begins only after TxEnd of the previous returned.
             Durability::AtCommit | Durability::None => {
                 let lo = self.acked(t, k);
-                (lo, (lo + 1).min(committed))
+                (lo, (self.begun_after(t, k) + 1).min(committed).max(lo))
             }
             // The last completed checkpoint, or the one in flight if its
             // commit persisted before the scheme reported it.
@@ -80,7 +92,7 @@ impl Guarantee {
             // transaction in flight.
             Durability::Delayed => {
                 let lo = self.reported(t, k).min(committed);
-                let hi = (self.acked(t, k) + 1).min(committed).max(lo);
+                let hi = (self.begun_after(t, k) + 1).min(committed).max(lo);
                 (lo, hi)
             }
         }
@@ -309,6 +321,10 @@ impl<'h> Oracle<'h> {
                 ack: per_thread
                     .iter()
                     .map(|v| v.iter().map(|r| r.ack_persist_seq).collect())
+                    .collect(),
+                own: per_thread
+                    .iter()
+                    .map(|v| v.iter().map(|r| r.own_persist_seq).collect())
                     .collect(),
                 marks: mk.into_iter().map(running_max).collect(),
             },
@@ -684,6 +700,7 @@ mod tests {
             per_thread: vec![vec![TxRecord {
                 writes: 0..2,
                 ack_persist_seq: 2,
+                own_persist_seq: 2,
                 ack_at: 0,
             }]],
             initial_media: SparseImage::new(),
@@ -736,6 +753,7 @@ mod tests {
                 .map(|i| TxRecord {
                     writes: i..i + 1,
                     ack_persist_seq: i as u64 + 1,
+                    own_persist_seq: i as u64 + 1,
                     ack_at: 0,
                 })
                 .collect()],

@@ -106,6 +106,10 @@ pub struct TxRecord {
     /// Persist events logged when TxEnd returned: a crash at any later point
     /// must preserve this transaction (for schemes durable at commit).
     pub ack_persist_seq: u64,
+    /// The first point after which the core's next transaction may have
+    /// written (its own writes up to the acknowledgement; the crash oracle
+    /// sets it, equal to `ack_persist_seq` in call order).
+    pub own_persist_seq: u64,
     pub ack_at: Cycle,
 }
 

@@ -50,6 +50,7 @@ impl Engine {
                     h.per_thread[c].push(TxRecord {
                         writes: core.hist.clone(),
                         ack_persist_seq: self.ctx.nvm.persist_log.count(),
+                        own_persist_seq: self.ctx.nvm.persist_log.count(),
                         ack_at: end,
                     });
                 }

@@ -530,40 +530,37 @@ impl TimeOrder {
     /// `seq` calls (a core's transaction acknowledged): past every event of
     /// its stream accepted before `at` (and those accepted at `at` and
     /// issued before the marker), and every event of another stream issued
-    /// before the marker and accepted by `at` (for background work, every
-    /// one issued before the marker: its writes keep their call order).
-    /// Another core's write issued earlier but accepted later is nothing
-    /// the acknowledged transaction waited for; counting it would move the
-    /// acknowledgement past the next transaction's own writes.
+    /// before the marker (across streams the call order is kept).
     pub fn ack_point(&self, stream: u16, seq: u64, at: Cycle) -> u64 {
         let ix = &self.index;
-        let mut point = 0u64;
+        let mut point = self.own_point(stream, seq, at);
         for (k, &id) in ix.ids.iter().enumerate() {
-            let c = &ix.chains[k];
-            let by_time = || {
-                let j = c.partition_point(|&(t, i, _)| (t, u64::from(i)) < (at, seq));
-                if j > 0 {
-                    c[j - 1].2
-                } else {
-                    0
-                }
-            };
-            if id == stream {
-                point = point.max(u64::from(by_time()));
-            } else {
+            if id != stream {
                 let j = ix.calls[k].partition_point(|&i| u64::from(i) < seq);
                 if j > 0 {
-                    let mut top = ix.tops[k][j - 1];
-                    if id != BACKGROUND_STREAM {
-                        // Both bounds hold every write issued before the
-                        // marker and accepted by `at`.
-                        top = top.min(by_time());
-                    }
-                    point = point.max(u64::from(top));
+                    point = point.max(u64::from(ix.tops[k][j - 1]));
                 }
             }
         }
         point
+    }
+
+    /// [`Self::ack_point`] counting only `stream`'s own events. The core's
+    /// next transaction writes after the marker's time, so none of its
+    /// writes lies before this point; another core's write issued earlier
+    /// and accepted later can put [`Self::ack_point`] past them.
+    pub fn own_point(&self, stream: u16, seq: u64, at: Cycle) -> u64 {
+        let ix = &self.index;
+        let Ok(k) = ix.ids.binary_search(&stream) else {
+            return 0;
+        };
+        let c = &ix.chains[k];
+        let j = c.partition_point(|&(t, i, _)| (t, u64::from(i)) < (at, seq));
+        if j > 0 {
+            u64::from(c[j - 1].2)
+        } else {
+            0
+        }
     }
 }
 
@@ -591,11 +588,11 @@ mod tests {
         assert!(order.position(2) < order.position(0));
     }
 
-    /// A core's acknowledgement does not wait for another core's write
-    /// issued earlier but accepted later: that would move it past the
-    /// core's next transaction's writes.
+    /// A core's acknowledgement waits for another core's write issued
+    /// before it (call order across cores), even one accepted later; its
+    /// own point does not, and lies before the core's next write.
     #[test]
-    fn an_acknowledgement_ignores_other_cores_writes_accepted_after_it() {
+    fn the_own_point_ignores_other_cores_writes_accepted_later() {
         // Core 0: a write issued first, accepted late, and one issued last,
         // accepted earlier. Core 1: a transaction's write, acknowledged at
         // 20 after two calls, then the next transaction's write.
@@ -606,8 +603,9 @@ mod tests {
             (0, 0x4000, 500),
         ]);
         let order = log.order_by_time();
-        let ack = order.ack_point(1, 2, 20);
-        assert_eq!(ack, order.position(1) + 1);
-        assert!(ack <= order.position(2));
+        let own = order.own_point(1, 2, 20);
+        assert_eq!(own, order.position(1) + 1);
+        assert!(own <= order.position(2));
+        assert!(order.ack_point(1, 2, 20) > order.position(0));
     }
 }
