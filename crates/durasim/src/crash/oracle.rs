@@ -666,9 +666,23 @@ mod tests {
     fn guarantee(d: Durability, ack: Vec<u64>, marks: Vec<(u64, u64)>) -> Guarantee {
         Guarantee {
             durability: d,
+            own: vec![ack.clone()],
             ack: vec![ack],
             marks: vec![running_max(marks)],
         }
+    }
+
+    /// An acknowledgement that also waited for another core's write
+    /// accepted later does not hide the core's next transaction: the upper
+    /// bound follows the core's own writes.
+    #[test]
+    fn the_upper_bound_follows_the_cores_own_writes() {
+        let mut g = guarantee(Durability::AtCommit, vec![10, 20], vec![]);
+        g.own = vec![vec![4, 12]];
+        assert_eq!(g.bounds(0, 3), (0, 1));
+        assert_eq!(g.bounds(0, 5), (0, 2));
+        assert_eq!(g.bounds(0, 10), (1, 2));
+        assert_eq!(g.bounds(0, 12), (1, 2));
     }
 
     #[test]
