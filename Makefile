@@ -70,7 +70,7 @@ test-rust:
 		--test crash_oracle --test engine_runs --test mutants \
 		-- every_registered_scheme every_scheme_and_workload every_declared_mutant
 
-test-python: python
+test-python: python build
 	$(VENV)/bin/ruff check python
 	$(VENV)/bin/python -m pytest -q python/tests --ignore=python/tests/test_docs.py
 

@@ -204,7 +204,28 @@ def run(
     ``progress``: a bar over committed transactions with an ETA, drawn once
     the run has taken a second; ``None`` (default) shows it on a terminal or
     in a notebook, ``False`` never (sweeps draw their own bar instead).
+    Warnings (a scheme without the hardware its mechanism needs, a run
+    shorter than one period of its mechanism) are printed on stderr, as
+    the CLI prints them, and kept in the document's ``warnings`` list.
     """
+    doc = _run(scheme, workload, threads, tx, seed, config, progress, overrides)
+    for w in doc.get("warnings", []):
+        print(f"warning: {w}", file=sys.stderr)
+    return doc
+
+
+def _run(
+    scheme: str,
+    workload: str,
+    threads: int | None,
+    tx: int | None,
+    seed: int,
+    config: str | os.PathLike[str] | None,
+    progress: bool | None,
+    overrides: Mapping[str, Any],
+) -> dict:
+    """:func:`run` without printing its warnings (sweeps keep them in the
+    frame's ``warnings`` column)."""
     _names(scheme, workload)
     threads = None if threads is None else _count("threads", threads, 1)
     tx = None if tx is None else _count("tx", tx, 1)
@@ -237,7 +258,7 @@ def crashtest(
     threads: int = 2,
     tx: int = 1000,
     seed: int = 1,
-    points: int | str = "all",
+    points: int | str | None = None,
     crash_at: int | None = None,
     tear_mask: int | str | None = None,
     torn: bool = False,
@@ -250,8 +271,9 @@ def crashtest(
     ``durasim crashtest --json -`` (``violations``, ``first_violation`` with
     its ``replay`` line, ``crash_points_tested``, ``points_per_second``, ...).
 
-    ``points`` is ``"all"`` (every crash point) or a number of seeded
-    samples; ``crash_at=K`` tests one point (``tear_mask`` optional);
+    ``points`` is ``"all"`` (every crash point; the default) or a number of
+    seeded samples; ``crash_at=K`` tests one point (``tear_mask`` optional;
+    not with ``points``, as the CLI's ``--crash-at`` excludes ``--points``);
     ``torn`` also tests torn in-flight writes; ``recovery_crashes`` is the
     number of crashes injected into each recovery or ``"all"`` (default:
     the CLI's). Defaults and
@@ -264,6 +286,17 @@ def crashtest(
     threads = _count("threads", threads, 1)
     tx = _count("tx", tx, 1)
     seed = _count("seed", seed, 0)
+    if crash_at is not None and points is not None:
+        raise ValueError(
+            f"invalid use of points={points!r} with crash_at={crash_at!r}: crash_at tests one "
+            "crash point, points chooses many; pass only one of them"
+        )
+    if tear_mask is not None and crash_at is None:
+        raise ValueError(
+            "invalid use of 'tear_mask' without 'crash_at': a tear mask applies to one crash point"
+        )
+    if points is None:
+        points = "all"
     if not (
         isinstance(points, str)
         or (isinstance(points, numbers.Integral) and not isinstance(points, bool))
@@ -394,6 +427,10 @@ def version() -> str:
     return _native.version()
 
 
+#: Largest preset read (the CLI's bound, config.rs MAX_CONFIG_BYTES).
+MAX_CONFIG_BYTES = 1 << 20
+
+
 def load_preset(path: str | os.PathLike[str]) -> dict[str, Any]:
     """A TOML preset (``[section] key = value``) as ``{"section.key": value}``,
     validated against the parameter list."""
@@ -404,9 +441,20 @@ def load_preset(path: str | os.PathLike[str]) -> dict[str, Any]:
     p = os.fspath(path)
     try:
         with open(p, "rb") as f:
-            doc = tomllib.load(f)
+            # Bounded like the CLI's --config: /dev/urandom or /dev/zero
+            # would otherwise be read without end.
+            data = f.read(MAX_CONFIG_BYTES + 1)
     except OSError as e:
         raise ValueError(f"cannot read config {p}: {e}") from e
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ValueError(
+            f"invalid config {p}: larger than {MAX_CONFIG_BYTES} bytes "
+            "(a preset is a small TOML file)"
+        )
+    try:
+        doc = tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise ValueError(f"invalid config {p}: not UTF-8 text (expected a TOML preset)") from e
     except tomllib.TOMLDecodeError as e:
         raise ValueError(f"cannot parse config {p}: {e}") from e
     flat: dict[str, Any] = {}
@@ -444,5 +492,13 @@ def split_spec(spec: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]
 def run_spec(spec: Mapping[str, Any]) -> dict:
     """Run a spec dict (``{"scheme":..., "workload":..., "hoop.gc_period_ms": 2}``)."""
     args, sets = split_spec(spec)
-    args.setdefault("progress", False)
-    return run(**args, **sets)
+    return _run(
+        args["scheme"],
+        args["workload"],
+        args.get("threads"),
+        args.get("tx"),
+        args.get("seed", 1),
+        args.get("config"),
+        args.get("progress", False),
+        sets,
+    )

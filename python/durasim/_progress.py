@@ -26,7 +26,11 @@ def wanted(progress: bool | None) -> bool:
     """Resolve ``progress``: True/False as given, None = auto (a terminal or
     a notebook)."""
     if progress is not None:
-        return bool(progress)
+        if not isinstance(progress, bool):
+            raise ValueError(
+                f"invalid value {progress!r} for 'progress': expected True, False or None (auto)"
+            )
+        return progress
     try:
         tty = sys.stderr.isatty()
     except (AttributeError, ValueError):

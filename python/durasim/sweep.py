@@ -25,8 +25,10 @@ the same wherever it ran, except the ``sim.*`` columns (host speed).
 
 from __future__ import annotations
 
+import difflib
 import itertools
 import os
+import re
 import traceback
 import warnings
 from collections.abc import Iterable, Mapping
@@ -99,7 +101,8 @@ def result_row(
 ) -> dict[str, Any]:
     """One DataFrame row: the spec (with defaults filled in), then the
     metrics (nested dicts flattened with dots), ``stat.<name>`` for the
-    scheme's statistics, ``sim.*`` for host speed, and ``error``."""
+    scheme's statistics, ``sim.*`` for host speed, ``warnings`` (the
+    run's warnings, joined with "; "; empty without any) and ``error``."""
     row: dict[str, Any] = {"scheme": spec["scheme"], "workload": spec["workload"]}
     for f in ("threads", "tx", "seed", "config"):
         # Without a value in the spec a run takes its scheme's machine and
@@ -117,6 +120,8 @@ def result_row(
         if "nvm_media" in report:
             _flatten("nvm_media", report["nvm_media"], row)
         _flatten("sim", report.get("sim", {}), row)
+        # What `durasim.run` would print on stderr, one run's per cell.
+        row["warnings"] = "; ".join(report.get("warnings", [])) or None
     row["error"] = error
     return row
 
@@ -164,6 +169,7 @@ def sweep(
         raise ValueError(f"invalid value {errors!r} for 'errors': expected 'raise' or 'include'")
     if client is not None and scheduler is not None:
         raise ValueError("pass either client= or scheduler=, not both")
+    _check_executor(client, scheduler)
     specs = expand(runs)
     results: list[tuple[dict | None, str | None]] = [(None, None)] * len(specs)
     bar = Bar(len(specs), wanted(progress), desc, "run")
@@ -193,6 +199,32 @@ def sweep(
     if failures and errors == "raise":
         raise SweepError(failures, frame)
     return frame
+
+
+#: Schedulers named by a word; anything else must be an address.
+_SCHEDULER_WORDS = ("serial", "processes")
+
+
+def _check_executor(client: Any, scheduler: Any) -> None:
+    """Refuse a ``client`` that cannot take runs and a ``scheduler`` that is
+    neither a known word nor a ``[proto://]host:port`` address, before any
+    run starts (Dask's own errors would name neither argument)."""
+    if client is not None and not callable(getattr(client, "submit", None)):
+        raise ValueError(
+            f"invalid value for 'client': a {type(client).__name__} has no submit(); "
+            "expected a dask.distributed.Client (e.g. Client(durasim.cluster.local()))"
+        )
+    if scheduler is None or scheduler in _SCHEDULER_WORDS:
+        return
+    if not isinstance(scheduler, str) or not re.fullmatch(
+        r"([a-z][a-z0-9+.-]*://)?[^\s:/]+:\d+/?", scheduler
+    ):
+        close = difflib.get_close_matches(str(scheduler), _SCHEDULER_WORDS, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ValueError(
+            f"invalid value {scheduler!r} for 'scheduler'{hint}: expected 'serial', "
+            "'processes' or a scheduler address such as 'tcp://10.0.0.5:8786'"
+        )
 
 
 def _run_threads(specs, results, bar, workers: int | None = None) -> None:

@@ -25,9 +25,11 @@ settings.load_profile("durasim")
 
 @pytest.fixture(scope="session")
 def cli_binary() -> Path:
-    """`durasim` CLI built from this checkout (debug profile: same results)."""
+    """`durasim` CLI built from this checkout with the test profile (same
+    results as release; optimized, and the binary `cargo test` already built
+    for the Rust tests, so after them this is no rebuild)."""
     subprocess.run(
-        ["cargo", "build", "-q", "-p", "durasim", "--bin", "durasim"],
+        ["cargo", "build", "-q", "--profile", "test", "-p", "durasim", "--bin", "durasim"],
         cwd=ROOT,
         check=True,
         timeout=1800,

@@ -7,6 +7,7 @@ import subprocess
 import threading
 import time
 
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -47,11 +48,21 @@ def _same_run(a: dict, b: dict) -> None:
     assert a["sim"]["sim_mem_ops"] == b["sim"]["sim_mem_ops"]
 
 
+# The bindings hand the same arguments to the same engine: every scheme once
+# (on its paper machine, as both front ends pick it) and every workload once
+# (on the bare machine) cover what each front end converts.
 @pytest.mark.parametrize("scheme", durasim.schemes())
+def test_run_matches_cli_json_for_every_scheme(cli_binary, scheme):
+    py = durasim.run(scheme, "btree", threads=2, tx=150, seed=7)
+    cli = _cli_json(cli_binary, scheme, "btree", 2, 150, 7)
+    assert py["metrics"]["committed_tx"] == 150
+    _same_run(py, cli)
+
+
 @pytest.mark.parametrize("workload", durasim.workloads())
-def test_run_matches_cli_json(cli_binary, scheme, workload):
-    py = durasim.run(scheme, workload, threads=2, tx=150, seed=7)
-    cli = _cli_json(cli_binary, scheme, workload, 2, 150, 7)
+def test_run_matches_cli_json_for_every_workload(cli_binary, workload):
+    py = durasim.run("opt-redo", workload, threads=2, tx=150, seed=7, config="default")
+    cli = _cli_json(cli_binary, "opt-redo", workload, 2, 150, 7, config="default")
     assert py["metrics"]["committed_tx"] == 150
     _same_run(py, cli)
 
@@ -147,6 +158,28 @@ def test_invalid_inputs_raise_value_error(kwargs, needles):
         durasim.run(args.pop("scheme"), args.pop("workload"), **args)
     for n in needles:
         assert n in str(exc.value), (n, str(exc.value))
+
+
+def test_front_end_arguments_are_checked_like_the_cli():
+    """What the CLI refuses, the Python front refuses before any work: a
+    preset that never ends, points with crash_at, a tear mask alone, a
+    progress value that is not a bool, a client or scheduler Dask would
+    reject with an error naming neither."""
+    with pytest.raises(ValueError, match="larger than 1048576 bytes"):
+        durasim._core.load_preset("/dev/urandom")
+    with pytest.raises(ValueError, match="points=5 with crash_at=3"):
+        durasim.crashtest("opt-redo", "vector", tx=10, points=5, crash_at=3)
+    with pytest.raises(ValueError, match="tear_mask"):
+        durasim.crashtest("opt-redo", "vector", tx=10, tear_mask=3)
+    with pytest.raises(ValueError, match="'progress'"):
+        durasim.run("ideal", "vector", tx=10, threads=1, progress="yes")
+    spec = {"scheme": "ideal", "workload": "vector", "tx": 10, "threads": 1}
+    with pytest.raises(ValueError, match=r"'client'.*submit"):
+        durasim.sweep(spec, client=object())
+    with pytest.raises(ValueError, match=r"'scheduler'.*tcp://"):
+        durasim.sweep(spec, scheduler="bogus")
+    with pytest.raises(ValueError, match="did you mean 'serial'"):
+        durasim.sweep(spec, scheduler="seriel")
 
 
 def test_gil_released_during_run():
@@ -296,6 +329,26 @@ def test_run_progress_reaches_total_and_stays_quiet_off_terminal(monkeypatch, ca
     # progress=False so runs inside them never draw their own bar.
     durasim.run("ideal", "vector", threads=1, tx=50)
     assert capsys.readouterr().err == ""
+
+
+def test_warnings_are_printed_by_run_and_kept_by_sweep(capsys):
+    # A run shorter than one HOOP GC period: durasim.run prints the warning
+    # on stderr, as the CLI does, and lists it in the document.
+    doc = durasim.run("hoop", "btree", threads=2, tx=150)
+    assert any("hoop.gc_period_ms" in w for w in doc["warnings"]), doc["warnings"]
+    err = capsys.readouterr().err
+    assert [f"warning: {w}" for w in doc["warnings"]] == err.splitlines()
+    # A sweep prints nothing and keeps each run's warnings in a column.
+    df = durasim.sweep(
+        [
+            {"scheme": "hoop", "workload": "btree", "threads": 2, "tx": 150},
+            {"scheme": "ideal", "workload": "btree", "threads": 2, "tx": 150},
+        ],
+        scheduler="serial",
+    )
+    assert capsys.readouterr().err == ""
+    assert df["warnings"].iloc[0] == "; ".join(doc["warnings"])
+    assert pd.isna(df["warnings"].iloc[1])
 
 
 def test_a_scheme_runs_on_its_papers_machine_by_default():

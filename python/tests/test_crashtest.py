@@ -79,7 +79,7 @@ def test_crashtest_is_deterministic():
         ({"points": "some"}, "points"),
         ({"points": 1.5}, "points"),
         ({"tear_mask": 300, "crash_at": 1}, "tear-mask"),
-        ({"tear_mask": 3}, "crash-at"),
+        ({"tear_mask": 3}, "without 'crash_at'"),
         ({"recovery_crashes": "many"}, "recovery-crashes"),
         ({"torn": "yes"}, "torn"),
         ({"scheme": "nope"}, "valid schemes"),

@@ -256,3 +256,144 @@ def test_no_tracker_numbers_or_outside_paths_in_docs_and_sources():
     assert any(f.startswith("python/") and f.endswith(".py") for f in files)
     assert "CHANGELOG.md" not in files and "docs/PERFORMANCE.md" not in files
     assert docs.check_no_issue_numbers() == []
+
+
+# ------------------------------------------------------------- readings
+
+
+def _readings_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("readings", ROOT / "scripts" / "readings.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _csv(path: Path, header: list[str], rows: list[list]) -> None:
+    lines = [",".join(header)] + [",".join(str(v) for v in r) for r in rows]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def _tiny_ehou_report(d: Path) -> Path:
+    """A made-up EHOU report: three workloads whose ratios are round numbers."""
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "config.json").write_text(
+        '{"git_commit": "abc1234def (with uncommitted changes)", "scale": "small"}'
+    )
+    (d / "index.html").write_text("<p>made 2026-01-02 03:04 UTC on a host</p>")
+    thr = {"array": (100, 100, 150), "btree": (100, 50, 60), "tatp": (100, 40, 80)}
+    _csv(
+        d / "b_throughput.csv",
+        ["scheme", "workload", "config_label", "threads", "throughput_tx_per_mcycle", "noise"],
+        [
+            [s, w, w, 4, v, 7]
+            for w, vals in thr.items()
+            for s, v in zip(("redu", "osp", "ehou"), vals)
+        ],
+    )
+    ovh = {"array": (2, 0.5, 0.1), "btree": (3, 1.25, 0.2), "tatp": (4, 0.25, 0.05)}
+    rows = []
+    for w, (redu, ehou, ehou_b) in ovh.items():
+        rows += [
+            ["redu", w, w, redu, 3, 9, "", 100],
+            ["osp", w, w, 1, 1, 2.5, "", 100],
+            ["ehou", w, w, ehou, ehou_b, 3, 290, 100],
+        ]
+    _csv(
+        d / "a_overhead.csv",
+        [
+            "scheme",
+            "workload",
+            "config_label",
+            "norm_overhead",
+            "norm_overhead_bytes",
+            "steady_overhead_ops_per_tx",
+            "stat.ait_flushes_lazy_overwrite",
+            "measured_tx",
+        ],
+        rows,
+    )
+    persist = {"array": (110, 100), "btree": (120, 100), "tatp": (100, 125)}
+    _csv(
+        d / "c_persist.csv",
+        ["scheme", "workload", "config_label", "ehou.persist", "throughput_tx_per_mcycle"],
+        [
+            ["ehou", w, w, mode, v]
+            for w, vals in persist.items()
+            for mode, v in zip(("lazy", "eager"), vals)
+        ],
+    )
+    _csv(
+        d / "f_claim.csv",
+        ["axis", "point", "point_order", "x", "scheme", "rival", "metric", "advantage", "workload"],
+        [
+            [
+                "write_set",
+                "64 B items",
+                0,
+                1,
+                "ehou",
+                "osp",
+                "throughput_tx_per_mcycle",
+                3.0,
+                "hashtable",
+            ],
+            [
+                "write_set",
+                "8 KB items",
+                1,
+                128,
+                "ehou",
+                "osp",
+                "throughput_tx_per_mcycle",
+                0.9,
+                "hashtable",
+            ],
+        ],
+    )
+    return d
+
+
+def test_readings_compute_known_values_from_a_report(tmp_path):
+    readings = _readings_module()
+    full = _tiny_ehou_report(tmp_path / "full")
+    text = readings.guide_block("ehou", full)
+    flat = " ".join(text.split())
+    # EHOU / SSP per workload: 1.5, 1.2, 2.0; mean 1.5667, geometric 1.5326.
+    assert "EHOU / SSP (`osp`) 1.20–2.00× per workload, mean 1.57× (geometric 1.53×)" in flat
+    assert "REDU leads on btree (0.60×), TATP (0.80×)" in flat
+    assert "EHOU is 0.25–0.50× SSP on 2 workloads, 1.25× on btree" in flat
+    assert "REDU 2.00–4.00× SSP; in bytes EHOU writes 5–20 % of SSP's overhead" in flat
+    assert "lazy 1.10–1.20× eager on array and btree; eager 1.25× lazy on TATP" in flat
+    assert "| yes, except TATP |" in flat and "| yes, except btree |" in flat
+    assert "3.00× at 64 B items (1 line per item), 0.90× at 8 KB items" in flat
+    assert "EHOU 3.00, of them AIT entries flushed on a lazy overwrite" in flat
+    assert "2.90; SSP 2.50" in flat
+    assert "the small report of 2026-01-02, build abc1234, with uncommitted changes" in flat
+
+    # The trimmed snapshot keeps only the columns read, and reads the same.
+    snap = readings.snapshot("ehou", full, tmp_path / "snap")
+    assert "noise" not in (snap / "b_throughput.csv").read_text()
+    assert "2026-01-02" in (snap / "SOURCE.md").read_text()
+    assert readings.guide_block("ehou", snap) == text
+    assert "1.57× SSP's throughput on average" in readings.readme_block("ehou", snap)
+
+
+def test_a_stale_readings_block_is_detected(tmp_path):
+    docs = _docs_module()
+    full = _tiny_ehou_report(tmp_path / "full")
+    begin = f"<!-- generated by scripts/readings.py ehou --from {full}: begin -->\n"
+    end = f"<!-- generated by scripts/readings.py ehou --from {full}: end -->\n"
+    current = docs.with_readings(f"Before.\n\n{begin}{end}\nAfter.\n")
+    assert (
+        "mean 1.57×" in current and current.startswith("Before.") and current.endswith("After.\n")
+    )
+    assert docs.with_readings(current) == current
+    stale = current.replace("mean 1.57×", "mean 1.58×")
+    assert docs.with_readings(stale) == current
+    # The pages that quote readings are the ones the check regenerates.
+    files = {rel(p) for p in docs.readings_files()}
+    assert {"README.md", "docs/guide/papers/hoop.md", "docs/guide/papers/ehou.md"} <= files
+    for p in docs.readings_files():
+        assert docs.with_readings(p.read_text()) == p.read_text(), f"{rel(p)} is stale"

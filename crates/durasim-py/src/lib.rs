@@ -77,11 +77,13 @@ fn run(
         seed,
     };
     let spec = spec_for(scheme, workload, &common).map_err(to_py)?;
-    // As the CLI: a scheme without the hardware its mechanism needs is
-    // warned about on stderr.
-    if let Some(w) = durasim::cli::hardware_warning(scheme, &spec.params) {
-        eprintln!("{w}");
-    }
+    // As the CLI: a scheme without the hardware its mechanism needs, and a
+    // run too short for its mechanism, are warned about; here in the
+    // report's `warnings` list (`durasim.run` prints them, a sweep keeps
+    // them in a column).
+    let mut warnings: Vec<String> = durasim::cli::hardware_warning(scheme, &spec.params)
+        .into_iter()
+        .collect();
     let total_tx = spec.tx;
     let report = py
         .allow_threads(move || {
@@ -89,7 +91,12 @@ fn run(
             engine::run(spec, &mut |done| {
                 throttle.call(progress.as_ref(), done, total_tx)
             })
-            .map(|e| e.report_json())
+            .map(|e| {
+                warnings.extend(durasim::cli::run_length_warnings(scheme, &e));
+                let mut report = e.report_json();
+                durasim::cli::add_warnings(&mut report, &warnings);
+                report
+            })
         })
         .map_err(to_py)?;
     Ok(report.to_string())

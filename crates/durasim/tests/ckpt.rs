@@ -381,3 +381,74 @@ fn kept_recoveries_match_recovery_from_scratch() {
         }
     }
 }
+
+/// The warm start (`hybrid.warm_start`): with a DRAM cache larger than
+/// the footprint, every page the setup wrote starts cached, clean, holding
+/// its bytes, so the run fills only pages it allocates; with it off every
+/// first touch is a fill. Either way the run ends on the same memory image and the
+/// schemes that track cached pages (dpc) stay crash-consistent.
+#[test]
+fn warm_start_caches_the_setup_pages() {
+    use durasim::mem::MemRead;
+    for scheme in ["ideal", "dpc"] {
+        let big = [
+            ("hybrid.dram_cache_bytes", "16777216"),
+            ("hybrid.dram_cache_ways", "4"),
+        ];
+        let mut runs = Vec::new();
+        for warm in ["true", "false"] {
+            let extra = [
+                big[0],
+                big[1],
+                ("hybrid.warm_start", warm),
+                ("workload.initial_items", "16384"),
+                ("dpc.pool_bytes", "4194304"),
+            ];
+            let spec = small_spec(scheme, "hashmap", 200, &extra);
+            let mut e = durasim::engine::Engine::new(spec.clone()).unwrap();
+            let pages = e.arch.page_numbers();
+            let dc = e.dram_cache.as_deref().expect("a DRAM cache");
+            let cached: Vec<usize> = pages.iter().filter_map(|&p| dc.find(p)).collect();
+            if warm == "true" {
+                assert_eq!(
+                    cached.len(),
+                    pages.len(),
+                    "{scheme}: every setup page cached"
+                );
+                for (&p, &s) in pages.iter().zip(&cached) {
+                    assert_eq!(dc.dirty_lines(p * 4096), 0, "{scheme}: page {p} clean");
+                    let (mut a, mut d) = ([0u8; 4096], [0u8; 4096]);
+                    e.arch.read_bytes(p * 4096, &mut a);
+                    e.ctx.dram.media().read_bytes(s as u64 * 4096, &mut d);
+                    assert!(a == d, "{scheme}: slot {s} holds page {p}'s bytes");
+                }
+            } else {
+                assert!(cached.is_empty(), "{scheme}: the cache starts empty");
+            }
+            e.run(&mut |_| {}).unwrap();
+            let m = e.metrics();
+            e.finish();
+            e.check_equivalence().unwrap();
+            runs.push((m.dram_cache_page_fills, e.arch.clone()));
+            if scheme == "dpc" && warm == "true" {
+                let r = crashtest(spec, false);
+                assert_eq!(r.violations, 0, "{:?}", r.first_violation);
+            }
+        }
+        // Warm, only pages the run allocates beyond the setup's are filled.
+        assert!(
+            runs[0].0 * 10 < runs[1].0,
+            "{scheme}: fills warm {} / cold {}",
+            runs[0].0,
+            runs[1].0
+        );
+        let (mut a, mut b) = ([0u8; 64], [0u8; 64]);
+        for p in runs[0].1.page_numbers() {
+            for l in 0..64u64 {
+                runs[0].1.read_bytes(p * 4096 + l * 64, &mut a);
+                runs[1].1.read_bytes(p * 4096 + l * 64, &mut b);
+                assert_eq!(a, b, "{scheme}: page {p} line {l} differs between starts");
+            }
+        }
+    }
+}

@@ -62,6 +62,62 @@ fn run_json_has_the_documented_keys() {
     // The process held at least the simulated footprint's pages.
     let rss = v["sim"]["peak_rss_mib"].as_f64().expect("sim.peak_rss_mib");
     assert!(rss > 1.0, "peak RSS {rss} MiB");
+    // The native system has no mechanism to miss: no warning.
+    assert_eq!(v["warnings"], serde_json::json!([]), "{err}");
+}
+
+/// A run too short for its scheme's mechanism, or a scheme without the
+/// hardware it needs, warns on stderr and lists the same warnings in the
+/// JSON report.
+#[test]
+fn run_json_lists_the_warnings_printed_on_stderr() {
+    for (scheme, config, needle) in [
+        (
+            "hoop",
+            "configs/hoop.toml",
+            "shorter than one period of hoop.gc_period_ms",
+        ),
+        ("dpc", "default", "this machine has none"),
+    ] {
+        let cfg = if config == "default" {
+            config.to_string()
+        } else {
+            format!("{}/../../{config}", env!("CARGO_MANIFEST_DIR"))
+        };
+        let (code, out, err) = durasim(&[
+            "run",
+            "--scheme",
+            scheme,
+            "--workload",
+            "btree",
+            "--threads",
+            "2",
+            "--tx",
+            "200",
+            "--config",
+            &cfg,
+            "--json",
+            "-",
+        ]);
+        assert_eq!(code, 0, "{err}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let listed: Vec<&str> = v["warnings"]
+            .as_array()
+            .expect("a warnings list")
+            .iter()
+            .map(|w| w.as_str().unwrap())
+            .collect();
+        assert!(
+            listed.iter().any(|w| w.contains(needle)),
+            "{scheme}: {listed:?}"
+        );
+        // Every listed warning was printed, and every printed one listed.
+        let printed: Vec<&str> = err
+            .lines()
+            .filter_map(|l| l.strip_prefix("warning: "))
+            .collect();
+        assert_eq!(printed, listed, "{scheme}");
+    }
 }
 
 #[test]

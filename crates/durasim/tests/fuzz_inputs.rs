@@ -11,6 +11,13 @@
 //! overflowing numbers, NaN, empty strings, typos of keys and names) next
 //! to valid ones, so most runs are tiny real simulations. Case count:
 //! `DURASIM_FUZZ_CASES` (default 400, about 5-15 s in release on 2 cores).
+//!
+//! In process, bounded in time: trace files of every format (and format
+//! detection), plain or gzip, replayed on the controller from a grammar of
+//! fields that hung, wrapped or were accepted wrongly before (addresses at
+//! the top of the address space or past `nvm.capacity_bytes`, markers of
+//! impossible cores, overflowing cycles); and TOML presets from arbitrary
+//! bytes and from a grammar of sections and values through the loader.
 
 use durasim::config::Params;
 use proptest::prelude::*;
@@ -388,4 +395,149 @@ fn generated_command_lines_exit_cleanly_within_budget() {
         ok + violation >= u64::from(cases) / 10,
         "{ok} + {violation} of {cases} ran"
     );
+}
+
+/// Longest one in-process replay or preset load may take: a hang (an
+/// address whose line cursor wraps) fails the case instead of the suite.
+const IN_PROCESS_BUDGET: Duration = Duration::from_secs(10);
+
+/// One trace line from a grammar of fields of every format.
+fn trace_line() -> impl Strategy<Value = String> {
+    let field = prop::sample::select(
+        &[
+            "R",
+            "W",
+            "C",
+            "R:3",
+            "READ",
+            "WRITE",
+            "LD",
+            "ST",
+            "TXB",
+            "TXE",
+            "NVMV0",
+            "NVMV1",
+            "0x40",
+            "0x80",
+            "0xfffc0",
+            "0x100000",
+            "0x7fffffffc0",
+            "0x8000000000",
+            "0xffffffffffffffc0",
+            "0xffffffffffffffff",
+            "18446744073709551615",
+            "0xZZ",
+            "-1",
+            "0",
+            "1",
+            "5",
+            "255",
+            "256",
+            "99999",
+            "1e9",
+            "4294967296",
+            "demand",
+            "log",
+            "writeback",
+            "00",
+            "ff",
+            "#",
+            "",
+        ][..],
+    );
+    let data = Just("00".repeat(64));
+    prop::collection::vec(
+        prop_oneof![8 => field.prop_map(str::to_string), 1 => data],
+        1..7,
+    )
+    .prop_map(|f| f.join(" "))
+}
+
+/// Run `f` on another thread and fail if it takes longer than the budget.
+fn within_budget<T: Send + 'static>(what: String, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    match rx.recv_timeout(IN_PROCESS_BUDGET) {
+        Ok(v) => v,
+        Err(_) => panic!("{what}: no result within {IN_PROCESS_BUDGET:?} (a hang)"),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 192, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Every generated trace, in every format and detected, replays to a
+    /// report or an input error naming a line, within the time budget.
+    #[test]
+    fn generated_traces_replay_or_fail_cleanly(
+        lines in prop::collection::vec(trace_line(), 1..8),
+        fmt in prop::sample::select(&["auto", "durasim", "dramsim3", "ramulator2", "vans", "nvmain"][..]),
+        gzip in any::<bool>(),
+        small in any::<bool>(),
+    ) {
+        use durasim::trace::{replay, Format};
+        let text = lines.join("\n") + "\n";
+        let bytes = if gzip {
+            use std::io::Write;
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            e.write_all(text.as_bytes()).unwrap();
+            e.finish().unwrap()
+        } else {
+            text.clone().into_bytes()
+        };
+        let mut p = Params::defaults(&[]);
+        if small {
+            p.set_str("nvm.capacity_bytes", "1MB").unwrap();
+        }
+        let fmt = Format::parse(fmt, "--format", true).unwrap();
+        let what = format!("{fmt:?} {text:?}");
+        let result = within_budget(what.clone(), move || {
+            let dir = std::env::temp_dir().join(format!("durasim-fuzz-trace-{}", std::process::id()));
+            std::fs::create_dir_all(&dir).unwrap();
+            let path = dir.join(format!("t{}.trace", rand_suffix()));
+            std::fs::write(&path, &bytes).unwrap();
+            let path = path.to_str().unwrap().to_string();
+            let r = (|| {
+                let mut mc = replay::replay_controller(&p)?;
+                let input = durasim::trace::open_input(&path)?;
+                replay::replay(input, &path, fmt, replay::ReplayConfig::from_params(&p), &mut mc)
+            })();
+            let _ = std::fs::remove_file(&path);
+            r.map(|rep| rep.requests).map_err(|e| (matches!(e, durasim::Error::Input(_)), e.to_string()))
+        });
+        match result {
+            Ok(_) => {}
+            Err((input, msg)) => {
+                prop_assert!(input, "{what}: not an input error: {msg}");
+                prop_assert!(msg.contains("invalid trace"), "{what}: {msg}");
+            }
+        }
+    }
+
+    /// Arbitrary bytes and generated presets load or fail as input errors,
+    /// never a panic, within the time budget.
+    #[test]
+    fn generated_presets_load_or_fail_cleanly(
+        raw in prop::collection::vec(any::<u8>(), 0..300),
+        text in toml_text(),
+    ) {
+        let texts = [String::from_utf8_lossy(&raw).into_owned(), text.unwrap_or_default()];
+        for t in texts {
+            let what = format!("{t:?}");
+            let r = within_budget(what.clone(), move || {
+                let mut p = Params::defaults(&[]);
+                p.apply_toml(&t, "fuzz.toml").map_err(|e| matches!(e, durasim::Error::Input(_)))
+            });
+            prop_assert!(r.is_ok() || r == Err(true), "{what}: not an input error");
+        }
+    }
+}
+
+/// A distinct file name per case (cases may run while a timed-out one
+/// still holds its file).
+fn rand_suffix() -> u64 {
+    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }

@@ -467,6 +467,51 @@ fn every_reviewed_bad_input_is_a_clean_exit_2() {
             ],
             &["--csv", "/nonexistent-dir/g.csv"],
         ),
+        (
+            vec![
+                "crashtest",
+                "--scheme",
+                "opt-redo",
+                "--workload",
+                "pagerank",
+                "--tx",
+                "100",
+                "--threads",
+                "1",
+                "--points",
+                "20",
+                "--set",
+                "run.transactions=false",
+            ],
+            &["run.transactions=false", "dpc", "no"],
+        ),
+        (
+            run_args("thynvm", &["--set", "thynvm.to_block_threshold=30"]),
+            &[
+                "thynvm.to_block_threshold",
+                "thynvm.to_page_threshold",
+                "at most 22",
+            ],
+        ),
+        (run_args("ideal", &["--tx", "-1"]), &["--tx", "'-1'"]),
+        (
+            run_args("ideal", &["--threads", "-2"]),
+            &["--threads", "'-2'"],
+        ),
+        (
+            run_args(
+                "ehou",
+                &[
+                    "--config",
+                    "../../configs/ehou.toml",
+                    "--set",
+                    "dimm.ait_cache_sets=16777216",
+                    "--set",
+                    "dimm.ait_cache_ways=256",
+                ],
+            ),
+            &["host memory", "AIT cache", "dimm.ait_cache_sets"],
+        ),
     ];
     for (args, parts) in cases {
         let start = std::time::Instant::now();
@@ -515,27 +560,95 @@ fn lsm_small_segments_at_default_capacity_are_cheap() {
     assert!(start.elapsed().as_secs() < 10, "took {:?}", start.elapsed());
 }
 
-/// A crashtest whose report cannot be written still prints its verdict,
-/// and the exit code keeps it: 1 for violations, 2 (not 0) for a pass
-/// whose report was lost.
+/// A report path that can be opened but not written (/dev/full, a /proc
+/// file) is refused before the work, like a missing directory: exit 2, no
+/// verdict printed. The same for run's --json and --trace-out.
 #[test]
-fn crashtest_verdict_survives_an_unwritable_report() {
-    for (scheme, code_want, verdict) in [("opt-redo", 2, "PASS"), ("ideal", 1, "violations")] {
-        let (code, out, err) = durasim(&[
-            "crashtest",
-            "--scheme",
-            scheme,
-            "--workload",
-            "vector",
-            "--tx",
-            "20",
-            "--points",
-            "20",
-            "--json",
-            "/dev/full",
-        ]);
-        assert_eq!(code, code_want, "{scheme}: {out}\n{err}");
-        assert!(out.contains(verdict), "{scheme}: {out}");
-        assert!(err.contains("/dev/full"), "{scheme}: {err}");
+fn unwritable_special_report_paths_are_refused_before_the_work() {
+    let (code, out, err) = durasim(&[
+        "crashtest",
+        "--scheme",
+        "opt-redo",
+        "--workload",
+        "vector",
+        "--tx",
+        "20",
+        "--points",
+        "20",
+        "--json",
+        "/dev/full",
+    ]);
+    assert_eq!(code, 2, "{out}\n{err}");
+    assert!(
+        !out.contains("PASS") && err.contains("/dev/full"),
+        "{out}\n{err}"
+    );
+    for (flag, path) in [
+        ("--json", "/dev/full"),
+        ("--json", "/proc/version"),
+        ("--trace-out", "/dev/full"),
+        ("--trace-out", "t.trace.bz2"),
+    ] {
+        let (code, out, err) = durasim(&run_args("ideal", &[flag, path]));
+        assert_eq!(code, 2, "{flag} {path}: {out}\n{err}");
+        assert!(err.contains(flag) && err.contains(path), "{err}");
+        assert!(!out.contains("committed"), "{out}");
     }
+    assert!(!std::path::Path::new("t.trace.bz2").exists());
+    let (code, _, err) = durasim(&run_args("ideal", &["--trace-format", "vans"]));
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--trace-out"), "{err}");
+    // /dev/null still takes a report.
+    let (code, _, err) = durasim(&run_args("ideal", &["--json", "/dev/null"]));
+    assert_eq!(code, 0, "{err}");
+}
+
+/// Output into a closed pipe (`durasim list params | head -1`) ends the
+/// program quietly, as for any Unix filter, not with a panic.
+#[test]
+fn a_closed_pipe_is_not_a_panic() {
+    use std::io::Read;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_durasim"))
+        .args(["list", "params"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 16];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+    // The read end is dropped here: later writes meet a closed pipe.
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert!(!err.contains("panicked"), "{err}");
+    assert_ne!(status.code(), Some(101), "{err}");
+}
+
+/// A run too short for its scheme's periodic mechanism says so on stderr
+/// (and still runs); a long-enough period or a scheme without one is quiet.
+#[test]
+fn runs_shorter_than_a_period_are_warned_about() {
+    let (code, _, err) = durasim(&run_args("hoop", &["--tx", "20"]));
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("warning: hoop")
+            && err.contains("hoop.gc_period_ms")
+            && err.contains("--tx 300000"),
+        "{err}"
+    );
+    assert_eq!(err.matches("hoop.gc_period_ms (").count(), 1, "{err}");
+    let (code, _, err) = durasim(&run_args(
+        "hoop",
+        &["--tx", "20", "--set", "hoop.gc_period_ms=0.001"],
+    ));
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("warning"), "{err}");
+    let (code, _, err) = durasim(&run_args("opt-undo", &["--tx", "20"]));
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("warning"), "{err}");
 }

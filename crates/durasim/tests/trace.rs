@@ -413,6 +413,67 @@ fn bad_files_and_choices_exit_2() {
     assert!(!err.contains("panicked"), "{err}");
 }
 
+/// An address at the top of the address space once looped forever in the
+/// controller (its line cursor wrapped at 2^64); any address past
+/// `nvm.capacity_bytes` is refused naming the line and the parameter.
+#[test]
+fn addresses_beyond_capacity_are_refused_naming_the_line() {
+    let p = tmp("top.trace");
+    std::fs::write(&p, "R 0x40 0\nR 0xffffffffffffffc0 10\n").unwrap();
+    let (code, _, err) = durasim(&["trace", "replay", p.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("line 2")
+            && err.contains("0xffffffffffffffc0")
+            && err.contains("nvm.capacity_bytes"),
+        "{err}"
+    );
+    // The last line inside a 1 MiB device replays; the next one is refused.
+    let cap = ["--set", "nvm.capacity_bytes=1048576"];
+    std::fs::write(&p, "W 0xfffc0 0\n").unwrap();
+    let (code, _, err) = durasim(&[&["trace", "replay", p.to_str().unwrap()][..], &cap].concat());
+    assert_eq!(code, 0, "{err}");
+    std::fs::write(&p, "W 0x100000 0\n").unwrap();
+    let (code, _, err) = durasim(&[&["trace", "replay", p.to_str().unwrap()][..], &cap].concat());
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("line 1") && err.contains("0x100000"), "{err}");
+}
+
+/// A line without an end (a binary file, a corrupt stream) is refused at
+/// the line cap, not read whole into memory; a directory is refused before
+/// any work.
+#[test]
+fn overlong_lines_and_directories_exit_2() {
+    let p = tmp("long.trace");
+    let mut body = b"R 0x40 0\n".to_vec();
+    body.extend(std::iter::repeat_n(
+        b'7',
+        durasim::trace::MAX_LINE_BYTES + 10,
+    ));
+    std::fs::write(&p, body).unwrap();
+    let (code, _, err) = durasim(&[
+        "trace",
+        "replay",
+        p.to_str().unwrap(),
+        "--format",
+        "durasim",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("line 2") && err.contains("longer than"),
+        "{err}"
+    );
+    // A transaction marker names a core a run can have (at most 256).
+    std::fs::write(&p, "R 0x40 0\nTXB 99999 0\n").unwrap();
+    let (code, _, err) = durasim(&["trace", "replay", p.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("line 2") && err.contains("99999"), "{err}");
+    let d = std::env::temp_dir();
+    let (code, _, err) = durasim(&["trace", "replay", d.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("directory"), "{err}");
+}
+
 /// NVMain drops line 1 whatever it holds; durasim replays a headerless
 /// file's first request and says that NVMain would not.
 #[test]

@@ -5,6 +5,13 @@ use clap::Parser;
 static HEAP: durasim::alloc::HugePageAlloc = durasim::alloc::HugePageAlloc;
 
 fn main() {
+    // A closed pipe ends the program quietly (`durasim list params | head`),
+    // as for any Unix filter, instead of a panic in println!.
+    #[cfg(unix)]
+    // SAFETY: set before any thread starts; SIG_DFL is a valid disposition.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = match durasim::cli::Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

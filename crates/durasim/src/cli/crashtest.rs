@@ -24,19 +24,24 @@ pub struct CrashtestArgs {
     pub set: Vec<String>,
     /// Total transactions (small by default: exhaustive cost grows with the
     /// number of persist events).
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = 1000, allow_negative_numbers = true)]
     pub tx: u64,
     /// Simulated cores = workload threads.
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 2, allow_negative_numbers = true)]
     pub threads: usize,
     /// RNG seed (workload and crash-point sampling).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     pub seed: u64,
     /// Crash points: 'all' (exhaustive) or N seeded samples.
-    #[arg(long, default_value = "all")]
+    #[arg(long, default_value = "all", allow_negative_numbers = true)]
     pub points: String,
     /// Test only crash point K (replay; excludes --points).
-    #[arg(long, value_name = "K", conflicts_with = "points")]
+    #[arg(
+        long,
+        value_name = "K",
+        conflicts_with = "points",
+        allow_negative_numbers = true
+    )]
     pub crash_at: Option<u64>,
     /// With --crash-at: the write in flight persisted only these 8-byte
     /// words (bit i = word i of its 64 B line).
@@ -46,7 +51,7 @@ pub struct CrashtestArgs {
     #[arg(long)]
     pub torn: bool,
     /// Crashes injected into each recovery: N or 'all'.
-    #[arg(long, default_value = "4")]
+    #[arg(long, default_value = "4", allow_negative_numbers = true)]
     pub recovery_crashes: String,
     /// Write the JSON report to PATH ('-' for stdout).
     #[arg(long)]

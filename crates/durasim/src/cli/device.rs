@@ -24,10 +24,10 @@ pub struct ValidateArgs {
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
     /// 64 B requests per streaming pattern (pointer chases: a quarter).
-    #[arg(long, default_value_t = 16384)]
+    #[arg(long, default_value_t = 16384, allow_negative_numbers = true)]
     pub lines: u64,
     /// RNG seed of the random patterns.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     pub seed: u64,
     /// Print the JSON report (to PATH, or stdout when no PATH is given).
     #[arg(long, num_args = 0..=1, default_missing_value = "-", value_name = "PATH")]

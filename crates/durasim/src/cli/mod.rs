@@ -83,15 +83,15 @@ pub struct CommonArgs {
     pub set: Vec<String>,
     /// Simulated cores = workload threads [default: the paper machine's
     /// thread count; 8 with --config]
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub threads: Option<usize>,
     /// Total transactions, split evenly over threads [default: the
     /// scheme's run length, long enough for its background mechanism to
     /// run several times (`durasim list schemes`)]
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub tx: Option<u64>,
     /// RNG seed.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     pub seed: u64,
 }
 
@@ -158,6 +158,79 @@ pub fn hardware_warning(scheme: &str, p: &Params) -> Option<String> {
     Some(format!("warning: {scheme} {msg}"))
 }
 
+/// Warnings about a finished run too short for its scheme's mechanism: a
+/// checkpointing scheme that took no checkpoint, or a measured window
+/// shorter than one period of a periodic mechanism (the scheme's
+/// `*period_ms`, `*period_us`, `*period_cycles` parameters, and
+/// `checkpoint.epoch_cycles` for whole-system checkpointing). The results
+/// of such a run measure none of that mechanism; the advice names the
+/// scheme's default run length (`durasim list schemes`).
+pub fn run_length_warnings(scheme: &str, e: &engine::Engine) -> Vec<String> {
+    let Ok(info) = schemes::find(scheme) else {
+        return Vec::new();
+    };
+    let p = &e.params;
+    let window = e.metrics().sim_cycles;
+    let d = &info.defaults;
+    let advice = format!(
+        "run longer (its default, --tx {}, reaches: {})",
+        d.tx, d.reaches
+    );
+    let checkpointing = info.durability == crate::recovery::Durability::Checkpoint;
+    let mut out = Vec::new();
+    if checkpointing {
+        let taken = e
+            .scheme
+            .stats()
+            .into_iter()
+            .find(|(k, _)| *k == "checkpoints")
+            .map(|(_, v)| v);
+        if taken == Some(0.0) {
+            out.push(format!(
+                "warning: {scheme} took no checkpoint in this run (measured window {window} cycles, checkpoint.epoch_cycles = {}): the results measure no checkpointing; {advice}, or lower checkpoint.epoch_cycles",
+                p.u64("checkpoint.epoch_cycles")
+            ));
+            return out;
+        }
+    }
+    let freq = p.f64("cpu.freq_ghz");
+    let mut keys: Vec<&str> = info.params.iter().map(|s| s.key).collect();
+    if checkpointing && !keys.contains(&"checkpoint.epoch_cycles") {
+        keys.push("checkpoint.epoch_cycles");
+    }
+    for key in keys {
+        let cycles = if key.ends_with("period_cycles") || key.ends_with("epoch_cycles") {
+            p.u64(key)
+        } else if key.ends_with("period_ms") {
+            crate::config::ns_to_cycles(p.f64(key) * 1e6, freq)
+        } else if key.ends_with("period_us") {
+            crate::config::ns_to_cycles(p.f64(key) * 1e3, freq)
+        } else {
+            continue;
+        };
+        // 0 turns a periodic mechanism off: nothing to reach.
+        if cycles > 0 && window < cycles {
+            out.push(format!(
+                "warning: {scheme}'s measured window ({window} cycles) is shorter than one period of {key} ({cycles} cycles): the results may include none of that mechanism; {advice}, or lower {key}"
+            ));
+        }
+    }
+    out
+}
+
+/// Put `warnings` (as printed on stderr) into a run's JSON report as its
+/// `warnings` list, each without the `warning: ` prefix; an empty list
+/// when the run drew none.
+pub fn add_warnings(report: &mut serde_json::Value, warnings: &[String]) {
+    if let Some(o) = report.as_object_mut() {
+        let list: Vec<&str> = warnings
+            .iter()
+            .map(|w| w.strip_prefix("warning: ").unwrap_or(w))
+            .collect();
+        o.insert("warnings".into(), serde_json::json!(list));
+    }
+}
+
 #[derive(Args, Debug)]
 pub struct RunArgs {
     #[arg(long)]
@@ -173,10 +246,10 @@ pub struct RunArgs {
     /// FILE (`.gz`/`.xz`: compressed), for `trace replay` or the peers.
     #[arg(long, value_name = "FILE")]
     pub trace_out: Option<String>,
-    /// Format of --trace-out: durasim (purposes, values, TxBegin/TxEnd),
-    /// dramsim3, ramulator2, vans, nvmain.
-    #[arg(long, default_value = "durasim")]
-    pub trace_format: String,
+    /// Format of --trace-out: durasim (purposes, values, TxBegin/TxEnd;
+    /// the default), dramsim3, ramulator2, vans, nvmain.
+    #[arg(long, value_name = "FORMAT")]
+    pub trace_format: Option<String>,
     /// Generate the workload's op streams on a second host thread: auto
     /// (when a host CPU is spare for it), on, off. Host speed only: every
     /// simulated result is the same bit for bit.
@@ -256,6 +329,11 @@ pub fn check_output_path(flag: &str, path: Option<&str>) -> Result<()> {
             "invalid value '{path}' for '{flag}': is a directory; expected a file path (or '-' for stdout)"
         )));
     }
+    if let Some(why) = unwritable_special(p) {
+        return Err(Error::input(format!(
+            "invalid value '{path}' for '{flag}': {why}; expected a regular file path (or '-' for stdout)"
+        )));
+    }
     let existed = p.exists();
     match std::fs::OpenOptions::new()
         .append(true)
@@ -272,6 +350,54 @@ pub fn check_output_path(flag: &str, path: Option<&str>) -> Result<()> {
             "invalid value '{path}' for '{flag}': cannot write it ({e}); expected a writable file path (or '-' for stdout)"
         ))),
     }
+}
+
+/// Why an existing special file cannot take a report, found before the
+/// run (opening such files for writing succeeds; the writes fail, after
+/// the work): a device other than /dev/null or a terminal (/dev/full,
+/// /dev/zero, a disk), or a file of a kernel pseudo-filesystem (/proc,
+/// /sys). Pipes and /dev/stdout stay allowed.
+fn unwritable_special(p: &std::path::Path) -> Option<String> {
+    #[cfg(unix)]
+    {
+        use std::io::IsTerminal;
+        use std::os::unix::fs::{FileTypeExt, MetadataExt};
+        let m = std::fs::metadata(p).ok()?;
+        let t = m.file_type();
+        if t.is_block_device() {
+            return Some("is a block device".into());
+        }
+        // /dev/null is character device 1:3.
+        let dev_null = m.rdev() == libc::makedev(1, 3);
+        if t.is_char_device() && !dev_null {
+            let tty = std::fs::OpenOptions::new()
+                .write(true)
+                .open(p)
+                .is_ok_and(|f| f.is_terminal());
+            if !tty {
+                return Some("is a device that does not store files".into());
+            }
+        }
+        if t.is_file() {
+            let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).ok()?;
+            // SAFETY: statfs only writes the struct it is given.
+            let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
+            if unsafe { libc::statfs(c.as_ptr(), &mut fs) } == 0 {
+                const PROC_SUPER_MAGIC: i64 = 0x9fa0;
+                const SYSFS_MAGIC: i64 = 0x6265_6572;
+                #[allow(clippy::unnecessary_cast)]
+                let kind = fs.f_type as i64;
+                if kind == PROC_SUPER_MAGIC || kind == SYSFS_MAGIC {
+                    return Some(
+                        "is a kernel file (/proc or /sys), not a file to write a report to".into(),
+                    );
+                }
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = p;
+    None
 }
 
 /// An unknown scheme or workload name: the error names the valid choices
@@ -370,15 +496,30 @@ pub fn main_with(cli: Cli) -> Result<i32> {
 
 fn cmd_run(a: RunArgs) -> Result<i32> {
     let mut spec = spec_for(&a.scheme, &a.workload, &a.common)?;
-    if let Some(w) = hardware_warning(&a.scheme, &spec.params) {
+    let mut warnings: Vec<String> = hardware_warning(&a.scheme, &spec.params)
+        .into_iter()
+        .collect();
+    for w in &warnings {
         eprintln!("{w}");
     }
     spec.gen_thread = a.gen_thread;
     check_output_path("--json", a.json.as_deref())?;
+    if a.trace_out.is_none() {
+        if let Some(f) = &a.trace_format {
+            return Err(Error::input(format!(
+                "invalid use of '--trace-format {f}': it sets the format of --trace-out, which is not given; add --trace-out FILE"
+            )));
+        }
+    }
+    let trace_format = a.trace_format.as_deref().unwrap_or("durasim");
+    if let Some(path) = a.trace_out.as_deref() {
+        crate::trace::check_trace_out_name(path)?;
+        check_output_path("--trace-out", Some(path))?;
+    }
     let tap: Option<Box<dyn crate::mem::RequestTap>> = match a.trace_out.as_deref() {
         None => None,
         Some(path) => {
-            let fmt = crate::trace::Format::parse(&a.trace_format, "--trace-format", false)?
+            let fmt = crate::trace::Format::parse(trace_format, "--trace-format", false)?
                 .expect("no auto");
             let unit = crate::trace::TimeUnit::new(
                 spec.params.f64("trace.cycle_ns"),
@@ -391,11 +532,16 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
     let mut bar = LazyProgress::new(spec.tx, format!("{}/{}", a.scheme, a.workload));
     let mut e = engine::run_tapped(spec, tap, &mut |d| bar.update(d))?;
     bar.finish();
+    for w in run_length_warnings(&a.scheme, &e) {
+        eprintln!("{w}");
+        warnings.push(w);
+    }
     if let (Some(path), Some(tap)) = (a.trace_out.as_deref(), e.ctx.nvm.request_tap.take()) {
         let n = tap.finish()?;
-        eprintln!("trace: {n} requests written to {path} ({})", a.trace_format);
+        eprintln!("trace: {n} requests written to {path} ({trace_format})");
     }
-    let report = e.report_json();
+    let mut report = e.report_json();
+    add_warnings(&mut report, &warnings);
     match a.json.as_deref() {
         Some("-") => println!("{}", serde_json::to_string_pretty(&report).unwrap()),
         Some(path) => {

@@ -342,6 +342,12 @@ pub(super) fn check_recovered(
                 } else {
                     format!("{}..={}", m.lo, m.hi)
                 };
+                // Only the first violation is reported in full.
+                let whose = if detail {
+                    format!("; {}", oracle.word_writers(t, m.addr, m.prefix, m.found))
+                } else {
+                    String::new()
+                };
                 tally.add(Violation {
                     thread: Some(t),
                     addr: Some(m.addr),
@@ -352,7 +358,7 @@ pub(super) fn check_recovered(
                         k,
                         mask,
                         format!(
-                            "crash point {k}{torn_note}: thread {t}'s recovered data is no allowed committed prefix ({range} of its transactions; durability {:?}); closest is prefix {} with {} differing words, first at {:#x}: expected {:#018x}, found {:#018x}",
+                            "crash point {k}{torn_note}: thread {t}'s recovered data is no allowed committed prefix ({range} of its transactions; durability {:?}); closest is prefix {} with {} differing words, first at {:#x}: expected {:#018x}, found {:#018x}{whose}",
                             sh.info.durability, m.prefix, m.words_differing, m.addr, m.expected, m.found
                         ),
                         replay(),

@@ -64,6 +64,18 @@ pub fn crashtest_with(
     opts: &CrashOptions,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<CrashReport> {
+    if info.durability != Durability::Checkpoint && !spec.params.bool("run.transactions") {
+        let ckpt: Vec<&str> = schemes::REGISTRY
+            .iter()
+            .filter(|s| s.durability == Durability::Checkpoint)
+            .map(|s| s.name)
+            .collect();
+        return Err(crate::error::Error::input(format!(
+            "invalid crash test of {0} with run.transactions=false: {0} promises atomic durability of transactions, and a program without transactions has none to check (every crash point would be judged against transactions that never ran); crash-test a checkpointing scheme ({1}) on it, or keep run.transactions=true",
+            info.name,
+            ckpt.join(", ")
+        )));
+    }
     if info.durability == Durability::Checkpoint {
         // Whole-system checkpointing: checkpoint semantics (crash/epochs/).
         return epochs::crashtest_checkpoints(info, spec, opts, progress);

@@ -555,6 +555,43 @@ impl<'h> Oracle<'h> {
 
     /// [`Oracle::check_thread`] of a [`Recovered`] image: the crash image
     /// or the kept recovered image, with its recovery's writes over it.
+    /// Which of thread `t`'s transactions a differing word belongs to, for
+    /// a violation's message: the last of its first `prefix` transactions
+    /// to write `addr` (whose value the oracle expected) and the last one
+    /// whose write equals `found`. Linear in the thread's writes: called
+    /// for the first violation only.
+    pub fn word_writers(&self, t: usize, addr: Addr, prefix: u64, found: u64) -> String {
+        let txs = &self.per_thread[t];
+        let wrote = |i: usize, v: Option<u64>| {
+            self.writes[txs[i].writes.clone()]
+                .iter()
+                .any(|&(a, w)| a == addr && v.is_none_or(|v| v == w))
+        };
+        let upto = (prefix as usize).min(txs.len());
+        let offset = addr - self.layout.thread_base(t);
+        let mut out = format!("word {offset:#x} of thread {t}'s region: ");
+        match (0..upto).rev().find(|&i| wrote(i, None)) {
+            Some(i) => out += &format!(
+                "expected as its transaction {i} (of {}, counted from 0; acknowledged at cycle {}) wrote it",
+                txs.len(),
+                txs[i].ack_at
+            ),
+            None => out += "expected as the initial image holds it (no transaction of the prefix wrote it)",
+        }
+        match (0..txs.len()).rev().find(|&i| wrote(i, Some(found))) {
+            Some(j) if j as u64 >= prefix => out += &format!(
+                "; found holds the value its transaction {j} (acknowledged at cycle {}) wrote, beyond the prefix",
+                txs[j].ack_at
+            ),
+            Some(j) => out += &format!(
+                "; found holds the value its transaction {j} (acknowledged at cycle {}) wrote, an older version",
+                txs[j].ack_at
+            ),
+            None => out += "; found is no value the thread's transactions wrote there (the word's value before them, a torn word, or another writer's data)",
+        }
+        out
+    }
+
     pub fn check_thread_with(
         &self,
         t: usize,

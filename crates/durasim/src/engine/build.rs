@@ -162,6 +162,13 @@ impl Engine {
                 self.ctx.dram.media_mut().set_track_written(true);
             }
         }
+        if let Some(dc) = self.dram_cache.as_deref_mut() {
+            if self.params.bool("hybrid.warm_start") {
+                for page in self.arch.page_numbers() {
+                    dc.install_clean(self.scheme.as_mut(), &mut self.ctx, &self.arch, page);
+                }
+            }
+        }
         if self.spec.record_history {
             self.history = Some(History {
                 writes: Vec::new(),
@@ -206,6 +213,7 @@ fn check_run(spec: &RunSpec, params: &Params, workload_info: &WorkloadInfo) -> R
     footprint::check(
         params,
         &workload_info.sizing,
+        &spec.scheme,
         spec.threads,
         spec.tx,
         spec.record_history,

@@ -82,6 +82,60 @@ pub fn footprint(p: &Params, sizing: &Sizing, threads: usize, tx: u64, history: 
     }
 }
 
+/// A host structure allocated whole when the run is built and sized by
+/// parameters (sparse images and maps cost only what a run touches and
+/// are charged as simulated data instead).
+#[derive(Clone, Debug, PartialEq)]
+pub struct HostTable {
+    pub what: &'static str,
+    /// The parameters that size it.
+    pub fields: &'static [&'static str],
+    pub bytes: u64,
+}
+
+/// The whole-allocated tables of a run of `scheme`: the Optane DIMM's AIT
+/// cache (EHOU keeps a second copy and a flag per slot), the hybrid DRAM
+/// cache's tag arrays, DPC's and ThyNVM's translation tables.
+pub fn host_tables(p: &Params, scheme: &str) -> Vec<HostTable> {
+    let mut out = Vec::new();
+    let slots = p
+        .u64("dimm.ait_cache_sets")
+        .saturating_mul(p.u64("dimm.ait_cache_ways"));
+    let ait_entry = std::mem::size_of::<crate::mem::optane::AitEntry>() as u64;
+    let ait_copies = u64::from(p.str("dimm.model") == "optane") + u64::from(scheme == "ehou");
+    if ait_copies > 0 {
+        let per_slot = ait_copies * ait_entry + u64::from(scheme == "ehou");
+        out.push(HostTable {
+            what: "AIT cache",
+            fields: &["dimm.ait_cache_sets", "dimm.ait_cache_ways"],
+            bytes: slots.saturating_mul(per_slot),
+        });
+    }
+    let dram_pages = p.u64("hybrid.dram_cache_bytes") / crate::mem::image::PAGE_BYTES;
+    if dram_pages > 0 {
+        // Tag, LRU stamp and dirty vector per page slot.
+        out.push(HostTable {
+            what: "DRAM cache tags",
+            fields: &["hybrid.dram_cache_bytes"],
+            bytes: dram_pages.saturating_mul(24),
+        });
+    }
+    match scheme {
+        "dpc" => out.push(HostTable {
+            what: "DPT",
+            fields: &["dpc.pool_bytes", "dpc.cached_entries"],
+            bytes: crate::schemes::checkpoint::dpc::host_table_bytes(p),
+        }),
+        "thynvm" => out.push(HostTable {
+            what: "BTT and PTT",
+            fields: &["thynvm.btt_entries", "thynvm.ptt_entries"],
+            bytes: crate::schemes::checkpoint::thynvm::host_table_bytes(p),
+        }),
+        _ => {}
+    }
+    out
+}
+
 fn gib(b: u64) -> String {
     format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64)
 }
@@ -90,9 +144,11 @@ fn gib(b: u64) -> String {
 /// space, the simulated footprint against NVM capacity and the implied
 /// host memory against this host (`host_available`; `None` skips that
 /// check).
+#[allow(clippy::too_many_arguments)]
 pub fn check(
     p: &Params,
     sizing: &Sizing,
+    scheme: &str,
     threads: usize,
     tx: u64,
     history: bool,
@@ -118,15 +174,38 @@ pub fn check(
     }
     if let Some(avail) = host_available {
         let budget = (avail as f64 * HOST_MEMORY_SHARE) as u64;
-        if f.host_bytes() > budget {
+        let tables = host_tables(p, scheme);
+        let table_bytes = tables
+            .iter()
+            .fold(0u64, |sum, t| sum.saturating_add(t.bytes));
+        let total = f.host_bytes().saturating_add(table_bytes);
+        if total > budget {
+            // Name the tables that matter first: they are what the user
+            // just set (a table alone can exceed any host).
+            let mut big: Vec<&HostTable> = tables.iter().filter(|t| t.bytes > total / 8).collect();
+            big.sort_by_key(|t| std::cmp::Reverse(t.bytes));
+            let mut lower: Vec<&str> = big.iter().flat_map(|t| t.fields.iter().copied()).collect();
+            lower.extend(sizing.items_param.filter(|k| p.u64(k) > 0));
+            lower.extend([
+                "cache.llc_size_bytes",
+                "workload.initial_items",
+                "workload.item_bytes",
+                "workload.footprint_bytes",
+                "--tx or --threads",
+            ]);
+            let tables_text = tables
+                .iter()
+                .map(|t| format!(", {} {} ({})", t.what, gib(t.bytes), t.fields.join(", ")))
+                .collect::<String>();
             return Err(Error::input(format!(
-                "this configuration needs about {} of host memory (caches {}, simulated data {}, per-transaction records {}), more than the {} this host can give (80% of {} available); lower cache.llc_size_bytes, workload.initial_items, workload.item_bytes, workload.footprint_bytes, --tx or --threads",
-                gib(f.host_bytes()),
+                "this configuration needs about {} of host memory (caches {}, simulated data {}, per-transaction records {}{tables_text}), more than the {} this host can give (80% of {} available); lower {}",
+                gib(total),
                 gib(f.host_cache_bytes),
                 gib(f.host_data_bytes),
                 gib(f.host_tx_bytes),
                 gib(budget),
-                gib(avail)
+                gib(avail),
+                lower.join(", ")
             )));
         }
     }
@@ -153,6 +232,85 @@ mod tests {
         assert!(btree.host_data_bytes > 20 * ycsb.host_data_bytes);
     }
 
+    /// Whole-allocated tables count: an AIT cache at its documented
+    /// maximum (2^24 sets x 256 ways, 260 GiB of host entries with EHOU's
+    /// copy) is refused naming its fields, not left to abort the
+    /// allocation; the paper machines' tables are small.
+    #[test]
+    fn tables_sized_by_parameters_are_charged_and_named() {
+        let host = Some(64u64 << 30);
+        let sizing = workloads::find("btree").unwrap().sizing;
+        let mut p = Params::defaults(&[]);
+        p.set_str("dimm.model", "optane").unwrap();
+        assert!(check(&p, &sizing, "ehou", 1, 20, false, host).is_ok());
+        p.set_str("dimm.ait_cache_sets", "16777216").unwrap();
+        p.set_str("dimm.ait_cache_ways", "256").unwrap();
+        let e = check(&p, &sizing, "ehou", 1, 20, false, host)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("AIT cache") && e.contains("lower dimm.ait_cache_sets, dimm.ait_cache_ways"),
+            "{e}"
+        );
+        let t = host_tables(&p, "ehou");
+        assert_eq!(t[0].bytes, (1u64 << 32) * 65);
+        let dpc = crate::schemes::checkpoint::dpc::PARAMS;
+        let mut p = Params::defaults(&[dpc]);
+        p.set_str("dpc.cached_entries", "1000000000").unwrap();
+        let e = check(&p, &sizing, "dpc", 1, 20, false, Some(4 << 30))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("lower dpc.pool_bytes, dpc.cached_entries"),
+            "{e}"
+        );
+        // Another scheme does not build the DPT.
+        assert!(check(&p, &sizing, "ideal", 1, 20, false, Some(4 << 30)).is_ok());
+        let mut p = Params::defaults(&[crate::schemes::checkpoint::thynvm::PARAMS]);
+        p.set_str("thynvm.btt_entries", "1000000000").unwrap();
+        let e = check(&p, &sizing, "thynvm", 1, 20, false, Some(4 << 30))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("lower thynvm.btt_entries"), "{e}");
+        let mut p = Params::defaults(&[]);
+        p.set_str("hybrid.dram_cache_bytes", "1099511627776")
+            .unwrap();
+        assert_eq!(host_tables(&p, "ideal")[0].bytes, (1u64 << 28) * 24);
+    }
+
+    /// A workload's own count parameter replaces workload.initial_items in
+    /// the estimate (1e9 YCSB records are 1 TB of simulated data).
+    #[test]
+    fn own_count_parameters_size_the_structure() {
+        let mut p = Params::defaults(&[]);
+        p.set_str("nvm.capacity_bytes", "1200000000000000").unwrap();
+        p.set_str("workload.ycsb_records", "1000000000").unwrap();
+        let ycsb = workloads::find("ycsb").unwrap().sizing;
+        assert_eq!(
+            footprint(&p, &ycsb, 1, 10, false).sim_bytes_per_thread,
+            1024 * 1_000_000_000
+        );
+        let e = check(&p, &ycsb, "ideal", 1, 10, false, Some(64 << 30))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("workload.ycsb_records"), "{e}");
+        for (w, k) in [
+            ("tatp", "workload.tatp_subscribers"),
+            ("echo", "workload.echo_keys"),
+            ("pagerank", "workload.graph_vertices"),
+            ("cc", "workload.graph_vertices"),
+            ("cd", "workload.graph_vertices"),
+        ] {
+            let mut p = Params::defaults(&[]);
+            p.set_str(k, "1000000000").unwrap();
+            let s = workloads::find(w).unwrap().sizing;
+            assert!(
+                footprint(&p, &s, 1, 10, false).sim_bytes_per_thread >= 32_000_000_000,
+                "{w}"
+            );
+        }
+    }
+
     /// The declared sizes give the numbers the check used when it named
     /// the workloads: ycsb's 1 KB default record, tpcc's fixed records and
     /// 1,984 B per order (the order record and 15 order lines, each its own
@@ -177,7 +335,11 @@ mod tests {
         );
         for w in workloads::PROGRAMS {
             let s = workloads::find(w).unwrap().sizing;
-            assert_eq!(s, workloads::Sizing::PROGRAM, "{w}");
+            let own = workloads::Sizing {
+                items_param: s.items_param,
+                ..workloads::Sizing::PROGRAM
+            };
+            assert_eq!(s, own, "{w}");
         }
         p.set_str("workload.footprint_bytes", "1MB").unwrap();
         assert_eq!(fp(&p, "pagerank").sim_bytes_per_thread, 1 << 20);

@@ -31,47 +31,40 @@ impl std::fmt::Debug for Machine {
     }
 }
 
-/// HOOP (ISCA 2020) Table II: every value equals a default, so this is
-/// also the bare machine; 8 threads (§IV-A).
-pub static HOOP: Machine = Machine {
-    paper: "hoop",
-    path: "configs/hoop.toml",
-    toml: include_str!("../../../../configs/hoop.toml"),
-    threads: 8,
-    set: &[],
-    variant: "",
-};
+/// One paper's machine as its preset states it: `configs/<paper>.toml`,
+/// embedded, with the paper's thread count and nothing changed over it.
+macro_rules! paper_machine {
+    ($(#[$doc:meta])* $name:ident, $paper:literal, $threads:literal) => {
+        $(#[$doc])*
+        pub static $name: Machine = Machine {
+            paper: $paper,
+            path: concat!("configs/", $paper, ".toml"),
+            toml: include_str!(concat!("../../../../configs/", $paper, ".toml")),
+            threads: $threads,
+            set: &[],
+            variant: "",
+        };
+    };
+}
 
-/// Dual-page checkpointing §5.1: quad core, 256 MB DRAM cache before PCM.
-pub static DPC: Machine = Machine {
-    paper: "dpc",
-    path: "configs/dpc.toml",
-    toml: include_str!("../../../../configs/dpc.toml"),
-    threads: 4,
-    set: &[],
-    variant: "",
-};
-
-/// MorLog (ISCA 2020) Table III: 8 in-order cores, TLC RRAM; 8 threads for
-/// the micro-benchmarks (§VI-A).
-pub static MORLOG: Machine = Machine {
-    paper: "morlog",
-    path: "configs/morlog.toml",
-    toml: include_str!("../../../../configs/morlog.toml"),
-    threads: 8,
-    set: &[],
-    variant: "",
-};
-
-/// EHOU Table I: 4 cores on an Optane-like DIMM; 4 threads (§IV-A).
-pub static EHOU: Machine = Machine {
-    paper: "ehou",
-    path: "configs/ehou.toml",
-    toml: include_str!("../../../../configs/ehou.toml"),
-    threads: 4,
-    set: &[],
-    variant: "",
-};
+paper_machine!(
+    /// HOOP (ISCA 2020) Table II: every value equals a default, so this is
+    /// also the bare machine; 8 threads (§IV-A).
+    HOOP, "hoop", 8
+);
+paper_machine!(
+    /// Dual-page checkpointing §5.1: quad core, 256 MB DRAM cache before PCM.
+    DPC, "dpc", 4
+);
+paper_machine!(
+    /// MorLog (ISCA 2020) Table III: 8 in-order cores, TLC RRAM; 8 threads
+    /// for the micro-benchmarks (§VI-A).
+    MORLOG, "morlog", 8
+);
+paper_machine!(
+    /// EHOU Table I: 4 cores on an Optane-like DIMM; 4 threads (§IV-A).
+    EHOU, "ehou", 4
+);
 
 /// Dual-page checkpointing §5.1.2: the software schemes (NVML, DudeTM)
 /// need DRAM and NVM both directly addressable, so they run on the same

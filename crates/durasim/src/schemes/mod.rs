@@ -326,6 +326,10 @@ pub trait Scheme: Send {
     /// A page left the DRAM cache (after its write-back, if dirty).
     fn page_evicted(&mut self, _page_addr: Addr) {}
 
+    /// A clean page entered the DRAM cache without a fill through
+    /// [`Self::page_fill`] (the warm start, `hybrid.warm_start`).
+    fn page_cached(&mut self, _page_addr: Addr) {}
+
     // --- Whole-system checkpointing (schemes/checkpoint/).
 
     /// The epoch length if this scheme checkpoints the whole machine

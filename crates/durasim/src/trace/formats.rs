@@ -11,6 +11,10 @@ use std::io::{self, Write};
 /// Why a line does not parse (the caller adds the file and line number).
 pub type LineError = String;
 
+/// Cores a transaction marker may name: a run has at most 256 threads
+/// (engine/build.rs), so a trace durasim wrote never names more.
+pub const MAX_CORES: u64 = 256;
+
 /// Up to `N` whitespace-separated tokens of `line` (more: `None` in the count).
 struct Tokens<'a> {
     toks: [&'a [u8]; 8],
@@ -321,9 +325,9 @@ fn parse_durasim(tk: &Tokens<'_>, req: &mut Req) -> Result<Record, LineError> {
                 tk.n
             ));
         }
-        let core = parse_dec(t[1]).ok_or_else(|| {
+        let core = parse_dec(t[1]).filter(|&c| c < MAX_CORES).ok_or_else(|| {
             format!(
-                "invalid core '{}': expected a decimal core number",
+                "invalid core '{}': expected a decimal core number below {MAX_CORES}",
                 show(t[1])
             )
         })?;

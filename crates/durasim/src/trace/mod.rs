@@ -18,7 +18,7 @@ pub mod validate;
 use crate::error::{Error, Result};
 use crate::mem::RequestTap;
 use crate::types::{Addr, Cycle, Purpose, LINE_BYTES};
-use std::io::{self, BufRead, BufReader, BufWriter, Write};
+use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
 
 /// Trace file formats, as named on the command line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -136,10 +136,16 @@ pub fn open_input(path: &str) -> Result<Box<dyn BufRead>> {
             "invalid trace file '{path}': cannot open it ({e}); expected a readable trace file"
         ))
     })?;
+    if file.metadata().is_ok_and(|m| m.is_dir()) {
+        return Err(Error::input(format!(
+            "invalid trace file '{path}': it is a directory; expected a trace file"
+        )));
+    }
     let mut r = BufReader::with_capacity(READ_BUF_BYTES, file);
-    let magic = r.fill_buf().map_err(|source| Error::Io {
-        path: path.to_string(),
-        source,
+    let magic = r.fill_buf().map_err(|e| {
+        Error::input(format!(
+            "invalid trace file '{path}': cannot read it ({e}); expected a readable trace file"
+        ))
     })?;
     Ok(if magic.starts_with(&[0x1f, 0x8b]) {
         Box::new(BufReader::with_capacity(
@@ -155,6 +161,27 @@ pub fn open_input(path: &str) -> Result<Box<dyn BufRead>> {
         Box::new(r)
     })
 }
+
+/// Compression suffixes a trace could be asked for by name but that
+/// durasim does not write (it writes .gz and .xz).
+const UNWRITTEN_COMPRESSIONS: &[&str] = &[
+    ".bz2", ".zst", ".lz4", ".lzma", ".zip", ".7z", ".Z", ".lz", ".br",
+];
+
+/// A trace output named for a compression durasim does not write would
+/// silently hold plain text: refused, naming the ones it writes.
+pub fn check_trace_out_name(path: &str) -> Result<()> {
+    match UNWRITTEN_COMPRESSIONS.iter().find(|s| path.ends_with(*s)) {
+        Some(s) => Err(Error::input(format!(
+            "invalid value '{path}' for '--trace-out': durasim does not write {s} compression; expected a plain file name or one ending in .gz or .xz"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Longest trace line accepted (with its end of line). A request with a
+/// 64 B value in hex and every optional field is under 300 bytes.
+pub const MAX_LINE_BYTES: usize = 64 << 10;
 
 /// Lines of a trace with their numbers, into one reused buffer.
 pub struct LineReader<R> {
@@ -178,14 +205,23 @@ impl<R: BufRead> LineReader<R> {
     /// `None` at the end.
     pub fn next_line(&mut self) -> Result<Option<(usize, &[u8])>> {
         self.buf.clear();
-        let n = self
-            .r
+        // Bounded: a huge line without a newline (a binary or corrupt
+        // file) must not be read whole into memory before it is refused.
+        let n = (&mut self.r)
+            .take(MAX_LINE_BYTES as u64 + 1)
             .read_until(b'\n', &mut self.buf)
             .map_err(|e| self.io_error(e))?;
         if n == 0 {
             return Ok(None);
         }
         self.line_no += 1;
+        if self.buf.len() > MAX_LINE_BYTES {
+            return Err(line_error(
+                &self.path,
+                self.line_no,
+                &format!("longer than {MAX_LINE_BYTES} bytes; expected one request per line (is this a trace file?)"),
+            ));
+        }
         let mut l = &self.buf[..];
         while let [rest @ .., b'\n' | b'\r'] = l {
             l = rest;
@@ -261,6 +297,7 @@ pub struct TraceWriter {
 impl TraceWriter {
     /// Create `path` (`.gz` / `.xz`: compressed).
     pub fn create(path: &str, fmt: Format, unit: TimeUnit) -> Result<Self> {
+        check_trace_out_name(path)?;
         let file = std::fs::File::create(path).map_err(|e| {
             Error::input(format!(
                 "invalid value '{path}' for '--trace-out': cannot create it ({e}); expected a writable file path"

@@ -131,6 +131,8 @@ pub struct ReplayConfig {
     pub offer_interval: Cycle,
     pub freq_ghz: f64,
     pub read_queue_entries: usize,
+    /// `nvm.capacity_bytes`: a request beyond it is refused.
+    pub capacity_bytes: u64,
 }
 
 impl ReplayConfig {
@@ -141,6 +143,7 @@ impl ReplayConfig {
             offer_interval: p.ns_cycles("trace.offer_interval_ns"),
             freq_ghz,
             read_queue_entries: p.usize("mc.read_queue_entries"),
+            capacity_bytes: p.u64("nvm.capacity_bytes"),
         }
     }
 }
@@ -198,8 +201,10 @@ pub fn replay<R: BufRead>(
     };
     let mut st = State::new(cfg, fmt);
     let mut req = Req::default();
+    let cap = cfg.capacity_bytes;
     for (no, l) in &head {
         let rec = formats::parse_line(fmt, l, *no == 1, &mut req)
+            .and_then(|rec| check_in_capacity(rec, &req, cap).map(|()| rec))
             .map_err(|e| super::line_error(path, *no, &e))?;
         if *no == 1 {
             warn_headerless_nvmain(fmt, rec, path);
@@ -207,7 +212,9 @@ pub fn replay<R: BufRead>(
         st.step(rec, &req, mc);
     }
     while let Some((no, l)) = lines.next_line()? {
-        match formats::parse_line(fmt, l, no == 1, &mut req) {
+        match formats::parse_line(fmt, l, no == 1, &mut req)
+            .and_then(|rec| check_in_capacity(rec, &req, cap).map(|()| rec))
+        {
             Ok(rec) => {
                 if no == 1 {
                     warn_headerless_nvmain(fmt, rec, path);
@@ -220,6 +227,27 @@ pub fn replay<R: BufRead>(
     let end = mc.drain(st.last_accept).max(st.last_data);
     let (cpu1, rss) = host_usage();
     Ok(st.report(mc, end, start.elapsed().as_secs_f64(), cpu1 - cpu0, rss))
+}
+
+/// A request must lie inside the simulated NVM (`nvm.capacity_bytes`):
+/// beyond it the device's address mapping has no bank for it.
+fn check_in_capacity(rec: Record, req: &Req, cap: u64) -> std::result::Result<(), String> {
+    if rec != Record::Req {
+        return Ok(());
+    }
+    let line = req.addr - req.addr % LINE_BYTES;
+    let end = match req.len {
+        0 => line.checked_add(LINE_BYTES),
+        n => req.addr.checked_add(u64::from(n)),
+    };
+    match end {
+        Some(end) if end <= cap => Ok(()),
+        _ => Err(format!(
+            "invalid address {:#x}: the request ends beyond nvm.capacity_bytes={cap} (last line starts at {:#x}); raise nvm.capacity_bytes (--set nvm.capacity_bytes=...) or check the trace's address field",
+            req.addr,
+            cap.saturating_sub(LINE_BYTES)
+        )),
+    }
 }
 
 /// NVMain always consumes line 1 as a header (shared/peers README §2): a

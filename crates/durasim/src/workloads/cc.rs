@@ -27,7 +27,10 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
     build,
     check,
     check_incremental: None,
-    sizing: super::Sizing::PROGRAM,
+    sizing: super::Sizing {
+        items_param: Some("workload.graph_vertices"),
+        ..super::Sizing::PROGRAM
+    },
 };
 
 struct Cc {

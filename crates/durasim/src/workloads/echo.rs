@@ -48,7 +48,10 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
     build,
     check,
     check_incremental: None,
-    sizing: super::Sizing::GROWING,
+    sizing: super::Sizing {
+        items_param: Some("workload.echo_keys"),
+        ..super::Sizing::GROWING
+    },
 };
 
 const NBUCKETS: u64 = 0;

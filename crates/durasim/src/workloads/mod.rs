@@ -388,6 +388,10 @@ pub struct Sizing {
     /// workload's own default).
     pub default_item_bytes: u64,
     pub per_tx: TxGrowth,
+    /// The workload's own count parameter (`workload.ycsb_records`, ...):
+    /// when non-zero it replaces `workload.initial_items` (and
+    /// `workload.footprint_bytes`) as the number of items.
+    pub items_param: Option<&'static str>,
 }
 
 /// The initial structure of one thread.
@@ -424,18 +428,21 @@ impl Sizing {
         initial: InitialSize::Items,
         default_item_bytes: DEFAULT_ITEM_BYTES,
         per_tx: TxGrowth::Item,
+        items_param: None,
     };
     /// A structure of 64 B items (by default) that never grows.
     pub const IN_PLACE: Sizing = Sizing {
         initial: InitialSize::Items,
         default_item_bytes: DEFAULT_ITEM_BYTES,
         per_tx: TxGrowth::Nothing,
+        items_param: None,
     };
     /// A program without transactions (sized by `workload.footprint_bytes`).
     pub const PROGRAM: Sizing = Sizing {
         initial: InitialSize::FootprintOrItems,
         default_item_bytes: DEFAULT_ITEM_BYTES,
         per_tx: TxGrowth::Nothing,
+        items_param: None,
     };
 
     /// The item size these parameters give.
@@ -449,6 +456,9 @@ impl Sizing {
             p.u64("workload.initial_items")
                 .saturating_mul(self.item_bytes(p))
         };
+        if let Some(n) = self.items_param.map(|k| p.u64(k)).filter(|&n| n > 0) {
+            return n.saturating_mul(self.item_bytes(p));
+        }
         match self.initial {
             InitialSize::Items => items(),
             InitialSize::FootprintOrItems => match p.u64("workload.footprint_bytes") {
@@ -478,6 +488,16 @@ impl Sizing {
     /// The parameters that size the initial structure, as error messages
     /// name them.
     pub fn initial_params(&self) -> String {
+        if let Some(k) = self.items_param {
+            // A graph program is sized by its footprint unless the vertex
+            // count is given.
+            if matches!(self.initial, InitialSize::FootprintOrItems) {
+                return format!(
+                    "workload.footprint_bytes (or {k}, or workload.initial_items / workload.item_bytes)"
+                );
+            }
+            return format!("{k} (or workload.initial_items) / workload.item_bytes");
+        }
         match self.initial {
             InitialSize::Items => "workload.initial_items / workload.item_bytes".into(),
             InitialSize::FootprintOrItems => {

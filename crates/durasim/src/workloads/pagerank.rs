@@ -30,7 +30,10 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
     build,
     check,
     check_incremental: None,
-    sizing: super::Sizing::PROGRAM,
+    sizing: super::Sizing {
+        items_param: Some("workload.graph_vertices"),
+        ..super::Sizing::PROGRAM
+    },
 };
 
 /// Damping factor: Page et al. 1998 and GraphChi's PageRank (0.85).

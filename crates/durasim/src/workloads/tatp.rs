@@ -52,7 +52,10 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
     build,
     check,
     check_incremental: None,
-    sizing: super::Sizing::GROWING,
+    sizing: super::Sizing {
+        items_param: Some("workload.tatp_subscribers"),
+        ..super::Sizing::GROWING
+    },
 };
 
 /// Smallest row: key, seal and the subscriber's seven packed columns.

@@ -62,6 +62,7 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
         default_item_bytes: super::DEFAULT_ITEM_BYTES,
         // An order record and up to 15 lines, each allocated on its own.
         per_tx: super::TxGrowth::Bytes(REC + MAX_OL * OL_STRIDE),
+        items_param: None,
     },
 };
 

@@ -49,6 +49,7 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
     check_incremental: None,
     sizing: super::Sizing {
         default_item_bytes: DEFAULT_RECORD_BYTES,
+        items_param: Some("workload.ycsb_records"),
         ..super::Sizing::IN_PLACE
     },
 };

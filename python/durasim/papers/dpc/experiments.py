@@ -190,21 +190,22 @@ MIN_CHECKPOINTS = 3
 WARMUP_SHARE = 0.25  # run.warmup_tx_share default
 MARGIN = 1.25
 #: Cycles per operation per thread of the native system at SMALL_DIVISOR
-#: (4 threads, Table 5 footprints / 8, 32 MB DRAM cache, 1,000 operations
-#: per thread): the smaller of the whole run's and the window's, so a run
-#: sized from it holds at least the checkpoints it is sized for.
+#: (4 threads, Table 5 footprints / 8, 32 MB DRAM cache started warm,
+#: 1,000 operations per thread): the smaller of the whole run's and the
+#: window's, so a run sized from it holds at least the checkpoints it is
+#: sized for.
 CYCLES_PER_OP: dict[str, float] = {
-    "pagerank": 71_445,
-    "cc": 70_472,
-    "cd": 65_787,
-    "ann": 10_122,
-    "kdtree": 2_983,
-    "stencil3d": 14_972,
-    "lbm": 15_685,
-    "tatp": 24_465,
-    "tpcc": 55_227,
-    "echo": 89_691,
-    "ycsb": 10_869,
+    "pagerank": 68_257,
+    "cc": 53_725,
+    "cd": 58_382,
+    "ann": 10_029,
+    "kdtree": 2_376,
+    "stencil3d": 10_828,
+    "lbm": 12_602,
+    "tatp": 22_027,
+    "tpcc": 62_571,
+    "echo": 120_726,
+    "ycsb": 9_853,
 }
 
 
@@ -993,10 +994,9 @@ def _stopped(part: pd.DataFrame, sc: dict[str, Any]) -> list[str]:
 #: half the CPU time.
 COST: dict[str, str] = {
     "small": (
-        "89 distinct runs; about 1,470 s of CPU time (≈ 12 min wall on two idle cores), "
-        "ann, kdtree, TPC-C and the lbm sweeps the largest shares; the claim sweep (i) "
-        "reuses the interval and pool runs and adds 2 (ThyNVM at two table sizes, about 11 s "
-        "of CPU: its 13 runs took 74 s measured, 2026-11-29)"
+        "91 distinct runs, the claim sweep (i) included; 1,819 s for all of them one after "
+        "the other at load 3 (≈ 15 min wall on two idle cores), ann, kdtree, TPC-C and the "
+        "lbm sweeps the largest shares (measured 2026-11-29)"
     ),
 }
 

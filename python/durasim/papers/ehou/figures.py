@@ -63,7 +63,7 @@ def fig_overhead(df: pd.DataFrame):
     return _bar_fig(
         df[df["scheme"].isin(["osp", "ehou"])] if len(df) else df,
         "norm_overhead",
-        "steady-state PM write overhead / SSP (ratio)",
+        "overhead operations / SSP (×)",
         "scheme",
         ["osp", "ehou"],
     )

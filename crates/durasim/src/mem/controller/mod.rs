@@ -441,12 +441,13 @@ impl MemoryController {
         let first = addr - addr % LINE_BYTES;
         let last = (addr + buf.len().max(1) as u64 - 1) / LINE_BYTES * LINE_BYTES;
         let mut done = now;
-        let mut line = first;
-        while line <= last {
+        // Counted, not compared against `last`: the top line of the
+        // address space would wrap the cursor to 0 and loop forever.
+        for i in 0..=(last - first) / LINE_BYTES {
+            let line = first + i * LINE_BYTES;
             self.stats.bytes_read[purpose.index()] += LINE_BYTES;
             self.stats.reads += 1;
             done = done.max(self.read_burst(line, earliest));
-            line += LINE_BYTES;
         }
         self.stats.read_latency_cycles += done - now;
         done

@@ -169,6 +169,16 @@ fn reserved_bytes(p: &Params) -> u64 {
     pool_pages * PAGE_BYTES + area.bytes()
 }
 
+/// Host bytes of the tables `Dpc::new` allocates whole (the run's host
+/// memory estimate, engine/footprint.rs): per pool page an entry, a free
+/// slot and two slot images; per `dpc.cached_entries` a tag.
+pub(crate) fn host_table_bytes(p: &Params) -> u64 {
+    let per_page = std::mem::size_of::<Entry>() + 4 + 2 * std::mem::size_of::<(u64, u64)>();
+    (p.u64("dpc.pool_bytes") / PAGE_BYTES)
+        .saturating_mul(per_page as u64)
+        .saturating_add(p.u64("dpc.cached_entries").saturating_mul(4))
+}
+
 fn build(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
     Ok(Box::new(Dpc::new(p, layout, Mutant::None)?))
 }
@@ -761,6 +771,10 @@ impl Scheme for Dpc {
             }
         }
         t
+    }
+
+    fn page_cached(&mut self, page_addr: Addr) {
+        self.cached.insert(page_addr / PAGE_BYTES);
     }
 
     fn page_evicted(&mut self, page_addr: Addr) {

@@ -159,6 +159,17 @@ fn reserved_bytes(p: &Params) -> u64 {
 }
 
 fn build(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
+    let (to_page, to_block) = (
+        p.u64("thynvm.to_page_threshold"),
+        p.u64("thynvm.to_block_threshold"),
+    );
+    // Between the two thresholds a unit keeps its mode (hysteresis,
+    // ThyNVM §4.2); crossed, a page would switch mode every epoch.
+    if to_block > to_page {
+        return Err(Error::input(format!(
+            "invalid value '{to_block}' for 'thynvm.to_block_threshold': a page returns to block remapping below it and a block becomes a page at thynvm.to_page_threshold ({to_page}); expected at most {to_page}"
+        )));
+    }
     Ok(Box::new(ThyNvm::new(p, layout)))
 }
 
@@ -196,6 +207,17 @@ impl Unit {
             self.c
         }
     }
+}
+
+/// Host bytes of the tables the scheme allocates whole (the run's host
+/// memory estimate, engine/footprint.rs): per entry a unit slot and a free
+/// slot; per BTT entry a ghost count.
+pub(crate) fn host_table_bytes(p: &Params) -> u64 {
+    let per_entry = std::mem::size_of::<Option<Unit>>() as u64 + 4;
+    let (btt, ptt) = (p.u64("thynvm.btt_entries"), p.u64("thynvm.ptt_entries"));
+    btt.saturating_add(ptt)
+        .saturating_mul(per_entry)
+        .saturating_add(btt)
 }
 
 /// A table of units with fixed-capacity entries (slots indexed by entry).
