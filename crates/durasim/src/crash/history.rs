@@ -42,16 +42,20 @@ pub(super) fn record(info: &'static SchemeInfo, spec: &mut RunSpec) -> Result<Re
 /// it: a transaction's acknowledgement becomes the point of its time (every
 /// write of its core accepted before TxEnd returned, and those accepted in
 /// that cycle and issued before it, and every write of another stream
-/// issued before it), a checkpoint's commit the point right after its
+/// issued before it; a write the controller reported accepted by then but
+/// the queue order accepted later moves the time with it:
+/// `TimeOrder::waited_times`), a checkpoint's commit the point right after its
 /// switch write, background work the runs of its events in the new order.
 fn to_time_order(engine: &mut Engine, history: &mut History) {
     let log = &mut engine.ctx.nvm.persist_log;
     let order = log.order_by_time();
     let events = log.events();
     for (c, txs) in history.per_thread.iter_mut().enumerate() {
-        for r in txs.iter_mut() {
+        let marks: Vec<(u64, u64)> = txs.iter().map(|r| (r.ack_persist_seq, r.ack_at)).collect();
+        let waited = order.waited_times(c as u16, &marks);
+        for (r, at) in txs.iter_mut().zip(waited) {
             r.own_persist_seq = order.own_point(c as u16, r.ack_persist_seq, r.ack_at);
-            r.ack_persist_seq = order.ack_point(c as u16, r.ack_persist_seq, r.ack_at);
+            r.ack_persist_seq = order.ack_point(c as u16, r.ack_persist_seq, at);
         }
     }
     if order.is_identity() {

@@ -183,6 +183,7 @@ impl PersistLog {
         };
         // Raise acceptance times until both rules hold within each stream
         // (two passes almost always suffice).
+        let issued_at: Vec<Cycle> = self.events.iter().map(|e| e.at).collect();
         for _ in 0..8 {
             let a = self.raise_overlaps(&streams);
             let b = self.raise_fifo(&streams);
@@ -190,6 +191,16 @@ impl PersistLog {
                 break;
             }
         }
+        let mut raised: Vec<(u16, u32, Cycle, Cycle)> = self
+            .events
+            .iter()
+            .zip(&issued_at)
+            .enumerate()
+            .filter(|(_, (e, &a))| e.at != a)
+            .map(|(i, (e, &a))| (streams[i], i as u32, a, e.at))
+            .collect();
+        drop(issued_at);
+        raised.sort_unstable();
         let pos = self.stream_positions(&streams);
         let identity = pos.iter().enumerate().all(|(i, &k)| i as u32 == k);
         let index = StreamIndex::new(&self.events, &streams, &pos);
@@ -199,6 +210,7 @@ impl PersistLog {
                 pos: Vec::new(),
                 old: Vec::new(),
                 index,
+                raised,
             };
         }
         let mut old = vec![0u32; n];
@@ -210,7 +222,12 @@ impl PersistLog {
             self.arrived = old.iter().map(|&i| self.arrived[i as usize]).collect();
         }
         self.streams = old.iter().map(|&i| streams[i as usize]).collect();
-        let to = TimeOrder { pos, old, index };
+        let to = TimeOrder {
+            pos,
+            old,
+            index,
+            raised,
+        };
         let mut marks = std::mem::take(&mut self.marks);
         let seqs: Vec<u64> = marks.iter().map(|m| m.seq).collect();
         let mut i = 0;
@@ -288,22 +305,21 @@ impl PersistLog {
             }
         }
         drop(words_last);
-        // Across core (and media) streams, a write issued before another
-        // and accepted no later than it goes first: time order and call
-        // order agree on that pair, and no crash keeps the later one
-        // without it. (Without this, a stream's early-stamped write that
-        // was issued late could hold back its stream's earlier-issued
-        // writes, letting another stream's later slot of a shared log
-        // persist before them.) One edge per other stream suffices: from
-        // its latest write (by time, then issue) of those issued earlier
-        // and accepted no later; its stream's earlier writes precede it.
+        // Across streams (background work included), a write issued
+        // before another and accepted no later than it goes first: time
+        // order and call order agree on that pair, and no crash keeps the
+        // later one without it. (Without this, a stream's early-stamped
+        // write that was issued late could hold back its stream's
+        // earlier-issued writes, letting another stream's later slot of a
+        // shared log, or a log head that background work advanced past
+        // data already written back, persist before them.) One edge per
+        // other stream suffices: from its latest write (by time, then
+        // issue) of those issued earlier and accepted no later; its
+        // stream's earlier writes precede it.
         let mut by_stream: rustc_hash::FxHashMap<u16, std::collections::BTreeSet<(Cycle, u32)>> =
             Default::default();
         for (i, e) in ev.iter().enumerate() {
             let s = streams[i];
-            if s == BACKGROUND_STREAM {
-                continue;
-            }
             for (&x, set) in &by_stream {
                 if x == s {
                     continue;
@@ -435,6 +451,10 @@ pub struct TimeOrder {
     /// Each stream's events with their positions, for
     /// [`TimeOrder::ack_point`].
     index: StreamIndex,
+    /// (stream, call index, time the controller reported, time after the
+    /// queue-order and overlap rules) of every write whose acceptance was
+    /// raised, sorted.
+    raised: Vec<(u16, u32, Cycle, Cycle)>,
 }
 
 /// Per write stream, its events in time order and in call order with
@@ -526,6 +546,41 @@ impl TimeOrder {
         }
     }
 
+    /// The times at which `stream`'s markers `marks` (call position, time
+    /// taken; in call order, times nondecreasing, as a core's
+    /// acknowledgements are) hold what they waited for: a marker taken at
+    /// `at` waited for its stream's earlier-issued writes the controller
+    /// reported accepted by `at`; where the queue-order or overlap rule
+    /// put such a write's acceptance later, the marker is that late too
+    /// (a controller admitting writes in arrival order would have reported
+    /// the later time, and the scheme would have waited for it).
+    pub fn waited_times(&self, stream: u16, marks: &[(u64, Cycle)]) -> Vec<Cycle> {
+        let from = self.raised.partition_point(|r| r.0 < stream);
+        let to = self.raised.partition_point(|r| r.0 <= stream);
+        let raised = &self.raised[from..to];
+        let mut next = 0;
+        // Raised writes issued before the current marker that could still
+        // lie past a later marker's time.
+        let mut open: Vec<(Cycle, Cycle)> = Vec::new();
+        marks
+            .iter()
+            .map(|&(seq, at)| {
+                while next < raised.len() && u64::from(raised[next].1) < seq {
+                    open.push((raised[next].2, raised[next].3));
+                    next += 1;
+                }
+                let t = open
+                    .iter()
+                    .filter(|&&(issued, _)| issued <= at)
+                    .fold(at, |t, &(_, r)| t.max(r));
+                // Later markers are no earlier: what is accepted by now
+                // cannot raise them.
+                open.retain(|&(_, r)| r > at);
+                t
+            })
+            .collect()
+    }
+
     /// The crash point of a marker of `stream` taken at time `at` after
     /// `seq` calls (a core's transaction acknowledged): past every event of
     /// its stream accepted before `at` (and those accepted at `at` and
@@ -586,6 +641,40 @@ mod tests {
         let order = log.order_by_time();
         assert!(order.position(0) < order.position(1));
         assert!(order.position(2) < order.position(0));
+    }
+
+    /// A core's write-back issued before background work and accepted
+    /// before the background's log-head write goes first, even though a
+    /// later-issued write of the core, accepted earlier still, must
+    /// precede it: a crash keeping the head keeps the write-back.
+    #[test]
+    fn a_write_issued_before_background_work_and_accepted_no_later_goes_first() {
+        let mut log = log_of(&[
+            (1, 0x1000, 200),                 // write-back, accepted late
+            (BACKGROUND_STREAM, 0x9000, 300), // log head advanced
+            (1, 0x2000, 100),                 // the core's next write
+        ]);
+        let order = log.order_by_time();
+        assert!(order.position(0) < order.position(1));
+        assert!(order.position(2) < order.position(0));
+    }
+
+    /// A commit the controller accepted at once although an earlier
+    /// arrival was admitted later: the queue order puts the commit after
+    /// that write, and the acknowledgement, taken at the reported time,
+    /// still holds the commit.
+    #[test]
+    fn an_acknowledgement_holds_writes_the_queue_order_accepted_later() {
+        let mut log = PersistLog::new(true);
+        log.set_stream(0);
+        log.record_queued(0x1000, &[1; 8], 10, 40); // entry, queue full
+        log.record_queued(0x1040, &[2; 8], 11, 20); // commit, a slot freed
+        let order = log.order_by_time();
+        let t = order.waited_times(0, &[(2, 20)]);
+        assert_eq!(t, vec![40]);
+        assert_eq!(order.ack_point(0, 2, t[0]), 2);
+        // Without the raised time the acknowledgement would miss both.
+        assert_eq!(order.ack_point(0, 2, 20), 0);
     }
 
     /// A core's acknowledgement waits for another core's write issued
