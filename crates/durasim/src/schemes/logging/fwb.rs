@@ -236,6 +236,10 @@ pub struct Fwb {
     /// An entry can leave the buffer (at its due time) ahead of the time
     /// the engine then writes its line back; the data still wait for it.
     line_logged_at: FxHashMap<Addr, Cycle>,
+    /// Latest acceptance of a data write-back so far: the log head moves
+    /// past a transaction only once the write-backs that took its data
+    /// home, issued before the pass, have persisted.
+    data_durable_at: Cycle,
     cores: Vec<CoreState>,
     st: Stats,
 }
@@ -278,6 +282,7 @@ impl Fwb {
             log_durable_at: 0,
             log_written_at: 0,
             line_logged_at: FxHashMap::default(),
+            data_durable_at: 0,
             // Room for two periods of commits without growing on the
             // commit path (it grows, amortised, beyond).
             cores: (0..layout.threads)
@@ -413,7 +418,7 @@ impl Fwb {
             &mut self.header_flip,
             &mut self.log_durable_at,
             head,
-            now,
+            now.max(self.data_durable_at),
         )
     }
 }
@@ -547,7 +552,9 @@ impl Scheme for Fwb {
         if !ctx.nvm.is_adr() && !self.no_order {
             t = t.max(self.log_durable_at);
         }
-        ctx.nvm.write(line_addr, data, Purpose::WriteBack, t)
+        let done = ctx.nvm.write(line_addr, data, Purpose::WriteBack, t);
+        self.data_durable_at = self.data_durable_at.max(done);
+        done
     }
 
     fn force_write_back_cycles(&self) -> Option<Cycle> {

@@ -193,6 +193,10 @@ pub struct MorLog {
     /// the time the engine then writes its line back; the data still wait
     /// for it (§III-B: a line is written back only after its entries).
     line_logged_at: FxHashMap<Addr, Cycle>,
+    /// Latest acceptance of a data write-back so far: the head moves past
+    /// a transaction only once the write-backs that took its data home,
+    /// issued before, have persisted.
+    data_durable_at: Cycle,
     cores: Vec<CoreState>,
     /// morlog-dp: committed transactions (core) in commit order, not yet
     /// reported durable.
@@ -265,6 +269,7 @@ impl MorLog {
             log_durable_at: 0,
             log_written_at: 0,
             line_logged_at: FxHashMap::default(),
+            data_durable_at: 0,
             cores: (0..layout.threads)
                 .map(|_| {
                     let mut shadow = FxHashMap::default();
@@ -595,6 +600,7 @@ impl Scheme for MorLog {
             self.release_line(ctx, line_addr, t);
         }
         let done = ctx.nvm.write(line_addr, data, Purpose::WriteBack, t);
+        self.data_durable_at = self.data_durable_at.max(done);
         if !self.release_early {
             self.release_line(ctx, line_addr, done);
         }
