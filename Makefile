@@ -1,6 +1,7 @@
 # durasim — one entry point for the main job, the tests and the checks.
-# `make report` builds the Python extension once and regenerates the HOOP
-# paper report at small scale; `make test` runs every test (Rust and Python)
+# `make report` builds the Python extension once and reproduces the four
+# papers at small scale as one sweep: report/<paper>/ and report/index.html
+# (`make report PAPER=hoop` for one paper, `SCALE=tiny` for a smoke run); `make test` runs every test (Rust and Python)
 # and `make docs` (links, the README's and guide's commands, the reference).
 # Builds are stamped: a second `make report`/`make test` reuses the
 # extension unless a Rust source, Cargo.toml/Cargo.lock or pyproject.toml
@@ -13,6 +14,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 SCALE ?= small
+PAPER ?= all
 # Everything the compiled extension depends on.
 RUST_SRC := Cargo.toml Cargo.lock pyproject.toml \
 	$(shell find crates -name '*.rs' -o -name Cargo.toml)
@@ -54,7 +56,8 @@ $(EXT_STAMP): $(VENV)/.deps $(RUST_SRC)
 python: $(EXT_STAMP)
 
 report: python
-	$(VENV)/bin/durasim-lab reproduce hoop --scale $(SCALE) --out report/hoop
+	$(VENV)/bin/durasim-lab reproduce $(PAPER) --scale $(SCALE) \
+		--out report$(if $(filter all,$(PAPER)),,/$(PAPER))
 
 lint:
 	cargo fmt --all -- --check

@@ -46,11 +46,13 @@ def main():
             cells.append(f"{vb:>12.1f} ->{va:>12.1f} x{ratio:>6.2f}")
         print(f"{key[0]:<9} {key[1]:<9} " + " ".join(cells))
     print("\nranking by throughput (best first): before | after")
+
+    def rank(g, w):
+        rows = [(float(r["throughput_tx_per_mcycle"]), s) for (wl, s), r in g.items() if wl == w]
+        return ",".join(s for _, s in sorted(rows, reverse=True))
+
     for w in sorted({k[0] for k in set(before) | set(after)}):
-        def rank(g):
-            rows = [(float(r["throughput_tx_per_mcycle"]), s) for (wl, s), r in g.items() if wl == w]
-            return ",".join(s for _, s in sorted(rows, reverse=True))
-        print(f"{w:<9} {rank(before)} | {rank(after)}")
+        print(f"{w:<9} {rank(before, w)} | {rank(after, w)}")
     sys.exit(0 if identical else 1)
 
 

@@ -5,8 +5,11 @@ computed from a paper's small-scale report.
 
     python3 scripts/readings.py hoop                  # guide block, from docs/results/hoop/
     python3 scripts/readings.py hoop --readme         # the README's bullet
+    python3 scripts/readings.py hoop --grid           # the grid page's scheme table
     python3 scripts/readings.py hoop --from report/hoop   # from a full report instead
     python3 scripts/readings.py snapshot hoop report/hoop # refresh docs/results/hoop/
+    python3 scripts/readings.py times                 # the README's times (scripts/times.py)
+    python3 scripts/readings.py quickstart            # the README's quick-start reading
 
 A report directory is either a full `durasim-lab reproduce PAPER` report
 (`config.json`, one CSV per experiment) or its trimmed snapshot under
@@ -849,6 +852,59 @@ def dpc(r: Report) -> dict[str, str]:
     return {"intro": intro, "rows": rows, "evidence": evidence, "readme": readme}
 
 
+# The grid's schemes in the order docs/model/hoop-grid.md reads them.
+GRID_ORDER = ["ideal", "lad", "hoop", "osp", "opt-redo", "opt-undo", "lsm"]
+GRID_NAMES = {
+    "ideal": "native (`ideal`)",
+    "lad": "LAD",
+    "hoop": "HOOP",
+    "osp": "OSP",
+    "opt-redo": "Opt-Redo",
+    "opt-undo": "Opt-Undo",
+    "lsm": "LSM",
+}
+
+
+def hoop_grid_block(path: Path | None = None) -> str:
+    """Every scheme of the HOOP report's grid, (a)-(c): throughput against
+    Opt-Redo, critical-path latency and bytes written against the native
+    system, as ranges over the workloads (docs/model/hoop-grid.md)."""
+    rep = Report("hoop", path or RESULTS / "hoop")
+    a, b, c = rep.csv("a_throughput.csv"), rep.csv("b_latency.csv"), rep.csv("c_traffic.csv")
+    s = rep.source
+    schemes = [x for x in GRID_ORDER if x in set(a["scheme"])]
+    schemes += sorted(set(a["scheme"]) - set(schemes))
+    out = [
+        wrap(
+            f"Numbers: `python3 scripts/readings.py hoop --grid` from "
+            f"[docs/results/hoop/](../results/hoop/SOURCE.md) (the {s['scale']} report of "
+            f"{s['date']}, build {build_of(s)}; {a['workload'].nunique()} workloads, "
+            f"{int_rng(a['tx'])} transactions per run, 8 threads). Each cell is the range "
+            "over the workloads; per-workload values are the report's figures (a)-(c)."
+        ),
+        "",
+        "| scheme | throughput / Opt-Redo | ahead of Opt-Redo on | ahead of LAD on "
+        "| critical path / native | bytes written / native |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    thr = "throughput_tx_per_mcycle"
+    for sc in schemes:
+        t = ratio(a, thr, sc, "opt-redo")
+        ahead = sum(1 for v in t if v > 1 and not level(v))
+        lad = ratio(a, thr, sc, "lad")
+        ahead_lad = sum(1 for v in lad if v > 1 and not level(v))
+        lat = ratio(b, "critical_path_cycles_mean", sc, "ideal")
+        byt = ratio(c, "write_bytes_per_tx", sc, "ideal")
+        out.append(
+            f"| {GRID_NAMES.get(sc, sc)} | "
+            f"{'—' if sc == 'opt-redo' else rng(t)} | "
+            f"{'—' if sc == 'opt-redo' else f'{ahead} of {len(t)}'} | "
+            f"{'—' if sc == 'lad' else f'{ahead_lad} of {len(lad)}'} | "
+            f"{'—' if sc == 'ideal' else rng(lat)} | {'—' if sc == 'ideal' else rng(byt)} |"
+        )
+    return "\n".join(out)
+
+
 PAPERS = {"hoop": hoop, "morlog": morlog, "ehou": ehou, "dpc": dpc}
 HEADERS = {
     "hoop": "the paper says (abstract)",
@@ -904,12 +960,68 @@ def readme_block(paper: str, path: Path | None = None) -> str:
     return wrap(PAPERS[paper](rep)["readme"], "  ")
 
 
+QUICKSTART = RESULTS / "quickstart" / "compare.csv"
+QUICKSTART_COLUMNS = [
+    "workload",
+    "scheme",
+    "tx",
+    "threads",
+    "throughput_tx_per_mcycle",
+    "write_bytes_per_tx",
+    "stat.gc_runs_periodic",
+]
+
+
+def quickstart_block(path: Path = QUICKSTART) -> str:
+    """The README's reading of its quick-start comparison (`durasim compare
+    --csv` of opt-redo, hoop, lad, ideal on btree and hashmap)."""
+    df = pd.read_csv(path).set_index(["workload", "scheme"])
+    bt, hm = df.loc["btree"], df.loc["hashmap"]
+    tput = "throughput_tx_per_mcycle"
+    wr = "write_bytes_per_tx"
+    least = bt[wr].drop("ideal").idxmin()
+    return wrap(
+        f"On btree HOOP writes {num(bt.loc['hoop', wr] / bt.loc['opt-redo', wr])}× what "
+        f"redo logging writes ({bt.loc['hoop', wr]:.0f} against "
+        f"{bt.loc['opt-redo', wr]:.0f} B per transaction, its GC's migration included) at "
+        f"{x(bt.loc['hoop', tput] / bt.loc['opt-redo', tput])} its throughput "
+        f"({x(hm.loc['hoop', tput] / hm.loc['opt-redo', tput])} on hashmap); "
+        + (
+            "LAD, staging in the controller's ADR queues, writes least"
+            if least == "lad"
+            else f"{least} writes least"
+        )
+        + ". `durasim run` shows one run's detail, HOOP's GC among its scheme statistics "
+        f"(`gc_runs_periodic`: {int(bt.loc['hoop', 'stat.gc_runs_periodic'])} on btree at "
+        "this length):"
+    )
+
+
+def quickstart_snapshot(csv: Path) -> Path:
+    """Trim a `durasim compare --csv` of the quick start to the columns read."""
+    df = pd.read_csv(csv, usecols=lambda c: c in QUICKSTART_COLUMNS)[QUICKSTART_COLUMNS]
+    df.to_csv(QUICKSTART, index=False)
+    return QUICKSTART
+
+
 def block(args: list[str]) -> str:
     """The text of the block `scripts/readings.py ARGS` prints (as a marker names it)."""
+    if args == ["quickstart"]:
+        return quickstart_block()
+    if args == ["times"]:
+        # The README's measured times (scripts/times.py, docs/results/times.json).
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import times
+
+        return times.table()
     paper, rest = args[0], args[1:]
     path = None
     if "--from" in rest:
         path = Path(rest[rest.index("--from") + 1])
+    if "--grid" in rest:
+        if paper != "hoop":
+            raise SystemExit("readings.py: --grid: only the hoop report has a grid page")
+        return hoop_grid_block(path)
     return readme_block(paper, path) if "--readme" in rest else guide_block(paper, path)
 
 
@@ -951,23 +1063,30 @@ def run(args: list[str]) -> int:
     if not args or args[0] in ("-h", "--help"):
         print(__doc__)
         return 0 if args else 2
+    if args[:2] == ["snapshot", "quickstart"] and len(args) == 3:
+        print(f"wrote {quickstart_snapshot(Path(args[2]))}")
+        return 0
     if args[0] == "snapshot":
         if len(args) != 3:
             raise SystemExit("readings.py: usage: readings.py snapshot PAPER REPORT_DIR")
         print(f"wrote {snapshot(args[1], Path(args[2]))}")
+        return 0
+    if args in (["times"], ["quickstart"]):
+        print(block(args))
         return 0
     if args[0] not in PAPERS:
         raise SystemExit(unknown_paper(args[0]))
     rest = args[1:]
     i = 0
     while i < len(rest):
-        if rest[i] == "--readme":
+        if rest[i] in ("--readme", "--grid"):
             i += 1
         elif rest[i] == "--from" and i + 1 < len(rest):
             i += 2
         else:
             raise SystemExit(
-                f"readings.py: unknown argument '{rest[i]}' (valid: --readme, --from REPORT_DIR)"
+                f"readings.py: unknown argument '{rest[i]}'"
+                " (valid: --readme, --grid, --from REPORT_DIR)"
             )
     print(block(args))
     return 0

@@ -1,10 +1,15 @@
 """``durasim-lab``: regenerate a paper's report, list what this build has.
 
-    durasim-lab reproduce hoop|dpc|morlog|ehou [--scale small|paper|tiny] [--out DIR]
+    durasim-lab reproduce all|hoop|dpc|morlog|ehou [--scale small|paper|tiny] [--out DIR]
                                [--scheduler tcp://HOST:PORT | --scheduler serial]
                                [--workers N] [--slurm-jobs N] [--threads N]
                                [--tx-factor F] [--set KEY=VALUE ...] [--scale-file F.toml]
     durasim-lab list [schemes|workloads|params]
+
+``reproduce all`` runs the four papers' experiments as one sweep (a run two
+papers share executes once; one progress bar and ETA for all of them),
+writes each report to ``OUT/<paper>/`` (default ``report/``) and an index
+page ``OUT/index.html`` linking them, with each paper's reading.
 
 Exit codes: 0 success, 1 failed runs, 2 bad arguments. (``dpc``: a run that
 stops because a table or buffer is too small for its workload is a result,
@@ -16,25 +21,37 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
+from typing import Any
 
 from . import _core
 from .papers import PAPERS
-from .report import regenerate_command, write_report
-from .sweep import SweepError
+from .papers._base import _spec_key
+from .report import regenerate_command, write_index, write_report
+from .sweep import SweepError, sweep
 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="durasim-lab", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("reproduce", help="run a paper's experiments and write its report")
-    r.add_argument("paper", choices=list(PAPERS))
+    r.add_argument(
+        "paper",
+        choices=["all", *PAPERS],
+        help="a paper, or 'all': the four as one sweep, with an index page",
+    )
     r.add_argument(
         "--scale",
         default="small",
         choices=["small", "paper", "tiny"],
         help="run sizes (default: small, minutes on 2 cores)",
     )
-    r.add_argument("--out", default=None, help="output directory (default: report/<paper>)")
+    r.add_argument(
+        "--out",
+        default=None,
+        help="output directory (default: report/<paper>; with 'all': report/, "
+        "one directory per paper and index.html)",
+    )
     r.add_argument(
         "--scheduler",
         default=None,
@@ -124,7 +141,126 @@ def _sets(items: list[str]) -> dict[str, object]:
     return out
 
 
+def _client(a: argparse.Namespace) -> tuple[Any, list[Any]]:
+    """The Dask client the options ask for (None: the sweep's default), and
+    what to close afterwards."""
+    if sum(x is not None for x in (a.scheduler, a.workers, a.slurm_jobs)) > 1:
+        raise ValueError("use only one of --scheduler, --workers, --slurm-jobs")
+    if a.workers is None and a.slurm_jobs is None:
+        return None, []
+    from dask.distributed import Client
+
+    from . import cluster
+
+    if a.workers is not None:
+        if a.workers < 1:
+            raise ValueError(f"invalid value {a.workers} for '--workers': expected >= 1")
+        c = cluster.local(a.workers)
+    else:
+        c = cluster.slurm(jobs=a.slurm_jobs)
+    client = Client(c)
+    return client, [client, c]
+
+
+def _cost_estimate(spec: dict[str, Any]) -> float:
+    """A run's relative host cost, to start the longest first: simulated
+    transactions times cores (the sweep then ends with short runs, which
+    keeps both cores busy to the end)."""
+    return float(spec.get("tx") or 0) * float(spec.get("threads") or 1)
+
+
+def _reproduce_all(a: argparse.Namespace) -> int:
+    for flag, v in (("--config", a.config), ("--only", a.only), ("--scale-file", a.scale_file)):
+        if v is not None:
+            raise ValueError(
+                f"'{flag}' applies to one paper's experiments; with 'all' each paper runs on "
+                f"its own machine and scale: use 'durasim-lab reproduce PAPER {flag} ...'"
+            )
+    root = Path(a.out or "report")
+    overrides = _sets(a.sets)
+    options = {"threads": a.threads, "tx_factor": a.tx_factor, "set": overrides, "scale_file": None}
+    preps = {
+        name: paper.prepare(
+            None,
+            a.scale,
+            settings=paper.resolve_scale(a.scale, threads=a.threads),
+            overrides=overrides,
+            tx_factor=a.tx_factor,
+        )
+        for name, paper in PAPERS.items()
+    }
+    union: dict[tuple, dict[str, Any]] = {}
+    for prep in preps.values():
+        for s in prep.specs:
+            union.setdefault(_spec_key(s), s)
+    specs = sorted(union.values(), key=_cost_estimate, reverse=True)
+    client, owned = _client(a)
+    t0 = time.time()
+    try:
+        raw = sweep(
+            specs,
+            client=client,
+            scheduler=a.scheduler,
+            progress=False if a.no_progress else None,
+            errors="include",
+            desc=f"4 papers/{a.scale}",
+        )
+    finally:
+        for o in owned:
+            o.close()
+    wall_s = time.time() - t0
+    pos = {_spec_key(s): i for i, s in enumerate(specs)}
+    entries, rc = [], 0
+    for name, prep in preps.items():
+        paper = PAPERS[name]
+        rows = raw.iloc[[pos[_spec_key(s)] for s in prep.specs]].reset_index(drop=True)
+        failed = rows[rows["error"].notna()] if "error" in rows else rows.iloc[0:0]
+        if len(failed) and paper.sweep_kw.get("errors") != "include":
+            failures = [(dict(prep.specs[i]), rows["error"][i]) for i in failed.index]
+            print(f"error: {name}: {SweepError(failures, rows)}", file=sys.stderr)
+            rc = 1
+            continue
+        frames = paper.analyse(prep, rows if prep.specs else paper.no_runs())
+        host_s = float(rows["sim.host_seconds"].sum()) if "sim.host_seconds" in rows else None
+        out = root / name
+        write_report(
+            paper,
+            frames,
+            out,
+            scale=a.scale,
+            command=regenerate_command("all", a.scale, str(root), a.scheduler, options=options),
+            options=options,
+            cost={"runs": len(prep.specs), "host_s": host_s},
+        )
+        entries.append(
+            {
+                "paper": name,
+                "title": paper.title,
+                "dir": out,
+                "runs": len(prep.specs),
+                "host_s": host_s,
+            }
+        )
+    shared = sum(len(p.specs) for p in preps.values()) - len(specs)
+    pages_s = time.time() - t0 - wall_s
+    index = write_index(
+        root,
+        entries,
+        scale=a.scale,
+        command=regenerate_command("all", a.scale, str(root), a.scheduler, options=options),
+        cost={"runs": len(specs), "shared": shared, "wall_s": wall_s, "pages_s": pages_s},
+    )
+    print(
+        f"wrote {index} ({len(entries)} reports, {len(specs)} simulation runs"
+        + (f", {shared} shared by two papers" if shared else "")
+        + f"; runs {wall_s:.0f} s, figures and pages {pages_s:.0f} s)"
+    )
+    return rc
+
+
 def _reproduce(a: argparse.Namespace) -> int:
+    if a.paper == "all":
+        return _reproduce_all(a)
     paper = PAPERS[a.paper]
     out = a.out or f"report/{a.paper}"
     only = a.only.split(",") if a.only else None
@@ -136,22 +272,7 @@ def _reproduce(a: argparse.Namespace) -> int:
         "set": overrides,
         "scale_file": a.scale_file,
     }
-    if sum(x is not None for x in (a.scheduler, a.workers, a.slurm_jobs)) > 1:
-        raise ValueError("use only one of --scheduler, --workers, --slurm-jobs")
-    client, owned = None, []
-    if a.workers is not None or a.slurm_jobs is not None:
-        from dask.distributed import Client
-
-        from . import cluster
-
-        if a.workers is not None:
-            if a.workers < 1:
-                raise ValueError(f"invalid value {a.workers} for '--workers': expected >= 1")
-            c = cluster.local(a.workers)
-        else:
-            c = cluster.slurm(jobs=a.slurm_jobs)
-        client = Client(c)
-        owned = [client, c]
+    client, owned = _client(a)
     t0 = time.time()
     try:
         frames = paper.run_experiments(

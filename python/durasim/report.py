@@ -244,6 +244,13 @@ def _options_html(options: dict[str, Any], cost: dict[str, Any]) -> str:
                 ),
             )
         )
+    if cost.get("host_s") is not None:
+        rows.append(
+            (
+                "its runs' host time",
+                f"{cost['host_s'] / 60:.1f} min (run with the other papers' as one sweep)",
+            )
+        )
     if options.get("threads") is not None:
         rows.append(("--threads", str(options["threads"])))
     if options.get("tx_factor") is not None:
@@ -383,3 +390,105 @@ parameter values are columns of each CSV.</li>
 {"".join(sections)}
 </body></html>
 """
+
+
+#: The readings script of the source tree (the README's per-paper bullets).
+_READINGS = Path(__file__).resolve().parents[2] / "scripts" / "readings.py"
+
+
+def paper_reading(paper: str, report_dir: Path, scale: str = "small") -> str:
+    """The README's bullet for ``paper``, computed from the report just
+    written (``scripts/readings.py PAPER --readme --from DIR``), as HTML; a
+    sentence saying why when it cannot be read (e.g. a scale whose runs
+    lack a figure the reading compares)."""
+    if scale == "tiny":
+        return (
+            "<p><i>No reading at the tiny scale: its runs are a smoke test, too short for the "
+            "mechanisms the claims depend on (the report's scale table says which). Run "
+            "the small scale for a reading.</i></p>"
+        )
+    import contextlib
+    import importlib.util
+    import io
+    import re
+    import warnings
+
+    try:
+        spec = importlib.util.spec_from_file_location("durasim_readings", _READINGS)
+        if spec is None or spec.loader is None:
+            raise OSError(f"{_READINGS} not found")
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            text = mod.readme_block(paper, report_dir)
+    except (SystemExit, Exception) as e:  # the index still links the report
+        why = e.code if isinstance(e, SystemExit) else f"{type(e).__name__}: {e}"
+        return f"<p><i>No reading computed from this report ({html.escape(str(why))}).</i></p>"
+    text = " ".join(ln.strip() for ln in text.splitlines()).removeprefix("- ")
+    out = html.escape(text)
+    out = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", out)
+    out = re.sub(r"`(.+?)`", r"<code>\1</code>", out)
+    return f"<p>{out}</p>"
+
+
+def write_index(
+    root: Path | str,
+    entries: list[dict[str, Any]],
+    *,
+    scale: str,
+    command: str,
+    cost: dict[str, Any],
+) -> Path:
+    """``root/index.html``: one section per paper's report (``entries``:
+    paper, title, dir, runs, host_s) with its reading, and what the whole
+    sweep cost."""
+    esc = html.escape
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    sections = []
+    for e in entries:
+        rel = Path(e["dir"]).resolve().relative_to(root.resolve()).as_posix()
+        host = f", {e['host_s'] / 60:.1f} min of host time" if e.get("host_s") is not None else ""
+        sections.append(
+            f"<section><h2><a href='{esc(rel)}/index.html'>{esc(e['title'])}</a></h2>"
+            f"{paper_reading(e['paper'], Path(e['dir']), scale)}"
+            f"<p class='meta'>{e['runs']} simulation runs{esc(host)}; figures, data and the "
+            f"exact configuration: <a href='{esc(rel)}/index.html'>{esc(rel)}/index.html</a>"
+            "</p></section>"
+        )
+    wall = cost.get("wall_s")
+    shared = cost.get("shared") or 0
+    runs = f"{cost.get('runs', 0)} simulation runs"
+    if shared:
+        runs += f", {shared} shared by two papers and run once"
+    if wall is not None:
+        runs += f": {wall / 60:.1f} min wall on {platform.node() or 'this host'}"
+    if cost.get("pages_s") is not None:
+        runs += f", then {cost['pages_s'] / 60:.1f} min for the figures and pages"
+    commit = esc(str(_git_commit()))
+    build = f"<code>{esc(_core.version())}</code>; git commit: <code>{commit}</code>"
+    page = f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<title>durasim — the four papers ({esc(scale)} scale)</title>
+<style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto;line-height:1.4}}
+code{{background:#f4f4f4;padding:2px 4px}} section{{margin-top:2em}}
+p.meta{{color:#555;font-size:0.9em}}</style>
+</head><body>
+<h1>durasim — the four papers, {esc(scale)} scale</h1>
+<p>Each report reproduces one paper's evaluation on durasim's engine and workloads; the
+paragraph under each title is its reading, computed from the report's own data (how each
+abstract claim comes out, and why where it does not).</p>
+{"".join(sections)}
+<ul>
+<li>{esc(runs)}</li>
+<li>durasim version: {build}</li>
+<li>generated: {esc(now)}</li>
+<li>regenerate: <code>{esc(command)}</code></li>
+</ul>
+</body></html>
+"""
+    index = root / "index.html"
+    index.write_text(page)
+    return index

@@ -92,3 +92,17 @@ def test_crashtest_bad_arguments(kwargs, needle):
     args.update(kwargs)
     with pytest.raises(ValueError, match=needle):
         durasim.crashtest(args.pop("scheme"), args.pop("workload"), **args)
+
+
+def test_declared_recovery_paths_are_reported_and_an_unreached_one_warned(capsys):
+    """The document counts the crash points in each recovery path the
+    scheme declares; a path no point reached is listed and warned about,
+    as the CLI does."""
+    doc = durasim.crashtest("opt-redo", "vector", threads=2, tx=100, points=300)
+    paths = doc["recovery_paths"]
+    assert set(paths) == {"checkpoint", "forced checkpoint"}
+    assert paths["forced checkpoint"] == {"windows": 0, "persist_events": 0, "points_tested": 0}
+    assert paths["checkpoint"]["windows"] > 0
+    assert "forced checkpoint" in doc["uncovered_recovery_paths"]
+    err = capsys.readouterr().err
+    assert "warning: opt-redo's recovery path 'forced checkpoint' got no crash point" in err

@@ -69,3 +69,73 @@ def test_reproduce_with_options_records_them(tmp_path):
     assert "distinct simulation runs" in page
     assert "<pre>" not in page  # the scale is a paragraph and tables, not a JSON dump
     assert "Scale <code>tiny</code>" in page
+
+
+def _one_experiment(paper, eid):
+    import dataclasses
+
+    return dataclasses.replace(
+        paper,
+        experiments={eid: paper.experiments[eid]},
+        figures={eid: paper.figures[eid]},
+    )
+
+
+def test_reproduce_all_runs_shared_specs_once_and_writes_an_index(tmp_path, monkeypatch, capsys):
+    """``reproduce all``: the papers' specs form one sweep in which a spec
+    two papers share runs once; each paper gets its report and the index
+    links them. Two registry entries holding the same experiment share
+    every run."""
+    one = _one_experiment(PAPERS["ehou"], "throughput")
+    monkeypatch.setattr(lab, "PAPERS", {"ehou": one, "ehou2": one})
+    swept = []
+    real = lab.sweep
+
+    def spy(specs, **kw):
+        swept.append(list(specs))
+        return real(specs, **kw)
+
+    monkeypatch.setattr(lab, "sweep", spy)
+    out = tmp_path / "all"
+    argv = ["reproduce", "all", "--scale", "tiny", "--scheduler", "serial", "--quiet"]
+    assert lab.main([*argv, "--out", str(out)]) == 0
+    own = len(one.prepare(None, "tiny").specs)
+    assert len(swept) == 1 and len(swept[0]) == own > 0
+    # Longest runs first: transactions x cores never rise along the sweep.
+    costs = [lab._cost_estimate(s) for s in swept[0]]
+    assert costs == sorted(costs, reverse=True)
+    index = (out / "index.html").read_text()
+    for name in ("ehou", "ehou2"):
+        cfg = json.loads((out / name / "config.json").read_text())
+        assert "throughput" in cfg["experiments"]
+        assert cfg["command"].startswith("durasim-lab reproduce all --scale tiny")
+        assert f"href='{name}/index.html'" in index
+    assert f"{own} simulation runs, {own} shared by two papers and run once" in index
+    # The tiny scale is a smoke run: no reading is drawn from it.
+    assert "No reading at the tiny scale" in index
+    assert f"{own} shared by two papers" in capsys.readouterr().out
+
+
+def test_reproduce_all_refuses_per_paper_options(tmp_path, capsys):
+    for flag, value in (("--config", "configs/hoop.toml"), ("--only", "a"), ("--scale-file", "x")):
+        args = ["reproduce", "all", "--scale", "tiny", "--out", str(tmp_path), flag, value]
+        assert lab.main(args) == 2
+        err = capsys.readouterr().err
+        assert f"'{flag}' applies to one paper's experiments" in err
+        assert f"durasim-lab reproduce PAPER {flag}" in err
+
+
+def test_index_reading_comes_from_the_report_data(tmp_path):
+    """The index's paragraph is the README bullet computed from the report
+    written (here: the ehou snapshot under docs/results, a report
+    directory with the same columns)."""
+    from pathlib import Path
+
+    from durasim.report import paper_reading
+
+    snap = Path(__file__).resolve().parents[2] / "docs" / "results" / "ehou"
+    html = paper_reading("ehou", snap, "small")
+    assert html.startswith("<p><b>EHOU</b>:") and "SSP" in html
+    broken = tmp_path / "empty"
+    broken.mkdir()
+    assert "No reading computed from this report" in paper_reading("ehou", broken, "small")

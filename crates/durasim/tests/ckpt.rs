@@ -164,6 +164,16 @@ fn mutants_fail_the_epoch_oracle() {
     ] {
         let r = crashtest(small_spec(scheme, "btree", 150, &[(key, value)]), false);
         assert!(r.violations > 0, "{scheme} {value} passed the oracle");
+        // An oracle violation names what the word is in the checkpoint's
+        // image: a B+-tree's node or root, or the region's own words.
+        let v = r.first_violation.as_ref().unwrap();
+        if v.addr.is_some() {
+            let m = &v.message;
+            assert!(
+                m.contains("(btree ") || m.contains("(region header") || m.contains("heap"),
+                "{scheme}: {m}"
+            );
+        }
     }
 }
 

@@ -544,6 +544,194 @@ fn ideal_fails_the_oracle() {
         "{}",
         v.message
     );
+    // ... and the structure holding it: vector's root is { len, capacity,
+    // items_ptr } at 0x40, its 64 B items from the heap's start (0x1000).
+    let (off, place) = violation_place(&v.message);
+    let want = match off {
+        0x40 => "vector root at 0x40, field length".to_string(),
+        0x48 => "vector root at 0x40, field capacity".to_string(),
+        o if o >= 0x1000 => {
+            let (i, w) = ((o - 0x1000) / 64, (o % 64) / 8);
+            let field = match w {
+                0 => "key".to_string(),
+                1 => "seal (version, checksum)".to_string(),
+                w => format!("payload word {}", w - 2),
+            };
+            format!(
+                "vector element {i} at {:#x}, field {field}",
+                0x1000 + i * 64
+            )
+        }
+        o => panic!("vector writes no word at {o:#x}"),
+    };
+    assert_eq!(place, want, "{}", v.message);
+}
+
+/// The differing word's offset in its thread's region and the place the
+/// message names for it ("btree leaf node at 0x1000, field keys[3]").
+fn violation_place(message: &str) -> (u64, String) {
+    let (_, rest) = message.split_once("; word 0x").expect("the word is placed");
+    let (off, rest) = rest.split_once(' ').unwrap();
+    let (_, rest) = rest.split_once("'s region (").unwrap();
+    let (place, _) = rest.split_once("): expected").unwrap();
+    (u64::from_str_radix(off, 16).unwrap(), place.to_string())
+}
+
+/// A place "WHAT at 0xSTART, field FIELD": (what, start offset, field).
+fn place_parts(place: &str) -> (&str, u64, &str) {
+    let (what, rest) = place.split_once(" at 0x").expect(place);
+    let (start, field) = rest.split_once(", field ").expect(place);
+    (what, u64::from_str_radix(start, 16).unwrap(), field)
+}
+
+/// The byte offset a field name of an item or a btree node denotes.
+fn field_offset(field: &str, item_bytes: u64) -> Option<u64> {
+    let index = |prefix: &str| {
+        field
+            .strip_prefix(prefix)
+            .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+            .and_then(|d| d.parse::<u64>().ok())
+    };
+    match field {
+        "key" | "meta (key count, leaf flag)" => Some(0),
+        "seal (version, checksum)" => Some(8),
+        "next" => Some(item_bytes),
+        "next leaf" => Some(128 + 15 * 8),
+        _ => index("payload word ")
+            .map(|i| 16 + 8 * i)
+            .or_else(|| index("keys[").map(|i| 8 + 8 * i))
+            .or_else(|| index("items[").map(|i| 128 + 8 * i))
+            .or_else(|| index("children[").map(|i| 128 + 8 * i))
+            .or_else(|| index("head[").map(|i| 8 * i)),
+    }
+}
+
+/// The first violation of the native system names the data structure and
+/// field of its word, checked against the final image of the same run
+/// (`ideal` promises nothing, so every transaction is expected) and the
+/// workloads' documented layouts: btree nodes { meta, keys[15], ptrs[16] }
+/// and items, hashmap buckets and entries { item | next }, TPC-C rows
+/// whose id column is their row number.
+#[test]
+fn a_violation_names_the_structure_of_its_word() {
+    use durasim::workloads::mix64;
+    let mut interior = 0;
+    let at = |s: &RunSpec, point| {
+        let opts = CrashOptions {
+            points: PointSel::Single {
+                point,
+                tear_mask: None,
+            },
+            ..CrashOptions::default()
+        };
+        crash::crashtest(s.clone(), &opts, &mut |_, _| {}).unwrap()
+    };
+    for (w, share) in [
+        ("btree", 0.3),
+        ("btree", 0.7),
+        ("hashmap", 0.3),
+        ("hashmap", 0.7),
+        ("tpcc", 0.3),
+        ("tpcc", 0.7),
+    ] {
+        let mut s = spec(&durasim::schemes::ideal::INFO, 30, 3);
+        s.scheme = "ideal".into();
+        s.workload = w.into();
+        let arch = durasim::engine::run(s.clone(), &mut |_| {}).unwrap().arch;
+        let point = (at(&s, 0).persist_events as f64 * share) as u64;
+        let r = at(&s, point);
+        let v = r.first_violation.unwrap();
+        let (off, place) = violation_place(&v.message);
+        let base = v.addr.unwrap() - off;
+        let rd = |o: u64| durasim::mem::MemRead::read_u64(&arch, base + o);
+        if place.starts_with("region header") {
+            continue;
+        }
+        let (what, start, field) = place_parts(&place);
+        assert!(start <= off, "{place}");
+        let d = off - start;
+        let ctx = format!("{w} at point {point}: {place}");
+        if what == format!("{w} root") {
+            assert_eq!(start, 0x40, "{ctx}");
+            continue;
+        }
+        interior += 1;
+        match w {
+            "btree" if what.starts_with("btree item (key ") => {
+                let key: u64 = what["btree item (key ".len()..what.len() - 1]
+                    .parse()
+                    .unwrap();
+                assert_eq!(rd(start), key, "{ctx}");
+                assert_eq!(field_offset(field, 64), Some(d), "{ctx}");
+            }
+            "btree" => {
+                let meta = rd(start);
+                assert!(meta & 0xffff <= 15, "{ctx}: no node at {start:#x}");
+                let leaf = meta >> 32 == 1;
+                let kind = if leaf {
+                    "btree leaf node"
+                } else {
+                    "btree internal node"
+                };
+                assert_eq!(what, kind, "{ctx}");
+                assert_eq!(field_offset(field, 64), Some(d), "{ctx}");
+            }
+            "hashmap" if what == "hashmap bucket array" => {
+                assert_eq!(start, rd(0x48) - base, "{ctx}: the root's bucket array");
+                assert_eq!(field_offset(field, 64), Some(d), "{ctx}");
+            }
+            "hashmap" => {
+                let b: u64 = what
+                    .strip_prefix("hashmap entry (bucket ")
+                    .and_then(|r| r.split(',').next())
+                    .and_then(|b| b.parse().ok())
+                    .unwrap_or_else(|| panic!("{ctx}"));
+                assert_eq!(
+                    mix64(rd(start)) & (rd(0x40) - 1),
+                    b,
+                    "{ctx}: its key's bucket"
+                );
+                assert_eq!(field_offset(field, 64), Some(d), "{ctx}");
+            }
+            _ => {
+                // TPC-C: "tpcc DISTRICT row 2" holds d_id 3; an ORDER row
+                // its o_id and district; an ORDER-LINE its ol_number.
+                if let Some((table, i)) = what
+                    .strip_prefix("tpcc ")
+                    .and_then(|r| r.split_once(" row "))
+                    .and_then(|(t, i)| Some((t, i.parse::<u64>().ok()?)))
+                {
+                    assert!(
+                        ["DISTRICT", "CUSTOMER", "ITEM", "STOCK"].contains(&table),
+                        "{ctx}"
+                    );
+                    assert!(d < 64, "{ctx}");
+                    if table != "CUSTOMER" {
+                        assert_eq!(rd(start), i + 1, "{ctx}: its id column");
+                    }
+                } else if let Some(r) = what.strip_prefix("tpcc ORDER-LINE row (district ") {
+                    let n: u64 = r
+                        .rsplit("ol_number ")
+                        .next()
+                        .unwrap()
+                        .trim_end_matches(')')
+                        .parse()
+                        .unwrap();
+                    assert_eq!(rd(start + 24), n, "{ctx}: its ol_number");
+                } else if let Some(r) = what.strip_prefix("tpcc ORDER row (district ") {
+                    let (d_id, o) = r.trim_end_matches(')').split_once(", o_id ").unwrap();
+                    assert_eq!(
+                        (rd(start), rd(start + 8)),
+                        (o.parse().unwrap(), d_id.parse().unwrap()),
+                        "{ctx}"
+                    );
+                } else {
+                    assert!(what.starts_with("tpcc "), "{ctx}");
+                }
+            }
+        }
+    }
+    assert!(interior >= 3, "most points name an object inside the heap");
 }
 
 #[test]

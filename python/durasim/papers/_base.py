@@ -216,6 +216,21 @@ class Setup:
     attrs: Callable[[Plan, pd.DataFrame], None] | None = None
 
 
+@dataclass
+class Prepared:
+    """A paper's experiments planned for one sweep (:meth:`Paper.prepare`)."""
+
+    scale: str
+    settings: dict[str, Any]
+    setup: Setup
+    avail: Avail
+    plans: dict[str, Plan]
+    #: The distinct specs, each once, in first-use order.
+    specs: list[dict[str, Any]]
+    overrides: dict[str, Any]
+    tx_factor: float | None
+
+
 @dataclass(frozen=True)
 class Paper:
     """One paper: what it runs, what it draws and how its report reads."""
@@ -311,6 +326,36 @@ class Paper:
         ``overrides`` are parameters set on every run over the preset (an
         experiment's own sweep values still win); ``tx_factor`` multiplies
         every run's transactions (rounded to whole transactions per thread)."""
+        prep = self.prepare(
+            ids, scale, preset=preset, settings=settings, overrides=overrides, tx_factor=tx_factor
+        )
+        raw = (
+            sweep(
+                prep.specs,
+                client=client,
+                scheduler=scheduler,
+                progress=progress,
+                desc=f"{self.name}/{scale}",
+                **self.sweep_kw,
+            )
+            if prep.specs
+            else self.no_runs()
+        )
+        return self.analyse(prep, raw)
+
+    def prepare(
+        self,
+        ids: Sequence[str] | None = None,
+        scale: str = "small",
+        *,
+        preset: str | os.PathLike[str] | None = None,
+        settings: dict[str, Any] | None = None,
+        overrides: dict[str, Any] | None = None,
+        tx_factor: float | None = None,
+    ) -> Prepared:
+        """The first half of :meth:`run_experiments`: every experiment's plan
+        and the distinct specs of their one sweep (a caller may run several
+        papers' specs as one sweep and hand each paper its rows)."""
         # A bad scale or experiment is reported before a bad preset.
         sc = self.scale_settings(scale) if settings is None else settings
         overrides = dict(overrides or {})
@@ -332,22 +377,24 @@ class Paper:
             for s in p.specs:
                 r = _lean(self.run_spec(s), av.defaults)
                 unique.setdefault(_spec_key(r), r)
-        specs = list(unique.values())
-        raw = (
-            sweep(
-                specs,
-                client=client,
-                scheduler=scheduler,
-                progress=progress,
-                desc=f"{self.name}/{scale}",
-                **self.sweep_kw,
-            )
-            if specs
-            else self.no_runs()
+        return Prepared(
+            scale=scale,
+            settings=sc,
+            setup=setup,
+            avail=av,
+            plans=plans,
+            specs=list(unique.values()),
+            overrides=overrides,
+            tx_factor=tx_factor,
         )
+
+    def analyse(self, prep: Prepared, raw: pd.DataFrame) -> dict[str, pd.DataFrame]:
+        """The second half of :meth:`run_experiments`: ``raw`` holds one row
+        per spec of ``prep.specs``, in that order; returns ``{id: frame}``."""
+        specs, av, setup, sc = prep.specs, prep.avail, prep.setup, prep.settings
         index = {_spec_key(s): n for n, s in enumerate(specs)}
         out = {}
-        for eid, p in plans.items():
+        for eid, p in prep.plans.items():
             e = self.experiments[eid]
             picked = [index[_spec_key(_lean(self.run_spec(s), av.defaults))] for s in p.specs]
             if picked:
@@ -365,14 +412,14 @@ class Paper:
                     "experiment": e.id,
                     "paper_item": self.cite(e),
                     "title": e.title,
-                    "scale": scale,
+                    "scale": prep.scale,
                     "scale_settings": dict(sc),
                     "runs": len(p.specs),
                     # Distinct runs of the whole sweep (experiments share runs).
                     "sweep_runs": len(specs),
                     "run_options": {
-                        "set": overrides,
-                        "tx_factor": tx_factor,
+                        "set": prep.overrides,
+                        "tx_factor": prep.tx_factor,
                     },
                     "skipped": list(p.skipped),
                     **setup.extra,

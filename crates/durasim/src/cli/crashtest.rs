@@ -108,6 +108,12 @@ pub fn cmd_crashtest(a: CrashtestArgs) -> Result<i32> {
         bar.update(done)
     })?;
     bar.finish();
+    for name in crash::coverage::uncovered(&report.recovery_paths) {
+        eprintln!(
+            "warning: {}'s recovery path '{name}' got no crash point: this run never took it, or the sampled points missed it, so recovery was not checked on it; run longer, with smaller structures (its sizes: `durasim list params | grep '^{}\\.'`), or with more --points",
+            report.scheme, report.scheme
+        );
+    }
     let json = serde_json::to_string_pretty(&report.to_json()).unwrap();
     let verdict = if report.violations > 0 { 1 } else { 0 };
     match a.json.as_deref() {
@@ -167,6 +173,23 @@ fn summary(r: &CrashReport) -> String {
     );
     for (kind, events, points) in &r.background_by_kind {
         line!("    {kind:<24} {points} points ({events} persist events)");
+    }
+    if !r.recovery_paths.is_empty() {
+        line!("  declared recovery paths");
+        for c in &r.recovery_paths {
+            line!(
+                "    {:<24} {} points ({} times taken, {} persist events){}",
+                c.name,
+                c.points_tested,
+                c.windows,
+                c.persist_events,
+                if c.points_tested == 0 {
+                    " — NOT REACHED"
+                } else {
+                    ""
+                }
+            );
+        }
     }
     line!(
         "  speed                      {:.0} points/host s (check {:.2} s, simulation {:.2} s)",

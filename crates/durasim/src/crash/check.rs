@@ -344,7 +344,11 @@ pub(super) fn check_recovered(
                 };
                 // Only the first violation is reported in full.
                 let whose = if detail {
-                    format!("; {}", oracle.word_writers(t, m.addr, m.prefix, m.found))
+                    let place = super::label::word_label(sh, oracle, t, m.addr, m.prefix);
+                    format!(
+                        "; {}",
+                        oracle.word_writers(t, m.addr, m.prefix, m.found, &place)
+                    )
                 } else {
                     String::new()
                 };

@@ -89,7 +89,14 @@ pub(super) fn crashtest_transactions(
         check_host_seconds: start.elapsed().as_secs_f64(),
         host_threads,
     };
-    Ok(report(&sh, &history, tally, timing))
+    let paths = super::coverage::coverage(
+        engine.scheme.recovery_paths(),
+        &history.paths,
+        &history.background,
+        &history.background_kinds,
+        &selected,
+    );
+    Ok(report(&sh, &history, tally, timing, paths))
 }
 
 /// The tear mask of a single point given with one (`--tear-mask`),
@@ -118,7 +125,13 @@ pub(super) fn single_tear_mask(sel: &PointSel, events: &[PersistEvent]) -> Resul
 }
 
 /// The report of the merged tally of every chunk.
-fn report(sh: &Shared, history: &History, tally: Tally, timing: Timing) -> CrashReport {
+fn report(
+    sh: &Shared,
+    history: &History,
+    tally: Tally,
+    timing: Timing,
+    recovery_paths: Vec<super::coverage::PathCoverage>,
+) -> CrashReport {
     let spec = sh.spec;
     let background = &history.background;
     CrashReport {
@@ -149,6 +162,7 @@ fn report(sh: &Shared, history: &History, tally: Tally, timing: Timing) -> Crash
                 .map(|(k, (ev, pts))| (k, ev, pts))
                 .collect()
         },
+        recovery_paths,
         violations: tally.clean + tally.torn,
         clean_violations: tally.clean,
         torn_violations: tally.torn,

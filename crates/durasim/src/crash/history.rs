@@ -50,6 +50,21 @@ fn to_time_order(engine: &mut Engine, history: &mut History) {
     let log = &mut engine.ctx.nvm.persist_log;
     let order = log.order_by_time();
     let events = log.events();
+    // A recovery path's window: from the first to the last of its events
+    // in the new order (a window's events may interleave with others').
+    history.paths = log
+        .paths()
+        .iter()
+        .map(|w| {
+            let pos = (w.start..w.end).map(|e| order.position(e));
+            let (lo, hi) = pos.fold((u64::MAX, 0), |(lo, hi), p| (lo.min(p), hi.max(p)));
+            crate::mem::PathWindow {
+                name: w.name,
+                start: lo,
+                end: hi + 1,
+            }
+        })
+        .collect();
     for (c, txs) in history.per_thread.iter_mut().enumerate() {
         let marks: Vec<(u64, u64)> = txs.iter().map(|r| (r.ack_persist_seq, r.ack_at)).collect();
         let waited = order.waited_times(c as u16, &marks);

@@ -22,9 +22,11 @@
 
 mod check;
 mod chunk;
+pub mod coverage;
 mod driver;
 pub mod epochs;
 mod history;
+mod label;
 pub mod memo;
 mod options;
 pub mod oracle;

@@ -553,14 +553,39 @@ impl<'h> Oracle<'h> {
         self.check_thread_with(t, k, rec, extra, detail)
     }
 
+    /// The image of thread `t`'s first `n` transactions (at least its base
+    /// prefix; other threads' regions at theirs): a copy-on-write clone of
+    /// the expected image, for a violation's message.
+    pub fn prefix_image(&self, t: usize, n: u64) -> SparseImage {
+        let mut img = self.expected.clone();
+        let txs = &self.per_thread[t];
+        let (lo, hi) = (self.base[t] as usize, (n as usize).min(txs.len()));
+        for rec in txs.get(lo..hi).unwrap_or(&[]) {
+            for &(a, v) in &self.writes[rec.writes.clone()] {
+                if self.thread_of(a) == Some(t) {
+                    img.write_u64(a, v);
+                }
+            }
+        }
+        img
+    }
+
     /// [`Oracle::check_thread`] of a [`Recovered`] image: the crash image
     /// or the kept recovered image, with its recovery's writes over it.
     /// Which of thread `t`'s transactions a differing word belongs to, for
     /// a violation's message: the last of its first `prefix` transactions
     /// to write `addr` (whose value the oracle expected) and the last one
-    /// whose write equals `found`. Linear in the thread's writes: called
-    /// for the first violation only.
-    pub fn word_writers(&self, t: usize, addr: Addr, prefix: u64, found: u64) -> String {
+    /// whose write equals `found`; `place` (what the word is) follows its
+    /// offset. Linear in the thread's writes: called for the first
+    /// violation only.
+    pub fn word_writers(
+        &self,
+        t: usize,
+        addr: Addr,
+        prefix: u64,
+        found: u64,
+        place: &str,
+    ) -> String {
         let txs = &self.per_thread[t];
         let wrote = |i: usize, v: Option<u64>| {
             self.writes[txs[i].writes.clone()]
@@ -569,7 +594,7 @@ impl<'h> Oracle<'h> {
         };
         let upto = (prefix as usize).min(txs.len());
         let offset = addr - self.layout.thread_base(t);
-        let mut out = format!("word {offset:#x} of thread {t}'s region: ");
+        let mut out = format!("word {offset:#x} of thread {t}'s region ({place}): ");
         match (0..upto).rev().find(|&i| wrote(i, None)) {
             Some(i) => out += &format!(
                 "expected as its transaction {i} (of {}, counted from 0; acknowledged at cycle {}) wrote it",
@@ -757,6 +782,7 @@ mod tests {
             initial_media: SparseImage::new(),
             background: Vec::new(),
             background_kinds: Vec::new(),
+            paths: Vec::new(),
         };
         history.initial_media.write_u64(64, 7);
         let mut log = PersistLog::new(true);
@@ -811,6 +837,7 @@ mod tests {
             initial_media: SparseImage::new(),
             background: Vec::new(),
             background_kinds: Vec::new(),
+            paths: Vec::new(),
         };
         let mut log = PersistLog::new(true);
         for a in words {

@@ -114,6 +114,8 @@ pub struct CrashReport {
     /// Per kind of background work (`Scheme::background_kind`): persist
     /// events it issued and crash images inside it, by kind name.
     pub background_by_kind: Vec<(&'static str, u64, u64)>,
+    /// The scheme's declared recovery paths and the crash points in each.
+    pub recovery_paths: Vec<super::coverage::PathCoverage>,
     /// Crash images that failed any check (clean + torn).
     pub violations: u64,
     pub clean_violations: u64,
@@ -181,6 +183,8 @@ impl CrashReport {
             "background_persist_events": self.background_persist_events,
             "background_points_tested": self.background_points_tested,
             "background_by_kind": self.background_by_kind.iter().map(|(k, ev, pts)| (k.to_string(), serde_json::json!({"persist_events": ev, "points_tested": pts}))).collect::<serde_json::Map<_, _>>(),
+            "recovery_paths": self.recovery_paths.iter().map(|c| (c.name.to_string(), serde_json::json!({"windows": c.windows, "persist_events": c.persist_events, "points_tested": c.points_tested}))).collect::<serde_json::Map<_, _>>(),
+            "uncovered_recovery_paths": super::coverage::uncovered(&self.recovery_paths),
             "violations": self.violations,
             "clean_violations": self.clean_violations,
             "torn_violations": self.torn_violations,

@@ -97,10 +97,20 @@ impl Engine {
         let t1 = self.hier.drain(t, &mut below);
         // 2. Dirty DRAM pages to NVM.
         let t2 = below.flush_dram_cache(t1);
-        // 3. + 4. Back up CPU state and metadata, switch atomically.
+        // 3. + 4. Back up CPU state and metadata, switch atomically. Forced
+        // as the scheme counts it: the flush may have found a table full.
+        let forced = self.scheme.checkpoint_forced();
         let (end, committed_seq) = self.scheme.checkpoint(&mut self.ctx, &state, t, t2);
         self.share_equal_pages();
-        self.note_background(before);
+        use crate::schemes::path::{CHECKPOINT, FORCED_CHECKPOINT};
+        self.note_background_as(
+            before,
+            if forced {
+                FORCED_CHECKPOINT
+            } else {
+                CHECKPOINT
+            },
+        );
         // An overlapped scheme may have completed the previous checkpoint
         // first; this one may still be pending (`u64::MAX`).
         self.note_overlapped_commits();

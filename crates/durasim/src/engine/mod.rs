@@ -125,6 +125,9 @@ pub struct History {
     pub background: Vec<std::ops::Range<u64>>,
     /// Kind of each `background` range (`Scheme::background_kind`).
     pub background_kinds: Vec<&'static str>,
+    /// The scheme's recovery-path windows (`PersistLog::path_done`), in
+    /// crash-point order once the crash driver has put the log in it.
+    pub paths: Vec<crate::mem::PathWindow>,
 }
 
 /// Persist-ordering instructions of the software schemes, counted by the

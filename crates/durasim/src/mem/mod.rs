@@ -10,7 +10,7 @@ pub use controller::{DeviceTiming, MemStats, MemoryController, RequestTap};
 pub use image::{MemRead, MemWrite, Overlay, SparseImage};
 pub use layout::Layout;
 pub use persist::{
-    DurableMark, PersistEvent, PersistLog, TimeOrder, BACKGROUND_STREAM, MEDIA_STREAM,
+    DurableMark, PathWindow, PersistEvent, PersistLog, TimeOrder, BACKGROUND_STREAM, MEDIA_STREAM,
 };
 pub mod media;
 pub mod optane;

@@ -51,6 +51,18 @@ pub struct PersistLog {
     /// Count of events even when recording is off (crash point numbering).
     count: u64,
     marks: Vec<DurableMark>,
+    paths: Vec<PathWindow>,
+}
+
+/// The persist events `start..end` (call order) a scheme issued on one of
+/// its declared recovery paths (`Scheme::recovery_paths`): a log wrap, a
+/// head persist, a full table, ... Crash tests count the points that fall
+/// in each path, so a path no crash point reached is visible.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PathWindow {
+    pub name: &'static str,
+    pub start: u64,
+    pub end: u64,
 }
 
 /// A scheme's report that `thread`'s first `tx_count` committed transactions
@@ -122,6 +134,30 @@ impl PersistLog {
                 tx_count,
             });
         }
+    }
+
+    /// Where a path's writes start: pass it to [`PersistLog::path_done`]
+    /// after the last of them.
+    #[inline]
+    pub fn path_start(&self) -> u64 {
+        self.count
+    }
+
+    /// The writes since `start` were recovery path `name`'s (recorded only
+    /// when they exist and history is on).
+    #[inline]
+    pub fn path_done(&mut self, name: &'static str, start: u64) {
+        if self.enabled && self.count > start {
+            self.paths.push(PathWindow {
+                name,
+                start,
+                end: self.count,
+            });
+        }
+    }
+
+    pub fn paths(&self) -> &[PathWindow] {
+        &self.paths
     }
 
     pub fn marks(&self) -> &[DurableMark] {
@@ -433,6 +469,7 @@ impl PersistLog {
         self.streams.clear();
         self.arena.clear();
         self.marks.clear();
+        self.paths.clear();
         self.count = 0;
     }
 }

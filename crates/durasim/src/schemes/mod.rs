@@ -97,6 +97,16 @@ pub fn is_public_param(key: &str) -> bool {
 /// crash tests count points inside them per kind).
 pub const FWB_KIND: &str = "force-write-back";
 
+/// Recovery-path names shared by several schemes (`Scheme::recovery_paths`).
+pub mod path {
+    /// A whole-system checkpoint (the engine's background kind for it).
+    pub const CHECKPOINT: &str = "checkpoint";
+    /// A checkpoint forced early by a full table, pool or log.
+    pub const FORCED_CHECKPOINT: &str = "forced checkpoint";
+    /// The persisted head of a circular log moves (truncation).
+    pub const LOG_HEAD: &str = "log head persist";
+}
+
 /// A store performed in core `core`'s L1: the word at `addr` changed from
 /// `old` to `new` at `now` (`in_tx` when inside TxBegin/TxEnd). What
 /// [`Scheme::store`] receives; the line's mutable extension is passed
@@ -220,6 +230,15 @@ pub trait Scheme: Send {
     /// (checkpoint, gc-home, ...): `crashtest` counts crash points per kind.
     fn background_kind(&self) -> &'static str {
         "background"
+    }
+
+    /// The recovery paths this scheme declares: the names it gives the
+    /// windows it marks on the persist log (`PersistLog::path_start` /
+    /// `path_done`: a log wrap, a head persist, a full table, ...) and
+    /// those of its background kinds. `crashtest` reports how many crash
+    /// points fell in each and warns about a path no point reached.
+    fn recovery_paths(&self) -> &'static [&'static str] {
+        &[]
     }
 
     /// Period of the force-write-back scan (FWB, Ogleari et al. HPCA 2018;

@@ -24,6 +24,7 @@
 //! recomputed exactly; and recall@K of the (up to 64) answered queries
 //! against brute force is at least RECALL_BOUND.
 
+use super::labels::Label;
 use super::program::points::{Root, Shape, INSERTED, N, NODES, NQ, QDONE, RESULTS, SEED};
 use super::program::{dist2_ctx, dist2_img, footprint_bytes, load_f64, normal, read_f64};
 use super::{rng, TxCtx, Workload, WorkloadArgs, WorkloadInfo, ROOT_OFFSET};
@@ -40,6 +41,7 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
     build,
     check,
     check_incremental: None,
+    describe,
     sizing: super::Sizing::PROGRAM,
 };
 
@@ -374,6 +376,26 @@ pub fn recall(img: &dyn MemRead, region_base: Addr) -> f64 {
         hits += all[..K].iter().filter(|(_, u)| ids.contains(u)).count();
     }
     hits as f64 / (m.max(1) * K as u64) as f64
+}
+
+/// [`super::labels::DescribeFn`]: the root, a node's vector coordinate,
+/// degree or neighbour slot, a query, a result's id or distance.
+fn describe(img: &dyn MemRead, region_base: Addr, _item_bytes: u64, addr: Addr) -> Option<Label> {
+    fn node_word(j: u64) -> String {
+        match j {
+            j if j < D as u64 => format!("vector coordinate {j}"),
+            j if j == D as u64 => "degree".into(),
+            j => format!("neighbours[{}]", j - D as u64 - 1),
+        }
+    }
+    fn result_word(j: u64) -> String {
+        if j < K as u64 {
+            format!("ids[{j}]")
+        } else {
+            format!("distances[{}]", j - K as u64)
+        }
+    }
+    SHAPE.describe(img, region_base, addr, node_word, result_word)
 }
 
 #[cfg(test)]

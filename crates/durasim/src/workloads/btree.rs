@@ -20,6 +20,7 @@
 //! the item of keys[i] and ptrs[15] the next leaf; an internal node has
 //! nkeys + 1 children, child i holding keys in [keys[i-1], keys[i]).
 
+use super::labels::{self, Heap, Label};
 use super::{
     check_item, check_ptr, heap_bounds, item_bytes_or, item_payload_words, item_version, keyed_tx,
     random_key, rng, update_item, with_item_bytes, write_item, TxCtx, Workload, WorkloadArgs,
@@ -36,6 +37,7 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
     build,
     check,
     check_incremental: Some(new_incremental),
+    describe,
     sizing: super::Sizing::GROWING,
 };
 
@@ -538,6 +540,68 @@ pub(crate) fn walk(
 
 fn check(img: &dyn MemRead, region_base: Addr, item_bytes: u64) -> Result<u64, String> {
     walk(img, region_base, item_bytes, |_, _| {})
+}
+
+/// The field at byte `off` of a node (`leaf`: its pointers are items and
+/// the next-leaf link).
+fn node_field(off: u64, leaf: bool) -> String {
+    match off {
+        META => "meta (key count, leaf flag)".into(),
+        o if o < 128 => format!("keys[{}]", (o - 8) / 8),
+        o if leaf && (o - 128) / 8 == NEXT_LEAF as u64 => "next leaf".into(),
+        o if leaf => format!("items[{}] (item pointer)", (o - 128) / 8),
+        o => format!("children[{}]", (o - 128) / 8),
+    }
+}
+
+/// [`super::labels::DescribeFn`]: the root's words, a node's field, an
+/// item's field (found from the root, depth first).
+fn describe(img: &dyn MemRead, region_base: Addr, item_bytes: u64, addr: Addr) -> Option<Label> {
+    if let Some(l) = labels::root_word(
+        "btree",
+        region_base,
+        addr,
+        &["root node pointer", "count", "height"],
+    ) {
+        return Some(l);
+    }
+    let ib = item_bytes_or(item_bytes, DEFAULT_ITEM_BYTES);
+    let heap = Heap::of(img, region_base)?;
+    let mut budget = heap.max_objects(NODE_BYTES.min(ib));
+    let mut stack = vec![(img.read_u64(region_base + ROOT_OFFSET + TREE_ROOT), 0u64)];
+    while let Some((n, depth)) = stack.pop() {
+        if budget == 0 || depth >= MAX_HEIGHT || !heap.holds(n, NODE_BYTES) {
+            continue;
+        }
+        budget -= 1;
+        let meta = img.read_u64(n + META);
+        let leaf = meta & LEAF_FLAG != 0;
+        if labels::within(addr, n, NODE_BYTES) {
+            let what = if leaf {
+                "btree leaf node"
+            } else {
+                "btree internal node"
+            };
+            return Some(Label::new(what, n, node_field(addr - n, leaf)));
+        }
+        let nk = ((meta & 0xffff) as usize).min(MAX_KEYS);
+        if leaf {
+            for i in 0..nk {
+                let item = img.read_u64(ptr_at(n, i));
+                if heap.holds(item, ib) && labels::within(addr, item, ib) {
+                    let key = img.read_u64(key_at(n, i));
+                    return Some(Label::new(
+                        format!("btree item (key {key})"),
+                        item,
+                        labels::item_field(addr - item),
+                    ));
+                }
+            }
+        } else {
+            stack.extend((0..=nk).map(|i| (img.read_u64(ptr_at(n, i)), depth + 1)));
+        }
+    }
+    None
 }
 
 /// What a verified subtree contributes to the checks above it.

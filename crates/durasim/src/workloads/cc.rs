@@ -16,6 +16,7 @@
 //! nothing, every label is exactly its component's smallest vertex (the
 //! components of the edge list, found by union-find).
 
+use super::labels::Label;
 use super::program::{LabelGraph, LabelImage, LABEL_VERTICES_PER_OP};
 use super::{TxCtx, Workload, WorkloadArgs, WorkloadInfo};
 use crate::mem::MemRead;
@@ -27,6 +28,7 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
     build,
     check,
     check_incremental: None,
+    describe,
     sizing: super::Sizing {
         items_param: Some("workload.graph_vertices"),
         ..super::Sizing::PROGRAM
@@ -97,6 +99,11 @@ fn check(img: &dyn MemRead, region_base: Addr, _item_bytes: u64) -> Result<u64, 
         }
     }
     Ok(s.n)
+}
+
+/// [`super::labels::DescribeFn`]: the label program's root, CSR and labels.
+fn describe(img: &dyn MemRead, region_base: Addr, _item_bytes: u64, addr: Addr) -> Option<Label> {
+    super::program::describe_label_program("cc", img, region_base, addr)
 }
 
 #[cfg(test)]

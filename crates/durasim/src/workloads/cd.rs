@@ -16,6 +16,7 @@
 //! every vertex's label is one of the most frequent among its neighbours
 //! (a vertex without neighbours keeps its own).
 
+use super::labels::Label;
 use super::program::{LabelGraph, LabelImage, LABEL_VERTICES_PER_OP};
 use super::{TxCtx, Workload, WorkloadArgs, WorkloadInfo};
 use crate::mem::MemRead;
@@ -27,6 +28,7 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
     build,
     check,
     check_incremental: None,
+    describe,
     sizing: super::Sizing {
         items_param: Some("workload.graph_vertices"),
         ..super::Sizing::PROGRAM
@@ -138,6 +140,11 @@ fn check(img: &dyn MemRead, region_base: Addr, _item_bytes: u64) -> Result<u64, 
         }
     }
     Ok(s.n)
+}
+
+/// [`super::labels::DescribeFn`]: the label program's root, CSR and labels.
+fn describe(img: &dyn MemRead, region_base: Addr, _item_bytes: u64, addr: Addr) -> Option<Label> {
+    super::program::describe_label_program("cd", img, region_base, addr)
 }
 
 #[cfg(test)]

@@ -32,6 +32,7 @@
 //! Layout: root = { nbuckets, buckets_ptr, nkeys, gvn }; entry = { key,
 //! head, next } (64 B); version = { item (item_bytes) | gvn | older }.
 
+use super::labels::{self, Heap, Label};
 use super::{
     check_item, check_ptr, heap_bounds, item_bytes_or, item_version, keys_unique, mix64,
     random_key, rng, with_item_bytes, write_item, Fill, KeyChooser, KeyDist, TxCtx, ValueModel,
@@ -48,6 +49,7 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
     build,
     check,
     check_incremental: None,
+    describe,
     sizing: super::Sizing {
         items_param: Some("workload.echo_keys"),
         ..super::Sizing::GROWING
@@ -308,6 +310,67 @@ pub(crate) fn walk(
 
 fn check(img: &dyn MemRead, region_base: Addr, item_bytes: u64) -> Result<u64, String> {
     walk(img, region_base, item_bytes, |_, _, _| {})
+}
+
+/// [`super::labels::DescribeFn`]: the root's words, a bucket head, an
+/// entry's field, a value version's item, GVN or older link (found along
+/// the bucket chains and version lists).
+fn describe(img: &dyn MemRead, region_base: Addr, item_bytes: u64, addr: Addr) -> Option<Label> {
+    let root = region_base + ROOT_OFFSET;
+    if let Some(l) = labels::root_word(
+        "echo",
+        region_base,
+        addr,
+        &[
+            "bucket count",
+            "bucket array pointer",
+            "key count",
+            "GVN (published global version)",
+        ],
+    ) {
+        return Some(l);
+    }
+    let ib = item_bytes_or(item_bytes, DEFAULT_ITEM_BYTES);
+    let heap = Heap::of(img, region_base)?;
+    let (buckets, nb) = heap.bucket_array(img, root + NBUCKETS, root + BUCKETS)?;
+    if let Some(l) = labels::word_array("echo bucket array", buckets, nb, addr, "head") {
+        return Some(l);
+    }
+    let mut budget = heap.max_objects(ENTRY_BYTES);
+    for b in 0..nb {
+        let mut e = img.read_u64(buckets + b * 8);
+        while e != 0 && budget > 0 && heap.holds(e, ENTRY_BYTES) {
+            budget -= 1;
+            let key = img.read_u64(e + E_KEY);
+            if labels::within(addr, e, ENTRY_BYTES) {
+                let field = labels::word_field(&["key", "head (newest version)", "next"], addr - e);
+                return Some(Label::new(
+                    format!("echo entry (key {key}, bucket {b})"),
+                    e,
+                    field,
+                ));
+            }
+            let mut v = img.read_u64(e + E_HEAD);
+            let mut age = 0;
+            while v != 0 && budget > 0 && heap.holds(v, ib + 16) {
+                budget -= 1;
+                if labels::within(addr, v, ib + 16) {
+                    let off = addr - v;
+                    let field = match off.checked_sub(ib) {
+                        None => labels::item_field(off),
+                        Some(0) => "gvn".into(),
+                        Some(_) => "older".into(),
+                    };
+                    let what = format!("echo value version (key {key}, {age} newer versions)");
+                    return Some(Label::new(what, v, field));
+                }
+                v = img.read_u64(v + volder(ib));
+                age += 1;
+            }
+            e = img.read_u64(e + E_NEXT);
+        }
+    }
+    None
 }
 
 #[cfg(test)]

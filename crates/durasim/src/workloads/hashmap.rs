@@ -15,6 +15,7 @@
 //! head pointers; node = { item (item_bytes) | next } so the item is
 //! line-aligned and an update touches only the item's lines.
 
+use super::labels::{self, Heap, Label};
 use super::{
     check_item, check_ptr, heap_bounds, item_bytes_or, item_payload_words, item_version, keyed_tx,
     keys_match_count, mix64, random_key, rng, update_item, with_item_bytes, write_item, TxCtx,
@@ -31,6 +32,7 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
     build,
     check,
     check_incremental: None,
+    describe,
     sizing: super::Sizing::GROWING,
 };
 
@@ -218,6 +220,43 @@ pub(crate) fn walk(
 
 fn check(img: &dyn MemRead, region_base: Addr, item_bytes: u64) -> Result<u64, String> {
     walk(img, region_base, item_bytes, |_, _| {})
+}
+
+/// [`super::labels::DescribeFn`]: the root's words, a bucket head, an
+/// entry's item or next pointer (found along its bucket's chain).
+fn describe(img: &dyn MemRead, region_base: Addr, item_bytes: u64, addr: Addr) -> Option<Label> {
+    let root = region_base + ROOT_OFFSET;
+    if let Some(l) = labels::root_word(
+        "hashmap",
+        region_base,
+        addr,
+        &["bucket count", "bucket array pointer", "count"],
+    ) {
+        return Some(l);
+    }
+    let ib = item_bytes_or(item_bytes, DEFAULT_ITEM_BYTES);
+    let heap = Heap::of(img, region_base)?;
+    let (buckets, nb) = heap.bucket_array(img, root + NBUCKETS, root + BUCKETS)?;
+    if let Some(l) = labels::word_array("hashmap bucket array", buckets, nb, addr, "head") {
+        return Some(l);
+    }
+    for b in 0..nb {
+        let first = img.read_u64(buckets + b * 8);
+        if let Some((n, pos)) = labels::find_in_list(img, heap, first, node_bytes(ib), ib, addr) {
+            let off = addr - n;
+            let field = if off < ib {
+                labels::item_field(off)
+            } else {
+                "next".into()
+            };
+            return Some(Label::new(
+                format!("hashmap entry (bucket {b}, chain position {pos})"),
+                n,
+                field,
+            ));
+        }
+    }
+    None
 }
 
 #[cfg(test)]

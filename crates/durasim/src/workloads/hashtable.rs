@@ -17,6 +17,7 @@
 //! Capacity: a power of two, at least twice the items the run can hold
 //! (load factor at most 1/2).
 
+use super::labels::{self, Label};
 use super::{
     check_item, check_ptr, heap_bounds, item_bytes_or, item_payload_words, keyed_tx,
     keys_match_count, mix64, rng, update_item, with_item_bytes, write_item, KeyChooser, KeyDist,
@@ -32,6 +33,7 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
     build,
     check,
     check_incremental: None,
+    describe,
     sizing: super::Sizing::IN_PLACE,
 };
 
@@ -187,6 +189,27 @@ pub(crate) fn walk(
 
 fn check(img: &dyn MemRead, region_base: Addr, item_bytes: u64) -> Result<u64, String> {
     walk(img, region_base, item_bytes, |_, _| {})
+}
+
+/// [`super::labels::DescribeFn`]: the root's words, a slot's item field.
+fn describe(img: &dyn MemRead, region_base: Addr, item_bytes: u64, addr: Addr) -> Option<Label> {
+    let root = region_base + ROOT_OFFSET;
+    if let Some(l) = labels::root_word(
+        "hashtable",
+        region_base,
+        addr,
+        &["slot count", "slot array pointer", "count"],
+    ) {
+        return Some(l);
+    }
+    let ib = item_bytes_or(item_bytes, DEFAULT_ITEM_BYTES);
+    let slots = img.read_u64(root + SLOTS);
+    let (s, off) = labels::array_slot(addr, slots, ib, img.read_u64(root + NSLOTS))?;
+    Some(Label::new(
+        format!("hashtable slot {s}"),
+        slots + s * ib,
+        labels::item_field(off),
+    ))
 }
 
 #[cfg(test)]

@@ -24,6 +24,7 @@
 //! its side of every ancestor's plane, and the rest are unlinked; every
 //! answered query's result equals brute force (id and distance).
 
+use super::labels::Label;
 use super::program::points::{Root, Shape, INSERTED, QDONE};
 use super::program::{footprint_bytes, load_f64_dep, read_f64, store_f64};
 use super::{rng, TxCtx, Workload, WorkloadArgs, WorkloadInfo, ROOT_OFFSET};
@@ -37,6 +38,7 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
     build,
     check,
     check_incremental: None,
+    describe,
     sizing: super::Sizing::PROGRAM,
 };
 
@@ -312,6 +314,24 @@ fn check(img: &dyn MemRead, region_base: Addr, _item_bytes: u64) -> Result<u64, 
         }
     }
     Ok(n)
+}
+
+/// [`super::labels::DescribeFn`]: the root, a node's coordinate or child
+/// link, a query, a result's id or squared distance.
+fn describe(img: &dyn MemRead, region_base: Addr, _item_bytes: u64, addr: Addr) -> Option<Label> {
+    fn node_word(j: u64) -> String {
+        match j {
+            j if j < D => ["x", "y", "z"][j as usize].into(),
+            j if j == D => "left".into(),
+            _ => "right".into(),
+        }
+    }
+    fn result_word(j: u64) -> String {
+        ["id", "squared distance"]
+            .get(j as usize)
+            .map_or_else(|| format!("word {j}"), |s| (*s).into())
+    }
+    SHAPE.describe(img, region_base, addr, node_word, result_word)
 }
 
 #[cfg(test)]

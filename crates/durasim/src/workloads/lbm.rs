@@ -12,6 +12,7 @@
 //! Checker (final image alone): the lattice equals a host reference run of
 //! the same steps from the seed, bit for bit, and the mass is conserved.
 
+use super::labels::Label;
 use super::program::{check_sweep, unit_value, wrap, Kernel, Sweep};
 use super::{TxCtx, Workload, WorkloadArgs, WorkloadInfo};
 use crate::mem::MemRead;
@@ -23,6 +24,7 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
     build,
     check,
     check_incremental: None,
+    describe,
     sizing: super::Sizing::PROGRAM,
 };
 
@@ -125,6 +127,15 @@ impl Workload for Program {
 
 fn check(img: &dyn MemRead, region_base: Addr, _item_bytes: u64) -> Result<u64, String> {
     check_sweep::<Q, Lbm>(img, region_base)
+}
+
+/// [`super::labels::DescribeFn`]: the sweep's root and the lattice cells'
+/// distributions.
+fn describe(img: &dyn MemRead, region_base: Addr, _item_bytes: u64, addr: Addr) -> Option<Label> {
+    fn distribution(i: u64) -> String {
+        format!("distribution f{i}")
+    }
+    super::program::describe_sweep("lbm", img, region_base, addr, Q as u64, Some(distribution))
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ pub mod feed;
 pub mod hashmap;
 pub mod hashtable;
 pub mod kdtree;
+pub mod labels;
 pub mod lbm;
 pub mod pagerank;
 pub mod program;
@@ -374,6 +375,9 @@ pub struct WorkloadInfo {
     pub check: CheckFn,
     /// An incremental form of `check`, when the workload has one.
     pub check_incremental: Option<fn() -> Box<dyn IncrementalCheck>>,
+    /// Names the structure and field a word belongs to (crash-test
+    /// messages; [`labels`]).
+    pub describe: labels::DescribeFn,
     /// How its data are sized, for the checks before a run.
     pub sizing: Sizing,
 }

@@ -17,6 +17,7 @@
 //! `dangling` is their dangling vertices' sum, and every rank of the
 //! iteration in progress below the cursor equals its recomputation.
 
+use super::labels::Label;
 use super::program::{
     graph_vertices, load_f64, load_f64_dep, read_f64, rmat_edges, store_f64, Csr,
 };
@@ -30,6 +31,7 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
     build,
     check,
     check_incremental: None,
+    describe,
     sizing: super::Sizing {
         items_param: Some("workload.graph_vertices"),
         ..super::Sizing::PROGRAM
@@ -262,6 +264,61 @@ fn check(img: &dyn MemRead, region_base: Addr, _item_bytes: u64) -> Result<u64, 
         ));
     }
     Ok(n)
+}
+
+/// [`super::labels::DescribeFn`]: the root's words, a CSR entry, a
+/// vertex's out-degree or rank.
+fn describe(img: &dyn MemRead, region_base: Addr, _item_bytes: u64, addr: Addr) -> Option<Label> {
+    use super::program::{describe_arrays, ArrayDesc};
+    let r = region_base + ROOT_OFFSET;
+    let (n, m) = (img.read_u64(r + N), img.read_u64(r + M));
+    let vertex = |what, ptr, elem| ArrayDesc {
+        what,
+        ptr,
+        elems: n,
+        elem_words: 1,
+        elem,
+        word: None,
+    };
+    let arrays = [
+        vertex("in-edge CSR offsets", OFFS, "row of vertex"),
+        ArrayDesc {
+            what: "in-edge CSR targets",
+            ptr: TGTS,
+            elems: m,
+            elem_words: 1,
+            elem: "edge",
+            word: None,
+        },
+        vertex("outdeg", OUTDEG, "out-degree of vertex"),
+        vertex("rank array 0", RANK, "rank of vertex"),
+        vertex("rank array 1", RANK + 8, "rank of vertex"),
+    ];
+    let root_words = [
+        "n (vertices)",
+        "m (edges)",
+        "in-edge offsets pointer",
+        "in-edge targets pointer",
+        "outdeg pointer",
+        "rank array 0 pointer",
+        "rank array 1 pointer",
+        "iteration",
+        "cursor (next vertex)",
+        "dangling rank",
+        "dangling rank of the next iteration",
+    ];
+    // The offsets array has n + 1 entries.
+    if let Some(l) = describe_arrays("pagerank", img, region_base, addr, &root_words, &arrays) {
+        return Some(l);
+    }
+    let offs = img.read_u64(r + OFFS);
+    (addr == offs.wrapping_add(n * 8)).then(|| {
+        Label::new(
+            "pagerank in-edge CSR offsets",
+            offs,
+            format!("end of row {}", n.saturating_sub(1)),
+        )
+    })
 }
 
 #[cfg(test)]

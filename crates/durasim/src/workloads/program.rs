@@ -298,6 +298,143 @@ pub fn normal(r: &mut impl Rng) -> f64 {
     (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
 }
 
+// ---- Word labels of the programs (crash-test messages) -----------------
+
+/// One array a program's root points to, for [`describe_arrays`]: the
+/// root word holding its address, its elements and their words, and the
+/// names a label gives them.
+pub struct ArrayDesc {
+    /// "rank array 0", "nodes".
+    pub what: &'static str,
+    /// Byte offset of its pointer in the root.
+    pub ptr: u64,
+    pub elems: u64,
+    pub elem_words: u64,
+    /// What one element is ("vertex", "cell").
+    pub elem: &'static str,
+    /// Names word `j` of an element (`None`: the element is one word).
+    pub word: Option<fn(u64) -> String>,
+}
+
+/// A program's [`super::labels::DescribeFn`] body: the root's named words
+/// (`root_words`), or an element of one of `arrays`, labelled
+/// "`program` `what`" with the field "`elem` i" (and the element's word).
+pub fn describe_arrays(
+    program: &str,
+    img: &dyn MemRead,
+    region_base: Addr,
+    addr: Addr,
+    root_words: &[&str],
+    arrays: &[ArrayDesc],
+) -> Option<super::labels::Label> {
+    use super::labels::{array_slot, root_word, Label};
+    if let Some(l) = root_word(program, region_base, addr, root_words) {
+        return Some(l);
+    }
+    let root = region_base + super::ROOT_OFFSET;
+    arrays.iter().find_map(|a| {
+        let base = img.read_u64(root + a.ptr);
+        let bytes = a.elem_words.max(1) * 8;
+        let (i, off) = array_slot(addr, base, bytes, a.elems)?;
+        let field = match a.word {
+            Some(w) => format!("{} {i}, {}", a.elem, w(off / 8)),
+            None => format!("{} {i}", a.elem),
+        };
+        Some(Label::new(format!("{program} {}", a.what), base, field))
+    })
+}
+
+/// [`describe_arrays`] of a label program (cc, cd).
+pub fn describe_label_program(
+    program: &str,
+    img: &dyn MemRead,
+    region_base: Addr,
+    addr: Addr,
+) -> Option<super::labels::Label> {
+    let r = region_base + super::ROOT_OFFSET;
+    let (n, m) = (img.read_u64(r + L_N), img.read_u64(r + L_M));
+    let arrays = [
+        ArrayDesc {
+            what: "CSR offsets",
+            ptr: L_OFFS,
+            elems: n.saturating_add(1),
+            elem_words: 1,
+            elem: "row of vertex",
+            word: None,
+        },
+        ArrayDesc {
+            what: "CSR targets",
+            ptr: L_TGTS,
+            elems: m,
+            elem_words: 1,
+            elem: "edge",
+            word: None,
+        },
+        ArrayDesc {
+            what: "labels",
+            ptr: L_LABEL,
+            elems: n,
+            elem_words: 1,
+            elem: "label of vertex",
+            word: None,
+        },
+    ];
+    let root_words = [
+        "n (vertices)",
+        "m (edges, both directions)",
+        "CSR offsets pointer",
+        "CSR targets pointer",
+        "labels pointer",
+        "run",
+        "pass",
+        "cursor",
+        "changes in this pass",
+    ];
+    describe_arrays(program, img, region_base, addr, &root_words, &arrays)
+}
+
+/// [`describe_arrays`] of a sweep program (stencil3d, lbm): cells of
+/// `w` words in the two grids; `word` names a cell's word.
+pub fn describe_sweep(
+    program: &str,
+    img: &dyn MemRead,
+    region_base: Addr,
+    addr: Addr,
+    w: u64,
+    word: Option<fn(u64) -> String>,
+) -> Option<super::labels::Label> {
+    let r = region_base + super::ROOT_OFFSET;
+    let cells = img.read_u64(r + S_N).checked_pow(3).unwrap_or(0);
+    let arrays = [
+        ArrayDesc {
+            what: "grid 0",
+            ptr: S_GRID,
+            elems: cells,
+            elem_words: w,
+            elem: "cell",
+            word,
+        },
+        ArrayDesc {
+            what: "grid 1",
+            ptr: S_GRID + 8,
+            elems: cells,
+            elem_words: w,
+            elem: "cell",
+            word,
+        },
+    ];
+    let root_words = [
+        "n (grid edge)",
+        "seed",
+        "grid 0 pointer",
+        "grid 1 pointer",
+        "iteration",
+        "cursor (next cell)",
+        "total of the initial grid",
+    ];
+    describe_arrays(program, img, region_base, addr, &root_words, &arrays)
+}
+
 // ---- Point programs (ann, kdtree): build an index, then answer queries ---
 
 /// Programs that insert generated points into an index one operation at a
@@ -318,6 +455,11 @@ pub mod points {
     pub const INSERTED: u64 = 40;
     pub const QDONE: u64 = 48;
     pub const SEED: u64 = 56;
+
+    /// Word `j` of a point or query: its coordinate `j`.
+    pub fn coordinate(j: u64) -> String {
+        format!("coordinate {j}")
+    }
 
     /// One such program's layout and names.
     pub struct Shape {
@@ -389,6 +531,58 @@ pub mod points {
                 ctx.store(root + off, x);
             }
             (nodes, qs, results)
+        }
+
+        /// [`super::describe_arrays`] of such a program: `node_word` and
+        /// `result_word` name a node's and a result's words.
+        pub fn describe(
+            &self,
+            img: &dyn MemRead,
+            region_base: Addr,
+            addr: Addr,
+            node_word: fn(u64) -> String,
+            result_word: fn(u64) -> String,
+        ) -> Option<crate::workloads::labels::Label> {
+            use super::ArrayDesc;
+            let r = region_base + ROOT_OFFSET;
+            let (n, q) = (img.read_u64(r + N), img.read_u64(r + NQ));
+            let arrays = [
+                ArrayDesc {
+                    what: "nodes",
+                    ptr: NODES,
+                    elems: n,
+                    elem_words: self.node_words,
+                    elem: "node",
+                    word: Some(node_word),
+                },
+                ArrayDesc {
+                    what: "queries",
+                    ptr: QUERIES,
+                    elems: q,
+                    elem_words: self.dims,
+                    elem: "query",
+                    word: Some(coordinate),
+                },
+                ArrayDesc {
+                    what: "results",
+                    ptr: RESULTS,
+                    elems: q,
+                    elem_words: self.result_words,
+                    elem: "result of query",
+                    word: Some(result_word),
+                },
+            ];
+            let root_words = [
+                "n (points)",
+                "q (queries)",
+                "nodes pointer",
+                "queries pointer",
+                "results pointer",
+                "points inserted",
+                "queries answered",
+                "seed",
+            ];
+            super::describe_arrays(self.name, img, region_base, addr, &root_words, &arrays)
         }
 
         /// The root of an image, checked as every such checker starts:

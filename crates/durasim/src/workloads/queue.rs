@@ -14,6 +14,7 @@
 //! item enqueued with sequence number `s` has key `s + 1`, so the checker
 //! can verify FIFO order from the image alone.
 
+use super::labels::{self, Label};
 use super::{
     check_item, check_ptr, heap_bounds, item_bytes_or, item_payload_words, item_version, rng,
     update_item, with_item_bytes, write_item, TxCtx, Workload, WorkloadArgs, WorkloadInfo,
@@ -31,6 +32,7 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
     build,
     check,
     check_incremental: None,
+    describe,
     sizing: super::Sizing::GROWING,
 };
 
@@ -173,6 +175,28 @@ pub(crate) fn walk(
 
 fn check(img: &dyn MemRead, region_base: Addr, item_bytes: u64) -> Result<u64, String> {
     walk(img, region_base, item_bytes, |_, _| {})
+}
+
+/// [`super::labels::DescribeFn`]: the root's words (head and tail), a
+/// ring slot's field.
+fn describe(img: &dyn MemRead, region_base: Addr, item_bytes: u64, addr: Addr) -> Option<Label> {
+    let root = region_base + ROOT_OFFSET;
+    if let Some(l) = labels::root_word(
+        "queue",
+        region_base,
+        addr,
+        &["capacity", "slot array pointer", "head", "tail"],
+    ) {
+        return Some(l);
+    }
+    let ib = item_bytes_or(item_bytes, DEFAULT_ITEM_BYTES);
+    let slots = img.read_u64(root + SLOTS);
+    let (i, off) = labels::array_slot(addr, slots, ib, img.read_u64(root + CAP))?;
+    Some(Label::new(
+        format!("queue ring slot {i}"),
+        slots + i * ib,
+        labels::item_field(off),
+    ))
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@
 //! Layout: root = { tree_root, count }; node = { item (item_bytes) | left,
 //! right, parent, color } so the item is line-aligned. Null is 0.
 
+use super::labels::{self, Heap, Label};
 use super::{
     check_item, check_ptr, heap_bounds, item_bytes_or, item_payload_words, item_version, keyed_tx,
     random_key, rng, update_item, with_item_bytes, write_item, TxCtx, Workload, WorkloadArgs,
@@ -31,6 +32,7 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
     build,
     check,
     check_incremental: None,
+    describe,
     sizing: super::Sizing::GROWING,
 };
 
@@ -342,6 +344,38 @@ pub(crate) fn walk(
 
 fn check(img: &dyn MemRead, region_base: Addr, item_bytes: u64) -> Result<u64, String> {
     walk(img, region_base, item_bytes, |_, _| {})
+}
+
+/// [`super::labels::DescribeFn`]: the root's words, a node's item or link
+/// field (found from the root, depth first).
+fn describe(img: &dyn MemRead, region_base: Addr, item_bytes: u64, addr: Addr) -> Option<Label> {
+    if let Some(l) = labels::root_word("rbtree", region_base, addr, &["root node pointer", "count"])
+    {
+        return Some(l);
+    }
+    let ib = item_bytes_or(item_bytes, DEFAULT_ITEM_BYTES);
+    let node = ib + HDR_BYTES;
+    let heap = Heap::of(img, region_base)?;
+    let mut budget = heap.max_objects(node);
+    let mut stack = vec![(img.read_u64(region_base + ROOT_OFFSET + TREE_ROOT), 0u32)];
+    while let Some((n, depth)) = stack.pop() {
+        if n == 0 || budget == 0 || depth > MAX_DEPTH || !heap.holds(n, node) {
+            continue;
+        }
+        budget -= 1;
+        if labels::within(addr, n, node) {
+            let off = addr - n;
+            let field = match off.checked_sub(ib) {
+                None => labels::item_field(off),
+                Some(o) => labels::word_field(&["left", "right", "parent", "color"], o),
+            };
+            let key = img.read_u64(n);
+            return Some(Label::new(format!("rbtree node (key {key})"), n, field));
+        }
+        stack.push((img.read_u64(n + ib + LEFT), depth + 1));
+        stack.push((img.read_u64(n + ib + RIGHT), depth + 1));
+    }
+    None
 }
 
 #[cfg(test)]

@@ -25,6 +25,7 @@
 //! Layout: root = { n_vertices, vertices_ptr, n_edges }; vertex = { head,
 //! degree } (16 B); edge node = { item (item_bytes) | next }.
 
+use super::labels::{self, Heap, Label};
 use super::{
     check_item, check_ptr, heap_bounds, item_bytes_or, rng, with_item_bytes, write_item, TxCtx,
     Workload, WorkloadArgs, WorkloadInfo, DEFAULT_ITEM_BYTES, ROOT_OFFSET,
@@ -39,6 +40,7 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
     build,
     check,
     check_incremental: None,
+    describe,
     sizing: super::Sizing::GROWING,
 };
 
@@ -217,6 +219,51 @@ pub(crate) fn degrees(
 
 fn check(img: &dyn MemRead, region_base: Addr, item_bytes: u64) -> Result<u64, String> {
     Ok(degrees(img, region_base, item_bytes)?.iter().sum())
+}
+
+/// [`super::labels::DescribeFn`]: the root's words, a vertex's field, an
+/// edge node's weight item or next link (found along its source's list).
+fn describe(img: &dyn MemRead, region_base: Addr, item_bytes: u64, addr: Addr) -> Option<Label> {
+    let root = region_base + ROOT_OFFSET;
+    if let Some(l) = labels::root_word(
+        "sdg",
+        region_base,
+        addr,
+        &["vertex count", "vertex array pointer", "edge count"],
+    ) {
+        return Some(l);
+    }
+    let ib = item_bytes_or(item_bytes, DEFAULT_ITEM_BYTES);
+    let heap = Heap::of(img, region_base)?;
+    let n = img.read_u64(root + N_VERTICES);
+    let vertices = img.read_u64(root + VERTICES);
+    if !heap.holds(vertices, n.saturating_mul(VERTEX_BYTES)) {
+        return None;
+    }
+    if let Some((v, off)) = labels::array_slot(addr, vertices, VERTEX_BYTES, n) {
+        let field = labels::word_field(&["head (newest edge)", "degree"], off);
+        return Some(Label::new(
+            format!("sdg vertex {v}"),
+            vertices + v * VERTEX_BYTES,
+            field,
+        ));
+    }
+    (0..n).find_map(|v| {
+        let first = img.read_u64(vertices + v * VERTEX_BYTES + V_HEAD);
+        let (e, pos) = labels::find_in_list(img, heap, first, node_bytes(ib), ib, addr)?;
+        let off = addr - e;
+        let field = if off < ib {
+            labels::item_field(off)
+        } else {
+            "next".into()
+        };
+        let dst = img.read_u64(e) & 0xffff_ffff;
+        Some(Label::new(
+            format!("sdg edge node ({v} -> {dst}, list position {pos})"),
+            e,
+            field,
+        ))
+    })
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@
 //! Values: the setup's payload words from the value model
 //! (`workload.values`, workloads/values.rs); a swap moves them unchanged.
 
+use super::labels::{self, Label};
 use super::{
     check_item, check_ptr, heap_bounds, item_bytes_or, rng, with_item_bytes, write_item,
     KeyChooser, KeyDist, TxCtx, Workload, WorkloadArgs, WorkloadInfo, DEFAULT_ITEM_BYTES,
@@ -27,6 +28,7 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
     build,
     check,
     check_incremental: None,
+    describe,
     sizing: super::Sizing::IN_PLACE,
 };
 
@@ -108,6 +110,22 @@ fn check(img: &dyn MemRead, region_base: Addr, item_bytes: u64) -> Result<u64, S
         }
     }
     Ok(n)
+}
+
+/// [`super::labels::DescribeFn`]: the root's words, an element's field.
+fn describe(img: &dyn MemRead, region_base: Addr, item_bytes: u64, addr: Addr) -> Option<Label> {
+    let root = region_base + ROOT_OFFSET;
+    if let Some(l) = labels::root_word("sps", region_base, addr, &["length", "items pointer"]) {
+        return Some(l);
+    }
+    let ib = item_bytes_or(item_bytes, DEFAULT_ITEM_BYTES);
+    let items = img.read_u64(root + ITEMS);
+    let (i, off) = labels::array_slot(addr, items, ib, img.read_u64(root + N))?;
+    Some(Label::new(
+        format!("sps array entry {i}"),
+        items + i * ib,
+        labels::item_field(off),
+    ))
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@
 //! Checker (final image alone): the grid equals a host reference run of the
 //! same sweeps from the seed, bit for bit, and the total is conserved.
 
+use super::labels::Label;
 use super::program::{check_sweep, wrap, Kernel, Sweep};
 use super::{TxCtx, Workload, WorkloadArgs, WorkloadInfo};
 use crate::mem::MemRead;
@@ -24,6 +25,7 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
     build,
     check,
     check_incremental: None,
+    describe,
     sizing: super::Sizing::PROGRAM,
 };
 
@@ -76,6 +78,11 @@ impl Workload for Program {
 
 fn check(img: &dyn MemRead, region_base: Addr, _item_bytes: u64) -> Result<u64, String> {
     check_sweep::<1, Stencil>(img, region_base)
+}
+
+/// [`super::labels::DescribeFn`]: the sweep's root and grid cells.
+fn describe(img: &dyn MemRead, region_base: Addr, _item_bytes: u64, addr: Addr) -> Option<Label> {
+    super::program::describe_sweep("stencil3d", img, region_base, addr, 1, None)
 }
 
 #[cfg(test)]

@@ -37,6 +37,7 @@
 //! A transaction whose precondition fails (no such facility, row already
 //! present / absent) makes no stores, as the rolled-back transaction.
 
+use super::labels::{self, Heap, Label};
 use super::{
     check_item, check_ptr, heap_bounds, item_bytes_or, mix64, rng, update_words, write_item_fields,
     KeyChooser, KeyDist, TxCtx, Workload, WorkloadArgs, WorkloadInfo, ROOT_OFFSET,
@@ -52,6 +53,7 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
     build,
     check,
     check_incremental: None,
+    describe,
     sizing: super::Sizing {
         items_param: Some("workload.tatp_subscribers"),
         ..super::Sizing::GROWING
@@ -596,6 +598,109 @@ fn check(img: &dyn MemRead, region_base: Addr, item_bytes: u64) -> Result<u64, S
         Ok(())
     })?;
     Ok(p + rows)
+}
+
+/// Each table's named words of a row (key and seal first; later words
+/// are the value model's filler).
+const TABLE_COLS: [&[&str]; TABLES] = [
+    &[
+        "key (s_id)",
+        "seal (version, checksum)",
+        "sub_nbr",
+        "bit_1..bit_10",
+        "hex_1..hex_10",
+        "byte2_1..byte2_8",
+        "byte2_9..byte2_10",
+        "msc_location",
+        "vlr_location",
+    ],
+    &["key (sub_nbr)", "seal (version, checksum)", "s_id"],
+    &[
+        "key (s_id, ai_type)",
+        "seal (version, checksum)",
+        "data1",
+        "data2",
+        "data3",
+        "data4",
+    ],
+    &[
+        "key (s_id, sf_type)",
+        "seal (version, checksum)",
+        "is_active",
+        "error_cntrl",
+        "data_a",
+        "data_b",
+    ],
+    &[
+        "key (s_id, sf_type, start_time)",
+        "seal (version, checksum)",
+        "end_time",
+        "numberx",
+    ],
+];
+
+/// [`super::labels::DescribeFn`]: the root's words (P, each table's bucket
+/// count, bucket array and row count), a bucket head, a row's column or
+/// next link (found along its bucket's chain).
+fn describe(img: &dyn MemRead, region_base: Addr, item_bytes: u64, addr: Addr) -> Option<Label> {
+    let root = region_base + ROOT_OFFSET;
+    if addr == root + R_P {
+        return Some(Label::new("tatp root", root, "P (subscribers)"));
+    }
+    if let Some((t, off)) = labels::array_slot(addr, table_root(root, 0), 24, TABLES as u64) {
+        let field = labels::word_field(&["bucket count", "bucket array pointer", "row count"], off);
+        return Some(Label::new(
+            "tatp root",
+            root,
+            format!("{} table's {field}", TABLE_NAMES[t as usize]),
+        ));
+    }
+    let heap = Heap::of(img, region_base)?;
+    let rb = record_bytes(item_bytes);
+    for (t, name) in TABLE_NAMES.iter().enumerate() {
+        let tr = table_root(root, t);
+        let nb = img.read_u64(tr + T_NB);
+        let buckets = img.read_u64(tr + T_BUCKETS);
+        if !heap.holds(buckets, nb.saturating_mul(8)) {
+            continue;
+        }
+        if let Some(l) = labels::word_array(
+            &format!("tatp {name} bucket array"),
+            buckets,
+            nb,
+            addr,
+            "head",
+        ) {
+            return Some(l);
+        }
+    }
+    for (t, name) in TABLE_NAMES.iter().enumerate() {
+        let tr = table_root(root, t);
+        let nb = img.read_u64(tr + T_NB);
+        let buckets = img.read_u64(tr + T_BUCKETS);
+        if !heap.holds(buckets, nb.saturating_mul(8)) {
+            continue;
+        }
+        let row = if t == SUBNBR { INDEX_BYTES } else { rb };
+        for b in 0..nb {
+            let first = img.read_u64(buckets + b * 8);
+            if let Some((n, _)) = labels::find_in_list(img, heap, first, row + 8, row, addr) {
+                let off = addr - n;
+                let field = match off {
+                    o if o == row => "next".into(),
+                    o if (o / 8) as usize >= TABLE_COLS[t].len() => labels::item_field(o),
+                    o => labels::word_field(TABLE_COLS[t], o),
+                };
+                let key = img.read_u64(n);
+                return Some(Label::new(
+                    format!("tatp {name} row (key {key:#x})"),
+                    n,
+                    field,
+                ));
+            }
+        }
+    }
+    None
 }
 
 #[cfg(test)]

@@ -37,6 +37,7 @@
 //! random characters are used here.) C_DATA is not stored: New-Order never
 //! touches it.
 
+use super::labels::{self, Heap, Label};
 use super::{
     check_ptr, heap_bounds, mix64, rng, values, TxCtx, Workload, WorkloadArgs, WorkloadInfo,
     ROOT_OFFSET,
@@ -53,6 +54,7 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
     build,
     check,
     check_incremental: None,
+    describe,
     sizing: super::Sizing {
         // ITEM and STOCK rows, then CUSTOMER rows of ten districts.
         initial: super::InitialSize::Records(&[
@@ -846,6 +848,189 @@ fn check_stock_replay(
         )?;
     }
     Ok(())
+}
+
+/// Column names of each table's 64 B row, word by word (as `setup` and
+/// `new_order` fill them).
+const WAREHOUSE_COLS: [&str; 8] = [
+    "w_id",
+    "w_tax",
+    "w_ytd",
+    "w_name",
+    "w_street_1",
+    "w_street_2",
+    "w_city",
+    "w_state, w_zip",
+];
+const DISTRICT_COLS: [&str; 8] = [
+    "d_id",
+    "d_w_id",
+    "d_tax",
+    "d_ytd",
+    "d_next_o_id",
+    "d_name",
+    "d_street_1",
+    "d_city",
+];
+const CUSTOMER_COLS: [&str; 8] = [
+    "c_id",
+    "c_d_id",
+    "c_w_id",
+    "c_last",
+    "c_credit",
+    "c_discount",
+    "c_balance",
+    "c_ytd_payment",
+];
+const ITEM_COLS: [&str; 7] = [
+    "i_id",
+    "i_im_id",
+    "i_price",
+    "i_name (word 0)",
+    "i_name (word 1)",
+    "i_name (word 2)",
+    "i_data",
+];
+const STOCK_COLS: [&str; 8] = [
+    "s_i_id",
+    "s_w_id",
+    "s_quantity",
+    "s_ytd",
+    "s_order_cnt",
+    "s_remote_cnt",
+    "s_dist_xx",
+    "s_data",
+];
+const ORDER_COLS: [&str; 8] = [
+    "o_id",
+    "o_d_id",
+    "o_w_id",
+    "o_c_id",
+    "o_entry_d",
+    "o_carrier_id",
+    "o_ol_cnt",
+    "o_all_local",
+];
+const ORDER_LINE_COLS: [&str; 10] = [
+    "ol_o_id",
+    "ol_d_id",
+    "ol_w_id",
+    "ol_number",
+    "ol_i_id",
+    "ol_supply_w_id",
+    "ol_delivery_d",
+    "ol_quantity",
+    "ol_amount",
+    "ol_dist_info",
+];
+const NEW_ORDER_COLS: [&str; 3] = ["no_o_id", "no_d_id", "no_w_id"];
+
+/// [`super::labels::DescribeFn`]: the root's words, a row of a fixed table
+/// and its column, an order-index slot, an ORDER row or one of its
+/// ORDER-LINE rows (found through the order index).
+fn describe(img: &dyn MemRead, region_base: Addr, _item_bytes: u64, addr: Addr) -> Option<Label> {
+    const ROOT_WORDS: [&str; 13] = [
+        "w_id",
+        "load seed",
+        "ITEM rows",
+        "customers per district",
+        "orders per district",
+        "WAREHOUSE pointer",
+        "DISTRICT table pointer",
+        "CUSTOMER table pointer",
+        "ITEM table pointer",
+        "STOCK table pointer",
+        "order index pointer",
+        "NEW-ORDER table pointer",
+        "clock (last o_entry_d)",
+    ];
+    if let Some(l) = labels::root_word("tpcc", region_base, addr, &ROOT_WORDS) {
+        return Some(l);
+    }
+    let root = region_base + ROOT_OFFSET;
+    let heap = Heap::of(img, region_base)?;
+    let t = Tables::read(img, root);
+    let n_items = img.read_u64(root + R_N_ITEMS);
+    let n_cust = img.read_u64(root + R_N_CUST);
+    let mo = img.read_u64(root + R_MAX_ORDERS);
+    let row = |table: &str, base: Addr, n: u64, cols: &[&str]| {
+        labels::array_slot(addr, base, REC, n).map(|(i, off)| {
+            Label::new(
+                format!("tpcc {table} row {i}"),
+                base + i * REC,
+                labels::word_field(cols, off),
+            )
+        })
+    };
+    let fixed = row("WAREHOUSE", t.warehouse, 1, &WAREHOUSE_COLS)
+        .or_else(|| row("DISTRICT", t.districts, DISTRICTS, &DISTRICT_COLS))
+        .or_else(|| {
+            row(
+                "CUSTOMER",
+                t.customers,
+                DISTRICTS.saturating_mul(n_cust),
+                &CUSTOMER_COLS,
+            )
+        })
+        .or_else(|| row("ITEM", t.items, n_items, &ITEM_COLS))
+        .or_else(|| row("STOCK", t.stock, n_items, &STOCK_COLS));
+    if fixed.is_some() {
+        return fixed;
+    }
+    let slots = DISTRICTS.saturating_mul(mo);
+    if let Some((i, _)) = labels::array_slot(addr, t.order_index, 8, slots) {
+        let (d, o) = (i / mo + 1, i % mo + 1);
+        return Some(Label::new(
+            "tpcc order index",
+            t.order_index,
+            format!("district {d}, o_id {o} (ORDER pointer)"),
+        ));
+    }
+    if let Some((i, off)) = labels::array_slot(addr, t.new_orders, NO_BYTES, slots) {
+        let (d, o) = (i / mo + 1, i % mo + 1);
+        return Some(Label::new(
+            format!("tpcc NEW-ORDER row (district {d}, o_id {o})"),
+            t.new_orders + i * NO_BYTES,
+            labels::word_field(&NEW_ORDER_COLS, off),
+        ));
+    }
+    if !heap.holds(t.order_index, slots.saturating_mul(8)) {
+        return None;
+    }
+    (0..slots).find_map(|i| {
+        let oa = img.read_u64(t.order_index + i * 8);
+        let ol_cnt = img.read_u64(oa + O_OL_CNT).min(MAX_OL);
+        let block = REC + ol_cnt.saturating_sub(1) * OL_STRIDE + OL_BYTES;
+        if oa == 0 || !heap.holds(oa, block) || !labels::within(addr, oa, block) {
+            return None;
+        }
+        let (d, o) = (i / mo + 1, i % mo + 1);
+        if addr < oa + REC {
+            return Some(Label::new(
+                format!("tpcc ORDER row (district {d}, o_id {o})"),
+                oa,
+                labels::word_field(&ORDER_COLS, addr - oa),
+            ));
+        }
+        let k = (addr - oa - REC) / OL_STRIDE;
+        let ol = oa + REC + k * OL_STRIDE;
+        Some(if addr - ol < OL_BYTES {
+            Label::new(
+                format!(
+                    "tpcc ORDER-LINE row (district {d}, o_id {o}, ol_number {})",
+                    k + 1
+                ),
+                ol,
+                labels::word_field(&ORDER_LINE_COLS, addr - ol),
+            )
+        } else {
+            Label::new(
+                format!("tpcc ORDER block (district {d}, o_id {o})"),
+                oa,
+                "allocator padding between ORDER-LINE rows",
+            )
+        })
+    })
 }
 
 #[cfg(test)]

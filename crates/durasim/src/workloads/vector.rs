@@ -9,6 +9,7 @@
 //!
 //! Layout: root = { len, capacity, items_ptr }; items are contiguous.
 
+use super::labels::{self, Label};
 use super::{
     check_item, item_bytes_or, item_payload_words, random_key, rng, update_item, with_item_bytes,
     write_item, TxCtx, Workload, WorkloadArgs, WorkloadInfo, DEFAULT_ITEM_BYTES, ROOT_OFFSET,
@@ -24,6 +25,7 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
     build,
     check,
     check_incremental: None,
+    describe,
     sizing: super::Sizing::GROWING,
 };
 
@@ -109,6 +111,27 @@ fn check(img: &dyn MemRead, region_base: Addr, item_bytes: u64) -> Result<u64, S
             .map_err(|e| format!("vector element {i}: {e}"))?;
     }
     Ok(len)
+}
+
+/// [`super::labels::DescribeFn`]: the root's words, an element's field.
+fn describe(img: &dyn MemRead, region_base: Addr, item_bytes: u64, addr: Addr) -> Option<Label> {
+    let root = region_base + ROOT_OFFSET;
+    if let Some(l) = labels::root_word(
+        "vector",
+        region_base,
+        addr,
+        &["length", "capacity", "items pointer"],
+    ) {
+        return Some(l);
+    }
+    let ib = item_bytes_or(item_bytes, DEFAULT_ITEM_BYTES);
+    let items = img.read_u64(root + ITEMS);
+    let (i, off) = labels::array_slot(addr, items, ib, img.read_u64(root + CAP))?;
+    Some(Label::new(
+        format!("vector element {i}"),
+        items + i * ib,
+        labels::item_field(off),
+    ))
 }
 
 #[cfg(test)]

@@ -31,6 +31,7 @@
 //! ordered inserts), and records are laid out in a random order so the
 //! hot ranks are not adjacent in memory.
 
+use super::labels::{self, Heap, Label};
 use super::{
     check_item, check_ptr, heap_bounds, item_bytes_or, item_version, mix64, rng, update_item,
     with_item_bytes, write_item, Fill, KeyChooser, KeyDist, TxCtx, ValueModel, Workload,
@@ -47,6 +48,7 @@ pub static INFO: WorkloadInfo = WorkloadInfo {
     build,
     check,
     check_incremental: None,
+    describe,
     sizing: super::Sizing {
         default_item_bytes: DEFAULT_RECORD_BYTES,
         items_param: Some("workload.ycsb_records"),
@@ -360,6 +362,46 @@ pub(crate) fn walk(
 
 fn check(img: &dyn MemRead, region_base: Addr, item_bytes: u64) -> Result<u64, String> {
     walk(img, region_base, item_bytes, |_, _| {})
+}
+
+/// [`super::labels::DescribeFn`]: the root's words, an index slot's key
+/// or record pointer, a record's field (found through the index).
+fn describe(img: &dyn MemRead, region_base: Addr, item_bytes: u64, addr: Addr) -> Option<Label> {
+    let root = region_base + ROOT_OFFSET;
+    if let Some(l) = labels::root_word(
+        "ycsb",
+        region_base,
+        addr,
+        &["record count", "index slot count", "index pointer"],
+    ) {
+        return Some(l);
+    }
+    let ib = item_bytes_or(item_bytes, DEFAULT_RECORD_BYTES);
+    let heap = Heap::of(img, region_base)?;
+    let nslots = img.read_u64(root + N_SLOTS);
+    let index = img.read_u64(root + INDEX);
+    if !heap.holds(index, nslots.saturating_mul(SLOT_BYTES)) {
+        return None;
+    }
+    if let Some((s, off)) = labels::array_slot(addr, index, SLOT_BYTES, nslots) {
+        let field = labels::word_field(&["key", "record pointer"], off);
+        return Some(Label::new(
+            format!("ycsb index slot {s}"),
+            index + s * SLOT_BYTES,
+            field,
+        ));
+    }
+    (0..nslots).find_map(|s| {
+        let rec = img.read_u64(index + s * SLOT_BYTES + 8);
+        (heap.holds(rec, ib) && labels::within(addr, rec, ib)).then(|| {
+            let key = img.read_u64(rec);
+            Label::new(
+                format!("ycsb record (key {key}, index slot {s})"),
+                rec,
+                labels::item_field(addr - rec),
+            )
+        })
+    })
 }
 
 #[cfg(test)]

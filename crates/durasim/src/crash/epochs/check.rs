@@ -284,13 +284,26 @@ fn check_memory(
         } {
             let (k, epoch) = (pt.k, pt.epoch);
             let torn_note = torn_note(pt.mask);
+            // What the word is, as the checkpoint's image lays it out.
+            let place = crate::workloads::find(&sh.spec.workload).map_or_else(
+                |_| "structure unknown".to_string(),
+                |info| {
+                    crate::workloads::labels::describe_word(
+                        info.describe,
+                        &o.expected,
+                        layout.thread_base(th),
+                        sh.params.u64("workload.item_bytes"),
+                        a,
+                    )
+                },
+            );
             return Some(pt.violation(
                 sh,
                 ViolationKind::Oracle,
                 Some(th),
                 Some((a, want, got)),
                 format!(
-                    "crash point {k}{torn_note}: thread {th}'s recovered memory is not the image of checkpoint {epoch} ({} of its stores): at {a:#x} expected {want:#018x}, found {got:#018x}",
+                    "crash point {k}{torn_note}: thread {th}'s recovered memory is not the image of checkpoint {epoch} ({} of its stores): at {a:#x} ({place}) expected {want:#018x}, found {got:#018x}",
                     o.base[th]
                 ),
             ));

@@ -80,7 +80,14 @@ pub fn crashtest_checkpoints(
         check_host_seconds: start.elapsed().as_secs_f64(),
         host_threads,
     };
-    Ok(report(&sh, &history, &selected, t, timing))
+    let paths = crate::crash::coverage::coverage(
+        engine.scheme.recovery_paths(),
+        &history.paths,
+        &history.background,
+        &history.background_kinds,
+        &selected,
+    );
+    Ok(report(&sh, &history, &selected, t, timing, paths))
 }
 
 /// Per thread: its program's stores in order, and the stores before each
@@ -107,6 +114,7 @@ fn report(
     selected: &[u64],
     t: EpochTally,
     timing: Timing,
+    recovery_paths: Vec<crate::crash::coverage::PathCoverage>,
 ) -> CrashReport {
     let EpochTally {
         clean,
@@ -144,6 +152,7 @@ fn report(
             .count() as u64,
         // Per-kind counts and deduplication are the transactional driver's.
         background_by_kind: Vec::new(),
+        recovery_paths,
         deduplicated_points: deduplicated,
         dedup_mismatches: counts.mismatches,
         resumed_points: resumed,

@@ -560,7 +560,8 @@ impl MemoryController {
                     .enqueue(line, loc, mask, purpose.index() as u8, accept);
                 if let Some(m) = self.cells.as_mut() {
                     // A line first written now holds its setup content.
-                    m.ensure(line, &self.media.read_line(line));
+                    let media = &self.media;
+                    m.ensure_with(line, || media.read_line(line));
                 }
                 if self.timing.dcw {
                     let mut orig = [0u8; LINE_BYTES as usize];
@@ -576,14 +577,14 @@ impl MemoryController {
         }
         if self.adr {
             // A merged write is still a persist event, at its own acceptance.
+            // With data-aware media the ADR flush programs the line through
+            // the encoder: the durable bytes are what the read path decodes
+            // from it, which every encoder makes the bytes written
+            // (`Media::roundtrip_decoded`; debug builds check it).
+            #[cfg(debug_assertions)]
             if let Some(m) = self.cells.as_ref() {
-                // The ADR flush programs the line through the encoder: the
-                // durable bytes are what the read path decodes from it.
-                let rt = m.roundtrip(&self.media.read_line(line), purpose);
-                self.persist_log
-                    .record_queued(addr, &rt[off..off + data.len()], now, accept);
-                self.stats.persist_events += 1;
-                return accept;
+                let rt = m.roundtrip_decoded(&self.media.read_line(line), purpose);
+                debug_assert_eq!(&rt[off..off + data.len()], data);
             }
             self.persist_log.record_queued(addr, data, now, accept);
             self.stats.persist_events += 1;

@@ -19,12 +19,13 @@ pub mod idm;
 pub mod packed;
 #[cfg(test)]
 mod reference;
+mod store;
 
 use crate::config::Params;
 use crate::types::{Addr, Cycle, LineData, Purpose};
 use bits::{BitReader, BitWriter};
 use packed::Packed;
-use rustc_hash::FxHashMap;
+use store::LineStore;
 
 /// Data cells of a line (513 bits at 3 bits per cell).
 pub const DATA_CELLS: usize = 171;
@@ -189,16 +190,13 @@ pub struct Media {
     slc_pj_per_bit: f64,
     slc_write_ns: f64,
     freq_ghz: f64,
-    /// Stored cells of every written line, packed: a slab (one growing
-    /// array, no allocation per line) and the line's slot.
-    cells: Vec<Packed>,
-    slot: FxHashMap<Addr, u32>,
+    /// Stored cells of every written line, packed, and the unexpanded
+    /// code word last stored in each log line (`log_bits_programmed`
+    /// compares against it).
+    store: LineStore,
     /// The log region `[lo, hi)` a logging scheme declared (empty: none).
     log_lo: Addr,
     log_hi: Addr,
-    /// The unexpanded code word last stored in each log line, by the
-    /// line's slot in `cells` (`log_bits_programmed` compares against it).
-    flat: FxHashMap<u32, Flat>,
 }
 
 /// A code word laid out one stored bit per code bit: 6 tag bits, then the
@@ -226,11 +224,9 @@ impl Media {
             slc_pj_per_bit: p.f64("nvm.array_write_pj_per_bit"),
             slc_write_ns: p.f64("nvm.array_write_ns"),
             freq_ghz: p.f64("cpu.freq_ghz"),
-            cells: Vec::new(),
-            slot: FxHashMap::default(),
+            store: LineStore::new(),
             log_lo: 0,
             log_hi: 0,
-            flat: FxHashMap::default(),
         }))
     }
 
@@ -244,22 +240,15 @@ impl Media {
             slc_pj_per_bit: 16.82,
             slc_write_ns: 150.0,
             freq_ghz,
-            cells: Vec::new(),
-            slot: FxHashMap::default(),
+            store: LineStore::new(),
             log_lo: 0,
             log_hi: 0,
-            flat: FxHashMap::default(),
         }
     }
 
     /// A logging scheme's log region (`bytes` from `base`): its line
     /// writes are counted as log bits.
     pub fn set_log_region(&mut self, base: Addr, bytes: u64) {
-        if self.log_hi == 0 {
-            // Room for the lines a run usually writes; a longer log grows
-            // the map once per new line, as `cells` does.
-            self.flat.reserve(((bytes / 64) as usize).min(1 << 16));
-        }
         self.log_lo = base;
         self.log_hi = base + bytes;
     }
@@ -267,13 +256,26 @@ impl Media {
     /// Make sure `line` has stored cells: a line never programmed holds
     /// `current` (its setup content) encoded as data.
     pub fn ensure(&mut self, line: Addr, current: &LineData) {
-        if !self.slot.contains_key(&line) {
+        self.ensure_with(line, || *current);
+    }
+
+    /// [`Self::ensure`] with the setup content read only when the line has
+    /// no stored cells yet.
+    #[inline]
+    pub fn ensure_with(&mut self, line: Addr, current: impl FnOnce() -> LineData) {
+        self.slot_of(line, current);
+    }
+
+    /// The slot of `line`'s stored cells, first storing `current()` encoded
+    /// as data if it has none.
+    #[inline]
+    fn slot_of(&mut self, line: Addr, current: impl FnOnce() -> LineData) -> u32 {
+        let encoding = self.encoding;
+        self.store.slot_or_insert(line, || {
             let mut c = [0u64; packed::WORDS];
-            let e = self.encode(current, Purpose::WriteBack);
-            place(&e, &mut c);
-            self.slot.insert(line, self.cells.len() as u32);
-            self.cells.push(c);
-        }
+            place(&encode(encoding, &current(), Purpose::WriteBack), &mut c);
+            c
+        })
     }
 
     /// Program `data` into `line`'s cells. Returns the bank's programming
@@ -286,20 +288,15 @@ impl Media {
         st: &mut MediaStats,
     ) -> (Cycle, f64) {
         let e = self.encode(data, purpose);
-        let i = match self.slot.get(&line) {
-            Some(&i) => i as usize,
-            None => {
-                // Never ensured (direct use): the line held zeros.
-                self.ensure(line, &[0u8; 64]);
-                self.cells.len() - 1
-            }
-        };
-        let old = self.cells[i];
+        // Never ensured (direct use): the line held zeros.
+        let i = self.slot_of(line, || [0u8; 64]);
+        let old = self.store.lines.get(i).cells;
         if line >= self.log_lo && line < self.log_hi {
-            self.count_log_bits(i as u32, &old, &e, st);
+            self.count_log_bits(i, &old, &e, st);
         }
-        place(&e, &mut self.cells[i]);
-        let new = self.cells[i];
+        let cells = &mut self.store.lines.get_mut(i).cells;
+        place(&e, cells);
+        let new = *cells;
         let (ns, pj) = self.cost(&old, &new, purpose, st);
         let pi = purpose.index();
         st.line_writes[pi] += 1;
@@ -327,7 +324,7 @@ impl Media {
     /// by a data write).
     fn count_log_bits(&mut self, slot: u32, old: &Packed, e: &Encoded, st: &mut MediaStats) {
         let new_len = 6 + e.stream.len;
-        let prev = match self.flat.get(&slot) {
+        let prev = match self.store.flat(slot) {
             Some(f) => *f,
             // Without an encoder every line is stored raw: its code word
             // is the tag (0) and the cells' first 512 bits.
@@ -350,7 +347,7 @@ impl Media {
         st.log_line_writes += 1;
         st.log_bits_programmed += u64::from(flipped);
         st.log_bits_written += new_len as u64;
-        self.flat.insert(slot, cur);
+        self.store.set_flat(slot, cur);
     }
 
     /// Cost of changing `old` into `new`: (latency ns, energy pJ). The
@@ -396,31 +393,26 @@ impl Media {
 
     /// Lines with stored cells, sorted.
     pub fn lines(&self) -> Vec<Addr> {
-        let mut v: Vec<Addr> = self.slot.keys().copied().collect();
-        v.sort_unstable();
-        v
+        self.store.lines_sorted()
+    }
+
+    /// The stored cells of `line` (`None`: never written).
+    pub fn cells_of(&self, line: Addr) -> Option<&Packed> {
+        self.store
+            .slot(line)
+            .map(|i| &self.store.lines.get(i).cells)
     }
 
     /// The data stored in `line`'s cells, decoded (`None`: never written).
     pub fn stored(&self, line: Addr) -> Option<LineData> {
-        self.slot
-            .get(&line)
-            .map(|&i| decode(&self.cells[i as usize]))
+        self.cells_of(line).map(decode)
     }
 
-    /// `data` as the read path returns it after the write path stored it
-    /// (encode, place in cells, decode): what a persist event carries.
-    /// Every encoder and mapping is lossless (the media tests check
-    /// decode(place(encode(x))) == x for every encoding and purpose), so
-    /// this is `data`; debug builds check it.
-    #[inline]
-    pub fn roundtrip(&self, data: &LineData, purpose: Purpose) -> LineData {
-        debug_assert_eq!(&self.roundtrip_decoded(data, purpose), data);
-        let _ = purpose;
-        *data
-    }
-
-    /// The roundtrip done: encode, place in blank cells, decode.
+    /// `data` as the read path returns it after the write path stored it:
+    /// encode, place in blank cells, decode. Every encoder and mapping is
+    /// lossless (the media tests check it for every encoding and purpose),
+    /// so this is `data`: the controller records a persist event's bytes
+    /// as written, and debug builds check them with this.
     pub fn roundtrip_decoded(&self, data: &LineData, purpose: Purpose) -> LineData {
         let e = self.encode(data, purpose);
         let mut c = [0u64; packed::WORDS];
@@ -429,56 +421,61 @@ impl Media {
     }
 
     fn encode(&self, data: &LineData, purpose: Purpose) -> Encoded {
-        let mut e = Encoded {
-            stream: BitWriter::default(),
-            kind: RAW,
-            mode: 0,
-            log_meta: false,
-            comp: None,
-            clean_words: 0,
-        };
-        let raw = |e: &mut Encoded| {
-            e.stream.clear();
-            for i in 0..8 {
-                e.stream.words[i] = word(data, i);
-            }
-            e.stream.len = 512;
-            e.kind = RAW;
-        };
-        match self.encoding {
-            Encoding::None => raw(&mut e),
-            Encoding::Fpc | Encoding::Crade | Encoding::Slde => {
-                let log = self.encoding == Encoding::Slde && purpose == Purpose::Log;
-                e.log_meta = self.encoding == Encoding::Slde && purpose == Purpose::Metadata;
-                let f = fpc::size_bits(data);
-                let d = if log {
-                    dldc_line_size(data)
+        encode(self.encoding, data, purpose)
+    }
+}
+
+/// `data` encoded by `encoding` for a write of `purpose`.
+fn encode(encoding: Encoding, data: &LineData, purpose: Purpose) -> Encoded {
+    let mut e = Encoded {
+        stream: BitWriter::default(),
+        kind: RAW,
+        mode: 0,
+        log_meta: false,
+        comp: None,
+        clean_words: 0,
+    };
+    let raw = |e: &mut Encoded| {
+        e.stream.clear();
+        for i in 0..8 {
+            e.stream.words[i] = word(data, i);
+        }
+        e.stream.len = 512;
+        e.kind = RAW;
+    };
+    match encoding {
+        Encoding::None => raw(&mut e),
+        Encoding::Fpc | Encoding::Crade | Encoding::Slde => {
+            let log = encoding == Encoding::Slde && purpose == Purpose::Log;
+            e.log_meta = encoding == Encoding::Slde && purpose == Purpose::Metadata;
+            let f = fpc::size_bits(data);
+            let d = if log {
+                dldc_line_size(data)
+            } else {
+                usize::MAX
+            };
+            let n = f.min(d);
+            if n > idm::CAPACITY_BITS[0] {
+                raw(&mut e);
+            } else {
+                if d < f {
+                    e.clean_words = dldc_line_encode(data, &mut e.stream);
+                    e.kind = DLDC;
+                    e.comp = Some((1, d as u64));
                 } else {
-                    usize::MAX
-                };
-                let n = f.min(d);
-                if n > idm::CAPACITY_BITS[0] {
-                    raw(&mut e);
-                } else {
-                    if d < f {
-                        e.clean_words = dldc_line_encode(data, &mut e.stream);
-                        e.kind = DLDC;
-                        e.comp = Some((1, d as u64));
-                    } else {
-                        fpc::encode(data, &mut e.stream);
-                        e.kind = FPC;
-                        e.comp = Some((0, f as u64));
-                    }
-                    e.mode = if self.encoding == Encoding::Fpc {
-                        0
-                    } else {
-                        idm::sparsest_mode(n)
-                    };
+                    fpc::encode(data, &mut e.stream);
+                    e.kind = FPC;
+                    e.comp = Some((0, f as u64));
                 }
+                e.mode = if encoding == Encoding::Fpc {
+                    0
+                } else {
+                    idm::sparsest_mode(n)
+                };
             }
         }
-        e
     }
+    e
 }
 
 /// Per-state cost parameters (config keys, Table III order 000..111).

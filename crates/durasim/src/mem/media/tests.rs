@@ -53,7 +53,7 @@ proptest! {
             prop_assert_eq!(m.stored(0).unwrap(), old);
             m.program(0, &x, Purpose::ALL[p], &mut st);
             prop_assert_eq!(m.stored(0).unwrap(), x, "{:?}", enc);
-            prop_assert_eq!(m.roundtrip(&x, Purpose::ALL[p]), x);
+            prop_assert_eq!(m.roundtrip_decoded(&x, Purpose::ALL[p]), x);
         }
     }
 
@@ -150,7 +150,7 @@ fn slde_chooses_dldc_for_log_pairs() {
     meta[0] = 9;
     m.program(128, &meta, Purpose::Metadata, &mut st);
     assert_eq!(st.expansion_modes[3], 1);
-    let c = &packed::unpack(&m.cells[m.slot[&128] as usize]);
+    let c = &packed::unpack(m.cells_of(128).unwrap());
     let tag = idm::contract(&c[DATA_CELLS..], 2).get(0, 6);
     assert_eq!(tag >> 4 & 1, 1, "metadata bit");
     // Tags use only the four cheapest states (111, 000, 001, 110).
@@ -304,7 +304,7 @@ proptest! {
                 let want = reference::program_cells(&m, &mut cells, &data, purpose, &mut a);
                 let got = m.program(64, &data, purpose, &mut b);
                 prop_assert_eq!((got.0, got.1.to_bits()), (want.0, want.1.to_bits()), "{:?}", enc);
-                prop_assert_eq!(packed::unpack(&m.cells[m.slot[&64] as usize]), cells);
+                prop_assert_eq!(packed::unpack(m.cells_of(64).unwrap()), cells);
                 prop_assert_eq!(reference::decode_cells(&cells), data);
                 prop_assert_eq!(m.stored(64).unwrap(), data);
             }

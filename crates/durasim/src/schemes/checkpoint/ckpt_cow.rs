@@ -316,6 +316,10 @@ impl Cow {
 }
 
 impl Scheme for Cow {
+    fn recovery_paths(&self) -> &'static [&'static str] {
+        &[crate::schemes::path::CHECKPOINT]
+    }
+
     fn tx_end(&mut self, _ctx: &mut MemCtx, _core: CoreId, now: Cycle) -> Cycle {
         now
     }

@@ -264,6 +264,11 @@ impl Logging {
 }
 
 impl Scheme for Logging {
+    fn recovery_paths(&self) -> &'static [&'static str] {
+        use crate::schemes::path::{CHECKPOINT, FORCED_CHECKPOINT};
+        &[CHECKPOINT, FORCED_CHECKPOINT]
+    }
+
     fn tx_end(&mut self, _ctx: &mut MemCtx, _core: CoreId, now: Cycle) -> Cycle {
         now
     }

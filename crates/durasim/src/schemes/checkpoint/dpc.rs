@@ -87,6 +87,9 @@ pub static INFO: SchemeInfo = SchemeInfo {
 
 /// DPT backup entry: word 0 = valid (bit 63) | base page number; word 1 = CPBV.
 const ENTRY_BYTES: u64 = 16;
+/// The recovery path of lines written to the fallback buffer (a page
+/// whose derivative could not be allocated).
+const FALLBACK_PATH: &str = "fallback buffer";
 const VALID: u64 = 1 << 63;
 /// 8 B address + 64 B line (the paper's 72 B per fallback line).
 const FALLBACK_ENTRY_BYTES: u64 = 72;
@@ -507,7 +510,10 @@ impl Dpc {
         rec[8..].copy_from_slice(data);
         self.stats.fallback_lines_written += 1;
         let a = self.g.fallback(self.standby()) + k * FALLBACK_ENTRY_BYTES;
-        ctx.nvm.write(a, &rec, Purpose::Log, t)
+        let p = ctx.nvm.persist_log.path_start();
+        let done = ctx.nvm.write(a, &rec, Purpose::Log, t);
+        ctx.nvm.persist_log.path_done(FALLBACK_PATH, p);
+        done
     }
 
     fn note_time(&mut self, t: Cycle) {
@@ -606,6 +612,11 @@ impl Dpc {
 }
 
 impl Scheme for Dpc {
+    fn recovery_paths(&self) -> &'static [&'static str] {
+        use crate::schemes::path::{CHECKPOINT, FORCED_CHECKPOINT};
+        &[CHECKPOINT, FORCED_CHECKPOINT, FALLBACK_PATH]
+    }
+
     fn tx_end(&mut self, _ctx: &mut MemCtx, _core: CoreId, now: Cycle) -> Cycle {
         now
     }

@@ -340,6 +340,11 @@ fn read_ptr(img: &dyn MemRead, a: Addr, k: usize) -> u64 {
 }
 
 impl Scheme for PageOverlay {
+    fn recovery_paths(&self) -> &'static [&'static str] {
+        use crate::schemes::path::{CHECKPOINT, FORCED_CHECKPOINT};
+        &[CHECKPOINT, FORCED_CHECKPOINT]
+    }
+
     fn tx_end(&mut self, _ctx: &mut MemCtx, _core: CoreId, now: Cycle) -> Cycle {
         now
     }

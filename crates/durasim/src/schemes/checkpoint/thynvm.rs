@@ -1015,7 +1015,12 @@ impl Scheme for ThyNvm {
     }
 
     fn background_kind(&self) -> &'static str {
-        "checkpoint"
+        crate::schemes::path::CHECKPOINT
+    }
+
+    fn recovery_paths(&self) -> &'static [&'static str] {
+        use crate::schemes::path::{CHECKPOINT, FORCED_CHECKPOINT};
+        &[CHECKPOINT, FORCED_CHECKPOINT]
     }
 
     fn finish(&mut self, ctx: &mut MemCtx, now: Cycle) -> Cycle {

@@ -412,14 +412,19 @@ impl Fwb {
         }
         self.head = head;
         self.st.head_advances += 1;
-        persist_head(
+        let p = ctx.nvm.persist_log.path_start();
+        let t = persist_head(
             ctx,
             &self.ring,
             &mut self.header_flip,
             &mut self.log_durable_at,
             head,
             now.max(self.data_durable_at),
-        )
+        );
+        ctx.nvm
+            .persist_log
+            .path_done(crate::schemes::path::LOG_HEAD, p);
+        t
     }
 }
 
@@ -570,6 +575,10 @@ impl Scheme for Fwb {
 
     fn background_kind(&self) -> &'static str {
         crate::schemes::FWB_KIND
+    }
+
+    fn recovery_paths(&self) -> &'static [&'static str] {
+        &[crate::schemes::FWB_KIND, crate::schemes::path::LOG_HEAD]
     }
 
     fn finish(&mut self, ctx: &mut MemCtx, now: Cycle) -> Cycle {

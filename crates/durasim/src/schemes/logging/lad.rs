@@ -92,6 +92,9 @@ fn reserved_bytes(p: &Params) -> u64 {
 }
 
 const STAGE_MAGIC: u64 = 0x4c41_4453_5447_4831; // "LADSTGH1"
+/// The recovery path of a transaction that overflowed its staging and
+/// undo-logged the rest.
+const OVERFLOW_PATH: &str = "undo-log overflow";
 const ENTRY_MAGIC: u64 = 0x4c41_4453_5447_4531; // "LADSTGE1"
 const COMMITTED: u64 = 1;
 const ENTRY_BYTES: u64 = 128;
@@ -387,7 +390,10 @@ impl Lad {
                         home: addr,
                         old: &old,
                     };
-                    self.log.append(ctx, core, rec, r).unwrap_or(r)
+                    let p = ctx.nvm.persist_log.path_start();
+                    let at = self.log.append(ctx, core, rec, r).unwrap_or(r);
+                    ctx.nvm.persist_log.path_done(OVERFLOW_PATH, p);
+                    at
                 };
                 let c = &mut self.cores[core];
                 c.undo_records += 1;
@@ -417,6 +423,10 @@ impl Lad {
 }
 
 impl Scheme for Lad {
+    fn recovery_paths(&self) -> &'static [&'static str] {
+        &[OVERFLOW_PATH]
+    }
+
     fn tx_begin(&mut self, _ctx: &mut MemCtx, core: CoreId, now: Cycle) -> Cycle {
         let c = &mut self.cores[core];
         c.txid = self.next_txid;

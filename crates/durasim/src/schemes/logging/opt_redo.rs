@@ -202,7 +202,10 @@ impl OptRedo {
             return now;
         }
         self.st_forced_checkpoints += 1;
+        let p = ctx.nvm.persist_log.path_start();
         let t = self.checkpoint_core(ctx, core, now);
+        let forced = crate::schemes::path::FORCED_CHECKPOINT;
+        ctx.nvm.persist_log.path_done(forced, p);
         let c = &mut self.cores[core];
         if c.tail + need - c.head > self.ring.log.slots {
             // One transaction outgrew the whole log: reported at TxEnd
@@ -459,7 +462,12 @@ impl Scheme for OptRedo {
     }
 
     fn background_kind(&self) -> &'static str {
-        "checkpoint"
+        crate::schemes::path::CHECKPOINT
+    }
+
+    fn recovery_paths(&self) -> &'static [&'static str] {
+        use crate::schemes::path::{CHECKPOINT, FORCED_CHECKPOINT};
+        &[CHECKPOINT, FORCED_CHECKPOINT]
     }
 
     fn stats(&self) -> SchemeStats {

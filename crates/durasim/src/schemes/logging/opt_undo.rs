@@ -322,6 +322,10 @@ fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<Recove
 }
 
 impl Scheme for OptUndo {
+    fn recovery_paths(&self) -> &'static [&'static str] {
+        &[crate::schemes::path::LOG_HEAD]
+    }
+
     fn tx_begin(&mut self, _ctx: &mut MemCtx, core: CoreId, now: Cycle) -> Cycle {
         let c = &mut self.cores[core];
         c.txid = self.next_txid;
@@ -508,9 +512,13 @@ impl Scheme for OptUndo {
         // moves past this transaction's records.
         let which = c.truncations;
         c.truncations += 1;
+        let p = ctx.nvm.persist_log.path_start();
         let done = self
             .log
             .truncate(ctx, core, which, c.txid, c.tail_seq, done);
+        ctx.nvm
+            .persist_log
+            .path_done(crate::schemes::path::LOG_HEAD, p);
         self.stat_commits += 1;
         // The truncation made the records dead: drop those still queued.
         self.drop_queued(ctx, core, done);

@@ -640,6 +640,10 @@ impl Scheme for Redu {
         "apply"
     }
 
+    fn recovery_paths(&self) -> &'static [&'static str] {
+        &["apply"]
+    }
+
     fn read_logical(&self, ctx: &MemCtx, addr: Addr, buf: &mut [u8]) {
         let line = line_of(addr);
         match self.copies.get(&line).map_or(NIL, |x| x.committed) {

@@ -248,19 +248,25 @@ impl MorLog {
     /// state is only observed at the line's next event, so it is applied
     /// then).
     pub(super) fn settle(&self, ext: &mut LineExt, line: Addr) {
-        let mut dirty = ext.word_mask & !ext.word_mask2;
-        while dirty != 0 {
-            let w = dirty.trailing_zeros() as usize;
-            dirty &= dirty - 1;
-            let a = line + 8 * w as u64;
-            let core = ext.tid as usize;
-            let buffered = self.ur.iter().any(|e| {
-                e.kind == TYPE_DATA && e.addr == a && e.core == core && e.txid == ext.txid
-            });
-            if !buffered {
-                let (s, _) = transition(WordState::Dirty, Event::UrPersisted);
-                set_word_state(ext, w, s);
+        let dirty = ext.word_mask & !ext.word_mask2;
+        if dirty == 0 {
+            return;
+        }
+        // The line's words with an entry still buffered: one pass over the
+        // FIFO for all of them.
+        let core = ext.tid as usize;
+        let mut buffered = 0u8;
+        for e in &self.ur {
+            if e.kind == TYPE_DATA && e.addr & !63 == line && e.core == core && e.txid == ext.txid {
+                buffered |= 1 << ((e.addr & 63) / 8);
             }
+        }
+        let mut persisted = dirty & !buffered;
+        while persisted != 0 {
+            let w = persisted.trailing_zeros() as usize;
+            persisted &= persisted - 1;
+            let (s, _) = transition(WordState::Dirty, Event::UrPersisted);
+            set_word_state(ext, w, s);
         }
     }
 }

@@ -22,14 +22,19 @@ impl MorLog {
     pub(super) fn write_head(&mut self, ctx: &mut MemCtx, now: Cycle) -> Cycle {
         self.st.head_persists += 1;
         self.persisted_head = self.head;
-        persist_head(
+        let p = ctx.nvm.persist_log.path_start();
+        let t = persist_head(
             ctx,
             &self.ring,
             &mut self.header_flip,
             &mut self.log_durable_at,
             self.head,
             now.max(self.data_durable_at),
-        )
+        );
+        ctx.nvm
+            .persist_log
+            .path_done(crate::schemes::path::LOG_HEAD, p);
+        t
     }
 
     /// tx-table: free the entries that committed, are persisted (morlog-dp)

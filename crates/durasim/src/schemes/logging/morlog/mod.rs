@@ -621,6 +621,17 @@ impl Scheme for MorLog {
         crate::schemes::FWB_KIND
     }
 
+    fn recovery_paths(&self) -> &'static [&'static str] {
+        use crate::schemes::path::LOG_HEAD;
+        // The tx-table keeps no force-write-back pass: its head moves as
+        // transactions retire and is persisted lazily.
+        if self.table.is_some() {
+            &[LOG_HEAD]
+        } else {
+            &[crate::schemes::FWB_KIND, LOG_HEAD]
+        }
+    }
+
     fn finish(&mut self, ctx: &mut MemCtx, now: Cycle) -> Cycle {
         // morlog-dp: the L1-resident redo data and both buffers persist.
         let mut t = now;

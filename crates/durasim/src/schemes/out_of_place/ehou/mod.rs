@@ -449,6 +449,10 @@ impl Scheme for Ehou {
         "ehou-home"
     }
 
+    fn recovery_paths(&self) -> &'static [&'static str] {
+        &[overflow::OVERFLOW_LOG_PATH]
+    }
+
     fn read_logical(&self, ctx: &MemCtx, addr: Addr, buf: &mut [u8]) {
         let mut done = 0usize;
         while done < buf.len() {

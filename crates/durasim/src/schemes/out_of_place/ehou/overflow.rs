@@ -6,6 +6,9 @@ use super::{Ehou, PARAMS};
 use crate::schemes::{raise_advice, MemCtx};
 use crate::types::{Addr, Cycle, Purpose};
 
+/// The recovery path of overflowed speculative entries (`Scheme::recovery_paths`).
+pub(super) const OVERFLOW_LOG_PATH: &str = "overflow log";
+
 /// A per-core Bloom filter (double hashing over `bits`).
 pub struct Bloom {
     words: Vec<u64>,
@@ -77,6 +80,7 @@ impl Ehou {
             return now;
         }
         let rec = record(line, enc, tag(core, c.txseq));
+        let path = ctx.nvm.persist_log.path_start();
         c.log.push((line, enc));
         c.bloom.insert(line);
         c.buffered += 1;
@@ -94,8 +98,10 @@ impl Ehou {
             self.s.log_pm_writes += 1;
             let t = self.overhead_write(ctx, self.g.log_addr(core, first), &buf, Purpose::Log, now);
             self.scratch = buf;
+            ctx.nvm.persist_log.path_done(OVERFLOW_LOG_PATH, path);
             return t;
         }
+        ctx.nvm.persist_log.path_done(OVERFLOW_LOG_PATH, path);
         now
     }
 

@@ -467,10 +467,11 @@ impl Hoop {
             full: VecDeque::new(),
             free_blocks: g.blocks - g.first_block,
             index: vec![0; g.blocks.div_ceil(64) as usize],
-            // Every mapped line is in `ind`, so the mapping table's
-            // capacity is a floor for its size (bounded: a huge table fills
-            // lazily); avoids rehashing on the store path.
-            ind: Indirection::with_capacity(mapping_capacity.min(1 << 20) as usize),
+            // Starts small and doubles (a rare, cold rehash): host memory
+            // follows the lines the run writes, not the mapping table's
+            // capacity (a 2 MB table pre-sized 20 MiB of buckets for
+            // every run, a 10,000-transaction run among them).
+            ind: Indirection::with_capacity(mapping_capacity.min(1 << 12) as usize),
             gc_scratch: gc::GcScratch::default(),
             gc_lanes: p.usize("hoop.gc_outstanding_reads").max(1),
             evb: EvictionBuffer::new((p.u64("hoop.eviction_buffer_bytes") / LINE_BYTES) as usize),
@@ -1128,6 +1129,10 @@ impl Scheme for Hoop {
 
     fn background_kind(&self) -> &'static str {
         "gc"
+    }
+
+    fn recovery_paths(&self) -> &'static [&'static str] {
+        &["gc"]
     }
 
     fn finish(&mut self, ctx: &mut MemCtx, now: Cycle) -> Cycle {

@@ -608,6 +608,16 @@ impl Scheme for Lsm {
         self.last_gc_kind
     }
 
+    fn recovery_paths(&self) -> &'static [&'static str] {
+        // The cleaner's two forms (lsm.gc_mode): compacting live entries
+        // into new segments, or copying them home (also the end of a run).
+        if self.compact {
+            &["gc-compact", "gc-home"]
+        } else {
+            &["gc-home"]
+        }
+    }
+
     fn read_logical(&self, ctx: &MemCtx, addr: Addr, buf: &mut [u8]) {
         let mut line = line_of(addr);
         let end = addr + buf.len() as u64;

@@ -194,6 +194,10 @@ struct Tlb {
     pages: Vec<u64>,
     lru: Vec<u64>,
     clock: u64,
+    /// The entry of the last access: consecutive accesses mostly touch one
+    /// page, and a page sits in at most one entry, so checking it first
+    /// finds the same entry without the set index and scan.
+    last: usize,
 }
 
 impl Tlb {
@@ -204,15 +208,21 @@ impl Tlb {
             pages: vec![u64::MAX; sets * ways],
             lru: vec![0; sets * ways],
             clock: 0,
+            last: 0,
         }
     }
     /// Look `page` up; on a miss insert it. Returns (hit, evicted page).
     fn access(&mut self, page: u64) -> (bool, Option<u64>) {
         self.clock += 1;
+        if self.pages[self.last] == page {
+            self.lru[self.last] = self.clock;
+            return (true, None);
+        }
         let base = (page % self.sets as u64) as usize * self.ways;
         let set = base..base + self.ways;
         if let Some(i) = set.clone().find(|&i| self.pages[i] == page) {
             self.lru[i] = self.clock;
+            self.last = i;
             return (true, None);
         }
         let v = set
@@ -222,6 +232,7 @@ impl Tlb {
         let old = self.pages[v];
         self.pages[v] = page;
         self.lru[v] = self.clock;
+        self.last = v;
         (false, (old != u64::MAX).then_some(old))
     }
 }
@@ -481,7 +492,15 @@ impl Osp {
     }
 
     /// Copy a page's committed shadow lines home and reset its bitmap.
+    /// [`Osp::consolidate_page`] as the "consolidation" recovery path.
     fn consolidate(&mut self, ctx: &mut MemCtx, page: Addr, now: Cycle) -> Cycle {
+        let p = ctx.nvm.persist_log.path_start();
+        let t = self.consolidate_page(ctx, page, now);
+        ctx.nvm.persist_log.path_done("consolidation", p);
+        t
+    }
+
+    fn consolidate_page(&mut self, ctx: &mut MemCtx, page: Addr, now: Cycle) -> Cycle {
         let Some(ps) = self.pages.get(&page).copied() else {
             return now;
         };
@@ -847,6 +866,10 @@ impl Scheme for Osp {
 
     fn background_kind(&self) -> &'static str {
         "consolidation"
+    }
+
+    fn recovery_paths(&self) -> &'static [&'static str] {
+        &["consolidation"]
     }
 
     fn stats(&self) -> SchemeStats {
