@@ -432,25 +432,23 @@ impl PersistLog {
     }
 
     /// Raise each queued write to the latest acceptance of a queued write
-    /// of its stream that arrived before it (by arrival time, then issue
-    /// order); whether any changed.
-    fn raise_fifo(&mut self, streams: &[u16]) -> bool {
-        let mut q: Vec<(u16, Cycle, u32)> = self
+    /// that arrived before it (by arrival time, then issue order), of any
+    /// stream: the controller's write queue is shared by every core, and
+    /// admits writes in arrival order; whether any changed.
+    fn raise_fifo(&mut self, _streams: &[u16]) -> bool {
+        let mut q: Vec<(Cycle, u32)> = self
             .arrived
             .iter()
             .enumerate()
             .filter(|(_, &a)| a != Cycle::MAX)
-            .map(|(i, &a)| (streams[i], a, i as u32))
+            .map(|(i, &a)| (a, i as u32))
             .collect();
         if !q.windows(2).all(|w| w[0] <= w[1]) {
             q.sort_unstable();
         }
-        let (mut top, mut stream) = (0, None);
+        let mut top = 0;
         let mut changed = false;
-        for &(s, _, i) in &q {
-            if stream != Some(s) {
-                (top, stream) = (0, Some(s));
-            }
+        for &(_, i) in &q {
             let e = &mut self.events[i as usize];
             if e.at < top {
                 e.at = top;
