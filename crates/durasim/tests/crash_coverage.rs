@@ -36,18 +36,34 @@ const SMALL_HYBRID: &[&str] = &[
 const CASES: &[Case] = &[
     ("hoop", "btree", 2, 100, 0, &[]),
     ("opt-undo", "btree", 2, 60, 0, &[]),
-    // One forced checkpoint in 400 transactions of 4 KB items on a 64 KB
-    // log; the periodic ones at 1 s never come, the run's own do.
+    // A 12 KB item (192 line records of 128 B) fills a 64 KB log to 75 %
+    // within two transactions: the asynchronous checkpoint it requests
+    // runs before the log is full. A 16 KB item (256 records, half the
+    // log) forces one instead. The periodic ones at 1 s never come.
     (
         "opt-redo",
         "hashmap",
         2,
-        400,
-        1500,
+        40,
+        600,
         &[
             "opt-redo.log_bytes_per_core=64KB",
             "opt-redo.checkpoint_period_ms=1000",
-            "workload.item_bytes=4096",
+            "workload.item_bytes=12288",
+            "workload.initial_items=64",
+        ],
+    ),
+    (
+        "opt-redo",
+        "hashmap",
+        2,
+        40,
+        600,
+        &[
+            "opt-redo.log_bytes_per_core=64KB",
+            "opt-redo.checkpoint_period_ms=1000",
+            "workload.item_bytes=16384",
+            "workload.initial_items=64",
         ],
     ),
     (

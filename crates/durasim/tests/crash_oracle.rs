@@ -119,10 +119,9 @@ impl<const V: u8> Redo<V> {
         for (&a, &v) in recs {
             t = t.max(ctx.nvm.write(a, &v.to_le_bytes(), Purpose::WriteBack, now));
         }
-        t.max(
-            ctx.nvm
-                .write(base, &0u64.to_le_bytes(), Purpose::Metadata, now),
-        )
+        // The log is cleared once the home writes persisted.
+        ctx.nvm
+            .write(base, &0u64.to_le_bytes(), Purpose::Metadata, t)
     }
 
     fn apply_lazy(&mut self, ctx: &mut MemCtx, core: usize, now: Cycle) -> Cycle {
@@ -157,40 +156,43 @@ impl<const V: u8> Scheme for Redo<V> {
             bytes[o..o + 8].copy_from_slice(&a.to_le_bytes());
             bytes[o + 8..o + 16].copy_from_slice(&v.to_le_bytes());
         }
-        let records = |ctx: &mut MemCtx| ctx.nvm.write(base + 64, &bytes[64..], Purpose::Log, now);
-        let commit = |ctx: &mut MemCtx| {
+        let records =
+            |ctx: &mut MemCtx, at| ctx.nvm.write(base + 64, &bytes[64..], Purpose::Log, at);
+        let commit = |ctx: &mut MemCtx, at| {
             if V == PACKED {
-                ctx.nvm.write(base, &bytes[..64], Purpose::Metadata, now)
+                ctx.nvm.write(base, &bytes[..64], Purpose::Metadata, at)
             } else {
-                ctx.nvm.write(base, &bytes[..8], Purpose::Metadata, now)
+                ctx.nvm.write(base, &bytes[..8], Purpose::Metadata, at)
             }
         };
         match V {
             COMMIT_FIRST => {
-                t = t.max(commit(ctx));
-                t = t.max(records(ctx));
+                t = t.max(commit(ctx, now));
+                t = t.max(records(ctx, now));
                 t = t.max(Self::home(ctx, base, &recs, now));
             }
             HOME_FIRST => {
                 t = t.max(Self::home(ctx, base, &recs, now));
-                t = t.max(records(ctx));
-                t = t.max(commit(ctx));
+                t = t.max(records(ctx, now));
+                t = t.max(commit(ctx, now));
                 t = t.max(
                     ctx.nvm
                         .write(base, &0u64.to_le_bytes(), Purpose::Metadata, now),
                 );
             }
             LAZY => {
-                t = t.max(records(ctx));
-                t = t.max(commit(ctx));
+                t = t.max(records(ctx, t));
+                t = t.max(commit(ctx, t));
                 self.lazy[core] = (recs, t + LAZY_DELAY_CYCLES);
             }
             _ => {
+                // Records, commit, home: each once the previous persisted
+                // (without ADR the media may program them in another order).
                 if bytes.len() > 64 {
-                    t = t.max(records(ctx));
+                    t = t.max(records(ctx, t));
                 }
-                t = t.max(commit(ctx));
-                t = t.max(Self::home(ctx, base, &recs, now));
+                t = t.max(commit(ctx, t));
+                t = t.max(Self::home(ctx, base, &recs, t));
             }
         }
         t

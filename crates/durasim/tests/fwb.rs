@@ -341,3 +341,23 @@ fn log_bits_written_by_the_device_for_every_design() {
         assert!(slde < crade, "{family}: SLDE {slde} vs CRADE {crade}");
     }
 }
+
+/// The README's fwb-unsafe command, run exactly as printed there, fails
+/// (the negative control is shown failing by the configuration the README
+/// gives).
+#[test]
+fn readme_fwb_unsafe_command_fails() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
+        .expect("README.md");
+    let line = readme
+        .lines()
+        .find(|l| l.starts_with("durasim crashtest --scheme fwb-unsafe"))
+        .expect("the README gives a failing fwb-unsafe command");
+    let args: Vec<&str> = line.split_whitespace().skip(1).collect();
+    let (code, out, err) = durasim(&args);
+    assert_eq!(code, 1, "{line}\n{out}{err}");
+    assert!(
+        out.contains("as expected") && out.contains("replay:"),
+        "{out}"
+    );
+}

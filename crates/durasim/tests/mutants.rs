@@ -7,6 +7,8 @@
 //! Mutants that cannot fail under the modelled faults are listed in
 //! [`SURVIVORS`] and asserted to pass, so the documentation stays true.
 
+mod common;
+
 use durasim::config::{Check, Params};
 use durasim::crash::{self, CrashOptions, CrashReport};
 use durasim::engine::RunSpec;
@@ -14,9 +16,21 @@ use durasim::engine::RunSpec;
 /// A crash test of `scheme` on vector with `sets` (background work forced
 /// by the caller's settings), exhaustive over the run's persist points.
 fn crashtest(scheme: &str, tx: u64, sets: &[(&str, &str)], opts: &CrashOptions) -> CrashReport {
-    let mut s = RunSpec::new(scheme, "vector").unwrap();
+    crashtest_spec(mutant_spec(scheme, "vector", 2, tx, sets), opts)
+}
+
+/// `scheme` x `workload` on `threads` threads, seed 5, 64 initial items
+/// and `sets`.
+fn mutant_spec(
+    scheme: &str,
+    workload: &str,
+    threads: usize,
+    tx: u64,
+    sets: &[(&str, &str)],
+) -> RunSpec {
+    let mut s = RunSpec::new(scheme, workload).unwrap();
     s.params = Params::defaults(&durasim::schemes::all_params());
-    s.threads = 2;
+    s.threads = threads;
     s.tx = tx;
     s.seed = 5;
     s.params.set_str("workload.initial_items", "64").unwrap();
@@ -25,6 +39,11 @@ fn crashtest(scheme: &str, tx: u64, sets: &[(&str, &str)], opts: &CrashOptions) 
             .set_str(k, v)
             .unwrap_or_else(|e| panic!("{scheme}: {e}"));
     }
+    s
+}
+
+fn crashtest_spec(s: RunSpec, opts: &CrashOptions) -> CrashReport {
+    let scheme = s.scheme.clone();
     crash::crashtest(s, opts, &mut |_, _| {}).unwrap_or_else(|e| panic!("{scheme}: {e}"))
 }
 
@@ -65,6 +84,8 @@ struct Mutant {
     recovery_crashes: u64,
     /// Also crash with the write in flight torn.
     torn: bool,
+    threads: usize,
+    workload: &'static str,
 }
 
 /// A three-line staging partition: LAD spills most lines to its undo log.
@@ -88,7 +109,59 @@ const EHOU_SMALL_AIT: &[(&str, &str)] = &[
     ("ehou.pool_lines", "4096"),
 ];
 
+/// MorLog's transaction table on a 4 KiB log with 2 entries and small
+/// caches: the log head is persisted often enough (the log behind it fills)
+/// that a log released too early is overwritten while a crash can still
+/// need it.
+const TX_TABLE_SMALL: &[(&str, &str)] = &[
+    ("morlog.log_management", "tx-table"),
+    ("morlog.tx_table_entries", "2"),
+    ("morlog.log_bytes", "4096"),
+    ("cache.l1_size_bytes", "1KB"),
+    ("cache.l1_ways", "2"),
+    ("cache.l2_size_bytes", "2KB"),
+    ("cache.l2_ways", "2"),
+    ("cache.llc_size_bytes", "4KB"),
+    ("cache.llc_ways", "2"),
+];
+
+/// REDU with its smallest log (64 KiB per core) and a rare periodic
+/// application: the log fills, and TxEnd's record writes wait for a forced
+/// application home, so its data records are accepted after the time
+/// TxEnd began.
+const REDU_FORCED_APPLY: &[(&str, &str)] = &[
+    ("redu.log_bytes_per_core", "65536"),
+    ("redu.apply_period_us", "1000"),
+];
+
 const MUTANTS: &[Mutant] = &[
+    // TxEnd's commit record issued at its start time rather than once the
+    // data records persisted: in persist-time order it precedes them, and
+    // TxEnd returns (acknowledges) before they persist.
+    Mutant {
+        scheme: "redu",
+        key: "redu.mutant",
+        value: "commit-before-records",
+        sets: REDU_FORCED_APPLY,
+        tx: 300,
+        recovery_crashes: 0,
+        torn: false,
+        threads: 1,
+        workload: "vector",
+    },
+    // The newest writer of a line takes its anchor: an older committed
+    // writer's log is released while its data are still in the cache.
+    Mutant {
+        scheme: "morlog",
+        key: "morlog.mutant",
+        value: "anchor-newest-writer",
+        sets: TX_TABLE_SMALL,
+        tx: 300,
+        recovery_crashes: 0,
+        torn: false,
+        threads: 1,
+        workload: "btree",
+    },
     // EHOU Fig. 5: an evicted speculative entry written to the AIT.
     Mutant {
         scheme: "ehou",
@@ -98,6 +171,8 @@ const MUTANTS: &[Mutant] = &[
         tx: 120,
         recovery_crashes: 0,
         torn: false,
+        threads: 2,
+        workload: "vector",
     },
     Mutant {
         scheme: "opt-redo",
@@ -107,6 +182,8 @@ const MUTANTS: &[Mutant] = &[
         tx: 120,
         recovery_crashes: 0,
         torn: false,
+        threads: 2,
+        workload: "vector",
     },
     Mutant {
         scheme: "opt-undo",
@@ -116,6 +193,8 @@ const MUTANTS: &[Mutant] = &[
         tx: 60,
         recovery_crashes: 0,
         torn: false,
+        threads: 2,
+        workload: "vector",
     },
     Mutant {
         scheme: "opt-undo",
@@ -125,6 +204,8 @@ const MUTANTS: &[Mutant] = &[
         tx: 60,
         recovery_crashes: u64::MAX,
         torn: false,
+        threads: 2,
+        workload: "vector",
     },
     Mutant {
         scheme: "lsm",
@@ -134,6 +215,8 @@ const MUTANTS: &[Mutant] = &[
         tx: 120,
         recovery_crashes: 0,
         torn: false,
+        threads: 2,
+        workload: "vector",
     },
     Mutant {
         scheme: "lad",
@@ -143,6 +226,8 @@ const MUTANTS: &[Mutant] = &[
         tx: 60,
         recovery_crashes: 0,
         torn: false,
+        threads: 2,
+        workload: "vector",
     },
     // LAD's commit protocol: the controllers record the commit before the
     // flushed lines have arrived (a crash in between applies a partial
@@ -155,6 +240,8 @@ const MUTANTS: &[Mutant] = &[
         tx: 60,
         recovery_crashes: 0,
         torn: false,
+        threads: 2,
+        workload: "vector",
     },
     // LAD's overflow fallback: a spilled line goes home without its undo
     // record (a tiny partition makes most lines spill).
@@ -166,6 +253,8 @@ const MUTANTS: &[Mutant] = &[
         tx: 60,
         recovery_crashes: 0,
         torn: false,
+        threads: 2,
+        workload: "vector",
     },
     // LAD across two controllers: a crash between their commit updates,
     // decided per controller, applies half a transaction.
@@ -177,6 +266,8 @@ const MUTANTS: &[Mutant] = &[
         tx: 60,
         recovery_crashes: 0,
         torn: false,
+        threads: 2,
+        workload: "vector",
     },
     // Opt-undo's queued-record drop done before the force: a crash among
     // the forced lines finds no records to roll them back.
@@ -188,6 +279,8 @@ const MUTANTS: &[Mutant] = &[
         tx: 60,
         recovery_crashes: 0,
         torn: false,
+        threads: 2,
+        workload: "vector",
     },
     Mutant {
         scheme: "hoop",
@@ -197,6 +290,8 @@ const MUTANTS: &[Mutant] = &[
         tx: 60,
         recovery_crashes: 0,
         torn: false,
+        threads: 2,
+        workload: "vector",
     },
     Mutant {
         scheme: "hoop",
@@ -206,6 +301,8 @@ const MUTANTS: &[Mutant] = &[
         tx: 120,
         recovery_crashes: 0,
         torn: false,
+        threads: 2,
+        workload: "vector",
     },
     Mutant {
         scheme: "hoop",
@@ -215,6 +312,8 @@ const MUTANTS: &[Mutant] = &[
         tx: 60,
         recovery_crashes: 0,
         torn: false,
+        threads: 2,
+        workload: "vector",
     },
     Mutant {
         scheme: "osp",
@@ -224,6 +323,8 @@ const MUTANTS: &[Mutant] = &[
         tx: 60,
         recovery_crashes: 0,
         torn: false,
+        threads: 2,
+        workload: "vector",
     },
     Mutant {
         scheme: "redu",
@@ -233,6 +334,22 @@ const MUTANTS: &[Mutant] = &[
         tx: 120,
         recovery_crashes: 0,
         torn: false,
+        threads: 2,
+        workload: "vector",
+    },
+    // Opt-undo's write-backs not waiting for their undo record (no ADR):
+    // the media programs the line before the record, so only the
+    // persist-time order exposes it (in call order the record comes first).
+    Mutant {
+        scheme: "opt-undo",
+        key: "opt-undo.mutant",
+        value: "data-before-record",
+        sets: SMALL_CACHES_NO_ADR,
+        tx: 120,
+        recovery_crashes: 0,
+        torn: true,
+        threads: 2,
+        workload: "vector",
     },
     // Only torn writes expose it: a line holding the end of a data entry
     // and the commit record, persisted in part, leaves a stale data word
@@ -245,35 +362,27 @@ const MUTANTS: &[Mutant] = &[
         tx: 400,
         recovery_crashes: 0,
         torn: true,
+        threads: 2,
+        workload: "vector",
     },
 ];
 
 /// Planted bugs the modelled faults cannot expose, asserted to pass (and
-/// documented in docs/model/crash.md). Opt-undo's write-backs and forced lines
-/// not waiting for their undo record: the record is issued at the store,
-/// before any write-back or force of its line, and the controller accepts
-/// (ADR) and the model's media persists (no ADR) a core's writes to the
-/// log and to home in issue order here, so the wait only changes timing.
-const SURVIVORS: &[Mutant] = &[
-    Mutant {
-        scheme: "opt-undo",
-        key: "opt-undo.mutant",
-        value: "data-before-record",
-        sets: SMALL_CACHES,
-        tx: 120,
-        recovery_crashes: 0,
-        torn: true,
-    },
-    Mutant {
-        scheme: "opt-undo",
-        key: "opt-undo.mutant",
-        value: "data-before-record",
-        sets: SMALL_CACHES_NO_ADR,
-        tx: 120,
-        recovery_crashes: 0,
-        torn: true,
-    },
-];
+/// documented in docs/model/crash.md). With ADR, opt-undo's write-backs and
+/// forced lines not waiting for their undo record: the record is accepted
+/// at the store, before any write-back of its line is issued, so the wait
+/// only changes timing.
+const SURVIVORS: &[Mutant] = &[Mutant {
+    scheme: "opt-undo",
+    key: "opt-undo.mutant",
+    value: "data-before-record",
+    sets: SMALL_CACHES,
+    tx: 120,
+    recovery_crashes: 0,
+    torn: true,
+    threads: 2,
+    workload: "vector",
+}];
 
 /// Mutant switches whose values are crash-tested in their scheme's own
 /// test file (configurations specific to the scheme); every other declared
@@ -301,6 +410,8 @@ const DEFAULT_MUTANT: Mutant = Mutant {
     tx: 60,
     recovery_crashes: 0,
     torn: false,
+    threads: 2,
+    workload: "vector",
 };
 
 /// Every value but `none` of every registered scheme's `<scheme>.mutant`
@@ -320,17 +431,20 @@ fn declared_mutants() -> Vec<(&'static str, &'static str, &'static str)> {
 }
 
 fn run_mutant(m: &Mutant, torn: bool) -> CrashReport {
+    let (s, o) = mutant_run(m, torn);
+    crashtest_spec(s, &o)
+}
+
+/// The spec and options of mutant `m`'s crash test.
+fn mutant_run(m: &Mutant, torn: bool) -> (RunSpec, CrashOptions) {
     let mut sets = m.sets.to_vec();
     sets.push((m.key, m.value));
-    crashtest(
-        m.scheme,
-        m.tx,
-        &sets,
-        &CrashOptions {
-            torn,
-            ..opts(m.recovery_crashes)
-        },
-    )
+    let s = mutant_spec(m.scheme, m.workload, m.threads, m.tx, &sets);
+    let o = CrashOptions {
+        torn,
+        ..opts(m.recovery_crashes)
+    };
+    (s, o)
 }
 
 #[test]
@@ -350,7 +464,8 @@ fn every_mutant_fails_the_oracle() {
         if r.violations == 0 {
             passed.push(format!("{}={}", m.key, m.value));
         } else {
-            // The failure comes with the line that replays it.
+            // The failure comes with the line that replays it, and the
+            // replayed point fails again.
             let v = r.first_violation.as_ref().unwrap();
             eprintln!("  replay: {}", v.replay);
             assert!(
@@ -358,6 +473,8 @@ fn every_mutant_fails_the_oracle() {
                 "{}",
                 v.replay
             );
+            let (s, o) = mutant_run(m, m.torn);
+            common::assert_replay_fails(s, &o, &r);
         }
     }
     assert!(passed.is_empty(), "mutants not caught: {passed:?}");
@@ -398,6 +515,7 @@ fn every_declared_mutant_is_tested() {
         let r = run_mutant(&m, m.torn);
         let v = r
             .first_violation
+            .clone()
             .unwrap_or_else(|| panic!("{key}={value} passed the oracle"));
         eprintln!(
             "{scheme} {key}={value}: {} violations\n  replay: {}",
@@ -408,8 +526,13 @@ fn every_declared_mutant_is_tested() {
             "{}",
             v.replay
         );
+        let (s, o) = mutant_run(&m, m.torn);
+        common::assert_replay_fails(s, &o, &r);
         // And its configuration passes without it.
-        let r = crashtest(scheme, m.tx, m.sets, &opts(m.recovery_crashes));
+        let r = crashtest_spec(
+            mutant_spec(scheme, m.workload, m.threads, m.tx, m.sets),
+            &opts(m.recovery_crashes),
+        );
         assert_eq!(
             r.violations,
             0,
@@ -423,7 +546,10 @@ fn every_declared_mutant_is_tested() {
 fn the_same_configurations_pass_without_the_mutant() {
     // The failures above are the mutants', not the configurations'.
     for m in MUTANTS.iter().chain(SURVIVORS) {
-        let r = crashtest(m.scheme, m.tx, m.sets, &opts(m.recovery_crashes.min(4)));
+        let r = crashtest_spec(
+            mutant_spec(m.scheme, m.workload, m.threads, m.tx, m.sets),
+            &opts(m.recovery_crashes.min(4)),
+        );
         assert_eq!(
             r.violations,
             0,

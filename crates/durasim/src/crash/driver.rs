@@ -91,7 +91,7 @@ pub(super) fn crashtest_transactions(
     };
     let paths = super::coverage::coverage(
         engine.scheme.recovery_paths(),
-        log.paths(),
+        &history.paths,
         &history.background,
         &history.background_kinds,
         &selected,
@@ -102,7 +102,7 @@ pub(super) fn crashtest_transactions(
 /// The tear mask of a single point given with one (`--tear-mask`),
 /// checked: a non-empty proper subset of the words the write in flight at
 /// that point covers.
-fn single_tear_mask(sel: &PointSel, events: &[PersistEvent]) -> Result<Option<u8>> {
+pub(super) fn single_tear_mask(sel: &PointSel, events: &[PersistEvent]) -> Result<Option<u8>> {
     let n = events.len() as u64;
     let PointSel::Single { point, tear_mask } = *sel else {
         return Ok(None);

@@ -22,6 +22,9 @@ struct Guarantee {
     durability: Durability,
     /// Per thread: ack_persist_seq of each committed transaction.
     ack: Vec<Vec<u64>>,
+    /// Per thread: own_persist_seq of each committed transaction (bounds
+    /// the transactions that may have begun).
+    own: Vec<Vec<u64>>,
     /// Per thread: (seq, tx_count) durability reports, in seq order, the
     /// count as a running maximum ([`running_max`]).
     marks: Vec<Vec<(u64, u64)>>,
@@ -45,6 +48,15 @@ impl Guarantee {
         self.ack[t].partition_point(|&s| s <= k) as u64
     }
 
+    /// Transactions whose core's own writes up to their acknowledgement
+    /// are all in point `k`: the next one may have begun. At least
+    /// [`Self::acked`] (an acknowledgement can also wait for another
+    /// core's write issued before it but accepted later).
+    fn begun_after(&self, t: usize, k: u64) -> u64 {
+        let own = self.own[t].partition_point(|&s| s <= k) as u64;
+        own.max(self.acked(t, k))
+    }
+
     fn reported(&self, t: usize, k: u64) -> u64 {
         let m = &self.marks[t];
         let i = m.partition_point(|&(s, _)| s <= k);
@@ -65,7 +77,7 @@ impl Guarantee {
             // begins only after TxEnd of the previous returned.
             Durability::AtCommit | Durability::None => {
                 let lo = self.acked(t, k);
-                (lo, (lo + 1).min(committed))
+                (lo, (self.begun_after(t, k) + 1).min(committed).max(lo))
             }
             // The last completed checkpoint, or the one in flight if its
             // commit persisted before the scheme reported it.
@@ -80,7 +92,7 @@ impl Guarantee {
             // transaction in flight.
             Durability::Delayed => {
                 let lo = self.reported(t, k).min(committed);
-                let hi = (self.acked(t, k) + 1).min(committed).max(lo);
+                let hi = (self.begun_after(t, k) + 1).min(committed).max(lo);
                 (lo, hi)
             }
         }
@@ -309,6 +321,10 @@ impl<'h> Oracle<'h> {
                 ack: per_thread
                     .iter()
                     .map(|v| v.iter().map(|r| r.ack_persist_seq).collect())
+                    .collect(),
+                own: per_thread
+                    .iter()
+                    .map(|v| v.iter().map(|r| r.own_persist_seq).collect())
                     .collect(),
                 marks: mk.into_iter().map(running_max).collect(),
             },
@@ -712,9 +728,23 @@ mod tests {
     fn guarantee(d: Durability, ack: Vec<u64>, marks: Vec<(u64, u64)>) -> Guarantee {
         Guarantee {
             durability: d,
+            own: vec![ack.clone()],
             ack: vec![ack],
             marks: vec![running_max(marks)],
         }
+    }
+
+    /// An acknowledgement that also waited for another core's write
+    /// accepted later does not hide the core's next transaction: the upper
+    /// bound follows the core's own writes.
+    #[test]
+    fn the_upper_bound_follows_the_cores_own_writes() {
+        let mut g = guarantee(Durability::AtCommit, vec![10, 20], vec![]);
+        g.own = vec![vec![4, 12]];
+        assert_eq!(g.bounds(0, 3), (0, 1));
+        assert_eq!(g.bounds(0, 5), (0, 2));
+        assert_eq!(g.bounds(0, 10), (1, 2));
+        assert_eq!(g.bounds(0, 12), (1, 2));
     }
 
     #[test]
@@ -746,11 +776,13 @@ mod tests {
             per_thread: vec![vec![TxRecord {
                 writes: 0..2,
                 ack_persist_seq: 2,
+                own_persist_seq: 2,
                 ack_at: 0,
             }]],
             initial_media: SparseImage::new(),
             background: Vec::new(),
             background_kinds: Vec::new(),
+            paths: Vec::new(),
         };
         history.initial_media.write_u64(64, 7);
         let mut log = PersistLog::new(true);
@@ -798,12 +830,14 @@ mod tests {
                 .map(|i| TxRecord {
                     writes: i..i + 1,
                     ack_persist_seq: i as u64 + 1,
+                    own_persist_seq: i as u64 + 1,
                     ack_at: 0,
                 })
                 .collect()],
             initial_media: SparseImage::new(),
             background: Vec::new(),
             background_kinds: Vec::new(),
+            paths: Vec::new(),
         };
         let mut log = PersistLog::new(true);
         for a in words {

@@ -176,6 +176,7 @@ impl Engine {
                 initial_media: self.ctx.nvm.media().clone(),
                 background: Vec::new(),
                 background_kinds: Vec::new(),
+                paths: Vec::new(),
             });
         }
         Ok(())

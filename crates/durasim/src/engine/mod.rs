@@ -38,7 +38,7 @@ use self::write_set::WriteSetStats;
 use crate::cache::Hierarchy;
 use crate::config::Params;
 use crate::error::Result;
-use crate::mem::SparseImage;
+use crate::mem::{SparseImage, BACKGROUND_STREAM};
 use crate::schemes::{self, MemCtx, Scheme, SchemeInfo, FWB_KIND};
 use crate::stats::Latencies;
 use crate::types::{Addr, Cycle};
@@ -106,6 +106,10 @@ pub struct TxRecord {
     /// Persist events logged when TxEnd returned: a crash at any later point
     /// must preserve this transaction (for schemes durable at commit).
     pub ack_persist_seq: u64,
+    /// The first point after which the core's next transaction may have
+    /// written (its own writes up to the acknowledgement; the crash oracle
+    /// sets it, equal to `ack_persist_seq` in call order).
+    pub own_persist_seq: u64,
     pub ack_at: Cycle,
 }
 
@@ -121,6 +125,9 @@ pub struct History {
     pub background: Vec<std::ops::Range<u64>>,
     /// Kind of each `background` range (`Scheme::background_kind`).
     pub background_kinds: Vec<&'static str>,
+    /// The scheme's recovery-path windows (`PersistLog::path_done`), in
+    /// crash-point order once the crash driver has put the log in it.
+    pub paths: Vec<crate::mem::PathWindow>,
 }
 
 /// Persist-ordering instructions of the software schemes, counted by the
@@ -277,9 +284,11 @@ impl Engine {
             // controllers may issue queued writes up to it, no further.
             self.ctx.nvm.set_time_bound(now);
             self.ctx.dram.set_time_bound(now);
+            self.ctx.nvm.persist_log.set_stream(BACKGROUND_STREAM);
             if self.background_step(now, &mut until, &mut ready)? {
                 continue;
             }
+            self.ctx.nvm.persist_log.set_stream(c as u16);
             self.step_core(c, until)?;
             ready[c] = self.cores[c].ready_time();
             if self.committed_tx - last_report >= 256 {
@@ -288,6 +297,7 @@ impl Engine {
             }
         }
         self.check_pending_error()?;
+        self.ctx.nvm.persist_log.set_stream(BACKGROUND_STREAM);
         progress(self.committed_tx);
         self.ctx.nvm.set_time_bound(Cycle::MAX);
         self.ctx.dram.set_time_bound(Cycle::MAX);

@@ -27,6 +27,15 @@ impl Engine {
                 // TxEnd is serialising: every earlier op has completed.
                 let end = if self.tx_mode {
                     let t = core.quiesce_time();
+                    if t > until {
+                        // The core stalls until its earlier ops complete.
+                        // Other cores are handled up to that time first, so
+                        // the scheme sees every core's TxEnd in time order
+                        // (shared structures, such as one log ring, are
+                        // handed out in the order the hardware would).
+                        core.time = t;
+                        return Ok(());
+                    }
                     let end = self.scheme.tx_end(&mut self.ctx, c, t);
                     if let Some(tap) = self.ctx.nvm.request_tap.as_mut() {
                         tap.tx_end(c, end);
@@ -50,6 +59,7 @@ impl Engine {
                     h.per_thread[c].push(TxRecord {
                         writes: core.hist.clone(),
                         ack_persist_seq: self.ctx.nvm.persist_log.count(),
+                        own_persist_seq: self.ctx.nvm.persist_log.count(),
                         ack_at: end,
                     });
                 }

@@ -9,6 +9,8 @@ pub mod persist;
 pub use controller::{DeviceTiming, MemStats, MemoryController, RequestTap};
 pub use image::{MemRead, MemWrite, Overlay, SparseImage};
 pub use layout::Layout;
-pub use persist::{DurableMark, PathWindow, PersistEvent, PersistLog};
+pub use persist::{
+    DurableMark, PathWindow, PersistEvent, PersistLog, TimeOrder, BACKGROUND_STREAM, MEDIA_STREAM,
+};
 pub mod media;
 pub mod optane;

@@ -4,7 +4,7 @@
 //! scheme statistics and the CLI.
 #![allow(dead_code)] // each test crate uses its own subset
 
-use durasim::crash::{self, CrashOptions, CrashReport};
+use durasim::crash::{self, CrashOptions, CrashReport, PointSel};
 use durasim::engine::{self, RunSpec};
 use std::process::Command;
 
@@ -120,4 +120,48 @@ pub fn durasim(args: &[&str]) -> (i32, String, String) {
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
+}
+
+/// Parse `--crash-at K [--tear-mask M]` from a replay line.
+pub fn replay_point(line: &str) -> PointSel {
+    let w: Vec<&str> = line.split_whitespace().collect();
+    let arg = |flag: &str| w.iter().position(|x| *x == flag).map(|i| w[i + 1]);
+    PointSel::Single {
+        point: arg("--crash-at").expect("--crash-at").parse().unwrap(),
+        tear_mask: arg("--tear-mask").map(|m| crash::points::parse_tear_mask(m).unwrap()),
+    }
+}
+
+/// The first violation of `r` (a crash test of `s` with `opts`) replays:
+/// its line names its point and tear, and that point checked alone, as
+/// the line's command does (`--crash-at`, `--tear-mask`, the same
+/// recovery crashes), fails at the same point with the same tear.
+pub fn assert_replay_fails(s: RunSpec, opts: &CrashOptions, r: &CrashReport) {
+    let v = r.first_violation.as_ref().expect("a violation");
+    let points = replay_point(&v.replay);
+    assert_eq!(
+        points,
+        PointSel::Single {
+            point: v.point,
+            tear_mask: v.tear_mask
+        },
+        "{}",
+        v.replay
+    );
+    let one = CrashOptions {
+        points,
+        recovery_crashes: opts.recovery_crashes,
+        ..CrashOptions::default()
+    };
+    let name = format!("{} x {}", s.scheme, s.workload);
+    let again = crash::crashtest(s, &one, &mut |_, _| {}).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let w = again
+        .first_violation
+        .unwrap_or_else(|| panic!("{name}: the replay passed: {}", v.replay));
+    assert_eq!(
+        (w.point, w.tear_mask),
+        (v.point, v.tear_mask),
+        "{name}: {}",
+        v.replay
+    );
 }

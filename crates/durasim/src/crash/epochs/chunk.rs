@@ -42,12 +42,19 @@ pub(super) fn epoch_chunk(
         } else {
             &records[epoch - 1].contexts
         };
-        let mask = if k < sh.n && sh.opts.torn {
+        // A replayed torn point (`--tear-mask`) checks that image alone,
+        // as the transactional driver does.
+        let mask = if k >= sh.n {
+            None
+        } else if sh.single_mask.is_some() {
+            sh.single_mask
+        } else if sh.opts.torn {
             points::tear_mask(sh.spec.seed, k, points::covered_words(&events[k as usize]))
         } else {
             None
         };
-        for m in std::iter::once(None).chain(mask.map(Some)) {
+        let untorn = sh.single_mask.is_none().then_some(None);
+        for m in untorn.into_iter().chain(mask.map(Some)) {
             undo.clear();
             if let Some(m) = m {
                 let ev = &events[k as usize];

@@ -2,6 +2,7 @@
 //! program stores laid out per thread, the selected points checked in
 //! parallel chunks ([`super::chunk`]) and merged into the [`CrashReport`].
 
+use super::super::driver::single_tear_mask;
 use super::super::history::{background_events, background_range_of, record, Recorded};
 use super::super::options::CrashOptions;
 use super::super::parallel::{parallel_plan, run_chunks};
@@ -36,6 +37,7 @@ pub fn crashtest_checkpoints(
     let events = log.events();
     let n = events.len() as u64;
     let selected = points::select(&opts.points, n, spec.seed)?;
+    let single_mask = single_tear_mask(&opts.points, events)?;
     let (writes, op_start) = program_stores(&history, layout.threads);
     let sh = EpochShared {
         info,
@@ -48,6 +50,7 @@ pub fn crashtest_checkpoints(
         log,
         events,
         n,
+        single_mask,
         writes: &writes,
         op_start: &op_start,
         units: info.recovery.units(),
@@ -79,7 +82,7 @@ pub fn crashtest_checkpoints(
     };
     let paths = crate::crash::coverage::coverage(
         engine.scheme.recovery_paths(),
-        log.paths(),
+        &history.paths,
         &history.background,
         &history.background_kinds,
         &selected,
@@ -169,6 +172,6 @@ fn report(
         recovery_bytes_written_mean: rec.bytes_mean(),
         recovery_modeled_ns_max: rec.ns_max,
         verdicts,
-        torn: sh.opts.torn,
+        torn: sh.opts.torn || sh.single_mask.is_some(),
     }
 }

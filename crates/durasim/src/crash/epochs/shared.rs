@@ -22,6 +22,9 @@ pub(super) struct EpochShared<'a> {
     pub(super) log: &'a crate::mem::PersistLog,
     pub(super) events: &'a [crate::mem::PersistEvent],
     pub(super) n: u64,
+    /// The tear mask of a single point given with one (replay): only that
+    /// torn image is checked.
+    pub(super) single_mask: Option<u8>,
     pub(super) writes: &'a [Vec<(Addr, u64)>],
     pub(super) op_start: &'a [Vec<u64>],
     /// The scheme's recovery as units, when used ([`crate::recovery::UnitRecovery`]).

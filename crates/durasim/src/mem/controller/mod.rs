@@ -367,7 +367,11 @@ impl MemoryController {
             }
             None => self.media.read_bytes(a, &mut buf[..=last - first]),
         }
+        // Programmed in the controller's order, whichever core's handling
+        // issued it.
+        let stream = self.persist_log.set_stream(super::MEDIA_STREAM);
         self.persist_log.record(a, &buf[..=last - first], done);
+        self.persist_log.set_stream(stream);
         self.stats.persist_events += 1;
     }
 
@@ -582,7 +586,7 @@ impl MemoryController {
                 let rt = m.roundtrip_decoded(&self.media.read_line(line), purpose);
                 debug_assert_eq!(&rt[off..off + data.len()], data);
             }
-            self.persist_log.record(addr, data, accept);
+            self.persist_log.record_queued(addr, data, now, accept);
             self.stats.persist_events += 1;
             accept
         } else {

@@ -158,6 +158,9 @@ pub(crate) struct Logging {
     /// Number of the last checkpoint (0 = none yet).
     epoch: u64,
     forced: bool,
+    /// When the newest entry's address word persisted: the next one's is
+    /// written no earlier (the entries of an epoch persist as a prefix).
+    last_word_at: Cycle,
     pub(crate) stats: LoggingStats,
     stats_since: Option<Cycle>,
     last_end: Cycle,
@@ -186,6 +189,7 @@ impl Logging {
             valid_slot: None,
             epoch: 0,
             forced: false,
+            last_word_at: 0,
             stats: LoggingStats::default(),
             stats_since: None,
             last_end: 0,
@@ -238,11 +242,19 @@ impl Logging {
         }
         // Data line, then its address word, then home: each after the
         // previous one persisted, so a persisted word names a whole entry
-        // and home changes only under a persisted entry.
+        // and home changes only under a persisted entry. The address word
+        // also waits for the previous entry's: write-backs overlap, and an
+        // entry whose old-value read returned sooner must not persist
+        // ahead of an earlier slot, since recovery stops at the first slot
+        // without the epoch's tag.
         let w = ctx.nvm.write(self.g.data(k), &old, Purpose::Log, r);
-        let w = ctx
-            .nvm
-            .write(self.g.header(k), &word.to_le_bytes(), Purpose::Log, w);
+        let w = ctx.nvm.write(
+            self.g.header(k),
+            &word.to_le_bytes(),
+            Purpose::Log,
+            w.max(self.last_word_at),
+        );
+        self.last_word_at = self.last_word_at.max(w);
         ctx.nvm.write(line_addr, data, Purpose::WriteBack, w)
     }
 

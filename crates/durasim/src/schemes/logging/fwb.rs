@@ -58,6 +58,7 @@ use crate::schemes::{
     SchemeStats, Store, Writeback,
 };
 use crate::types::{line_of, Addr, CoreId, Cycle, Purpose};
+use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 
 const PERIOD_SOURCE: &str = "MorLog §VI-A: force-write-back every three million cycles, in line with FWB (Ogleari et al. HPCA 2018)";
@@ -229,6 +230,16 @@ pub struct Fwb {
     /// Latest time a log write was persisted (without ADR a data write-back
     /// is stamped no earlier: the controller may reorder queued writes).
     log_durable_at: Cycle,
+    /// When the last entry left for the log (slot order is time order).
+    log_written_at: Cycle,
+    /// Per line: when the newest entry already written for it persisted.
+    /// An entry can leave the buffer (at its due time) ahead of the time
+    /// the engine then writes its line back; the data still wait for it.
+    line_logged_at: FxHashMap<Addr, Cycle>,
+    /// Latest acceptance of a data write-back so far: the log head moves
+    /// past a transaction only once the write-backs that took its data
+    /// home, issued before the pass, have persisted.
+    data_durable_at: Cycle,
     cores: Vec<CoreState>,
     st: Stats,
 }
@@ -269,6 +280,9 @@ impl Fwb {
             passes: 0,
             last_perform: 0,
             log_durable_at: 0,
+            log_written_at: 0,
+            line_logged_at: FxHashMap::default(),
+            data_durable_at: 0,
             // Room for two periods of commits without growing on the
             // commit path (it grows, amortised, beyond).
             cores: (0..layout.threads)
@@ -303,6 +317,13 @@ impl Fwb {
             ctx.nvm
                 .mark_log_region(self.ring.slot_addr(0), self.ring.slots * ENTRY_BYTES);
         }
+        // The buffer is a FIFO written to the ring in slot order: an entry
+        // drained at its due time ahead of `now` (a write-back that waited
+        // for its line's last store) is not overtaken by the next slot
+        // written at an earlier time, or a crash could keep a later slot
+        // (a commit record) without the entries before it.
+        let now = now.max(self.log_written_at);
+        self.log_written_at = now;
         let seq = self.tail;
         self.tail += 1;
         let bytes = encode(&self.ring, seq, r);
@@ -316,6 +337,8 @@ impl Fwb {
             COMMIT_BITS
         };
         if r.kind == TYPE_DATA {
+            let at = self.line_logged_at.entry(line_of(r.addr)).or_insert(t);
+            *at = (*at).max(t);
             self.st.entries_written += 1;
             let c = &mut self.cores[r.core as usize];
             c.open_first.get_or_insert(seq);
@@ -396,7 +419,7 @@ impl Fwb {
             &mut self.header_flip,
             &mut self.log_durable_at,
             head,
-            now,
+            now.max(self.data_durable_at),
         );
         ctx.nvm
             .persist_log
@@ -524,10 +547,19 @@ impl Scheme for Fwb {
                 self.st.data_before_entry += 1;
             }
         }
+        // Entries of the line that left the buffer earlier (at a due time
+        // ahead of this write-back's) must have persisted too.
+        if let Some(at) = self.line_logged_at.remove(&line_addr) {
+            if self.strict && !self.no_order {
+                t = t.max(at);
+            }
+        }
         if !ctx.nvm.is_adr() && !self.no_order {
             t = t.max(self.log_durable_at);
         }
-        ctx.nvm.write(line_addr, data, Purpose::WriteBack, t)
+        let done = ctx.nvm.write(line_addr, data, Purpose::WriteBack, t);
+        self.data_durable_at = self.data_durable_at.max(done);
+        done
     }
 
     fn force_write_back_cycles(&self) -> Option<Cycle> {

@@ -176,6 +176,9 @@ struct CoreState {
     /// Lines this transaction stages at each controller.
     staged_at: Vec<u64>,
     undo_records: u64,
+    /// When the last undo record was issued: records are written in index
+    /// order (recovery reads them up to the first invalid one).
+    undo_issued_at: Cycle,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -367,6 +370,15 @@ impl Lad {
                 let mut old = [0u8; 64];
                 let r = ctx.nvm.read(tl.addr, &mut old, Purpose::Log, t);
                 let (addr, n) = (tl.addr, c.undo_records);
+                // The controller appends records in index order; a line
+                // handled later can arrive earlier (the engine handles one
+                // core's operations whole, their evictions at their own
+                // times), so its record is not issued before the previous
+                // one: recovery stops at the first invalid record, and a
+                // later index persisted without an earlier one would leave
+                // its line's old value unrestorable.
+                let r = r.max(c.undo_issued_at);
+                c.undo_issued_at = r;
                 // A full log is reported at TxEnd (with the full count);
                 // the line then goes home unlogged and the run ends there.
                 let at = if self.mutant == Mutant::OverflowSkipsLog {
@@ -425,6 +437,7 @@ impl Scheme for Lad {
         c.staged = 0;
         c.staged_at.fill(0);
         c.undo_records = 0;
+        c.undo_issued_at = 0;
         now
     }
 

@@ -214,6 +214,11 @@ struct TxLine {
     data: LineData,
     /// When the line's undo record is persisted (data may not go home before).
     undo_at: Cycle,
+    /// When this and every earlier record of the transaction are
+    /// persisted. Recovery reads a transaction's records up to the first
+    /// invalid one, so without ADR (the media programs queued writes in its
+    /// own order) a line waits for this instead.
+    undo_prefix_at: Cycle,
     /// Home already holds `data` (written back mid-transaction).
     at_home: bool,
 }
@@ -406,11 +411,16 @@ impl Scheme for OptUndo {
                     now
                 };
                 self.stat_log_records += 1;
+                let undo_prefix_at = c
+                    .lines
+                    .last()
+                    .map_or(undo_at, |l| l.undo_prefix_at.max(undo_at));
                 c.index.insert(line, c.lines.len());
                 c.lines.push(TxLine {
                     addr: line,
                     data: old,
                     undo_at,
+                    undo_prefix_at,
                     at_home: false,
                 });
                 c.lines.len() - 1
@@ -442,8 +452,10 @@ impl Scheme for OptUndo {
             let tl = &mut c.lines[i];
             let t = if self.mutant_data_first {
                 now
-            } else {
+            } else if ctx.nvm.is_adr() {
                 now.max(tl.undo_at)
+            } else {
+                now.max(tl.undo_prefix_at)
             };
             self.stat_ordering_delay_cycles += t - now;
             tl.at_home = true;
@@ -481,14 +493,17 @@ impl Scheme for OptUndo {
         // their undo records are durable.
         let arrive = now + self.force_latency;
         let mut done = now;
+        let adr = ctx.nvm.is_adr();
         for (k, tl) in c.lines.iter().enumerate() {
             if tl.at_home {
                 continue;
             }
             let t = if self.mutant_data_first {
                 arrive + k as Cycle
-            } else {
+            } else if adr {
                 (arrive + k as Cycle).max(tl.undo_at)
+            } else {
+                (arrive + k as Cycle).max(tl.undo_prefix_at)
             };
             done = done.max(ctx.nvm.write(tl.addr, &tl.data, Purpose::WriteBack, t));
             self.stat_forced_lines += 1;

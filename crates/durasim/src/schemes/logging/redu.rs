@@ -57,9 +57,9 @@ pub static PARAMS: &[ParamSpec] = &[
     p!("redu.apply_period_us", float 1.0, "us", Check::Range(0.001, 1e7),
         "modelling choice, see docs/MODEL.md (REDU updates home asynchronously soon after commit; the event-driven engine batches the starts every 1 us)",
         "period of the background application of committed DRAM-cache lines home (and log truncation)"),
-    p!("redu.mutant", str "none", &["none", "truncate-before-apply"],
+    p!("redu.mutant", str "none", &["none", "truncate-before-apply", "commit-before-records"],
         crate::schemes::MUTANT_SOURCE,
-        "test-only planted bug (tests/mutants.rs; refused by the CLI): truncate-before-apply = the application persists the log header (truncation) before its home writes"),
+        "test-only planted bug (tests/mutants.rs; refused by the CLI): truncate-before-apply = the application persists the log header (truncation) before its home writes; commit-before-records = TxEnd issues the commit record at its start instead of once the data records persisted"),
 ];
 
 pub static INFO: SchemeInfo = SchemeInfo {
@@ -198,6 +198,7 @@ struct Redu {
     urgent: bool,
     scratch: Vec<Addr>,
     mutant_truncate_first: bool,
+    mutant_commit_first: bool,
     st_records: u64,
     st_commit_records: u64,
     st_header_writes: u64,
@@ -234,6 +235,7 @@ fn build(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
         urgent: false,
         scratch: Vec::new(),
         mutant_truncate_first: p.str("redu.mutant") == "truncate-before-apply",
+        mutant_commit_first: p.str("redu.mutant") == "commit-before-records",
         st_records: 0,
         st_commit_records: 0,
         st_header_writes: 0,
@@ -562,6 +564,7 @@ impl Scheme for Redu {
         }
         let t = self.flush_buffer(ctx, core, now);
         let t = self.reserve(ctx, core, 1, t);
+        let t = if self.mutant_commit_first { now } else { t };
         let ring = self.ring;
         let c = &mut self.cores[core];
         let rec = encode_commit(c.tail, u64::from(c.tx.txid), c.tx.records);

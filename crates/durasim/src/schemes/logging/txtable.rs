@@ -63,6 +63,10 @@ pub struct TxTable {
     pub full_stall_cycles: u64,
     pub lines_released: u64,
     pub reanchored: u64,
+    /// Test-only planted bug (`morlog.mutant = anchor-newest-writer`): a
+    /// later-allocated writer takes the anchor, so an earlier writer's
+    /// log may be released before the line carrying its data is home.
+    pub mutant_newest_anchor: bool,
 }
 
 impl TxTable {
@@ -82,6 +86,7 @@ impl TxTable {
             full_stall_cycles: 0,
             lines_released: 0,
             reanchored: 0,
+            mutant_newest_anchor: false,
         }
     }
 
@@ -125,7 +130,8 @@ impl TxTable {
             }
             std::collections::hash_map::Entry::Occupied(mut o) => {
                 let a = *o.get();
-                if a != slot && alloc < self.entries[a as usize].alloc {
+                let earlier = alloc < self.entries[a as usize].alloc;
+                if a != slot && earlier != self.mutant_newest_anchor {
                     // An earlier-allocated writer: it anchors the line now.
                     self.entries[a as usize].counter -= 1;
                     self.entries[slot as usize].counter += 1;

@@ -67,6 +67,13 @@ impl MorLog {
             ctx.nvm
                 .mark_log_region(self.ring.slot_addr(0), self.ring.slots * ENTRY_BYTES);
         }
+        // MorLog §III-B: the undo+redo and redo buffers are FIFOs written
+        // to the log ring in slot order; an entry due early (a write-back
+        // that waited for its line's last store) is not overtaken by a
+        // later slot written at an earlier time, or a crash would keep a
+        // later slot (a commit record) without the entries before it.
+        let now = now.max(self.log_written_at);
+        self.log_written_at = now;
         let seq = self.tail;
         self.tail += 1;
         let bytes = encode(&self.ring, seq, r);
@@ -87,6 +94,11 @@ impl MorLog {
         }
         match r.kind {
             TYPE_DATA => {
+                let at = self
+                    .line_logged_at
+                    .entry(crate::types::line_of(r.addr))
+                    .or_insert(t);
+                *at = (*at).max(t);
                 self.st.ur_written += 1;
                 self.st.log_bits += UR_ENTRY_BITS;
             }

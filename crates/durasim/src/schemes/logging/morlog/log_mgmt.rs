@@ -29,7 +29,7 @@ impl MorLog {
             &mut self.header_flip,
             &mut self.log_durable_at,
             self.head,
-            now,
+            now.max(self.data_durable_at),
         );
         ctx.nvm
             .persist_log

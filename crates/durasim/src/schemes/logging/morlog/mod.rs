@@ -184,6 +184,19 @@ pub struct MorLog {
     release_on_l1_evict: bool,
     last_perform: Cycle,
     log_durable_at: Cycle,
+    /// When the last entry left for the log: the buffers drain into the
+    /// ring in slot order, so no entry is written earlier than the one
+    /// before it.
+    log_written_at: Cycle,
+    /// Per line: when the newest undo+redo entry already written for it
+    /// persisted. An entry can leave the buffer (at its due time) ahead of
+    /// the time the engine then writes its line back; the data still wait
+    /// for it (§III-B: a line is written back only after its entries).
+    line_logged_at: FxHashMap<Addr, Cycle>,
+    /// Latest acceptance of a data write-back so far: the head moves past
+    /// a transaction only once the write-backs that took its data home,
+    /// issued before, have persisted.
+    data_durable_at: Cycle,
     cores: Vec<CoreState>,
     /// morlog-dp: committed transactions (core) in commit order, not yet
     /// reported durable.
@@ -224,7 +237,9 @@ impl MorLog {
                 )));
             }
             let llc_lines = (p.u64("cache.llc_size_bytes") / 64) as usize;
-            Some(TxTable::new(n, llc_lines))
+            let mut tb = TxTable::new(n, llc_lines);
+            tb.mutant_newest_anchor = mutant == "anchor-newest-writer";
+            Some(tb)
         } else {
             None
         };
@@ -252,6 +267,9 @@ impl MorLog {
             release_on_l1_evict: mutant == "release-on-l1-evict",
             last_perform: 0,
             log_durable_at: 0,
+            log_written_at: 0,
+            line_logged_at: FxHashMap::default(),
+            data_durable_at: 0,
             cores: (0..layout.threads)
                 .map(|_| {
                     let mut shadow = FxHashMap::default();
@@ -569,6 +587,11 @@ impl Scheme for MorLog {
                 self.st.redo_kept_on_writeback += 1;
             }
         }
+        if let Some(at) = self.line_logged_at.remove(&line_addr) {
+            if !self.no_order {
+                t = t.max(at);
+            }
+        }
         if !ctx.nvm.is_adr() && !self.no_order {
             t = t.max(self.log_durable_at);
         }
@@ -577,6 +600,7 @@ impl Scheme for MorLog {
             self.release_line(ctx, line_addr, t);
         }
         let done = ctx.nvm.write(line_addr, data, Purpose::WriteBack, t);
+        self.data_durable_at = self.data_durable_at.max(done);
         if !self.release_early {
             self.release_line(ctx, line_addr, done);
         }
