@@ -7,7 +7,7 @@
 use super::chunk::check_chunk;
 use super::history::{background_events, record, Recorded};
 use super::options::CrashOptions;
-use super::parallel::{parallel_plan, run_chunks};
+use super::parallel::{parallel_plan, run_chunks, worker_bytes};
 use super::points::{self, PointSel};
 use super::report::{CrashReport, Timing};
 use super::worker::{Shared, Tally};
@@ -68,7 +68,8 @@ pub(super) fn crashtest_transactions(
     // Contiguous chunks, a few per host thread (load balance); a worker
     // starts cold (oracle advanced from point 0, no memo), which costs time
     // but never changes a verdict, so results do not depend on chunking.
-    let (pool, host_threads, chunk) = parallel_plan(opts.host_threads, selected.len(), n)?;
+    let (pool, host_threads, chunk) =
+        parallel_plan(opts.host_threads, selected.len(), n, worker_bytes(events))?;
     let total = selected.len() as u64;
     let start = Instant::now();
     let tallies: Vec<Tally> = run_chunks(

@@ -11,7 +11,7 @@ use crate::workloads::Sizing;
 /// Host memory a run is allowed to plan for: this share of what the host
 /// reports available (the estimate below is rough; the margin keeps the
 /// host responsive).
-const HOST_MEMORY_SHARE: f64 = 0.8;
+pub const HOST_MEMORY_SHARE: f64 = 0.8;
 
 /// Host memory available, from /proc/meminfo (`None` where unknown: the
 /// host check is then skipped, the simulated-footprint checks still run).
@@ -62,8 +62,10 @@ pub fn footprint(p: &Params, sizing: &Sizing, threads: usize, tx: u64, history: 
     let grown = sim_bytes_per_thread
         .saturating_mul(t)
         .saturating_add(tx.saturating_mul(per_tx));
-    // Architectural image + NVM media (+ the crash base image and the
-    // crash test's working image with history).
+    // Architectural image + NVM media (+ the crash base image and one
+    // crash worker's working image with history; how many workers run at
+    // once is capped by the memory left after the recording,
+    // `crash::parallel::parallel_plan`).
     let copies = if history { 4 } else { 2 };
     let host_data_bytes = grown.saturating_mul(copies);
     // A latency sample per transaction; with history, each transaction's

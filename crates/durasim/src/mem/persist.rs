@@ -223,7 +223,8 @@ impl PersistLog {
         for _ in 0..8 {
             let a = self.raise_overlaps(&streams);
             let b = self.raise_fifo(&streams);
-            if !a && !b {
+            let c = self.raise_waiters(&issued_at);
+            if !a && !b && !c {
                 break;
             }
         }
@@ -427,6 +428,51 @@ impl PersistLog {
             changed |= t != e.at;
             e.at = t;
             words[first..=last].fill(t);
+        }
+        changed
+    }
+
+    /// Raise each write to the latest acceptance of an earlier-issued write
+    /// (of any stream) whose reported acceptance (`reported`, before any
+    /// raise) it is stamped at or after: the scheme may have computed its
+    /// time from that report (a log's records restored after the head
+    /// write it saw accepted; a commit flip stamped at its data's
+    /// acceptance, some written by another core's eviction; an in-place
+    /// write once its undo record was accepted), so it waited for that
+    /// write, and a controller admitting in arrival order would have
+    /// reported the later time. Ordering more than the scheme needed
+    /// tests fewer crash states, never a false failure. Only raised writes
+    /// can raise another; whether any changed.
+    fn raise_waiters(&mut self, reported: &[Cycle]) -> bool {
+        use std::collections::BTreeMap;
+        // A staircase of the raised writes issued so far: reported time ->
+        // raised time, both increasing, so the entry with the latest
+        // reported time at or before a stamp holds the latest raised time
+        // among them.
+        let mut stair: BTreeMap<Cycle, Cycle> = BTreeMap::new();
+        let mut changed = false;
+        for (e, &o) in self.events.iter_mut().zip(reported) {
+            if let Some((_, &t)) = stair.range(..=e.at).next_back() {
+                if t > e.at {
+                    e.at = t;
+                    changed = true;
+                }
+            }
+            let a = e.at;
+            if a > o {
+                let dominated = stair.range(..=o).next_back().is_some_and(|(_, &t)| t >= a);
+                if !dominated {
+                    let later: Vec<Cycle> = stair
+                        .range(o..)
+                        .take_while(|(_, &t)| t <= a)
+                        .map(|(&k, _)| k)
+                        .collect();
+                    for k in later {
+                        stair.remove(&k);
+                    }
+                    stair.insert(o, a);
+                }
+            }
         }
         changed
     }
@@ -731,5 +777,25 @@ mod tests {
         assert_eq!(own, order.position(1) + 1);
         assert!(own <= order.position(2));
         assert!(order.ack_point(1, 2, 20) > order.position(0));
+    }
+
+    /// A write stamped at the time the controller reported for an
+    /// earlier one (opt-undo restoring its dropped records once the log
+    /// head was accepted) waits for that write: when the queue order
+    /// accepts the head later, the restore moves after it, so no crash
+    /// keeps the restore without the head. An unrelated write stamped
+    /// before that report keeps its time.
+    #[test]
+    fn a_write_stamped_at_a_raised_report_waits_for_that_write() {
+        let mut log = PersistLog::new(true);
+        log.set_stream(1);
+        log.record_queued(0x5000, &[9; 8], 5, 60); // another core's write, queue full
+        log.set_stream(0);
+        log.record_queued(0x1000, &[1; 8], 10, 20); // log head, reported at 20
+        log.record(0x2000, &[2; 8], 20); // records restored at the reported time
+        log.record(0x3000, &[3; 8], 15); // stamped before the report
+        let order = log.order_by_time();
+        assert!(order.position(1) < order.position(2));
+        assert!(order.position(3) < order.position(1));
     }
 }

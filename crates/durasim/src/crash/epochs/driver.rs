@@ -5,7 +5,7 @@
 use super::super::driver::single_tear_mask;
 use super::super::history::{background_events, background_range_of, record, Recorded};
 use super::super::options::CrashOptions;
-use super::super::parallel::{parallel_plan, run_chunks};
+use super::super::parallel::{parallel_plan, run_chunks, worker_bytes};
 use super::super::points;
 use super::super::report::{CrashReport, Timing};
 use super::chunk::epoch_chunk;
@@ -59,7 +59,8 @@ pub fn crashtest_checkpoints(
     // Contiguous chunks merged in point order, as in the transactional
     // driver: each starts cold (oracle advanced from point 0), which never
     // changes a verdict, so results do not depend on the thread count.
-    let (pool, host_threads, chunk) = parallel_plan(opts.host_threads, selected.len(), n)?;
+    let (pool, host_threads, chunk) =
+        parallel_plan(opts.host_threads, selected.len(), n, worker_bytes(events))?;
     let total = selected.len() as u64;
     let start = Instant::now();
     let parts: Vec<Result<EpochTally>> = run_chunks(

@@ -163,6 +163,10 @@ struct TxLine {
     slot: Option<u32>,
     /// Persist time of its undo record (overflow lines).
     undo_at: Option<Cycle>,
+    /// When its newest in-place write was accepted (overflow lines): the
+    /// controller ACKs a spilled line once it is durable, and the commit
+    /// request waits for every ACK, also of lines spilled mid-transaction.
+    home_at: Cycle,
     at: Where,
 }
 
@@ -415,7 +419,9 @@ impl Lad {
             (None, Some(undo_at)) => {
                 tl.at = Where::Home;
                 let (a, d) = (tl.addr, tl.data);
-                ctx.nvm.write(a, &d, Purpose::WriteBack, t.max(undo_at))
+                let done = ctx.nvm.write(a, &d, Purpose::WriteBack, t.max(undo_at));
+                tl.home_at = done;
+                done
             }
             (None, None) => unreachable!(),
         }
@@ -470,6 +476,7 @@ impl Scheme for Lad {
                     data: base,
                     slot: None,
                     undo_at: None,
+                    home_at: 0,
                     at: Where::Cache,
                 });
                 c.lines.len() - 1
@@ -548,16 +555,21 @@ impl Scheme for Lad {
         // Flush the lines still only in the caches (pipelined, one per
         // cycle after the LLC latency); each controller ACKs a line's
         // reception (a spilled line once it is durable).
+        // The last ACK back at the core: a flushed line's one traversal
+        // after its reception, a line spilled earlier one traversal after
+        // its in-place write was durable.
         let arrive = now + hop;
-        let mut received = now;
+        let mut acks = now;
         let mut k = 0;
         for i in 0..n {
-            if self.cores[core].lines[i].at == Where::Cache {
-                received = received.max(self.arrive(ctx, core, i, arrive + k));
+            let tl = &self.cores[core].lines[i];
+            if tl.at == Where::Cache {
+                acks = acks.max(self.arrive(ctx, core, i, arrive + k) + hop);
                 k += 1;
+            } else if tl.at == Where::Home {
+                acks = acks.max(tl.home_at + hop);
             }
         }
-        let acks = if k > 0 { received + hop } else { now };
         // Commit request to every controller (in parallel); each records
         // the thread's committed txid (the commit point) and clears the
         // entries' speculative state, then ACKs.
@@ -618,7 +630,10 @@ impl Scheme for Lad {
             }
         }
         if c.undo_records > 0 {
-            self.log.resolve(ctx, core, c.txid, commit_at);
+            // The staging header, which tells recovery the transaction
+            // committed, is cleared only once its undo log is resolved:
+            // otherwise a crash between them rolls the transaction back.
+            released = released.max(self.log.resolve(ctx, core, c.txid, commit_at));
         }
         // Released: the partition and its share of each queue are free.
         for (used, &mine) in self.pool_used.iter_mut().zip(&c.staged_at) {

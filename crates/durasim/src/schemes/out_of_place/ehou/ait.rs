@@ -219,11 +219,14 @@ impl Ehou {
                 new
             }
         };
+        let data = self.cores[core].ws[i].data;
+        let done = ctx
+            .nvm
+            .write(self.g.dev_addr(line, enc), &data, Purpose::WriteBack, t);
         let w = &mut self.cores[core].ws[i];
         w.flushed = true;
-        let data = w.data;
-        ctx.nvm
-            .write(self.g.dev_addr(line, enc), &data, Purpose::WriteBack, t)
+        w.written_at = done;
+        done
     }
 
     /// The device address a read of `line` returns now.

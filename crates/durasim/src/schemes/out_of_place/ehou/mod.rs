@@ -121,6 +121,10 @@ struct WsLine {
     new: Option<u64>,
     /// The new location holds `data`.
     flushed: bool,
+    /// When the controller accepted the newest write of `data` to the new
+    /// location (a line evicted mid-transaction is written then, and the
+    /// commit flip waits for it too).
+    written_at: Cycle,
 }
 
 struct Core {
@@ -312,6 +316,7 @@ impl Scheme for Ehou {
             old: 0,
             new: None,
             flushed: false,
+            written_at: 0,
         });
         now
     }
@@ -369,9 +374,12 @@ impl Scheme for Ehou {
         let arrive = now + self.flush_latency;
         let mut done = now;
         for i in 0..n {
-            if !self.cores[core].ws[i].flushed {
-                done = done.max(self.write_tx_line(ctx, core, i, arrive + i as Cycle));
-            }
+            let w = &self.cores[core].ws[i];
+            done = done.max(if w.flushed {
+                w.written_at
+            } else {
+                self.write_tx_line(ctx, core, i, arrive + i as Cycle)
+            });
         }
         // Commit: the S/C flip of the whole write set is one durable word.
         let txseq = self.cores[core].txseq;
