@@ -3,6 +3,8 @@
 //! (crash/epochs.rs) on small runs of every workload, with planted bugs the
 //! oracle must catch.
 
+mod common;
+
 use durasim::config::Params;
 use durasim::crash::{self, CrashOptions, CrashReport};
 use durasim::engine::RunSpec;
@@ -175,6 +177,50 @@ fn mutants_fail_the_epoch_oracle() {
             );
         }
     }
+}
+
+/// dpc's planted bugs (`dpc.mutant`) on a 16 KB derivative pool (4
+/// pages): allocations fail, so reclaims, the fallback buffer and forced
+/// checkpoints all run. Each fails the epoch oracle, with a replay line
+/// that fails again alone, and the configuration passes without it.
+#[test]
+fn dpc_mutants_fail_with_a_replay_line() {
+    const POOL: &[(&str, &str)] = &[
+        ("dpc.pool_bytes", "16384"),
+        ("dpc.fallback_buffer_lines", "1024"),
+    ];
+    let o = CrashOptions {
+        recovery_crashes: 2,
+        ..CrashOptions::default()
+    };
+    for value in [
+        "switch-before-backup",
+        "write-by-cpbv",
+        "reclaim-invalidate-first",
+        "fallback-home-before-switch",
+        "recovery-skips-fallback",
+    ] {
+        let mut sets = POOL.to_vec();
+        sets.push(("dpc.mutant", value));
+        let s = small_spec("dpc", "btree", 300, &sets);
+        let r = crashtest(s.clone(), false);
+        eprintln!(
+            "dpc.mutant={value}: {} violations of {} points",
+            r.violations, r.crash_points_tested
+        );
+        let v = r
+            .first_violation
+            .as_ref()
+            .unwrap_or_else(|| panic!("dpc.mutant={value} passed the oracle"));
+        assert!(
+            v.replay.contains("--crash-at") && v.replay.contains(&format!("dpc.mutant={value}")),
+            "{}",
+            v.replay
+        );
+        common::assert_replay_fails(s, &o, &r);
+    }
+    let r = crashtest(small_spec("dpc", "btree", 300, POOL), false);
+    assert_eq!(r.violations, 0, "{:?}", r.first_violation);
 }
 
 /// Host memory (pages stored once, mem/image/): setup stores the footprint once (every

@@ -134,7 +134,96 @@ const REDU_FORCED_APPLY: &[(&str, &str)] = &[
     ("redu.apply_period_us", "1000"),
 ];
 
+/// DudeTM's group commit (and its reproduce step) every 2 us.
+const DUDETM_GROUPS: &[(&str, &str)] = &[("dudetm.group_commit_ms", "0.002")];
+/// OSP's smallest journal (4 KiB per core) over 1,024 items: it wraps
+/// every few dozen commits while pages no later commit named still have
+/// their only durable bitmap in the records it overwrites.
+const OSP_SMALL_JOURNAL: &[(&str, &str)] = &[
+    ("osp.journal_bytes_per_core", "4096"),
+    ("workload.initial_items", "1024"),
+];
+
 const MUTANTS: &[Mutant] = &[
+    // Opt-undo's commit point (the log head past the records) before the
+    // forced lines: a crash in between leaves a committed transaction
+    // half home with no record to roll back.
+    Mutant {
+        scheme: "opt-undo",
+        key: "opt-undo.mutant",
+        value: "truncate-before-force",
+        sets: &[],
+        tx: 60,
+        recovery_crashes: 0,
+        torn: false,
+        threads: 2,
+        workload: "vector",
+    },
+    // Opt-redo's steal of a running transaction's line goes home (no
+    // undo exists to take it back): small caches evict such lines.
+    Mutant {
+        scheme: "opt-redo",
+        key: "opt-redo.mutant",
+        value: "evict-uncommitted-home",
+        sets: SMALL_CACHES,
+        tx: 60,
+        recovery_crashes: 0,
+        torn: false,
+        threads: 2,
+        workload: "vector",
+    },
+    // DudeTM's log truncated (superblock) before the group's home writes:
+    // a crash in between loses a durable group.
+    Mutant {
+        scheme: "dudetm",
+        key: "dudetm.mutant",
+        value: "truncate-before-reproduce",
+        sets: DUDETM_GROUPS,
+        tx: 60,
+        recovery_crashes: 0,
+        torn: false,
+        threads: 2,
+        workload: "vector",
+    },
+    // EHOU's commit word before the write set's last lines are out of
+    // place: recovery maps lines to device lines never written.
+    Mutant {
+        scheme: "ehou",
+        key: "ehou.mutant",
+        value: "commit-before-lines",
+        sets: &[],
+        tx: 60,
+        recovery_crashes: 0,
+        torn: false,
+        threads: 2,
+        workload: "vector",
+    },
+    // OSP's consolidation resets the page's bitmap before the committed
+    // shadow lines are home (TLB evictions consolidate pages).
+    Mutant {
+        scheme: "osp",
+        key: "osp.mutant",
+        value: "consolidate-meta-first",
+        sets: &[],
+        tx: 120,
+        recovery_crashes: 0,
+        torn: false,
+        threads: 2,
+        workload: "vector",
+    },
+    // OSP's journal reused while its records hold the only durable copy
+    // of a page's bitmap.
+    Mutant {
+        scheme: "osp",
+        key: "osp.mutant",
+        value: "reuse-journal-without-writeback",
+        sets: OSP_SMALL_JOURNAL,
+        tx: 120,
+        recovery_crashes: 0,
+        torn: false,
+        threads: 2,
+        workload: "vector",
+    },
     // TxEnd's commit record issued at its start time rather than once the
     // data records persisted: in persist-time order it precedes them, and
     // TxEnd returns (acknowledges) before they persist.
@@ -393,6 +482,7 @@ const TESTED_ELSEWHERE: &[(&str, &str)] = &[
     ("morlog-dp.mutant", "tests/morlog.rs"),
     ("ckpt-logging.mutant", "tests/ckpt.rs"),
     ("ckpt-cow.mutant", "tests/ckpt.rs"),
+    ("dpc.mutant", "tests/ckpt.rs"),
     ("thynvm.mutant", "tests/thynvm.rs"),
     ("overlay.mutant", "tests/thynvm.rs"),
     // Load-path bug, caught by run.check_reads (the table is volatile).

@@ -4,6 +4,8 @@
 //! the planted bugs that must fail it, and the statistics that show the
 //! mechanisms were exercised.
 
+mod common;
+
 use durasim::config::Params;
 use durasim::crash::{self, CrashOptions, CrashReport};
 use durasim::engine::RunSpec;
@@ -135,6 +137,31 @@ fn mode_switches_migrations_forced_checkpoints_and_torn_writes_are_survived() {
             assert!(r.torn_points_tested > 0);
         }
     }
+}
+
+/// ThyNVM's switch written before its recovery context: a crash inside
+/// the backup recovers a half-written context. Fails with a replay line
+/// that fails again alone.
+#[test]
+fn thynvm_switch_before_backup_fails_with_a_replay_line() {
+    let s = spec(
+        "thynvm",
+        "btree",
+        150,
+        &[("thynvm.mutant", "switch-before-backup")],
+    );
+    let r = crashtest(s.clone());
+    eprintln!(
+        "thynvm.mutant=switch-before-backup: {} violations of {} points",
+        r.violations, r.crash_points_tested
+    );
+    let v = r.first_violation.as_ref().expect("the mutant passed");
+    assert!(
+        v.replay.contains("--crash-at") && v.replay.contains("thynvm.mutant=switch-before-backup"),
+        "{}",
+        v.replay
+    );
+    common::assert_replay_fails(s, &opts(), &r);
 }
 
 #[test]

@@ -62,6 +62,9 @@ pub static PARAMS: &[ParamSpec] = &[
     p!("dpc.drain_at_end", bool true, "",
         "modelling choice, docs/MODEL.md",
         "after the final checkpoint, reclaim every derivative page (checkpoint lines home, entries invalidated) so home holds the final image; not in the measured window"),
+    p!("dpc.mutant", str "none", &["none", "switch-before-backup", "write-by-cpbv", "reclaim-invalidate-first", "fallback-home-before-switch", "recovery-skips-fallback"],
+        crate::schemes::MUTANT_SOURCE,
+        "test-only planted bug (tests/ckpt.rs; refused by the CLI): switch-before-backup = the switch pointer is written before the recovery context's backup; write-by-cpbv = write-backs placed by CPBV instead of P = DBV xor CPBV; reclaim-invalidate-first = a reclaim invalidates the persisted DPT entry before copying its checkpoint lines home; fallback-home-before-switch = the checkpoint writes the fallback lines home before its switch; recovery-skips-fallback = recovery stops after the DPT entries and never applies the fallback buffer"),
     p!("dpc.cached_entries", int 10240, "entries", Check::Range(1.0, 1e9),
         "dual-page checkpointing paper §5.5 (10K/20K/40K cached entries)",
         "DPT entries cached in the controller with dpc.metadata = cached"),
@@ -115,6 +118,22 @@ pub(crate) enum Mutant {
     WriteByCpbv,
     /// Reclaim invalidates the persisted entry before its copies.
     ReclaimInvalidateFirst,
+    /// The fallback lines go home before the switch (home holds lines of
+    /// an epoch whose checkpoint is not yet valid).
+    FallbackHomeBeforeSwitch,
+}
+
+impl Mutant {
+    fn from_params(p: &Params) -> Self {
+        match p.str("dpc.mutant") {
+            "switch-before-backup" => Mutant::SwitchBeforeBackup,
+            "write-by-cpbv" => Mutant::WriteByCpbv,
+            "reclaim-invalidate-first" => Mutant::ReclaimInvalidateFirst,
+            "fallback-home-before-switch" => Mutant::FallbackHomeBeforeSwitch,
+            // recovery-skips-fallback is recovery's (`DpcUnits`).
+            _ => Mutant::None,
+        }
+    }
 }
 
 /// Geometry shared by the scheme and its recovery (from parameters only).
@@ -183,7 +202,7 @@ pub(crate) fn host_table_bytes(p: &Params) -> u64 {
 }
 
 fn build(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
-    Ok(Box::new(Dpc::new(p, layout, Mutant::None)?))
+    Ok(Box::new(Dpc::new(p, layout, Mutant::from_params(p))?))
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -566,6 +585,18 @@ impl Dpc {
 }
 
 impl Dpc {
+    /// Copy the fallback lines logged in slot `s` to their home addresses.
+    fn fallback_home(&mut self, ctx: &mut MemCtx, s: usize, mut t: Cycle) -> Cycle {
+        let mut line = [0u8; LINE_BYTES as usize];
+        for &la in &self.fallback_order {
+            let k = self.fallback[&la];
+            let src = self.g.fallback(s) + k * FALLBACK_ENTRY_BYTES + 8;
+            let r = ctx.nvm.read(src, &mut line, Purpose::Log, t);
+            t = t.max(ctx.nvm.write(la, &line, Purpose::Log, r));
+        }
+        t
+    }
+
     /// Read the lines `want` of a page from where P points (fallback
     /// entries first); returns when line `first` arrived.
     fn fill_lines(
@@ -833,19 +864,20 @@ impl Scheme for Dpc {
         // Step 3: CPU state and DPT backup (without DBV) to the standby slot.
         t = t.max(area.write_contexts(&mut ctx.nvm, s, self.epoch, cpu_state, now));
         t = t.max(self.write_backup(ctx, s, now));
+        if self.mutant == Mutant::FallbackHomeBeforeSwitch {
+            t = self.fallback_home(ctx, s, t);
+        }
         // Step 4: the atomic switch, once the backup has persisted.
         if self.mutant != Mutant::SwitchBeforeBackup {
             t = area.switch(&mut ctx.nvm, s, self.epoch, t);
         }
         let committed = ctx.nvm.persist_log.count();
         self.valid_slot = Some(s);
-        // Fallback lines become home data of the new checkpoint.
-        let mut line = [0u8; LINE_BYTES as usize];
-        for &la in &self.fallback_order {
-            let k = self.fallback[&la];
-            let src = self.g.fallback(s) + k * FALLBACK_ENTRY_BYTES + 8;
-            let r = ctx.nvm.read(src, &mut line, Purpose::Log, t);
-            t = t.max(ctx.nvm.write(la, &line, Purpose::Log, r));
+        // Fallback lines become home data of the new checkpoint, only once
+        // the switch made it valid (before, home still belongs to the last
+        // checkpoint: those pages have no derivative page to hold it).
+        if self.mutant != Mutant::FallbackHomeBeforeSwitch {
+            t = self.fallback_home(ctx, s, t);
         }
         self.fallback.clear();
         self.fallback_order.clear();
@@ -958,6 +990,7 @@ pub(crate) fn new_units(p: &Params, layout: &Layout) -> Box<dyn UnitRecovery> {
         g: Geometry::new(p, layout),
         home_limit: layout.home_limit,
         valid: None,
+        skip_fallback: p.str("dpc.mutant") == "recovery-skips-fallback",
     })
 }
 
@@ -967,6 +1000,8 @@ struct DpcUnits {
     /// (epoch, slot, high-water mark, fallback count) of the valid
     /// recovery context; None before the first checkpoint.
     valid: Option<(u64, usize, u64, u64)>,
+    /// Test-only: the scan ends after the DPT entries.
+    skip_fallback: bool,
 }
 
 fn dpc_internal(m: String) -> Error {
@@ -1000,6 +1035,9 @@ impl UnitRecovery for DpcUnits {
             )));
         }
         self.valid = Some((epoch, s, high_water, fallback_n));
+        if self.skip_fallback {
+            return Ok(high_water);
+        }
         Ok(high_water + fallback_n)
     }
 
@@ -1301,42 +1339,10 @@ mod tests {
         assert!(r.torn_points_tested > 0);
     }
 
-    type BuildFn = fn(&Params, &Layout) -> Result<Box<dyn Scheme>>;
-
-    fn mutant_info(name: &'static str, build: BuildFn) -> &'static SchemeInfo {
-        Box::leak(Box::new(SchemeInfo {
-            name,
-            build,
-            ..INFO
-        }))
-    }
-
+    /// The planted `dpc.mutant` bugs are crash-tested in tests/ckpt.rs;
+    /// here, the native system on the hybrid memory must fail too.
     #[test]
-    fn mutants_and_the_native_system_fail_the_checkpoint_oracle() {
-        fn b1(p: &Params, l: &Layout) -> Result<Box<dyn Scheme>> {
-            Ok(Box::new(Dpc::new(p, l, Mutant::SwitchBeforeBackup)?))
-        }
-        fn b2(p: &Params, l: &Layout) -> Result<Box<dyn Scheme>> {
-            Ok(Box::new(Dpc::new(p, l, Mutant::WriteByCpbv)?))
-        }
-        fn b3(p: &Params, l: &Layout) -> Result<Box<dyn Scheme>> {
-            Ok(Box::new(Dpc::new(p, l, Mutant::ReclaimInvalidateFirst)?))
-        }
-        for (name, b) in [
-            ("dpc-switch-before-backup", b1 as BuildFn),
-            ("dpc-write-by-cpbv", b2),
-            ("dpc-reclaim-invalidate-first", b3),
-        ] {
-            let info = mutant_info(name, b);
-            let r = crashtest_checkpoints(
-                info,
-                small_spec(name, "btree", 300),
-                &opts(),
-                &mut |_, _| {},
-            )
-            .unwrap();
-            assert!(r.violations > 0, "{name} passed the oracle");
-        }
+    fn the_native_system_fails_the_checkpoint_oracle() {
         // `ideal` on the hybrid memory: no checkpoints, write-backs land
         // in place.
         let r = crashtest_checkpoints(

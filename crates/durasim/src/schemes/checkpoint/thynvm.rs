@@ -74,9 +74,9 @@ pub static PARAMS: &[ParamSpec] = &[
     p!("thynvm.lookup_cycles", int 16, "cycles", Check::Range(0.0, 10000.0),
         "dual-page checkpointing paper §5.1.1 (the 16-cycle table lookup of its simulator, applied to every system; ThyNVM's own Table 2 uses 3 ns)",
         "BTT/PTT lookup on every NVM access of the DRAM cache"),
-    p!("thynvm.mutant", str "none", &["none", "drop-penultimate"],
+    p!("thynvm.mutant", str "none", &["none", "drop-penultimate", "switch-before-backup"],
         crate::schemes::MUTANT_SOURCE,
-        "test-only planted bug: drop-penultimate = a working copy may overwrite the last completed checkpoint while the next one is in flight"),
+        "test-only planted bug (tests/thynvm.rs; refused by the CLI): drop-penultimate = a working copy may overwrite the last completed checkpoint while the next one is in flight; switch-before-backup = the switch pointer names the new recovery context before its contexts and table backup are written"),
 ];
 
 pub static INFO: SchemeInfo = SchemeInfo {
@@ -305,6 +305,8 @@ pub(crate) struct ThyNvm {
     to_page: u64,
     to_block: u64,
     drop_penultimate: bool,
+    /// Test-only (`thynvm.mutant=switch-before-backup`).
+    switch_first: bool,
     btt: Table,
     ptt: Table,
     /// Pages in page-writeback mode this epoch.
@@ -341,6 +343,7 @@ impl ThyNvm {
             to_page: p.u64("thynvm.to_page_threshold"),
             to_block: p.u64("thynvm.to_block_threshold"),
             drop_penultimate: p.str("thynvm.mutant") == "drop-penultimate",
+            switch_first: p.str("thynvm.mutant") == "switch-before-backup",
             btt: Table::new(g.btt),
             ptt: Table::new(g.ptt),
             page_mode: FxHashSet::default(),
@@ -623,6 +626,9 @@ impl ThyNvm {
         let now = now.max(pd.at);
         let area = self.g.area;
         if !pd.contexts.is_empty() {
+            if self.switch_first {
+                area.switch(&mut ctx.nvm, pd.slot, self.epoch, now);
+            }
             pd.at = area.write_contexts(&mut ctx.nvm, pd.slot, self.epoch, &pd.contexts, now);
             pd.contexts.clear();
             let at = pd.at;
@@ -642,7 +648,11 @@ impl ThyNvm {
             return done;
         }
         // The backup persisted: the one atomic switch, then the commit.
-        let t = area.switch(&mut ctx.nvm, pd.slot, self.epoch, now);
+        let t = if self.switch_first {
+            now
+        } else {
+            area.switch(&mut ctx.nvm, pd.slot, self.epoch, now)
+        };
         self.committed.push(ctx.nvm.persist_log.count());
         self.valid_slot = Some(pd.slot);
         // The new backup no longer lists lines evicted before it started.

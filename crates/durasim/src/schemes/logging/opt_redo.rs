@@ -49,9 +49,9 @@ pub static PARAMS: &[ParamSpec] = &[
     p!("opt-redo.checkpoint_period_ms", float 10.0, "ms", Check::Range(0.001, 10000.0),
         "HOOP's GC period (HOOP paper §III-H), used for every background scheme for a fair comparison (§IV-A)",
         "period of asynchronous checkpointing (combine, write home, truncate)"),
-    p!("opt-redo.mutant", str "none", &["none", "truncate-before-checkpoint"],
+    p!("opt-redo.mutant", str "none", &["none", "truncate-before-checkpoint", "evict-uncommitted-home"],
         crate::schemes::MUTANT_SOURCE,
-        "test-only planted bug (tests/mutants.rs; refused by the CLI): truncate-before-checkpoint = the checkpoint persists the log header (truncation) before its home writes"),
+        "test-only planted bug (tests/mutants.rs; refused by the CLI): truncate-before-checkpoint = the checkpoint persists the log header (truncation) before its home writes; evict-uncommitted-home = a write-back of a line of the running transaction goes home instead of being held until its commit record persists"),
 ];
 
 pub static INFO: SchemeInfo = SchemeInfo {
@@ -153,6 +153,7 @@ struct OptRedo {
     st_buffer_flushes: u64,
     /// Test-only planted bug (`opt-redo.mutant`).
     mutant_truncate_first: bool,
+    mutant_no_hold: bool,
 }
 
 fn build(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
@@ -179,6 +180,7 @@ fn build(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
         st_dropped_clean: 0,
         st_buffer_flushes: 0,
         mutant_truncate_first: p.str("opt-redo.mutant") == "truncate-before-checkpoint",
+        mutant_no_hold: p.str("opt-redo.mutant") == "evict-uncommitted-home",
     }))
 }
 
@@ -367,7 +369,7 @@ impl Scheme for OptRedo {
         }
         let owner = owner_of(&ctx.layout, line_addr);
         let c = &mut self.cores[owner];
-        if c.tx.in_tx && ext.txid == c.tx.txid {
+        if c.tx.in_tx && ext.txid == c.tx.txid && !self.mutant_no_hold {
             // Its transaction's log is not durable yet: hold it.
             c.held.insert(line_addr, *data);
             self.st_held += 1;

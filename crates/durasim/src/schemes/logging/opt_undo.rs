@@ -58,9 +58,9 @@ pub static PARAMS: &[ParamSpec] = &[
     p!("opt-undo.log_queue_records", int 32, "records", Check::Range(1.0, 65536.0),
         "modelling choice (Proteus gives no size here): 32 records of two lines = 64 lines, USIMM's 64-entry write queue (mc.write_queue_entries)",
         "undo records the controller's log queue holds for all cores with opt-undo.drop_queued_records; one more writes the oldest to the NVM log"),
-    p!("opt-undo.mutant", str "none", &["none", "skip-record", "data-before-record", "truncate-before-rollback", "drop-before-force"],
+    p!("opt-undo.mutant", str "none", &["none", "skip-record", "data-before-record", "truncate-before-rollback", "drop-before-force", "truncate-before-force"],
         crate::schemes::MUTANT_SOURCE,
-        "test-only planted bug (tests/mutants.rs; refused by the CLI): skip-record = the first line of each transaction gets no undo record; data-before-record = write-backs and forced lines do not wait for their undo record; truncate-before-rollback = recovery resolves the log header before rolling back; drop-before-force = with opt-undo.drop_queued_records, a commit drops its queued records before forcing its lines"),
+        "test-only planted bug (tests/mutants.rs; refused by the CLI): skip-record = the first line of each transaction gets no undo record; data-before-record = write-backs and forced lines do not wait for their undo record; truncate-before-rollback = recovery resolves the log header before rolling back; drop-before-force = with opt-undo.drop_queued_records, a commit drops its queued records before forcing its lines; truncate-before-force = a commit moves the log head past its records (the commit point) before forcing its lines home"),
 ];
 
 pub static INFO: SchemeInfo = SchemeInfo {
@@ -255,6 +255,7 @@ struct OptUndo {
     mutant_skip_record: bool,
     mutant_data_first: bool,
     mutant_drop_first: bool,
+    mutant_truncate_first: bool,
     /// The controller's log queue (`opt-undo.drop_queued_records` with
     /// ADR), oldest first, and its capacity; `None` when off.
     queue: Option<VecDeque<Queued>>,
@@ -292,6 +293,7 @@ fn build(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
         mutant_skip_record: p.str("opt-undo.mutant") == "skip-record",
         mutant_data_first: p.str("opt-undo.mutant") == "data-before-record",
         mutant_drop_first: p.str("opt-undo.mutant") == "drop-before-force",
+        mutant_truncate_first: p.str("opt-undo.mutant") == "truncate-before-force",
         queue: (p.bool("opt-undo.drop_queued_records") && p.bool("mc.adr")).then(VecDeque::new),
         queue_cap: p.u64("opt-undo.log_queue_records") as usize,
         stat_records_dropped: 0,
@@ -487,6 +489,10 @@ impl Scheme for OptUndo {
         if self.mutant_drop_first {
             self.drop_queued(ctx, core, now);
         }
+        let mut truncated = None;
+        if self.mutant_truncate_first {
+            truncated = Some(self.truncate(ctx, core, now));
+        }
         let c = &mut self.cores[core];
         // Force: the modified lines travel to the controller (pipelined,
         // one per cycle after the LLC latency) and are written home once
@@ -510,15 +516,10 @@ impl Scheme for OptUndo {
         }
         // Truncate only after every forced line is persisted: the head
         // moves past this transaction's records.
-        let which = c.truncations;
-        c.truncations += 1;
-        let p = ctx.nvm.persist_log.path_start();
-        let done = self
-            .log
-            .truncate(ctx, core, which, c.txid, c.tail_seq, done);
-        ctx.nvm
-            .persist_log
-            .path_done(crate::schemes::path::LOG_HEAD, p);
+        let done = match truncated {
+            Some(t) => t.max(done),
+            None => self.truncate(ctx, core, done),
+        };
         self.stat_commits += 1;
         // The truncation made the records dead: drop those still queued.
         self.drop_queued(ctx, core, done);
@@ -568,6 +569,20 @@ impl Scheme for OptUndo {
 }
 
 impl OptUndo {
+    /// Persist `core`'s log head past its transaction's records (the
+    /// commit point of undo logging) from `t`.
+    fn truncate(&mut self, ctx: &mut MemCtx, core: CoreId, t: Cycle) -> Cycle {
+        let c = &mut self.cores[core];
+        let which = c.truncations;
+        c.truncations += 1;
+        let p = ctx.nvm.persist_log.path_start();
+        let done = self.log.truncate(ctx, core, which, c.txid, c.tail_seq, t);
+        ctx.nvm
+            .persist_log
+            .path_done(crate::schemes::path::LOG_HEAD, p);
+        done
+    }
+
     /// Remove `core`'s records from the controller's log queue at `at`:
     /// they never reach the NVM log, whose slots keep their older bytes
     /// (the crash image after `at` no longer holds the queued records).

@@ -61,6 +61,9 @@ pub static PARAMS: &[ParamSpec] = &[
     p!("dudetm.volatile_log_bytes_per_core", int 4 << 20, "bytes", Check::PowerOfTwo(1 << 12, 1 << 34),
         "modelling choice: a per-thread ring in DRAM; a fuller ring forces an early group commit that the worker waits for",
         "per-core volatile redo log ring in DRAM"),
+    p!("dudetm.mutant", str "none", &["none", "truncate-before-reproduce"],
+        crate::schemes::MUTANT_SOURCE,
+        "test-only planted bug (tests/mutants.rs; refused by the CLI): truncate-before-reproduce = the superblock that truncates the log is written before the group's home writes"),
     p!("dudetm.tx_instructions", int 20, "instructions", Check::Range(0.0, 1e6),
         "modelling choice: DudeTM's own per-transaction bookkeeping (the commit marker's ring slot and transaction id); the STM's begin and commit are dudetm.stm_*",
         "Perform step: per-transaction redo-log bookkeeping besides the commit marker store"),
@@ -331,6 +334,8 @@ struct DudeTm {
     tx_instructions: u64,
     write_instructions: u64,
     ack_early: bool,
+    /// Test-only (`dudetm.mutant`): the truncation before the home writes.
+    truncate_first: bool,
     /// TinySTM's barriers (None: `dudetm.stm = none`).
     stm: Option<TinyStm>,
     /// Scratch: where each program load landed in the rewritten stream.
@@ -387,6 +392,7 @@ impl DudeTm {
             tx_instructions: p.u64("dudetm.tx_instructions"),
             write_instructions: p.u64("dudetm.write_instructions"),
             ack_early,
+            truncate_first: p.str("dudetm.mutant") == "truncate-before-reproduce",
             stm: (p.str("dudetm.stm") == "tinystm").then(|| {
                 TinyStm::new(
                     shadow_base + stm_base,
@@ -534,6 +540,18 @@ impl DudeTm {
             self.lines[i].2[w] = v;
         }
         self.lines.sort_unstable_by_key(|l| l.0);
+        // The truncation waits for the home writes: before them, a crash
+        // would lose the group (recovery replays only a group newer than
+        // the superblock).
+        let mut truncated = durable;
+        if self.truncate_first {
+            truncated = ctx.nvm.write(
+                self.g.superblock(seq),
+                &superblock_line(seq),
+                Purpose::Metadata,
+                durable,
+            );
+        }
         let mut home = durable;
         for &(line, mask, words) in &self.lines {
             let mut data = [0u8; LINE_BYTES as usize];
@@ -552,12 +570,14 @@ impl DudeTm {
         }
         self.stats.persist_flushes += self.lines.len() as u64 + 1;
         self.stats.persist_fences += 1;
-        let truncated = ctx.nvm.write(
-            self.g.superblock(seq),
-            &superblock_line(seq),
-            Purpose::Metadata,
-            home,
-        );
+        if !self.truncate_first {
+            truncated = ctx.nvm.write(
+                self.g.superblock(seq),
+                &superblock_line(seq),
+                Purpose::Metadata,
+                home,
+            );
+        }
         self.stats.log_bytes += LINE_BYTES;
         self.stats.group_commits += 1;
         self.pending.clear();

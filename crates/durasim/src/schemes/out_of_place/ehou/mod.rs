@@ -80,9 +80,9 @@ pub static PARAMS: &[ParamSpec] = &[
     p!("ehou.reclaim_entries_per_core", int 16384, "entries", Check::Range(8.0, 16777215.0),
         "modelling choice, see docs/MODEL.md (ADR reclaim list, §III-D; one entry per speculative line of a transaction)",
         "reclaim list capacity per core (device lines allocated by the running transaction)"),
-    p!("ehou.mutant", str "none", &["none", "evict-speculative-to-ait"],
+    p!("ehou.mutant", str "none", &["none", "evict-speculative-to-ait", "commit-before-lines"],
         MUTANT_SOURCE,
-        "test-only planted bug (tests/ehou.rs; refused by the CLI): evict-speculative-to-ait = an evicted speculative AIT-cache entry is written to the AIT instead of the overflow log (EHOU Fig. 5)"),
+        "test-only planted bug (tests/ehou.rs, tests/mutants.rs; refused by the CLI): evict-speculative-to-ait = an evicted speculative AIT-cache entry is written to the AIT instead of the overflow log (EHOU Fig. 5); commit-before-lines = TxEnd persists the commit word before the write set's lines still in the CPU caches are written out of place"),
 ];
 
 pub static INFO: SchemeInfo = SchemeInfo {
@@ -168,6 +168,8 @@ struct Ehou {
     g: Geometry,
     eager: bool,
     mutant: bool,
+    /// Test-only (`ehou.mutant=commit-before-lines`).
+    commit_first: bool,
     cache: AitCache,
     ait_cycles: Cycle,
     /// Slots whose ADR image is non-zero.
@@ -207,6 +209,7 @@ fn new_ehou(p: &Params, layout: &Layout) -> Result<Ehou> {
         g,
         eager: p.str("ehou.persist") == "eager",
         mutant: p.str("ehou.mutant") == "evict-speculative-to-ait",
+        commit_first: p.str("ehou.mutant") == "commit-before-lines",
         img: vec![false; cache.capacity()],
         cache,
         ait_cycles: p.u64("dimm.ait_cache_latency_cycles"),
@@ -370,6 +373,11 @@ impl Scheme for Ehou {
         if n == 0 {
             return now;
         }
+        let txseq = self.cores[core].txseq;
+        if self.commit_first {
+            ctx.nvm
+                .persist_adr_structure(self.g.commit_addr(core), &txseq.to_le_bytes(), now);
+        }
         // The write set's lines still in the CPU caches go out of place.
         let arrive = now + self.flush_latency;
         let mut done = now;
@@ -381,10 +389,12 @@ impl Scheme for Ehou {
                 self.write_tx_line(ctx, core, i, arrive + i as Cycle)
             });
         }
-        // Commit: the S/C flip of the whole write set is one durable word.
-        let txseq = self.cores[core].txseq;
-        ctx.nvm
-            .persist_adr_structure(self.g.commit_addr(core), &txseq.to_le_bytes(), done);
+        // Commit: the S/C flip of the whole write set is one durable word,
+        // once every line of it is in the persistence domain.
+        if !self.commit_first {
+            ctx.nvm
+                .persist_adr_structure(self.g.commit_addr(core), &txseq.to_le_bytes(), done);
+        }
         let mut finished = done;
         for i in 0..n {
             let (line, old, new) = {

@@ -76,9 +76,9 @@ pub static PARAMS: &[ParamSpec] = &[
     p!("osp.shootdown_cycles", int 5000, "cycles", Check::Range(0.0, 1e9),
         "modelling choice, see docs/MODEL.md (inter-processor-interrupt TLB shootdowns take microseconds; 2 us at 2.5 GHz)",
         "stall of the core whose TLB eviction remaps a page, when more than one core runs"),
-    p!("osp.mutant", str "none", &["none", "journal-before-flush"],
+    p!("osp.mutant", str "none", &["none", "journal-before-flush", "consolidate-meta-first", "reuse-journal-without-writeback"],
         crate::schemes::MUTANT_SOURCE,
-        "test-only planted bug (tests/mutants.rs; refused by the CLI): journal-before-flush = TxEnd persists the journal record before the eager flush of the transaction's lines"),
+        "test-only planted bug (tests/mutants.rs; refused by the CLI): journal-before-flush = TxEnd persists the journal record before the eager flush of the transaction's lines; consolidate-meta-first = consolidation resets the page's metadata line (bitmap 0) before copying its committed shadow lines home; reuse-journal-without-writeback = a commit record overwrites journal space whose records hold the only durable copy of page metadata without writing that metadata back in place first"),
 ];
 
 pub static INFO: SchemeInfo = SchemeInfo {
@@ -323,6 +323,8 @@ struct Osp {
     s_overhead_end: u64,
     /// Test-only planted bug (`osp.mutant`).
     mutant_journal_first: bool,
+    mutant_meta_first: bool,
+    mutant_reuse_unsaved: bool,
 }
 
 fn build(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
@@ -371,6 +373,8 @@ fn build(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
         s_reuse_writebacks: 0,
         s_overhead_end: 0,
         mutant_journal_first: p.str("osp.mutant") == "journal-before-flush",
+        mutant_meta_first: p.str("osp.mutant") == "consolidate-meta-first",
+        mutant_reuse_unsaved: p.str("osp.mutant") == "reuse-journal-without-writeback",
     }))
 }
 
@@ -507,7 +511,17 @@ impl Osp {
         if ps.committed == 0 {
             return now;
         }
+        let v = self.next_version;
+        self.next_version += 1;
         let mut done = now;
+        if self.mutant_meta_first {
+            done = ctx.nvm.write(
+                self.g.meta_addr(ps.slot),
+                &meta_line(page, 0, v),
+                Purpose::Metadata,
+                now,
+            );
+        }
         let mut buf = [0u8; 64];
         for i in 0..64u64 {
             if ps.committed >> i & 1 == 1 {
@@ -518,14 +532,16 @@ impl Osp {
                 self.s_consolidated_lines += 1;
             }
         }
-        let v = self.next_version;
-        self.next_version += 1;
-        let done = ctx.nvm.write(
-            self.g.meta_addr(ps.slot),
-            &meta_line(page, 0, v),
-            Purpose::Metadata,
-            done,
-        );
+        // The bitmap is reset only once the lines are home: before, it is
+        // what points recovery at the committed shadow copies.
+        if !self.mutant_meta_first {
+            done = ctx.nvm.write(
+                self.g.meta_addr(ps.slot),
+                &meta_line(page, 0, v),
+                Purpose::Metadata,
+                done,
+            );
+        }
         self.s_meta_writes += 1;
         self.dirty_rec[ps.slot as usize] = CLEAN;
         let e = self.pages.get_mut(&page).unwrap();
@@ -792,7 +808,7 @@ impl Scheme for Osp {
             let (_, _, _, mut pages) = c.records.pop_front().unwrap();
             for &page in &pages {
                 let slot = self.pages[&page].slot;
-                if self.dirty_rec[slot as usize] == v {
+                if self.dirty_rec[slot as usize] == v && !self.mutant_reuse_unsaved {
                     start = start.max(self.write_back(ctx, slot, done));
                     self.s_reuse_writebacks += 1;
                 }
