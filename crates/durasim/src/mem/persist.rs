@@ -223,7 +223,7 @@ impl PersistLog {
         for _ in 0..8 {
             let a = self.raise_overlaps(&streams);
             let b = self.raise_fifo(&streams);
-            let c = self.raise_waiters(&issued_at);
+            let c = self.raise_waiters(&streams, &issued_at);
             if !a && !b && !c {
                 break;
             }
@@ -433,32 +433,32 @@ impl PersistLog {
     }
 
     /// Raise each write to the latest acceptance of an earlier-issued write
-    /// (of any stream) whose reported acceptance (`reported`, before any
-    /// raise) it is stamped at or after: the scheme may have computed its
-    /// time from that report (a log's records restored after the head
-    /// write it saw accepted; a commit flip stamped at its data's
-    /// acceptance, some written by another core's eviction; an in-place
-    /// write once its undo record was accepted), so it waited for that
-    /// write, and a controller admitting in arrival order would have
-    /// reported the later time. Ordering more than the scheme needed
-    /// tests fewer crash states, never a false failure. Only raised writes
-    /// can raise another; whether any changed.
-    fn raise_waiters(&mut self, reported: &[Cycle]) -> bool {
+    /// of its stream whose reported acceptance (`reported`, before any
+    /// raise) it is stamped at or after: the scheme computed its time from
+    /// that report (a log's records restored after the head write it saw
+    /// accepted), so it waited for that write, and a controller admitting
+    /// in arrival order would have reported the later time. Within one
+    /// stream only: across streams a write stamped after another core's
+    /// report did not wait for it, and raising it past that core's later
+    /// writes would make crash states no controller produces. Only raised
+    /// writes can raise another; whether any changed.
+    fn raise_waiters(&mut self, streams: &[u16], reported: &[Cycle]) -> bool {
         use std::collections::BTreeMap;
-        // A staircase of the raised writes issued so far: reported time ->
-        // raised time, both increasing, so the entry with the latest
-        // reported time at or before a stamp holds the latest raised time
-        // among them.
-        let mut stair: BTreeMap<Cycle, Cycle> = BTreeMap::new();
+        // Per stream, a staircase of the raised writes issued so far:
+        // reported time -> raised time, both increasing, so the entry with
+        // the latest reported time at or before a stamp holds the latest
+        // raised time among them.
+        let mut stairs: rustc_hash::FxHashMap<u16, BTreeMap<Cycle, Cycle>> = Default::default();
         let mut changed = false;
-        for (e, &o) in self.events.iter_mut().zip(reported) {
+        for (i, (e, &s)) in self.events.iter_mut().zip(streams).enumerate() {
+            let stair = stairs.entry(s).or_default();
             if let Some((_, &t)) = stair.range(..=e.at).next_back() {
                 if t > e.at {
                     e.at = t;
                     changed = true;
                 }
             }
-            let a = e.at;
+            let (o, a) = (reported[i], e.at);
             if a > o {
                 let dominated = stair.range(..=o).next_back().is_some_and(|(_, &t)| t >= a);
                 if !dominated {

@@ -219,14 +219,11 @@ impl Ehou {
                 new
             }
         };
-        let data = self.cores[core].ws[i].data;
-        let done = ctx
-            .nvm
-            .write(self.g.dev_addr(line, enc), &data, Purpose::WriteBack, t);
         let w = &mut self.cores[core].ws[i];
         w.flushed = true;
-        w.written_at = done;
-        done
+        let data = w.data;
+        ctx.nvm
+            .write(self.g.dev_addr(line, enc), &data, Purpose::WriteBack, t)
     }
 
     /// The device address a read of `line` returns now.
