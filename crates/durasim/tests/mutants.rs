@@ -109,6 +109,19 @@ const EHOU_SMALL_AIT: &[(&str, &str)] = &[
     ("ehou.pool_lines", "4096"),
 ];
 
+/// EHOU with a 4 x 2 AIT cache and small CPU caches.
+const EHOU_REUSE: &[(&str, &str)] = &[
+    ("dimm.ait_cache_sets", "4"),
+    ("dimm.ait_cache_ways", "2"),
+    ("ehou.pool_lines", "4096"),
+    ("cache.l1_size_bytes", "1KB"),
+    ("cache.l1_ways", "2"),
+    ("cache.l2_size_bytes", "2KB"),
+    ("cache.l2_ways", "2"),
+    ("cache.llc_size_bytes", "4KB"),
+    ("cache.llc_ways", "2"),
+];
+
 /// MorLog's transaction table on a 4 KiB log with 2 entries and small
 /// caches: the log head is persisted often enough (the log behind it fills)
 /// that a log released too early is overwritten while a crash can still
@@ -192,6 +205,21 @@ const MUTANTS: &[Mutant] = &[
         key: "ehou.mutant",
         value: "commit-before-lines",
         sets: &[],
+        tx: 60,
+        recovery_crashes: 0,
+        torn: false,
+        threads: 2,
+        workload: "vector",
+    },
+    // EHOU releases a commit's previous device lines for writes arriving
+    // before its flip: another core's write reuses a line the last
+    // durable commit still maps (small caches evict lines mid-transaction,
+    // a small AIT cache sends entries home and back).
+    Mutant {
+        scheme: "ehou",
+        key: "ehou.mutant",
+        value: "reuse-before-flip",
+        sets: EHOU_REUSE,
         tx: 60,
         recovery_crashes: 0,
         torn: false,

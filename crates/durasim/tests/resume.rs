@@ -313,21 +313,8 @@ fn morlog_verdicts_do_not_depend_on_resume_or_host_threads() {
 /// every resumed point also recovered and checked from scratch with 0
 /// mismatches, no violation, and resumed at least once.
 fn resume_matches_on_every_workload(scheme: &str, settings: &[&[(&str, &str)]], tx: u64) {
-    resume_matches_except(scheme, settings, tx, &[]);
-}
-
-/// As [`resume_matches_on_every_workload`], except that the (workload,
-/// setting index) pairs in `open` may fail the oracle (a documented open
-/// gap of the scheme): resumed and from-scratch recovery must still agree.
-fn resume_matches_except(
-    scheme: &str,
-    settings: &[&[(&str, &str)]],
-    tx: u64,
-    open: &[(&str, usize)],
-) {
     for (i, w) in durasim::workloads::REGISTRY.iter().enumerate() {
-        let k = i % settings.len();
-        let sets = settings[k];
+        let sets = settings[i % settings.len()];
         let tx = short_tx(w.name, tx);
         let o = CrashOptions {
             verify_resume: true,
@@ -336,9 +323,7 @@ fn resume_matches_except(
         let r = run(spec(scheme, w.name, tx, sets), &o);
         let at = format!("{scheme} {sets:?} x {}", w.name);
         assert_eq!(r.resume_mismatches, 0, "{at}");
-        if !open.contains(&(w.name, k)) {
-            assert_eq!(r.violations, 0, "{at}: {:?}", r.first_violation);
-        }
+        assert_eq!(r.violations, 0, "{at}: {:?}", r.first_violation);
         assert!(r.resumed_points > 0, "{at}: never resumed");
     }
 }
@@ -394,11 +379,7 @@ fn ehou_resumed_recovery_equals_from_scratch() {
         ("ehou.pool_lines", "4096"),
     ];
     let eager = [small, &[("ehou.persist", "eager")]].concat();
-    // Lazy EHOU with a small AIT cache fails the oracle on these
-    // workloads (docs/model/out-of-place.md, "Commit"; tests/ehou.rs
-    // `OPEN_FAILURES`); resumed recovery must still match from scratch.
-    let open = [("queue", 1), ("btree", 1), ("kdtree", 1), ("lbm", 1)];
-    resume_matches_except("ehou", &[&[], small, &eager], 80, &open);
+    resume_matches_on_every_workload("ehou", &[&[], small, &eager], 80);
     let o = CrashOptions {
         points: PointSel::Sampled(200),
         verify_resume: true,
@@ -406,6 +387,7 @@ fn ehou_resumed_recovery_equals_from_scratch() {
     };
     let r = run(spec("ehou", "btree", 600, small), &o);
     assert_eq!(r.resume_mismatches, 0);
+    assert_eq!(r.violations, 0);
     assert!(r.resumed_points > 0);
 }
 

@@ -631,13 +631,27 @@ impl MemoryController {
     /// buffer) becomes durable without NVM traffic: record the bytes as a
     /// persist event at a reserved address of the persistent image.
     pub fn persist_adr_structure(&mut self, addr: Addr, data: &[u8], now: Cycle) {
+        self.persist_adr_inner(addr, data, Cycle::MAX, now);
+    }
+
+    /// [`Self::persist_adr_structure`] for a request that travels the
+    /// write path behind the data writes (a commit message the controller
+    /// handles in arrival order, e.g. EHOU's S/C flip): recorded as
+    /// arriving at `now`, so the crash order puts it after every queued
+    /// write that arrived before it, whenever the queue accepted those.
+    pub fn persist_adr_in_queue_order(&mut self, addr: Addr, data: &[u8], now: Cycle) {
+        self.persist_adr_inner(addr, data, now, now);
+    }
+
+    fn persist_adr_inner(&mut self, addr: Addr, data: &[u8], arrived: Cycle, now: Cycle) {
         debug_assert!(self.persistent);
         self.media.write_bytes(addr, data);
         let mut done = 0usize;
         while done < data.len() {
             let a = addr + done as u64;
             let n = ((LINE_BYTES - a % LINE_BYTES) as usize).min(data.len() - done);
-            self.persist_log.record(a, &data[done..done + n], now);
+            self.persist_log
+                .record_queued(a, &data[done..done + n], arrived, now);
             self.stats.persist_events += 1;
             done += n;
         }

@@ -33,7 +33,7 @@ impl Ehou {
             if let Some(s) = self.cache.find(line / 64) {
                 self.cache.entry_mut(s).dev = 0;
             }
-            self.free.push(enc);
+            self.free.push((0, enc));
         }
         self.committed.clear();
         t
@@ -46,42 +46,54 @@ impl Ehou {
         enc: u64,
         now: Cycle,
     ) -> Cycle {
+        let mut now = now;
         if enc == 0 {
             self.ait.remove(&line);
         } else {
             self.ait.insert(line, enc);
             let (wa, bit) = self.g.dir_bit(line);
+            let page = (wa - self.g.dir_base) / 8 * 64 + bit;
             let w = self.dir.entry(wa).or_insert(0);
             if *w >> bit & 1 == 0 {
-                // The directory bit persists before the entry it covers.
                 *w |= 1 << bit;
                 let v = *w;
-                self.overhead_write(ctx, wa, &v.to_le_bytes(), Purpose::Metadata, now);
+                let at = self.overhead_write(ctx, wa, &v.to_le_bytes(), Purpose::Metadata, now);
+                self.dir_at.insert(page, at);
             }
+            // The directory bit persists before the entry it covers (also
+            // when an entry handled later is written at an earlier time).
+            now = now.max(self.dir_at[&page]);
         }
         let a = self.g.ait_addr(line);
         self.overhead_write(ctx, a, &enc.to_le_bytes(), Purpose::Metadata, now)
     }
 
+    /// Write way `slot`'s ADR image (`None`: clear it if set), no earlier
+    /// than its previous image: the simulator hands a way to the writes in
+    /// the order it handles them, which is not always their time order.
+    /// Returns when the image changed.
     pub(super) fn set_image(
         &mut self,
         ctx: &mut MemCtx,
         slot: usize,
         rec: Option<[u8; 32]>,
         now: Cycle,
-    ) {
+    ) -> Cycle {
         let a = self.g.slot_addr(slot);
+        let t = now.max(self.img_at[slot]);
         match rec {
             Some(r) => {
-                ctx.nvm.persist_adr_structure(a, &r, now);
+                ctx.nvm.persist_adr_structure(a, &r, t);
                 self.img[slot] = true;
             }
             None if self.img[slot] => {
-                ctx.nvm.persist_adr_structure(a, &[0u8; 32], now);
+                ctx.nvm.persist_adr_structure(a, &[0u8; 32], t);
                 self.img[slot] = false;
             }
-            None => {}
+            None => return now,
         }
+        self.img_at[slot] = t;
+        t
     }
 
     /// Make room for and install `line -> enc` in the AIT cache; returns
@@ -103,8 +115,11 @@ impl Ehou {
             match v.state {
                 EntryState::Clean => {}
                 EntryState::Committed => {
+                    // Not before the flip that committed it: an AIT entry
+                    // ahead of its flip is a speculative mapping.
                     self.s.flush_evict += 1;
-                    done = self.write_ait(ctx, vline, v.dev, now);
+                    let flip = self.cores[v.core as usize].flip_at;
+                    done = self.write_ait(ctx, vline, v.dev, now.max(flip));
                 }
                 EntryState::Speculative => {
                     if self.mutant {
@@ -113,13 +128,22 @@ impl Ehou {
                     } else {
                         done = self.log_append(ctx, v.core as usize, vline, v.dev, now);
                     }
+                    // The entry's flip waits for its new record.
+                    let c = &mut self.cores[v.core as usize];
+                    c.records_at = c.records_at.max(done);
                 }
             }
         }
         let c = &self.cores[core];
         let rec = (state == EntryState::Speculative).then(|| record(line, enc, tag(core, c.txseq)));
         self.cache.fill(slot, t, enc, state, core as u16);
-        self.set_image(ctx, slot, rec, now);
+        // The way's image is replaced once the victim's entry is safe in
+        // the AIT or the overflow log.
+        let at = self.set_image(ctx, slot, rec, done);
+        if rec.is_some() {
+            let c = &mut self.cores[core];
+            c.records_at = c.records_at.max(at);
+        }
         (slot, done)
     }
 
@@ -162,9 +186,12 @@ impl Ehou {
         (s, t)
     }
 
-    pub(super) fn alloc(&mut self, ctx: &mut MemCtx) -> u64 {
-        if let Some(e) = self.free.pop() {
-            return e;
+    /// A free device line for a write arriving at `now`: the newest one
+    /// released by a flip that arrived by then (the simulator handles a
+    /// core's writes in an order that is not always their arrival order).
+    pub(super) fn alloc(&mut self, ctx: &mut MemCtx, now: Cycle) -> u64 {
+        if let Some(i) = self.free.iter().rposition(|&(at, _)| at <= now) {
+            return self.free.remove(i).1;
         }
         if self.next_fresh >= self.g.pool_lines {
             ctx.input_error(format!(
@@ -197,7 +224,7 @@ impl Ehou {
             }
             None => {
                 let old = self.committed.get(&line).copied().unwrap_or(0);
-                let new = if old == 0 { self.alloc(ctx) } else { 0 };
+                let new = if old == 0 { self.alloc(ctx, t) } else { 0 };
                 self.reclaim_push(ctx, core, new, t);
                 let w = &mut self.cores[core].ws[i];
                 w.old = old;
@@ -206,24 +233,30 @@ impl Ehou {
                 // overwritten is written to the AIT first.
                 if self.cache.entry(slot).state == EntryState::Committed {
                     self.s.flush_overwrite += 1;
-                    let d = self.cache.entry(slot).dev;
-                    t = t.max(self.write_ait(ctx, line, d, t));
+                    let en = *self.cache.entry(slot);
+                    let flip = self.cores[en.core as usize].flip_at;
+                    t = t.max(self.write_ait(ctx, line, en.dev, t.max(flip)));
                 }
                 let e = self.cache.entry_mut(slot);
                 e.dev = new;
                 e.state = EntryState::Speculative;
                 e.core = core as u16;
                 let txseq = self.cores[core].txseq;
-                self.set_image(ctx, slot, Some(record(line, new, tag(core, txseq))), t);
+                let at = self.set_image(ctx, slot, Some(record(line, new, tag(core, txseq))), t);
+                let c = &mut self.cores[core];
+                c.records_at = c.records_at.max(at);
                 self.s.speculative += 1;
                 new
             }
         };
+        let data = self.cores[core].ws[i].data;
+        let at = ctx
+            .nvm
+            .write(self.g.dev_addr(line, enc), &data, Purpose::WriteBack, t);
         let w = &mut self.cores[core].ws[i];
         w.flushed = true;
-        let data = w.data;
-        ctx.nvm
-            .write(self.g.dev_addr(line, enc), &data, Purpose::WriteBack, t)
+        w.written_at = at;
+        at
     }
 
     /// The device address a read of `line` returns now.

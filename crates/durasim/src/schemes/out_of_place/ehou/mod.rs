@@ -13,7 +13,9 @@
 //!   FIFO in PM behind a small ADR log buffer) and the core's Bloom filter,
 //!   which an AIT-cache miss consults before the log.
 //! - Commit: one durable per-core commit word (the S/C flip of the whole
-//!   write set at once), then eager persisting writes the entries to the
+//!   write set at once, once every line of the set is durable, handled by
+//!   the controller after the writes that arrived before it), then eager
+//!   persisting writes the entries to the
 //!   AIT, lazy persisting (EHOU) leaves them committed-dirty in the AIT
 //!   cache until evicted or overwritten; the overflow log is applied to the
 //!   AIT and cleared with the filter; the lines' previous device addresses
@@ -80,9 +82,9 @@ pub static PARAMS: &[ParamSpec] = &[
     p!("ehou.reclaim_entries_per_core", int 16384, "entries", Check::Range(8.0, 16777215.0),
         "modelling choice, see docs/MODEL.md (ADR reclaim list, §III-D; one entry per speculative line of a transaction)",
         "reclaim list capacity per core (device lines allocated by the running transaction)"),
-    p!("ehou.mutant", str "none", &["none", "evict-speculative-to-ait", "commit-before-lines"],
+    p!("ehou.mutant", str "none", &["none", "evict-speculative-to-ait", "commit-before-lines", "reuse-before-flip"],
         MUTANT_SOURCE,
-        "test-only planted bug (tests/ehou.rs, tests/mutants.rs; refused by the CLI): evict-speculative-to-ait = an evicted speculative AIT-cache entry is written to the AIT instead of the overflow log (EHOU Fig. 5); commit-before-lines = TxEnd persists the commit word before the write set's lines still in the CPU caches are written out of place"),
+        "test-only planted bug (tests/ehou.rs, tests/mutants.rs; refused by the CLI): evict-speculative-to-ait = an evicted speculative AIT-cache entry is written to the AIT instead of the overflow log (EHOU Fig. 5); commit-before-lines = TxEnd persists the commit word before the write set's lines still in the CPU caches are written out of place; reuse-before-flip = a commit's previous device lines are free for writes arriving before its flip"),
 ];
 
 pub static INFO: SchemeInfo = SchemeInfo {
@@ -121,6 +123,9 @@ struct WsLine {
     new: Option<u64>,
     /// The new location holds `data`.
     flushed: bool,
+    /// When the write queue accepted the line's latest write (the flip
+    /// waits for it).
+    written_at: Cycle,
 }
 
 struct Core {
@@ -135,6 +140,16 @@ struct Core {
     buffered: usize,
     bloom: Bloom,
     reclaim: u64,
+    /// The latest arrival among the running transaction's reclaim entries.
+    reclaim_at: Cycle,
+    /// When the running transaction's latest mapping record (AIT-cache
+    /// image or overflow-log entry) persisted: its flip waits for it.
+    records_at: Cycle,
+    /// When the latest overflow-log entry persisted.
+    log_at: Cycle,
+    /// When the core's latest commit flip arrived: entries it committed
+    /// reach the AIT, and device lines it released are reused, no earlier.
+    flip_at: Cycle,
 }
 
 #[derive(Default, Clone)]
@@ -166,17 +181,23 @@ struct Ehou {
     mutant: bool,
     /// Test-only (`ehou.mutant=commit-before-lines`).
     commit_first: bool,
+    /// Test-only (`ehou.mutant=reuse-before-flip`).
+    reuse_early: bool,
     cache: AitCache,
     ait_cycles: Cycle,
-    /// Slots whose ADR image is non-zero.
+    /// Slots whose ADR image is non-zero, and when each image last changed.
     img: Vec<bool>,
+    img_at: Vec<Cycle>,
     /// Non-home mappings in the AIT media (mirror of its bytes).
     ait: FxHashMap<Addr, u64>,
-    /// AIT directory words written so far (mirror).
+    /// AIT directory words written so far (mirror), and per AIT page when
+    /// the write that set its bit was accepted.
     dir: FxHashMap<Addr, u64>,
+    dir_at: FxHashMap<u64, Cycle>,
     /// Latest committed non-home mapping of each line.
     committed: FxHashMap<Addr, u64>,
-    free: Vec<u64>,
+    /// Free device lines: (when the flip that released it arrived, line).
+    free: Vec<(Cycle, u64)>,
     next_fresh: u64,
     cores: Vec<Core>,
     log_buffer: usize,
@@ -206,11 +227,14 @@ fn new_ehou(p: &Params, layout: &Layout) -> Result<Ehou> {
         eager: p.str("ehou.persist") == "eager",
         mutant: p.str("ehou.mutant") == "evict-speculative-to-ait",
         commit_first: p.str("ehou.mutant") == "commit-before-lines",
+        reuse_early: p.str("ehou.mutant") == "reuse-before-flip",
         img: vec![false; cache.capacity()],
+        img_at: vec![0; cache.capacity()],
         cache,
         ait_cycles: p.u64("dimm.ait_cache_latency_cycles"),
         ait: FxHashMap::default(),
         dir: FxHashMap::default(),
+        dir_at: FxHashMap::default(),
         committed: FxHashMap::default(),
         free: Vec::new(),
         next_fresh: 0,
@@ -228,6 +252,10 @@ fn new_ehou(p: &Params, layout: &Layout) -> Result<Ehou> {
                     p.u64("ehou.bloom_hashes") as u32,
                 ),
                 reclaim: 0,
+                reclaim_at: 0,
+                records_at: 0,
+                log_at: 0,
+                flip_at: 0,
             })
             .collect(),
         log_buffer: p.usize("ehou.log_buffer_entries"),
@@ -276,6 +304,7 @@ impl Scheme for Ehou {
         c.ws.clear();
         c.index.clear();
         c.reclaim = 0;
+        c.records_at = 0;
         now
     }
 
@@ -315,6 +344,7 @@ impl Scheme for Ehou {
             old: 0,
             new: None,
             flushed: false,
+            written_at: 0,
         });
         now
     }
@@ -375,20 +405,28 @@ impl Scheme for Ehou {
         }
         // The write set's lines still in the CPU caches go out of place.
         let arrive = now + self.flush_latency;
-        let mut done = now;
         for i in 0..n {
             if !self.cores[core].ws[i].flushed {
-                done = done.max(self.write_tx_line(ctx, core, i, arrive + i as Cycle));
+                self.write_tx_line(ctx, core, i, arrive + i as Cycle);
             }
         }
         // Commit: the S/C flip of the whole write set is one durable word,
-        // once the lines written here are in the persistence domain (those
-        // evicted mid-transaction are not waited for: an open gap,
-        // docs/model/out-of-place.md).
+        // once every line of the set is in the persistence domain (those
+        // written here and those evicted earlier in the transaction). The
+        // request follows the data writes through the controller's queue,
+        // which handles it after every write that arrived before it.
+        let c = &self.cores[core];
+        let done =
+            c.ws.iter()
+                .fold(now.max(c.records_at), |t, w| t.max(w.written_at));
         if !self.commit_first {
-            ctx.nvm
-                .persist_adr_structure(self.g.commit_addr(core), &txseq.to_le_bytes(), done);
+            ctx.nvm.persist_adr_in_queue_order(
+                self.g.commit_addr(core),
+                &txseq.to_le_bytes(),
+                done,
+            );
         }
+        self.cores[core].flip_at = done;
         let mut finished = done;
         for i in 0..n {
             let (line, old, new) = {
@@ -414,9 +452,11 @@ impl Scheme for Ehou {
                 self.committed.insert(line, new);
             }
             // The previous device line is free once the new mapping is
-            // durable (committed in the persistence domain).
+            // durable (committed in the persistence domain): for writes
+            // arriving after the flip.
             if old != 0 {
-                self.free.push(old);
+                let at = if self.reuse_early { 0 } else { done };
+                self.free.push((at, old));
                 self.s.released += 1;
             }
         }

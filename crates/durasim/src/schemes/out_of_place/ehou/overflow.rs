@@ -80,6 +80,9 @@ impl Ehou {
             return now;
         }
         let rec = record(line, enc, tag(core, c.txseq));
+        // Entries persist in slot order (slots go in handling order).
+        let now = now.max(c.log_at);
+        c.log_at = now;
         let path = ctx.nvm.persist_log.path_start();
         c.log.push((line, enc));
         c.bloom.insert(line);
@@ -123,9 +126,17 @@ impl Ehou {
             // One word {txseq, count}: a torn header never pairs
             // a new transaction with an old count.
             let hdr = (c.txseq << RECLAIM_COUNT_BITS) | c.reclaim;
+            // Pushed as the controller handles the write that took the
+            // line: after the requests that arrived before it, among them
+            // the flip that released the line. Slots are handed out in the
+            // order the simulator handles the writes, which is not always
+            // their arrival order, so the header that counts an entry goes
+            // no earlier than the latest entry it counts.
+            c.reclaim_at = if n == 0 { t } else { c.reclaim_at.max(t) };
             ctx.nvm
-                .persist_adr_structure(ra + 64 + n * 8, &new.to_le_bytes(), t);
-            ctx.nvm.persist_adr_structure(ra, &hdr.to_le_bytes(), t);
+                .persist_adr_in_queue_order(ra + 64 + n * 8, &new.to_le_bytes(), t);
+            ctx.nvm
+                .persist_adr_in_queue_order(ra, &hdr.to_le_bytes(), c.reclaim_at);
             self.s.reclaim_max = self.s.reclaim_max.max(c.reclaim);
         }
     }
