@@ -4,11 +4,16 @@
     make bench        # or: cargo bench -p durasim --bench sim_speed -- sim_speed_paper
     python3 scripts/speed_table.py      # target/criterion or $CARGO_TARGET_DIR/criterion
     python3 scripts/speed_table.py --criterion DIR
+    python3 scripts/speed_table.py --readme    # one row per preset
 
 One row per scheme of the `sim_speed_paper` group (ids `scheme@preset`):
 its paper's preset, simulated memory operations (loads + stores) per host
 second in millions (criterion's median time of one run), and the ratio to
-`ideal` on the same preset, workload and threads. The header line gives the
+`ideal` on the same preset, workload and threads, then the simulated work
+per operation: memory writes (NVM write requests plus DRAM line writes)
+per memory operation of the measured window (the benchmark's `work.json`)
+and that as a multiple of `ideal`'s.
+The header line gives the
 date of the newest measurement, this machine (CPU model, CPU count, kernel)
 and the load average now; run it right after the benchmark, on the machine
 that ran it.
@@ -67,12 +72,24 @@ def read_runs(root: Path) -> list[dict]:
         if not preset or not ops:
             continue
         median_ns = est["median"]["point_estimate"]
+        work_file = bench / "work.json"
+        work = json.loads(work_file.read_text()) if work_file.is_file() else {}
+        mem_ops = work.get("mem_ops") or 0
         runs.append(
             {
                 "scheme": scheme,
                 "preset": preset,
                 "mops": ops / median_ns * 1e3,
                 "mtime": est_file.stat().st_mtime,
+                # Memory writes per simulated memory operation: NVM write
+                # requests plus DRAM line writes (a hybrid preset's cache);
+                # None from a benchmark run before the work was recorded.
+                "wpo": (
+                    (work.get("nvm_write_requests", 0) + work.get("dram_bytes_written", 0) / 64)
+                    / mem_ops
+                    if mem_ops
+                    else None
+                ),
             }
         )
     if not runs:
@@ -92,21 +109,58 @@ def table(runs: list[dict]) -> str:
     lines = [
         f"Measured {when:%Y-%m-%d %H:%M} UTC on {machine()} (load average now {load}).",
         "",
-        "| scheme | preset | M ops/s | ratio to `ideal` |",
-        "| --- | --- | ---: | ---: |",
+        "| scheme | preset | M ops/s | ratio to `ideal` | memory writes per op | × `ideal`'s |",
+        "| --- | --- | ---: | ---: | ---: | ---: |",
     ]
+    ideal_wpo = {r["preset"]: r["wpo"] for r in runs if r["scheme"] == "ideal"}
     for r in runs:
         base = ideal.get(r["preset"])
         ratio = f"{r['mops'] / base:.2f}" if base else "n/a"
-        lines.append(f"| `{r['scheme']}` | {r['preset']} | {r['mops']:.2f} | {ratio} |")
+        wpo, wbase = r["wpo"], ideal_wpo.get(r["preset"])
+        per_op = f"{wpo:.3f}" if wpo is not None else "n/a"
+        times = f"{wpo / wbase:.1f}" if wpo is not None and wbase else "n/a"
+        lines.append(
+            f"| `{r['scheme']}` | {r['preset']} | {r['mops']:.2f} | {ratio} | {per_op} | {times} |"
+        )
+    return "\n".join(lines)
+
+
+def readme_table(runs: list[dict]) -> str:
+    """The README's short form: one row per preset, `ideal`'s speed and
+    every other scheme's ratio to it (write requests per op as a multiple
+    of `ideal`'s in parentheses)."""
+    ideal = {r["preset"]: r for r in runs if r["scheme"] == "ideal"}
+    order = {p: i for i, p in enumerate(PRESETS)}
+    presets = sorted(ideal, key=lambda p: (order.get(p, len(PRESETS)), p))
+    when = datetime.datetime.fromtimestamp(max(r["mtime"] for r in runs), datetime.timezone.utc)
+    lines = [
+        f"Measured {when:%Y-%m-%d} on {machine()}.",
+        "",
+        "| preset | `ideal`, M ops/s | ratio to `ideal` (memory writes per op, × `ideal`'s) |",
+        "| --- | ---: | --- |",
+    ]
+    for p in presets:
+        base = ideal[p]
+        cells = []
+        for r in sorted(
+            (r for r in runs if r["preset"] == p and r["scheme"] != "ideal"),
+            key=lambda r: r["scheme"],
+        ):
+            work = ""
+            if r["wpo"] is not None and base["wpo"]:
+                work = f" ({r['wpo'] / base['wpo']:.1f}×)"
+            cells.append(f"`{r['scheme']}` {r['mops'] / base['mops']:.2f}{work}")
+        lines.append(f"| {p} | {base['mops']:.2f} | {', '.join(cells)} |")
     return "\n".join(lines)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--criterion", type=Path, default=None, help="criterion's output directory")
+    ap.add_argument("--readme", action="store_true", help="the README's one-row-per-preset form")
     args = ap.parse_args()
-    print(table(read_runs(args.criterion or criterion_dir())))
+    runs = read_runs(args.criterion or criterion_dir())
+    print(readme_table(runs) if args.readme else table(runs))
 
 
 if __name__ == "__main__":

@@ -57,10 +57,39 @@ fn spec(scheme: &str) -> RunSpec {
     spec_on(scheme, "btree", "hoop", THREADS, TX)
 }
 
-/// Time `spec`'s simulation loop as benchmark `id` of `g`, with its
-/// simulated memory operations as the throughput.
+/// Beside criterion's files of benchmark `id`, the simulated work of its
+/// run (`work.json`: memory operations, NVM write requests and DRAM bytes
+/// written in the measured window), which `scripts/speed_table.py` prints
+/// per operation next to the speed: a scheme that sends many writes per
+/// operation simulates more per operation than `ideal`.
+fn save_work(group: &str, id: &str, e: &Engine) {
+    let m = e.metrics();
+    let dir = criterion_home().join(group).join(id);
+    let work = serde_json::json!({
+        "mem_ops": m.loads + m.stores,
+        "nvm_write_requests": m.nvm_write_requests_by_purpose.values().sum::<u64>(),
+        "nvm_bytes_written": m.nvm_bytes_written,
+        "dram_bytes_written": m.dram_bytes_written,
+    });
+    if std::fs::create_dir_all(&dir).is_ok() {
+        let _ = std::fs::write(dir.join("work.json"), work.to_string());
+    }
+}
+
+/// Criterion's output directory (`$CARGO_TARGET_DIR/criterion`, else
+/// the workspace's `target/criterion`).
+fn criterion_home() -> std::path::PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(t) => Path::new(&t).join("criterion"),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/criterion"),
+    }
+}
+
+/// Time `spec`'s simulation loop as benchmark `id` of `g` (named
+/// `group`), with its simulated memory operations as the throughput.
 fn bench_run(
     g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    group: &str,
     id: &str,
     spec: &RunSpec,
 ) {
@@ -68,6 +97,7 @@ fn bench_run(
     let mut probe = Engine::new(spec.clone()).expect("engine");
     probe.run(&mut |_| {}).expect("run");
     g.throughput(Throughput::Elements(probe.sim_info().sim_mem_ops));
+    save_work(group, id, &probe);
     drop(probe);
     g.bench_function(id, |b| {
         b.iter_batched(
@@ -95,7 +125,7 @@ fn sim_speed(c: &mut Criterion) {
         spec.gen_thread = gen;
         let inline = if gen == GenThread::Off { "_inline" } else { "" };
         let id = format!("btree_{scheme}_{THREADS}threads_{TX}tx{inline}");
-        bench_run(&mut g, &id, &spec);
+        bench_run(&mut g, "sim_speed", &id, &spec);
     }
     g.finish();
 }
@@ -168,7 +198,12 @@ fn sim_speed_paper(c: &mut Criterion) {
             let mut spec = spec_on(scheme, workload, config, threads, tx);
             spec.gen_thread = GenThread::On;
             // Parsed by scripts/speed_table.py: scheme@preset.
-            bench_run(&mut g, &format!("{scheme}@{config}"), &spec);
+            bench_run(
+                &mut g,
+                "sim_speed_paper",
+                &format!("{scheme}@{config}"),
+                &spec,
+            );
         }
     }
     g.finish();
