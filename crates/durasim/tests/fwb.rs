@@ -212,11 +212,16 @@ fn fwb_unsafe_fails_with_a_replay_line() {
     assert_eq!(r.violations, 0, "{:?}", r.first_violation);
 }
 
-/// The planted bugs fail the oracle: truncating one pass too early, and
-/// letting data overtake their undo entries.
+/// The planted bugs fail the oracle: truncating one pass too early,
+/// letting data overtake their undo entries, and recovery's scan starting
+/// one entry after the persisted head.
 #[test]
 fn fwb_mutants_fail() {
-    for (mutant, workload) in [("truncate-early", "hashmap"), ("no-order", "btree")] {
+    for (mutant, workload) in [
+        ("truncate-early", "hashmap"),
+        ("no-order", "btree"),
+        ("scan-skips-head-entry", "hashmap"),
+    ] {
         let mut s = spec(
             "fwb",
             workload,
@@ -225,6 +230,10 @@ fn fwb_mutants_fail() {
         );
         s.threads = 1;
         let r = crashtest(s, &CrashOptions::default());
+        eprintln!(
+            "fwb.mutant={mutant} x {workload}: {} violations of {} points",
+            r.violations, r.crash_points_tested
+        );
         assert!(r.violations > 0, "mutant {mutant} passed");
     }
 }

@@ -468,6 +468,62 @@ const MUTANTS: &[Mutant] = &[
         threads: 2,
         workload: "vector",
     },
+    // Opt-undo's record scan taking a torn record as valid: a crash while
+    // a record is written rolls its home line back to bytes never there.
+    Mutant {
+        scheme: "opt-undo",
+        key: "opt-undo.mutant",
+        value: "scan-ignores-checksum",
+        sets: &[],
+        tx: 60,
+        recovery_crashes: 0,
+        torn: true,
+        threads: 2,
+        workload: "vector",
+    },
+    // Opt-redo's scan replaying a transaction only once it reads the next
+    // commit record: the last committed transaction of each log is lost.
+    Mutant {
+        scheme: "opt-redo",
+        key: "opt-redo.mutant",
+        value: "scan-skips-last-commit",
+        sets: &[],
+        tx: 60,
+        recovery_crashes: 0,
+        torn: false,
+        threads: 2,
+        workload: "vector",
+    },
+    // EHOU's overflow-log scan accepting entries of any of the core's
+    // transactions: the running transaction's entries (a one-entry AIT
+    // cache sends its speculative entries to the log) or a stale tail of
+    // an older one map lines as if committed.
+    Mutant {
+        scheme: "ehou",
+        key: "ehou.mutant",
+        value: "log-any-tag",
+        sets: EHOU_SMALL_AIT,
+        tx: 120,
+        recovery_crashes: 0,
+        torn: false,
+        threads: 2,
+        workload: "vector",
+    },
+    // OSP's journal parse ending at the first line that starts no valid
+    // record: once the small journal wraps, a new record overwrites the
+    // start of an older one, and the valid records after its remains
+    // (the only durable bitmaps of their pages) are lost.
+    Mutant {
+        scheme: "osp",
+        key: "osp.mutant",
+        value: "journal-scan-stops-at-invalid",
+        sets: OSP_SMALL_JOURNAL,
+        tx: 120,
+        recovery_crashes: 0,
+        torn: false,
+        threads: 2,
+        workload: "vector",
+    },
     // Only torn writes expose it: a line holding the end of a data entry
     // and the commit record, persisted in part, leaves a stale data word
     // under a valid commit record.

@@ -74,9 +74,9 @@ pub static PARAMS: &[ParamSpec] = &[
     p!("fwb.log_bytes", int 128 << 20, "bytes", Check::PowerOfTwo(1 << 12, 1 << 36),
         LOG_SOURCE,
         "circular undo+redo log in NVM (32 B per entry or commit record)"),
-    p!("fwb.mutant", str "none", &["none", "truncate-early", "no-order"],
+    p!("fwb.mutant", str "none", &["none", "truncate-early", "no-order", "scan-skips-head-entry"],
         crate::schemes::MUTANT_SOURCE,
-        "test-only planted bug (tests/fwb.rs; refused by the CLI): truncate-early = a pass retires transactions that committed before it (not before the previous pass); no-order = a data write-back does not wait for its line's buffered entries and ignores the traversal time"),
+        "test-only planted bug (tests/fwb.rs; refused by the CLI): truncate-early = a pass retires transactions that committed before it (not before the previous pass); no-order = a data write-back does not wait for its line's buffered entries and ignores the traversal time; scan-skips-head-entry = recovery's log scan starts one entry after the persisted head"),
 ];
 
 pub static UNSAFE_PARAMS: &[ParamSpec] = &[
@@ -643,6 +643,9 @@ fn scan_with(p: &Params, layout: &Layout, k: &Keys) -> Box<dyn ResumableScan> {
         pending: Vec::new(),
         committed: Default::default(),
         redone: 0,
+        mutant_skip_head: k
+            .mutant
+            .is_some_and(|m| p.str(m) == "scan-skips-head-entry"),
     })
 }
 
@@ -661,6 +664,9 @@ struct FwbScan {
     pending: Vec<Record>,
     committed: rustc_hash::FxHashSet<(u64, u32)>,
     redone: u64,
+    /// Test-only planted bug (`fwb.mutant=scan-skips-head-entry`): the
+    /// scan starts one entry after the persisted head.
+    mutant_skip_head: bool,
 }
 
 impl ResumableScan for FwbScan {
@@ -670,6 +676,10 @@ impl ResumableScan for FwbScan {
 
     fn resume(&mut self, _c: usize, io: &mut dyn ScanIo) -> Result<()> {
         while let Some(r) = self.cur.next(io) {
+            if self.mutant_skip_head && self.cur.records() == 0 {
+                self.cur.advance(io);
+                continue;
+            }
             let key = (r.core, r.txid);
             if r.kind == TYPE_COMMIT {
                 if self.committed.insert(key) {
