@@ -524,6 +524,21 @@ const MUTANTS: &[Mutant] = &[
         threads: 2,
         workload: "vector",
     },
+    // LAD's undo-log scan reading past the unresolved transaction's
+    // records into an older transaction's (a three-line partition spills
+    // most lines): a crash rolls homes back to values older than the
+    // committed ones.
+    Mutant {
+        scheme: "lad",
+        key: "lad.mutant",
+        value: "scan-past-records",
+        sets: LAD_SPILL,
+        tx: 60,
+        recovery_crashes: 0,
+        torn: false,
+        threads: 2,
+        workload: "vector",
+    },
     // Only torn writes expose it: a line holding the end of a data entry
     // and the commit record, persisted in part, leaves a stale data word
     // under a valid commit record.

@@ -38,7 +38,9 @@ use crate::mem::MemWrite;
 use crate::schemes::kit::log::{
     csum, header_line, line_word, log_stride, owner_of, recovery_ns, MAX_CORES,
 };
-use crate::schemes::kit::undo_log::{encode_record, scan_records, UndoRecord, UNDO_REC_BYTES};
+use crate::schemes::kit::undo_log::{
+    encode_record, scan_records, ScanMode, UndoRecord, UNDO_REC_BYTES,
+};
 use crate::schemes::{
     Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
     Store, Writeback,
@@ -184,7 +186,11 @@ impl RingLog {
             img,
             (head..head + self.slots()).map(|seq| (seq, self.record_addr(core, seq))),
             resolved,
-            mutant != "scan-ignores-checksum",
+            if mutant == "scan-ignores-checksum" {
+                ScanMode::NoChecksum
+            } else {
+                ScanMode::Checked
+            },
         );
         let read = 2 + scanned;
         let Some(t) = txid else {
