@@ -157,6 +157,21 @@ const OSP_SMALL_JOURNAL: &[(&str, &str)] = &[
     ("workload.initial_items", "1024"),
 ];
 
+/// FWB's and MorLog's force-write-back pass every 2,000 cycles: the log
+/// head moves often (FWB with small caches: lines of running
+/// transactions are written back, so the head entry can be an undo
+/// recovery needs).
+const FWB_PASSES: &[(&str, &str)] = &[
+    ("fwb.period_cycles", "2000"),
+    ("cache.l1_size_bytes", "1KB"),
+    ("cache.l1_ways", "2"),
+    ("cache.l2_size_bytes", "2KB"),
+    ("cache.l2_ways", "2"),
+    ("cache.llc_size_bytes", "4KB"),
+    ("cache.llc_ways", "2"),
+];
+const MORLOG_PASSES: &[(&str, &str)] = &[("morlog.period_cycles", "2000")];
+
 const MUTANTS: &[Mutant] = &[
     // Opt-undo's commit point (the log head past the records) before the
     // forced lines: a crash in between leaves a committed transaction
@@ -538,6 +553,33 @@ const MUTANTS: &[Mutant] = &[
         torn: false,
         threads: 2,
         workload: "vector",
+    },
+    // FWB's log scan starting one entry after the persisted head (a pass
+    // every 2,000 cycles moves the head): the entry there, an undo of an
+    // uncommitted transaction or a redo of a committed one, is lost.
+    Mutant {
+        scheme: "fwb",
+        key: "fwb.mutant",
+        value: "scan-skips-head-entry",
+        sets: FWB_PASSES,
+        tx: 200,
+        recovery_crashes: 0,
+        torn: false,
+        threads: 2,
+        workload: "vector",
+    },
+    // MorLog's log scan (fwb's cursor) starting one entry after the
+    // persisted head.
+    Mutant {
+        scheme: "morlog",
+        key: "morlog.mutant",
+        value: "scan-skips-head-entry",
+        sets: MORLOG_PASSES,
+        tx: 200,
+        recovery_crashes: 0,
+        torn: false,
+        threads: 1,
+        workload: "hashmap",
     },
     // Only torn writes expose it: a line holding the end of a data entry
     // and the commit record, persisted in part, leaves a stale data word

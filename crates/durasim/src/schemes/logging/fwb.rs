@@ -76,7 +76,7 @@ pub static PARAMS: &[ParamSpec] = &[
         "circular undo+redo log in NVM (32 B per entry or commit record)"),
     p!("fwb.mutant", str "none", &["none", "truncate-early", "no-order", "scan-skips-head-entry"],
         crate::schemes::MUTANT_SOURCE,
-        "test-only planted bug (tests/fwb.rs; refused by the CLI): truncate-early = a pass retires transactions that committed before it (not before the previous pass); no-order = a data write-back does not wait for its line's buffered entries and ignores the traversal time; scan-skips-head-entry = recovery's log scan starts one entry after the persisted head"),
+        "test-only planted bug (tests/fwb.rs, tests/mutants.rs; refused by the CLI): truncate-early = a pass retires transactions that committed before it (not before the previous pass); no-order = a data write-back does not wait for its line's buffered entries and ignores the traversal time; scan-skips-head-entry = recovery's log scan starts one entry after the persisted head"),
 ];
 
 pub static UNSAFE_PARAMS: &[ParamSpec] = &[
@@ -638,14 +638,15 @@ pub(crate) fn new_scan_unsafe(p: &Params, layout: &Layout) -> Box<dyn ResumableS
 }
 
 fn scan_with(p: &Params, layout: &Layout, k: &Keys) -> Box<dyn ResumableScan> {
+    let mut cur = RingCursor::new(Ring::new(layout, p.u64(k.log_bytes)));
+    cur.skip_head = k
+        .mutant
+        .is_some_and(|m| p.str(m) == "scan-skips-head-entry");
     Box::new(FwbScan {
-        cur: RingCursor::new(Ring::new(layout, p.u64(k.log_bytes))),
+        cur,
         pending: Vec::new(),
         committed: Default::default(),
         redone: 0,
-        mutant_skip_head: k
-            .mutant
-            .is_some_and(|m| p.str(m) == "scan-skips-head-entry"),
     })
 }
 
@@ -664,9 +665,6 @@ struct FwbScan {
     pending: Vec<Record>,
     committed: rustc_hash::FxHashSet<(u64, u32)>,
     redone: u64,
-    /// Test-only planted bug (`fwb.mutant=scan-skips-head-entry`): the
-    /// scan starts one entry after the persisted head.
-    mutant_skip_head: bool,
 }
 
 impl ResumableScan for FwbScan {
@@ -676,10 +674,6 @@ impl ResumableScan for FwbScan {
 
     fn resume(&mut self, _c: usize, io: &mut dyn ScanIo) -> Result<()> {
         while let Some(r) = self.cur.next(io) {
-            if self.mutant_skip_head && self.cur.records() == 0 {
-                self.cur.advance(io);
-                continue;
-            }
             let key = (r.core, r.txid);
             if r.kind == TYPE_COMMIT {
                 if self.committed.insert(key) {
