@@ -157,6 +157,21 @@ const OSP_SMALL_JOURNAL: &[(&str, &str)] = &[
     ("workload.initial_items", "1024"),
 ];
 
+/// FWB's and MorLog's force-write-back pass every 2,000 cycles: the log
+/// head moves often (FWB with small caches: lines of running
+/// transactions are written back, so the head entry can be an undo
+/// recovery needs).
+const FWB_PASSES: &[(&str, &str)] = &[
+    ("fwb.period_cycles", "2000"),
+    ("cache.l1_size_bytes", "1KB"),
+    ("cache.l1_ways", "2"),
+    ("cache.l2_size_bytes", "2KB"),
+    ("cache.l2_ways", "2"),
+    ("cache.llc_size_bytes", "4KB"),
+    ("cache.llc_ways", "2"),
+];
+const MORLOG_PASSES: &[(&str, &str)] = &[("morlog.period_cycles", "2000")];
+
 const MUTANTS: &[Mutant] = &[
     // Opt-undo's commit point (the log head past the records) before the
     // forced lines: a crash in between leaves a committed transaction
@@ -467,6 +482,105 @@ const MUTANTS: &[Mutant] = &[
         torn: true,
         threads: 2,
         workload: "vector",
+    },
+    // Opt-undo's record scan not verifying the checksum: a crash between
+    // the two lines of a record (its header persisted, its old data line
+    // not yet) rolls the home line back to bytes it never held.
+    Mutant {
+        scheme: "opt-undo",
+        key: "opt-undo.mutant",
+        value: "scan-ignores-checksum",
+        sets: &[],
+        tx: 60,
+        recovery_crashes: 0,
+        torn: false,
+        threads: 2,
+        workload: "vector",
+    },
+    // Opt-redo's scan replaying a transaction only once it reads the next
+    // commit record: the last committed transaction of each log is lost.
+    Mutant {
+        scheme: "opt-redo",
+        key: "opt-redo.mutant",
+        value: "scan-skips-last-commit",
+        sets: &[],
+        tx: 60,
+        recovery_crashes: 0,
+        torn: false,
+        threads: 2,
+        workload: "vector",
+    },
+    // EHOU's overflow-log scan accepting entries of any of the core's
+    // transactions: the running transaction's entries (a one-entry AIT
+    // cache sends its speculative entries to the log) or a stale tail of
+    // an older one map lines as if committed.
+    Mutant {
+        scheme: "ehou",
+        key: "ehou.mutant",
+        value: "log-any-tag",
+        sets: EHOU_SMALL_AIT,
+        tx: 120,
+        recovery_crashes: 0,
+        torn: false,
+        threads: 2,
+        workload: "vector",
+    },
+    // OSP's journal parse ending at the first line that starts no valid
+    // record: once the small journal wraps, a new record overwrites the
+    // start of an older one, and the valid records after its remains
+    // (the only durable bitmaps of their pages) are lost.
+    Mutant {
+        scheme: "osp",
+        key: "osp.mutant",
+        value: "journal-scan-stops-at-invalid",
+        sets: OSP_SMALL_JOURNAL,
+        tx: 120,
+        recovery_crashes: 0,
+        torn: false,
+        threads: 2,
+        workload: "vector",
+    },
+    // LAD's undo-log scan reading past the unresolved transaction's
+    // records into an older transaction's (a three-line partition spills
+    // most lines): a crash rolls homes back to values older than the
+    // committed ones.
+    Mutant {
+        scheme: "lad",
+        key: "lad.mutant",
+        value: "scan-past-records",
+        sets: LAD_SPILL,
+        tx: 60,
+        recovery_crashes: 0,
+        torn: false,
+        threads: 2,
+        workload: "vector",
+    },
+    // FWB's log scan starting one entry after the persisted head (a pass
+    // every 2,000 cycles moves the head): the entry there, an undo of an
+    // uncommitted transaction or a redo of a committed one, is lost.
+    Mutant {
+        scheme: "fwb",
+        key: "fwb.mutant",
+        value: "scan-skips-head-entry",
+        sets: FWB_PASSES,
+        tx: 200,
+        recovery_crashes: 0,
+        torn: false,
+        threads: 2,
+        workload: "vector",
+    },
+    // MorLog's log scan (fwb's cursor) starting one entry after the
+    // persisted head.
+    Mutant {
+        scheme: "morlog",
+        key: "morlog.mutant",
+        value: "scan-skips-head-entry",
+        sets: MORLOG_PASSES,
+        tx: 200,
+        recovery_crashes: 0,
+        torn: false,
+        threads: 1,
+        workload: "hashmap",
     },
     // Only torn writes expose it: a line holding the end of a data entry
     // and the commit record, persisted in part, leaves a stale data word

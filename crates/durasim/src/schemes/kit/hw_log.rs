@@ -192,6 +192,9 @@ pub(crate) struct RingCursor {
     newest: u64,
     /// Next record to read.
     pub(crate) seq: u64,
+    /// Test-only planted bug (fwb's and morlog's `scan-skips-head-entry`):
+    /// the scan starts one entry after the persisted head.
+    pub(crate) skip_head: bool,
 }
 
 impl RingCursor {
@@ -203,6 +206,7 @@ impl RingCursor {
             head: 0,
             newest: 1,
             seq: 0,
+            skip_head: false,
         }
     }
 
@@ -211,7 +215,7 @@ impl RingCursor {
     pub(crate) fn next(&mut self, io: &mut dyn ScanIo) -> Option<Record> {
         if !self.started {
             (self.head, self.newest) = scan_head(&*io, &self.ring);
-            self.seq = self.head;
+            self.seq = self.head + u64::from(self.skip_head);
             self.started = true;
             io.mark();
         }

@@ -130,6 +130,10 @@ pub(crate) struct RedoLog {
     /// Replay only 64 B-aligned home lines below this (redu); `None`: every
     /// home line a valid record names (opt-redo).
     pub(crate) home_limit: Option<Addr>,
+    /// Test-only planted bug (opt-redo's `scan-skips-last-commit`): a
+    /// transaction is replayed only once the next commit record is read,
+    /// so the last committed one never is.
+    pub(crate) mutant_skip_last: bool,
 }
 
 /// The header lines of a [`RedoLog`] and recovery's truncation.
@@ -204,6 +208,8 @@ struct CoreScan {
     cur_tx: Option<u64>,
     /// Data records of the transaction being read (not yet committed).
     cur: Vec<(Addr, LineData)>,
+    /// `mutant_skip_last`: the committed transaction not yet replayed.
+    held: Vec<(Addr, LineData)>,
     new_head: u64,
     /// Lines read up to the mark, and after it (where the scan stopped).
     reads: u64,
@@ -261,6 +267,9 @@ impl ResumableScan for RedoScan {
                 }
                 Record::Commit { txid, count, .. } => {
                     if s.cur_tx == Some(txid) && count == s.cur.len() as u64 {
+                        if log.mutant_skip_last {
+                            std::mem::swap(&mut s.cur, &mut s.held);
+                        }
                         // In log order: a later transaction's line wins.
                         for (home, d) in &s.cur {
                             if log.replays_home(*home) {

@@ -59,16 +59,31 @@ pub(crate) struct UndoLog {
     pub stride: u64,
 }
 
+/// How [`scan_records`] validates a record: every check, or one of two
+/// test-only planted bugs.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum ScanMode {
+    Checked,
+    /// The checksum is not verified: a torn record is taken as valid
+    /// (opt-undo's `scan-ignores-checksum`).
+    NoChecksum,
+    /// After the first record, the txid is not checked: the scan reads on
+    /// into an older transaction's records (LAD's `scan-past-records`).
+    StaleTail,
+}
+
 /// Read undo records in log order from `(index, address)` pairs until the
 /// first one that is not a valid record of one unresolved transaction
 /// (magic, index, txid newer than `resolved` and equal across records,
 /// checksum). Returns the records (home address, old line), their txid and
 /// the lines read. Shared by the per-transaction log (LAD) and the
 /// circular log (opt-undo), which differ only in where record i lives.
+/// `mode` other than [`ScanMode::Checked`] is a test-only planted bug.
 pub(crate) fn scan_records(
     img: &mut dyn MemWrite,
     slots: impl Iterator<Item = (u64, Addr)>,
     resolved: u64,
+    mode: ScanMode,
 ) -> (Vec<(Addr, LineData)>, Option<u64>, u64) {
     let mut recs: Vec<(Addr, LineData)> = Vec::new();
     let mut txid = None;
@@ -85,13 +100,13 @@ pub(crate) fn scan_records(
         ];
         let ok = w[0] == UNDO_REC_MAGIC
             && w[2] == i
-            && w[1] > resolved
-            && txid.is_none_or(|t| t == w[1])
-            && line_word(&h, 4) == csum(&w, &d);
+            && (mode == ScanMode::StaleTail && txid.is_some()
+                || w[1] > resolved && txid.is_none_or(|t| t == w[1]))
+            && (mode == ScanMode::NoChecksum || line_word(&h, 4) == csum(&w, &d));
         if !ok {
             break;
         }
-        txid = Some(w[1]);
+        txid = txid.or(Some(w[1]));
         recs.push((w[3], d));
     }
     (recs, txid, read)
@@ -191,6 +206,7 @@ impl UndoLog {
         img: &mut dyn MemWrite,
         core: usize,
         committed: Option<u64>,
+        mode: ScanMode,
     ) -> (u64, u64, u64) {
         let hdr = img.read_line(self.core_base(core));
         let resolved = Self::parse_header(&hdr);
@@ -198,6 +214,7 @@ impl UndoLog {
             img,
             (0..self.capacity_records()).map(|i| (i, self.record_addr(core, i))),
             resolved,
+            mode,
         );
         let read = 1 + scanned;
         let Some(t) = txid else {

@@ -74,9 +74,9 @@ pub static PARAMS: &[ParamSpec] = &[
     p!("fwb.log_bytes", int 128 << 20, "bytes", Check::PowerOfTwo(1 << 12, 1 << 36),
         LOG_SOURCE,
         "circular undo+redo log in NVM (32 B per entry or commit record)"),
-    p!("fwb.mutant", str "none", &["none", "truncate-early", "no-order"],
+    p!("fwb.mutant", str "none", &["none", "truncate-early", "no-order", "scan-skips-head-entry"],
         crate::schemes::MUTANT_SOURCE,
-        "test-only planted bug (tests/fwb.rs; refused by the CLI): truncate-early = a pass retires transactions that committed before it (not before the previous pass); no-order = a data write-back does not wait for its line's buffered entries and ignores the traversal time"),
+        "test-only planted bug (tests/fwb.rs, tests/mutants.rs; refused by the CLI): truncate-early = a pass retires transactions that committed before it (not before the previous pass); no-order = a data write-back does not wait for its line's buffered entries and ignores the traversal time; scan-skips-head-entry = recovery's log scan starts one entry after the persisted head"),
 ];
 
 pub static UNSAFE_PARAMS: &[ParamSpec] = &[
@@ -638,8 +638,12 @@ pub(crate) fn new_scan_unsafe(p: &Params, layout: &Layout) -> Box<dyn ResumableS
 }
 
 fn scan_with(p: &Params, layout: &Layout, k: &Keys) -> Box<dyn ResumableScan> {
+    let mut cur = RingCursor::new(Ring::new(layout, p.u64(k.log_bytes)));
+    cur.skip_head = k
+        .mutant
+        .is_some_and(|m| p.str(m) == "scan-skips-head-entry");
     Box::new(FwbScan {
-        cur: RingCursor::new(Ring::new(layout, p.u64(k.log_bytes))),
+        cur,
         pending: Vec::new(),
         committed: Default::default(),
         redone: 0,

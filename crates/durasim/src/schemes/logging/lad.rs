@@ -40,7 +40,7 @@ use crate::mem::MemWrite;
 use crate::schemes::kit::log::{
     csum, header_line, line_word, log_stride, owner_of, recovery_ns, MAX_CORES,
 };
-use crate::schemes::kit::undo_log::{UndoLog, UndoRecord};
+use crate::schemes::kit::undo_log::{ScanMode, UndoLog, UndoRecord};
 use crate::schemes::{
     Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
     Store, Writeback,
@@ -64,9 +64,9 @@ pub static PARAMS: &[ParamSpec] = &[
     p!("lad.undo_log_bytes_per_core", int 1 << 20, "bytes", Check::PowerOfTwo(1 << 16, 1 << 30),
         "modelling choice, see docs/MODEL.md (same as opt-undo.log_bytes_per_core)",
         "per-core undo log in NVM for the staging-overflow fallback"),
-    p!("lad.mutant", str "none", &["none", "release-before-commit", "commit-before-flush-acks", "overflow-skips-log", "per-controller-decision"],
+    p!("lad.mutant", str "none", &["none", "release-before-commit", "commit-before-flush-acks", "overflow-skips-log", "per-controller-decision", "scan-past-records"],
         crate::schemes::MUTANT_SOURCE,
-        "test-only planted bug (tests/mutants.rs; refused by the CLI): release-before-commit = staged lines are released to NVM before the commit header persists; commit-before-flush-acks = the controllers record the commit before the flushed lines have arrived; overflow-skips-log = a spilled line is written in place without its undo record; per-controller-decision = recovery applies each controller's lines by that controller's header alone"),
+        "test-only planted bug (tests/mutants.rs; refused by the CLI): release-before-commit = staged lines are released to NVM before the commit header persists; commit-before-flush-acks = the controllers record the commit before the flushed lines have arrived; overflow-skips-log = a spilled line is written in place without its undo record; per-controller-decision = recovery applies each controller's lines by that controller's header alone; scan-past-records = recovery's undo-log scan reads on past the unresolved transaction's records into an older transaction's (it checks the txid of the first record only)"),
 ];
 
 pub static INFO: SchemeInfo = SchemeInfo {
@@ -192,6 +192,7 @@ enum Mutant {
     CommitBeforeFlushAcks,
     OverflowSkipsLog,
     PerControllerDecision,
+    ScanPastRecords,
 }
 
 fn mutant(p: &Params) -> Mutant {
@@ -200,6 +201,7 @@ fn mutant(p: &Params) -> Mutant {
         "commit-before-flush-acks" => Mutant::CommitBeforeFlushAcks,
         "overflow-skips-log" => Mutant::OverflowSkipsLog,
         "per-controller-decision" => Mutant::PerControllerDecision,
+        "scan-past-records" => Mutant::ScanPastRecords,
         _ => Mutant::None,
     }
 }
@@ -326,7 +328,16 @@ fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<Recove
             }
             applied_tx += 1;
         }
-        let (r, rd, wr) = log.recover_core(img, c, committed);
+        let (r, rd, wr) = log.recover_core(
+            img,
+            c,
+            committed,
+            if mutant(p) == Mutant::ScanPastRecords {
+                ScanMode::StaleTail
+            } else {
+                ScanMode::Checked
+            },
+        );
         rolled += r;
         read += rd;
         written += wr;

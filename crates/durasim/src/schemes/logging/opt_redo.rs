@@ -49,9 +49,9 @@ pub static PARAMS: &[ParamSpec] = &[
     p!("opt-redo.checkpoint_period_ms", float 10.0, "ms", Check::Range(0.001, 10000.0),
         "HOOP's GC period (HOOP paper §III-H), used for every background scheme for a fair comparison (§IV-A)",
         "period of asynchronous checkpointing (combine, write home, truncate)"),
-    p!("opt-redo.mutant", str "none", &["none", "truncate-before-checkpoint", "evict-uncommitted-home"],
+    p!("opt-redo.mutant", str "none", &["none", "truncate-before-checkpoint", "evict-uncommitted-home", "scan-skips-last-commit"],
         crate::schemes::MUTANT_SOURCE,
-        "test-only planted bug (tests/mutants.rs; refused by the CLI): truncate-before-checkpoint = the checkpoint persists the log header (truncation) before its home writes; evict-uncommitted-home = a write-back of a line of the running transaction goes home instead of being held until its commit record persists"),
+        "test-only planted bug (tests/mutants.rs; refused by the CLI): truncate-before-checkpoint = the checkpoint persists the log header (truncation) before its home writes; evict-uncommitted-home = a write-back of a line of the running transaction goes home instead of being held until its commit record persists; scan-skips-last-commit = recovery replays a transaction only once it reads the next commit record (the last committed transaction is not replayed)"),
 ];
 
 pub static INFO: SchemeInfo = SchemeInfo {
@@ -99,6 +99,7 @@ impl Ring {
                 headers: Headers::One,
                 slots: (per_core - 64) / REC_BYTES,
                 home_limit: None,
+                mutant_skip_last: p.str("opt-redo.mutant") == "scan-skips-last-commit",
             },
             per_core_bytes: per_core,
         }

@@ -38,7 +38,9 @@ use crate::mem::MemWrite;
 use crate::schemes::kit::log::{
     csum, header_line, line_word, log_stride, owner_of, recovery_ns, MAX_CORES,
 };
-use crate::schemes::kit::undo_log::{encode_record, scan_records, UndoRecord, UNDO_REC_BYTES};
+use crate::schemes::kit::undo_log::{
+    encode_record, scan_records, ScanMode, UndoRecord, UNDO_REC_BYTES,
+};
 use crate::schemes::{
     Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
     Store, Writeback,
@@ -58,9 +60,9 @@ pub static PARAMS: &[ParamSpec] = &[
     p!("opt-undo.log_queue_records", int 32, "records", Check::Range(1.0, 65536.0),
         "modelling choice (Proteus gives no size here): 32 records of two lines = 64 lines, USIMM's 64-entry write queue (mc.write_queue_entries)",
         "undo records the controller's log queue holds for all cores with opt-undo.drop_queued_records; one more writes the oldest to the NVM log"),
-    p!("opt-undo.mutant", str "none", &["none", "skip-record", "data-before-record", "truncate-before-rollback", "drop-before-force", "truncate-before-force"],
+    p!("opt-undo.mutant", str "none", &["none", "skip-record", "data-before-record", "truncate-before-rollback", "drop-before-force", "truncate-before-force", "scan-ignores-checksum"],
         crate::schemes::MUTANT_SOURCE,
-        "test-only planted bug (tests/mutants.rs; refused by the CLI): skip-record = the first line of each transaction gets no undo record; data-before-record = write-backs and forced lines do not wait for their undo record; truncate-before-rollback = recovery resolves the log header before rolling back; drop-before-force = with opt-undo.drop_queued_records, a commit drops its queued records before forcing its lines; truncate-before-force = a commit moves the log head past its records (the commit point) before forcing its lines home"),
+        "test-only planted bug (tests/mutants.rs; refused by the CLI): skip-record = the first line of each transaction gets no undo record; data-before-record = write-backs and forced lines do not wait for their undo record; truncate-before-rollback = recovery resolves the log header before rolling back; drop-before-force = with opt-undo.drop_queued_records, a commit drops its queued records before forcing its lines; truncate-before-force = a commit moves the log head past its records (the commit point) before forcing its lines home; scan-ignores-checksum = recovery takes a record whose checksum does not match (a torn record) as valid"),
 ];
 
 pub static INFO: SchemeInfo = SchemeInfo {
@@ -166,13 +168,15 @@ impl RingLog {
 
     /// Recover one core's log from bytes: roll back the records of the
     /// unresolved transaction, then resolve it in the other header.
-    /// Returns (records rolled back, lines read, lines written).
+    /// `mutant` is the test-only `opt-undo.mutant` value. Returns (records
+    /// rolled back, lines read, lines written).
     pub fn recover_core(
         &self,
         img: &mut dyn MemWrite,
         core: usize,
-        mutant_truncate_first: bool,
+        mutant: &str,
     ) -> (u64, u64, u64) {
+        let mutant_truncate_first = mutant == "truncate-before-rollback";
         let hdrs = [0, 1].map(|w| Self::parse_header(&img.read_line(self.header_addr(core, w))));
         let newest = (0..2)
             .filter_map(|w| hdrs[w].map(|h| (h, w as u64)))
@@ -182,6 +186,11 @@ impl RingLog {
             img,
             (head..head + self.slots()).map(|seq| (seq, self.record_addr(core, seq))),
             resolved,
+            if mutant == "scan-ignores-checksum" {
+                ScanMode::NoChecksum
+            } else {
+                ScanMode::Checked
+            },
         );
         let read = 2 + scanned;
         let Some(t) = txid else {
@@ -310,7 +319,7 @@ fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<Recove
     let (mut rolled, mut read, mut written) = (0, 0, 0);
     let mutant = p.str("opt-undo.mutant");
     for c in 0..layout.threads {
-        let (r, rd, wr) = log.recover_core(img, c, mutant == "truncate-before-rollback");
+        let (r, rd, wr) = log.recover_core(img, c, mutant);
         rolled += r;
         read += rd;
         written += wr;

@@ -128,6 +128,7 @@ impl Ring {
                 headers: Headers::Alternating,
                 slots: (per_core - HEADERS_BYTES) / REC_BYTES,
                 home_limit: Some(layout.home_limit),
+                mutant_skip_last: false,
             },
             per_core_bytes: per_core,
         }

@@ -37,7 +37,7 @@ use crate::config::{p, Check, ParamSpec, Params};
 use crate::error::Result;
 use crate::mem::{MemRead, MemWrite, SparseImage};
 use crate::schemes::kit::log::{log_stride, recovery_ns, MAX_CORES};
-use crate::schemes::kit::undo_log::{encode_record, UndoLog};
+use crate::schemes::kit::undo_log::{encode_record, ScanMode, UndoLog};
 use crate::schemes::{
     Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
 };
@@ -159,7 +159,7 @@ fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<Recove
     let log = log(p, layout);
     let (mut rolled, mut read, mut written) = (0, 0, 0);
     for core in 0..layout.threads {
-        let (n, r, w) = log.recover_core(img, core, None);
+        let (n, r, w) = log.recover_core(img, core, None, ScanMode::Checked);
         rolled += n;
         read += r;
         written += w;

@@ -164,7 +164,9 @@ pub(super) struct MorScan {
 impl MorScan {
     fn new(p: &Params, layout: &Layout, k: &Keys, dp: bool) -> Self {
         let check_counter = dp && p.str(k.mutant) != "ignore-counter";
-        Self::fresh(Ring::new(layout, p.u64(k.log_bytes)), check_counter)
+        let mut s = Self::fresh(Ring::new(layout, p.u64(k.log_bytes)), check_counter);
+        s.cur.skip_head = p.str(k.mutant) == "scan-skips-head-entry";
+        s
     }
 
     /// Nothing scanned yet.
@@ -397,9 +399,11 @@ impl ResumableScan for MorScan {
                         "morlog scan: emitted writes cannot be taken back here".into(),
                     ));
                 }
+                let mut fresh = MorScan::fresh(self.cur.ring, self.check_counter);
+                fresh.cur.skip_head = self.cur.skip_head;
                 *self = MorScan {
                     seal: false,
-                    ..MorScan::fresh(self.cur.ring, self.check_counter)
+                    ..fresh
                 };
                 continue;
             }

@@ -82,9 +82,9 @@ pub static PARAMS: &[ParamSpec] = &[
     p!("ehou.reclaim_entries_per_core", int 16384, "entries", Check::Range(8.0, 16777215.0),
         "modelling choice, see docs/MODEL.md (ADR reclaim list, §III-D; one entry per speculative line of a transaction)",
         "reclaim list capacity per core (device lines allocated by the running transaction)"),
-    p!("ehou.mutant", str "none", &["none", "evict-speculative-to-ait", "commit-before-lines", "reuse-before-flip"],
+    p!("ehou.mutant", str "none", &["none", "evict-speculative-to-ait", "commit-before-lines", "reuse-before-flip", "log-any-tag"],
         MUTANT_SOURCE,
-        "test-only planted bug (tests/ehou.rs, tests/mutants.rs; refused by the CLI): evict-speculative-to-ait = an evicted speculative AIT-cache entry is written to the AIT instead of the overflow log (EHOU Fig. 5); commit-before-lines = TxEnd persists the commit word before the write set's lines still in the CPU caches are written out of place; reuse-before-flip = a commit's previous device lines are free for writes arriving before its flip"),
+        "test-only planted bug (tests/ehou.rs, tests/mutants.rs; refused by the CLI): evict-speculative-to-ait = an evicted speculative AIT-cache entry is written to the AIT instead of the overflow log (EHOU Fig. 5); commit-before-lines = TxEnd persists the commit word before the write set's lines still in the CPU caches are written out of place; reuse-before-flip = a commit's previous device lines are free for writes arriving before its flip; log-any-tag = recovery applies overflow-log entries tagged with any of the core's transactions, not only its last committed one"),
 ];
 
 pub static INFO: SchemeInfo = SchemeInfo {

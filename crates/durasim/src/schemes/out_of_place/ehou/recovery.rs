@@ -54,6 +54,7 @@ pub(crate) fn new_scan(p: &Params, layout: &Layout) -> Box<dyn ResumableScan> {
         finish_sum: 0,
         dir_read_total: 0,
         slot_read_total: 0,
+        mutant_any_tag: p.str("ehou.mutant") == "log-any-tag",
     })
 }
 
@@ -130,6 +131,10 @@ struct EhouScan {
     /// Sums of `dir_reads` and `slot_reads`.
     dir_read_total: u64,
     slot_read_total: u64,
+    /// Test-only planted bug (`ehou.mutant=log-any-tag`): an overflow-log
+    /// entry of any of the core's transactions is taken as one of its
+    /// last committed transaction.
+    mutant_any_tag: bool,
 }
 
 /// Image-area and directory pages are probed 4 KiB at a time, as the
@@ -353,7 +358,11 @@ impl EhouScan {
                 io.read_bytes(self.g.log_addr(c, i), &mut b);
                 log.reads += 1;
                 match parse_record(&b) {
-                    Some((line, enc, t)) if t == tag(c, cs) && line < self.g.home_limit => {
+                    Some((line, enc, t))
+                        if (t == tag(c, cs)
+                            || self.mutant_any_tag && (t >> TXSEQ_BITS) as usize == c)
+                            && line < self.g.home_limit =>
+                    {
                         log.entries.push((line, enc));
                         log.last.insert(line, enc);
                         self.touch(line);

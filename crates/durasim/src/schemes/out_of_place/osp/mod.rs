@@ -76,9 +76,9 @@ pub static PARAMS: &[ParamSpec] = &[
     p!("osp.shootdown_cycles", int 5000, "cycles", Check::Range(0.0, 1e9),
         "modelling choice, see docs/MODEL.md (inter-processor-interrupt TLB shootdowns take microseconds; 2 us at 2.5 GHz)",
         "stall of the core whose TLB eviction remaps a page, when more than one core runs"),
-    p!("osp.mutant", str "none", &["none", "journal-before-flush", "consolidate-meta-first", "reuse-journal-without-writeback"],
+    p!("osp.mutant", str "none", &["none", "journal-before-flush", "consolidate-meta-first", "reuse-journal-without-writeback", "journal-scan-stops-at-invalid"],
         crate::schemes::MUTANT_SOURCE,
-        "test-only planted bug (tests/mutants.rs; refused by the CLI): journal-before-flush = TxEnd persists the journal record before the eager flush of the transaction's lines; consolidate-meta-first = consolidation resets the page's metadata line (bitmap 0) before copying its committed shadow lines home; reuse-journal-without-writeback = a commit record overwrites journal space whose records hold the only durable copy of page metadata without writing that metadata back in place first"),
+        "test-only planted bug (tests/mutants.rs; refused by the CLI): journal-before-flush = TxEnd persists the journal record before the eager flush of the transaction's lines; consolidate-meta-first = consolidation resets the page's metadata line (bitmap 0) before copying its committed shadow lines home; reuse-journal-without-writeback = a commit record overwrites journal space whose records hold the only durable copy of page metadata without writing that metadata back in place first; journal-scan-stops-at-invalid = recovery's journal parse ends at the first line that starts no valid record (the records after it are lost)"),
 ];
 
 pub static INFO: SchemeInfo = SchemeInfo {

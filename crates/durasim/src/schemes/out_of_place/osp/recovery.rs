@@ -161,7 +161,15 @@ struct Slot {
 
 /// Every valid record of core `c`'s journal, in journal order, and the
 /// lines recovery reads to find them (the registered recovery's parse).
-fn parse_journal(io: &dyn MemRead, g: &Geometry, c: usize) -> (Vec<Record>, u64) {
+/// `stop_at_invalid` is a test-only planted bug
+/// (`osp.mutant=journal-scan-stops-at-invalid`): the parse ends at the
+/// first line that starts no valid record, as a sequential log's would.
+fn parse_journal(
+    io: &dyn MemRead,
+    g: &Geometry,
+    c: usize,
+    stop_at_invalid: bool,
+) -> (Vec<Record>, u64) {
     let base = g.journal_addr(c);
     let (mut records, mut read, mut off) = (Vec::new(), 0u64, 0u64);
     while off < g.journal_bytes {
@@ -175,6 +183,7 @@ fn parse_journal(io: &dyn MemRead, g: &Geometry, c: usize) -> (Vec<Record>, u64)
                     body,
                 });
             }
+            None if stop_at_invalid => break,
             None => off += 64,
         }
     }
@@ -221,6 +230,8 @@ pub(super) struct OspScan {
     pend_shadow: FxHashMap<u32, u64>,
     /// Slots whose line or entries changed since the last resume.
     dirty: BTreeSet<u32>,
+    /// Test-only planted bug (`osp.mutant=journal-scan-stops-at-invalid`).
+    mutant_stop_at_invalid: bool,
 }
 
 /// OSP's recovery as a scan that follows the writes (module docs).
@@ -249,6 +260,7 @@ pub(crate) fn new_scan(p: &Params, layout: &Layout) -> Box<dyn ResumableScan> {
         pend_meta: Vec::new(),
         pend_shadow: FxHashMap::default(),
         dirty: BTreeSet::new(),
+        mutant_stop_at_invalid: p.str("osp.mutant") == "journal-scan-stops-at-invalid",
     })
 }
 
@@ -326,7 +338,7 @@ impl OspScan {
     /// Parse core `c`'s journal again and fold in the records that
     /// appeared or vanished (both lists are in offset order).
     fn reparse(&mut self, io: &dyn MemRead, c: usize) {
-        let (new, read) = parse_journal(io, &self.g, c);
+        let (new, read) = parse_journal(io, &self.g, c, self.mutant_stop_at_invalid);
         let (old, _) = std::mem::take(&mut self.journals[c]);
         let (mut i, mut j) = (0, 0);
         while i < old.len() || j < new.len() {
