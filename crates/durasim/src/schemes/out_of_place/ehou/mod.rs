@@ -13,11 +13,11 @@
 //!   FIFO in PM behind a small ADR log buffer) and the core's Bloom filter,
 //!   which an AIT-cache miss consults before the log.
 //! - Commit: one durable per-core commit word (the S/C flip of the whole
-//!   write set at once, once every line of the set is durable, handled by
-//!   the controller after the writes that arrived before it), then eager
-//!   persisting writes the entries to the
-//!   AIT, lazy persisting (EHOU) leaves them committed-dirty in the AIT
-//!   cache until evicted or overwritten; the overflow log is applied to the
+//!   write set at once, once every line and mapping record of the set is
+//!   durable, handled by the controller after the writes that arrived
+//!   before it), then eager persisting writes the entries to the AIT, lazy
+//!   persisting (EHOU) leaves them committed-dirty in the AIT cache until
+//!   evicted or overwritten; the overflow log is applied to the
 //!   AIT and cleared with the filter; the lines' previous device addresses
 //!   are released to the free list.
 //! - Durable bytes: the AIT (media), the overflow logs (PM), and the ADR
