@@ -100,14 +100,14 @@ def table(data: dict | None = None) -> str:
         "| step | command | wall | CPU | load | measured |",
         "| --- | --- | ---: | ---: | ---: | --- |",
     ]
-    machines = set()
+    machines: dict[str, list[str]] = {}
     notes: list[str] = []
     for step, (label, cmd) in STEPS.items():
         r = data.get(step)
         if r is None:
             rows.append(f"| {label} | `{cmd}` | not measured | | | |")
             continue
-        machines.add(r["machine"])
+        machines.setdefault(r["machine"], []).append(f"`{cmd}`")
         if "estimate" in r:
             # A step too long to time on a shared host yet: the estimate
             # and what it rests on, until `measure` replaces it.
@@ -120,9 +120,14 @@ def table(data: dict | None = None) -> str:
             f"| {label} | `{cmd}` | {duration(r['wall_s'])} | {cpu(r)} "
             f"| {r['load']} | {r['date']} |"
         )
+    if len(machines) == 1:
+        where = next(iter(machines))
+    else:
+        # Several machines: which steps each measured.
+        where = "; ".join(f"{m} ({', '.join(c)})" for m, c in sorted(machines.items()))
     note = (
         "Measured with `python3 scripts/times.py measure STEP` on "
-        + "; ".join(sorted(machines))
+        + where
         + ". With a load average above the core count the wall time is"
         " longer than on an idle machine; CPU time is not."
     )

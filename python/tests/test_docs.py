@@ -435,6 +435,10 @@ def test_quickstart_and_times_readings_compute_from_their_snapshots(tmp_path):
     table = times.table(data)
     assert "| the documentation check | `make docs` | 2 min 5 s | not recorded | 2.5 |" in table
     assert "| `make report` | not measured |" in table
+    assert "measure STEP` on x. With" in table
+    other = dict(rec, machine="y")
+    table = times.table({"docs": rec, "test": other})
+    assert "on x (`make docs`); y (`make test`). With" in " ".join(table.split())
     assert json.loads((ROOT / "docs" / "results" / "times.json").read_text())
 
 
