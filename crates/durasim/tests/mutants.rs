@@ -54,25 +54,28 @@ fn opts(recovery_crashes: u64) -> CrashOptions {
     }
 }
 
-/// Small caches: lines of running transactions are evicted (steals).
-const SMALL_CACHES: &[(&str, &str)] = &[
-    ("cache.l1_size_bytes", "1KB"),
-    ("cache.l1_ways", "2"),
-    ("cache.l2_size_bytes", "2KB"),
-    ("cache.l2_ways", "2"),
-    ("cache.llc_size_bytes", "4KB"),
-    ("cache.llc_ways", "2"),
-];
+type Set = (&'static str, &'static str);
 
-const SMALL_CACHES_NO_ADR: &[(&str, &str)] = &[
-    ("cache.l1_size_bytes", "1KB"),
-    ("cache.l1_ways", "2"),
-    ("cache.l2_size_bytes", "2KB"),
-    ("cache.l2_ways", "2"),
-    ("cache.llc_size_bytes", "4KB"),
-    ("cache.llc_ways", "2"),
-    ("mc.adr", "false"),
-];
+/// Small caches: lines of running transactions are evicted (steals).
+const SMALL_CACHES: &[Set] = common::SMALL;
+
+/// The small caches followed by `extra`, as one list (`M` = 6 + `N`).
+const fn with_small_caches<const N: usize, const M: usize>(extra: [Set; N]) -> [Set; M] {
+    assert!(M == SMALL_CACHES.len() + N);
+    let mut out = [("", ""); M];
+    let mut i = 0;
+    while i < M {
+        out[i] = if i < SMALL_CACHES.len() {
+            SMALL_CACHES[i]
+        } else {
+            extra[i - SMALL_CACHES.len()]
+        };
+        i += 1;
+    }
+    out
+}
+
+const SMALL_CACHES_NO_ADR: &[Set] = &with_small_caches::<1, 7>([("mc.adr", "false")]);
 
 struct Mutant {
     scheme: &'static str,
@@ -110,33 +113,21 @@ const EHOU_SMALL_AIT: &[(&str, &str)] = &[
 ];
 
 /// EHOU with a 4 x 2 AIT cache and small CPU caches.
-const EHOU_REUSE: &[(&str, &str)] = &[
+const EHOU_REUSE: &[Set] = &with_small_caches::<3, 9>([
     ("dimm.ait_cache_sets", "4"),
     ("dimm.ait_cache_ways", "2"),
     ("ehou.pool_lines", "4096"),
-    ("cache.l1_size_bytes", "1KB"),
-    ("cache.l1_ways", "2"),
-    ("cache.l2_size_bytes", "2KB"),
-    ("cache.l2_ways", "2"),
-    ("cache.llc_size_bytes", "4KB"),
-    ("cache.llc_ways", "2"),
-];
+]);
 
 /// MorLog's transaction table on a 4 KiB log with 2 entries and small
 /// caches: the log head is persisted often enough (the log behind it fills)
 /// that a log released too early is overwritten while a crash can still
 /// need it.
-const TX_TABLE_SMALL: &[(&str, &str)] = &[
+const TX_TABLE_SMALL: &[Set] = &with_small_caches::<3, 9>([
     ("morlog.log_management", "tx-table"),
     ("morlog.tx_table_entries", "2"),
     ("morlog.log_bytes", "4096"),
-    ("cache.l1_size_bytes", "1KB"),
-    ("cache.l1_ways", "2"),
-    ("cache.l2_size_bytes", "2KB"),
-    ("cache.l2_ways", "2"),
-    ("cache.llc_size_bytes", "4KB"),
-    ("cache.llc_ways", "2"),
-];
+]);
 
 /// REDU with its smallest log (64 KiB per core) and a rare periodic
 /// application: the log fills, and TxEnd's record writes wait for a forced
