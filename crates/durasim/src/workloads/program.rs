@@ -13,7 +13,7 @@
 use super::{check_ptr, item_bytes_or, rng, TxCtx, WorkloadArgs, DEFAULT_ITEM_BYTES};
 use crate::mem::MemRead;
 use crate::types::Addr;
-use rand::Rng;
+use rand::{Rng, RngCore};
 
 /// Smallest footprint a program sizes itself for (a few hundred vertices,
 /// cells or vectors: enough structure for the checkers to mean something).
@@ -106,20 +106,24 @@ pub fn rmat_edges(n: u64, m: u64, seed: u64) -> Vec<(u32, u32)> {
     let n = n.max(2);
     let scale = 64 - (n - 1).leading_zeros();
     let mut r = rng(seed ^ 0x0052_4d41_5447);
+    // A draw is `r.gen::<f64>()`, which is (next_u64 >> 11) * 2^-53
+    // exactly (rand's Standard f64), so `x < t` is `next_u64 >> 11 <
+    // ceil(t * 2^53)`: the quadrant is picked from integer compares, with
+    // no branch to mispredict, and the edges are those of the float form.
+    let cut = |t: f64| (t * (1u64 << 53) as f64).ceil() as u64;
+    let (ab, a_b, a_b_c) = (
+        cut(RMAT_A),
+        cut(RMAT_A + RMAT_B),
+        cut(RMAT_A + RMAT_B + RMAT_C),
+    );
     let mut edges = Vec::with_capacity(m as usize);
     while (edges.len() as u64) < m {
         let (mut u, mut v) = (0u64, 0u64);
         for _ in 0..scale {
-            let x: f64 = r.gen();
-            let (bu, bv) = if x < RMAT_A {
-                (0, 0)
-            } else if x < RMAT_A + RMAT_B {
-                (0, 1)
-            } else if x < RMAT_A + RMAT_B + RMAT_C {
-                (1, 0)
-            } else {
-                (1, 1)
-            };
+            let k = r.next_u64() >> 11;
+            // Quadrants A (0,0), B (0,1), C (1,0), D (1,1) by `k`'s range.
+            let bu = u64::from(k >= a_b);
+            let bv = u64::from(k >= ab && k < a_b) | u64::from(k >= a_b_c);
             u = u << 1 | bu;
             v = v << 1 | bv;
         }
@@ -997,6 +1001,54 @@ pub fn check_sweep<const W: usize, K: Kernel<W>>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The quadrant choice by integer compares gives the edges of the
+    /// float form it replaced (each draw `r.gen::<f64>()` compared to the
+    /// cumulative probabilities), for vertex counts that are and are not
+    /// powers of two and several seeds.
+    #[test]
+    fn rmat_edges_equal_the_float_definition() {
+        fn by_floats(n: u64, m: u64, seed: u64) -> Vec<(u32, u32)> {
+            let scale = 64 - (n - 1).leading_zeros();
+            let mut r = rng(seed ^ 0x0052_4d41_5447);
+            let mut edges = Vec::new();
+            while (edges.len() as u64) < m {
+                let (mut u, mut v) = (0u64, 0u64);
+                for _ in 0..scale {
+                    let x: f64 = r.gen();
+                    let (bu, bv) = if x < RMAT_A {
+                        (0, 0)
+                    } else if x < RMAT_A + RMAT_B {
+                        (0, 1)
+                    } else if x < RMAT_A + RMAT_B + RMAT_C {
+                        (1, 0)
+                    } else {
+                        (1, 1)
+                    };
+                    u = u << 1 | bu;
+                    v = v << 1 | bv;
+                }
+                if u < n && v < n {
+                    edges.push((u as u32, v as u32));
+                }
+            }
+            let mut perm: Vec<u32> = (0..n as u32).collect();
+            for i in (1..n as usize).rev() {
+                perm.swap(i, r.gen_range(0..=i));
+            }
+            edges
+                .iter()
+                .map(|e| (perm[e.0 as usize], perm[e.1 as usize]))
+                .collect()
+        }
+        for (n, seed) in [(1u64 << 12, 1u64), (3000, 2), (5, 3), (70_001, 4)] {
+            assert_eq!(
+                rmat_edges(n, 8 * n, seed),
+                by_floats(n, 8 * n, seed),
+                "n={n}"
+            );
+        }
+    }
 
     /// R-MAT degrees are heavy-tailed: the largest out-degree is many times
     /// the mean (a uniform random graph of this size has max/mean near 3),

@@ -310,6 +310,66 @@ fn sign_fill(old: u64, from: usize, k: usize, prefer_ff: bool) -> Option<u8> {
     }
 }
 
+/// Bit j set where byte j of `w` is 0 (`zero`) or 0xFF (`ones`).
+#[inline]
+fn byte_flags(w: u64) -> (u8, u8) {
+    // Exact zero-byte test (no carries between bytes): 0x80 in each zero
+    // byte, then the eight flags gathered into one byte by a multiply.
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    let zeros = |w: u64| -> u8 {
+        let t = !(((w & LOW7) + LOW7) | w | LOW7);
+        ((t >> 7).wrapping_mul(0x0102_0408_1020_4080) >> 56) as u8
+    };
+    (zeros(w), zeros(!w))
+}
+
+/// How many of the four 16-bit lanes of `r` are below `p` (< 0x8000),
+/// all four compared at once: a lane is below iff its top bit is clear
+/// and its low 15 bits minus `p` borrow.
+#[inline]
+fn lanes_below(r: u64, p: u64) -> usize {
+    const TOP: u64 = 0x8000_8000_8000_8000;
+    debug_assert!(p < 0x8000);
+    let diff = ((r & !TOP) | TOP) - p * 0x0001_0001_0001_0001;
+    let below = !diff & !r & TOP;
+    ((below >> 15).wrapping_mul(0x0001_0001_0001_0001) >> 48) as usize
+}
+
+/// Step 3 of [`delta`]: the class of the `k` changed low-order bytes of
+/// `old`, drawn from `b` by Table II's weights among the classes those
+/// bytes can take. Which classes can is decided from two byte masks
+/// computed once (the draws are those of the per-class form kept in the
+/// tests as `pick_class_by_classes`).
+#[inline]
+fn pick_class(old: u64, k: usize, b: &mut Bits) -> usize {
+    let (zero, ones) = byte_flags(old);
+    // Bytes [from, k) as a mask.
+    let span = |from: usize| -> u8 { ((1u16 << k) - (1u16 << from.min(k))) as u8 };
+    // A sign fill exists: 0x00 or 0xFF differs from every byte of the
+    // span (which of the two `delta` prefers does not matter here).
+    let fill_ok = |from: usize| span(from) & zero == 0 || span(from) & ones == 0;
+    let mut feasible = [true; CLASSES];
+    feasible[0] = span(0) & zero == 0;
+    feasible[3] = k >= 2 && fill_ok(1);
+    feasible[4] = k >= 3 && fill_ok(2);
+    feasible[5] = k >= 5 && fill_ok(4);
+    feasible[7] = k >= 2 && zero & 1 == 0;
+    let mut total = 0u32;
+    for c in 0..CLASSES {
+        total += if feasible[c] { WEIGHTS[c] } else { 0 };
+    }
+    let mut u = b.below(u64::from(total)) as u32;
+    for (c, &w) in WEIGHTS.iter().enumerate() {
+        if feasible[c] {
+            if u < w {
+                return c;
+            }
+            u -= w;
+        }
+    }
+    CLASSES - 1
+}
+
 /// The delta model (module doc): the new content of a payload word whose
 /// content is `old`, from the random bits `h`.
 #[inline]
@@ -317,42 +377,14 @@ pub fn delta(old: u64, h: u64) -> u64 {
     let mut b = Bits(h);
     // 1. How many bytes change: k ~ Binomial(8, 0.295), 8 lanes of 16 bits.
     let (r0, r1) = (b.next(), b.next());
-    let mut k = 0usize;
-    for lane in 0..4 {
-        k += usize::from((r0 >> (16 * lane)) & 0xffff < DIRTY_BYTE_P16);
-        k += usize::from((r1 >> (16 * lane)) & 0xffff < DIRTY_BYTE_P16);
-    }
+    let k = lanes_below(r0, DIRTY_BYTE_P16) + lanes_below(r1, DIRTY_BYTE_P16);
     if k == 0 {
         return old;
     }
     // 2. They are the k low-order bytes. 3. Which class they take:
     // Table II's mix among the classes these k bytes can take.
     let prefer_ff = b.next() & 1 == 1;
-    let feasible = |c: usize| -> bool {
-        match c {
-            0 => (0..k).all(|j| byte_of(old, j) != 0),
-            3 => k >= 2 && sign_fill(old, 1, k, prefer_ff).is_some(),
-            4 => k >= 3 && sign_fill(old, 2, k, prefer_ff).is_some(),
-            5 => k >= 5 && sign_fill(old, 4, k, prefer_ff).is_some(),
-            7 => k >= 2 && byte_of(old, 0) != 0,
-            _ => true,
-        }
-    };
-    let total: u32 = (0..CLASSES)
-        .filter(|&c| feasible(c))
-        .map(|c| WEIGHTS[c])
-        .sum();
-    let mut u = b.below(u64::from(total)) as u32;
-    let mut class = CLASSES - 1;
-    for (c, &w) in WEIGHTS.iter().enumerate() {
-        if feasible(c) {
-            if u < w {
-                class = c;
-                break;
-            }
-            u -= w;
-        }
-    }
+    let class = pick_class(old, k, &mut b);
     // 4. Fill the k bytes from the class's byte set, each different from
     // the old byte (so exactly k bytes are dirty).
     let mut new = old;
@@ -418,6 +450,122 @@ pub fn delta(old: u64, h: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The class choice as first written: each class's feasibility asked
+    /// of its bytes, twice (for the total, then for the pick).
+    fn pick_class_by_classes(old: u64, k: usize, prefer_ff: bool, b: &mut Bits) -> usize {
+        let feasible = |c: usize| -> bool {
+            match c {
+                0 => (0..k).all(|j| byte_of(old, j) != 0),
+                3 => k >= 2 && sign_fill(old, 1, k, prefer_ff).is_some(),
+                4 => k >= 3 && sign_fill(old, 2, k, prefer_ff).is_some(),
+                5 => k >= 5 && sign_fill(old, 4, k, prefer_ff).is_some(),
+                7 => k >= 2 && byte_of(old, 0) != 0,
+                _ => true,
+            }
+        };
+        let total: u32 = (0..CLASSES)
+            .filter(|&c| feasible(c))
+            .map(|c| WEIGHTS[c])
+            .sum();
+        let mut u = b.below(u64::from(total)) as u32;
+        for (c, &w) in WEIGHTS.iter().enumerate() {
+            if feasible(c) {
+                if u < w {
+                    return c;
+                }
+                u -= w;
+            }
+        }
+        CLASSES - 1
+    }
+
+    /// The four-lanes-at-once count equals lane-by-lane compares.
+    #[test]
+    fn lanes_below_equals_lane_by_lane() {
+        let mut g = Bits(11);
+        for n in 0..200_000u64 {
+            let mut r = g.next();
+            if n % 4 == 0 {
+                // Lanes at and around the threshold and the top bit.
+                let edge = [
+                    DIRTY_BYTE_P16 - 1,
+                    DIRTY_BYTE_P16,
+                    DIRTY_BYTE_P16 + 1,
+                    0,
+                    0x7fff,
+                    0x8000,
+                    0xffff,
+                    0x8000 + DIRTY_BYTE_P16 - 1,
+                ];
+                r = (0..4).fold(0, |w, l| {
+                    w | (edge[((r >> (3 * l)) & 7) as usize] << (16 * l))
+                });
+            }
+            for p in [DIRTY_BYTE_P16, 1, 0x7fff, 0] {
+                let want = (0..4).filter(|l| (r >> (16 * l)) & 0xffff < p).count();
+                assert_eq!(lanes_below(r, p), want, "{r:#018x} p {p}");
+            }
+        }
+    }
+
+    /// The word-parallel byte flags equal a byte-by-byte test.
+    #[test]
+    fn byte_flags_equal_the_bytewise_test() {
+        let mut g = Bits(3);
+        for n in 0..100_000u64 {
+            let r = g.next();
+            // Random words, and words made of 0x00, 0xFF, 0x7F, 0x80, 0x01 bytes.
+            let w = if n % 2 == 0 {
+                r
+            } else {
+                (0..8).fold(0u64, |w, j| {
+                    let b = [0x00u64, 0xff, 0x7f, 0x80, 0x01, 0xfe, 0x00, 0xff]
+                        [((r >> (3 * j)) & 7) as usize];
+                    w | (b << (8 * j))
+                })
+            };
+            let (mut zero, mut ones) = (0u8, 0u8);
+            for j in 0..8 {
+                zero |= u8::from(byte_of(w, j) == 0) << j;
+                ones |= u8::from(byte_of(w, j) == 0xff) << j;
+            }
+            assert_eq!(byte_flags(w), (zero, ones), "{w:#018x}");
+        }
+    }
+
+    /// The class chosen from byte masks equals the per-class form's, with
+    /// the same draws, for old words rich in 0x00 and 0xFF bytes (where
+    /// the feasibility tests differ) and random ones.
+    #[test]
+    fn pick_class_equals_the_per_class_form() {
+        let mut g = Bits(7);
+        for n in 0..200_000u64 {
+            let r = g.next();
+            let old = match n % 3 {
+                // Each byte 0x00, 0xFF or random.
+                0 => (0..8).fold(0u64, |w, j| {
+                    let sel = (r >> (2 * j)) & 3;
+                    let b = [0x00, 0xff, r.rotate_right(16 + 8 * j) & 0xff, 0x80][sel as usize];
+                    w | (b << (8 * j))
+                }),
+                1 => r,
+                _ => r & 0x00ff_00ff_ff00_ff00,
+            };
+            for k in 1..=8 {
+                for prefer_ff in [false, true] {
+                    let h = g.next();
+                    let (mut a, mut b) = (Bits(h), Bits(h));
+                    assert_eq!(
+                        pick_class(old, k, &mut a),
+                        pick_class_by_classes(old, k, prefer_ff, &mut b),
+                        "old {old:#018x} k {k}"
+                    );
+                    assert_eq!(a.0, b.0);
+                }
+            }
+        }
+    }
     use crate::mem::media::dldc;
 
     /// Gather the bytes of `data` whose flag is set, little-endian.
