@@ -14,6 +14,7 @@ use super::{check_ptr, item_bytes_or, rng, TxCtx, WorkloadArgs, DEFAULT_ITEM_BYT
 use crate::mem::MemRead;
 use crate::types::Addr;
 use rand::{Rng, RngCore};
+use rand_xoshiro::Xoshiro256PlusPlus;
 
 /// Smallest footprint a program sizes itself for (a few hundred vertices,
 /// cells or vectors: enough structure for the checkers to mean something).
@@ -103,9 +104,6 @@ pub const RMAT_C: f64 = 0.19;
 /// the vertex labels are permuted at random (as Graph500's generator does,
 /// so the high-degree vertices are not the low ids). Deterministic in `seed`.
 pub fn rmat_edges(n: u64, m: u64, seed: u64) -> Vec<(u32, u32)> {
-    let n = n.max(2);
-    let scale = 64 - (n - 1).leading_zeros();
-    let mut r = rng(seed ^ 0x0052_4d41_5447);
     // A draw is `r.gen::<f64>()`, which is (next_u64 >> 11) * 2^-53
     // exactly (rand's Standard f64), so `x < t` is `next_u64 >> 11 <
     // ceil(t * 2^53)`: the quadrant is picked from integer compares, with
@@ -116,14 +114,31 @@ pub fn rmat_edges(n: u64, m: u64, seed: u64) -> Vec<(u32, u32)> {
         cut(RMAT_A + RMAT_B),
         cut(RMAT_A + RMAT_B + RMAT_C),
     );
+    rmat_by(n, m, seed, |r| {
+        let k = r.next_u64() >> 11;
+        // Quadrants A (0,0), B (0,1), C (1,0), D (1,1) by `k`'s range.
+        let bu = u64::from(k >= a_b);
+        let bv = u64::from(k >= ab && k < a_b) | u64::from(k >= a_b_c);
+        (bu, bv)
+    })
+}
+
+/// [`rmat_edges`] with `quadrant` drawing one bit of each end (the
+/// quadrant of one level) from the generator.
+fn rmat_by(
+    n: u64,
+    m: u64,
+    seed: u64,
+    mut quadrant: impl FnMut(&mut Xoshiro256PlusPlus) -> (u64, u64),
+) -> Vec<(u32, u32)> {
+    let n = n.max(2);
+    let scale = 64 - (n - 1).leading_zeros();
+    let mut r = rng(seed ^ 0x0052_4d41_5447);
     let mut edges = Vec::with_capacity(m as usize);
     while (edges.len() as u64) < m {
         let (mut u, mut v) = (0u64, 0u64);
         for _ in 0..scale {
-            let k = r.next_u64() >> 11;
-            // Quadrants A (0,0), B (0,1), C (1,0), D (1,1) by `k`'s range.
-            let bu = u64::from(k >= a_b);
-            let bv = u64::from(k >= ab && k < a_b) | u64::from(k >= a_b_c);
+            let (bu, bv) = quadrant(&mut r);
             u = u << 1 | bu;
             v = v << 1 | bv;
         }
@@ -1008,39 +1023,22 @@ mod tests {
     /// powers of two and several seeds.
     #[test]
     fn rmat_edges_equal_the_float_definition() {
-        fn by_floats(n: u64, m: u64, seed: u64) -> Vec<(u32, u32)> {
-            let scale = 64 - (n - 1).leading_zeros();
-            let mut r = rng(seed ^ 0x0052_4d41_5447);
-            let mut edges = Vec::new();
-            while (edges.len() as u64) < m {
-                let (mut u, mut v) = (0u64, 0u64);
-                for _ in 0..scale {
-                    let x: f64 = r.gen();
-                    let (bu, bv) = if x < RMAT_A {
-                        (0, 0)
-                    } else if x < RMAT_A + RMAT_B {
-                        (0, 1)
-                    } else if x < RMAT_A + RMAT_B + RMAT_C {
-                        (1, 0)
-                    } else {
-                        (1, 1)
-                    };
-                    u = u << 1 | bu;
-                    v = v << 1 | bv;
+        // The quadrant as first written: one float draw against the
+        // cumulative probabilities.
+        let by_floats = |n: u64, m: u64, seed: u64| {
+            rmat_by(n, m, seed, |r| {
+                let x: f64 = r.gen();
+                if x < RMAT_A {
+                    (0, 0)
+                } else if x < RMAT_A + RMAT_B {
+                    (0, 1)
+                } else if x < RMAT_A + RMAT_B + RMAT_C {
+                    (1, 0)
+                } else {
+                    (1, 1)
                 }
-                if u < n && v < n {
-                    edges.push((u as u32, v as u32));
-                }
-            }
-            let mut perm: Vec<u32> = (0..n as u32).collect();
-            for i in (1..n as usize).rev() {
-                perm.swap(i, r.gen_range(0..=i));
-            }
-            edges
-                .iter()
-                .map(|e| (perm[e.0 as usize], perm[e.1 as usize]))
-                .collect()
-        }
+            })
+        };
         for (n, seed) in [(1u64 << 12, 1u64), (3000, 2), (5, 3), (70_001, 4)] {
             assert_eq!(
                 rmat_edges(n, 8 * n, seed),
