@@ -713,8 +713,8 @@ fn write_l1(
 /// it (its data arrives with the fill, although the functional cache
 /// already holds the line); a new L1 miss needs a free MSHR and waits for
 /// the oldest fill when all are busy. (completion time, L1 slot)
-/// The L1 hit path without an access hook is inlined into the replay
-/// loop; everything else is [`ooo_access_slow`].
+/// The L1 hit path is inlined into the replay loop; a miss is
+/// [`ooo_access_slow`].
 #[inline(always)]
 // Hot path: the replay loop's split borrows (core, caches, below) and one access.
 #[allow(clippy::too_many_arguments)]
@@ -728,34 +728,40 @@ fn ooo_access(
     is_write: bool,
     t: Cycle,
 ) -> (Cycle, usize) {
-    if !access_hook {
-        // Without an access hook an L1 hit is `Hierarchy::access`'s first
-        // step: one lookup (which also marks the line most recent).
-        let line = line_of(addr);
-        let l1 = &mut hier.l1[c];
-        let o = &mut core.ooo;
-        let found = if line == o.last_line {
-            l1.lookup_hinted(line, o.last_slot)
+    // An L1 hit is `Hierarchy::access`'s first step: one lookup (which
+    // also marks the line most recent).
+    let line = line_of(addr);
+    let l1 = &mut hier.l1[c];
+    let o = &mut core.ooo;
+    let found = if line == o.last_line {
+        l1.lookup_hinted(line, o.last_slot)
+    } else {
+        l1.lookup(line)
+    };
+    if let Some(slot) = found {
+        // A scheme's access hook sees the hit first and may delay it (a
+        // TLB miss); it cannot reach the caches, so the lookup stands.
+        let start = if access_hook {
+            below.scheme.access(below.ctx, c, addr, is_write, t)
         } else {
-            l1.lookup(line)
+            t
         };
-        if let Some(slot) = found {
-            l1.hits += 1;
-            let done = t + l1.latency;
-            core.req_front = core.req_front.max(t);
-            o.last_line = line;
-            o.last_slot = slot;
-            return (done.max(o.mshr_merge_slot(slot, line, t)), slot);
-        }
+        l1.hits += 1;
+        let done = start + l1.latency;
+        core.req_front = core.req_front.max(t);
+        o.last_line = line;
+        o.last_slot = slot;
+        return (done.max(o.mshr_merge_slot(slot, line, t)), slot);
     }
     let (done, slot) = ooo_access_slow(core, hier, below, access_hook, c, addr, is_write, t);
     let o = &mut core.ooo;
-    o.last_line = line_of(addr);
+    o.last_line = line;
     o.last_slot = slot;
     (done, slot)
 }
 
-/// [`ooo_access`] except an L1 hit without an access hook.
+/// [`ooo_access`] of a line its L1 lookup missed: an L1 miss takes the
+/// MSHR that frees first (waiting if all are busy).
 #[inline(never)]
 // Hot path: the replay loop's split borrows (core, caches, below) and one access.
 #[allow(clippy::too_many_arguments)]
@@ -771,25 +777,17 @@ fn ooo_access_slow(
 ) -> (Cycle, usize) {
     let line = line_of(addr);
     let o = &mut core.ooo;
-    if access_hook && hier.l1[c].find(line).is_some() {
-        let merge = o.mshr_merge(line, t);
-        core.req_front = core.req_front.max(t);
-        let (done, slot, _) = mem_access(hier, below, access_hook, c, addr, is_write, t);
-        return (done.max(merge), slot);
-    }
-    // An L1 miss takes the MSHR that frees first (waiting if all are busy).
     let (free_i, free_t) = o.mshr_first_free();
     let t = t.max(free_t);
     core.req_front = core.req_front.max(t);
-    let (done, slot, level) = if access_hook {
-        mem_access(hier, below, access_hook, c, addr, is_write, t)
+    let start = if access_hook {
+        below.scheme.access(below.ctx, c, addr, is_write, t)
     } else {
-        // `ooo_access` looked the line up in the L1 and missed.
-        hier.access_l1_miss(c, line, t, below)
+        t
     };
-    if level != HitLevel::L1 {
-        o.mshr_take(free_i, line, done, slot);
-    }
+    let (done, slot, level) = hier.access_l1_miss(c, line, start, below);
+    debug_assert_ne!(level, HitLevel::L1, "the L1 missed");
+    o.mshr_take(free_i, line, done, slot);
     (done, slot)
 }
 

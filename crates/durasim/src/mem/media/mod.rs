@@ -197,6 +197,11 @@ pub struct Media {
     /// The log region `[lo, hi)` a logging scheme declared (empty: none).
     log_lo: Addr,
     log_hi: Addr,
+    /// The last stored cells whose code word a first log write derived,
+    /// and that code word: a log region's lines hold the same setup
+    /// content (zeros) when first written, so the derivation is usually
+    /// the one before.
+    first_flat: Option<(Packed, Flat)>,
 }
 
 /// A code word laid out one stored bit per code bit: 6 tag bits, then the
@@ -227,6 +232,7 @@ impl Media {
             store: LineStore::new(),
             log_lo: 0,
             log_hi: 0,
+            first_flat: None,
         }))
     }
 
@@ -243,6 +249,7 @@ impl Media {
             store: LineStore::new(),
             log_lo: 0,
             log_hi: 0,
+            first_flat: None,
         }
     }
 
@@ -329,7 +336,14 @@ impl Media {
             // Without an encoder every line is stored raw: its code word
             // is the tag (0) and the cells' first 512 bits.
             None if self.encoding == Encoding::None => flat_words(0, &old[..8]),
-            None => flat(&self.encode(&decode(old), Purpose::WriteBack)),
+            None => match self.first_flat {
+                Some((cells, f)) if cells == *old => f,
+                _ => {
+                    let f = flat(&self.encode(&decode(old), Purpose::WriteBack));
+                    self.first_flat = Some((*old, f));
+                    f
+                }
+            },
         };
         let mut cur = flat(e);
         // Bits past the new code word keep their old state (as the cells).

@@ -315,4 +315,36 @@ proptest! {
             prop_assert_eq!(&kb[..cost_fields], &ka[..cost_fields]);
         }
     }
+
+    /// The first log write of each line compares against the code word
+    /// its setup content re-encodes to, which is remembered from the line
+    /// before when the stored cells are the same: lines with equal,
+    /// different, then equal setup content again count the log bits of
+    /// the per-cell path, for every encoder.
+    #[test]
+    fn first_log_writes_of_many_lines(
+        init in pattern_line(), other in pattern_line(), x in pattern_line(),
+        y in random_line(), tlc in any::<bool>(),
+    ) {
+        for enc in ENCODINGS {
+            let mut m = Media::new(enc, tlc, 3.0);
+            m.set_log_region(0, 64 * 8);
+            let mut st = MediaStats::default();
+            let (mut written, mut programmed) = (0, 0);
+            for (i, (setup, data)) in [(init, x), (init, y), (other, x), (init, x), (other, y)]
+                .into_iter()
+                .enumerate()
+            {
+                let line = 64 * i as u64;
+                let mut cells = [0u8; CELLS];
+                reference::place_cells(&m.encode(&setup, Purpose::WriteBack), &mut cells);
+                m.ensure(line, &setup);
+                let (w, f) = reference::log_bits_cells(&m, &mut None, &cells, &data, Purpose::Log);
+                written += w;
+                programmed += f;
+                m.program(line, &data, Purpose::Log, &mut st);
+            }
+            prop_assert_eq!((st.log_bits_written, st.log_bits_programmed), (written, programmed), "{:?}", enc);
+        }
+    }
 }
