@@ -20,7 +20,7 @@ RUST_SRC := Cargo.toml Cargo.lock pyproject.toml \
 	$(shell find crates -name '*.rs' -o -name Cargo.toml)
 EXT_STAMP := $(VENV)/.ext-built
 
-.PHONY: build run report test test-rust test-python lint bench python clean docs docs-gen
+.PHONY: build run report test test-rust test-python lint bench bench-free python clean docs docs-gen
 
 build:
 	cargo build --release -p durasim
@@ -63,6 +63,7 @@ lint:
 	cargo fmt --all -- --check
 	cargo clippy --all-targets -- -D warnings
 	cargo clippy -p durasim --all-targets --features example-scheme -- -D warnings
+	cargo clippy -p durasim --lib --benches --features free-memory -- -D warnings
 
 # The test-only example scheme (docs/ARCHITECTURE.md "Adding a scheme"):
 # its own tests, then the registry-wide loops it joins, run on it alone.
@@ -94,6 +95,14 @@ test: lint test-rust test-python docs
 bench:
 	cargo bench -p durasim --bench sim_speed
 	python3 scripts/speed_table.py
+
+# The per-scheme benchmark again in the free-memory diagnostic build (a
+# memory system that costs nothing; its own target directory), then the
+# table of the last `make bench` with each scheme's ratio in that build.
+bench-free:
+	CARGO_TARGET_DIR=$(CURDIR)/target/free-memory cargo bench -p durasim --features free-memory \
+		--bench sim_speed -- sim_speed_paper
+	python3 scripts/speed_table.py --free target/free-memory/criterion
 
 clean:
 	cargo clean

@@ -5,6 +5,8 @@
     python3 scripts/speed_table.py      # target/criterion or $CARGO_TARGET_DIR/criterion
     python3 scripts/speed_table.py --criterion DIR
     python3 scripts/speed_table.py --readme    # one row per preset
+    make bench-free   # the same benchmark built with the free-memory feature, then:
+    python3 scripts/speed_table.py --free target/free-memory/criterion
 
 One row per scheme of the `sim_speed_paper` group (ids `scheme@preset`):
 its paper's preset, simulated memory operations (loads + stores) per host
@@ -12,7 +14,11 @@ second in millions (criterion's median time of one run), and the ratio to
 `ideal` on the same preset, workload and threads, then the simulated work
 per operation: memory writes (NVM write requests plus DRAM line writes)
 per memory operation of the measured window (the benchmark's `work.json`)
-and that as a multiple of `ideal`'s.
+and that as a multiple of `ideal`'s. With `--free DIR` (a run of the
+`free-memory` diagnostic build, whose memory system costs nothing) a last
+column gives each scheme's ratio to `ideal` in that build: the scheme's own
+host cost, without what the memory controller and media spend on its
+traffic.
 The header line gives the
 date of the newest measurement, this machine (CPU model, CPU count, kernel)
 and the load average now; run it right after the benchmark, on the machine
@@ -77,6 +83,7 @@ def read_runs(root: Path) -> list[dict]:
         mem_ops = work.get("mem_ops") or 0
         runs.append(
             {
+                "free_memory": bool(work.get("free_memory")),
                 "scheme": scheme,
                 "preset": preset,
                 "mops": ops / median_ns * 1e3,
@@ -97,7 +104,22 @@ def read_runs(root: Path) -> list[dict]:
     return runs
 
 
-def table(runs: list[dict]) -> str:
+def ratios(runs: list[dict]) -> dict[tuple[str, str], float]:
+    """Each (scheme, preset)'s speed as a multiple of `ideal`'s on its preset."""
+    ideal = {r["preset"]: r["mops"] for r in runs if r["scheme"] == "ideal"}
+    return {
+        (r["scheme"], r["preset"]): r["mops"] / ideal[r["preset"]]
+        for r in runs
+        if r["preset"] in ideal
+    }
+
+
+def table(runs: list[dict], free: list[dict] | None = None) -> str:
+    if any(r["free_memory"] for r in runs):
+        fail("the main results come from a free-memory build; pass that directory as --free")
+    if free is not None and not all(r["free_memory"] for r in free):
+        fail("--free needs a run of the free-memory build (`make bench-free`)")
+    free_ratio = ratios(free) if free is not None else {}
     ideal = {r["preset"]: r["mops"] for r in runs if r["scheme"] == "ideal"}
     order = {p: i for i, p in enumerate(PRESETS)}
     runs = sorted(
@@ -109,8 +131,9 @@ def table(runs: list[dict]) -> str:
     lines = [
         f"Measured {when:%Y-%m-%d %H:%M} UTC on {machine()} (load average now {load}).",
         "",
-        "| scheme | preset | M ops/s | ratio to `ideal` | memory writes per op | × `ideal`'s |",
-        "| --- | --- | ---: | ---: | ---: | ---: |",
+        "| scheme | preset | M ops/s | ratio to `ideal` | memory writes per op | × `ideal`'s |"
+        + (" ratio, memory system free |" if free is not None else ""),
+        "| --- | --- | ---: | ---: | ---: | ---: |" + (" ---: |" if free is not None else ""),
     ]
     ideal_wpo = {r["preset"]: r["wpo"] for r in runs if r["scheme"] == "ideal"}
     for r in runs:
@@ -119,9 +142,13 @@ def table(runs: list[dict]) -> str:
         wpo, wbase = r["wpo"], ideal_wpo.get(r["preset"])
         per_op = f"{wpo:.3f}" if wpo is not None else "n/a"
         times = f"{wpo / wbase:.1f}" if wpo is not None and wbase else "n/a"
-        lines.append(
+        row = (
             f"| `{r['scheme']}` | {r['preset']} | {r['mops']:.2f} | {ratio} | {per_op} | {times} |"
         )
+        if free is not None:
+            fr = free_ratio.get((r["scheme"], r["preset"]))
+            row += f" {fr:.2f} |" if fr is not None else " n/a |"
+        lines.append(row)
     return "\n".join(lines)
 
 
@@ -158,9 +185,19 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--criterion", type=Path, default=None, help="criterion's output directory")
     ap.add_argument("--readme", action="store_true", help="the README's one-row-per-preset form")
+    ap.add_argument(
+        "--free",
+        type=Path,
+        default=None,
+        help="criterion's directory of a free-memory build's run (`make bench-free`): "
+        "adds each scheme's ratio without the memory system's cost",
+    )
     args = ap.parse_args()
+    if args.readme and args.free:
+        fail("--free adds a column to the full table, not to --readme")
     runs = read_runs(args.criterion or criterion_dir())
-    print(readme_table(runs) if args.readme else table(runs))
+    free = read_runs(args.free) if args.free else None
+    print(readme_table(runs) if args.readme else table(runs, free))
 
 
 if __name__ == "__main__":

@@ -70,6 +70,9 @@ fn save_work(group: &str, id: &str, e: &Engine) {
         "nvm_write_requests": m.nvm_write_requests_by_purpose.values().sum::<u64>(),
         "nvm_bytes_written": m.nvm_bytes_written,
         "dram_bytes_written": m.dram_bytes_written,
+        // The diagnostic build whose memory system costs nothing
+        // (`make bench-free`): its speeds are the schemes' own host cost.
+        "free_memory": cfg!(feature = "free-memory"),
     });
     if std::fs::create_dir_all(&dir).is_ok() {
         let _ = std::fs::write(dir.join("work.json"), work.to_string());
