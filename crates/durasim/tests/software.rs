@@ -150,6 +150,7 @@ fn mutants_fail_crash_verification() {
     for (info, wl) in [
         (&mutants::PMDK_LOG_NOT_FLUSHED, "rbtree"),
         (&mutants::PMDK_INVALIDATE_BEFORE_FLUSH, "rbtree"),
+        (&mutants::PMDK_SCAN_PAST_ENTRIES, "rbtree"),
         (&mutants::DUDETM_ACK_BEFORE_PERSIST, "vector"),
     ] {
         let r = crash_run(info, wl, 30);

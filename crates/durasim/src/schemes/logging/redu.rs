@@ -57,9 +57,9 @@ pub static PARAMS: &[ParamSpec] = &[
     p!("redu.apply_period_us", float 1.0, "us", Check::Range(0.001, 1e7),
         "modelling choice, see docs/MODEL.md (REDU updates home asynchronously soon after commit; the event-driven engine batches the starts every 1 us)",
         "period of the background application of committed DRAM-cache lines home (and log truncation)"),
-    p!("redu.mutant", str "none", &["none", "truncate-before-apply", "commit-before-records"],
+    p!("redu.mutant", str "none", &["none", "truncate-before-apply", "commit-before-records", "scan-skips-last-commit"],
         crate::schemes::MUTANT_SOURCE,
-        "test-only planted bug (tests/mutants.rs; refused by the CLI): truncate-before-apply = the application persists the log header (truncation) before its home writes; commit-before-records = TxEnd issues the commit record at its start instead of once the data records persisted"),
+        "test-only planted bug (tests/mutants.rs; refused by the CLI): truncate-before-apply = the application persists the log header (truncation) before its home writes; commit-before-records = TxEnd issues the commit record at its start instead of once the data records persisted; scan-skips-last-commit = recovery replays a transaction only once it reads the next commit record (the last committed transaction is not replayed)"),
 ];
 
 pub static INFO: SchemeInfo = SchemeInfo {
@@ -128,7 +128,7 @@ impl Ring {
                 headers: Headers::Alternating,
                 slots: (per_core - HEADERS_BYTES) / REC_BYTES,
                 home_limit: Some(layout.home_limit),
-                mutant_skip_last: false,
+                mutant_skip_last: p.str("redu.mutant") == "scan-skips-last-commit",
             },
             per_core_bytes: per_core,
         }

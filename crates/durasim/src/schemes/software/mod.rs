@@ -28,6 +28,7 @@ pub mod mutants {
     pub use super::dudetm::MUTANT_ACK_BEFORE_PERSIST as DUDETM_ACK_BEFORE_PERSIST;
     pub use super::pmdk_undo::MUTANT_INVALIDATE_BEFORE_FLUSH as PMDK_INVALIDATE_BEFORE_FLUSH;
     pub use super::pmdk_undo::MUTANT_LOG_NOT_FLUSHED as PMDK_LOG_NOT_FLUSHED;
+    pub use super::pmdk_undo::MUTANT_SCAN_PAST_ENTRIES as PMDK_SCAN_PAST_ENTRIES;
 }
 
 /// `n` library instructions (nothing for 0).

@@ -117,11 +117,33 @@ pub static MUTANT_INVALIDATE_BEFORE_FLUSH: SchemeInfo = SchemeInfo {
     defaults: crate::schemes::RunDefaults::BARE,
 };
 
+/// Test-only: the log's two guards against a stale entry both removed:
+/// the next entry's header is not clobbered, and recovery does not check
+/// a record's transaction id after the first, so its scan reads on past
+/// the running transaction's entries into an older transaction's and
+/// rolls those back too. (Either guard alone passes tests/software.rs's
+/// crash test: the clobbered header or the older id ends the scan.)
+#[doc(hidden)]
+pub static MUTANT_SCAN_PAST_ENTRIES: SchemeInfo = SchemeInfo {
+    name: "pmdk-undo-mutant-scan-past-entries",
+    description:
+        "test-only: no clobbered next entry, recovery scans past the transaction's entries",
+    durability: Durability::AtCommit,
+    params: PARAMS,
+    reserved_bytes,
+    build: build_scan_past_entries,
+    recover: recover_past_entries,
+    recovery: RecoveryForm::Plain,
+    contexts: None,
+    defaults: crate::schemes::RunDefaults::BARE,
+};
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mutant {
     None,
     LogNotFlushed,
     InvalidateBeforeFlush,
+    ScanPastEntries,
 }
 
 fn reserved_bytes(p: &Params) -> u64 {
@@ -144,6 +166,10 @@ fn build_log_not_flushed(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>>
     Ok(Box::new(PmdkUndo::new(p, layout, Mutant::LogNotFlushed)))
 }
 
+fn build_scan_past_entries(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
+    Ok(Box::new(PmdkUndo::new(p, layout, Mutant::ScanPastEntries)))
+}
+
 fn build_invalidate_first(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
     Ok(Box::new(PmdkUndo::new(
         p,
@@ -156,10 +182,27 @@ fn build_invalidate_first(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>
 /// transaction whose log is valid (txid above the header's), then
 /// invalidate it (LAD's per-transaction log recovery).
 fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<RecoveryReport> {
+    recover_with(img, p, layout, ScanMode::Checked)
+}
+
+fn recover_past_entries(
+    img: &mut dyn MemWrite,
+    p: &Params,
+    layout: &Layout,
+) -> Result<RecoveryReport> {
+    recover_with(img, p, layout, ScanMode::StaleTail)
+}
+
+fn recover_with(
+    img: &mut dyn MemWrite,
+    p: &Params,
+    layout: &Layout,
+    mode: ScanMode,
+) -> Result<RecoveryReport> {
     let log = log(p, layout);
     let (mut rolled, mut read, mut written) = (0, 0, 0);
     for core in 0..layout.threads {
-        let (n, r, w) = log.recover_core(img, core, None, ScanMode::Checked);
+        let (n, r, w) = log.recover_core(img, core, None, mode);
         rolled += n;
         read += r;
         written += w;
@@ -313,7 +356,12 @@ impl Scheme for PmdkUndo {
                         // ulog_clobber_entry: zero the header of the next
                         // entry (non-temporal memset, then a drain), so a
                         // stale entry behind this one never looks valid.
-                        if index + 1 < cap && self.mutant != Mutant::LogNotFlushed {
+                        if index + 1 < cap
+                            && !matches!(
+                                self.mutant,
+                                Mutant::LogNotFlushed | Mutant::ScanPastEntries
+                            )
+                        {
                             let next = self.log.record_addr(core, index + 1);
                             emit_stores(out, next, &[0u8; LINE_BYTES as usize]);
                             out.push(Op::Flush { addr: next });
