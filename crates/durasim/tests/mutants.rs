@@ -573,6 +573,18 @@ const MUTANTS: &[Mutant] = &[
         threads: 1,
         workload: "hashmap",
     },
+    // DudeTM's recovery replaying a group without checking its checksum.
+    Mutant {
+        scheme: "dudetm",
+        key: "dudetm.mutant",
+        value: "ignore-checksum",
+        sets: DUDETM_GROUPS,
+        tx: 120,
+        recovery_crashes: 0,
+        torn: true,
+        threads: 2,
+        workload: "vector",
+    },
     // Only torn writes expose it: a line holding the end of a data entry
     // and the commit record, persisted in part, leaves a stale data word
     // under a valid commit record.

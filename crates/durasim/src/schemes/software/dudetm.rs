@@ -61,9 +61,9 @@ pub static PARAMS: &[ParamSpec] = &[
     p!("dudetm.volatile_log_bytes_per_core", int 4 << 20, "bytes", Check::PowerOfTwo(1 << 12, 1 << 34),
         "modelling choice: a per-thread ring in DRAM; a fuller ring forces an early group commit that the worker waits for",
         "per-core volatile redo log ring in DRAM"),
-    p!("dudetm.mutant", str "none", &["none", "truncate-before-reproduce"],
+    p!("dudetm.mutant", str "none", &["none", "truncate-before-reproduce", "ignore-checksum"],
         crate::schemes::MUTANT_SOURCE,
-        "test-only planted bug (tests/mutants.rs; refused by the CLI): truncate-before-reproduce = the superblock that truncates the log is written before the group's home writes"),
+        "test-only planted bug (tests/mutants.rs; refused by the CLI): truncate-before-reproduce = the superblock that truncates the log is written before the group's home writes; ignore-checksum = recovery replays a group whose header's checksum does not match its entries"),
     p!("dudetm.tx_instructions", int 20, "instructions", Check::Range(0.0, 1e6),
         "modelling choice: DudeTM's own per-transaction bookkeeping (the commit marker's ring slot and transaction id); the STM's begin and commit are dudetm.stm_*",
         "Perform step: per-transaction redo-log bookkeeping besides the commit marker store"),
@@ -204,6 +204,7 @@ pub(crate) fn new_scan(p: &Params, layout: &Layout) -> Box<dyn ResumableScan> {
         read: 0,
         replayed_seq: None,
         entries_replayed: 0,
+        ignore_checksum: p.str("dudetm.mutant") == "ignore-checksum",
     })
 }
 
@@ -216,6 +217,8 @@ struct DudeScan {
     /// The group replayed (its superblock is the finish write).
     replayed_seq: Option<u64>,
     entries_replayed: u64,
+    /// Test-only (`dudetm.mutant`): the header's checksum is not checked.
+    ignore_checksum: bool,
 }
 
 impl ResumableScan for DudeScan {
@@ -240,7 +243,7 @@ impl ResumableScan for DudeScan {
             let mut bytes = vec![0u8; (n * ENTRY_BYTES) as usize];
             io.read_bytes(g.entries(), &mut bytes);
             self.read += (n * ENTRY_BYTES).div_ceil(LINE_BYTES);
-            if line_word(&hdr, 3) == csum(&[magic, seq, n], &bytes) {
+            if self.ignore_checksum || line_word(&hdr, 3) == csum(&[magic, seq, n], &bytes) {
                 for e in bytes.chunks_exact(ENTRY_BYTES as usize) {
                     let addr = u64::from_le_bytes(e[..8].try_into().unwrap());
                     if addr % 8 != 0 || addr >= self.home_limit {
