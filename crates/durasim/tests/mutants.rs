@@ -97,6 +97,11 @@ const LAD_SPILL: &[(&str, &str)] = &[
     ("workload.item_bytes", "1024"),
 ];
 const REDO_CKPT: &[(&str, &str)] = &[("opt-redo.checkpoint_period_ms", "0.002")];
+/// Opt-Redo's 64 KiB log checkpointed only when full (forced).
+const REDO_FORCED_CKPT: &[(&str, &str)] = &[
+    ("opt-redo.log_bytes_per_core", "65536"),
+    ("opt-redo.checkpoint_period_ms", "1000"),
+];
 const HOOP_GC: &[(&str, &str)] = &[("hoop.gc_period_ms", "0.002")];
 const LSM_HOME: &[(&str, &str)] = &[
     ("lsm.gc_mode", "home"),
@@ -256,6 +261,19 @@ const MUTANTS: &[Mutant] = &[
         recovery_crashes: 0,
         torn: false,
         threads: 2,
+        workload: "vector",
+    },
+    // The same in opt-redo: with a 64 KiB log and checkpoints only when it
+    // fills, the records wait for a forced checkpoint.
+    Mutant {
+        scheme: "opt-redo",
+        key: "opt-redo.mutant",
+        value: "commit-before-records",
+        sets: REDO_FORCED_CKPT,
+        tx: 300,
+        recovery_crashes: 0,
+        torn: false,
+        threads: 1,
         workload: "vector",
     },
     // TxEnd's commit record issued at its start time rather than once the

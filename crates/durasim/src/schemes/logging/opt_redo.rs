@@ -49,9 +49,9 @@ pub static PARAMS: &[ParamSpec] = &[
     p!("opt-redo.checkpoint_period_ms", float 10.0, "ms", Check::Range(0.001, 10000.0),
         "HOOP's GC period (HOOP paper §III-H), used for every background scheme for a fair comparison (§IV-A)",
         "period of asynchronous checkpointing (combine, write home, truncate)"),
-    p!("opt-redo.mutant", str "none", &["none", "truncate-before-checkpoint", "evict-uncommitted-home", "scan-skips-last-commit"],
+    p!("opt-redo.mutant", str "none", &["none", "truncate-before-checkpoint", "evict-uncommitted-home", "scan-skips-last-commit", "commit-before-records"],
         crate::schemes::MUTANT_SOURCE,
-        "test-only planted bug (tests/mutants.rs; refused by the CLI): truncate-before-checkpoint = the checkpoint persists the log header (truncation) before its home writes; evict-uncommitted-home = a write-back of a line of the running transaction goes home instead of being held until its commit record persists; scan-skips-last-commit = recovery replays a transaction only once it reads the next commit record (the last committed transaction is not replayed)"),
+        "test-only planted bug (tests/mutants.rs; refused by the CLI): truncate-before-checkpoint = the checkpoint persists the log header (truncation) before its home writes; evict-uncommitted-home = a write-back of a line of the running transaction goes home instead of being held until its commit record persists; scan-skips-last-commit = recovery replays a transaction only once it reads the next commit record (the last committed transaction is not replayed); commit-before-records = TxEnd issues the commit record at its start instead of once the data records persisted"),
 ];
 
 pub static INFO: SchemeInfo = SchemeInfo {
@@ -155,6 +155,7 @@ struct OptRedo {
     /// Test-only planted bug (`opt-redo.mutant`).
     mutant_truncate_first: bool,
     mutant_no_hold: bool,
+    mutant_commit_first: bool,
 }
 
 fn build(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
@@ -182,6 +183,7 @@ fn build(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
         st_buffer_flushes: 0,
         mutant_truncate_first: p.str("opt-redo.mutant") == "truncate-before-checkpoint",
         mutant_no_hold: p.str("opt-redo.mutant") == "evict-uncommitted-home",
+        mutant_commit_first: p.str("opt-redo.mutant") == "commit-before-records",
     }))
 }
 
@@ -397,6 +399,7 @@ impl Scheme for OptRedo {
         }
         let t = self.flush_buffer(ctx, core, now);
         let t = self.reserve(ctx, core, 1, t);
+        let t = if self.mutant_commit_first { now } else { t };
         let ring = self.ring;
         let c = &mut self.cores[core];
         let rec = commit_record(REC_MAGIC, c.tail, u64::from(c.tx.txid), c.tx.records);
