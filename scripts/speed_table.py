@@ -119,8 +119,8 @@ def table(runs: list[dict], free: list[dict] | None = None) -> str:
         fail("the main results come from a free-memory build; pass that directory as --free")
     if free is not None and not all(r["free_memory"] for r in free):
         fail("--free needs a run of the free-memory build (`make bench-free`)")
+    ratio_of = ratios(runs)
     free_ratio = ratios(free) if free is not None else {}
-    ideal = {r["preset"]: r["mops"] for r in runs if r["scheme"] == "ideal"}
     order = {p: i for i, p in enumerate(PRESETS)}
     runs = sorted(
         runs,
@@ -137,8 +137,8 @@ def table(runs: list[dict], free: list[dict] | None = None) -> str:
     ]
     ideal_wpo = {r["preset"]: r["wpo"] for r in runs if r["scheme"] == "ideal"}
     for r in runs:
-        base = ideal.get(r["preset"])
-        ratio = f"{r['mops'] / base:.2f}" if base else "n/a"
+        rt = ratio_of.get((r["scheme"], r["preset"]))
+        ratio = f"{rt:.2f}" if rt is not None else "n/a"
         wpo, wbase = r["wpo"], ideal_wpo.get(r["preset"])
         per_op = f"{wpo:.3f}" if wpo is not None else "n/a"
         times = f"{wpo / wbase:.1f}" if wpo is not None and wbase else "n/a"
