@@ -189,10 +189,13 @@ fn parse_meta(l: &LineData) -> Option<(Addr, u64, u64)> {
 
 /// A set-associative LRU TLB of page numbers.
 struct Tlb {
-    sets: usize,
     ways: usize,
-    pages: Vec<u64>,
-    lru: Vec<u64>,
+    /// `sets` as a divisor by multiplication (no hardware divide per miss
+    /// of `last`: the L1 TLB's 6 sets are not a power of two).
+    set_of: FastMod,
+    /// (page, last use) per entry, set by set: a set's scan reads one run
+    /// of memory.
+    entries: Vec<(u64, u64)>,
     clock: u64,
     /// The entry of the last access: consecutive accesses mostly touch one
     /// page, and a page sits in at most one entry, so checking it first
@@ -200,39 +203,73 @@ struct Tlb {
     last: usize,
 }
 
+/// `x % d` for a fixed `d` by Lemire's method (exact for `x` and `d` below
+/// 2^32); larger `x` falls back to the divide.
+#[derive(Clone, Copy)]
+struct FastMod {
+    d: u64,
+    m: u64,
+}
+
+impl FastMod {
+    fn new(d: usize) -> Self {
+        let d = d as u64;
+        assert!((1..1 << 32).contains(&d), "a divisor below 2^32");
+        FastMod {
+            d,
+            m: (u64::MAX / d).wrapping_add(1),
+        }
+    }
+
+    #[inline(always)]
+    fn rem(self, x: u64) -> u64 {
+        if x >> 32 != 0 {
+            return x % self.d;
+        }
+        let low = self.m.wrapping_mul(x);
+        ((u128::from(low) * u128::from(self.d)) >> 64) as u64
+    }
+}
+
 impl Tlb {
     fn new(sets: usize, ways: usize) -> Self {
         Tlb {
-            sets,
             ways,
-            pages: vec![u64::MAX; sets * ways],
-            lru: vec![0; sets * ways],
+            set_of: FastMod::new(sets),
+            entries: vec![(u64::MAX, 0); sets * ways],
             clock: 0,
             last: 0,
         }
     }
     /// Look `page` up; on a miss insert it. Returns (hit, evicted page).
+    #[inline]
     fn access(&mut self, page: u64) -> (bool, Option<u64>) {
         self.clock += 1;
-        if self.pages[self.last] == page {
-            self.lru[self.last] = self.clock;
+        if self.entries[self.last].0 == page {
+            self.entries[self.last].1 = self.clock;
             return (true, None);
         }
-        let base = (page % self.sets as u64) as usize * self.ways;
-        let set = base..base + self.ways;
-        if let Some(i) = set.clone().find(|&i| self.pages[i] == page) {
-            self.lru[i] = self.clock;
-            self.last = i;
+        self.access_set(page)
+    }
+
+    #[inline(never)]
+    fn access_set(&mut self, page: u64) -> (bool, Option<u64>) {
+        let base = self.set_of.rem(page) as usize * self.ways;
+        let set = &mut self.entries[base..base + self.ways];
+        if let Some(i) = set.iter().position(|e| e.0 == page) {
+            set[i].1 = self.clock;
+            self.last = base + i;
             return (true, None);
         }
+        // An empty way if any, else the least recently used (the first
+        // of equals, as the entries are scanned in order).
         let v = set
-            .clone()
-            .find(|&i| self.pages[i] == u64::MAX)
-            .unwrap_or_else(|| set.min_by_key(|&i| self.lru[i]).unwrap());
-        let old = self.pages[v];
-        self.pages[v] = page;
-        self.lru[v] = self.clock;
-        self.last = v;
+            .iter()
+            .position(|e| e.0 == u64::MAX)
+            .unwrap_or_else(|| (0..set.len()).min_by_key(|&i| set[i].1).unwrap());
+        let old = set[v].0;
+        set[v] = (page, self.clock);
+        self.last = base + v;
         (false, (old != u64::MAX).then_some(old))
     }
 }
@@ -265,6 +302,9 @@ struct CoreState {
     in_tx: bool,
     lines: Vec<TxLine>,
     index: FxHashMap<Addr, usize>,
+    /// Index in `lines` of the line stored to last: a transaction writes a
+    /// line's words in a row, so checking it first mostly skips the map.
+    last: usize,
     /// Pages touched by this transaction (home page addresses).
     pages: Vec<Addr>,
     /// Pages whose consolidation waits for this core's commit.
@@ -391,22 +431,15 @@ impl Osp {
         self.s_consolidated_lines * 64 + self.s_journal_bytes + self.s_meta_writes * 64
     }
 
-    /// Physical address of the copy `bit` (0 = home, 1 = shadow) of a line.
-    fn phys(&self, line: Addr, bit: bool) -> Addr {
-        if !bit {
-            return line;
-        }
-        let ps = &self.pages[&(line & !(PAGE - 1))];
-        self.g.shadow_line(ps.slot, (line % PAGE) / 64)
-    }
-
-    fn bit(&self, line: Addr, current: bool) -> bool {
+    /// Physical address of a line's working (current) copy: its shadow
+    /// line if the page's current bitmap has the line's bit, else home.
+    #[inline]
+    fn current_phys(&self, line: Addr) -> Addr {
         match self.pages.get(&(line & !(PAGE - 1))) {
-            None => false,
-            Some(ps) => {
-                let b = if current { ps.current } else { ps.committed };
-                b >> ((line % PAGE) / 64) & 1 == 1
+            Some(ps) if ps.current >> ((line % PAGE) / 64) & 1 == 1 => {
+                self.g.shadow_line(ps.slot, (line % PAGE) / 64)
             }
+            _ => line,
         }
     }
 
@@ -485,7 +518,7 @@ impl Osp {
             if tl.flushed {
                 continue;
             }
-            let (a, d) = (self.phys(tl.addr, self.bit(tl.addr, true)), tl.data);
+            let (a, d) = (self.current_phys(tl.addr), tl.data);
             done = done.max(
                 ctx.nvm
                     .write(a, &d, Purpose::WriteBack, arrive + k as Cycle),
@@ -639,7 +672,13 @@ impl Scheme for Osp {
         let page = line & !(PAGE - 1);
         let bit = 1u64 << ((line % PAGE) / 64);
         let txid = self.cores[core].txid;
-        if let Some(&i) = self.cores[core].index.get(&line) {
+        let c = &self.cores[core];
+        let known = match c.lines.get(c.last) {
+            Some(tl) if tl.addr == line => Some(c.last),
+            _ => c.index.get(&line).copied(),
+        };
+        if let Some(i) = known {
+            self.cores[core].last = i;
             ext.tx = true;
             ext.txid = txid;
             ext.word_mask |= 1 << word_index(addr);
@@ -693,10 +732,14 @@ impl Scheme for Osp {
         ext.word_mask |= 1 << word_index(addr);
         // The working copy is the non-committed one; it starts from the
         // committed bytes (the cache line already holds them).
-        let committed_bit = self.bit(line, false);
-        let mut base = [0u8; 64];
-        ctx.nvm.peek(self.phys(line, committed_bit), &mut base);
         let ps = self.pages.get_mut(&page).unwrap();
+        let committed_at = if ps.committed & bit != 0 {
+            self.g.shadow_line(ps.slot, (line % PAGE) / 64)
+        } else {
+            line
+        };
+        let mut base = [0u8; 64];
+        ctx.nvm.peek(committed_at, &mut base);
         if ps.inflight == 0 {
             self.cores[core].pages.push(page);
         }
@@ -704,6 +747,7 @@ impl Scheme for Osp {
         ps.current ^= bit;
         let c = &mut self.cores[core];
         c.index.insert(line, c.lines.len());
+        c.last = c.lines.len();
         write_word(&mut base, word_index(addr), new);
         c.lines.push(TxLine {
             addr: line,
@@ -722,7 +766,7 @@ impl Scheme for Osp {
         out: &mut LineData,
         _ext: &mut LineExt,
     ) -> (Cycle, bool) {
-        let a = self.phys(line_addr, self.bit(line_addr, true));
+        let a = self.current_phys(line_addr);
         (ctx.nvm.read(a, out, Purpose::Demand, now), false)
     }
 
@@ -746,7 +790,7 @@ impl Scheme for Osp {
             self.cores[owner].lines[i].flushed = true;
         }
         // The working copy is never the committed one: no ordering needed.
-        let a = self.phys(line_addr, self.bit(line_addr, true));
+        let a = self.current_phys(line_addr);
         ctx.nvm.write(a, data, Purpose::WriteBack, now)
     }
 
@@ -944,6 +988,68 @@ impl Scheme for Osp {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The TLB as first written: a divide for the set, one array of pages
+    /// and one of last-use clocks. The model to compare against.
+    struct RefTlb {
+        sets: usize,
+        ways: usize,
+        pages: Vec<u64>,
+        lru: Vec<u64>,
+        clock: u64,
+    }
+
+    impl RefTlb {
+        fn access(&mut self, page: u64) -> (bool, Option<u64>) {
+            self.clock += 1;
+            let base = (page % self.sets as u64) as usize * self.ways;
+            let set = base..base + self.ways;
+            if let Some(i) = set.clone().find(|&i| self.pages[i] == page) {
+                self.lru[i] = self.clock;
+                return (true, None);
+            }
+            let v = set
+                .clone()
+                .find(|&i| self.pages[i] == u64::MAX)
+                .unwrap_or_else(|| set.min_by_key(|&i| self.lru[i]).unwrap());
+            let old = self.pages[v];
+            self.pages[v] = page;
+            self.lru[v] = self.clock;
+            (false, (old != u64::MAX).then_some(old))
+        }
+    }
+
+    proptest::proptest! {
+        /// The multiply-and-shift remainder is `%`, for divisors up to the
+        /// TLB's 65,536 sets and any page number (above 2^32 it divides).
+        #[test]
+        fn fast_mod_is_the_remainder(d in 1usize..=65536, x: u64, small in 0u64..1 << 32) {
+            let f = FastMod::new(d);
+            proptest::prop_assert_eq!(f.rem(x), x % d as u64);
+            proptest::prop_assert_eq!(f.rem(small), small % d as u64);
+        }
+
+        /// Hits, misses and victims equal the plain set-associative LRU's on
+        /// page streams with reuse (few distinct pages) and conflicts.
+        #[test]
+        fn tlb_matches_the_plain_lru(
+            sets in 1usize..9,
+            ways in 1usize..5,
+            stream in proptest::collection::vec(0u64..40, 1..400),
+        ) {
+            let mut t = Tlb::new(sets, ways);
+            let mut r = RefTlb {
+                sets,
+                ways,
+                pages: vec![u64::MAX; sets * ways],
+                lru: vec![0; sets * ways],
+                clock: 0,
+            };
+            for &p in &stream {
+                proptest::prop_assert_eq!(t.access(p), r.access(p));
+            }
+        }
+    }
     use crate::engine::Engine;
 
     fn run(threads: usize, tx: u64, extra: &[(&str, &str)]) -> Engine {
