@@ -202,6 +202,10 @@ pub struct Media {
     /// content (zeros) when first written, so the derivation is usually
     /// the one before.
     first_flat: Option<(Packed, Flat)>,
+    /// The last setup content a first store encoded and its cells: a log
+    /// region's lines all hold the same content (zeros) before their
+    /// first write, so the encoding is usually the one before.
+    first_cells: Option<(LineData, Packed)>,
 }
 
 /// A code word laid out one stored bit per code bit: 6 tag bits, then the
@@ -233,6 +237,7 @@ impl Media {
             log_lo: 0,
             log_hi: 0,
             first_flat: None,
+            first_cells: None,
         }))
     }
 
@@ -250,6 +255,7 @@ impl Media {
             log_lo: 0,
             log_hi: 0,
             first_flat: None,
+            first_cells: None,
         }
     }
 
@@ -278,9 +284,17 @@ impl Media {
     #[inline]
     fn slot_of(&mut self, line: Addr, current: impl FnOnce() -> LineData) -> u32 {
         let encoding = self.encoding;
+        let last = &mut self.first_cells;
         self.store.slot_or_insert(line, || {
+            let data = current();
+            if let Some((d, c)) = last {
+                if *d == data {
+                    return *c;
+                }
+            }
             let mut c = [0u64; packed::WORDS];
-            place(&encode(encoding, &current(), Purpose::WriteBack), &mut c);
+            place(&encode(encoding, &data, Purpose::WriteBack), &mut c);
+            *last = Some((data, c));
             c
         })
     }
@@ -463,20 +477,27 @@ fn encode(encoding: Encoding, data: &LineData, purpose: Purpose) -> Encoded {
             let log = encoding == Encoding::Slde && purpose == Purpose::Log;
             e.log_meta = encoding == Encoding::Slde && purpose == Purpose::Metadata;
             let f = fpc::size_bits(data);
-            let d = if log {
-                dldc_line_size(data)
+            // A log line is DLDC-encoded at once: the stream's length is
+            // its size (one pass over the words instead of a sizing pass
+            // and an encoding pass); it is dropped if FPC or raw wins.
+            let (d, clean) = if log {
+                let clean = dldc_line_encode(data, &mut e.stream);
+                (e.stream.len, clean)
             } else {
-                usize::MAX
+                (usize::MAX, 0)
             };
             let n = f.min(d);
             if n > idm::CAPACITY_BITS[0] {
                 raw(&mut e);
             } else {
                 if d < f {
-                    e.clean_words = dldc_line_encode(data, &mut e.stream);
+                    e.clean_words = clean;
                     e.kind = DLDC;
                     e.comp = Some((1, d as u64));
                 } else {
+                    if log {
+                        e.stream.clear();
+                    }
                     fpc::encode(data, &mut e.stream);
                     e.kind = FPC;
                     e.comp = Some((0, f as u64));
@@ -524,18 +545,7 @@ fn word(data: &LineData, i: usize) -> u64 {
 /// an undo/redo pair stored side by side keeps only the redo's dirty bytes
 /// (MorLog §V, Fig. 11) and the line decodes on its own. Modelling choice
 /// (the DIMM sees lines, not log entries), docs/model/nvm-media.md.
-fn dldc_line_size(data: &LineData) -> usize {
-    let mut prev = 0;
-    let mut n = 0;
-    for i in 0..8 {
-        let w = word(data, i);
-        n += dldc::size_bits(w, dldc::dirty_flags(prev, w));
-        prev = w;
-    }
-    n
-}
-
-/// Returns the words stored all clean.
+/// Appends to `out`; returns the words stored all clean.
 fn dldc_line_encode(data: &LineData, out: &mut BitWriter) -> u64 {
     let mut prev = 0;
     let mut clean = 0;

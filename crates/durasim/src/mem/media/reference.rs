@@ -110,3 +110,66 @@ pub fn log_bits_cells(
     *prev = Some(cur);
     (new_len as u64, u64::from(flipped))
 }
+
+/// DLDC size of a log line, word by word (as `dldc_line_encode` writes it).
+fn dldc_line_size(data: &LineData) -> usize {
+    let mut prev = 0;
+    let mut n = 0;
+    for i in 0..8 {
+        let w = word(data, i);
+        n += dldc::size_bits(w, dldc::dirty_flags(prev, w));
+        prev = w;
+    }
+    n
+}
+
+/// The encoder's definition: size every candidate first, then encode the
+/// smallest (FPC on a tie), raw when none fits the cells.
+pub fn encode_sized_first(encoding: Encoding, data: &LineData, purpose: Purpose) -> Encoded {
+    let mut e = Encoded {
+        stream: BitWriter::default(),
+        kind: RAW,
+        mode: 0,
+        log_meta: false,
+        comp: None,
+        clean_words: 0,
+    };
+    let raw = |e: &mut Encoded| {
+        for i in 0..8 {
+            e.stream.put(word(data, i), 64);
+        }
+        e.kind = RAW;
+    };
+    if encoding == Encoding::None {
+        raw(&mut e);
+        return e;
+    }
+    let log = encoding == Encoding::Slde && purpose == Purpose::Log;
+    e.log_meta = encoding == Encoding::Slde && purpose == Purpose::Metadata;
+    let f = fpc::size_bits(data);
+    let d = if log {
+        dldc_line_size(data)
+    } else {
+        usize::MAX
+    };
+    let n = f.min(d);
+    if n > idm::CAPACITY_BITS[0] {
+        raw(&mut e);
+        return e;
+    }
+    if d < f {
+        e.clean_words = dldc_line_encode(data, &mut e.stream);
+        e.kind = DLDC;
+        e.comp = Some((1, d as u64));
+    } else {
+        fpc::encode(data, &mut e.stream);
+        e.kind = FPC;
+        e.comp = Some((0, f as u64));
+    }
+    e.mode = if encoding == Encoding::Fpc {
+        0
+    } else {
+        idm::sparsest_mode(n)
+    };
+    e
+}

@@ -4,6 +4,7 @@
 //! must wait for it), a redo entry when the FIFO is full or at commit;
 //! ULog words of the L1 become redo entries when their line leaves.
 
+use super::fifo::owner_key;
 use super::state::{set_word_state, transition, Event, Shadow, WordState};
 use super::MorLog;
 use crate::cache::LineExt;
@@ -16,7 +17,7 @@ use crate::types::{Addr, CoreId, Cycle, Purpose};
 
 /// A buffered undo+redo entry, or (morlog-dp) a commit record queued behind
 /// its transaction's entries.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 pub(super) struct UrEntry {
     pub(super) kind: u64,
     pub(super) core: CoreId,
@@ -30,7 +31,7 @@ pub(super) struct UrEntry {
 }
 
 /// A buffered redo entry.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 pub(super) struct RedoEntry {
     pub(super) core: CoreId,
     pub(super) txid: u32,
@@ -169,7 +170,7 @@ impl MorLog {
         pick: impl Fn(&UrEntry) -> bool,
     ) -> Cycle {
         let mut t = now;
-        if let Some(i) = self.ur.iter().rposition(pick) {
+        if let Some(i) = self.ur.rposition(pick) {
             for _ in 0..=i {
                 t = t.max(self.pop_ur(ctx, now));
             }
@@ -184,7 +185,7 @@ impl MorLog {
         pick: impl Fn(&RedoEntry) -> bool,
     ) -> Cycle {
         let mut t = now;
-        if let Some(i) = self.redo.iter().rposition(pick) {
+        if let Some(i) = self.redo.rposition(pick) {
             for _ in 0..=i {
                 t = t.max(self.pop_redo(ctx, now));
             }
@@ -195,14 +196,10 @@ impl MorLog {
     /// A new redo entry (the oldest leaves early if the FIFO is full).
     /// Returns when a forced write finished (`now` if none).
     pub(super) fn push_redo(&mut self, ctx: &mut MemCtx, e: RedoEntry, now: Cycle) -> Cycle {
-        if let Some(x) = self
-            .redo
-            .iter_mut()
-            .rev()
-            .find(|x| x.addr == e.addr && x.core == e.core && x.txid == e.txid)
-        {
+        let owner = owner_key(e.core, e.txid);
+        if let Some(i) = self.redo.newest(e.addr, owner) {
             // Same word, same transaction: the newer redo replaces it.
-            x.redo = e.redo;
+            self.redo.get_mut(i).redo = e.redo;
             self.st.redo_coalesced += 1;
             return now;
         }
@@ -212,7 +209,7 @@ impl MorLog {
             self.st.redo_early += 1;
             t = self.pop_redo(ctx, now);
         }
-        self.redo.push_back(e);
+        self.redo.push_back(e, e.addr, owner);
         t
     }
 
@@ -254,13 +251,9 @@ impl MorLog {
         }
         // The line's words with an entry still buffered: one pass over the
         // FIFO for all of them.
-        let core = ext.tid as usize;
-        let mut buffered = 0u8;
-        for e in &self.ur {
-            if e.kind == TYPE_DATA && e.addr & !63 == line && e.core == core && e.txid == ext.txid {
-                buffered |= 1 << ((e.addr & 63) / 8);
-            }
-        }
+        let buffered = self
+            .ur
+            .words_of(line, owner_key(ext.tid as usize, ext.txid));
         let mut persisted = dirty & !buffered;
         while persisted != 0 {
             let w = persisted.trailing_zeros() as usize;

@@ -4,6 +4,7 @@
 //! record and its counted redo entries are in the log.
 
 use super::buffers::UrEntry;
+use super::fifo::{owner_key, NO_ADDR};
 use super::log_mgmt::Committed;
 use super::MorLog;
 use crate::schemes::kit::hw_log::TYPE_COMMIT;
@@ -31,11 +32,7 @@ impl MorLog {
     /// to come from its ULog words in the L1s). Recovery counts its redo
     /// entries after the record.
     pub(super) fn ulog_counter(&self, core: CoreId, txid: u32) -> u64 {
-        let buffered = self
-            .redo
-            .iter()
-            .filter(|e| e.core == core && e.txid == txid)
-            .count() as u64;
+        let buffered = self.redo.count_owner(owner_key(core, txid)) as u64;
         let in_l1: u64 = self.cores[core]
             .shadow
             .values()
@@ -133,16 +130,20 @@ impl MorLog {
         }
         let perform = now.max(self.last_perform);
         self.last_perform = perform;
-        self.ur.push_back(UrEntry {
-            kind: TYPE_COMMIT,
-            core,
-            txid,
-            addr: 0,
-            undo: 0,
-            redo: 0,
-            added: perform,
-            last_store: perform,
-        });
+        self.ur.push_back(
+            UrEntry {
+                kind: TYPE_COMMIT,
+                core,
+                txid,
+                addr: 0,
+                undo: 0,
+                redo: 0,
+                added: perform,
+                last_store: perform,
+            },
+            NO_ADDR,
+            owner_key(core, txid),
+        );
         // The core continues at once (a full FIFO stalls only the insert).
         self.st.commit_stall_cycles += done - now;
         self.table_commit(ctx, core, done);

@@ -51,6 +51,7 @@
 
 pub mod buffers;
 pub mod commit;
+mod fifo;
 pub mod log_mgmt;
 pub mod params;
 pub mod recovery;
@@ -69,6 +70,7 @@ use crate::schemes::{
 use crate::types::{line_of, Addr, CoreId, Cycle, LineData, Purpose};
 use buffers::{RedoEntry, UrEntry};
 use commit::Pending;
+use fifo::{owner_key, Fifo};
 use log_mgmt::Committed;
 use params::{reserved_bytes, reserved_bytes_dp, Keys, DP, K};
 pub use params::{ur_delay_cycles, DP_PARAMS, PARAMS};
@@ -162,8 +164,8 @@ pub struct MorLog {
     ring: Ring,
     ur_cap: usize,
     redo_cap: usize,
-    ur: VecDeque<UrEntry>,
-    redo: VecDeque<RedoEntry>,
+    ur: Fifo<UrEntry>,
+    redo: Fifo<RedoEntry>,
     /// N: cycles an undo+redo entry stays buffered.
     delay: Cycle,
     traversal_cycles: Cycle,
@@ -249,8 +251,8 @@ impl MorLog {
             ring: Ring::new(layout, p.u64(k.log_bytes)),
             ur_cap,
             redo_cap,
-            ur: VecDeque::with_capacity(ur_cap + 1),
-            redo: VecDeque::with_capacity(redo_cap + 1),
+            ur: Fifo::with_capacity(ur_cap),
+            redo: Fifo::with_capacity(redo_cap),
             delay,
             traversal_cycles: delay + 1,
             period: p.u64(k.period),
@@ -415,6 +417,9 @@ impl Scheme for MorLog {
             // lost: a clean line that left the caches comes back without
             // one, and durasim calls `l1_evict` only for dirty lines).
             for owner in 0..self.cores.len() {
+                if self.cores[owner].shadow.is_empty() {
+                    continue;
+                }
                 if let Some(sh) = self.cores[owner].shadow.remove(&line) {
                     let (n, t) = self.shadow_to_redo(ctx, owner, line, sh, perform);
                     if owner == core && sh.txid == txid {
@@ -435,11 +440,8 @@ impl Scheme for MorLog {
         }
         // Buffered redo entries of this transaction for this line are
         // discarded: their words are back in the L1 (ULog).
-        if self
-            .redo
-            .iter()
-            .any(|e| e.core == core && e.txid == txid && line_of(e.addr) == line)
-        {
+        let owner = owner_key(core, txid);
+        if self.redo.any_of_line_owner(line, owner) {
             let sh = self.cores[core].shadow.entry(line).or_insert(Shadow {
                 txid,
                 mask: 0,
@@ -473,12 +475,10 @@ impl Scheme for MorLog {
         set_word_state(ext, w, next);
         // A word Clean in the L1 may still have an entry buffered (its line
         // left the L1 and came back): the store coalesces into it.
-        let buffered =
-            self.ur.iter_mut().rev().find(|e| {
-                e.kind == TYPE_DATA && e.addr == waddr && e.core == core && e.txid == txid
-            });
+        let buffered = self.ur.newest(waddr, owner);
         match (action, buffered) {
-            (Action::CreateUr | Action::Coalesce, Some(e)) => {
+            (Action::CreateUr | Action::Coalesce, Some(i)) => {
+                let e = self.ur.get_mut(i);
                 e.redo = new;
                 e.last_store = perform;
                 self.st.ur_coalesced += 1;
@@ -490,16 +490,20 @@ impl Scheme for MorLog {
                     self.st.ur_early += 1;
                     done = done.max(self.pop_ur(ctx, perform));
                 }
-                self.ur.push_back(UrEntry {
-                    kind: TYPE_DATA,
-                    core,
-                    txid,
-                    addr: waddr,
-                    undo: old,
-                    redo: new,
-                    added: perform,
-                    last_store: perform,
-                });
+                self.ur.push_back(
+                    UrEntry {
+                        kind: TYPE_DATA,
+                        core,
+                        txid,
+                        addr: waddr,
+                        undo: old,
+                        redo: new,
+                        added: perform,
+                        last_store: perform,
+                    },
+                    waddr,
+                    owner,
+                );
                 self.st.ur_created += 1;
             }
             (Action::KeepInL1, _) => {
@@ -534,17 +538,24 @@ impl Scheme for MorLog {
         }
         self.drain_due(ctx, now.max(self.last_perform));
         let owner = (ext.tid as usize).min(self.cores.len() - 1);
-        if let Some(sh) = self.cores[owner].shadow.remove(&line_addr) {
+        // Most cores hold no ULog words: skip the map probe.
+        let shadow = &mut self.cores[owner].shadow;
+        if let Some(sh) = (!shadow.is_empty())
+            .then(|| shadow.remove(&line_addr))
+            .flatten()
+        {
             debug_assert!((0..8).all(|w| sh.mask >> w & 1 == 0
                 || u64::from_le_bytes(data[w * 8..w * 8 + 8].try_into().unwrap()) == sh.vals[w]));
             let (n, _) = self.shadow_to_redo(ctx, owner, line_addr, sh, now);
             self.st.redo_on_l1_evict += n;
         }
-        // The L1 extension leaves with the line (every word → Clean).
-        for w in 0..8 {
-            let (s, _) = transition(word_state(ext, w), Event::Leave);
-            set_word_state(ext, w, s);
-        }
+        // The L1 extension leaves with the line: Fig. 8 takes every word
+        // to Clean on Leave, whatever its state.
+        debug_assert!(
+            (0..8).all(|w| { transition(word_state(ext, w), Event::Leave).0 == WordState::Clean })
+        );
+        ext.word_mask = 0;
+        ext.word_mask2 = 0;
     }
 
     fn writeback(&mut self, ctx: &mut MemCtx, ev: Writeback<'_>) -> Cycle {
@@ -556,29 +567,19 @@ impl Scheme for MorLog {
         } = ev;
         let mut t = now;
         if !self.no_order {
-            if let Some(s) = self
-                .ur
-                .iter()
-                .filter(|e| e.kind == TYPE_DATA && line_of(e.addr) == line_addr)
-                .map(|e| e.last_store)
-                .max()
-            {
+            // Commit records have no line (NO_ADDR): the data entries only.
+            if let Some(s) = self.ur.max_of_line(line_addr, |e| e.last_store) {
                 t = t.max(s + self.traversal_cycles);
             }
         }
         self.drain_due(ctx, t);
-        if !self.no_order
-            && self
-                .ur
-                .iter()
-                .any(|e| e.kind == TYPE_DATA && line_of(e.addr) == line_addr)
-        {
+        if !self.no_order && self.ur.any_of_line(line_addr) {
             self.st.order_waits += 1;
             t = self.flush_ur_through(ctx, t, |e| {
                 e.kind == TYPE_DATA && line_of(e.addr) == line_addr
             });
         }
-        if self.redo.iter().any(|e| line_of(e.addr) == line_addr) {
+        if self.redo.any_of_line(line_addr) {
             if self.discard_on_writeback {
                 let before = self.redo.len();
                 self.redo.retain(|e| line_of(e.addr) != line_addr);
