@@ -16,7 +16,7 @@ impl Ehou {
         for slot in 0..self.cache.capacity() {
             let e = *self.cache.entry(slot);
             if e.state == EntryState::Committed {
-                t = t.max(self.write_ait(ctx, e.tag * 64, e.dev, now));
+                t = t.max(self.write_ait(ctx, self.cache.tag(slot) * 64, e.dev, now));
                 self.cache.entry_mut(slot).state = EntryState::Clean;
                 self.set_image(ctx, slot, None, t);
             }
@@ -111,7 +111,7 @@ impl Ehou {
         let (slot, victim) = self.cache.victim(t);
         let mut done = now;
         if let Some(v) = victim {
-            let vline = v.tag * 64;
+            let vline = self.cache.tag(slot) * 64;
             match v.state {
                 EntryState::Clean => {}
                 EntryState::Committed => {
