@@ -23,6 +23,7 @@
 
 use crate::config::Params;
 use crate::types::{Addr, Cycle};
+use rustc_hash::FxHashMap;
 
 /// DIMM counters (the measured window, with the controller's).
 #[derive(Clone, Debug, Default)]
@@ -219,15 +220,67 @@ pub struct Dimm {
     pub ait_cycles: Cycle,
     block_shift: u32,
     lines_per_block: u32,
-    /// Write-combining buffer: block, written-line mask and LRU stamp of
-    /// each entry, in three arrays (the block search scans only blocks).
-    wcb_blocks: Vec<u64>,
-    wcb_masks: Vec<u64>,
-    wcb_stamps: Vec<u64>,
-    wcb_cap: usize,
-    wcb_clock: u64,
+    wcb: Wcb,
     /// A scheme (EHOU) translates addresses itself.
     scheme_owns_ait: bool,
+}
+
+const NIL: u32 = u32::MAX;
+
+/// The write-combining buffer: its entries' blocks and written-line masks,
+/// found by block, in LRU order (a doubly linked list over the entries).
+struct Wcb {
+    cap: usize,
+    blocks: Vec<u64>,
+    masks: Vec<u64>,
+    prev: Vec<u32>,
+    next: Vec<u32>,
+    /// Most and least recently written entries (`NIL` when empty).
+    head: u32,
+    tail: u32,
+    index: FxHashMap<u64, u32>,
+}
+
+impl Wcb {
+    fn new(cap: usize) -> Self {
+        Wcb {
+            cap,
+            blocks: Vec::with_capacity(cap),
+            masks: Vec::with_capacity(cap),
+            prev: Vec::with_capacity(cap),
+            next: Vec::with_capacity(cap),
+            head: NIL,
+            tail: NIL,
+            index: FxHashMap::default(),
+        }
+    }
+
+    fn push_front(&mut self, i: u32) {
+        self.prev[i as usize] = NIL;
+        self.next[i as usize] = self.head;
+        if self.head != NIL {
+            self.prev[self.head as usize] = i;
+        } else {
+            self.tail = i;
+        }
+        self.head = i;
+    }
+
+    /// Make entry `i` the most recently written.
+    fn touch(&mut self, i: u32) {
+        if self.head == i {
+            return;
+        }
+        let (p, n) = (self.prev[i as usize], self.next[i as usize]);
+        // `i` is not the head, so it has a predecessor.
+        self.next[p as usize] = n;
+        if n != NIL {
+            self.prev[n as usize] = p;
+        } else {
+            self.tail = p;
+        }
+        self.push_front(i);
+    }
 }
 
 /// What one write does on the DIMM.
@@ -252,11 +305,7 @@ impl Dimm {
                 ait_cycles: p.u64("dimm.ait_cache_latency_cycles"),
                 block_shift: block.trailing_zeros(),
                 lines_per_block: (block / 64).max(1) as u32,
-                wcb_blocks: Vec::with_capacity(p.usize("dimm.wcb_blocks")),
-                wcb_masks: Vec::with_capacity(p.usize("dimm.wcb_blocks")),
-                wcb_stamps: Vec::with_capacity(p.usize("dimm.wcb_blocks")),
-                wcb_cap: p.usize("dimm.wcb_blocks"),
-                wcb_clock: 0,
+                wcb: Wcb::new(p.usize("dimm.wcb_blocks")),
                 scheme_owns_ait: false,
             })
         })
@@ -292,10 +341,10 @@ impl Dimm {
     pub fn wcb_write(&mut self, line_addr: Addr, st: &mut DimmStats) -> WcbOutcome {
         let block = line_addr >> self.block_shift;
         let bit = 1u64 << ((line_addr >> 6) & (self.lines_per_block as u64 - 1));
-        self.wcb_clock += 1;
-        if let Some(i) = find_u64(&self.wcb_blocks, block) {
-            self.wcb_masks[i] |= bit;
-            self.wcb_stamps[i] = self.wcb_clock;
+        let w = &mut self.wcb;
+        if let Some(&i) = w.index.get(&block) {
+            w.masks[i as usize] |= bit;
+            w.touch(i);
             st.wcb_hits += 1;
             return WcbOutcome {
                 hit: true,
@@ -309,60 +358,35 @@ impl Dimm {
             (1u64 << self.lines_per_block) - 1
         };
         let mut programmed = None;
-        if self.wcb_blocks.len() == self.wcb_cap {
-            // The LRU entry (stamps are distinct).
-            let i = argmin_u64(&self.wcb_stamps);
-            let rmw = self.wcb_masks[i] != full_mask;
+        let i = if w.blocks.len() == w.cap {
+            // The least recently written entry's block is programmed.
+            let i = w.tail;
+            let rmw = w.masks[i as usize] != full_mask;
             st.media_block_writes += 1;
             if rmw {
                 st.media_rmw += 1;
             }
             programmed = Some(rmw);
-            self.wcb_blocks[i] = block;
-            self.wcb_masks[i] = bit;
-            self.wcb_stamps[i] = self.wcb_clock;
+            w.index.remove(&w.blocks[i as usize]);
+            w.blocks[i as usize] = block;
+            w.masks[i as usize] = bit;
+            w.touch(i);
+            i
         } else {
-            self.wcb_blocks.push(block);
-            self.wcb_masks.push(bit);
-            self.wcb_stamps.push(self.wcb_clock);
-        }
+            let i = w.blocks.len() as u32;
+            w.blocks.push(block);
+            w.masks.push(bit);
+            w.prev.push(NIL);
+            w.next.push(NIL);
+            w.push_front(i);
+            i
+        };
+        w.index.insert(block, i);
         WcbOutcome {
             hit: false,
             programmed,
         }
     }
-}
-
-/// The first index of `x` in `v`, eight elements at a time without an
-/// early exit inside a group (the compiler vectorizes the group compare).
-#[inline]
-fn find_u64(v: &[u64], x: u64) -> Option<usize> {
-    let mut groups = v.chunks_exact(8);
-    for (g, ch) in (&mut groups).enumerate() {
-        let hits = ch
-            .iter()
-            .enumerate()
-            .fold(0u32, |m, (j, &e)| m | (u32::from(e == x) << j));
-        if hits != 0 {
-            return Some(g * 8 + hits.trailing_zeros() as usize);
-        }
-    }
-    let rest = groups.remainder();
-    rest.iter()
-        .position(|&e| e == x)
-        .map(|j| v.len() - rest.len() + j)
-}
-
-/// The index of the first minimum of the non-empty `v`.
-#[inline]
-fn argmin_u64(v: &[u64]) -> usize {
-    let mut best = 0;
-    for (i, &e) in v.iter().enumerate().skip(1) {
-        if e < v[best] {
-            best = i;
-        }
-    }
-    best
 }
 
 #[cfg(test)]
@@ -429,21 +453,6 @@ mod tests {
         assert!(d.lookup(192, &mut st).is_none(), "same 256 B AIT granule");
         assert!(d.lookup(256, &mut st).is_some());
         assert_eq!((st.ait_hits, st.ait_misses), (1, 2));
-    }
-
-    /// The block search and the LRU choice equal plain scans.
-    #[test]
-    fn wcb_scans_equal_plain_scans() {
-        for n in 0..40usize {
-            let v: Vec<u64> = (0..n as u64).map(|i| (i * 7919) % 23).collect();
-            for x in 0..25 {
-                assert_eq!(find_u64(&v, x), v.iter().position(|&e| e == x), "{v:?} {x}");
-            }
-            if n > 0 {
-                let plain = v.iter().enumerate().min_by_key(|(_, &e)| e).unwrap().0;
-                assert_eq!(argmin_u64(&v), plain, "{v:?}");
-            }
-        }
     }
 
     /// The old layout (tag inside each way, set = tag % sets, one tuple

@@ -47,22 +47,30 @@ impl Ehou {
         now: Cycle,
     ) -> Cycle {
         let mut now = now;
+        #[cfg(debug_assertions)]
         if enc == 0 {
             self.ait.remove(&line);
         } else {
             self.ait.insert(line, enc);
+        }
+        if enc != 0 {
             let (wa, bit) = self.g.dir_bit(line);
             let page = (wa - self.g.dir_base) / 8 * 64 + bit;
-            let w = self.dir.entry(wa).or_insert(0);
-            if *w >> bit & 1 == 0 {
-                *w |= 1 << bit;
-                let v = *w;
-                let at = self.overhead_write(ctx, wa, &v.to_le_bytes(), Purpose::Metadata, now);
-                self.dir_at.insert(page, at);
-            }
+            // A page is in `dir_at` once its directory bit is set.
+            let at = match self.dir_at.get(&page) {
+                Some(&at) => at,
+                None => {
+                    let w = self.dir.entry(wa).or_insert(0);
+                    *w |= 1 << bit;
+                    let v = *w;
+                    let at = self.overhead_write(ctx, wa, &v.to_le_bytes(), Purpose::Metadata, now);
+                    self.dir_at.insert(page, at);
+                    at
+                }
+            };
             // The directory bit persists before the entry it covers (also
             // when an entry handled later is written at an earlier time).
-            now = now.max(self.dir_at[&page]);
+            now = now.max(at);
         }
         let a = self.g.ait_addr(line);
         self.overhead_write(ctx, a, &enc.to_le_bytes(), Purpose::Metadata, now)
@@ -181,7 +189,8 @@ impl Ehou {
             .nvm
             .read(self.g.ait_addr(line), &mut b, Purpose::Metadata, t);
         let enc = u64::from_le_bytes(b);
-        debug_assert_eq!(enc, self.ait.get(&line).copied().unwrap_or(0));
+        #[cfg(debug_assertions)]
+        assert_eq!(enc, self.ait.get(&line).copied().unwrap_or(0));
         let (s, _) = self.install(ctx, line, enc, EntryState::Clean, 0, t);
         (s, t)
     }
@@ -264,7 +273,7 @@ impl Ehou {
         let owner = self
             .cores
             .iter()
-            .find_map(|c| c.index.get(&line).map(|&i| &c.ws[i]));
+            .find_map(|c| c.index.get(line).map(|i| &c.ws[i]));
         let enc = match owner {
             Some(w) if w.new.is_some() => w.new.unwrap(),
             _ => self.committed.get(&line).copied().unwrap_or(0),
