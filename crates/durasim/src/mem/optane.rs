@@ -23,7 +23,6 @@
 
 use crate::config::Params;
 use crate::types::{Addr, Cycle};
-use rustc_hash::FxHashMap;
 
 /// DIMM counters (the measured window, with the controller's).
 #[derive(Clone, Debug, Default)]
@@ -238,7 +237,12 @@ struct Wcb {
     /// Most and least recently written entries (`NIL` when empty).
     head: u32,
     tail: u32,
-    index: FxHashMap<u64, u32>,
+    /// Block -> entry: chains of entries from `buckets` (hashed block)
+    /// through `chain`; a hash map's removals leave tombstones that force
+    /// periodic rehashing under this buffer's steady replacement.
+    buckets: Vec<u32>,
+    chain: Vec<u32>,
+    bucket_shift: u32,
 }
 
 impl Wcb {
@@ -251,8 +255,51 @@ impl Wcb {
             next: Vec::with_capacity(cap),
             head: NIL,
             tail: NIL,
-            index: FxHashMap::default(),
+            // At least two buckets per entry: short chains.
+            buckets: vec![NIL; (2 * cap).next_power_of_two()],
+            chain: Vec::with_capacity(cap),
+            bucket_shift: 64 - (2 * cap).next_power_of_two().trailing_zeros(),
         }
+    }
+
+    #[inline]
+    fn bucket(&self, block: u64) -> usize {
+        // Fibonacci hashing: nearby blocks spread over the buckets.
+        (block.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> self.bucket_shift) as usize
+    }
+
+    /// The entry buffering `block`.
+    #[inline]
+    fn find(&self, block: u64) -> Option<u32> {
+        let mut i = self.buckets[self.bucket(block)];
+        while i != NIL {
+            if self.blocks[i as usize] == block {
+                return Some(i);
+            }
+            i = self.chain[i as usize];
+        }
+        None
+    }
+
+    /// Index entry `i` (its block set) under its block.
+    fn link(&mut self, i: u32) {
+        let b = self.bucket(self.blocks[i as usize]);
+        self.chain[i as usize] = self.buckets[b];
+        self.buckets[b] = i;
+    }
+
+    /// Remove entry `i` from its block's chain.
+    fn unlink(&mut self, i: u32) {
+        let b = self.bucket(self.blocks[i as usize]);
+        if self.buckets[b] == i {
+            self.buckets[b] = self.chain[i as usize];
+            return;
+        }
+        let mut j = self.buckets[b];
+        while self.chain[j as usize] != i {
+            j = self.chain[j as usize];
+        }
+        self.chain[j as usize] = self.chain[i as usize];
     }
 
     fn push_front(&mut self, i: u32) {
@@ -342,7 +389,7 @@ impl Dimm {
         let block = line_addr >> self.block_shift;
         let bit = 1u64 << ((line_addr >> 6) & (self.lines_per_block as u64 - 1));
         let w = &mut self.wcb;
-        if let Some(&i) = w.index.get(&block) {
+        if let Some(i) = w.find(block) {
             w.masks[i as usize] |= bit;
             w.touch(i);
             st.wcb_hits += 1;
@@ -367,7 +414,7 @@ impl Dimm {
                 st.media_rmw += 1;
             }
             programmed = Some(rmw);
-            w.index.remove(&w.blocks[i as usize]);
+            w.unlink(i);
             w.blocks[i as usize] = block;
             w.masks[i as usize] = bit;
             w.touch(i);
@@ -378,10 +425,11 @@ impl Dimm {
             w.masks.push(bit);
             w.prev.push(NIL);
             w.next.push(NIL);
+            w.chain.push(NIL);
             w.push_front(i);
             i
         };
-        w.index.insert(block, i);
+        w.link(i);
         WcbOutcome {
             hit: false,
             programmed,
