@@ -103,7 +103,7 @@ pub fn host_tables(p: &Params, scheme: &str) -> Vec<HostTable> {
     let slots = p
         .u64("dimm.ait_cache_sets")
         .saturating_mul(p.u64("dimm.ait_cache_ways"));
-    let ait_entry = std::mem::size_of::<crate::mem::optane::AitEntry>() as u64;
+    let ait_entry = crate::mem::optane::AitCache::HOST_BYTES_PER_SLOT;
     let ait_copies = u64::from(p.str("dimm.model") == "optane") + u64::from(scheme == "ehou");
     if ait_copies > 0 {
         let per_slot = ait_copies * ait_entry + u64::from(scheme == "ehou");

@@ -68,11 +68,9 @@ pub enum EntryState {
     Speculative,
 }
 
-/// One AIT-cache way.
+/// One AIT-cache way (its tag is kept apart: [`AitCache::tag`]).
 #[derive(Clone, Copy, Debug)]
 pub struct AitEntry {
-    /// Mapped block number (physical address / granularity).
-    pub tag: u64,
     /// Device address the block maps to.
     pub dev: u64,
     pub state: EntryState,
@@ -86,20 +84,30 @@ const INVALID: u64 = u64::MAX;
 /// A set-associative LRU AIT cache with EHOU's victim rule: a speculative
 /// entry is chosen only when every way of the set is speculative.
 pub struct AitCache {
-    sets: usize,
     ways: usize,
+    /// `sets - 1` (a power of two): the set of a tag is its low bits.
+    set_mask: u64,
+    /// Mapped block number (physical address / granularity) of each slot,
+    /// `INVALID` when empty; apart from the entries so that a lookup scans
+    /// one set's tags in two host cache lines.
+    tags: Vec<u64>,
     entries: Vec<AitEntry>,
     clock: u64,
 }
 
 impl AitCache {
+    /// Host bytes per slot (tag and entry), for the footprint estimate.
+    pub const HOST_BYTES_PER_SLOT: u64 =
+        (std::mem::size_of::<u64>() + std::mem::size_of::<AitEntry>()) as u64;
+
     pub fn new(sets: usize, ways: usize) -> Self {
+        assert!(sets.is_power_of_two(), "AIT-cache sets: a power of two");
         AitCache {
-            sets,
             ways,
+            set_mask: sets as u64 - 1,
+            tags: vec![INVALID; sets * ways],
             entries: vec![
                 AitEntry {
-                    tag: INVALID,
                     dev: 0,
                     state: EntryState::Clean,
                     core: 0,
@@ -112,15 +120,29 @@ impl AitCache {
     }
 
     pub fn capacity(&self) -> usize {
-        self.sets * self.ways
+        self.tags.len()
+    }
+
+    #[inline]
+    fn set_base(&self, tag: u64) -> usize {
+        (tag & self.set_mask) as usize * self.ways
+    }
+
+    /// The slot of `tag` in its set (tags are unique in a set).
+    #[inline]
+    fn find_in_set(&self, tag: u64) -> Option<usize> {
+        let base = self.set_base(tag);
+        self.tags[base..base + self.ways]
+            .iter()
+            .position(|&t| t == tag)
+            .map(|w| base + w)
     }
 
     /// The slot (set * ways + way) holding `tag`, made most recently used.
     #[inline]
     pub fn lookup(&mut self, tag: u64) -> Option<usize> {
-        let base = (tag % self.sets as u64) as usize * self.ways;
         self.clock += 1;
-        let i = (base..base + self.ways).find(|&i| self.entries[i].tag == tag)?;
+        let i = self.find_in_set(tag)?;
         self.entries[i].stamp = self.clock;
         Some(i)
     }
@@ -129,17 +151,17 @@ impl AitCache {
     /// controller's own bookkeeping, e.g. flipping S/C bits at commit).
     #[inline]
     pub fn find(&self, tag: u64) -> Option<usize> {
-        let base = (tag % self.sets as u64) as usize * self.ways;
-        (base..base + self.ways).find(|&i| self.entries[i].tag == tag)
+        self.find_in_set(tag)
     }
 
     /// The slot `tag` would be inserted into: an invalid way, else the LRU
     /// non-speculative way, else (overflow) the LRU speculative way. The
-    /// caller handles the victim (returned if valid) before [`AitCache::fill`].
+    /// caller handles the victim (returned if valid; its tag is still
+    /// [`AitCache::tag`] of the slot) before [`AitCache::fill`].
     pub fn victim(&self, tag: u64) -> (usize, Option<AitEntry>) {
-        let base = (tag % self.sets as u64) as usize * self.ways;
+        let base = self.set_base(tag);
         let set = base..base + self.ways;
-        if let Some(i) = set.clone().find(|&i| self.entries[i].tag == INVALID) {
+        if let Some(i) = set.clone().find(|&i| self.tags[i] == INVALID) {
             return (i, None);
         }
         let lru = |spec: bool| {
@@ -154,13 +176,18 @@ impl AitCache {
     /// Install `tag -> dev` in `slot` (most recently used).
     pub fn fill(&mut self, slot: usize, tag: u64, dev: u64, state: EntryState, core: u16) {
         self.clock += 1;
+        self.tags[slot] = tag;
         self.entries[slot] = AitEntry {
-            tag,
             dev,
             state,
             core,
             stamp: self.clock,
         };
+    }
+
+    /// The block number `slot` maps (`u64::MAX` if empty).
+    pub fn tag(&self, slot: usize) -> u64 {
+        self.tags[slot]
     }
 
     pub fn entry(&self, slot: usize) -> &AitEntry {
@@ -173,9 +200,10 @@ impl AitCache {
 
     /// Number of valid entries in `state`.
     pub fn count(&self, state: EntryState) -> usize {
-        self.entries
+        self.tags
             .iter()
-            .filter(|e| e.tag != INVALID && e.state == state)
+            .zip(&self.entries)
+            .filter(|(&t, e)| t != INVALID && e.state == state)
             .count()
     }
 }
@@ -191,12 +219,115 @@ pub struct Dimm {
     pub ait_cycles: Cycle,
     block_shift: u32,
     lines_per_block: u32,
-    /// Write-combining buffer: (block, written-line mask, LRU stamp).
-    wcb: Vec<(u64, u64, u64)>,
-    wcb_cap: usize,
-    wcb_clock: u64,
+    wcb: Wcb,
     /// A scheme (EHOU) translates addresses itself.
     scheme_owns_ait: bool,
+}
+
+const NIL: u32 = u32::MAX;
+
+/// The write-combining buffer: its entries' blocks and written-line masks,
+/// found by block, in LRU order (a doubly linked list over the entries).
+struct Wcb {
+    cap: usize,
+    blocks: Vec<u64>,
+    masks: Vec<u64>,
+    prev: Vec<u32>,
+    next: Vec<u32>,
+    /// Most and least recently written entries (`NIL` when empty).
+    head: u32,
+    tail: u32,
+    /// Block -> entry: chains of entries from `buckets` (hashed block)
+    /// through `chain`; a hash map's removals leave tombstones that force
+    /// periodic rehashing under this buffer's steady replacement.
+    buckets: Vec<u32>,
+    chain: Vec<u32>,
+    bucket_shift: u32,
+}
+
+impl Wcb {
+    fn new(cap: usize) -> Self {
+        Wcb {
+            cap,
+            blocks: Vec::with_capacity(cap),
+            masks: Vec::with_capacity(cap),
+            prev: Vec::with_capacity(cap),
+            next: Vec::with_capacity(cap),
+            head: NIL,
+            tail: NIL,
+            // At least two buckets per entry: short chains.
+            buckets: vec![NIL; (2 * cap).next_power_of_two()],
+            chain: Vec::with_capacity(cap),
+            bucket_shift: 64 - (2 * cap).next_power_of_two().trailing_zeros(),
+        }
+    }
+
+    #[inline]
+    fn bucket(&self, block: u64) -> usize {
+        // Fibonacci hashing: nearby blocks spread over the buckets.
+        (block.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> self.bucket_shift) as usize
+    }
+
+    /// The entry buffering `block`.
+    #[inline]
+    fn find(&self, block: u64) -> Option<u32> {
+        let mut i = self.buckets[self.bucket(block)];
+        while i != NIL {
+            if self.blocks[i as usize] == block {
+                return Some(i);
+            }
+            i = self.chain[i as usize];
+        }
+        None
+    }
+
+    /// Index entry `i` (its block set) under its block.
+    fn link(&mut self, i: u32) {
+        let b = self.bucket(self.blocks[i as usize]);
+        self.chain[i as usize] = self.buckets[b];
+        self.buckets[b] = i;
+    }
+
+    /// Remove entry `i` from its block's chain.
+    fn unlink(&mut self, i: u32) {
+        let b = self.bucket(self.blocks[i as usize]);
+        if self.buckets[b] == i {
+            self.buckets[b] = self.chain[i as usize];
+            return;
+        }
+        let mut j = self.buckets[b];
+        while self.chain[j as usize] != i {
+            j = self.chain[j as usize];
+        }
+        self.chain[j as usize] = self.chain[i as usize];
+    }
+
+    fn push_front(&mut self, i: u32) {
+        self.prev[i as usize] = NIL;
+        self.next[i as usize] = self.head;
+        if self.head != NIL {
+            self.prev[self.head as usize] = i;
+        } else {
+            self.tail = i;
+        }
+        self.head = i;
+    }
+
+    /// Make entry `i` the most recently written.
+    fn touch(&mut self, i: u32) {
+        if self.head == i {
+            return;
+        }
+        let (p, n) = (self.prev[i as usize], self.next[i as usize]);
+        // `i` is not the head, so it has a predecessor.
+        self.next[p as usize] = n;
+        if n != NIL {
+            self.prev[n as usize] = p;
+        } else {
+            self.tail = p;
+        }
+        self.push_front(i);
+    }
 }
 
 /// What one write does on the DIMM.
@@ -221,9 +352,7 @@ impl Dimm {
                 ait_cycles: p.u64("dimm.ait_cache_latency_cycles"),
                 block_shift: block.trailing_zeros(),
                 lines_per_block: (block / 64).max(1) as u32,
-                wcb: Vec::with_capacity(p.usize("dimm.wcb_blocks")),
-                wcb_cap: p.usize("dimm.wcb_blocks"),
-                wcb_clock: 0,
+                wcb: Wcb::new(p.usize("dimm.wcb_blocks")),
                 scheme_owns_ait: false,
             })
         })
@@ -259,10 +388,10 @@ impl Dimm {
     pub fn wcb_write(&mut self, line_addr: Addr, st: &mut DimmStats) -> WcbOutcome {
         let block = line_addr >> self.block_shift;
         let bit = 1u64 << ((line_addr >> 6) & (self.lines_per_block as u64 - 1));
-        self.wcb_clock += 1;
-        if let Some(e) = self.wcb.iter_mut().find(|e| e.0 == block) {
-            e.1 |= bit;
-            e.2 = self.wcb_clock;
+        let w = &mut self.wcb;
+        if let Some(i) = w.find(block) {
+            w.masks[i as usize] |= bit;
+            w.touch(i);
             st.wcb_hits += 1;
             return WcbOutcome {
                 hit: true,
@@ -276,23 +405,31 @@ impl Dimm {
             (1u64 << self.lines_per_block) - 1
         };
         let mut programmed = None;
-        if self.wcb.len() == self.wcb_cap {
-            let (i, _) = self
-                .wcb
-                .iter()
-                .enumerate()
-                .min_by_key(|(_, e)| e.2)
-                .expect("a buffered block");
-            let rmw = self.wcb[i].1 != full_mask;
+        let i = if w.blocks.len() == w.cap {
+            // The least recently written entry's block is programmed.
+            let i = w.tail;
+            let rmw = w.masks[i as usize] != full_mask;
             st.media_block_writes += 1;
             if rmw {
                 st.media_rmw += 1;
             }
             programmed = Some(rmw);
-            self.wcb[i] = (block, bit, self.wcb_clock);
+            w.unlink(i);
+            w.blocks[i as usize] = block;
+            w.masks[i as usize] = bit;
+            w.touch(i);
+            i
         } else {
-            self.wcb.push((block, bit, self.wcb_clock));
-        }
+            let i = w.blocks.len() as u32;
+            w.blocks.push(block);
+            w.masks.push(bit);
+            w.prev.push(NIL);
+            w.next.push(NIL);
+            w.chain.push(NIL);
+            w.push_front(i);
+            i
+        };
+        w.link(i);
         WcbOutcome {
             hit: false,
             programmed,
@@ -321,14 +458,16 @@ mod tests {
         }
         // Tag 0 (speculative) is least recently used, but the committed
         // entry must go first.
-        let (_, v) = c.victim(9);
-        assert_eq!(v.unwrap().tag, 1);
+        let (s, v) = c.victim(9);
+        assert!(v.is_some());
+        assert_eq!(c.tag(s), 1);
         // All speculative: the LRU speculative entry overflows.
         let s = c.lookup(1).unwrap();
         c.entry_mut(s).state = EntryState::Speculative;
         c.lookup(0);
-        let (_, v) = c.victim(9);
-        assert_eq!(v.unwrap().tag, 2);
+        let (s, v) = c.victim(9);
+        assert!(v.is_some());
+        assert_eq!(c.tag(s), 2);
     }
 
     #[test]
@@ -362,5 +501,105 @@ mod tests {
         assert!(d.lookup(192, &mut st).is_none(), "same 256 B AIT granule");
         assert!(d.lookup(256, &mut st).is_some());
         assert_eq!((st.ait_hits, st.ait_misses), (1, 2));
+    }
+
+    /// The old layout (tag inside each way, set = tag % sets, one tuple
+    /// per write-combining entry), kept as the reference the split arrays
+    /// must equal.
+    struct RefDimm {
+        sets: u64,
+        ways: usize,
+        ways_of: Vec<(u64, u64, u64)>,
+        clock: u64,
+        wcb: Vec<(u64, u64, u64)>,
+        wcb_clock: u64,
+    }
+
+    impl RefDimm {
+        fn lookup(&mut self, tag: u64) -> bool {
+            let base = (tag % self.sets) as usize * self.ways;
+            self.clock += 1;
+            match (base..base + self.ways).find(|&i| self.ways_of[i].0 == tag) {
+                Some(i) => {
+                    self.ways_of[i].2 = self.clock;
+                    true
+                }
+                None => {
+                    let set = base..base + self.ways;
+                    let v = set
+                        .clone()
+                        .find(|&i| self.ways_of[i].0 == INVALID)
+                        .unwrap_or_else(|| set.min_by_key(|&i| self.ways_of[i].2).unwrap());
+                    self.clock += 1;
+                    self.ways_of[v] = (tag, tag << 8, self.clock);
+                    false
+                }
+            }
+        }
+        fn wcb_write(&mut self, line: u64, cap: usize) -> WcbOutcome {
+            let block = line >> 8;
+            let bit = 1u64 << ((line >> 6) & 3);
+            self.wcb_clock += 1;
+            if let Some(e) = self.wcb.iter_mut().find(|e| e.0 == block) {
+                e.1 |= bit;
+                e.2 = self.wcb_clock;
+                return WcbOutcome {
+                    hit: true,
+                    programmed: None,
+                };
+            }
+            let mut programmed = None;
+            if self.wcb.len() == cap {
+                let (i, _) = self
+                    .wcb
+                    .iter()
+                    .enumerate()
+                    .min_by_key(|(_, e)| e.2)
+                    .unwrap();
+                programmed = Some(self.wcb[i].1 != 0xf);
+                self.wcb[i] = (block, bit, self.wcb_clock);
+            } else {
+                self.wcb.push((block, bit, self.wcb_clock));
+            }
+            WcbOutcome {
+                hit: false,
+                programmed,
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// Lookups and write-combining on random line streams give the
+        /// old layout's hits, misses and programmed blocks.
+        #[test]
+        fn split_arrays_equal_the_reference(
+            ops in proptest::collection::vec((proptest::bool::ANY, 0u64..4096), 1..600),
+            wcb in 1usize..12,
+        ) {
+            let mut p = Params::defaults(&[]);
+            p.set_str("dimm.model", "optane").unwrap();
+            p.set_str("dimm.ait_cache_sets", "4").unwrap();
+            p.set_str("dimm.ait_cache_ways", "3").unwrap();
+            p.set_str("dimm.wcb_blocks", &wcb.to_string()).unwrap();
+            let mut d = Dimm::from_params(&p).unwrap();
+            let mut r = RefDimm {
+                sets: 4,
+                ways: 3,
+                ways_of: vec![(INVALID, 0, 0); 12],
+                clock: 0,
+                wcb: Vec::new(),
+                wcb_clock: 0,
+            };
+            let mut st = DimmStats::default();
+            for (write, line) in ops {
+                let a = line * 64;
+                if write {
+                    proptest::prop_assert_eq!(d.wcb_write(a, &mut st), r.wcb_write(a, wcb));
+                } else {
+                    let hit = d.lookup(a, &mut st).is_none();
+                    proptest::prop_assert_eq!(hit, r.lookup(a >> 8));
+                }
+            }
+        }
     }
 }

@@ -16,7 +16,7 @@ impl Ehou {
         for slot in 0..self.cache.capacity() {
             let e = *self.cache.entry(slot);
             if e.state == EntryState::Committed {
-                t = t.max(self.write_ait(ctx, e.tag * 64, e.dev, now));
+                t = t.max(self.write_ait(ctx, self.cache.tag(slot) * 64, e.dev, now));
                 self.cache.entry_mut(slot).state = EntryState::Clean;
                 self.set_image(ctx, slot, None, t);
             }
@@ -47,22 +47,30 @@ impl Ehou {
         now: Cycle,
     ) -> Cycle {
         let mut now = now;
+        #[cfg(debug_assertions)]
         if enc == 0 {
             self.ait.remove(&line);
         } else {
             self.ait.insert(line, enc);
+        }
+        if enc != 0 {
             let (wa, bit) = self.g.dir_bit(line);
             let page = (wa - self.g.dir_base) / 8 * 64 + bit;
-            let w = self.dir.entry(wa).or_insert(0);
-            if *w >> bit & 1 == 0 {
-                *w |= 1 << bit;
-                let v = *w;
-                let at = self.overhead_write(ctx, wa, &v.to_le_bytes(), Purpose::Metadata, now);
-                self.dir_at.insert(page, at);
-            }
+            // A page is in `dir_at` once its directory bit is set.
+            let at = match self.dir_at.get(&page) {
+                Some(&at) => at,
+                None => {
+                    let w = self.dir.entry(wa).or_insert(0);
+                    *w |= 1 << bit;
+                    let v = *w;
+                    let at = self.overhead_write(ctx, wa, &v.to_le_bytes(), Purpose::Metadata, now);
+                    self.dir_at.insert(page, at);
+                    at
+                }
+            };
             // The directory bit persists before the entry it covers (also
             // when an entry handled later is written at an earlier time).
-            now = now.max(self.dir_at[&page]);
+            now = now.max(at);
         }
         let a = self.g.ait_addr(line);
         self.overhead_write(ctx, a, &enc.to_le_bytes(), Purpose::Metadata, now)
@@ -111,7 +119,7 @@ impl Ehou {
         let (slot, victim) = self.cache.victim(t);
         let mut done = now;
         if let Some(v) = victim {
-            let vline = v.tag * 64;
+            let vline = self.cache.tag(slot) * 64;
             match v.state {
                 EntryState::Clean => {}
                 EntryState::Committed => {
@@ -181,7 +189,8 @@ impl Ehou {
             .nvm
             .read(self.g.ait_addr(line), &mut b, Purpose::Metadata, t);
         let enc = u64::from_le_bytes(b);
-        debug_assert_eq!(enc, self.ait.get(&line).copied().unwrap_or(0));
+        #[cfg(debug_assertions)]
+        assert_eq!(enc, self.ait.get(&line).copied().unwrap_or(0));
         let (s, _) = self.install(ctx, line, enc, EntryState::Clean, 0, t);
         (s, t)
     }
@@ -264,7 +273,7 @@ impl Ehou {
         let owner = self
             .cores
             .iter()
-            .find_map(|c| c.index.get(&line).map(|&i| &c.ws[i]));
+            .find_map(|c| c.index.get(line).map(|i| &c.ws[i]));
         let enc = match owner {
             Some(w) if w.new.is_some() => w.new.unwrap(),
             _ => self.committed.get(&line).copied().unwrap_or(0),

@@ -128,12 +128,73 @@ struct WsLine {
     written_at: Cycle,
 }
 
+/// Write-set position of each line of a transaction: a scan of the lines
+/// while the set is small (most transactions), a hash map beyond.
+#[derive(Default)]
+struct LineIndex {
+    /// The write set's lines in order (unique).
+    lines: Vec<Addr>,
+    /// Line -> position, kept only once `lines` outgrows `SCAN_MAX`.
+    map: FxHashMap<Addr, usize>,
+}
+
+impl LineIndex {
+    /// Up to this many lines a scan beats hashing.
+    const SCAN_MAX: usize = 32;
+
+    #[inline]
+    fn get(&self, line: Addr) -> Option<usize> {
+        if self.lines.len() <= Self::SCAN_MAX {
+            find_u64(&self.lines, line)
+        } else {
+            self.map.get(&line).copied()
+        }
+    }
+
+    /// Append `line` (not yet present) at the next position.
+    fn push(&mut self, line: Addr) {
+        self.lines.push(line);
+        let n = self.lines.len();
+        if n == Self::SCAN_MAX + 1 {
+            self.map
+                .extend(self.lines.iter().enumerate().map(|(i, &l)| (l, i)));
+        } else if n > Self::SCAN_MAX {
+            self.map.insert(line, n - 1);
+        }
+    }
+
+    fn clear(&mut self) {
+        self.lines.clear();
+        self.map.clear();
+    }
+}
+
+/// The first index of `x` in `v`, eight elements at a time without an
+/// early exit inside a group (the compiler vectorizes the group compare).
+#[inline]
+fn find_u64(v: &[u64], x: u64) -> Option<usize> {
+    let mut groups = v.chunks_exact(8);
+    for (g, ch) in (&mut groups).enumerate() {
+        let hits = ch
+            .iter()
+            .enumerate()
+            .fold(0u32, |m, (j, &e)| m | (u32::from(e == x) << j));
+        if hits != 0 {
+            return Some(g * 8 + hits.trailing_zeros() as usize);
+        }
+    }
+    let rest = groups.remainder();
+    rest.iter()
+        .position(|&e| e == x)
+        .map(|j| v.len() - rest.len() + j)
+}
+
 struct Core {
     txid: u32,
     txseq: u64,
     in_tx: bool,
     ws: Vec<WsLine>,
-    index: FxHashMap<Addr, usize>,
+    index: LineIndex,
     /// Overflow log of the running transaction (mirror of the PM log).
     log: Vec<(Addr, u64)>,
     /// Log entries still in the ADR log buffer (the last ones).
@@ -188,10 +249,12 @@ struct Ehou {
     /// Slots whose ADR image is non-zero, and when each image last changed.
     img: Vec<bool>,
     img_at: Vec<Cycle>,
-    /// Non-home mappings in the AIT media (mirror of its bytes).
+    /// Non-home mappings in the AIT media (mirror of its bytes; only
+    /// checked by debug assertions).
+    #[cfg(debug_assertions)]
     ait: FxHashMap<Addr, u64>,
-    /// AIT directory words written so far (mirror), and per AIT page when
-    /// the write that set its bit was accepted.
+    /// AIT directory words written so far (mirror), and per AIT page whose
+    /// bit is set when the write that set it was accepted.
     dir: FxHashMap<Addr, u64>,
     dir_at: FxHashMap<u64, Cycle>,
     /// Latest committed non-home mapping of each line.
@@ -232,6 +295,7 @@ fn new_ehou(p: &Params, layout: &Layout) -> Result<Ehou> {
         img_at: vec![0; cache.capacity()],
         cache,
         ait_cycles: p.u64("dimm.ait_cache_latency_cycles"),
+        #[cfg(debug_assertions)]
         ait: FxHashMap::default(),
         dir: FxHashMap::default(),
         dir_at: FxHashMap::default(),
@@ -244,7 +308,7 @@ fn new_ehou(p: &Params, layout: &Layout) -> Result<Ehou> {
                 txseq: 0,
                 in_tx: false,
                 ws: Vec::new(),
-                index: FxHashMap::default(),
+                index: LineIndex::default(),
                 log: Vec::new(),
                 buffered: 0,
                 bloom: Bloom::new(
@@ -327,7 +391,7 @@ impl Scheme for Ehou {
         let c = &mut self.cores[core];
         ext.tx = true;
         ext.txid = c.txid;
-        if let Some(&i) = c.index.get(&line) {
+        if let Some(i) = c.index.get(line) {
             let w = &mut c.ws[i];
             write_word(&mut w.data, word_index(addr), new);
             w.flushed = false;
@@ -337,7 +401,7 @@ impl Scheme for Ehou {
         ctx.nvm.peek(self.logical_dev(line), &mut base);
         write_word(&mut base, word_index(addr), new);
         let c = &mut self.cores[core];
-        c.index.insert(line, c.ws.len());
+        c.index.push(line);
         c.ws.push(WsLine {
             line,
             data: base,
@@ -379,7 +443,7 @@ impl Scheme for Ehou {
         let c = &self.cores[owner];
         if ext.txid != 0 {
             if c.in_tx && ext.txid == c.txid {
-                let i = c.index[&line_addr];
+                let i = c.index.get(line_addr).expect("in the write set");
                 self.cores[owner].ws[i].data = *data;
                 return self.write_tx_line(ctx, owner, i, now);
             }
