@@ -408,7 +408,7 @@ impl WriteQueue {
                 };
                 let old = std::mem::replace(&mut self.keys[b & mask], key);
                 if key != old {
-                    self.top_update(b, key);
+                    self.top_update(old, key);
                 }
             }
         }
@@ -417,20 +417,21 @@ impl WriteQueue {
         }
     }
 
-    /// Bank `b`'s key became `key`: it leaves `top` (if listed) and enters
-    /// it if `key` is below the last listed key (the list stays the
-    /// smallest keys of all banks: every unlisted key is above its last).
+    /// A bank's key changed from `old` to `key`: `old` leaves `top` (if
+    /// listed) and `key` enters it if below the last listed key (the list
+    /// stays the smallest keys of all banks: every unlisted key is above
+    /// its last).
     #[inline]
-    fn top_update(&mut self, b: usize, key: u128) {
-        let bank_mask = (1u128 << self.bank_index_bits) - 1;
+    fn top_update(&mut self, old: u128, key: u128) {
         let mut n = self.top_len;
-        // Keys carry their bank in their low bits.
-        if let Some(i) = self.top[..n]
-            .iter()
-            .position(|&k| (k & bank_mask) as usize == b)
-        {
-            self.top.copy_within(i + 1..n, i);
-            n -= 1;
+        // Listed keys are their banks' current keys, sorted and unique: the
+        // bank is listed iff `old` is, which needs `old` <= the last key
+        // (a bank entering the queue, `old` = `NO_CAND`, skips the search).
+        if n > 0 && old <= self.top[n - 1] {
+            if let Some(i) = self.top[..n].iter().position(|&k| k == old) {
+                self.top.copy_within(i + 1..n, i);
+                n -= 1;
+            }
         }
         if n > 0 && key < self.top[n - 1] {
             // A full list drops its last key (the new key is below it).
@@ -443,6 +444,8 @@ impl WriteQueue {
     /// the new length.
     #[inline]
     fn top_insert(&mut self, n: usize, key: u128) -> usize {
+        // A no-op for the callers' `n`; it bounds the indices below.
+        let n = n.min(TOP_KEYS - 1);
         let mut i = n;
         while i > 0 && self.top[i - 1] > key {
             self.top[i] = self.top[i - 1];
