@@ -130,6 +130,9 @@ pub(super) struct WriteQueue {
     /// `cand_stale` (its state or queue changed since it was computed).
     cands: Vec<Cand>,
     cand_stale: Vec<u64>,
+    /// Some bank is marked in `cand_stale` (one test per pick instead of
+    /// a walk over its words).
+    any_stale: bool,
     /// Each bank's packed candidate key ([`Cand::packed`], carrying its
     /// bank in its low bits; `NO_CAND` without queued writes) and the
     /// banks with a key (bit set).
@@ -196,6 +199,7 @@ impl WriteQueue {
                 nbanks
             ],
             cand_stale: vec![0; nbanks.div_ceil(64)],
+            any_stale: false,
             keys: vec![NO_CAND; nbanks],
             keyed: vec![0; nbanks.div_ceil(64)],
             top: [NO_CAND; TOP_KEYS],
@@ -362,6 +366,7 @@ impl WriteQueue {
     #[inline]
     fn mark_stale(&mut self, b: usize) {
         self.cand_stale[b / 64] |= 1 << (b % 64);
+        self.any_stale = true;
     }
 
     /// FR-FCFS pick over the banks with queued writes: the smallest
@@ -373,7 +378,7 @@ impl WriteQueue {
         // A third of the picks find no stale bank (`hoop`, btree): they
         // read the minimum without entering the recomputation, whose entry
         // loads a dozen fields.
-        if self.cand_stale.iter().any(|&w| w != 0) {
+        if self.any_stale {
             self.refresh_stale(banks, t);
         }
         let min = if self.top_len > 0 {
@@ -391,6 +396,7 @@ impl WriteQueue {
         // `keys` has a power-of-two length (one per bank): indices are
         // masked by it so the compiler drops the bounds checks.
         let mask = self.keys.len() - 1;
+        self.any_stale = false;
         for wi in 0..self.cand_stale.len() {
             let mut bits = std::mem::take(&mut self.cand_stale[wi]);
             while bits != 0 {
