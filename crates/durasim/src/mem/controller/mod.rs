@@ -391,14 +391,18 @@ impl MemoryController {
     /// `write_plan`).
     #[inline]
     fn plan_queued(&mut self, s: u16) -> Plan {
-        let w = *self.wq.get(s);
-        if let Some((cs, seq, _, p)) = self.write_plan {
-            if cs == s && seq == w.seq {
-                return p;
+        // Only the write's sequence number is read on a cache hit (the
+        // usual case: most requests find the pick not yet issuable).
+        let w = self.wq.get(s);
+        let seq = w.seq;
+        if let Some((cs, cseq, _, p)) = &self.write_plan {
+            if *cs == s && *cseq == seq {
+                return *p;
             }
         }
-        let p = self.plan(w.loc, true, w.arrival);
-        self.write_plan = Some((s, w.seq, w.loc, p));
+        let (loc, arrival) = (w.loc, w.arrival);
+        let p = self.plan(loc, true, arrival);
+        self.write_plan = Some((s, seq, loc, p));
         p
     }
 

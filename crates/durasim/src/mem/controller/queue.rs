@@ -130,6 +130,9 @@ pub(super) struct WriteQueue {
     /// `cand_stale` (its state or queue changed since it was computed).
     cands: Vec<Cand>,
     cand_stale: Vec<u64>,
+    /// Some bank is marked in `cand_stale` (one test per pick instead of
+    /// a walk over its words).
+    any_stale: bool,
     /// Each bank's packed candidate key ([`Cand::packed`], carrying its
     /// bank in its low bits; `NO_CAND` without queued writes) and the
     /// banks with a key (bit set).
@@ -196,6 +199,7 @@ impl WriteQueue {
                 nbanks
             ],
             cand_stale: vec![0; nbanks.div_ceil(64)],
+            any_stale: false,
             keys: vec![NO_CAND; nbanks],
             keyed: vec![0; nbanks.div_ceil(64)],
             top: [NO_CAND; TOP_KEYS],
@@ -362,6 +366,7 @@ impl WriteQueue {
     #[inline]
     fn mark_stale(&mut self, b: usize) {
         self.cand_stale[b / 64] |= 1 << (b % 64);
+        self.any_stale = true;
     }
 
     /// FR-FCFS pick over the banks with queued writes: the smallest
@@ -373,7 +378,7 @@ impl WriteQueue {
         // A third of the picks find no stale bank (`hoop`, btree): they
         // read the minimum without entering the recomputation, whose entry
         // loads a dozen fields.
-        if self.cand_stale.iter().any(|&w| w != 0) {
+        if self.any_stale {
             self.refresh_stale(banks, t);
         }
         let min = if self.top_len > 0 {
@@ -391,6 +396,7 @@ impl WriteQueue {
         // `keys` has a power-of-two length (one per bank): indices are
         // masked by it so the compiler drops the bounds checks.
         let mask = self.keys.len() - 1;
+        self.any_stale = false;
         for wi in 0..self.cand_stale.len() {
             let mut bits = std::mem::take(&mut self.cand_stale[wi]);
             while bits != 0 {
@@ -408,7 +414,7 @@ impl WriteQueue {
                 };
                 let old = std::mem::replace(&mut self.keys[b & mask], key);
                 if key != old {
-                    self.top_update(b, key);
+                    self.top_update(old, key);
                 }
             }
         }
@@ -417,20 +423,21 @@ impl WriteQueue {
         }
     }
 
-    /// Bank `b`'s key became `key`: it leaves `top` (if listed) and enters
-    /// it if `key` is below the last listed key (the list stays the
-    /// smallest keys of all banks: every unlisted key is above its last).
+    /// A bank's key changed from `old` to `key`: `old` leaves `top` (if
+    /// listed) and `key` enters it if below the last listed key (the list
+    /// stays the smallest keys of all banks: every unlisted key is above
+    /// its last).
     #[inline]
-    fn top_update(&mut self, b: usize, key: u128) {
-        let bank_mask = (1u128 << self.bank_index_bits) - 1;
+    fn top_update(&mut self, old: u128, key: u128) {
         let mut n = self.top_len;
-        // Keys carry their bank in their low bits.
-        if let Some(i) = self.top[..n]
-            .iter()
-            .position(|&k| (k & bank_mask) as usize == b)
-        {
-            self.top.copy_within(i + 1..n, i);
-            n -= 1;
+        // Listed keys are their banks' current keys, sorted and unique: the
+        // bank is listed iff `old` is, which needs `old` <= the last key
+        // (a bank entering the queue, `old` = `NO_CAND`, skips the search).
+        if n > 0 && old <= self.top[n - 1] {
+            if let Some(i) = self.top[..n].iter().position(|&k| k == old) {
+                self.top.copy_within(i + 1..n, i);
+                n -= 1;
+            }
         }
         if n > 0 && key < self.top[n - 1] {
             // A full list drops its last key (the new key is below it).
@@ -443,6 +450,8 @@ impl WriteQueue {
     /// the new length.
     #[inline]
     fn top_insert(&mut self, n: usize, key: u128) -> usize {
+        // A no-op for the callers' `n`; it bounds the indices below.
+        let n = n.min(TOP_KEYS - 1);
         let mut i = n;
         while i > 0 && self.top[i - 1] > key {
             self.top[i] = self.top[i - 1];
