@@ -4,6 +4,7 @@
 pub mod controller;
 pub mod image;
 pub mod layout;
+pub mod lru_order;
 pub mod persist;
 
 pub use controller::{DeviceTiming, MemStats, MemoryController, RequestTap};

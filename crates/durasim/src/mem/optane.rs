@@ -21,6 +21,7 @@
 //!   DIMM's supercapacitor, the AIT cache), so a write persists when the
 //!   memory controller accepts it, as without the DIMM.
 
+use super::lru_order::{LruOrder, NIL};
 use crate::config::Params;
 use crate::types::{Addr, Cycle};
 
@@ -224,19 +225,14 @@ pub struct Dimm {
     scheme_owns_ait: bool,
 }
 
-const NIL: u32 = u32::MAX;
-
 /// The write-combining buffer: its entries' blocks and written-line masks,
 /// found by block, in LRU order (a doubly linked list over the entries).
 struct Wcb {
     cap: usize,
     blocks: Vec<u64>,
     masks: Vec<u64>,
-    prev: Vec<u32>,
-    next: Vec<u32>,
-    /// Most and least recently written entries (`NIL` when empty).
-    head: u32,
-    tail: u32,
+    /// Most to least recently written.
+    order: LruOrder,
     /// Block -> entry: chains of entries from `buckets` (hashed block)
     /// through `chain`; a hash map's removals leave tombstones that force
     /// periodic rehashing under this buffer's steady replacement.
@@ -251,10 +247,7 @@ impl Wcb {
             cap,
             blocks: Vec::with_capacity(cap),
             masks: Vec::with_capacity(cap),
-            prev: Vec::with_capacity(cap),
-            next: Vec::with_capacity(cap),
-            head: NIL,
-            tail: NIL,
+            order: LruOrder::with_capacity(cap),
             // At least two buckets per entry: short chains.
             buckets: vec![NIL; (2 * cap).next_power_of_two()],
             chain: Vec::with_capacity(cap),
@@ -300,33 +293,6 @@ impl Wcb {
             j = self.chain[j as usize];
         }
         self.chain[j as usize] = self.chain[i as usize];
-    }
-
-    fn push_front(&mut self, i: u32) {
-        self.prev[i as usize] = NIL;
-        self.next[i as usize] = self.head;
-        if self.head != NIL {
-            self.prev[self.head as usize] = i;
-        } else {
-            self.tail = i;
-        }
-        self.head = i;
-    }
-
-    /// Make entry `i` the most recently written.
-    fn touch(&mut self, i: u32) {
-        if self.head == i {
-            return;
-        }
-        let (p, n) = (self.prev[i as usize], self.next[i as usize]);
-        // `i` is not the head, so it has a predecessor.
-        self.next[p as usize] = n;
-        if n != NIL {
-            self.prev[n as usize] = p;
-        } else {
-            self.tail = p;
-        }
-        self.push_front(i);
     }
 }
 
@@ -391,7 +357,7 @@ impl Dimm {
         let w = &mut self.wcb;
         if let Some(i) = w.find(block) {
             w.masks[i as usize] |= bit;
-            w.touch(i);
+            w.order.touch(i);
             st.wcb_hits += 1;
             return WcbOutcome {
                 hit: true,
@@ -407,7 +373,7 @@ impl Dimm {
         let mut programmed = None;
         let i = if w.blocks.len() == w.cap {
             // The least recently written entry's block is programmed.
-            let i = w.tail;
+            let i = w.order.tail();
             let rmw = w.masks[i as usize] != full_mask;
             st.media_block_writes += 1;
             if rmw {
@@ -417,16 +383,15 @@ impl Dimm {
             w.unlink(i);
             w.blocks[i as usize] = block;
             w.masks[i as usize] = bit;
-            w.touch(i);
+            w.order.touch(i);
             i
         } else {
             let i = w.blocks.len() as u32;
             w.blocks.push(block);
             w.masks.push(bit);
-            w.prev.push(NIL);
-            w.next.push(NIL);
+            w.order.add_entry();
             w.chain.push(NIL);
-            w.push_front(i);
+            w.order.push_front(i);
             i
         };
         w.link(i);

@@ -35,6 +35,7 @@
 use crate::cache::LineExt;
 use crate::config::{p, Check, ParamSpec, Params};
 use crate::error::Result;
+use crate::mem::lru_order::LruOrder;
 use crate::mem::{MemRead, MemWrite};
 use crate::schemes::kit::log::{csum, header_line, line_word, owner_of, MAX_CORES};
 use crate::schemes::{
@@ -287,7 +288,6 @@ struct PageState {
 
 /// No journal record holds a slot's only durable copy.
 const CLEAN: u64 = 0;
-const NIL: u32 = u32::MAX;
 
 struct TxLine {
     addr: Addr,
@@ -336,10 +336,7 @@ struct Osp {
     /// SSP cache: an LRU list over shadow slots (head = most recent).
     cache_cap: usize,
     cache_len: usize,
-    lru_prev: Vec<u32>,
-    lru_next: Vec<u32>,
-    lru_head: u32,
-    lru_tail: u32,
+    lru: LruOrder,
     in_cache: Vec<bool>,
     slot_page: Vec<Addr>,
     /// Per slot: the version of the journal record holding the only durable
@@ -390,10 +387,7 @@ fn build(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
         journal_buf: Vec::new(),
         cache_cap: p.usize("osp.ssp_cache_entries_per_core") * t,
         cache_len: 0,
-        lru_prev: Vec::new(),
-        lru_next: Vec::new(),
-        lru_head: NIL,
-        lru_tail: NIL,
+        lru: LruOrder::default(),
         in_cache: Vec::new(),
         slot_page: Vec::new(),
         dirty_rec: Vec::new(),
@@ -457,43 +451,17 @@ impl Osp {
         )
     }
 
-    fn lru_unlink(&mut self, slot: u32) {
-        let (p, n) = (self.lru_prev[slot as usize], self.lru_next[slot as usize]);
-        if p == NIL {
-            self.lru_head = n;
-        } else {
-            self.lru_next[p as usize] = n;
-        }
-        if n == NIL {
-            self.lru_tail = p;
-        } else {
-            self.lru_prev[n as usize] = p;
-        }
-    }
-
-    fn lru_push_front(&mut self, slot: u32) {
-        self.lru_prev[slot as usize] = NIL;
-        self.lru_next[slot as usize] = self.lru_head;
-        if self.lru_head != NIL {
-            self.lru_prev[self.lru_head as usize] = slot;
-        } else {
-            self.lru_tail = slot;
-        }
-        self.lru_head = slot;
-    }
-
     /// Look a slot's entry up in the SSP cache, inserting it on a miss; the
     /// least recently used entry leaves (written back in place if dirty).
     /// Returns whether it hit.
     fn cache_touch(&mut self, ctx: &mut MemCtx, slot: u32, now: Cycle) -> bool {
         if self.in_cache[slot as usize] {
-            self.lru_unlink(slot);
-            self.lru_push_front(slot);
+            self.lru.touch(slot);
             return true;
         }
         if self.cache_len == self.cache_cap {
-            let victim = self.lru_tail;
-            self.lru_unlink(victim);
+            let victim = self.lru.tail();
+            self.lru.unlink(victim);
             self.in_cache[victim as usize] = false;
             self.cache_len -= 1;
             if self.dirty_rec[victim as usize] != CLEAN {
@@ -503,7 +471,7 @@ impl Osp {
         }
         self.in_cache[slot as usize] = true;
         self.cache_len += 1;
-        self.lru_push_front(slot);
+        self.lru.push_front(slot);
         false
     }
 
@@ -723,8 +691,7 @@ impl Scheme for Osp {
             self.slot_page.push(page);
             self.dirty_rec.push(CLEAN);
             self.in_cache.push(false);
-            self.lru_prev.push(NIL);
-            self.lru_next.push(NIL);
+            self.lru.add_entry();
             self.cache_touch(ctx, slot, now);
         }
         ext.tx = true;
