@@ -178,6 +178,20 @@ struct Encoded {
     clean_words: u64,
 }
 
+impl Encoded {
+    /// No stream yet, raw, no compressor: what each encoder starts from.
+    fn raw_empty() -> Self {
+        Encoded {
+            stream: BitWriter::default(),
+            kind: RAW,
+            mode: 0,
+            log_meta: false,
+            comp: None,
+            clean_words: 0,
+        }
+    }
+}
+
 /// The data-aware media: stored cells of every written line and the cost
 /// model.
 pub struct Media {
@@ -455,14 +469,7 @@ impl Media {
 
 /// `data` encoded by `encoding` for a write of `purpose`.
 fn encode(encoding: Encoding, data: &LineData, purpose: Purpose) -> Encoded {
-    let mut e = Encoded {
-        stream: BitWriter::default(),
-        kind: RAW,
-        mode: 0,
-        log_meta: false,
-        comp: None,
-        clean_words: 0,
-    };
+    let mut e = Encoded::raw_empty();
     let raw = |e: &mut Encoded| {
         e.stream.clear();
         for i in 0..8 {

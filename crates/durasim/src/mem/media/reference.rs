@@ -126,14 +126,7 @@ fn dldc_line_size(data: &LineData) -> usize {
 /// The encoder's definition: size every candidate first, then encode the
 /// smallest (FPC on a tie), raw when none fits the cells.
 pub fn encode_sized_first(encoding: Encoding, data: &LineData, purpose: Purpose) -> Encoded {
-    let mut e = Encoded {
-        stream: BitWriter::default(),
-        kind: RAW,
-        mode: 0,
-        log_meta: false,
-        comp: None,
-        clean_words: 0,
-    };
+    let mut e = Encoded::raw_empty();
     let raw = |e: &mut Encoded| {
         for i in 0..8 {
             e.stream.put(word(data, i), 64);
