@@ -322,6 +322,9 @@ impl Media {
         purpose: Purpose,
         st: &mut MediaStats,
     ) -> (Cycle, f64) {
+        if self.encoding == Encoding::None {
+            return self.program_raw(line, data, purpose, st);
+        }
         let e = self.encode(data, purpose);
         // Never ensured (direct use): the line held zeros.
         let i = self.slot_of(line, || [0u8; 64]);
@@ -352,6 +355,41 @@ impl Media {
         }
         let cycles = (ns * self.freq_ghz).ceil() as Cycle;
         (cycles, pj)
+    }
+
+    /// [`Self::program`] without an encoder: every line is stored raw
+    /// (tag 0, the 512 data bits in the first 512 cell bits, cell bit 512
+    /// zero), so the line is placed by copying its words, and its code
+    /// word (tag 0, then the data) changes in exactly the bits its cells
+    /// change: the log bits programmed are the cell bits programmed, and
+    /// no code word needs to be kept.
+    fn program_raw(
+        &mut self,
+        line: Addr,
+        data: &LineData,
+        purpose: Purpose,
+        st: &mut MediaStats,
+    ) -> (Cycle, f64) {
+        let i = self.slot_of(line, || [0u8; 64]);
+        let cells = &mut self.store.lines.get_mut(i).cells;
+        let old = *cells;
+        packed::place_raw(std::array::from_fn(|w| word(data, w)), RAW, cells);
+        let new = *cells;
+        let (ns, pj, bits) = self.cost_bits(&old, &new, purpose, st);
+        if line >= self.log_lo && line < self.log_hi {
+            st.log_line_writes += 1;
+            st.log_bits_programmed += bits;
+            st.log_bits_written += 6 + 512;
+        }
+        st.line_writes[purpose.index()] += 1;
+        st.lines_by_type[RAW as usize] += 1;
+        if ns == 0.0 {
+            st.silent_writes += 1;
+            if purpose == Purpose::Log {
+                st.silent_log_writes += 1;
+            }
+        }
+        ((ns * self.freq_ghz).ceil() as Cycle, pj)
     }
 
     /// Log bits of a log line write: the new code word against the one
@@ -402,6 +440,19 @@ impl Media {
         purpose: Purpose,
         st: &mut MediaStats,
     ) -> (f64, f64) {
+        let (ns, pj, _) = self.cost_bits(old, new, purpose, st);
+        (ns, pj)
+    }
+
+    /// [`Self::cost`], and the bits programmed.
+    #[inline]
+    fn cost_bits(
+        &self,
+        old: &Packed,
+        new: &Packed,
+        purpose: Purpose,
+        st: &mut MediaStats,
+    ) -> (f64, f64, u64) {
         let pi = purpose.index();
         let mut pj = 0.0f64;
         let ch = if self.tlc {
@@ -430,7 +481,7 @@ impl Media {
         }
         st.write_energy_pj[pi] += pj;
         st.write_latency_ns[pi] += ns;
-        (ns, pj)
+        (ns, pj, ch.bits)
     }
 
     /// Lines with stored cells, sorted.

@@ -120,17 +120,28 @@ fn or_at(p: &mut [u64; WORDS + 1], i: usize, v: u64, n: usize) {
 /// Copy bits `[0, bits)` of `src` into `dst`, keeping `dst`'s other bits.
 #[inline]
 fn merge_prefix(dst: &mut Packed, src: &[u64], bits: usize) {
-    for (w, d) in dst.iter_mut().enumerate() {
-        let lo = w * 64;
-        let m = if bits >= lo + 64 {
-            u64::MAX
-        } else if bits > lo {
-            (1u64 << (bits - lo)) - 1
-        } else {
-            break;
-        };
-        *d = (*d & !m) | (src[w] & m);
+    let (full, rest) = (bits / 64, bits % 64);
+    dst[..full].copy_from_slice(&src[..full]);
+    if rest > 0 {
+        let m = (1u64 << rest) - 1;
+        dst[full] = (dst[full] & !m) | (src[full] & m);
     }
+}
+
+/// 64 bits of `w` from bit `i` (`w` holds at least one word past `i`'s).
+#[inline]
+fn get64(w: &[u64], i: usize) -> u64 {
+    let (k, b) = (i / 64, i % 64);
+    // Two shifts for the high word: a shift by 64 is not defined.
+    w[k] >> b | (w[k + 1] << 1) << (63 - b)
+}
+
+/// OR `v` into `p` at bit `i` (`p` holds one word past `i`'s).
+#[inline]
+fn or64(p: &mut [u64], i: usize, v: u64) {
+    let (k, b) = (i / 64, i % 64);
+    p[k] |= v << b;
+    p[k + 1] |= (v >> 1) >> (63 - b);
 }
 
 /// Write the first `len` bits of `stream` into the data cells with IDM
@@ -145,24 +156,51 @@ pub fn expand(stream: &BitWriter, len: usize, mode: usize, p: &mut Packed) {
         return;
     }
     let t = tables();
-    let mut out = [0u64; WORDS + 1];
-    // Symbols per table entry, their stream bits and their cell bits.
-    let (in_bits, out_bits) = match mode {
-        1 => (10, 12),
-        2 => (8, 12),
-        _ => (8, 24),
+    let bits = 3 * cells;
+    // Table entries of a group, their stream bits and cell bits: a group
+    // reads one 64-bit window of the stream and ORs one 64-bit value into
+    // the cells.
+    let out = match mode {
+        1 => expand_groups::<5, 10, 12, _>(stream, bits, &t.exp1),
+        2 => expand_groups::<5, 8, 12, _>(stream, bits, &t.exp2),
+        _ => expand_groups::<2, 8, 24, _>(stream, bits, &t.exp3),
     };
-    let chunks = (3 * cells).div_ceil(out_bits);
-    for c in 0..chunks {
-        let v = stream.get(c * in_bits, in_bits) as usize;
-        let e = match mode {
-            1 => u64::from(t.exp1[v]),
-            2 => u64::from(t.exp2[v]),
-            _ => u64::from(t.exp3[v]),
-        };
-        or_at(&mut out, c * out_bits, e, out_bits);
+    merge_prefix(p, &out, bits);
+}
+
+/// The cells (their first `bits` bits valid) of a stream expanded by
+/// `table`, `G` entries of `IN` stream bits -> `OUT` cell bits at a time.
+#[inline]
+fn expand_groups<const G: usize, const IN: usize, const OUT: usize, T: Copy + Into<u64>>(
+    stream: &BitWriter,
+    bits: usize,
+    table: &[T],
+) -> [u64; WORDS + 2] {
+    const { assert!(G * IN <= 64 && G * OUT <= 64) };
+    // The last group may run past the stream and the cells: those entries
+    // land past bit `bits`, which the caller's merge leaves out.
+    let mut out = [0u64; WORDS + 2];
+    for g in 0..bits.div_ceil(G * OUT) {
+        let v = get64(&stream.words, g * G * IN);
+        let mut e = 0u64;
+        for k in 0..G {
+            let s = ((v >> (k * IN)) & ((1 << IN) - 1)) as usize;
+            e |= table[s].into() << (k * OUT);
+        }
+        or64(&mut out, g * G * OUT, e);
     }
-    merge_prefix(p, &out, 3 * cells);
+    out
+}
+
+/// A raw line's 512 bits and tag `tag` placed into the cells (as
+/// `expand` of the 512-bit stream in mode 0, then `set_tag`): the words,
+/// then cell bit 512 (past the stream's end, a zero in the stream) and the
+/// tag cells.
+#[inline]
+pub fn place_raw(words: [u64; 8], tag: u64, p: &mut Packed) {
+    p[..8].copy_from_slice(&words);
+    p[8] &= !1;
+    set_tag(p, tag);
 }
 
 /// Every data cell's symbol read back into a stream (as idm::contract over
@@ -235,11 +273,26 @@ pub struct Change {
     pub by_state: [u64; 8],
 }
 
-/// Cells 21j..21j+20 of `p` as a 63-bit word.
-#[inline]
+/// Cells 21j..21j+20 of `p` as a 63-bit word: chunk j starts at bit
+/// 63j = 64j - j, i.e. at bit 64 - j of word j - 1.
+#[inline(always)]
 fn chunk(p: &Packed, j: usize) -> u64 {
-    get(p, 63 * j, 64) & CHUNK_MASK
+    let lo = if j == 0 { 0 } else { p[j - 1] >> (64 - j) };
+    (p[j] << j | lo) & CHUNK_MASK
 }
+
+/// One in state `s`'s 8-bit field of a packed per-state count.
+const STATE_ONE: [u64; 8] = [
+    1,
+    1 << 8,
+    1 << 16,
+    1 << 24,
+    1 << 32,
+    1 << 40,
+    1 << 48,
+    1 << 56,
+];
+const _: () = assert!(CELLS < 256);
 
 /// Bits set in a 3-bit value.
 const POP3: [u32; 8] = [0, 1, 1, 2, 1, 2, 2, 3];
@@ -248,28 +301,36 @@ const POP3: [u32; 8] = [0, 1, 1, 2, 1, 2, 2, 3];
 /// called for every changed cell in cell order (new state, changed bits).
 #[inline]
 pub fn diff(old: &Packed, new: &Packed, mut each: impl FnMut(usize, u32)) -> Change {
-    let mut ch = Change {
-        bits: 0,
-        cells: 0,
-        by_state: [0; 8],
-    };
-    for j in 0..CHUNKS {
-        let (o, n) = (chunk(old, j), chunk(new, j));
-        let x = o ^ n;
+    let mut bits = 0u64;
+    // Per-state counts, 8 bits each (a line has 174 cells).
+    let mut counts = 0u64;
+    // Every chunk's changed bits and new states first, by fixed shifts.
+    let xs: [u64; CHUNKS] = std::array::from_fn(|j| chunk(old, j) ^ chunk(new, j));
+    let ns: [u64; CHUNKS] = std::array::from_fn(|j| chunk(new, j));
+    for (&x, &n) in xs.iter().zip(ns.iter()) {
         if x == 0 {
             continue;
         }
-        ch.bits += u64::from(x.count_ones());
+        bits += u64::from(x.count_ones());
         // A cell changed if any of its three bits did: its low bit is set.
         let mut m = (x | x >> 1 | x >> 2) & LOW_BITS;
+        // The next changed cell is shifted down to bit 0 of `m`, `n`, `x`.
+        let (mut n, mut x) = (n, x);
         while m != 0 {
             let at = m.trailing_zeros();
-            let s = ((n >> at) & 7) as usize;
-            ch.by_state[s] += 1;
-            each(s, POP3[((x >> at) & 7) as usize]);
-            m &= m - 1;
+            m >>= at;
+            n >>= at;
+            x >>= at;
+            let s = (n & 7) as usize;
+            counts += STATE_ONE[s];
+            each(s, POP3[(x & 7) as usize]);
+            m ^= 1;
         }
     }
-    ch.cells = ch.by_state.iter().sum();
-    ch
+    let by_state: [u64; 8] = std::array::from_fn(|s| (counts >> (8 * s)) & 0xff);
+    Change {
+        bits,
+        cells: by_state.iter().sum(),
+        by_state,
+    }
 }

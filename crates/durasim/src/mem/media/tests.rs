@@ -289,6 +289,20 @@ proptest! {
         prop_assert_eq!(stats_key(&b), stats_key(&a));
     }
 
+    /// A raw line placed by its words (the path without an encoder) is
+    /// the raw encoding placed through its stream, whatever the cells held
+    /// and whatever the tag.
+    #[test]
+    fn place_raw_is_place(old in any_cells(), x in random_line(), log_meta in any::<bool>()) {
+        let mut e = encode(Encoding::None, &x, Purpose::Log);
+        e.log_meta = log_meta;
+        let mut want = packed::pack(&old);
+        place(&e, &mut want);
+        let mut got = packed::pack(&old);
+        packed::place_raw(std::array::from_fn(|w| word(&x, w)), tag_of(&e), &mut got);
+        prop_assert_eq!(got, want);
+    }
+
     /// Packed expansion and contraction equal idm's per-cell ones in every
     /// mode, whatever the cells held before (cells past the stream keep
     /// their state; contraction reads every data cell).
