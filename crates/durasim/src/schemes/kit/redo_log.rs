@@ -8,13 +8,13 @@
 //! txid, kind, record count, checksum}; a header line {magic, head,
 //! checksum}.
 
+use super::line_index::LineIndex;
 use super::log::{csum, header_line, line_word, recovery_ns};
 use crate::cache::LineExt;
 use crate::config::Params;
 use crate::error::Result;
 use crate::recovery::{RecoveryReport, ResumableScan, ScanIo};
 use crate::types::{line_of, word_index, write_word, Addr, LineData};
-use rustc_hash::FxHashMap;
 
 /// The `kind` word of a data record and of a commit record.
 pub(crate) const KIND_DATA: u64 = 1;
@@ -358,7 +358,7 @@ pub(crate) struct TxBuffer {
     pub(crate) txid: u32,
     pub(crate) in_tx: bool,
     pub(crate) lines: Vec<TxLine>,
-    pub(crate) index: FxHashMap<Addr, usize>,
+    pub(crate) index: LineIndex,
     /// Lines changed since their last record (the log buffer's occupancy).
     pub(crate) buffered: usize,
     /// Records of this transaction so far.
@@ -395,10 +395,10 @@ impl TxBuffer {
         let line = line_of(addr);
         ext.tx = true;
         ext.txid = self.txid;
-        let i = match self.index.get(&line) {
-            Some(&i) => i,
+        let i = match self.index.find(line) {
+            Some(i) => i,
             None => {
-                self.index.insert(line, self.lines.len());
+                self.index.push(line);
                 self.lines.push(TxLine {
                     addr: line,
                     data: base(line),

@@ -37,6 +37,7 @@ use crate::cache::LineExt;
 use crate::config::{p, Check, ParamSpec, Params};
 use crate::error::{Error, Result};
 use crate::mem::MemWrite;
+use crate::schemes::kit::line_index::LineIndex;
 use crate::schemes::kit::log::{
     csum, header_line, line_word, log_stride, owner_of, recovery_ns, MAX_CORES,
 };
@@ -46,7 +47,6 @@ use crate::schemes::{
     Store, Writeback,
 };
 use crate::types::{line_of, word_index, write_word, Addr, CoreId, Cycle, LineData, Purpose};
-use rustc_hash::FxHashMap;
 
 pub static PARAMS: &[ParamSpec] = &[
     p!("lad.staging_lines_per_core", int 64, "lines", Check::Range(1.0, 65536.0),
@@ -175,7 +175,7 @@ struct CoreState {
     txid: u32,
     in_tx: bool,
     lines: Vec<TxLine>,
-    index: FxHashMap<Addr, usize>,
+    index: LineIndex,
     staged: u32,
     /// Lines this transaction stages at each controller.
     staged_at: Vec<u64>,
@@ -475,13 +475,13 @@ impl Scheme for Lad {
         ext.tx = true;
         ext.txid = c.txid;
         ext.word_mask |= 1 << word_index(addr);
-        let i = match c.index.get(&line) {
-            Some(&i) => i,
+        let i = match c.index.find(line) {
+            Some(i) => i,
             None => {
                 // Every earlier transaction was released home at commit.
                 let mut base = [0u8; 64];
                 ctx.nvm.peek(line, &mut base);
-                c.index.insert(line, c.lines.len());
+                c.index.push(line);
                 c.lines.push(TxLine {
                     addr: line,
                     data: base,
@@ -511,7 +511,7 @@ impl Scheme for Lad {
         let owner = owner_of(&ctx.layout, line_addr);
         let c = &self.cores[owner];
         if c.in_tx {
-            if let Some(&i) = c.index.get(&line_addr) {
+            if let Some(i) = c.index.get(line_addr) {
                 if let Where::Staged(_) = c.lines[i].at {
                     // The controller forwards the staged copy.
                     *out = c.lines[i].data;
@@ -537,7 +537,7 @@ impl Scheme for Lad {
         let owner = owner_of(&ctx.layout, line_addr);
         let c = &mut self.cores[owner];
         if c.in_tx && ext.txid == c.txid {
-            let i = c.index[&line_addr];
+            let i = c.index.get(line_addr).expect("in the write set");
             c.lines[i].data = *data;
             return self.arrive(ctx, owner, i, now);
         }
@@ -702,7 +702,7 @@ impl Scheme for Lad {
 mod tests {
     use super::*;
     use crate::engine::Engine;
-    use rustc_hash::FxHashSet;
+    use rustc_hash::{FxHashMap, FxHashSet};
 
     fn run(threads: usize, tx: u64, extra: &[(&str, &str)]) -> Engine {
         crate::schemes::small_cache_run("lad", threads, tx, extra)

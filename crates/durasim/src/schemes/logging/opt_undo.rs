@@ -35,6 +35,7 @@ use crate::cache::LineExt;
 use crate::config::{p, Check, ParamSpec, Params};
 use crate::error::Result;
 use crate::mem::MemWrite;
+use crate::schemes::kit::line_index::LineIndex;
 use crate::schemes::kit::log::{
     csum, header_line, line_word, log_stride, owner_of, recovery_ns, MAX_CORES,
 };
@@ -46,7 +47,6 @@ use crate::schemes::{
     Store, Writeback,
 };
 use crate::types::{line_of, word_index, write_word, Addr, CoreId, Cycle, LineData, Purpose};
-use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 
 pub static PARAMS: &[ParamSpec] = &[
@@ -243,7 +243,7 @@ struct CoreState {
     /// Commits so far: selects the header line the next truncation writes.
     truncations: u64,
     lines: Vec<TxLine>,
-    index: FxHashMap<Addr, usize>,
+    index: LineIndex,
     /// The log could not hold this transaction's records (input error).
     overflow: bool,
 }
@@ -366,8 +366,8 @@ impl Scheme for OptUndo {
         ext.tx = true;
         ext.txid = c.txid;
         ext.word_mask |= 1 << word_index(addr);
-        let i = match c.index.get(&line) {
-            Some(&i) => i,
+        let i = match c.index.find(line) {
+            Some(i) => i,
             None => {
                 // Home holds the pre-transaction value: every earlier
                 // transaction forced its lines at commit.
@@ -426,7 +426,7 @@ impl Scheme for OptUndo {
                     .lines
                     .last()
                     .map_or(undo_at, |l| l.undo_prefix_at.max(undo_at));
-                c.index.insert(line, c.lines.len());
+                c.index.push(line);
                 c.lines.push(TxLine {
                     addr: line,
                     data: old,
@@ -459,7 +459,7 @@ impl Scheme for OptUndo {
         if c.in_tx && ext.txid == c.txid {
             // Steal: the line goes home mid-transaction, but only once its
             // undo record is durable (the controller holds it until then).
-            let i = c.index[&line_addr];
+            let i = c.index.get(line_addr).expect("in the write set");
             let tl = &mut c.lines[i];
             let t = if self.mutant_data_first {
                 now
@@ -617,7 +617,7 @@ impl OptUndo {
 mod tests {
     use super::*;
     use crate::engine::Engine;
-    use rustc_hash::FxHashSet;
+    use rustc_hash::{FxHashMap, FxHashSet};
 
     fn small_cache_run(scheme: &str, threads: usize, tx: u64) -> Engine {
         crate::schemes::small_cache_run(scheme, threads, tx, &[])

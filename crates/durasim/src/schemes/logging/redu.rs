@@ -507,7 +507,7 @@ impl Scheme for Redu {
     ) -> (Cycle, bool) {
         let owner = owner_of(&ctx.layout, line_addr);
         let c = &self.cores[owner];
-        if let Some(&i) = c.tx.index.get(&line_addr) {
+        if let Some(i) = c.tx.index.get(line_addr) {
             if c.tx.lines[i].dirty {
                 // Still in the controller's log buffer (newer than any
                 // copy): served from there after the DRAM-cache lookup.

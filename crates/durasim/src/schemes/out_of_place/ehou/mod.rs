@@ -48,6 +48,7 @@ use crate::cache::LineExt;
 use crate::config::{p, Check, ParamSpec, Params};
 use crate::error::{Error, Result};
 use crate::mem::optane::{AitCache, EntryState};
+use crate::schemes::kit::line_index::LineIndex;
 use crate::schemes::kit::log::{owner_of, MAX_CORES};
 use crate::schemes::{
     Durability, Layout, MemCtx, RecoveryForm, Scheme, SchemeInfo, SchemeStats, Store, Writeback,
@@ -126,67 +127,6 @@ struct WsLine {
     /// When the write queue accepted the line's latest write (the flip
     /// waits for it).
     written_at: Cycle,
-}
-
-/// Write-set position of each line of a transaction: a scan of the lines
-/// while the set is small (most transactions), a hash map beyond.
-#[derive(Default)]
-struct LineIndex {
-    /// The write set's lines in order (unique).
-    lines: Vec<Addr>,
-    /// Line -> position, kept only once `lines` outgrows `SCAN_MAX`.
-    map: FxHashMap<Addr, usize>,
-}
-
-impl LineIndex {
-    /// Up to this many lines a scan beats hashing.
-    const SCAN_MAX: usize = 32;
-
-    #[inline]
-    fn get(&self, line: Addr) -> Option<usize> {
-        if self.lines.len() <= Self::SCAN_MAX {
-            find_u64(&self.lines, line)
-        } else {
-            self.map.get(&line).copied()
-        }
-    }
-
-    /// Append `line` (not yet present) at the next position.
-    fn push(&mut self, line: Addr) {
-        self.lines.push(line);
-        let n = self.lines.len();
-        if n == Self::SCAN_MAX + 1 {
-            self.map
-                .extend(self.lines.iter().enumerate().map(|(i, &l)| (l, i)));
-        } else if n > Self::SCAN_MAX {
-            self.map.insert(line, n - 1);
-        }
-    }
-
-    fn clear(&mut self) {
-        self.lines.clear();
-        self.map.clear();
-    }
-}
-
-/// The first index of `x` in `v`, eight elements at a time without an
-/// early exit inside a group (the compiler vectorizes the group compare).
-#[inline]
-fn find_u64(v: &[u64], x: u64) -> Option<usize> {
-    let mut groups = v.chunks_exact(8);
-    for (g, ch) in (&mut groups).enumerate() {
-        let hits = ch
-            .iter()
-            .enumerate()
-            .fold(0u32, |m, (j, &e)| m | (u32::from(e == x) << j));
-        if hits != 0 {
-            return Some(g * 8 + hits.trailing_zeros() as usize);
-        }
-    }
-    let rest = groups.remainder();
-    rest.iter()
-        .position(|&e| e == x)
-        .map(|j| v.len() - rest.len() + j)
 }
 
 struct Core {

@@ -418,39 +418,3 @@ fn records_round_trip_and_reject_tears() {
     assert_eq!(parse_record(&t), None);
     assert_eq!(parse_record(&[0u8; 32]), None);
 }
-
-#[test]
-fn grouped_search_equals_a_plain_scan() {
-    for n in 0..40usize {
-        let v: Vec<u64> = (0..n as u64).map(|i| (i * 7919) % 23).collect();
-        for x in 0..25 {
-            assert_eq!(find_u64(&v, x), v.iter().position(|&e| e == x), "{v:?} {x}");
-        }
-    }
-}
-
-proptest::proptest! {
-    /// The write-set index finds what a plain map finds, below and above
-    /// the scan limit and across clears.
-    #[test]
-    fn line_index_equals_a_map(ops in proptest::collection::vec(0u64..200, 1..400)) {
-        let mut ix = LineIndex::default();
-        let mut model: FxHashMap<Addr, usize> = FxHashMap::default();
-        for (k, l) in ops.into_iter().enumerate() {
-            if k % 97 == 96 {
-                ix.clear();
-                model.clear();
-            }
-            let line = l * 64;
-            proptest::prop_assert_eq!(ix.get(line), model.get(&line).copied());
-            if !model.contains_key(&line) {
-                model.insert(line, model.len());
-                ix.push(line);
-            }
-            proptest::prop_assert_eq!(ix.get(line), model.get(&line).copied());
-        }
-        for l in 0..200u64 {
-            proptest::prop_assert_eq!(ix.get(l * 64), model.get(&(l * 64)).copied());
-        }
-    }
-}

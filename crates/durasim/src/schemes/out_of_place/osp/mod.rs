@@ -37,6 +37,7 @@ use crate::config::{p, Check, ParamSpec, Params};
 use crate::error::Result;
 use crate::mem::lru_order::LruOrder;
 use crate::mem::{MemRead, MemWrite};
+use crate::schemes::kit::line_index::LineIndex;
 use crate::schemes::kit::log::{csum, header_line, line_word, owner_of, MAX_CORES};
 use crate::schemes::{
     Durability, Layout, MemCtx, RecoveryForm, RecoveryReport, Scheme, SchemeInfo, SchemeStats,
@@ -245,12 +246,23 @@ impl Tlb {
     /// Look `page` up; on a miss insert it. Returns (hit, evicted page).
     #[inline]
     fn access(&mut self, page: u64) -> (bool, Option<u64>) {
-        self.clock += 1;
-        if self.entries[self.last].0 == page {
-            self.entries[self.last].1 = self.clock;
+        if self.access_last(page) {
             return (true, None);
         }
         self.access_set(page)
+    }
+
+    /// The first step of [`Tlb::access`]: count the access and hit if
+    /// `page` is the last entry's; on false, [`Tlb::access_set`] ends it.
+    #[inline(always)]
+    fn access_last(&mut self, page: u64) -> bool {
+        self.clock += 1;
+        let e = &mut self.entries[self.last];
+        if e.0 == page {
+            e.1 = self.clock;
+            return true;
+        }
+        false
     }
 
     #[inline(never)]
@@ -301,10 +313,7 @@ struct CoreState {
     txid: u32,
     in_tx: bool,
     lines: Vec<TxLine>,
-    index: FxHashMap<Addr, usize>,
-    /// Index in `lines` of the line stored to last: a transaction writes a
-    /// line's words in a row, so checking it first mostly skips the map.
-    last: usize,
+    index: LineIndex,
     /// Pages touched by this transaction (home page addresses).
     pages: Vec<Addr>,
     /// Pages whose consolidation waits for this core's commit.
@@ -554,21 +563,12 @@ impl Osp {
     }
 }
 
-impl Scheme for Osp {
-    fn wants_access_hook(&self) -> bool {
-        true
-    }
-
-    fn access(
-        &mut self,
-        ctx: &mut MemCtx,
-        core: CoreId,
-        addr: Addr,
-        _is_write: bool,
-        now: Cycle,
-    ) -> Cycle {
-        let page = addr / PAGE;
-        if self.l1[core].access(page).0 {
+impl Osp {
+    /// The rest of an access whose page is not the L1 TLB's last entry:
+    /// out of line, so the common hit needs no stack frame.
+    #[inline(never)]
+    fn l1_tlb_miss(&mut self, ctx: &mut MemCtx, core: CoreId, page: u64, now: Cycle) -> Cycle {
+        if self.l1[core].access_set(page).0 {
             return now;
         }
         self.s_l1_misses += 1;
@@ -612,6 +612,27 @@ impl Scheme for Osp {
         }
         t
     }
+}
+
+impl Scheme for Osp {
+    fn wants_access_hook(&self) -> bool {
+        true
+    }
+
+    fn access(
+        &mut self,
+        ctx: &mut MemCtx,
+        core: CoreId,
+        addr: Addr,
+        _is_write: bool,
+        now: Cycle,
+    ) -> Cycle {
+        let page = addr / PAGE;
+        if self.l1[core].access_last(page) {
+            return now;
+        }
+        self.l1_tlb_miss(ctx, core, page, now)
+    }
 
     fn tx_begin(&mut self, _ctx: &mut MemCtx, core: CoreId, now: Cycle) -> Cycle {
         let c = &mut self.cores[core];
@@ -640,13 +661,7 @@ impl Scheme for Osp {
         let page = line & !(PAGE - 1);
         let bit = 1u64 << ((line % PAGE) / 64);
         let txid = self.cores[core].txid;
-        let c = &self.cores[core];
-        let known = match c.lines.get(c.last) {
-            Some(tl) if tl.addr == line => Some(c.last),
-            _ => c.index.get(&line).copied(),
-        };
-        if let Some(i) = known {
-            self.cores[core].last = i;
+        if let Some(i) = self.cores[core].index.find(line) {
             ext.tx = true;
             ext.txid = txid;
             ext.word_mask |= 1 << word_index(addr);
@@ -713,8 +728,7 @@ impl Scheme for Osp {
         ps.inflight |= bit;
         ps.current ^= bit;
         let c = &mut self.cores[core];
-        c.index.insert(line, c.lines.len());
-        c.last = c.lines.len();
+        c.index.push(line);
         write_word(&mut base, word_index(addr), new);
         c.lines.push(TxLine {
             addr: line,
@@ -753,7 +767,7 @@ impl Scheme for Osp {
             return now;
         }
         if ext.txid != 0 {
-            let i = c.index[&line_addr];
+            let i = c.index.get(line_addr).expect("in the write set");
             self.cores[owner].lines[i].flushed = true;
         }
         // The working copy is never the committed one: no ordering needed.
