@@ -135,6 +135,33 @@ unsafe impl GlobalAlloc for HugePageAlloc {
     }
 }
 
+/// Fault in the whole 4 KiB pages of `[p, p + len)` for writing, in one
+/// call: a structure about to be filled in sequence (a slab chunk, a pool
+/// of image pages) then takes one kernel entry per chunk instead of one
+/// page fault per 4 KiB. Advice only: the bytes do not change, and where
+/// the kernel lacks `MADV_POPULATE_WRITE` (before Linux 5.14; elsewhere)
+/// the pages fault on first touch as before.
+///
+/// # Safety
+/// `[p, p + len)` lies within one allocation the caller owns.
+pub unsafe fn prefault(p: *mut u8, len: usize) {
+    #[cfg(target_os = "linux")]
+    {
+        const PAGE_BYTES: usize = 4096;
+        let start = (p as usize).next_multiple_of(PAGE_BYTES);
+        let end = (p as usize + len) & !(PAGE_BYTES - 1);
+        if end > start {
+            libc::madvise(
+                start as *mut libc::c_void,
+                end - start,
+                libc::MADV_POPULATE_WRITE,
+            );
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (p, len);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,6 +227,17 @@ mod tests {
             }
             HugePageAlloc.dealloc(s, layout);
         }
+    }
+
+    #[test]
+    fn prefault_keeps_the_bytes() {
+        let mut v: Vec<u8> = (0..3 * 4096 + 100).map(|i| (i % 251) as u8).collect();
+        // SAFETY: `v`'s own buffer; then an unaligned part of it.
+        unsafe {
+            prefault(v.as_mut_ptr(), v.len());
+            prefault(v.as_mut_ptr().add(5), 4096);
+        }
+        assert!(v.iter().enumerate().all(|(i, &b)| b == (i % 251) as u8));
     }
 
     #[test]

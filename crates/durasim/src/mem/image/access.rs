@@ -3,11 +3,10 @@
 //! misses out of line), the write slow path (allocation, copy-on-write,
 //! saving the lines a dependent still shares) and its `MemRead`/`MemWrite`.
 
-use super::block::{alloc_block, alloc_block_uninit, bytes_of, line_of, release, BLOCK_LAYOUT};
+use super::block::{alloc_block, alloc_block_uninit, bytes_of, free_block, line_of, release};
 use super::dep::prune;
 use super::{MemRead, MemWrite, Slot, SparseImage, LINE, PAGE_BYTES};
 use crate::types::Addr;
-use std::alloc::dealloc;
 use std::sync::atomic::Ordering;
 
 /// Entries of [`SparseImage`]'s page cache (direct-mapped by a hash of the
@@ -193,7 +192,7 @@ impl SparseImage {
             if let Some(last) = release(block) {
                 // Another holder released it meanwhile (other thread).
                 // SAFETY: the last reference.
-                unsafe { dealloc(last as *mut u8, BLOCK_LAYOUT) };
+                unsafe { free_block(last) };
             }
             self.pages.get_mut(&page_no).expect("present").block = copy;
             block = copy;

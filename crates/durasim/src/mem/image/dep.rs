@@ -3,9 +3,8 @@
 //! ([`Dep`]), and the [`SparseImage`] operations that link, unlink and
 //! inspect them.
 
-use super::block::{alloc_block_uninit, bytes_of, line_of, release, Block, BLOCK_LAYOUT};
+use super::block::{alloc_block_uninit, bytes_of, free_block, line_of, release, Block};
 use super::{release_slot, Line, PageBytes, Slot, SparseImage, LINE, LINES_PER_PAGE};
-use std::alloc::dealloc;
 use std::sync::atomic::Ordering;
 
 /// A page of a *dependent* image stored as "the base image's page plus the
@@ -319,8 +318,8 @@ impl SparseImage {
         s.block = std::ptr::null_mut();
         s.dep = d;
         if let Some(blk) = release(mine.block) {
-            // SAFETY: the last reference, allocated with this layout.
-            unsafe { dealloc(blk as *mut u8, BLOCK_LAYOUT) };
+            // SAFETY: the last reference.
+            unsafe { free_block(blk) };
         }
         shared.count_ones()
     }
@@ -347,7 +346,7 @@ impl SparseImage {
             s.block = copy;
             if let Some(last) = release(b) {
                 // SAFETY: the last reference.
-                unsafe { dealloc(last as *mut u8, BLOCK_LAYOUT) };
+                unsafe { free_block(last) };
             }
         }
         self.forget_cached(page_no);

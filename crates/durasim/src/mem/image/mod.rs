@@ -20,10 +20,9 @@ pub use overlay::Overlay;
 
 use crate::types::{Addr, LineData, LINE_BYTES};
 use access::PAGE_CACHE_ENTRIES;
-use block::{alloc_block_uninit, bytes_of, release, Block, BLOCK_LAYOUT, ZEROS};
+use block::{alloc_block_uninit, bytes_of, free_block, release, Block, ZEROS};
 use dep::{leave, leave_dependent, Dep};
 use rustc_hash::FxHashMap;
-use std::alloc::dealloc;
 use std::cell::Cell;
 use std::sync::atomic::Ordering;
 
@@ -183,13 +182,13 @@ impl Drop for SparseImage {
     fn drop(&mut self) {
         for (_, s) in self.pages.drain() {
             if let Some(b) = release_slot(s) {
-                // SAFETY: the last reference, allocated with this layout.
-                unsafe { dealloc(b as *mut u8, BLOCK_LAYOUT) };
+                // SAFETY: the last reference.
+                unsafe { free_block(b) };
             }
         }
         for &b in &self.free_pages {
             // SAFETY: free blocks are held by this image alone.
-            unsafe { dealloc(b as *mut u8, BLOCK_LAYOUT) };
+            unsafe { free_block(b) };
         }
     }
 }
@@ -309,8 +308,8 @@ impl SparseImage {
         };
         if let Some(old) = self.pages.insert(page_no, slot) {
             if let Some(b) = release_slot(old) {
-                // SAFETY: the last reference, allocated with this layout.
-                unsafe { dealloc(b as *mut u8, BLOCK_LAYOUT) };
+                // SAFETY: the last reference.
+                unsafe { free_block(b) };
             }
         }
         true

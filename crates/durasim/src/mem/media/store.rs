@@ -17,18 +17,30 @@ use rustc_hash::FxHashMap;
 const LINES_PER_PAGE: u64 = 64;
 const PAGE_SHIFT: u32 = 12;
 
-/// Entries per chunk of a [`Slab`].
-const CHUNK_SHIFT: u32 = 12;
-const CHUNK: usize = 1 << CHUNK_SHIFT;
-
 /// Append-only storage indexed by `u32`, in chunks that stay where they
 /// are when it grows.
-pub struct Slab<T: Copy + Default> {
-    chunks: Vec<Box<[T]>>,
+///
+/// A chunk is faulted in by one call when it is created
+/// ([`crate::alloc::prefault`]), not one page fault per 4 KiB as a growing
+/// log fills it, and is reserved rather than filled: entries are written
+/// once, by `push`, never a default value first. Chunks stay below 2 MiB,
+/// so they get 4 KiB pages: memory written once in sequence gains nothing
+/// from huge pages, and a fresh huge page costs the most to fault in
+/// (on virtual machines whose balloon takes free 2 MiB blocks back from the
+/// guest, several times a 4 KiB page's cost per byte).
+pub struct Slab<T: Copy> {
+    chunks: Vec<Vec<T>>,
     len: u32,
 }
 
-impl<T: Copy + Default> Slab<T> {
+impl<T: Copy> Slab<T> {
+    /// log2 of the entries per chunk: a power of two (an index splits by
+    /// shift and mask) whose chunk is 1 to 2 MiB.
+    const CHUNK_SHIFT: u32 = ((1 << 20) / std::mem::size_of::<T>())
+        .next_power_of_two()
+        .trailing_zeros();
+    const CHUNK: usize = 1 << Self::CHUNK_SHIFT;
+
     fn new() -> Self {
         Slab {
             chunks: Vec::new(),
@@ -40,24 +52,32 @@ impl<T: Copy + Default> Slab<T> {
     #[inline]
     fn push(&mut self, v: T) -> u32 {
         let i = self.len;
-        let (c, o) = (i as usize >> CHUNK_SHIFT, i as usize & (CHUNK - 1));
+        let c = i as usize >> Self::CHUNK_SHIFT;
         if c == self.chunks.len() {
-            self.chunks
-                .push(vec![T::default(); CHUNK].into_boxed_slice());
+            let mut chunk: Vec<T> = Vec::with_capacity(Self::CHUNK);
+            // SAFETY: the chunk's own buffer, of at least `CHUNK` entries.
+            unsafe {
+                crate::alloc::prefault(
+                    chunk.as_mut_ptr().cast(),
+                    Self::CHUNK * std::mem::size_of::<T>(),
+                )
+            };
+            self.chunks.push(chunk);
         }
-        self.chunks[c][o] = v;
+        // Within its capacity: the chunk never moves.
+        self.chunks[c].push(v);
         self.len += 1;
         i
     }
 
     #[inline]
     pub fn get(&self, i: u32) -> &T {
-        &self.chunks[i as usize >> CHUNK_SHIFT][i as usize & (CHUNK - 1)]
+        &self.chunks[i as usize >> Self::CHUNK_SHIFT][i as usize & (Self::CHUNK - 1)]
     }
 
     #[inline]
     pub fn get_mut(&mut self, i: u32) -> &mut T {
-        &mut self.chunks[i as usize >> CHUNK_SHIFT][i as usize & (CHUNK - 1)]
+        &mut self.chunks[i as usize >> Self::CHUNK_SHIFT][i as usize & (Self::CHUNK - 1)]
     }
 }
 
@@ -187,5 +207,34 @@ impl LineStore {
             }
             i => *self.flats.get_mut(i - 1) = f,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slab_keeps_every_entry_across_chunks() {
+        // Entries are written only by `push` (no default fill): every
+        // index must read back its own value, across chunk boundaries, and
+        // `get_mut` must change only its entry.
+        let mut s: Slab<[u64; 9]> = Slab::new();
+        let n = 2 * Slab::<[u64; 9]>::CHUNK + 17;
+        let val = |i: usize| std::array::from_fn(|w| (i * 9 + w) as u64 + 1);
+        for i in 0..n {
+            assert_eq!(s.push(val(i)), i as u32);
+        }
+        *s.get_mut(Slab::<[u64; 9]>::CHUNK as u32) = [0; 9];
+        for i in 0..n {
+            let want = if i == Slab::<[u64; 9]>::CHUNK {
+                [0; 9]
+            } else {
+                val(i)
+            };
+            assert_eq!(*s.get(i as u32), want, "entry {i}");
+        }
+        assert!(Slab::<[u64; 9]>::CHUNK * std::mem::size_of::<[u64; 9]>() >= 1 << 20);
+        assert!(Slab::<Stored>::CHUNK * std::mem::size_of::<Stored>() < 2 << 20);
     }
 }
