@@ -268,12 +268,14 @@ impl Hoop {
 
     /// Is a pass in flight?
     pub(super) fn gc_busy(&self) -> bool {
-        self.gc_scratch.job.is_some()
+        self.gc_scratch.as_ref().is_some_and(|sc| sc.job.is_some())
     }
 
     /// When the pass in flight can issue its next request.
     pub(super) fn gc_next_at(&self) -> Option<Cycle> {
-        self.gc_scratch.job.as_ref().map(|j| j.wake)
+        self.gc_scratch
+            .as_ref()
+            .and_then(|sc| sc.job.as_ref().map(|j| j.wake))
     }
 
     /// Drive the pass in flight to its end without letting cores run (the
@@ -307,7 +309,7 @@ impl Hoop {
         if self.full.is_empty() {
             return;
         }
-        let mut sc = std::mem::take(&mut self.gc_scratch);
+        let mut sc = self.gc_scratch.take().expect("no GC step in progress");
         sc.victims.clear();
         sc.victims.extend(self.full.drain(..));
         // Mark the blocks BLK_GC (recovery treats them like FULL ones).
@@ -399,7 +401,7 @@ impl Hoop {
             wake: now,
             counts,
         });
-        self.gc_scratch = sc;
+        self.gc_scratch = Some(sc);
         self.gc_advance(ctx, now);
     }
 
@@ -407,7 +409,8 @@ impl Hoop {
     /// free by then; move through the phases' barriers. Returns the end
     /// time when the pass finished.
     pub(super) fn gc_advance(&mut self, ctx: &mut MemCtx, now: Cycle) -> Option<Cycle> {
-        let mut sc = std::mem::take(&mut self.gc_scratch);
+        // Taken (a step in progress) reads as no pass in flight.
+        let mut sc = self.gc_scratch.take()?;
         let mut end = None;
         while let Some(mut job) = sc.job {
             let items = match job.phase {
@@ -512,7 +515,7 @@ impl Hoop {
             job.cursor = 0;
             sc.job = Some(job);
         }
-        self.gc_scratch = sc;
+        self.gc_scratch = Some(sc);
         end
     }
 

@@ -392,7 +392,9 @@ pub struct Hoop {
     index: Vec<u64>,
     ind: Indirection,
     evb: EvictionBuffer,
-    gc_scratch: gc::GcScratch,
+    /// Out of its place (None) only while a GC step works on it: the step
+    /// moves a pointer out, not the whole scratch, and puts it back.
+    gc_scratch: Option<Box<gc::GcScratch>>,
     gc_lanes: usize,
     mapping_capacity: u64,
     /// Mapping entries inserted since the last periodic GC was due.
@@ -472,7 +474,7 @@ impl Hoop {
             // capacity (a 2 MB table pre-sized 20 MiB of buckets for
             // every run, a 10,000-transaction run among them).
             ind: Indirection::with_capacity(mapping_capacity.min(1 << 12) as usize),
-            gc_scratch: gc::GcScratch::default(),
+            gc_scratch: Some(Box::default()),
             gc_lanes: p.usize("hoop.gc_outstanding_reads").max(1),
             evb: EvictionBuffer::new((p.u64("hoop.eviction_buffer_bytes") / LINE_BYTES) as usize),
             mapping_capacity,
