@@ -336,9 +336,6 @@ impl Media {
         place(&e, cells);
         let new = *cells;
         let (ns, pj) = self.cost(&old, &new, purpose, st);
-        let pi = purpose.index();
-        st.line_writes[pi] += 1;
-        st.lines_by_type[e.kind as usize] += 1;
         if e.kind != RAW {
             st.expansion_modes[e.mode] += 1;
         }
@@ -347,14 +344,22 @@ impl Media {
             st.compress_out_bits[i] += out;
         }
         st.clean_log_words += e.clean_words;
+        (self.line_written(ns, e.kind, purpose, st), pj)
+    }
+
+    /// The counters every programmed line adds (its write, its type, a
+    /// silent write) and its programming time in cycles.
+    #[inline]
+    fn line_written(&self, ns: f64, kind: u64, purpose: Purpose, st: &mut MediaStats) -> Cycle {
+        st.line_writes[purpose.index()] += 1;
+        st.lines_by_type[kind as usize] += 1;
         if ns == 0.0 {
             st.silent_writes += 1;
             if purpose == Purpose::Log {
                 st.silent_log_writes += 1;
             }
         }
-        let cycles = (ns * self.freq_ghz).ceil() as Cycle;
-        (cycles, pj)
+        (ns * self.freq_ghz).ceil() as Cycle
     }
 
     /// [`Self::program`] without an encoder: every line is stored raw
@@ -381,15 +386,7 @@ impl Media {
             st.log_bits_programmed += bits;
             st.log_bits_written += 6 + 512;
         }
-        st.line_writes[purpose.index()] += 1;
-        st.lines_by_type[RAW as usize] += 1;
-        if ns == 0.0 {
-            st.silent_writes += 1;
-            if purpose == Purpose::Log {
-                st.silent_log_writes += 1;
-            }
-        }
-        ((ns * self.freq_ghz).ceil() as Cycle, pj)
+        (self.line_written(ns, RAW, purpose, st), pj)
     }
 
     /// Log bits of a log line write: the new code word against the one
@@ -399,9 +396,7 @@ impl Media {
         let new_len = 6 + e.stream.len;
         let prev = match self.store.flat(slot) {
             Some(f) => *f,
-            // Without an encoder every line is stored raw: its code word
-            // is the tag (0) and the cells' first 512 bits.
-            None if self.encoding == Encoding::None => flat_words(0, &old[..8]),
+            // (Without an encoder `program_raw` counts the log bits.)
             None => match self.first_flat {
                 Some((cells, f)) if cells == *old => f,
                 _ => {
