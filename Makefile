@@ -20,7 +20,7 @@ RUST_SRC := Cargo.toml Cargo.lock pyproject.toml \
 	$(shell find crates -name '*.rs' -o -name Cargo.toml)
 EXT_STAMP := $(VENV)/.ext-built
 
-.PHONY: build run report test test-rust test-python lint bench bench-free python clean docs docs-gen
+.PHONY: build run report test test-rust test-python lint bench bench-free bench-instr python clean docs docs-gen
 
 build:
 	cargo build --release -p durasim
@@ -103,6 +103,12 @@ bench-free:
 	CARGO_TARGET_DIR=$(CURDIR)/target/free-memory cargo bench -p durasim --features free-memory \
 		--bench sim_speed -- sim_speed_paper
 	python3 scripts/speed_table.py --free target/free-memory/criterion
+
+# Host instructions per simulated memory operation for every benchmarked
+# scheme, by component, counted by callgrind (needs valgrind; deterministic,
+# so it separates a few percent the host's noise hides; about an hour).
+bench-instr: build
+	python3 scripts/instr_split.py
 
 clean:
 	cargo clean

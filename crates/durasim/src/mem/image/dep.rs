@@ -3,7 +3,9 @@
 //! ([`Dep`]), and the [`SparseImage`] operations that link, unlink and
 //! inspect them.
 
-use super::block::{alloc_block_uninit, bytes_of, free_block, line_of, release, Block};
+use super::block::{
+    alloc_block_uninit, bytes_of, free_block, line_of, lines_equal, release, Block,
+};
 use super::{release_slot, Line, PageBytes, Slot, SparseImage, LINE, LINES_PER_PAGE};
 use std::sync::atomic::Ordering;
 
@@ -265,22 +267,26 @@ impl SparseImage {
                 // SAFETY: the caller's promise.
                 return unsafe { self.link_equal_lines(page_no, base, base_page) };
             }
-            // Lines stored here that equal the base's again are shared.
-            let mut own = Vec::new();
-            let mut k = 0;
+            // Lines stored here that equal the base's again are shared;
+            // the others keep their order, compacted in place.
+            let (mut k, mut kept) = (0, 0);
             for i in 0..LINES_PER_PAGE as usize {
                 if dep.shared & (1 << i) != 0 {
                     continue;
                 }
-                if dep.own[k] == *line_of(bp, i) {
+                if lines_equal(&dep.own[k], line_of(bp, i)) {
                     dep.shared |= 1 << i;
                 } else {
-                    own.push(dep.own[k]);
+                    if kept != k {
+                        dep.own[kept] = dep.own[k];
+                    }
+                    kept += 1;
                 }
                 k += 1;
             }
-            if own.len() != dep.own.len() {
-                dep.own = own;
+            if kept != dep.own.len() {
+                dep.own.truncate(kept);
+                dep.own.shrink_to_fit();
             }
             base.forget_write_cache(base_page);
             return dep.shared.count_ones();
@@ -290,7 +296,7 @@ impl SparseImage {
         let mp = unsafe { &*bytes_of(mine.block) };
         let mut shared = 0u64;
         for i in 0..LINES_PER_PAGE as usize {
-            if line_of(mp, i) == line_of(bp, i) {
+            if lines_equal(line_of(mp, i), line_of(bp, i)) {
                 shared |= 1 << i;
             }
         }

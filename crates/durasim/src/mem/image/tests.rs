@@ -500,3 +500,25 @@ proptest::proptest! {
         }
     }
 }
+
+proptest::proptest! {
+    /// The word-at-a-time line compare is `==` on the bytes, a difference
+    /// in any one byte (or none) included.
+    #[test]
+    fn lines_equal_is_byte_equality(
+        a in proptest::array::uniform32(proptest::prelude::any::<u8>()),
+        b in proptest::array::uniform32(proptest::prelude::any::<u8>()),
+        at in 0..LINE + 1,
+        flip in 1..=255u8,
+    ) {
+        let mut x = [0u8; LINE];
+        x[..32].copy_from_slice(&a);
+        x[32..].copy_from_slice(&b);
+        let mut y = x;
+        if at < LINE {
+            y[at] ^= flip;
+        }
+        proptest::prop_assert_eq!(block::lines_equal(&x, &y), x == y);
+        proptest::prop_assert_eq!(block::lines_equal(&x, &x), true);
+    }
+}
