@@ -106,7 +106,8 @@ bench-free:
 
 # Host instructions per simulated memory operation for every benchmarked
 # scheme, by component, counted by callgrind (needs valgrind; deterministic,
-# so it separates a few percent the host's noise hides; about an hour).
+# so it separates a few percent the host's noise hides; about 20 minutes
+# on two cores).
 bench-instr: build
 	python3 scripts/instr_split.py
 
