@@ -2,9 +2,15 @@
 //! order, with each entry's match keys (word address, owner) kept apart in
 //! two compact arrays in the same ring order. Every store searches both
 //! buffers by word, line and owner; the searches read 16 B per entry (two
-//! cache lines for the 16-entry buffer) instead of the whole entries.
+//! cache lines for the 16-entry buffer) instead of the whole entries, and
+//! are skipped when the owner has no entry buffered (a ring built with
+//! `COUNTED` counts the entries of each owner: the redo buffer, which a
+//! store searches for its own transaction's entries and which rarely holds
+//! any; the undo+redo buffer nearly always does, so counting would only
+//! add work there).
 
 use crate::types::{Addr, CoreId};
+use rustc_hash::FxHashMap;
 
 /// The address key of an entry with no word (a commit record): it equals
 /// no word address and, masked to a line, no line (addresses are below
@@ -19,16 +25,19 @@ pub(super) fn owner_key(core: CoreId, txid: u32) -> u64 {
     core as u64 | u64::from(txid) << 32
 }
 
-pub(super) struct Fifo<T> {
+pub(super) struct Fifo<T, const COUNTED: bool = false> {
     items: Vec<T>,
     addr: Vec<u64>,
     owner: Vec<u64>,
     head: usize,
     len: usize,
     mask: usize,
+    /// Entries per owner key (an owner with none is absent); kept only
+    /// when `COUNTED`.
+    per_owner: FxHashMap<u64, u32>,
 }
 
-impl<T: Copy + Default> Fifo<T> {
+impl<T: Copy + Default, const COUNTED: bool> Fifo<T, COUNTED> {
     /// A ring of room for at least `cap` entries.
     pub(super) fn with_capacity(cap: usize) -> Self {
         let slots = cap.max(1).next_power_of_two();
@@ -39,6 +48,7 @@ impl<T: Copy + Default> Fifo<T> {
             head: 0,
             len: 0,
             mask: slots - 1,
+            per_owner: FxHashMap::default(),
         }
     }
 
@@ -74,10 +84,19 @@ impl<T: Copy + Default> Fifo<T> {
         self.addr[p] = addr;
         self.owner[p] = owner;
         self.len += 1;
+        if COUNTED {
+            *self.per_owner.entry(owner).or_insert(0) += 1;
+        }
+    }
+
+    /// Whether `owner` may have an entry buffered (always, uncounted).
+    #[inline]
+    fn has_owner(&self, owner: u64) -> bool {
+        !COUNTED || self.per_owner.contains_key(&owner)
     }
 
     fn grow(&mut self) {
-        let mut next = Fifo::with_capacity(2 * (self.mask + 1));
+        let mut next = Self::with_capacity(2 * (self.mask + 1));
         for i in 0..self.len {
             let p = self.phys(i);
             next.push_back(self.items[p], self.addr[p], self.owner[p]);
@@ -90,8 +109,17 @@ impl<T: Copy + Default> Fifo<T> {
             return None;
         }
         let item = self.items[self.head];
+        let owner = self.owner[self.head];
         self.head = (self.head + 1) & self.mask;
         self.len -= 1;
+        if COUNTED {
+            match self.per_owner.get_mut(&owner) {
+                Some(n) if *n > 1 => *n -= 1,
+                _ => {
+                    self.per_owner.remove(&owner);
+                }
+            }
+        }
         Some(item)
     }
 
@@ -126,6 +154,9 @@ impl<T: Copy + Default> Fifo<T> {
     /// `owner`.
     #[inline]
     pub(super) fn newest(&self, addr: Addr, owner: u64) -> Option<usize> {
+        if !self.has_owner(owner) {
+            return None;
+        }
         let [a, b] = self.ranges();
         let base_b = a.len();
         let hit = |r: std::ops::Range<usize>| {
@@ -151,6 +182,9 @@ impl<T: Copy + Default> Fifo<T> {
     /// `owner`.
     #[inline]
     pub(super) fn words_of(&self, line: Addr, owner: u64) -> u8 {
+        if !self.has_owner(owner) {
+            return 0;
+        }
         let mut m = 0u8;
         for r in self.ranges() {
             let (ad, ow) = (&self.addr[r.clone()], &self.owner[r]);
@@ -173,7 +207,18 @@ impl<T: Copy + Default> Fifo<T> {
     /// Some entry of `line` and `owner`.
     #[inline]
     pub(super) fn any_of_line_owner(&self, line: Addr, owner: u64) -> bool {
-        self.words_of(line, owner) != 0
+        if !self.has_owner(owner) {
+            return false;
+        }
+        self.ranges().into_iter().any(|r| {
+            let (ad, ow) = (&self.addr[r.clone()], &self.owner[r]);
+            // Whole range, no early exit: the loop stays branch-free.
+            let mut hit = false;
+            for i in 0..ad.len() {
+                hit |= (ad[i] & !63 == line) & (ow[i] == owner);
+            }
+            hit
+        })
     }
 
     /// The largest `f` over the entries of `line` (any owner).
@@ -192,6 +237,9 @@ impl<T: Copy + Default> Fifo<T> {
 
     /// Entries of `owner`.
     pub(super) fn count_owner(&self, owner: u64) -> usize {
+        if COUNTED {
+            return self.per_owner.get(&owner).map_or(0, |&n| n as usize);
+        }
         self.ranges()
             .into_iter()
             .map(|r| self.owner[r].iter().filter(|&&o| o == owner).count())
@@ -200,7 +248,7 @@ impl<T: Copy + Default> Fifo<T> {
 
     /// Keep the entries `keep` selects, in order (rare: a rebuild).
     pub(super) fn retain(&mut self, mut keep: impl FnMut(&T) -> bool) {
-        let mut next = Fifo::with_capacity(self.mask + 1);
+        let mut next = Self::with_capacity(self.mask + 1);
         for i in 0..self.len {
             let p = self.phys(i);
             if keep(&self.items[p]) {
@@ -245,10 +293,18 @@ mod tests {
         /// wrap-around, growth and rebuilds.
         #[test]
         fn keyed_searches_equal_entry_scans(ops in prop::collection::vec(op(), 1..200), cap in 1usize..20) {
-            let mut f: Fifo<E> = Fifo::with_capacity(cap);
+            check::<false>(&ops, cap)?;
+            check::<true>(&ops, cap)?;
+        }
+    }
+
+    /// The searches of a ring, counted or not, against a VecDeque.
+    fn check<const COUNTED: bool>(ops: &[Op], cap: usize) -> Result<(), TestCaseError> {
+        {
+            let mut f: Fifo<E, COUNTED> = Fifo::with_capacity(cap);
             let mut d: std::collections::VecDeque<E> = Default::default();
             let mut t = 0;
-            for o in ops {
+            for o in ops.iter().cloned() {
                 match o {
                     Op::Push(w, owner, commit) => {
                         t += 1;
@@ -267,8 +323,14 @@ mod tests {
                 prop_assert_eq!(f.front(), d.front());
                 prop_assert!(f.iter().eq(d.iter()));
                 for owner in 0..3 {
-                    prop_assert_eq!(f.count_owner(owner), d.iter().filter(|e| e.owner == owner).count());
-                    prop_assert_eq!(f.rposition(|e| e.owner == owner), d.iter().rposition(|e| e.owner == owner));
+                    prop_assert_eq!(
+                        f.count_owner(owner),
+                        d.iter().filter(|e| e.owner == owner).count()
+                    );
+                    prop_assert_eq!(
+                        f.rposition(|e| e.owner == owner),
+                        d.iter().rposition(|e| e.owner == owner)
+                    );
                     for w in 0..24 {
                         let a = 0x1000 + 8 * w;
                         let want = d.iter().rposition(|e| e.addr == a && e.owner == owner);
@@ -279,7 +341,9 @@ mod tests {
                     }
                     for line in [0x1000u64, 0x1040, 0x1080] {
                         let mut m = 0u8;
-                        for e in d.iter().filter(|e| e.addr != NO_ADDR && e.addr & !63 == line && e.owner == owner) {
+                        for e in d.iter().filter(|e| {
+                            e.addr != NO_ADDR && e.addr & !63 == line && e.owner == owner
+                        }) {
                             m |= 1 << ((e.addr & 63) / 8);
                         }
                         prop_assert_eq!(f.words_of(line, owner), m);
@@ -289,9 +353,13 @@ mod tests {
                 for line in [0x1000u64, 0x1040, 0x1080, 0] {
                     let of_line = |e: &&E| e.addr != NO_ADDR && e.addr & !63 == line;
                     prop_assert_eq!(f.any_of_line(line), d.iter().any(|e| of_line(&e)));
-                    prop_assert_eq!(f.max_of_line(line, |e| e.t), d.iter().filter(of_line).map(|e| e.t).max());
+                    prop_assert_eq!(
+                        f.max_of_line(line, |e| e.t),
+                        d.iter().filter(of_line).map(|e| e.t).max()
+                    );
                 }
             }
         }
+        Ok(())
     }
 }

@@ -165,7 +165,7 @@ pub struct MorLog {
     ur_cap: usize,
     redo_cap: usize,
     ur: Fifo<UrEntry>,
-    redo: Fifo<RedoEntry>,
+    redo: Fifo<RedoEntry, true>,
     /// N: cycles an undo+redo entry stays buffered.
     delay: Cycle,
     traversal_cycles: Cycle,
