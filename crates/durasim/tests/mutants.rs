@@ -591,6 +591,21 @@ const MUTANTS: &[Mutant] = &[
         threads: 1,
         workload: "hashmap",
     },
+    // REDU's application frees the log space it applied without persisting
+    // the new head: once the log wraps, recovery starts at the old head,
+    // finds a newer record there and replays none of the committed
+    // transactions not yet applied.
+    Mutant {
+        scheme: "redu",
+        key: "redu.mutant",
+        value: "head-not-persisted",
+        sets: REDU_FORCED_APPLY,
+        tx: 300,
+        recovery_crashes: 0,
+        torn: false,
+        threads: 1,
+        workload: "vector",
+    },
     // DudeTM's recovery replaying a group without checking its checksum.
     Mutant {
         scheme: "dudetm",
