@@ -606,6 +606,20 @@ const MUTANTS: &[Mutant] = &[
         threads: 1,
         workload: "vector",
     },
+    // FWB's new log head persisted without waiting for the pass's
+    // write-backs: a crash in between leaves a retired transaction's data
+    // neither home nor in the live log.
+    Mutant {
+        scheme: "fwb",
+        key: "fwb.mutant",
+        value: "head-before-writebacks",
+        sets: FWB_PASSES,
+        tx: 60,
+        recovery_crashes: 0,
+        torn: false,
+        threads: 2,
+        workload: "hashmap",
+    },
     // DudeTM's recovery replaying a group without checking its checksum.
     Mutant {
         scheme: "dudetm",
