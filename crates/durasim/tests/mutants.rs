@@ -167,6 +167,9 @@ const FWB_PASSES: &[(&str, &str)] = &[
     ("cache.llc_ways", "2"),
 ];
 const MORLOG_PASSES: &[(&str, &str)] = &[("morlog.period_cycles", "2000")];
+/// MorLog's pass every 2,000 cycles with small caches: lines of committed
+/// transactions are still being written back when the head moves.
+const MORLOG_PASSES_SMALL: &[Set] = &with_small_caches::<1, 7>([("morlog.period_cycles", "2000")]);
 
 const MUTANTS: &[Mutant] = &[
     // Opt-undo's commit point (the log head past the records) before the
@@ -614,6 +617,18 @@ const MUTANTS: &[Mutant] = &[
         key: "fwb.mutant",
         value: "head-before-writebacks",
         sets: FWB_PASSES,
+        tx: 60,
+        recovery_crashes: 0,
+        torn: false,
+        threads: 2,
+        workload: "hashmap",
+    },
+    // The same in MorLog (the head write it shares with fwb).
+    Mutant {
+        scheme: "morlog",
+        key: "morlog.mutant",
+        value: "head-before-writebacks",
+        sets: MORLOG_PASSES_SMALL,
         tx: 60,
         recovery_crashes: 0,
         torn: false,
