@@ -41,9 +41,9 @@ pub static PARAMS: &[ParamSpec] = &[
     p!("ckpt-logging.lookup_cycles", int 16, "cycles", Check::Range(0.0, 10000.0),
         "dual-page checkpointing paper §5.1.1 (mapping-table lookup 16 cycles, as the DPT)",
         "mapping-table lookup on every line write-back to NVM (has the line been logged this epoch?)"),
-    p!("ckpt-logging.mutant", str "none", &["none", "data-before-log"],
+    p!("ckpt-logging.mutant", str "none", &["none", "data-before-log", "truncate-before-switch"],
         crate::schemes::MUTANT_SOURCE,
-        "test-only planted bug (tests/ckpt.rs; refused by the CLI): data-before-log = the new value goes home before its undo entry is written"),
+        "test-only planted bug (tests/ckpt.rs; refused by the CLI): data-before-log = the new value goes home before its undo entry is written; truncate-before-switch = the checkpoint clears the log's first address word before its switch persists"),
 ];
 
 pub static INFO: SchemeInfo = SchemeInfo {
@@ -148,6 +148,8 @@ pub(crate) struct Logging {
     lookup: Cycle,
     epoch_cycles: Cycle,
     data_first: bool,
+    /// Test-only (`ckpt-logging.mutant`): truncate-before-switch.
+    truncate_first: bool,
     /// The ideal mapping table: lines logged in this epoch.
     logged: FxHashSet<u64>,
     /// Log entries used in this epoch.
@@ -183,6 +185,7 @@ impl Logging {
             lookup: p.u64("ckpt-logging.lookup_cycles"),
             epoch_cycles: p.u64("checkpoint.epoch_cycles"),
             data_first: p.str("ckpt-logging.mutant") == "data-before-log",
+            truncate_first: p.str("ckpt-logging.mutant") == "truncate-before-switch",
             logged: FxHashSet::default(),
             next: 0,
             reserve,
@@ -323,6 +326,10 @@ impl Scheme for Logging {
         }
         let s = self.standby();
         self.epoch += 1;
+        if self.truncate_first {
+            ctx.nvm
+                .write(self.g.header(0), &0u64.to_le_bytes(), Purpose::Log, now);
+        }
         // Step 3: CPU state to the standby slot (the mapping table is
         // volatile: recovery needs only the log). Step 4: the switch, which
         // also truncates the log (its entries' tag is no longer the one
