@@ -179,39 +179,43 @@ fn mutants_fail_the_epoch_oracle() {
     }
 }
 
-/// ckpt-logging's planted bug on the log's truncation: the checkpoint
-/// clears the first address word before its switch persists (a crash in
-/// between rolls nothing back). It fails the epoch oracle, with a replay
-/// line that fails again alone, and the configuration passes without it.
+/// ckpt-logging's planted bugs on the log's truncation and its address
+/// words: the checkpoint clears the first address word before its switch
+/// persists (a crash in between rolls nothing back); a block's address
+/// words written once its eight entries are in (the homes of a partial
+/// block wait only for their data lines). Each fails the epoch oracle,
+/// with a replay line that fails again alone, and the configuration passes
+/// without it.
 #[test]
-fn logging_mutant_fails_with_a_replay_line() {
+fn logging_mutants_fail_with_a_replay_line() {
     let o = CrashOptions {
         recovery_crashes: 2,
         ..CrashOptions::default()
     };
-    let value = "truncate-before-switch";
-    let s = small_spec(
-        "ckpt-logging",
-        "btree",
-        150,
-        &[("ckpt-logging.mutant", value)],
-    );
-    let r = crashtest(s.clone(), false);
-    eprintln!(
-        "ckpt-logging.mutant={value}: {} violations of {} points",
-        r.violations, r.crash_points_tested
-    );
-    let v = r
-        .first_violation
-        .as_ref()
-        .unwrap_or_else(|| panic!("ckpt-logging.mutant={value} passed the oracle"));
-    assert!(
-        v.replay.contains("--crash-at")
-            && v.replay.contains(&format!("ckpt-logging.mutant={value}")),
-        "{}",
-        v.replay
-    );
-    common::assert_replay_fails(s, &o, &r);
+    for value in ["truncate-before-switch", "header-per-block"] {
+        let s = small_spec(
+            "ckpt-logging",
+            "btree",
+            150,
+            &[("ckpt-logging.mutant", value)],
+        );
+        let r = crashtest(s.clone(), false);
+        eprintln!(
+            "ckpt-logging.mutant={value}: {} violations of {} points",
+            r.violations, r.crash_points_tested
+        );
+        let v = r
+            .first_violation
+            .as_ref()
+            .unwrap_or_else(|| panic!("ckpt-logging.mutant={value} passed the oracle"));
+        assert!(
+            v.replay.contains("--crash-at")
+                && v.replay.contains(&format!("ckpt-logging.mutant={value}")),
+            "{}",
+            v.replay
+        );
+        common::assert_replay_fails(s, &o, &r);
+    }
     let r = crashtest(small_spec("ckpt-logging", "btree", 150, &[]), false);
     assert_eq!(r.violations, 0, "{:?}", r.first_violation);
 }

@@ -41,9 +41,9 @@ pub static PARAMS: &[ParamSpec] = &[
     p!("ckpt-logging.lookup_cycles", int 16, "cycles", Check::Range(0.0, 10000.0),
         "dual-page checkpointing paper §5.1.1 (mapping-table lookup 16 cycles, as the DPT)",
         "mapping-table lookup on every line write-back to NVM (has the line been logged this epoch?)"),
-    p!("ckpt-logging.mutant", str "none", &["none", "data-before-log", "truncate-before-switch"],
+    p!("ckpt-logging.mutant", str "none", &["none", "data-before-log", "truncate-before-switch", "header-per-block"],
         crate::schemes::MUTANT_SOURCE,
-        "test-only planted bug (tests/ckpt.rs; refused by the CLI): data-before-log = the new value goes home before its undo entry is written; truncate-before-switch = the checkpoint clears the log's first address word before its switch persists"),
+        "test-only planted bug (tests/ckpt.rs; refused by the CLI): data-before-log = the new value goes home before its undo entry is written; truncate-before-switch = the checkpoint clears the log's first address word before its switch persists; header-per-block = a block's address words are written once its eight entries are in, the homes waiting only for their data lines"),
 ];
 
 pub static INFO: SchemeInfo = SchemeInfo {
@@ -150,6 +150,10 @@ pub(crate) struct Logging {
     data_first: bool,
     /// Test-only (`ckpt-logging.mutant`): truncate-before-switch.
     truncate_first: bool,
+    /// Test-only (`ckpt-logging.mutant`): header-per-block, and the
+    /// address words of the block being filled.
+    header_per_block: bool,
+    block_words: [u64; PER_BLOCK as usize],
     /// The ideal mapping table: lines logged in this epoch.
     logged: FxHashSet<u64>,
     /// Log entries used in this epoch.
@@ -186,6 +190,8 @@ impl Logging {
             epoch_cycles: p.u64("checkpoint.epoch_cycles"),
             data_first: p.str("ckpt-logging.mutant") == "data-before-log",
             truncate_first: p.str("ckpt-logging.mutant") == "truncate-before-switch",
+            header_per_block: p.str("ckpt-logging.mutant") == "header-per-block",
+            block_words: [0; PER_BLOCK as usize],
             logged: FxHashSet::default(),
             next: 0,
             reserve,
@@ -251,6 +257,23 @@ impl Logging {
         // ahead of an earlier slot, since recovery stops at the first slot
         // without the epoch's tag.
         let w = ctx.nvm.write(self.g.data(k), &old, Purpose::Log, r);
+        if self.header_per_block {
+            self.block_words[(k % PER_BLOCK) as usize] = word;
+            if k % PER_BLOCK == PER_BLOCK - 1 {
+                let mut hdr = [0u8; LINE_BYTES as usize];
+                for (i, x) in self.block_words.iter().enumerate() {
+                    hdr[8 * i..8 * i + 8].copy_from_slice(&x.to_le_bytes());
+                }
+                let h = ctx.nvm.write(
+                    self.g.header(k - PER_BLOCK + 1),
+                    &hdr,
+                    Purpose::Log,
+                    w.max(self.last_word_at),
+                );
+                self.last_word_at = self.last_word_at.max(h);
+            }
+            return ctx.nvm.write(line_addr, data, Purpose::WriteBack, w);
+        }
         let w = ctx.nvm.write(
             self.g.header(k),
             &word.to_le_bytes(),
