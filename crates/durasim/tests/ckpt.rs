@@ -179,12 +179,13 @@ fn mutants_fail_the_epoch_oracle() {
     }
 }
 
-/// ckpt-logging's planted bugs on the log's truncation and its address
-/// words: the checkpoint clears the first address word before its switch
-/// persists (a crash in between rolls nothing back); a block's address
-/// words written once its eight entries are in (the homes of a partial
-/// block wait only for their data lines). Each fails the epoch oracle,
-/// with a replay line that fails again alone, and the configuration passes
+/// ckpt-logging's planted bugs on the log's truncation, its address words
+/// and recovery's scan bound: the checkpoint clears the first address
+/// word before its switch persists (a crash in between rolls nothing
+/// back); a block's address words written once its eight entries are in
+/// (the homes of a partial block wait only for their data lines); recovery
+/// reading only the first block. Each fails the epoch oracle, with a
+/// replay line that fails again alone, and the configuration passes
 /// without it.
 #[test]
 fn logging_mutants_fail_with_a_replay_line() {
@@ -192,7 +193,11 @@ fn logging_mutants_fail_with_a_replay_line() {
         recovery_crashes: 2,
         ..CrashOptions::default()
     };
-    for value in ["truncate-before-switch", "header-per-block"] {
+    for value in [
+        "truncate-before-switch",
+        "header-per-block",
+        "scan-first-block",
+    ] {
         let s = small_spec(
             "ckpt-logging",
             "btree",

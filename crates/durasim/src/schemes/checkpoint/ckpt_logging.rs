@@ -41,9 +41,9 @@ pub static PARAMS: &[ParamSpec] = &[
     p!("ckpt-logging.lookup_cycles", int 16, "cycles", Check::Range(0.0, 10000.0),
         "dual-page checkpointing paper §5.1.1 (mapping-table lookup 16 cycles, as the DPT)",
         "mapping-table lookup on every line write-back to NVM (has the line been logged this epoch?)"),
-    p!("ckpt-logging.mutant", str "none", &["none", "data-before-log", "truncate-before-switch", "header-per-block"],
+    p!("ckpt-logging.mutant", str "none", &["none", "data-before-log", "truncate-before-switch", "header-per-block", "scan-first-block"],
         crate::schemes::MUTANT_SOURCE,
-        "test-only planted bug (tests/ckpt.rs; refused by the CLI): data-before-log = the new value goes home before its undo entry is written; truncate-before-switch = the checkpoint clears the log's first address word before its switch persists; header-per-block = a block's address words are written once its eight entries are in, the homes waiting only for their data lines"),
+        "test-only planted bug (tests/ckpt.rs; refused by the CLI): data-before-log = the new value goes home before its undo entry is written; truncate-before-switch = the checkpoint clears the log's first address word before its switch persists; header-per-block = a block's address words are written once its eight entries are in, the homes waiting only for their data lines; scan-first-block = recovery reads only the log's first block of entries"),
 ];
 
 pub static INFO: SchemeInfo = SchemeInfo {
@@ -440,6 +440,7 @@ pub(crate) fn new_units(p: &Params, layout: &Layout) -> Box<dyn UnitRecovery> {
         g: Geometry::new(p, layout),
         home_limit: layout.home_limit,
         epoch: 0,
+        first_block_only: p.str("ckpt-logging.mutant") == "scan-first-block",
     })
 }
 
@@ -448,6 +449,8 @@ struct LogUnits {
     home_limit: Addr,
     /// The epoch the switch pointer names (0 before any).
     epoch: u64,
+    /// Test-only (`ckpt-logging.mutant` = scan-first-block).
+    first_block_only: bool,
 }
 
 fn log_internal(m: String) -> Error {
@@ -471,6 +474,9 @@ impl UnitRecovery for LogUnits {
         img: &dyn MemRead,
         home: &mut dyn FnMut(Addr, &[u8]),
     ) -> Result<Option<UnitCounts>> {
+        if self.first_block_only && k >= PER_BLOCK {
+            return Ok(None);
+        }
         let w = img.read_u64(self.g.header(k));
         if w >> TAG_SHIFT != tag_of(self.epoch + 1) {
             return Ok(None);
