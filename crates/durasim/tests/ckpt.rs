@@ -179,6 +179,30 @@ fn mutants_fail_the_epoch_oracle() {
     }
 }
 
+/// Crash `s` (a planted bug `key_value` set) and assert it fails the epoch
+/// oracle with a replay line that fails again alone.
+fn assert_fails_with_a_replay_line(s: RunSpec, key_value: &str) {
+    let o = CrashOptions {
+        recovery_crashes: 2,
+        ..CrashOptions::default()
+    };
+    let r = crashtest(s.clone(), false);
+    eprintln!(
+        "{key_value}: {} violations of {} points",
+        r.violations, r.crash_points_tested
+    );
+    let v = r
+        .first_violation
+        .as_ref()
+        .unwrap_or_else(|| panic!("{key_value} passed the oracle"));
+    assert!(
+        v.replay.contains("--crash-at") && v.replay.contains(key_value),
+        "{}",
+        v.replay
+    );
+    common::assert_replay_fails(s, &o, &r);
+}
+
 /// ckpt-logging's planted bugs on the log's truncation, its address words
 /// and recovery's scan bound: the checkpoint clears the first address
 /// word before its switch persists (a crash in between rolls nothing
@@ -189,39 +213,32 @@ fn mutants_fail_the_epoch_oracle() {
 /// without it.
 #[test]
 fn logging_mutants_fail_with_a_replay_line() {
-    let o = CrashOptions {
-        recovery_crashes: 2,
-        ..CrashOptions::default()
-    };
     for value in [
         "truncate-before-switch",
         "header-per-block",
         "scan-first-block",
     ] {
-        let s = small_spec(
-            "ckpt-logging",
-            "btree",
-            150,
-            &[("ckpt-logging.mutant", value)],
-        );
-        let r = crashtest(s.clone(), false);
-        eprintln!(
-            "ckpt-logging.mutant={value}: {} violations of {} points",
-            r.violations, r.crash_points_tested
-        );
-        let v = r
-            .first_violation
-            .as_ref()
-            .unwrap_or_else(|| panic!("ckpt-logging.mutant={value} passed the oracle"));
-        assert!(
-            v.replay.contains("--crash-at")
-                && v.replay.contains(&format!("ckpt-logging.mutant={value}")),
-            "{}",
-            v.replay
-        );
-        common::assert_replay_fails(s, &o, &r);
+        let sets = [("ckpt-logging.mutant", value)];
+        let s = small_spec("ckpt-logging", "btree", 150, &sets);
+        assert_fails_with_a_replay_line(s, &format!("ckpt-logging.mutant={value}"));
     }
     let r = crashtest(small_spec("ckpt-logging", "btree", 150, &[]), false);
+    assert_eq!(r.violations, 0, "{:?}", r.first_violation);
+}
+
+/// ckpt-cow's planted bug on the mapping table's backup: the checkpoint
+/// writes to the standby slot's table only the entries this epoch changed
+/// (that slot misses the previous epoch's changes, written to the other
+/// one; a 4,096-item vector spreads its shadow pages over many table
+/// lines). It fails the epoch oracle, with a replay line that fails again
+/// alone, and its configuration passes without it.
+#[test]
+fn cow_mutant_fails_with_a_replay_line() {
+    let wide = [("workload.initial_items", "4096")];
+    let sets = [wide[0], ("ckpt-cow.mutant", "table-delta-per-epoch")];
+    let s = small_spec("ckpt-cow", "vector", 100, &sets);
+    assert_fails_with_a_replay_line(s, "ckpt-cow.mutant=table-delta-per-epoch");
+    let r = crashtest(small_spec("ckpt-cow", "vector", 100, &wide), false);
     assert_eq!(r.violations, 0, "{:?}", r.first_violation);
 }
 
