@@ -226,20 +226,28 @@ fn logging_mutants_fail_with_a_replay_line() {
     assert_eq!(r.violations, 0, "{:?}", r.first_violation);
 }
 
-/// ckpt-cow's planted bug on the mapping table's backup: the checkpoint
-/// writes to the standby slot's table only the entries this epoch changed
-/// (that slot misses the previous epoch's changes, written to the other
-/// one; a 4,096-item vector spreads its shadow pages over many table
-/// lines). It fails the epoch oracle, with a replay line that fails again
-/// alone, and its configuration passes without it.
+/// ckpt-cow's planted bugs on the mapping table's backup and recovery's
+/// scan bound: the checkpoint writes to the standby slot's table only the
+/// entries this epoch changed (that slot misses the previous epoch's
+/// changes, written to the other one; a 4,096-item vector spreads its
+/// shadow pages over many table lines); recovery stopping at the first
+/// invalid entry (a shadow page freed when its page's checkpoint moved
+/// home leaves a hole). Each fails the epoch oracle, with a replay line
+/// that fails again alone, and its configuration passes without it.
 #[test]
-fn cow_mutant_fails_with_a_replay_line() {
-    let wide = [("workload.initial_items", "4096")];
-    let sets = [wide[0], ("ckpt-cow.mutant", "table-delta-per-epoch")];
-    let s = small_spec("ckpt-cow", "vector", 100, &sets);
-    assert_fails_with_a_replay_line(s, "ckpt-cow.mutant=table-delta-per-epoch");
-    let r = crashtest(small_spec("ckpt-cow", "vector", 100, &wide), false);
-    assert_eq!(r.violations, 0, "{:?}", r.first_violation);
+fn cow_mutants_fail_with_a_replay_line() {
+    let wide: &[(&str, &str)] = &[("workload.initial_items", "4096")];
+    for (value, workload, tx, sets) in [
+        ("table-delta-per-epoch", "vector", 100, wide),
+        ("scan-stops-at-invalid", "btree", 150, &[]),
+    ] {
+        let mut with = sets.to_vec();
+        with.push(("ckpt-cow.mutant", value));
+        let s = small_spec("ckpt-cow", workload, tx, &with);
+        assert_fails_with_a_replay_line(s, &format!("ckpt-cow.mutant={value}"));
+        let r = crashtest(small_spec("ckpt-cow", workload, tx, sets), false);
+        assert_eq!(r.violations, 0, "{:?}", r.first_violation);
+    }
 }
 
 /// dpc's planted bugs (`dpc.mutant`) on a 16 KB derivative pool (4
