@@ -164,6 +164,33 @@ fn thynvm_switch_before_backup_fails_with_a_replay_line() {
     common::assert_replay_fails(s, &opts(), &r);
 }
 
+/// ThyNVM's recovery skipping the table backup's last entry (a scan
+/// bound off by one): fails the checkpoint oracle with a replay line that
+/// fails again alone, and the configuration passes without it.
+#[test]
+fn thynvm_scan_skips_last_entry_fails_with_a_replay_line() {
+    let s = spec(
+        "thynvm",
+        "btree",
+        150,
+        &[("thynvm.mutant", "scan-skips-last-entry")],
+    );
+    let r = crashtest(s.clone());
+    eprintln!(
+        "thynvm.mutant=scan-skips-last-entry: {} violations of {} points",
+        r.violations, r.crash_points_tested
+    );
+    let v = r.first_violation.as_ref().expect("the mutant passed");
+    assert!(
+        v.replay.contains("--crash-at") && v.replay.contains("thynvm.mutant=scan-skips-last-entry"),
+        "{}",
+        v.replay
+    );
+    common::assert_replay_fails(s, &opts(), &r);
+    let r = crashtest(spec("thynvm", "btree", 150, &[]));
+    assert_eq!(r.violations, 0, "{:?}", r.first_violation);
+}
+
 #[test]
 fn planted_bugs_fail_the_checkpoint_oracle() {
     for (scheme, key, value) in [
