@@ -164,31 +164,39 @@ fn thynvm_switch_before_backup_fails_with_a_replay_line() {
     common::assert_replay_fails(s, &opts(), &r);
 }
 
-/// ThyNVM's recovery skipping the table backup's last entry (a scan
-/// bound off by one): fails the checkpoint oracle with a replay line that
-/// fails again alone, and the configuration passes without it.
+/// A recovery scan bound and page overlays' OMT backup: ThyNVM's recovery
+/// skipping the backup's last entry; the OMT backup holding each page's
+/// overlay bit vector and segment but not its slot pointers (recovery
+/// copies slot 0 for every overlay line). Each fails
+/// the checkpoint oracle with a replay line that fails again alone, and
+/// the configurations pass without them.
 #[test]
-fn thynvm_scan_skips_last_entry_fails_with_a_replay_line() {
-    let s = spec(
-        "thynvm",
-        "btree",
-        150,
-        &[("thynvm.mutant", "scan-skips-last-entry")],
-    );
-    let r = crashtest(s.clone());
-    eprintln!(
-        "thynvm.mutant=scan-skips-last-entry: {} violations of {} points",
-        r.violations, r.crash_points_tested
-    );
-    let v = r.first_violation.as_ref().expect("the mutant passed");
-    assert!(
-        v.replay.contains("--crash-at") && v.replay.contains("thynvm.mutant=scan-skips-last-entry"),
-        "{}",
-        v.replay
-    );
-    common::assert_replay_fails(s, &opts(), &r);
-    let r = crashtest(spec("thynvm", "btree", 150, &[]));
-    assert_eq!(r.violations, 0, "{:?}", r.first_violation);
+fn scan_bound_and_backup_mutants_fail_with_a_replay_line() {
+    for (scheme, key, value) in [
+        ("thynvm", "thynvm.mutant", "scan-skips-last-entry"),
+        ("page-overlay", "overlay.mutant", "backup-without-pointers"),
+    ] {
+        let s = spec(scheme, "btree", 150, &[(key, value)]);
+        let r = crashtest(s.clone());
+        eprintln!(
+            "{key}={value}: {} violations of {} points",
+            r.violations, r.crash_points_tested
+        );
+        let v = r
+            .first_violation
+            .as_ref()
+            .unwrap_or_else(|| panic!("{key}={value} passed the oracle"));
+        assert!(
+            v.replay.contains("--crash-at") && v.replay.contains(&format!("{key}={value}")),
+            "{}",
+            v.replay
+        );
+        common::assert_replay_fails(s, &opts(), &r);
+    }
+    for scheme in ["thynvm", "page-overlay"] {
+        let r = crashtest(spec(scheme, "btree", 150, &[]));
+        assert_eq!(r.violations, 0, "{scheme}: {:?}", r.first_violation);
+    }
 }
 
 #[test]
