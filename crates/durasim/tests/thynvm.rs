@@ -164,10 +164,10 @@ fn thynvm_switch_before_backup_fails_with_a_replay_line() {
     common::assert_replay_fails(s, &opts(), &r);
 }
 
-/// A recovery scan bound and page overlays' OMT backup: ThyNVM's recovery
-/// skipping the backup's last entry; the OMT backup holding each page's
-/// overlay bit vector and segment but not its slot pointers (recovery
-/// copies slot 0 for every overlay line). Each fails
+/// Recovery scan bounds and page overlays' OMT backup: ThyNVM's and page
+/// overlays' recoveries skipping the backup's last entry; the OMT backup
+/// holding each page's overlay bit vector and segment but not its slot
+/// pointers (recovery copies slot 0 for every overlay line). Each fails
 /// the checkpoint oracle with a replay line that fails again alone, and
 /// the configurations pass without them.
 #[test]
@@ -175,6 +175,7 @@ fn scan_bound_and_backup_mutants_fail_with_a_replay_line() {
     for (scheme, key, value) in [
         ("thynvm", "thynvm.mutant", "scan-skips-last-entry"),
         ("page-overlay", "overlay.mutant", "backup-without-pointers"),
+        ("page-overlay", "overlay.mutant", "scan-skips-last-entry"),
     ] {
         let s = spec(scheme, "btree", 150, &[(key, value)]);
         let r = crashtest(s.clone());

@@ -45,9 +45,9 @@ pub static PARAMS: &[ParamSpec] = &[
     p!("overlay.lookup_cycles", int 16, "cycles", Check::Range(0.0, 10000.0),
         "dual-page checkpointing paper §5.1.1 (the 16-cycle table lookup of its simulator, applied to every system)",
         "OMT lookup on every NVM access of the DRAM cache"),
-    p!("overlay.mutant", str "none", &["none", "merge-before-switch", "backup-without-pointers"],
+    p!("overlay.mutant", str "none", &["none", "merge-before-switch", "backup-without-pointers", "scan-skips-last-entry"],
         crate::schemes::MUTANT_SOURCE,
-        "test-only planted bug (tests/thynvm.rs; refused by the CLI): merge-before-switch = overlays are merged into their pages before the checkpoint's backup and switch persist; backup-without-pointers = the OMT backup holds each page's overlay bit vector and segment but not its slot pointers"),
+        "test-only planted bug (tests/thynvm.rs; refused by the CLI): merge-before-switch = overlays are merged into their pages before the checkpoint's backup and switch persist; backup-without-pointers = the OMT backup holds each page's overlay bit vector and segment but not its slot pointers; scan-skips-last-entry = recovery copies home the overlays of every OMT backup entry but the last"),
 ];
 
 pub static INFO: SchemeInfo = SchemeInfo {
@@ -628,6 +628,11 @@ fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<Recove
     }
     let mut line = [0u8; LINE_BYTES as usize];
     let mut copied = 0u64;
+    let n = if p.str("overlay.mutant") == "scan-skips-last-entry" {
+        n.saturating_sub(1)
+    } else {
+        n
+    };
     for i in 0..n {
         let a = hdr + 64 + i * 64;
         let w0 = img.read_u64(a);
