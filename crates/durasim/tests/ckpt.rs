@@ -179,6 +179,77 @@ fn mutants_fail_the_epoch_oracle() {
     }
 }
 
+/// Crash `s` (a planted bug `key_value` set) and assert it fails the epoch
+/// oracle with a replay line that fails again alone.
+fn assert_fails_with_a_replay_line(s: RunSpec, key_value: &str) {
+    let o = CrashOptions {
+        recovery_crashes: 2,
+        ..CrashOptions::default()
+    };
+    let r = crashtest(s.clone(), false);
+    eprintln!(
+        "{key_value}: {} violations of {} points",
+        r.violations, r.crash_points_tested
+    );
+    let v = r
+        .first_violation
+        .as_ref()
+        .unwrap_or_else(|| panic!("{key_value} passed the oracle"));
+    assert!(
+        v.replay.contains("--crash-at") && v.replay.contains(key_value),
+        "{}",
+        v.replay
+    );
+    common::assert_replay_fails(s, &o, &r);
+}
+
+/// ckpt-logging's planted bugs on the log's truncation, its address words
+/// and recovery's scan bound: the checkpoint clears the first address
+/// word before its switch persists (a crash in between rolls nothing
+/// back); a block's address words written once its eight entries are in
+/// (the homes of a partial block wait only for their data lines); recovery
+/// reading only the first block. Each fails the epoch oracle, with a
+/// replay line that fails again alone, and the configuration passes
+/// without it.
+#[test]
+fn logging_mutants_fail_with_a_replay_line() {
+    for value in [
+        "truncate-before-switch",
+        "header-per-block",
+        "scan-first-block",
+    ] {
+        let sets = [("ckpt-logging.mutant", value)];
+        let s = small_spec("ckpt-logging", "btree", 150, &sets);
+        assert_fails_with_a_replay_line(s, &format!("ckpt-logging.mutant={value}"));
+    }
+    let r = crashtest(small_spec("ckpt-logging", "btree", 150, &[]), false);
+    assert_eq!(r.violations, 0, "{:?}", r.first_violation);
+}
+
+/// ckpt-cow's planted bugs on the mapping table's backup and recovery's
+/// scan bound: the checkpoint writes to the standby slot's table only the
+/// entries this epoch changed (that slot misses the previous epoch's
+/// changes, written to the other one; a 4,096-item vector spreads its
+/// shadow pages over many table lines); recovery stopping at the first
+/// invalid entry (a shadow page freed when its page's checkpoint moved
+/// home leaves a hole). Each fails the epoch oracle, with a replay line
+/// that fails again alone, and its configuration passes without it.
+#[test]
+fn cow_mutants_fail_with_a_replay_line() {
+    let wide: &[(&str, &str)] = &[("workload.initial_items", "4096")];
+    for (value, workload, tx, sets) in [
+        ("table-delta-per-epoch", "vector", 100, wide),
+        ("scan-stops-at-invalid", "btree", 150, &[]),
+    ] {
+        let mut with = sets.to_vec();
+        with.push(("ckpt-cow.mutant", value));
+        let s = small_spec("ckpt-cow", workload, tx, &with);
+        assert_fails_with_a_replay_line(s, &format!("ckpt-cow.mutant={value}"));
+        let r = crashtest(small_spec("ckpt-cow", workload, tx, sets), false);
+        assert_eq!(r.violations, 0, "{:?}", r.first_violation);
+    }
+}
+
 /// dpc's planted bugs (`dpc.mutant`) on a 16 KB derivative pool (4
 /// pages): allocations fail, so reclaims, the fallback buffer and forced
 /// checkpoints all run. Each fails the epoch oracle, with a replay line

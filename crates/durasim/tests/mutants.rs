@@ -167,6 +167,9 @@ const FWB_PASSES: &[(&str, &str)] = &[
     ("cache.llc_ways", "2"),
 ];
 const MORLOG_PASSES: &[(&str, &str)] = &[("morlog.period_cycles", "2000")];
+/// MorLog's pass every 2,000 cycles with small caches: lines of committed
+/// transactions are still being written back when the head moves.
+const MORLOG_PASSES_SMALL: &[Set] = &with_small_caches::<1, 7>([("morlog.period_cycles", "2000")]);
 
 const MUTANTS: &[Mutant] = &[
     // Opt-undo's commit point (the log head past the records) before the
@@ -589,6 +592,47 @@ const MUTANTS: &[Mutant] = &[
         recovery_crashes: 0,
         torn: false,
         threads: 1,
+        workload: "hashmap",
+    },
+    // REDU's application frees the log space it applied without persisting
+    // the new head: once the log wraps, recovery starts at the old head,
+    // finds a newer record there and replays none of the committed
+    // transactions not yet applied.
+    Mutant {
+        scheme: "redu",
+        key: "redu.mutant",
+        value: "head-not-persisted",
+        sets: REDU_FORCED_APPLY,
+        tx: 300,
+        recovery_crashes: 0,
+        torn: false,
+        threads: 1,
+        workload: "vector",
+    },
+    // FWB's new log head persisted without waiting for the pass's
+    // write-backs: a crash in between leaves a retired transaction's data
+    // neither home nor in the live log.
+    Mutant {
+        scheme: "fwb",
+        key: "fwb.mutant",
+        value: "head-before-writebacks",
+        sets: FWB_PASSES,
+        tx: 60,
+        recovery_crashes: 0,
+        torn: false,
+        threads: 2,
+        workload: "hashmap",
+    },
+    // The same in MorLog (the head write it shares with fwb).
+    Mutant {
+        scheme: "morlog",
+        key: "morlog.mutant",
+        value: "head-before-writebacks",
+        sets: MORLOG_PASSES_SMALL,
+        tx: 60,
+        recovery_crashes: 0,
+        torn: false,
+        threads: 2,
         workload: "hashmap",
     },
     // DudeTM's recovery replaying a group without checking its checksum.

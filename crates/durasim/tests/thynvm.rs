@@ -164,6 +164,42 @@ fn thynvm_switch_before_backup_fails_with_a_replay_line() {
     common::assert_replay_fails(s, &opts(), &r);
 }
 
+/// Recovery scan bounds and page overlays' OMT backup: ThyNVM's and page
+/// overlays' recoveries skipping the backup's last entry; the OMT backup
+/// holding each page's overlay bit vector and segment but not its slot
+/// pointers (recovery copies slot 0 for every overlay line). Each fails
+/// the checkpoint oracle with a replay line that fails again alone, and
+/// the configurations pass without them.
+#[test]
+fn scan_bound_and_backup_mutants_fail_with_a_replay_line() {
+    for (scheme, key, value) in [
+        ("thynvm", "thynvm.mutant", "scan-skips-last-entry"),
+        ("page-overlay", "overlay.mutant", "backup-without-pointers"),
+        ("page-overlay", "overlay.mutant", "scan-skips-last-entry"),
+    ] {
+        let s = spec(scheme, "btree", 150, &[(key, value)]);
+        let r = crashtest(s.clone());
+        eprintln!(
+            "{key}={value}: {} violations of {} points",
+            r.violations, r.crash_points_tested
+        );
+        let v = r
+            .first_violation
+            .as_ref()
+            .unwrap_or_else(|| panic!("{key}={value} passed the oracle"));
+        assert!(
+            v.replay.contains("--crash-at") && v.replay.contains(&format!("{key}={value}")),
+            "{}",
+            v.replay
+        );
+        common::assert_replay_fails(s, &opts(), &r);
+    }
+    for scheme in ["thynvm", "page-overlay"] {
+        let r = crashtest(spec(scheme, "btree", 150, &[]));
+        assert_eq!(r.violations, 0, "{scheme}: {:?}", r.first_violation);
+    }
+}
+
 #[test]
 fn planted_bugs_fail_the_checkpoint_oracle() {
     for (scheme, key, value) in [

@@ -38,9 +38,9 @@ pub static PARAMS: &[ParamSpec] = &[
     p!("ckpt-cow.lookup_cycles", int 16, "cycles", Check::Range(0.0, 10000.0),
         "dual-page checkpointing paper §5.1.1 (mapping-table lookup 16 cycles, as the DPT)",
         "mapping-table lookup on every page fill and page write-back between the DRAM cache and NVM"),
-    p!("ckpt-cow.mutant", str "none", &["none", "copy-after-switch"],
+    p!("ckpt-cow.mutant", str "none", &["none", "copy-after-switch", "table-delta-per-epoch", "scan-stops-at-invalid"],
         crate::schemes::MUTANT_SOURCE,
-        "test-only planted bug (tests/ckpt.rs; refused by the CLI): copy-after-switch = a page's clean lines are copied to its new location only after the checkpoint's switch committed the mapping"),
+        "test-only planted bug (tests/ckpt.rs; refused by the CLI): copy-after-switch = a page's clean lines are copied to its new location only after the checkpoint's switch committed the mapping; table-delta-per-epoch = the checkpoint writes to the standby slot's mapping table only the entries this epoch changed, not those changed since that slot was last written; scan-stops-at-invalid = recovery stops at the first invalid entry of the mapping table"),
 ];
 
 pub static INFO: SchemeInfo = SchemeInfo {
@@ -171,6 +171,8 @@ pub(crate) struct Cow {
     lookup: Cycle,
     epoch_cycles: Cycle,
     copy_after_switch: bool,
+    /// Test-only (`ckpt-cow.mutant` = table-delta-per-epoch).
+    delta_per_epoch: bool,
     /// Committed mappings: pages whose checkpoint is at a shadow page.
     committed: FxHashMap<u64, u32>,
     /// This epoch's mappings (first write-back order).
@@ -204,6 +206,7 @@ impl Cow {
             lookup: p.u64("ckpt-cow.lookup_cycles"),
             epoch_cycles: p.u64("checkpoint.epoch_cycles"),
             copy_after_switch: p.str("ckpt-cow.mutant") == "copy-after-switch",
+            delta_per_epoch: p.str("ckpt-cow.mutant") == "table-delta-per-epoch",
             committed: FxHashMap::default(),
             working: FxHashMap::default(),
             working_order: Vec::new(),
@@ -256,6 +259,11 @@ impl Cow {
             self.table.remove(&i);
         } else {
             self.table.insert(i, v);
+        }
+        if self.delta_per_epoch {
+            let s = self.standby();
+            self.stale[s].insert(i);
+            return;
         }
         self.stale[0].insert(i);
         self.stale[1].insert(i);
@@ -630,9 +638,13 @@ fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<Recove
     }
     let (mut pages, mut lines_written) = (0u64, 0u64);
     let mut buf = [0u8; PAGE_BYTES as usize];
+    let stop_at_invalid = p.str("ckpt-cow.mutant") == "scan-stops-at-invalid";
     for i in 0..high_water {
         let w = img.read_u64(g.table(s) + i * TABLE_ENTRY_BYTES);
         if w & VALID == 0 {
+            if stop_at_invalid {
+                break;
+            }
             continue;
         }
         let home = (w & !VALID) * PAGE_BYTES;

@@ -41,9 +41,9 @@ pub static PARAMS: &[ParamSpec] = &[
     p!("ckpt-logging.lookup_cycles", int 16, "cycles", Check::Range(0.0, 10000.0),
         "dual-page checkpointing paper §5.1.1 (mapping-table lookup 16 cycles, as the DPT)",
         "mapping-table lookup on every line write-back to NVM (has the line been logged this epoch?)"),
-    p!("ckpt-logging.mutant", str "none", &["none", "data-before-log"],
+    p!("ckpt-logging.mutant", str "none", &["none", "data-before-log", "truncate-before-switch", "header-per-block", "scan-first-block"],
         crate::schemes::MUTANT_SOURCE,
-        "test-only planted bug (tests/ckpt.rs; refused by the CLI): data-before-log = the new value goes home before its undo entry is written"),
+        "test-only planted bug (tests/ckpt.rs; refused by the CLI): data-before-log = the new value goes home before its undo entry is written; truncate-before-switch = the checkpoint clears the log's first address word before its switch persists; header-per-block = a block's address words are written once its eight entries are in, the homes waiting only for their data lines; scan-first-block = recovery reads only the log's first block of entries"),
 ];
 
 pub static INFO: SchemeInfo = SchemeInfo {
@@ -148,6 +148,12 @@ pub(crate) struct Logging {
     lookup: Cycle,
     epoch_cycles: Cycle,
     data_first: bool,
+    /// Test-only (`ckpt-logging.mutant`): truncate-before-switch.
+    truncate_first: bool,
+    /// Test-only (`ckpt-logging.mutant`): header-per-block, and the
+    /// address words of the block being filled.
+    header_per_block: bool,
+    block_words: [u64; PER_BLOCK as usize],
     /// The ideal mapping table: lines logged in this epoch.
     logged: FxHashSet<u64>,
     /// Log entries used in this epoch.
@@ -183,6 +189,9 @@ impl Logging {
             lookup: p.u64("ckpt-logging.lookup_cycles"),
             epoch_cycles: p.u64("checkpoint.epoch_cycles"),
             data_first: p.str("ckpt-logging.mutant") == "data-before-log",
+            truncate_first: p.str("ckpt-logging.mutant") == "truncate-before-switch",
+            header_per_block: p.str("ckpt-logging.mutant") == "header-per-block",
+            block_words: [0; PER_BLOCK as usize],
             logged: FxHashSet::default(),
             next: 0,
             reserve,
@@ -248,6 +257,23 @@ impl Logging {
         // ahead of an earlier slot, since recovery stops at the first slot
         // without the epoch's tag.
         let w = ctx.nvm.write(self.g.data(k), &old, Purpose::Log, r);
+        if self.header_per_block {
+            self.block_words[(k % PER_BLOCK) as usize] = word;
+            if k % PER_BLOCK == PER_BLOCK - 1 {
+                let mut hdr = [0u8; LINE_BYTES as usize];
+                for (i, x) in self.block_words.iter().enumerate() {
+                    hdr[8 * i..8 * i + 8].copy_from_slice(&x.to_le_bytes());
+                }
+                let h = ctx.nvm.write(
+                    self.g.header(k - PER_BLOCK + 1),
+                    &hdr,
+                    Purpose::Log,
+                    w.max(self.last_word_at),
+                );
+                self.last_word_at = self.last_word_at.max(h);
+            }
+            return ctx.nvm.write(line_addr, data, Purpose::WriteBack, w);
+        }
         let w = ctx.nvm.write(
             self.g.header(k),
             &word.to_le_bytes(),
@@ -323,6 +349,10 @@ impl Scheme for Logging {
         }
         let s = self.standby();
         self.epoch += 1;
+        if self.truncate_first {
+            ctx.nvm
+                .write(self.g.header(0), &0u64.to_le_bytes(), Purpose::Log, now);
+        }
         // Step 3: CPU state to the standby slot (the mapping table is
         // volatile: recovery needs only the log). Step 4: the switch, which
         // also truncates the log (its entries' tag is no longer the one
@@ -410,6 +440,7 @@ pub(crate) fn new_units(p: &Params, layout: &Layout) -> Box<dyn UnitRecovery> {
         g: Geometry::new(p, layout),
         home_limit: layout.home_limit,
         epoch: 0,
+        first_block_only: p.str("ckpt-logging.mutant") == "scan-first-block",
     })
 }
 
@@ -418,6 +449,8 @@ struct LogUnits {
     home_limit: Addr,
     /// The epoch the switch pointer names (0 before any).
     epoch: u64,
+    /// Test-only (`ckpt-logging.mutant` = scan-first-block).
+    first_block_only: bool,
 }
 
 fn log_internal(m: String) -> Error {
@@ -441,6 +474,9 @@ impl UnitRecovery for LogUnits {
         img: &dyn MemRead,
         home: &mut dyn FnMut(Addr, &[u8]),
     ) -> Result<Option<UnitCounts>> {
+        if self.first_block_only && k >= PER_BLOCK {
+            return Ok(None);
+        }
         let w = img.read_u64(self.g.header(k));
         if w >> TAG_SHIFT != tag_of(self.epoch + 1) {
             return Ok(None);

@@ -45,9 +45,9 @@ pub static PARAMS: &[ParamSpec] = &[
     p!("overlay.lookup_cycles", int 16, "cycles", Check::Range(0.0, 10000.0),
         "dual-page checkpointing paper §5.1.1 (the 16-cycle table lookup of its simulator, applied to every system)",
         "OMT lookup on every NVM access of the DRAM cache"),
-    p!("overlay.mutant", str "none", &["none", "merge-before-switch"],
+    p!("overlay.mutant", str "none", &["none", "merge-before-switch", "backup-without-pointers", "scan-skips-last-entry"],
         crate::schemes::MUTANT_SOURCE,
-        "test-only planted bug: merge-before-switch = overlays are merged into their pages before the checkpoint's backup and switch persist"),
+        "test-only planted bug (tests/thynvm.rs; refused by the CLI): merge-before-switch = overlays are merged into their pages before the checkpoint's backup and switch persist; backup-without-pointers = the OMT backup holds each page's overlay bit vector and segment but not its slot pointers; scan-skips-last-entry = recovery copies home the overlays of every OMT backup entry but the last"),
 ];
 
 pub static INFO: SchemeInfo = SchemeInfo {
@@ -154,6 +154,8 @@ pub(crate) struct PageOverlay {
     lookup: Cycle,
     epoch_cycles: Cycle,
     merge_first: bool,
+    /// Test-only (`overlay.mutant` = backup-without-pointers).
+    backup_no_ptrs: bool,
     /// Free store below which a checkpoint is forced: an eighth, and at
     /// least room for the checkpoint's DRAM-cache flush (one 4 KB overlay
     /// per cached page at most).
@@ -179,6 +181,7 @@ impl PageOverlay {
             lookup: p.u64("overlay.lookup_cycles"),
             epoch_cycles: p.u64("checkpoint.epoch_cycles"),
             merge_first: p.str("overlay.mutant") == "merge-before-switch",
+            backup_no_ptrs: p.str("overlay.mutant") == "backup-without-pointers",
             reserve: (p.u64("overlay.oms_bytes") / 8).max(p.u64("hybrid.dram_cache_bytes")),
             omt: FxHashMap::default(),
             free: Default::default(),
@@ -308,7 +311,8 @@ impl PageOverlay {
             line[8..16].copy_from_slice(&ov.obv.to_le_bytes());
             line[16..24].copy_from_slice(&(ov.seg | u64::from(ov.class) << 56).to_le_bytes());
             // 64 five-bit slot pointers, packed little-endian (40 bytes).
-            for k in 0..64 {
+            let ptrs = if self.backup_no_ptrs { 0 } else { 64 };
+            for k in 0..ptrs {
                 let bit = 24 * 8 + k * 5;
                 let v = u16::from(ov.ptr[k] & 31) << (bit % 8);
                 line[bit / 8] |= v as u8;
@@ -624,6 +628,11 @@ fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<Recove
     }
     let mut line = [0u8; LINE_BYTES as usize];
     let mut copied = 0u64;
+    let n = if p.str("overlay.mutant") == "scan-skips-last-entry" {
+        n.saturating_sub(1)
+    } else {
+        n
+    };
     for i in 0..n {
         let a = hdr + 64 + i * 64;
         let w0 = img.read_u64(a);

@@ -74,9 +74,9 @@ pub static PARAMS: &[ParamSpec] = &[
     p!("thynvm.lookup_cycles", int 16, "cycles", Check::Range(0.0, 10000.0),
         "dual-page checkpointing paper §5.1.1 (the 16-cycle table lookup of its simulator, applied to every system; ThyNVM's own Table 2 uses 3 ns)",
         "BTT/PTT lookup on every NVM access of the DRAM cache"),
-    p!("thynvm.mutant", str "none", &["none", "drop-penultimate", "switch-before-backup"],
+    p!("thynvm.mutant", str "none", &["none", "drop-penultimate", "switch-before-backup", "scan-skips-last-entry"],
         crate::schemes::MUTANT_SOURCE,
-        "test-only planted bug (tests/thynvm.rs; refused by the CLI): drop-penultimate = a working copy may overwrite the last completed checkpoint while the next one is in flight; switch-before-backup = the switch pointer names the new recovery context before its contexts and table backup are written"),
+        "test-only planted bug (tests/thynvm.rs; refused by the CLI): drop-penultimate = a working copy may overwrite the last completed checkpoint while the next one is in flight; switch-before-backup = the switch pointer names the new recovery context before its contexts and table backup are written; scan-skips-last-entry = recovery copies home every version the table backup lists but the last"),
 ];
 
 pub static INFO: SchemeInfo = SchemeInfo {
@@ -1218,6 +1218,11 @@ fn recover(img: &mut dyn MemWrite, p: &Params, layout: &Layout) -> Result<Recove
     }
     let mut buf = vec![0u8; PAGE_BYTES as usize];
     let (mut lines, mut pages) = (0u64, 0u64);
+    let n = if p.str("thynvm.mutant") == "scan-skips-last-entry" {
+        n.saturating_sub(1)
+    } else {
+        n
+    };
     for k in 0..n {
         let a = hdr + 64 + k * ENTRY_BYTES;
         let (key, src) = (img.read_u64(a), img.read_u64(a + 8));

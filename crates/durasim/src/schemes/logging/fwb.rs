@@ -74,9 +74,9 @@ pub static PARAMS: &[ParamSpec] = &[
     p!("fwb.log_bytes", int 128 << 20, "bytes", Check::PowerOfTwo(1 << 12, 1 << 36),
         LOG_SOURCE,
         "circular undo+redo log in NVM (32 B per entry or commit record)"),
-    p!("fwb.mutant", str "none", &["none", "truncate-early", "no-order", "scan-skips-head-entry"],
+    p!("fwb.mutant", str "none", &["none", "truncate-early", "no-order", "scan-skips-head-entry", "head-before-writebacks"],
         crate::schemes::MUTANT_SOURCE,
-        "test-only planted bug (tests/fwb.rs, tests/mutants.rs; refused by the CLI): truncate-early = a pass retires transactions that committed before it (not before the previous pass); no-order = a data write-back does not wait for its line's buffered entries and ignores the traversal time; scan-skips-head-entry = recovery's log scan starts one entry after the persisted head"),
+        "test-only planted bug (tests/fwb.rs, tests/mutants.rs; refused by the CLI): truncate-early = a pass retires transactions that committed before it (not before the previous pass); no-order = a data write-back does not wait for its line's buffered entries and ignores the traversal time; scan-skips-head-entry = recovery's log scan starts one entry after the persisted head; head-before-writebacks = the new log head is persisted without waiting for the write-backs that took the retired transactions' data home"),
 ];
 
 pub static UNSAFE_PARAMS: &[ParamSpec] = &[
@@ -215,6 +215,8 @@ pub struct Fwb {
     period: Cycle,
     truncate_early: bool,
     no_order: bool,
+    /// Test-only (`fwb.mutant`): the head does not wait for `data_durable_at`.
+    head_first: bool,
     head: u64,
     tail: u64,
     header_flip: u64,
@@ -273,6 +275,7 @@ impl Fwb {
             period: p.u64(k.period),
             truncate_early: mutant == "truncate-early",
             no_order: mutant == "no-order",
+            head_first: mutant == "head-before-writebacks",
             head: 0,
             tail: 0,
             header_flip: 0,
@@ -413,13 +416,18 @@ impl Fwb {
         self.head = head;
         self.st.head_advances += 1;
         let p = ctx.nvm.persist_log.path_start();
+        let after = if self.head_first {
+            now
+        } else {
+            now.max(self.data_durable_at)
+        };
         let t = persist_head(
             ctx,
             &self.ring,
             &mut self.header_flip,
             &mut self.log_durable_at,
             head,
-            now.max(self.data_durable_at),
+            after,
         );
         ctx.nvm
             .persist_log

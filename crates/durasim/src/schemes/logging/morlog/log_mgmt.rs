@@ -23,13 +23,18 @@ impl MorLog {
         self.st.head_persists += 1;
         self.persisted_head = self.head;
         let p = ctx.nvm.persist_log.path_start();
+        let after = if self.head_first {
+            now
+        } else {
+            now.max(self.data_durable_at)
+        };
         let t = persist_head(
             ctx,
             &self.ring,
             &mut self.header_flip,
             &mut self.log_durable_at,
             self.head,
-            now.max(self.data_durable_at),
+            after,
         );
         ctx.nvm
             .persist_log

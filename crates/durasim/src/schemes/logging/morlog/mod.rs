@@ -172,6 +172,8 @@ pub struct MorLog {
     period: Cycle,
     discard_on_writeback: bool,
     no_order: bool,
+    /// Test-only: the head does not wait for `data_durable_at`.
+    head_first: bool,
     head: u64,
     tail: u64,
     header_flip: u64,
@@ -258,6 +260,7 @@ impl MorLog {
             period: p.u64(k.period),
             discard_on_writeback: mutant == "discard-on-writeback",
             no_order: mutant == "no-order",
+            head_first: mutant == "head-before-writebacks",
             head: 0,
             tail: 0,
             header_flip: 0,

@@ -44,8 +44,8 @@ macro_rules! params {
 params!(
     PARAMS,
     "morlog",
-    &["none", "discard-on-writeback", "no-order", "release-early", "release-on-l1-evict", "anchor-newest-writer", "scan-skips-head-entry"],
-    "test-only planted bug (tests/morlog.rs, tests/mutants.rs; refused by the CLI): discard-on-writeback = the paper's literal rule, a buffered redo entry is dropped when its line is written back; no-order = a data write-back does not wait for its line's buffered undo+redo entries; release-early = tx-table: a line's write-back releases its transaction before the data are persisted; release-on-l1-evict = tx-table: a line is released when it leaves the L1 (a counter of L1 lines only, where the paper's TID/TxID extension lives) though it is still dirty below; anchor-newest-writer = tx-table: a line's anchor moves to its newest writer, releasing an older writer's log while its data are not home; scan-skips-head-entry = recovery's log scan starts one entry after the persisted head"
+    &["none", "discard-on-writeback", "no-order", "release-early", "release-on-l1-evict", "anchor-newest-writer", "scan-skips-head-entry", "head-before-writebacks"],
+    "test-only planted bug (tests/morlog.rs, tests/mutants.rs; refused by the CLI): discard-on-writeback = the paper's literal rule, a buffered redo entry is dropped when its line is written back; no-order = a data write-back does not wait for its line's buffered undo+redo entries; release-early = tx-table: a line's write-back releases its transaction before the data are persisted; release-on-l1-evict = tx-table: a line is released when it leaves the L1 (a counter of L1 lines only, where the paper's TID/TxID extension lives) though it is still dirty below; anchor-newest-writer = tx-table: a line's anchor moves to its newest writer, releasing an older writer's log while its data are not home; scan-skips-head-entry = recovery's log scan starts one entry after the persisted head; head-before-writebacks = the head is persisted without waiting for the write-backs that took the retired transactions' data home"
 );
 params!(
     DP_PARAMS,
