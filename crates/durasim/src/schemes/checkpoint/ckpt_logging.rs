@@ -265,7 +265,7 @@ impl Logging {
                     hdr[8 * i..8 * i + 8].copy_from_slice(&x.to_le_bytes());
                 }
                 let h = ctx.nvm.write(
-                    self.g.header(k - PER_BLOCK + 1),
+                    self.g.header(k + 1 - PER_BLOCK),
                     &hdr,
                     Purpose::Log,
                     w.max(self.last_word_at),
