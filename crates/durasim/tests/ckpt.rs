@@ -187,20 +187,7 @@ fn assert_fails_with_a_replay_line(s: RunSpec, key_value: &str) {
         ..CrashOptions::default()
     };
     let r = crashtest(s.clone(), false);
-    eprintln!(
-        "{key_value}: {} violations of {} points",
-        r.violations, r.crash_points_tested
-    );
-    let v = r
-        .first_violation
-        .as_ref()
-        .unwrap_or_else(|| panic!("{key_value} passed the oracle"));
-    assert!(
-        v.replay.contains("--crash-at") && v.replay.contains(key_value),
-        "{}",
-        v.replay
-    );
-    common::assert_replay_fails(s, &o, &r);
+    common::assert_fails_with_a_replay_line(s, &o, &r, key_value);
 }
 
 /// ckpt-logging's planted bugs on the log's truncation, its address words
@@ -260,10 +247,6 @@ fn dpc_mutants_fail_with_a_replay_line() {
         ("dpc.pool_bytes", "16384"),
         ("dpc.fallback_buffer_lines", "1024"),
     ];
-    let o = CrashOptions {
-        recovery_crashes: 2,
-        ..CrashOptions::default()
-    };
     for value in [
         "switch-before-backup",
         "write-by-cpbv",
@@ -274,21 +257,7 @@ fn dpc_mutants_fail_with_a_replay_line() {
         let mut sets = POOL.to_vec();
         sets.push(("dpc.mutant", value));
         let s = small_spec("dpc", "btree", 300, &sets);
-        let r = crashtest(s.clone(), false);
-        eprintln!(
-            "dpc.mutant={value}: {} violations of {} points",
-            r.violations, r.crash_points_tested
-        );
-        let v = r
-            .first_violation
-            .as_ref()
-            .unwrap_or_else(|| panic!("dpc.mutant={value} passed the oracle"));
-        assert!(
-            v.replay.contains("--crash-at") && v.replay.contains(&format!("dpc.mutant={value}")),
-            "{}",
-            v.replay
-        );
-        common::assert_replay_fails(s, &o, &r);
+        assert_fails_with_a_replay_line(s, &format!("dpc.mutant={value}"));
     }
     let r = crashtest(small_spec("dpc", "btree", 300, POOL), false);
     assert_eq!(r.violations, 0, "{:?}", r.first_violation);

@@ -151,17 +151,7 @@ fn thynvm_switch_before_backup_fails_with_a_replay_line() {
         &[("thynvm.mutant", "switch-before-backup")],
     );
     let r = crashtest(s.clone());
-    eprintln!(
-        "thynvm.mutant=switch-before-backup: {} violations of {} points",
-        r.violations, r.crash_points_tested
-    );
-    let v = r.first_violation.as_ref().expect("the mutant passed");
-    assert!(
-        v.replay.contains("--crash-at") && v.replay.contains("thynvm.mutant=switch-before-backup"),
-        "{}",
-        v.replay
-    );
-    common::assert_replay_fails(s, &opts(), &r);
+    common::assert_fails_with_a_replay_line(s, &opts(), &r, "thynvm.mutant=switch-before-backup");
 }
 
 /// Recovery scan bounds and page overlays' OMT backup: ThyNVM's and page
@@ -179,20 +169,7 @@ fn scan_bound_and_backup_mutants_fail_with_a_replay_line() {
     ] {
         let s = spec(scheme, "btree", 150, &[(key, value)]);
         let r = crashtest(s.clone());
-        eprintln!(
-            "{key}={value}: {} violations of {} points",
-            r.violations, r.crash_points_tested
-        );
-        let v = r
-            .first_violation
-            .as_ref()
-            .unwrap_or_else(|| panic!("{key}={value} passed the oracle"));
-        assert!(
-            v.replay.contains("--crash-at") && v.replay.contains(&format!("{key}={value}")),
-            "{}",
-            v.replay
-        );
-        common::assert_replay_fails(s, &opts(), &r);
+        common::assert_fails_with_a_replay_line(s, &opts(), &r, &format!("{key}={value}"));
     }
     for scheme in ["thynvm", "page-overlay"] {
         let r = crashtest(spec(scheme, "btree", 150, &[]));

@@ -132,6 +132,31 @@ pub fn replay_point(line: &str) -> PointSel {
     }
 }
 
+/// A crash test `r` of `s` with the planted bug `key_value` set: it failed
+/// the oracle, its first violation's replay line names the point and the
+/// bug, and that line fails again alone.
+pub fn assert_fails_with_a_replay_line(
+    s: RunSpec,
+    opts: &CrashOptions,
+    r: &CrashReport,
+    key_value: &str,
+) {
+    eprintln!(
+        "{key_value}: {} violations of {} points",
+        r.violations, r.crash_points_tested
+    );
+    let v = r
+        .first_violation
+        .as_ref()
+        .unwrap_or_else(|| panic!("{key_value} passed the oracle"));
+    assert!(
+        v.replay.contains("--crash-at") && v.replay.contains(key_value),
+        "{}",
+        v.replay
+    );
+    assert_replay_fails(s, opts, r);
+}
+
 /// The first violation of `r` (a crash test of `s` with `opts`) replays:
 /// its line names its point and tear, and that point checked alone, as
 /// the line's command does (`--crash-at`, `--tear-mask`, the same
