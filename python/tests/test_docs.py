@@ -31,6 +31,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from scripts_dir import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 TX = re.compile(r'(\btx=|"tx":\s*|\bpoints=)\d[\d_]*')
@@ -217,12 +218,7 @@ def test_reference_links_and_quotes_are_current():
 
 
 def _docs_module():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("docs_py", ROOT / "scripts" / "docs.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("docs")
 
 
 def test_tracker_numbers_and_outside_paths_are_flagged():
@@ -262,12 +258,7 @@ def test_no_tracker_numbers_or_outside_paths_in_docs_and_sources():
 
 
 def _readings_module():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("readings", ROOT / "scripts" / "readings.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("readings")
 
 
 def _csv(path: Path, header: list[str], rows: list[list]) -> None:

@@ -5,20 +5,17 @@ transactions); needs the release CLI (`make build`), else skipped."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from pathlib import Path
 
 import pytest
+from scripts_dir import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("first_day", ROOT / "scripts" / "first_day.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("first_day")
 
 
 def _binary() -> Path:

@@ -3,18 +3,15 @@ callgrind's per-file counts charged to the simulator's components."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
+
+from scripts_dir import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def load():
-    path = ROOT / "scripts" / "instr_split.py"
-    spec = importlib.util.spec_from_file_location("instr_split", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("instr_split")
 
 
 def test_runs_are_the_benchmarks():

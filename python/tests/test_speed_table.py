@@ -3,19 +3,16 @@ benchmark's record of each run's simulated work."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
+
+from scripts_dir import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def load():
-    path = ROOT / "scripts" / "speed_table.py"
-    spec = importlib.util.spec_from_file_location("speed_table", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("speed_table")
 
 
 def bench(root: Path, fid: str, ops: int, median_ns: float, work: dict | None) -> None:
