@@ -6,6 +6,7 @@ component: the speed table's ratios without the host's noise.
     python3 scripts/instr_split.py                 # every benchmarked scheme, as benchmarked
     python3 scripts/instr_split.py --only hoop@hoop --only ideal@hoop
     python3 scripts/instr_split.py --tx 20000 --jobs 2 --keep DIR
+    python3 scripts/instr_split.py --from DIR     # the table again from kept files
 
 For every (scheme, preset) of the criterion benchmark's `sim_speed_paper`
 group (read from crates/durasim/benches/sim_speed.rs, so the two cannot
@@ -21,9 +22,11 @@ the memory image, the caches, the engine, the workload, the scheme
 Printed: instructions per memory operation; their ratio to `ideal`'s on
 the same preset (a scheme with the same host instructions per cycle as
 `ideal` would run at that ratio of its speed); the extra instructions per
-operation over `ideal`'s, by component; and the ratio if the memory
-system (controller and media) spent on the scheme's traffic no more per
-operation than on `ideal`'s. Instruction counts are deterministic: the
+operation over `ideal`'s, by component; the ratio if the memory
+controller cost nothing at all (its instructions removed from both
+rows: the most any controller design, exact or not, could give); and the
+ratio if the memory system (controller and media) spent on the scheme's
+traffic no more per operation than on `ideal`'s. Instruction counts are deterministic: the
 same binary and inputs give the same numbers on any host. They leave out
 what instructions do not show (host cache misses, page faults), which the
 wall-clock table includes.
@@ -37,6 +40,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import difflib
+import json
 import os
 import re
 import subprocess
@@ -157,6 +161,11 @@ def measure(binary: Path, run: dict, tx: int | None, keep: Path) -> dict:
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         fail(f"{run['scheme']}@{run['preset']}: exit {p.returncode}\n{p.stderr[-2000:]}")
+    return {**run, "ops": mem_ops(p.stdout + p.stderr), **annotate(out)}
+
+
+def annotate(out: Path) -> dict:
+    """Total and per-component instructions of one callgrind file."""
     ann = subprocess.run(
         ["callgrind_annotate", "--threshold=100", "--auto=no", str(out)],
         capture_output=True,
@@ -164,14 +173,30 @@ def measure(binary: Path, run: dict, tx: int | None, keep: Path) -> dict:
         check=True,
     ).stdout
     total, parts = split(ann)
-    return {**run, "ops": mem_ops(p.stdout + p.stderr), "total": total, "parts": parts}
+    return {"total": total, "parts": parts}
+
+
+def kept(run: dict, keep: Path) -> dict:
+    """One run's counts from the files a `--keep` run left: its callgrind
+    file and its JSON (whose `sim` block has the window's memory ops)."""
+    name = f"{run['scheme']}@{run['preset']}"
+    out, js = keep / f"{name}.callgrind", keep / f"{name}.json"
+    for f in (out, js):
+        if not f.is_file():
+            fail(f"--from {keep}: no {f.name} (keep a run there with --keep)")
+    doc = json.loads(js.read_text())
+    ops = doc.get("sim", {}).get("sim_mem_ops")
+    if not ops:
+        fail(f"--from {keep}: {js.name} has no sim.sim_mem_ops")
+    return {**run, "tx": doc.get("tx", run["tx"]), "ops": ops, **annotate(out)}
 
 
 def table(results: list[dict]) -> str:
     ideal = {r["preset"]: r for r in results if r["scheme"] == "ideal"}
     names = [n for n, _ in COMPONENTS]
     head = ["scheme", "preset", "instr/op", "ratio to `ideal`"]
-    head += [f"+{n}" for n in names] + ["ratio, memory system at `ideal`'s"]
+    head += [f"+{n}" for n in names]
+    head += ["ratio, controller free", "ratio, memory system at `ideal`'s"]
     lines = ["| " + " | ".join(head) + " |", "| --- | --- |" + " ---: |" * (len(head) - 2)]
     for r in results:
         i = ideal.get(r["preset"])
@@ -185,6 +210,8 @@ def table(results: list[dict]) -> str:
         mem_extra = sum(extra[n] for n in MEMORY_SYSTEM)
         cells.append(f"{ideal_op / per_op:.2f}")
         cells += [f"{extra[n]:+,.0f}" for n in names]
+        ctrl_ideal, ctrl = i["parts"]["controller"] / i["ops"], r["parts"]["controller"] / r["ops"]
+        cells.append(f"{(ideal_op - ctrl_ideal) / (per_op - ctrl):.2f}")
         cells.append(f"{ideal_op / (per_op - mem_extra):.2f}")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -203,10 +230,20 @@ def main() -> None:
         "--only", action="append", default=[], metavar="SCHEME@PRESET", help="run only these"
     )
     ap.add_argument("--keep", type=Path, default=None, help="keep callgrind files in DIR")
+    ap.add_argument(
+        "--from",
+        dest="source",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="print the table from the files a --keep run left in DIR (no runs)",
+    )
     a = ap.parse_args()
     target = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
     binary = a.bin or target / "release" / "durasim"
-    if not binary.is_file():
+    if a.source is not None and not a.source.is_dir():
+        fail(f"--from {a.source}: not a directory")
+    if a.source is None and not binary.is_file():
         fail(f"no binary at {binary} (run `cargo build --release -p durasim` or pass --bin)")
     if a.tx is not None and a.tx <= 0:
         fail(f"--tx must be positive, got {a.tx}")
@@ -220,13 +257,24 @@ def main() -> None:
                 valid = ", ".join(sorted(known))
                 fail(f"--only {o!r}: not a benchmarked scheme@preset{hint} (valid: {valid})")
         runs = [r for r in runs if f"{r['scheme']}@{r['preset']}" in a.only]
-    keep = a.keep or Path(tempfile.mkdtemp(prefix="instr_split_"))
-    keep.mkdir(parents=True, exist_ok=True)
-    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, a.jobs)) as pool:
-        results = list(pool.map(lambda r: measure(binary, r, a.tx, keep), runs))
-    txs = sorted({a.tx or r["tx"] for r in runs})
+    if a.source is not None:
+        if not a.only:
+            # Only the runs kept there (a --keep run may have had --only).
+            runs = [r for r in runs if (a.source / f"{r['scheme']}@{r['preset']}.json").is_file()]
+            if not runs:
+                fail(f"--from {a.source}: no kept run of the benchmark there")
+        results = [kept(r, a.source) for r in runs]
+        source = a.source
+    else:
+        keep = a.keep or Path(tempfile.mkdtemp(prefix="instr_split_"))
+        keep.mkdir(parents=True, exist_ok=True)
+        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, a.jobs)) as pool:
+            results = list(pool.map(lambda r: measure(binary, r, a.tx, keep), runs))
+        results = [{**r, "tx": a.tx or r["tx"]} for r in results]
+        source = binary
+    txs = sorted({r["tx"] for r in results})
     print("Instructions in `Engine::run` per simulated memory operation,")
-    print(f"{'/'.join(map(str, txs))} transactions, {binary}:\n")
+    print(f"{'/'.join(map(str, txs))} transactions, {source}:\n")
     print(table(results))
 
 

@@ -3,6 +3,9 @@ callgrind's per-file counts charged to the simulator's components."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 from scripts_dir import load_script
@@ -94,5 +97,29 @@ def test_table_ratios_and_extra_work():
     assert row[3] == "0.67"  # 500 / 750
     assert row[4 + names.index("controller")] == "+200"
     assert row[4 + names.index("scheme")] == "+50"
+    # With no controller at all: (500 - 100) / (750 - 300).
+    assert row[-2] == "0.89"
     # With the controller at ideal's 100 per op: 500 / 550.
     assert row[-1].rstrip(" |") == "0.91"
+
+
+def test_kept_runs_read_ops_from_the_json(tmp_path, monkeypatch):
+    m = load()
+    run = {"scheme": "hoop", "preset": "hoop", "workload": "ycsb", "threads": 4, "tx": 100_000}
+    (tmp_path / "hoop@hoop.callgrind").write_text("")
+    (tmp_path / "hoop@hoop.json").write_text(
+        json.dumps({"tx": 20_000, "sim": {"sim_mem_ops": 1234}})
+    )
+    monkeypatch.setattr(m, "annotate", lambda out: {"total": 99, "parts": {}})
+    r = m.kept(run, tmp_path)
+    assert (r["ops"], r["tx"], r["total"]) == (1234, 20_000, 99)
+
+
+def test_from_a_directory_without_runs_is_a_clear_error(tmp_path):
+    p = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "instr_split.py"), "--from", str(tmp_path)],
+        capture_output=True,
+        text=True,
+    )
+    assert p.returncode == 2
+    assert "no kept run" in p.stderr
