@@ -14,6 +14,7 @@ from durasim import lab
 from durasim._figcheck import readable
 from durasim.papers import PAPERS, dpc
 from durasim.papers.dpc import experiments as dpc_exp
+from durasim.papers.dpc import spec as dpc_spec
 from durasim.plotting import series
 from durasim.report import write_report
 
@@ -44,7 +45,7 @@ def test_plans_at_paper_scale():
         assert s["threads"] == 4 and s[dpc_exp.P_EPOCH] == 30_000_000
         assert s[dpc_exp.P_POOL] == 300 * MB and s[dpc_exp.P_DRAM] == 256 * MB
         # Table 5's programs run without transactions, the OLTP ones with.
-        assert (s.get(dpc_exp.P_TX) is False) == (s["workload"] in dpc_exp.PROGRAMS)
+        assert (s.get(dpc_spec.P_TX) is False) == (s["workload"] in dpc_exp.PROGRAMS)
     pools = sorted(
         {s[dpc_exp.P_POOL] for s in dpc_exp.plan_pool(sc, av).specs if s["scheme"] == "dpc"}
     )
@@ -62,7 +63,7 @@ def test_plans_at_paper_scale():
     sw = dpc_exp.plan_software(sc, av).specs
     assert {s["workload"] for s in sw} == {"tatp", "tpcc"}
     assert {s["scheme"] for s in sw} >= {"dudetm", "pmdk-undo", "dpc"}
-    assert all(s[dpc_exp.P_GROUP] == 16.0 for s in sw)
+    assert all(s[dpc_spec.P_GROUP] == 16.0 for s in sw)
     # Small scale divides every size tied to the machine by the same factor
     # and keeps the paper's epoch (an epoch against a 4 KB page).
     small = dpc.PAPER.scale_settings("small")

@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from .. import _claims
+from .spec import _spec
 
 P_EPOCH = "checkpoint.epoch_cycles"
 P_POOL = "dpc.pool_bytes"
@@ -27,8 +28,6 @@ MB = 1024 * 1024
 
 def _base(sc: dict[str, Any], scheme: str) -> dict[str, Any]:
     # The experiments' own spec (machine of the scale, the workload's size).
-    from .experiments import _spec
-
     return _spec(sc, scheme, sc["sweep_workloads"][0])
 
 

@@ -33,6 +33,14 @@ from .. import _characterise
 from .._base import CONFIGS, Avail, Experiment, Plan, Setup, missing
 from .._scale import Ratio, ScaleDoc, Steady
 from .claim import EXPERIMENT as CLAIM_EXPERIMENT
+from .spec import (
+    P_DRAM,
+    P_EPOCH,
+    P_POOL,
+    PROGRAMS,
+    _machine,
+    _spec,
+)
 
 #: How a frame cites the paper (with the item and section).
 PAPER_REF = "DPC §5"
@@ -57,21 +65,15 @@ LABELS = {
     "pmdk-undo": "NVML (PMDK undo)",
     DIRECT: "Baseline, no DRAM cache",
 }
-#: Table 5's programs (without transactions) and transactional workloads.
-PROGRAMS = ["pagerank", "cc", "cd", "ann", "kdtree", "stencil3d", "lbm"]
+#: Table 5's transactional workloads (its programs, run without
+#: transactions, are in :mod:`.spec`).
 TRANSACTIONAL = ["tatp", "tpcc", "echo", "ycsb"]
 WORKLOADS = PROGRAMS + TRANSACTIONAL
 #: §5 (software comparison): TATP and TPC-C with four threads.
 SOFTWARE_WORKLOADS = ["tatp", "tpcc"]
 
-P_EPOCH = "checkpoint.epoch_cycles"
-P_POOL = "dpc.pool_bytes"
 P_META = "dpc.metadata"
 P_CACHED = "dpc.cached_entries"
-P_DRAM = "hybrid.dram_cache_bytes"
-P_TX = "run.transactions"
-P_FOOT = "workload.footprint_bytes"
-P_GROUP = "dudetm.group_commit_ms"
 
 KB = 1024
 MB = 1024 * 1024
@@ -297,37 +299,6 @@ def _preset() -> dict[str, Any]:
 
 # ---------------------------------------------------------------------------
 # Planning.
-
-
-def _machine(sc: dict[str, Any]) -> dict[str, Any]:
-    """The scaled hybrid machine every run shares (over configs/dpc.toml)."""
-    return {
-        P_DRAM: sc["dram_cache_bytes"],
-        "hybrid.dram_cache_ways": sc["dram_cache_ways"],
-        P_EPOCH: sc["epoch_cycles"],
-        P_POOL: sc["pool_bytes"],
-        "overlay.oms_bytes": sc["pool_bytes"],
-        "thynvm.btt_entries": sc["btt_entries"],
-        "thynvm.ptt_entries": sc["ptt_entries"],
-        P_GROUP: sc["group_commit_ms"],
-    }
-
-
-def _spec(sc: dict[str, Any], scheme: str, workload: str, **extra: Any) -> dict[str, Any]:
-    s: dict[str, Any] = {
-        "scheme": scheme,
-        "workload": workload,
-        "threads": sc["threads"],
-        "tx": sc["ops"][workload] * sc["threads"],
-        "seed": sc["seed"],
-        **_machine(sc),
-    }
-    if workload in PROGRAMS:
-        s[P_TX] = False
-        s[P_FOOT] = sc["footprint_bytes"][workload]
-    s.update(sc["tx_sizes"].get(workload, {}))
-    s.update(extra)
-    return s
 
 
 def plan_grid(sc: dict[str, Any], av: Avail) -> Plan:

@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from .. import _claims
+from .spec import WORKLOADS, _spec
 
 P_SETS = "dimm.ait_cache_sets"
 P_ITEM = "workload.item_bytes"
@@ -31,8 +32,6 @@ METRIC_OVERHEAD_OPS = "pm_write_overhead_ops"
 
 
 def _base(sc: dict[str, Any], scheme: str) -> dict[str, Any]:
-    from .experiments import WORKLOADS, _spec
-
     w = next(x for x in WORKLOADS if x[0] == LABEL)
     return _spec(sc, scheme, w, sc["seeds"][0])
 

@@ -37,22 +37,11 @@ from .._base import CONFIGS, Avail, Experiment, Plan, Setup, missing
 from .._scale import Ratio, ScaleDoc, Steady
 from .claim import CLAIM
 from .claim import EXPERIMENT as CLAIM_EXPERIMENT
+from .spec import P_COPIES, WORKLOADS, _spec
 
 SCHEMES = ["redu", "osp", "ehou"]
-#: (label, workload, extra parameters): §IV-A's workload list.
-WORKLOADS: list[tuple[str, str, dict[str, Any]]] = [
-    ("array", "array", {}),
-    ("hashtable", "hashtable", {}),
-    ("hashmap", "hashmap", {}),
-    ("btree", "btree", {}),
-    ("btree-zipf", "btree", {"workload.key_dist": "zipfian"}),
-    ("rbtree-zipf", "rbtree", {"workload.key_dist": "zipfian"}),
-    ("tatp", "tatp", {}),
-    ("tpcc", "tpcc", {}),
-]
 P_PERSIST = "ehou.persist"
 P_SETS = "dimm.ait_cache_sets"
-P_COPIES = "workload.copies"
 #: EHOU Table I: the AIT cache has 8192 sets x 16 ways.
 TABLE_I_SETS = 8192
 STAT_OVERHEAD = "stat.pm_write_overhead_bytes"
@@ -151,20 +140,6 @@ def _workloads(sc: dict[str, Any], names: Sequence[str], av: Avail, plan: Plan):
     wanted = [table[n] for n in names]
     _, ok_w, _ = av.filter(plan, [], sorted({w[1] for w in wanted}))
     return [w for w in wanted if w[1] in ok_w]
-
-
-def _spec(
-    sc: dict[str, Any], scheme: str, w: tuple[str, str, dict[str, Any]], seed: int
-) -> dict[str, Any]:
-    return {
-        "scheme": scheme,
-        "workload": w[1],
-        "threads": sc["threads"],
-        "tx": sc["tx_by_workload"].get(w[0]) or sc["tx"],
-        "seed": seed,
-        P_COPIES: sc["copies"],
-        **w[2],
-    }
 
 
 def plan_grid(sc: dict[str, Any], av: Avail) -> Plan:

@@ -4,18 +4,10 @@
 
 use super::layout::{decode, entry_bytes, Entry, ENTRY_HDR};
 use super::log::{Seg, SegState};
-use super::Lsm;
+use super::{GcKind, Lsm};
 use crate::schemes::MemCtx;
 use crate::types::{line_of, write_word, Addr, Cycle, Purpose, LINE_BYTES};
 use std::collections::BTreeMap;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum GcKind {
-    Periodic,
-    OnDemand,
-    Emergency,
-    Final,
-}
 
 impl Lsm {
     /// Background / on-demand / final GC. Returns the time it finished.

@@ -1,9 +1,8 @@
 //! Log segments (state, free list) and appending a record: open a
 //! segment, reserve room, write entries then the commit record, index it.
 
-use super::cleaning::GcKind;
 use super::layout::{encode_commit, encode_data, entry_bytes, ENTRY_HDR, SEG_MAGIC, SEQ_MASK};
-use super::Lsm;
+use super::{GcKind, Lsm};
 use crate::schemes::MemCtx;
 use crate::types::{Addr, Cycle, Purpose, LINE_BYTES};
 use std::collections::BTreeSet;

@@ -52,7 +52,6 @@ use crate::types::{
     line_of, read_word, word_index, write_word, Addr, CoreId, Cycle, LineData, Purpose, LINE_BYTES,
 };
 use crate::workloads::Op;
-use cleaning::GcKind;
 use index::{index_base, LineLoc, SkipList, CORE_SPAN, INDEX_SPAN, MAX_LEVEL};
 pub use layout::Geometry;
 use layout::{entry_bytes, ENTRY_HDR};
@@ -223,6 +222,15 @@ pub struct Lsm {
     last_gc_kind: &'static str,
     /// Test-only planted bug (`lsm.mutant` = retire-log-early).
     mutant_retire_early: bool,
+}
+
+/// Why the log cleaner runs (the log and the cleaner both start runs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum GcKind {
+    Periodic,
+    OnDemand,
+    Emergency,
+    Final,
 }
 
 fn build(p: &Params, layout: &Layout) -> Result<Box<dyn Scheme>> {
