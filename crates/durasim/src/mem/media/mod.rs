@@ -529,7 +529,9 @@ fn encode(encoding: Encoding, data: &LineData, purpose: Purpose) -> Encoded {
         Encoding::Fpc | Encoding::Crade | Encoding::Slde => {
             let log = encoding == Encoding::Slde && purpose == Purpose::Log;
             e.log_meta = encoding == Encoding::Slde && purpose == Purpose::Metadata;
-            let f = fpc::size_bits(data);
+            // Words classified once: sized now, written only if FPC wins.
+            let plan = fpc::plan(data);
+            let f = plan.bits;
             // A log line is DLDC-encoded at once: the stream's length is
             // its size (one pass over the words instead of a sizing pass
             // and an encoding pass); it is dropped if FPC or raw wins.
@@ -551,7 +553,7 @@ fn encode(encoding: Encoding, data: &LineData, purpose: Purpose) -> Encoded {
                     if log {
                         e.stream.clear();
                     }
-                    fpc::encode(data, &mut e.stream);
+                    plan.write(&mut e.stream);
                     e.kind = FPC;
                     e.comp = Some((0, f as u64));
                 }
