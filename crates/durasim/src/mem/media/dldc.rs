@@ -49,6 +49,15 @@ fn payload_bits(tag: u64, v: u64, n: usize) -> Option<usize> {
     })
 }
 
+/// `v` sign-extended from its low `bits` (8..=64) bits, without the
+/// general `sext`'s test for a full word (a shift by less than 64 here).
+#[inline]
+fn sext_dirty(v: u64, bits: u32) -> u64 {
+    debug_assert!((8..=64).contains(&bits));
+    let s = 64 - bits;
+    (((v << s) as i64) >> s) as u64
+}
+
 /// Per dirty-byte count n (index n, 1..=8) and set of matching
 /// non-zero patterns (bit t - 1: tag t matches), the smallest of them as
 /// (tag, payload bits), the smaller tag on a tie; tag 0xff: none.
@@ -92,7 +101,7 @@ pub fn best_pattern(v: u64, n: usize) -> Option<(u64, usize)> {
     let plus = |k: u64| ((v & (0x7f * ONES)) + k * ONES) ^ (v & (0x80 * ONES));
     // The dirty data sign-extended; `v` is the sign extension of its low
     // k bits (k <= bits) iff this value is in the signed k-bit range.
-    let s = sext(v, bits);
+    let s = sext_dirty(v, bits);
     let fits = |k: u32| k <= bits && s.wrapping_add(1 << (k - 1)) >> k == 0;
     // A byte in -2..=1: byte + 2 in 0..=3; in -8..=7: byte + 8 in 0..=15.
     let matches = u8::from(plus(2) & (0xfc * ONES) & bytes == 0)
@@ -244,8 +253,8 @@ pub fn size_bits(data: u64, flags: u8) -> usize {
         return 8;
     }
     8 + 1
-        + match best_pattern(v, n) {
-            Some((_, b)) if 3 + b < 8 * n => 3 + b,
+        + match worth_a_pattern(v, n).then(|| best_pattern(v, n)) {
+            Some(Some((_, b))) if 3 + b < 8 * n => 3 + b,
             _ => 8 * n,
         }
 }
@@ -264,6 +273,31 @@ fn pack_fields<const W: u32, const SHIFT: u32>(v: u64) -> u64 {
     (x | x >> (32 - 4 * W)) & ((1u64 << (8 * W)) - 1)
 }
 
+/// Per dirty-byte count: the narrowest sign-extended pattern whose tag
+/// and payload are shorter than the dirty bytes (0: none is).
+const SE_WORTH_BITS: [u32; 9] = [0, 0, 8, 16, 16, 32, 32, 32, 32];
+
+/// Some pattern stores `n` (1..=8) dirty bytes `v` in fewer bits than
+/// raw: a quick test that most dirty data (raw) fail. The patterns that
+/// can be worth it are the zero and low-byte-zero ones (any `n`), the
+/// 4-bit per-byte one (the 2-bit one implies it), the zero-nibble one,
+/// and a sign extension from `SE_WORTH_BITS[n]` bits (a wider width
+/// matches whenever a narrower one does); the smallest match is worth it
+/// iff any is.
+#[inline]
+fn worth_a_pattern(v: u64, n: usize) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    let bits = 8 * n as u32;
+    let bytes = u64::MAX >> (64 - bits);
+    let se4 = ((v & (0x7f * ONES)) + 8 * ONES) ^ (v & (0x80 * ONES));
+    let k = SE_WORTH_BITS[n];
+    let s = sext_dirty(v, bits);
+    v & 0xff == 0
+        || (se4 & (0xf0 * ONES)) & bytes == 0
+        || v & (0x0f * ONES) & bytes == 0
+        || (k > 0 && s.wrapping_add(1 << (k - 1)) >> k == 0)
+}
+
 /// Encode one 8-byte datum (`flags`: its dirty bytes) into `out`: flags,
 /// matched bit, tag and payload in one append (`encode_by_field` is the
 /// definition).
@@ -274,8 +308,8 @@ pub fn encode(data: u64, flags: u8, out: &mut BitWriter) {
         out.put(0, 8);
         return;
     }
-    let (head, head_bits, payload, b) = match best_pattern(v, n) {
-        Some((tag, b)) if 3 + b < 8 * n => {
+    let (head, head_bits, payload, b) = match worth_a_pattern(v, n).then(|| best_pattern(v, n)) {
+        Some(Some((tag, b))) if 3 + b < 8 * n => {
             let payload = match tag {
                 SE2_PER_BYTE => pack_fields::<2, 0>(v),
                 SE4_PER_BYTE => pack_fields::<4, 0>(v),
@@ -480,6 +514,47 @@ mod tests {
         }
     }
 
+    /// The quick test says a pattern is worth it exactly when the
+    /// smallest match is shorter than the dirty bytes.
+    #[test]
+    fn worth_a_pattern_is_the_smallest_match() {
+        let mut seen = [0usize; 2];
+        for n in 1..=8usize {
+            for k in 0..=64u32 {
+                for base in [
+                    1u64,
+                    0x13,
+                    0x80,
+                    0x7f,
+                    0x8000,
+                    0xfff0,
+                    0x8000_0000,
+                    0x10,
+                    0xf0f0_f0f0_f0f0_f0f0,
+                    0x0102_03fe_fd07_0801,
+                ] {
+                    for v in [
+                        base << k.min(63),
+                        base >> k.min(63),
+                        !(base << k.min(63)),
+                        base.rotate_left(k),
+                    ] {
+                        let v = if n == 8 {
+                            v
+                        } else {
+                            v & ((1u64 << (8 * n)) - 1)
+                        };
+                        let want =
+                            matches!(best_pattern_by_tag(v, n), Some((_, b)) if 3 + b < 8 * n);
+                        assert_eq!(worth_a_pattern(v, n), want, "{v:#x} {n}");
+                        seen[usize::from(want)] += 1;
+                    }
+                }
+            }
+        }
+        assert!(seen[0] > 100 && seen[1] > 100, "{seen:?}");
+    }
+
     fn pattern_word() -> impl Strategy<Value = u64> {
         prop_oneof![
             any::<u64>(),
@@ -555,10 +630,15 @@ mod tests {
                 }
                 encode(new, flags, &mut got);
                 encode_by_field(new, flags, &mut want);
+                prop_assert_eq!(size_bits(new, flags), want.len - prefix);
                 prop_assert_eq!(got.len, want.len, "{:08b}", flags);
                 prop_assert_eq!(got.words, want.words, "{:08b}", flags);
                 let (v, n) = gather(new, flags);
                 prop_assert_eq!(best_pattern(v, n), best_pattern_in_order(v, n));
+                if n > 0 {
+                    let want = matches!(best_pattern_by_tag(v, n), Some((_, b)) if 3 + b < 8 * n);
+                    prop_assert_eq!(worth_a_pattern(v, n), want);
+                }
             }
         }
 

@@ -38,7 +38,7 @@ fn classify(w: u64) -> (u64, usize) {
         (0b010, 8)
     } else if fits_signed(w, 16) {
         (0b011, 16)
-    } else if w == u64::from_le_bytes([w as u8; 8]) {
+    } else if w == (w & 0xff) * 0x0101_0101_0101_0101 {
         (0b110, 8)
     } else if fits_signed(w, 32) {
         (0b100, 32)
