@@ -17,7 +17,9 @@
 //! | 110 | one byte repeated eight times | 8 |
 //! | 111 | uncompressed | 64 |
 
-use super::bits::{fits_signed, sext, BitReader, BitWriter};
+#[cfg(test)]
+use super::bits::fits_signed;
+use super::bits::{sext, BitReader, BitWriter};
 use crate::types::LineData;
 
 pub const WORDS: usize = 8;
@@ -27,9 +29,35 @@ fn word(line: &LineData, i: usize) -> u64 {
     u64::from_le_bytes(line[i * 8..i * 8 + 8].try_into().unwrap())
 }
 
-/// Prefix and data width of a non-zero word.
+/// Prefix and data width of a non-zero word. `w` is the sign extension
+/// of its low k bits iff its bits k - 1..63 are equal, i.e. iff `w` with
+/// its sign folded away (`r`) is below 2^(k-1): one comparison per width
+/// (`classify_by_sext` is the definition).
 #[inline]
 fn classify(w: u64) -> (u64, usize) {
+    let r = w ^ ((w as i64 >> 63) as u64);
+    let lo = w as u32 as u64;
+    let hi = w >> 32;
+    if r < 1 << 3 {
+        (0b001, 4)
+    } else if r < 1 << 7 {
+        (0b010, 8)
+    } else if r < 1 << 15 {
+        (0b011, 16)
+    } else if w == (w & 0xff) * 0x0101_0101_0101_0101 {
+        (0b110, 8)
+    } else if r < 1 << 31 {
+        (0b100, 32)
+    } else if sext(lo, 16) as u32 as u64 == lo && sext(hi, 16) as u32 as u64 == hi {
+        (0b101, 32)
+    } else {
+        (0b111, 64)
+    }
+}
+
+/// Prefix and data width of a non-zero word, by sign extension.
+#[cfg(test)]
+fn classify_by_sext(w: u64) -> (u64, usize) {
     let lo = w as u32 as u64;
     let hi = w >> 32;
     if fits_signed(w, 4) {
@@ -38,7 +66,7 @@ fn classify(w: u64) -> (u64, usize) {
         (0b010, 8)
     } else if fits_signed(w, 16) {
         (0b011, 16)
-    } else if w == (w & 0xff) * 0x0101_0101_0101_0101 {
+    } else if w == u64::from_le_bytes([w as u8; 8]) {
         (0b110, 8)
     } else if fits_signed(w, 32) {
         (0b100, 32)
@@ -230,6 +258,22 @@ mod tests {
     }
 
     proptest! {
+        /// The folded-sign comparisons classify every word as the sign
+        /// extension tests do.
+        #[test]
+        fn classify_is_classify_by_sext(w in prop_oneof![
+            any::<u64>(), any::<i8>().prop_map(|v| v as i64 as u64),
+            any::<i16>().prop_map(|v| v as i64 as u64), any::<i32>().prop_map(|v| v as i64 as u64),
+            any::<u8>().prop_map(|b| u64::from_le_bytes([b; 8])),
+            (any::<i16>(), any::<i16>()).prop_map(|(a, b)| (a as i32 as u32 as u64) | (b as i32 as u32 as u64) << 32),
+        ], k in 0u32..64) {
+            for w in [w, w >> k, (w as i64 >> k) as u64, 1u64 << k, (1u64 << k).wrapping_neg(), (1u64 << k) - 1] {
+                if w != 0 {
+                    prop_assert_eq!(classify(w), classify_by_sext(w), "{:#x}", w);
+                }
+            }
+        }
+
         /// Writing the classified fields writes what encoding a field at
         /// a time does, after a prefix of any length, and the planned
         /// size is the size.

@@ -414,13 +414,9 @@ impl Media {
             cur[w] = (cur[w] & !keep) | (prev[w] & keep);
             cur[w + 1..].copy_from_slice(&prev[w + 1..]);
         }
-        let flipped: u32 = prev
-            .iter()
-            .zip(cur.iter())
-            .map(|(a, b)| (a ^ b).count_ones())
-            .sum();
+        let flipped = packed::ones(&std::array::from_fn(|i| prev[i] ^ cur[i]));
         st.log_line_writes += 1;
-        st.log_bits_programmed += u64::from(flipped);
+        st.log_bits_programmed += flipped;
         st.log_bits_written += new_len as u64;
         self.store.set_flat(slot, cur);
     }
