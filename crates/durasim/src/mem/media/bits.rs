@@ -25,15 +25,36 @@ impl BitWriter {
     /// Append the low `n` (<= 64) bits of `v`.
     #[inline]
     pub fn put(&mut self, v: u64, n: usize) {
-        if n == 0 {
-            return;
-        }
         debug_assert!(n <= 64 && self.len + n <= STREAM_BITS);
         let v = if n == 64 { v } else { v & ((1u64 << n) - 1) };
         let (w, b) = (self.len / 64, self.len % 64);
         self.words[w] |= v << b;
-        if b + n > 64 {
-            self.words[w + 1] |= v >> (64 - b);
+        // Two shifts: the high part is empty (not a shift by 64) when the
+        // field starts a word; a field ending in the last word has none.
+        if let Some(x) = self.words.get_mut(w + 1) {
+            *x |= (v >> 1) >> (63 - b);
+        }
+        self.len += n;
+    }
+
+    /// Append an `n`-bit (<= 128) field given as its low and high words,
+    /// with no bit set at or past `n`: one append for a field wider than a
+    /// word (an encoder's prefix and payload together).
+    #[inline]
+    pub fn put_wide(&mut self, lo: u64, hi: u64, n: usize) {
+        debug_assert!(n <= 128 && self.len + n <= STREAM_BITS);
+        debug_assert!(if n <= 64 {
+            hi == 0 && (n == 64 || lo >> n == 0)
+        } else {
+            (hi >> 1) >> (127 - n) == 0
+        });
+        let (w, b) = (self.len / 64, self.len % 64);
+        self.words[w] |= lo << b;
+        if let Some(x) = self.words.get_mut(w + 1) {
+            *x |= (lo >> 1) >> (63 - b) | hi << b;
+        }
+        if let Some(x) = self.words.get_mut(w + 2) {
+            *x |= (hi >> 1) >> (63 - b);
         }
         self.len += n;
     }
@@ -106,6 +127,7 @@ pub fn fits_signed(v: u64, bits: u32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn put_get_across_words() {
@@ -118,6 +140,42 @@ mod tests {
         assert_eq!(r.take(3), 0b101);
         assert_eq!(r.take(64), u64::MAX);
         assert_eq!(r.take(4), 0x5);
+    }
+
+    /// The stream a bit at a time: the definition `put` and `put_wide`
+    /// are checked against.
+    fn put_by_bit(w: &mut BitWriter, v: u128, n: usize) {
+        for i in 0..n {
+            let bit = (v >> i) as u64 & 1;
+            w.words[w.len / 64] |= bit << (w.len % 64);
+            w.len += 1;
+        }
+    }
+
+    proptest! {
+        /// Fields of any width (junk above a `put` field's width is
+        /// dropped) at any offset append the bits one at a time would.
+        #[test]
+        fn put_is_put_by_bit(fields in prop::collection::vec((any::<u64>(), any::<u64>(), 0usize..=128, any::<bool>()), 0..14)) {
+            let (mut got, mut want) = (BitWriter::default(), BitWriter::default());
+            for (lo, hi, n, wide) in fields {
+                if wide {
+                    // The field's bits only: nothing at or past `n`.
+                    let v = (u128::from(hi) << 64 | u128::from(lo)) & (u128::MAX >> (128 - n.max(1)));
+                    let v = if n == 0 { 0 } else { v };
+                    if got.len + n >= STREAM_BITS { break; }
+                    got.put_wide(v as u64, (v >> 64) as u64, n);
+                    put_by_bit(&mut want, v, n);
+                } else {
+                    let n = n.min(64);
+                    if got.len + n >= STREAM_BITS { break; }
+                    got.put(lo, n);
+                    put_by_bit(&mut want, u128::from(lo), n);
+                }
+                prop_assert_eq!(got.len, want.len);
+                prop_assert_eq!(got.words, want.words);
+            }
+        }
     }
 
     #[test]

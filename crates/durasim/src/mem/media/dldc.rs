@@ -49,10 +49,76 @@ fn payload_bits(tag: u64, v: u64, n: usize) -> Option<usize> {
     })
 }
 
+/// `v` sign-extended from its low `bits` (8..=64) bits, without the
+/// general `sext`'s test for a full word (a shift by less than 64 here).
+#[inline]
+fn sext_dirty(v: u64, bits: u32) -> u64 {
+    debug_assert!((8..=64).contains(&bits));
+    let s = 64 - bits;
+    (((v << s) as i64) >> s) as u64
+}
+
+/// Per dirty-byte count n (index n, 1..=8) and set of matching
+/// non-zero patterns (bit t - 1: tag t matches), the smallest of them as
+/// (tag, payload bits), the smaller tag on a tie; tag 0xff: none.
+const BEST: [[(u8, u8); 128]; 9] = {
+    let mut t = [[(0xffu8, 0u8); 128]; 9];
+    let mut n = 1;
+    while n <= 8 {
+        let mut m = 0;
+        while m < 128 {
+            let mut tag = 1;
+            while tag < 8 {
+                let b = payload_bits_len(tag, n) as u8;
+                if m >> (tag - 1) & 1 == 1 && (t[n][m].0 == 0xff || b < t[n][m].1) {
+                    t[n][m] = (tag as u8, b);
+                }
+                tag += 1;
+            }
+            m += 1;
+        }
+        n += 1;
+    }
+    t
+};
+
 /// The smallest matching pattern: (tag, payload bits), the smaller tag
-/// on a tie. The per-byte patterns are tested on all bytes at once (SWAR);
-/// `best_pattern_by_tag` is the definition.
+/// on a tie. Every pattern is tested at once (the per-byte ones on all
+/// bytes at once, SWAR) and a table ranks the matches by size, which
+/// depends only on `n`; `best_pattern_by_tag` is the definition.
+#[inline]
 pub fn best_pattern(v: u64, n: usize) -> Option<(u64, usize)> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    if v == 0 {
+        return Some((ZERO, 0));
+    }
+    if n == 0 || n > 8 {
+        return None;
+    }
+    let bits = 8 * n as u32;
+    let bytes = u64::MAX >> (64 - bits);
+    // Every byte plus `k`, modulo 256 (no carry between bytes).
+    let plus = |k: u64| ((v & (0x7f * ONES)) + k * ONES) ^ (v & (0x80 * ONES));
+    // The dirty data sign-extended; `v` is the sign extension of its low
+    // k bits (k <= bits) iff this value is in the signed k-bit range.
+    let s = sext_dirty(v, bits);
+    let fits = |k: u32| k <= bits && s.wrapping_add(1 << (k - 1)) >> k == 0;
+    // A byte in -2..=1: byte + 2 in 0..=3; in -8..=7: byte + 8 in 0..=15.
+    let matches = u8::from(plus(2) & (0xfc * ONES) & bytes == 0)
+        | u8::from(plus(8) & (0xf0 * ONES) & bytes == 0) << 1
+        | u8::from(fits(8)) << 2
+        | u8::from(fits(16)) << 3
+        | u8::from(fits(32)) << 4
+        | u8::from(v & (0x0f * ONES) & bytes == 0) << 5
+        | u8::from(v & 0xff == 0) << 6;
+    let (tag, b) = BEST[n][matches as usize];
+    (tag != 0xff).then_some((u64::from(tag), usize::from(b)))
+}
+
+/// The smallest matching pattern, each pattern tested in tag order
+/// (SWAR per-byte tests).
+#[cfg(test)]
+pub fn best_pattern_in_order(v: u64, n: usize) -> Option<(u64, usize)> {
     const ONES: u64 = 0x0101_0101_0101_0101;
     if v == 0 {
         return Some((ZERO, 0));
@@ -89,10 +155,69 @@ pub fn best_pattern_by_tag(v: u64, n: usize) -> Option<(u64, usize)> {
         .min_by_key(|&(t, b)| (b, t))
 }
 
-/// Gather the bytes of `data` whose flag is set (bit i: byte i), little-endian.
-/// Visits only the dirty bytes; an all-dirty word is the word.
+/// Per flags value: the mask of its bytes, then the three steps that
+/// move each flagged byte down past the clear bytes below it, by 1, 2 and
+/// 4 bytes as the bits of that count say (Hacker's Delight 7-4,
+/// "compress", on bytes): byte masks at each step's current positions.
+const GATHER: [[u64; 4]; 256] = {
+    let mut t = [[0u64; 4]; 256];
+    let mut f = 0;
+    while f < 256 {
+        let mut p = 0;
+        let mut clear_below = 0;
+        while p < 8 {
+            if f >> p & 1 == 1 {
+                t[f][0] |= 0xff << (8 * p);
+                let mut at = p;
+                let mut step = 0;
+                while step < 3 {
+                    if clear_below >> step & 1 == 1 {
+                        t[f][step + 1] |= 0xff << (8 * at);
+                        at -= 1 << step;
+                    }
+                    step += 1;
+                }
+            } else {
+                clear_below += 1;
+            }
+            p += 1;
+        }
+        f += 1;
+    }
+    t
+};
+
+/// Bits set in each flags value.
+const COUNT: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut f = 0;
+    while f < 256 {
+        t[f] = (f as u32).count_ones() as u8;
+        f += 1;
+    }
+    t
+};
+
+/// Gather the bytes of `data` whose flag is set (bit i: byte i),
+/// little-endian, and their count: three masked moves whatever the flags
+/// (`gather_by_byte` is the definition).
 #[inline]
 fn gather(data: u64, flags: u8) -> (u64, usize) {
+    let m = &GATHER[flags as usize];
+    let mut x = data & m[0];
+    let mut step = 0;
+    while step < 3 {
+        let t = x & m[step + 1];
+        x = (x ^ t) | t >> (8 << step);
+        step += 1;
+    }
+    (x, usize::from(COUNT[flags as usize]))
+}
+
+/// Gather the bytes of `data` whose flag is set (bit i: byte i), little-endian.
+/// Visits only the dirty bytes; an all-dirty word is the word.
+#[cfg(test)]
+fn gather_by_byte(data: u64, flags: u8) -> (u64, usize) {
     if flags == 0xff {
         return (data, 8);
     }
@@ -128,21 +253,92 @@ pub fn size_bits(data: u64, flags: u8) -> usize {
         return 8;
     }
     8 + 1
-        + match best_pattern(v, n) {
-            Some((_, b)) if 3 + b < 8 * n => 3 + b,
+        + match worth_a_pattern(v, n).then(|| best_pattern(v, n)) {
+            Some(Some((_, b))) if 3 + b < 8 * n => 3 + b,
             _ => 8 * n,
         }
 }
 
-/// Encode one 8-byte datum (`flags`: its dirty bytes) into `out`.
+/// Field `W` bits wide from bit `SHIFT` of each byte of `v`, packed
+/// from bit 0 (the per-byte patterns' payload): three merges of
+/// neighbouring fields, as `pack_by_byte` defines.
+#[inline]
+fn pack_fields<const W: u32, const SHIFT: u32>(v: u64) -> u64 {
+    const { assert!(W == 2 || W == 4) };
+    let field = (1u64 << W) - 1;
+    let mut x = (v >> SHIFT) & (field * 0x0101_0101_0101_0101);
+    // Units of 2, 4, 8 bytes: each holds 2 W, 4 W, 8 W field bits.
+    x = (x | x >> (8 - W)) & (((1u64 << (2 * W)) - 1) * 0x0001_0001_0001_0001);
+    x = (x | x >> (16 - 2 * W)) & (((1u64 << (4 * W)) - 1) * 0x0000_0001_0000_0001);
+    (x | x >> (32 - 4 * W)) & ((1u64 << (8 * W)) - 1)
+}
+
+/// Per dirty-byte count: the narrowest sign-extended pattern whose tag
+/// and payload are shorter than the dirty bytes (0: none is).
+const SE_WORTH_BITS: [u32; 9] = [0, 0, 8, 16, 16, 32, 32, 32, 32];
+
+/// Some pattern stores `n` (1..=8) dirty bytes `v` in fewer bits than
+/// raw: a quick test that most dirty data (raw) fail. The patterns that
+/// can be worth it are the zero and low-byte-zero ones (any `n`), the
+/// 4-bit per-byte one (the 2-bit one implies it), the zero-nibble one,
+/// and a sign extension from `SE_WORTH_BITS[n]` bits (a wider width
+/// matches whenever a narrower one does); the smallest match is worth it
+/// iff any is.
+#[inline]
+fn worth_a_pattern(v: u64, n: usize) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    let bits = 8 * n as u32;
+    let bytes = u64::MAX >> (64 - bits);
+    let se4 = ((v & (0x7f * ONES)) + 8 * ONES) ^ (v & (0x80 * ONES));
+    let k = SE_WORTH_BITS[n];
+    let s = sext_dirty(v, bits);
+    v & 0xff == 0
+        || (se4 & (0xf0 * ONES)) & bytes == 0
+        || v & (0x0f * ONES) & bytes == 0
+        || (k > 0 && s.wrapping_add(1 << (k - 1)) >> k == 0)
+}
+
+/// Encode one 8-byte datum (`flags`: its dirty bytes) into `out`: flags,
+/// matched bit, tag and payload in one append (`encode_by_field` is the
+/// definition).
 #[inline]
 pub fn encode(data: u64, flags: u8, out: &mut BitWriter) {
-    out.put(flags as u64, 8);
     let (v, n) = gather(data, flags);
+    if n == 0 {
+        out.put(0, 8);
+        return;
+    }
+    let (head, head_bits, payload, b) = match worth_a_pattern(v, n).then(|| best_pattern(v, n)) {
+        Some(Some((tag, b))) if 3 + b < 8 * n => {
+            let payload = match tag {
+                SE2_PER_BYTE => pack_fields::<2, 0>(v),
+                SE4_PER_BYTE => pack_fields::<4, 0>(v),
+                NIBBLE_PADDED => pack_fields::<4, 4>(v),
+                LSB_ZERO => v >> 8,
+                // Zero and the sign-extended values (b < 64).
+                _ => v & ((1 << b) - 1),
+            };
+            (u64::from(flags) | 1 << 8 | tag << 9, 12, payload, b)
+        }
+        _ => (u64::from(flags), 9, v, 8 * n),
+    };
+    out.put_wide(
+        head | payload << head_bits,
+        payload >> (64 - head_bits),
+        head_bits + b,
+    );
+}
+
+/// Encode one 8-byte datum (`flags`: its dirty bytes) into `out`, field
+/// by field.
+#[cfg(test)]
+pub fn encode_by_field(data: u64, flags: u8, out: &mut BitWriter) {
+    out.put(flags as u64, 8);
+    let (v, n) = gather_by_byte(data, flags);
     if n == 0 {
         return;
     }
-    match best_pattern(v, n) {
+    match best_pattern_in_order(v, n) {
         Some((tag, b)) if 3 + b < 8 * n => {
             out.put(1, 1);
             out.put(tag, 3);
@@ -218,7 +414,7 @@ pub fn decode(r: &mut BitReader, old: u64) -> u64 {
     out
 }
 
-fn payload_bits_len(tag: u64, n: usize) -> usize {
+const fn payload_bits_len(tag: u64, n: usize) -> usize {
     match tag {
         ZERO => 0,
         SE2_PER_BYTE => 2 * n,
@@ -275,6 +471,88 @@ mod tests {
         assert_eq!(size_bits(0, 0), 8, "silent: flags only");
         // No pattern: raw dirty bytes.
         assert_eq!(size_bits(0x1234_5678_9abc_def1, all), 8 + 1 + 64);
+    }
+
+    /// The masked-move gather equals the byte loop for every flags value
+    /// (on words whose bytes are all distinct and non-zero, so a byte
+    /// moved to the wrong place or lost shows).
+    #[test]
+    fn gather_every_flags() {
+        for data in [0x8877_6655_4433_2211u64, 0x0102_0408_1020_40ff, u64::MAX] {
+            for f in 0..=255u8 {
+                assert_eq!(gather(data, f), gather_by_byte(data, f), "{f:08b}");
+            }
+        }
+    }
+
+    /// The ranked table picks what testing the patterns in tag order
+    /// picks, for every dirty-byte count and sign-extended width.
+    #[test]
+    fn best_pattern_every_width() {
+        for n in 0..=8usize {
+            for k in 0..=64u32 {
+                for v in [
+                    1u64 << k.min(63),
+                    (1u64 << k.min(63)).wrapping_sub(1),
+                    (!0u64) << k.min(63),
+                    0x10 << k.min(59),
+                    0xf0f0_f0f0_f0f0_f0f0 >> k.min(63),
+                ] {
+                    let v = if n == 8 {
+                        v
+                    } else {
+                        v & ((1u64 << (8 * n)) - 1)
+                    };
+                    assert_eq!(
+                        best_pattern(v, n),
+                        best_pattern_in_order(v, n),
+                        "{v:#x} {n}"
+                    );
+                    assert_eq!(best_pattern(v, n), best_pattern_by_tag(v, n), "{v:#x} {n}");
+                }
+            }
+        }
+    }
+
+    /// The quick test says a pattern is worth it exactly when the
+    /// smallest match is shorter than the dirty bytes.
+    #[test]
+    fn worth_a_pattern_is_the_smallest_match() {
+        let mut seen = [0usize; 2];
+        for n in 1..=8usize {
+            for k in 0..=64u32 {
+                for base in [
+                    1u64,
+                    0x13,
+                    0x80,
+                    0x7f,
+                    0x8000,
+                    0xfff0,
+                    0x8000_0000,
+                    0x10,
+                    0xf0f0_f0f0_f0f0_f0f0,
+                    0x0102_03fe_fd07_0801,
+                ] {
+                    for v in [
+                        base << k.min(63),
+                        base >> k.min(63),
+                        !(base << k.min(63)),
+                        base.rotate_left(k),
+                    ] {
+                        let v = if n == 8 {
+                            v
+                        } else {
+                            v & ((1u64 << (8 * n)) - 1)
+                        };
+                        let want =
+                            matches!(best_pattern_by_tag(v, n), Some((_, b)) if 3 + b < 8 * n);
+                        assert_eq!(worth_a_pattern(v, n), want, "{v:#x} {n}");
+                        seen[usize::from(want)] += 1;
+                    }
+                }
+            }
+        }
+        assert!(seen[0] > 100 && seen[1] > 100, "{seen:?}");
     }
 
     fn pattern_word() -> impl Strategy<Value = u64> {
@@ -335,6 +613,45 @@ mod tests {
                 }
                 prop_assert_eq!(gather(w, flags), (want, k), "{:08b}", flags);
             }
+        }
+
+        /// The one-append encoder writes the stream the field-by-field one
+        /// does (table-ranked patterns, masked-move gather, merged payload
+        /// fields), after a prefix of any length, for any flags.
+        #[test]
+        fn encode_is_encode_by_field(old in pattern_word(), new in pattern_word(), extra in any::<u8>(), drop in any::<u8>(), prefix in 0usize..200, fill in any::<u64>()) {
+            for flags in [dirty_flags(old, new), dirty_flags(old, new) | extra, dirty_flags(old, new) & !drop, extra] {
+                let (mut got, mut want) = (BitWriter::default(), BitWriter::default());
+                for w in [&mut got, &mut want] {
+                    for i in 0..prefix / 64 {
+                        w.put(fill.rotate_left(i as u32), 64);
+                    }
+                    w.put(fill, prefix % 64);
+                }
+                encode(new, flags, &mut got);
+                encode_by_field(new, flags, &mut want);
+                prop_assert_eq!(size_bits(new, flags), want.len - prefix);
+                prop_assert_eq!(got.len, want.len, "{:08b}", flags);
+                prop_assert_eq!(got.words, want.words, "{:08b}", flags);
+                let (v, n) = gather(new, flags);
+                prop_assert_eq!(best_pattern(v, n), best_pattern_in_order(v, n));
+                if n > 0 {
+                    let want = matches!(best_pattern_by_tag(v, n), Some((_, b)) if 3 + b < 8 * n);
+                    prop_assert_eq!(worth_a_pattern(v, n), want);
+                }
+            }
+        }
+
+        /// The merged per-byte payload fields are the fields packed one
+        /// byte at a time.
+        #[test]
+        fn pack_fields_is_per_byte(v in any::<u64>()) {
+            let by_byte = |w: u32, shift: u32| {
+                (0..8).fold(0u64, |p, i| p | ((v >> (8 * i + shift)) & ((1 << w) - 1)) << (w * i))
+            };
+            prop_assert_eq!(pack_fields::<2, 0>(v), by_byte(2, 0));
+            prop_assert_eq!(pack_fields::<4, 0>(v), by_byte(4, 0));
+            prop_assert_eq!(pack_fields::<4, 4>(v), by_byte(4, 4));
         }
 
         /// Decoding writes exactly the dirty bytes over the old value.

@@ -17,7 +17,9 @@
 //! | 110 | one byte repeated eight times | 8 |
 //! | 111 | uncompressed | 64 |
 
-use super::bits::{fits_signed, sext, BitReader, BitWriter};
+#[cfg(test)]
+use super::bits::fits_signed;
+use super::bits::{sext, BitReader, BitWriter};
 use crate::types::LineData;
 
 pub const WORDS: usize = 8;
@@ -27,9 +29,35 @@ fn word(line: &LineData, i: usize) -> u64 {
     u64::from_le_bytes(line[i * 8..i * 8 + 8].try_into().unwrap())
 }
 
-/// Prefix and data width of a non-zero word.
+/// Prefix and data width of a non-zero word. `w` is the sign extension
+/// of its low k bits iff its bits k - 1..63 are equal, i.e. iff `w` with
+/// its sign folded away (`r`) is below 2^(k-1): one comparison per width
+/// (`classify_by_sext` is the definition).
 #[inline]
 fn classify(w: u64) -> (u64, usize) {
+    let r = w ^ ((w as i64 >> 63) as u64);
+    let lo = w as u32 as u64;
+    let hi = w >> 32;
+    if r < 1 << 3 {
+        (0b001, 4)
+    } else if r < 1 << 7 {
+        (0b010, 8)
+    } else if r < 1 << 15 {
+        (0b011, 16)
+    } else if w == (w & 0xff) * 0x0101_0101_0101_0101 {
+        (0b110, 8)
+    } else if r < 1 << 31 {
+        (0b100, 32)
+    } else if sext(lo, 16) as u32 as u64 == lo && sext(hi, 16) as u32 as u64 == hi {
+        (0b101, 32)
+    } else {
+        (0b111, 64)
+    }
+}
+
+/// Prefix and data width of a non-zero word, by sign extension.
+#[cfg(test)]
+fn classify_by_sext(w: u64) -> (u64, usize) {
     let lo = w as u32 as u64;
     let hi = w >> 32;
     if fits_signed(w, 4) {
@@ -49,8 +77,78 @@ fn classify(w: u64) -> (u64, usize) {
     }
 }
 
+/// A line's FPC code, classified once: each word's (or zero run's)
+/// prefix and data as one field (low and high word) and its width, so
+/// the size is known before the code is written and writing classifies
+/// nothing again.
+pub struct Plan {
+    lo: [u64; WORDS],
+    hi: [u64; WORDS],
+    width: [u8; WORDS],
+    fields: usize,
+    /// Compressed size in bits.
+    pub bits: usize,
+}
+
+/// Classify `line`'s words into their FPC fields.
+#[inline]
+pub fn plan(line: &LineData) -> Plan {
+    let mut p = Plan {
+        lo: [0; WORDS],
+        hi: [0; WORDS],
+        width: [0; WORDS],
+        fields: 0,
+        bits: 0,
+    };
+    let mut i = 0;
+    while i < WORDS {
+        let w = word(line, i);
+        let k = p.fields;
+        if w == 0 {
+            let mut run = 1;
+            while i + run < WORDS && word(line, i + run) == 0 {
+                run += 1;
+            }
+            p.lo[k] = (run as u64 - 1) << 3;
+            p.width[k] = 6;
+            i += run;
+        } else {
+            let (prefix, bits) = classify(w);
+            let data = match prefix {
+                0b101 => (w & 0xffff) | ((w >> 32) & 0xffff) << 16,
+                0b111 => w,
+                _ => w & ((1 << bits) - 1),
+            };
+            p.lo[k] = prefix | data << 3;
+            p.hi[k] = data >> 61;
+            p.width[k] = 3 + bits as u8;
+            i += 1;
+        }
+        p.bits += usize::from(p.width[k]);
+        p.fields += 1;
+    }
+    p
+}
+
+impl Plan {
+    /// Append the code to `out`; returns the bits written.
+    #[inline]
+    pub fn write(&self, out: &mut BitWriter) -> usize {
+        for k in 0..self.fields {
+            out.put_wide(self.lo[k], self.hi[k], usize::from(self.width[k]));
+        }
+        self.bits
+    }
+}
+
 /// Compress `line` into `out` (appended); returns the bits written.
 pub fn encode(line: &LineData, out: &mut BitWriter) -> usize {
+    plan(line).write(out)
+}
+
+/// [`encode`] a field at a time (its definition).
+#[cfg(test)]
+pub fn encode_by_field(line: &LineData, out: &mut BitWriter) -> usize {
     let start = out.len;
     let mut i = 0;
     while i < WORDS {
@@ -129,6 +227,7 @@ pub fn decode(r: &mut BitReader) -> LineData {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     fn line_of(words: [u64; 8]) -> LineData {
         let mut l = [0u8; 64];
@@ -156,5 +255,49 @@ mod tests {
         let mut w = BitWriter::default();
         assert_eq!(encode(&l, &mut w), size_bits(&l));
         assert_eq!(decode(&mut BitReader::new(&w)), l);
+    }
+
+    proptest! {
+        /// The folded-sign comparisons classify every word as the sign
+        /// extension tests do.
+        #[test]
+        fn classify_is_classify_by_sext(w in prop_oneof![
+            any::<u64>(), any::<i8>().prop_map(|v| v as i64 as u64),
+            any::<i16>().prop_map(|v| v as i64 as u64), any::<i32>().prop_map(|v| v as i64 as u64),
+            any::<u8>().prop_map(|b| u64::from_le_bytes([b; 8])),
+            (any::<i16>(), any::<i16>()).prop_map(|(a, b)| (a as i32 as u32 as u64) | (b as i32 as u32 as u64) << 32),
+        ], k in 0u32..64) {
+            for w in [w, w >> k, (w as i64 >> k) as u64, 1u64 << k, (1u64 << k).wrapping_neg(), (1u64 << k) - 1] {
+                if w != 0 {
+                    prop_assert_eq!(classify(w), classify_by_sext(w), "{:#x}", w);
+                }
+            }
+        }
+
+        /// Writing the classified fields writes what encoding a field at
+        /// a time does, after a prefix of any length, and the planned
+        /// size is the size.
+        #[test]
+        fn plan_is_encode_by_field(words in prop::array::uniform8(prop_oneof![
+            any::<u64>(), Just(0u64), any::<i8>().prop_map(|v| v as i64 as u64),
+            any::<i16>().prop_map(|v| v as i64 as u64), any::<i32>().prop_map(|v| v as i64 as u64),
+            any::<u8>().prop_map(|b| u64::from_le_bytes([b; 8])),
+            (any::<i16>(), any::<i16>()).prop_map(|(a, b)| (a as i32 as u32 as u64) | (b as i32 as u32 as u64) << 32),
+        ]), prefix in 0usize..300, fill in any::<u64>()) {
+            let l = line_of(words);
+            let (mut got, mut want) = (BitWriter::default(), BitWriter::default());
+            for w in [&mut got, &mut want] {
+                for i in 0..prefix / 64 {
+                    w.put(fill.rotate_left(i as u32), 64);
+                }
+                w.put(fill, prefix % 64);
+            }
+            let n = encode(&l, &mut got);
+            prop_assert_eq!(n, encode_by_field(&l, &mut want));
+            prop_assert_eq!(n, size_bits(&l));
+            prop_assert_eq!(plan(&l).bits, n);
+            prop_assert_eq!(got.len, want.len);
+            prop_assert_eq!(got.words, want.words);
+        }
     }
 }

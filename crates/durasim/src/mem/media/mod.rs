@@ -414,13 +414,9 @@ impl Media {
             cur[w] = (cur[w] & !keep) | (prev[w] & keep);
             cur[w + 1..].copy_from_slice(&prev[w + 1..]);
         }
-        let flipped: u32 = prev
-            .iter()
-            .zip(cur.iter())
-            .map(|(a, b)| (a ^ b).count_ones())
-            .sum();
+        let flipped = packed::ones(&std::array::from_fn(|i| prev[i] ^ cur[i]));
         st.log_line_writes += 1;
-        st.log_bits_programmed += u64::from(flipped);
+        st.log_bits_programmed += flipped;
         st.log_bits_written += new_len as u64;
         self.store.set_flat(slot, cur);
     }
@@ -529,7 +525,9 @@ fn encode(encoding: Encoding, data: &LineData, purpose: Purpose) -> Encoded {
         Encoding::Fpc | Encoding::Crade | Encoding::Slde => {
             let log = encoding == Encoding::Slde && purpose == Purpose::Log;
             e.log_meta = encoding == Encoding::Slde && purpose == Purpose::Metadata;
-            let f = fpc::size_bits(data);
+            // Words classified once: sized now, written only if FPC wins.
+            let plan = fpc::plan(data);
+            let f = plan.bits;
             // A log line is DLDC-encoded at once: the stream's length is
             // its size (one pass over the words instead of a sizing pass
             // and an encoding pass); it is dropped if FPC or raw wins.
@@ -551,7 +549,7 @@ fn encode(encoding: Encoding, data: &LineData, purpose: Purpose) -> Encoded {
                     if log {
                         e.stream.clear();
                     }
-                    fpc::encode(data, &mut e.stream);
+                    plan.write(&mut e.stream);
                     e.kind = FPC;
                     e.comp = Some((0, f as u64));
                 }

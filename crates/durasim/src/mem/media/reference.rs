@@ -123,6 +123,21 @@ fn dldc_line_size(data: &LineData) -> usize {
     n
 }
 
+/// DLDC on a log line, each word encoded a field at a time (as
+/// `dldc_line_encode` defines it); returns the words stored all clean.
+fn dldc_line_encode_by_field(data: &LineData, out: &mut BitWriter) -> u64 {
+    let mut prev = 0;
+    let mut clean = 0;
+    for i in 0..8 {
+        let w = word(data, i);
+        let f = dldc::dirty_flags(prev, w);
+        clean += u64::from(f == 0);
+        dldc::encode_by_field(w, f, out);
+        prev = w;
+    }
+    clean
+}
+
 /// The encoder's definition: size every candidate first, then encode the
 /// smallest (FPC on a tie), raw when none fits the cells.
 pub fn encode_sized_first(encoding: Encoding, data: &LineData, purpose: Purpose) -> Encoded {
@@ -151,11 +166,11 @@ pub fn encode_sized_first(encoding: Encoding, data: &LineData, purpose: Purpose)
         return e;
     }
     if d < f {
-        e.clean_words = dldc_line_encode(data, &mut e.stream);
+        e.clean_words = dldc_line_encode_by_field(data, &mut e.stream);
         e.kind = DLDC;
         e.comp = Some((1, d as u64));
     } else {
-        fpc::encode(data, &mut e.stream);
+        fpc::encode_by_field(data, &mut e.stream);
         e.kind = FPC;
         e.comp = Some((0, f as u64));
     }

@@ -400,3 +400,19 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    /// The summed per-byte counts are the words' bits, up to every bit
+    /// of all nine words set (byte sums and lanes must not overflow).
+    #[test]
+    fn ones_is_the_sum_of_count_ones(words in prop::array::uniform9(any::<u64>()), full in 0usize..=9, sparse in any::<u64>()) {
+        for mut xs in [words, [sparse & 0x8000_0001_0000_0100; 9]] {
+            for x in xs.iter_mut().take(full) {
+                *x = u64::MAX;
+            }
+            let want: u64 = xs.iter().map(|x| u64::from(x.count_ones())).sum();
+            prop_assert_eq!(packed::ones(&xs), want);
+        }
+        prop_assert_eq!(packed::ones(&[u64::MAX; 9]), 576);
+    }
+}
