@@ -43,10 +43,12 @@ impl BitWriter {
     #[inline]
     pub fn put_wide(&mut self, lo: u64, hi: u64, n: usize) {
         debug_assert!(n <= 128 && self.len + n <= STREAM_BITS);
+        // Nothing at or past bit `n`: for n > 64, `hi >> (n - 64)` is 0
+        // (two shifts, as n = 128 allows none).
         debug_assert!(if n <= 64 {
             hi == 0 && (n == 64 || lo >> n == 0)
         } else {
-            (hi >> 1) >> (127 - n) == 0
+            (hi >> 1) >> (n - 65) == 0
         });
         let (w, b) = (self.len / 64, self.len % 64);
         self.words[w] |= lo << b;

@@ -35,10 +35,11 @@ fn payload_bits(tag: u64, v: u64, n: usize) -> Option<usize> {
         SE_2BYTE => bits >= 16 && sext(v, 16) == sext(v, bits),
         SE_4BYTE => bits >= 32 && sext(v, 32) == sext(v, bits),
         NIBBLE_PADDED => (0..n).all(|i| byte(i) & 0x0f == 0),
-        LSB_ZERO => byte(0) == 0,
+        LSB_ZERO => n >= 1 && byte(0) == 0,
         _ => false,
     };
-    ok.then_some(match tag {
+    // Sized only when it matches (no dirty byte: no low byte to be zero).
+    ok.then(|| match tag {
         ZERO => 0,
         SE2_PER_BYTE => 2 * n,
         SE4_PER_BYTE | NIBBLE_PADDED => 4 * n,
