@@ -598,13 +598,24 @@ fn word(data: &LineData, i: usize) -> u64 {
 /// (the DIMM sees lines, not log entries), docs/model/nvm-media.md.
 /// Appends to `out`; returns the words stored all clean.
 fn dldc_line_encode(data: &LineData, out: &mut BitWriter) -> u64 {
+    dldc_line_encode_with(data, out, dldc::encode)
+}
+
+/// [`dldc_line_encode`] with `encode_word` (data, dirty flags, out) for
+/// each word: the test definition passes the field-at-a-time encoder.
+#[inline(always)]
+fn dldc_line_encode_with(
+    data: &LineData,
+    out: &mut BitWriter,
+    encode_word: impl Fn(u64, u8, &mut BitWriter),
+) -> u64 {
     let mut prev = 0;
     let mut clean = 0;
     for i in 0..8 {
         let w = word(data, i);
         let f = dldc::dirty_flags(prev, w);
         clean += u64::from(f == 0);
-        dldc::encode(w, f, out);
+        encode_word(w, f, out);
         prev = w;
     }
     clean

@@ -126,16 +126,7 @@ fn dldc_line_size(data: &LineData) -> usize {
 /// DLDC on a log line, each word encoded a field at a time (as
 /// `dldc_line_encode` defines it); returns the words stored all clean.
 fn dldc_line_encode_by_field(data: &LineData, out: &mut BitWriter) -> u64 {
-    let mut prev = 0;
-    let mut clean = 0;
-    for i in 0..8 {
-        let w = word(data, i);
-        let f = dldc::dirty_flags(prev, w);
-        clean += u64::from(f == 0);
-        dldc::encode_by_field(w, f, out);
-        prev = w;
-    }
-    clean
+    super::dldc_line_encode_with(data, out, dldc::encode_by_field)
 }
 
 /// The encoder's definition: size every candidate first, then encode the
