@@ -93,7 +93,8 @@ def graph() -> dict[str, set[str]]:
 def test_no_import_loop():
     g = graph()
     assert len(g) > 20 and "durasim.papers.dpc.claim" in g
-    assert find_loop(g) is None, " -> ".join(find_loop(g) or [])
+    loop = find_loop(g)
+    assert loop is None, " -> ".join(loop)
 
 
 def test_relative_imports_resolve_to_modules():

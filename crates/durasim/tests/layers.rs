@@ -31,6 +31,21 @@ fn floor(m: &str) -> Option<u32> {
     FLOORS.iter().find(|(n, _)| *n == m).map(|(_, f)| *f)
 }
 
+/// The crate's `src/` and every Rust file under it.
+fn sources() -> (PathBuf, Vec<PathBuf>) {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    (src, files)
+}
+
+/// The identifier `s` starts with (empty if none).
+fn ident(s: &str) -> String {
+    s.chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect()
+}
+
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for e in fs::read_dir(dir).unwrap() {
         let p = e.unwrap().path();
@@ -79,11 +94,7 @@ fn production(src: &str) -> String {
 fn named_modules(src: &str) -> Vec<String> {
     let mut found = Vec::new();
     for (i, _) in src.match_indices("crate::") {
-        let rest = &src[i + 7..];
-        let name: String = rest
-            .chars()
-            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-            .collect();
+        let name = ident(&src[i + 7..]);
         if !name.is_empty() {
             found.push(name);
         }
@@ -93,9 +104,7 @@ fn named_modules(src: &str) -> Vec<String> {
 
 #[test]
 fn no_module_imports_a_higher_or_equal_floor() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
+    let (src, files) = sources();
     let mut violations: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for f in &files {
         let rel = f.strip_prefix(&src).unwrap();
@@ -202,11 +211,6 @@ fn crash_and_config_name_no_scheme_or_workload() {
 /// its `mod.rs`) names through `super::` (`super::log::Seg`,
 /// `super::{log::Seg, layout::X}`); `super::Name` alone is the parent.
 fn named_siblings(src: &str, siblings: &[String]) -> Vec<String> {
-    let ident = |s: &str| -> String {
-        s.chars()
-            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-            .collect()
-    };
     let mut found = Vec::new();
     let mut note = |name: String, rest: &str| {
         if rest.starts_with("::") && siblings.contains(&name) {
@@ -239,9 +243,7 @@ fn named_siblings(src: &str, siblings: &[String]) -> Vec<String> {
 /// above cannot see.
 #[test]
 fn no_two_files_of_a_module_import_each_other() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
+    let (src, files) = sources();
     let mut by_dir: BTreeMap<PathBuf, Vec<PathBuf>> = BTreeMap::new();
     for f in files {
         let name = f.file_name().unwrap().to_string_lossy().to_string();
