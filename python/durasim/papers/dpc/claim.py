@@ -16,10 +16,8 @@ from typing import Any
 import pandas as pd
 
 from .. import _claims
-from .spec import _spec
+from .spec import P_EPOCH, P_POOL, _spec
 
-P_EPOCH = "checkpoint.epoch_cycles"
-P_POOL = "dpc.pool_bytes"
 P_BTT = "thynvm.btt_entries"
 P_PTT = "thynvm.ptt_entries"
 PAGE = 4096
