@@ -141,13 +141,6 @@ def split(annotated: str) -> tuple[int, dict[str, int]]:
     return total, parts
 
 
-def mem_ops(log: str) -> int:
-    m = re.search(r"sim: .*?(\d+) memory ops", log)
-    if not m:
-        fail("the run printed no `sim` line with its memory operations")
-    return int(m.group(1))
-
-
 def measure(binary: Path, run: dict, tx: int | None, keep: Path) -> dict:
     out = keep / f"{run['scheme']}@{run['preset']}.callgrind"
     cmd = [
@@ -161,7 +154,7 @@ def measure(binary: Path, run: dict, tx: int | None, keep: Path) -> dict:
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         fail(f"{run['scheme']}@{run['preset']}: exit {p.returncode}\n{p.stderr[-2000:]}")
-    return {**run, "ops": mem_ops(p.stdout + p.stderr), **annotate(out)}
+    return kept(run, keep)
 
 
 def annotate(out: Path) -> dict:
@@ -177,17 +170,18 @@ def annotate(out: Path) -> dict:
 
 
 def kept(run: dict, keep: Path) -> dict:
-    """One run's counts from the files a `--keep` run left: its callgrind
-    file and its JSON (whose `sim` block has the window's memory ops)."""
+    """One run's counts from the files its run left in `keep`: the
+    callgrind file and the JSON (whose `sim` block has the window's memory
+    ops and whose `tx` the transactions)."""
     name = f"{run['scheme']}@{run['preset']}"
     out, js = keep / f"{name}.callgrind", keep / f"{name}.json"
     for f in (out, js):
         if not f.is_file():
-            fail(f"--from {keep}: no {f.name} (keep a run there with --keep)")
+            fail(f"{keep}: no {f.name} (keep a run there with --keep)")
     doc = json.loads(js.read_text())
     ops = doc.get("sim", {}).get("sim_mem_ops")
     if not ops:
-        fail(f"--from {keep}: {js.name} has no sim.sim_mem_ops")
+        fail(f"{keep}: {js.name} has no sim.sim_mem_ops")
     return {**run, "tx": doc.get("tx", run["tx"]), "ops": ops, **annotate(out)}
 
 
@@ -270,7 +264,6 @@ def main() -> None:
         keep.mkdir(parents=True, exist_ok=True)
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, a.jobs)) as pool:
             results = list(pool.map(lambda r: measure(binary, r, a.tx, keep), runs))
-        results = [{**r, "tx": a.tx or r["tx"]} for r in results]
         source = binary
     txs = sorted({r["tx"] for r in results})
     print("Instructions in `Engine::run` per simulated memory operation,")
